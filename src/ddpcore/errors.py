@@ -1,0 +1,54 @@
+"""One error hierarchy with stable, searchable codes.
+
+Every error ddpcore raises on purpose derives from :class:`DDPError`. Messages start
+with a code (``[D101]``) so they can be searched in the README and issue tracker, and
+say what to do next. The CLI maps :class:`DDPDataError` to exit code 3 and
+:class:`DDPUsageError` to exit code 2.
+
+Code ranges: D1xx input files and tables, D2xx anchor extraction and spaCy, D3xx
+statistics input, D4xx gold coreference and validation, D9xx internal/build.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DDPError(Exception):
+    """Base class of all ddpcore errors."""
+
+    code: str = "D000"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        if code is not None:
+            self.code = code
+        super().__init__(f"[{self.code}] {message}")
+
+
+class DDPUsageError(DDPError):
+    """Bad options or arguments (CLI exit code 2)."""
+
+    code = "D001"
+
+
+class DDPDataError(DDPError, ValueError):
+    """Bad input data: missing columns, bad bytes, duplicates, NaN... (CLI exit code 3)."""
+
+    code = "D100"
+
+
+class DDPNativeError(DDPError, ImportError):
+    """The compiled kernels are missing (package installed without building)."""
+
+    code = "D900"
+
+
+def where(path: str | Path | None, row: int | None = None, column: str | None = None) -> str:
+    """Format a location ``file, row R, column 'c'`` for error messages (rows are 1-based)."""
+    parts = []
+    if path is not None:
+        parts.append(str(path))
+    if row is not None:
+        parts.append(f"row {row}")
+    if column is not None:
+        parts.append(f"column '{column}'")
+    return ", ".join(parts) if parts else "<input>"

@@ -1,0 +1,1 @@
+"""Readers and writers: the only code in ddpcore that opens files."""

@@ -1,0 +1,210 @@
+"""Generic table reading/writing with clear errors.
+
+``read_table`` accepts a path (CSV, TSV, JSONL/NDJSON, JSON array, Parquet, optionally
+gzip-compressed text formats) or an in-memory table (polars/pandas DataFrame, pyarrow
+Table) and returns a ``polars.DataFrame``. ``write_table_atomic`` writes through a
+temporary file in the destination folder and renames, so a failure never leaves a
+half-written output behind.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DDPDataError, DDPUsageError, where
+
+if TYPE_CHECKING:
+    import polars as pl
+
+TEXT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
+
+
+def detect_format(path: Path) -> str:
+    """Return ``csv|tsv|jsonl|json|parquet`` from the file name (``.gz`` allowed for text)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    ext = suffixes[-1] if suffixes else ""
+    if ext in (".parquet", ".pq"):
+        return "parquet"
+    if ext in TEXT_FORMATS:
+        return TEXT_FORMATS[ext]
+    raise DDPUsageError(
+        f"{path}: cannot tell the table format from the extension '{ext or '(none)'}'; "
+        "use .csv, .tsv, .jsonl, .json or .parquet (optionally .gz for text formats)",
+        code="D101",
+    )
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DDPDataError(f"{path}: file not found; check the path", code="D102") from None
+    except IsADirectoryError:
+        raise DDPDataError(f"{path}: is a folder, expected a table file", code="D102") from None
+    except OSError as exc:
+        raise DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D102") from None
+    if path.suffix.lower() == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except OSError as exc:
+            raise DDPDataError(f"{path}: not a valid gzip file ({exc})", code="D103") from None
+    return data
+
+
+def decode_utf8(data: bytes, path: Path | str) -> str:
+    """Decode UTF-8 (BOM tolerated) or raise naming the line and column of the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DDPDataError(
+            f"{path}: line {line}, byte column {col}: invalid UTF-8 byte 0x{data[exc.start]:02x}; "
+            "re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
+            code="D104",
+        ) from None
+
+
+def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
+    """Read ``source`` (path or in-memory table) into a polars DataFrame.
+
+    Parameters
+    ----------
+    source : str | Path | polars.DataFrame | pyarrow.Table | pandas.DataFrame
+    name : str, optional
+        How to refer to an in-memory table in error messages.
+    """
+    import polars as pl
+
+    if isinstance(source, pl.DataFrame):
+        return source
+    if isinstance(source, pl.LazyFrame):
+        return source.collect()
+    mod = type(source).__module__
+    if mod.startswith("pyarrow"):
+        return pl.from_arrow(source)  # type: ignore[return-value]
+    if mod.startswith("pandas"):
+        return pl.from_pandas(source)
+    if not isinstance(source, (str, os.PathLike)):
+        raise DDPUsageError(
+            f"expected a file path or a polars/pandas/pyarrow table, got {type(source).__name__}", code="D105"
+        )
+    path = Path(source)
+    fmt = detect_format(path)
+    if fmt == "parquet":
+        if not path.exists():
+            raise DDPDataError(f"{path}: file not found; check the path", code="D102")
+        try:
+            return pl.read_parquet(path)
+        except Exception as exc:  # polars raises several exception types here
+            raise DDPDataError(f"{path}: not a readable Parquet file ({exc})", code="D103") from None
+    text = decode_utf8(_read_bytes(path), path)
+    if not text.strip():
+        raise DDPDataError(f"{path}: the file is empty", code="D106")
+    if fmt in ("csv", "tsv"):
+        sep = "," if fmt == "csv" else "\t"
+        try:
+            return pl.read_csv(
+                io.StringIO(text).read().encode(),
+                separator=sep,
+                infer_schema_length=10000,
+                quote_char='"' if fmt == "csv" else None,
+            )
+        except Exception as exc:
+            raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
+    if fmt == "json":
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DDPDataError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})", code="D103") from None
+        if not isinstance(obj, list):
+            raise DDPDataError(f"{path}: expected a JSON array of objects (one per row)", code="D103")
+        return pl.DataFrame(obj, infer_schema_length=None)
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DDPDataError(f"{path}: line {lineno}, column {exc.colno}: invalid JSON ({exc.msg})", code="D103") from None
+        if not isinstance(rec, dict):
+            raise DDPDataError(f"{path}: line {lineno}: expected a JSON object per line", code="D103")
+        rows.append(rec)
+    try:
+        return pl.DataFrame(rows, infer_schema_length=None)
+    except Exception as exc:
+        raise DDPDataError(f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
+
+
+def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, flags: dict[str, str] | None = None) -> None:
+    """Raise :class:`DDPDataError` naming the first missing column and the flag that selects it."""
+    for col in columns:
+        if col not in df.columns:
+            hint = ""
+            if flags and col in flags:
+                hint = f" (select another column with {flags[col]})"
+            raise DDPDataError(
+                f"{where(source if isinstance(source, (str, os.PathLike)) else '<table>', column=col)}: "
+                f"required column is missing{hint}; available columns: {', '.join(df.columns)}",
+                code="D110",
+            )
+
+
+@contextlib.contextmanager
+def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``dest``; rename onto ``dest`` only if the block succeeds."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, dest)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_table_atomic(df: pl.DataFrame, dest: str | os.PathLike[str], *, metadata: dict[str, str] | None = None) -> Path:
+    """Write ``df`` to ``dest`` (format from the extension) atomically.
+
+    Parquet files get ``metadata`` (e.g. the run signature as JSON) in the schema metadata.
+    """
+    dest = Path(dest)
+    fmt = detect_format(dest)
+    with atomic_path(dest) as tmp:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            table = df.to_arrow()
+            if metadata:
+                table = table.replace_schema_metadata({**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in metadata.items()}})
+            pq.write_table(table, tmp)
+        elif fmt == "csv":
+            df.write_csv(tmp)
+        elif fmt == "tsv":
+            df.write_csv(tmp, separator="\t")
+        elif fmt == "jsonl":
+            df.write_ndjson(tmp)
+        else:
+            df.write_json(tmp)
+    return dest
+
+
+def read_parquet_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Return the key/value schema metadata of a Parquet file (decoded)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in meta.items() if not k.startswith(b"ARROW")}

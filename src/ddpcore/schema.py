@@ -1,0 +1,47 @@
+"""Arrow schemas and column names, defined once.
+
+Units are part of the names where they could be confused: ``*_sentences`` counts
+sentences, ``ddp`` is always in sentences.
+"""
+from __future__ import annotations
+
+# ---- input table (defaults for the --document/--segment/--text/--domain flags)
+DOCUMENT_ID = "document_id"
+SEGMENT_ID = "segment_id"
+SOURCE = "source"
+DOMAIN = "domain"
+
+# ---- segment table (one row per input segment)
+N_SENTENCES = "n_sentences"
+N_TOKENS = "n_tokens"
+N_ANCHORS = "n_anchors"
+DDP = "ddp"  # max anchor distance over the segment's sentences, in sentences
+FIRST_SENTENCE = "first_sentence"  # document-level index of the segment's first sentence
+SEGMENT_COLUMNS = (DOCUMENT_ID, SEGMENT_ID, DOMAIN, N_SENTENCES, N_TOKENS, N_ANCHORS, DDP, FIRST_SENTENCE)
+
+# ---- anchors table (one row per anchor: entity mention or pronoun)
+ANCHOR_INDEX = "anchor_index"  # 0-based order of the anchor within its document
+SENTENCE = "sentence"  # document-level sentence index (0..K-1)
+KIND = "kind"  # "entity" | "pronoun"
+LABEL = "label"  # entity label (PERSON, ORG, ...) or pronoun group (MASC_SG, FEM_SG, NEUT_SG, PL)
+TEXT = "text"
+CHAR_START = "char_start"  # offsets into the segment's source text (code points)
+CHAR_END = "char_end"
+ENTITY_ID = "entity_id"  # document-level entity id (entities only, -1 for pronouns)
+ANTECEDENT_KIND = "antecedent_kind"  # "entity" | "noun" | "none" | "first_mention"
+ANTECEDENT_TEXT = "antecedent_text"
+ANTECEDENT_SENTENCE = "antecedent_sentence"  # sentence the distance is measured to (-1 if none)
+DISTANCE_SENTENCES = "distance_sentences"  # -1: first mention (no distance)
+ANCHOR_COLUMNS = (
+    DOCUMENT_ID, SEGMENT_ID, ANCHOR_INDEX, SENTENCE, KIND, LABEL, TEXT, CHAR_START, CHAR_END,
+    ENTITY_ID, ANTECEDENT_KIND, ANTECEDENT_TEXT, ANTECEDENT_SENTENCE, DISTANCE_SENTENCES,
+)
+
+# ---- sentence-level (internal / --sentences output)
+SENTENCE_DDP = "sentence_ddp"
+
+# ---- statistics long tables (defaults for the stats flags)
+SYSTEM = "system"
+ANNOTATOR = "annotator"
+CONDITION = "condition"
+SCORE = "score"

@@ -1,0 +1,1 @@
+"""Evaluation statistics (filled in by the statistics engine work)."""
