@@ -30,11 +30,12 @@ CHAR_END = "char_end"
 ENTITY_ID = "entity_id"  # document-level entity id (entities only, -1 for pronouns)
 ANTECEDENT_KIND = "antecedent_kind"  # "entity" | "noun" | "none" | "first_mention"
 ANTECEDENT_TEXT = "antecedent_text"
-ANTECEDENT_SENTENCE = "antecedent_sentence"  # sentence the distance is measured to (-1 if none)
+ANTECEDENT_SENTENCE = "antecedent_sentence"  # sentence of the linked antecedent mention (-1 if none)
+REFERENCE_SENTENCE = "reference_sentence"  # sentence the distance is measured to (-1 if none)
 DISTANCE_SENTENCES = "distance_sentences"  # -1: first mention (no distance)
 ANCHOR_COLUMNS = (
     DOCUMENT_ID, SEGMENT_ID, ANCHOR_INDEX, SENTENCE, KIND, LABEL, TEXT, CHAR_START, CHAR_END,
-    ENTITY_ID, ANTECEDENT_KIND, ANTECEDENT_TEXT, ANTECEDENT_SENTENCE, DISTANCE_SENTENCES,
+    ENTITY_ID, ANTECEDENT_KIND, ANTECEDENT_TEXT, ANTECEDENT_SENTENCE, REFERENCE_SENTENCE, DISTANCE_SENTENCES,
 )
 
 # ---- sentence-level (internal / --sentences output)

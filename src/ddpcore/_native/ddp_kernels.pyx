@@ -1,0 +1,400 @@
+# cython: language_level=3
+"""DDP kernels over flat token / item arrays (no spaCy, no Arrow, no validation).
+
+Three stages, each one pass over contiguous arrays:
+
+``extract_items``      tokens  -> items (entity mentions, pronouns, head-noun candidates)
+``assign_entity_ids``  items   -> document-unique dense entity ids (entity keys + PERSON merge)
+``compute_distances``  items   -> per-anchor distance (sentences), per-sentence and per-segment DDP
+
+Array naming: ``X__tok`` is indexed by token, ``X__item`` by item, ``X__doc`` by document,
+``offsets__doc`` has ``n_docs + 1`` entries delimiting each document's items.
+The public Python functions in ``ddpcore.profiling`` validate inputs; the slow oracle of
+``compute_distances`` lives in ``tests/oracle.py``.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
+from libcpp.unordered_map cimport unordered_map
+from libcpp.unordered_set cimport unordered_set
+
+cnp.import_array()
+
+# item kinds
+DEF KIND_ENTITY = 0
+DEF KIND_PRONOUN = 1
+DEF KIND_NOUN = 2
+KIND_NAMES = ("entity", "pronoun", "noun")
+
+# ENT_IOB codes of spaCy's Doc.to_array: 0 missing, 1 I, 2 O, 3 B
+DEF IOB_I = 1
+DEF IOB_B = 3
+
+
+cdef inline uint64_t _mix(uint64_t h, uint64_t x) noexcept nogil:
+    # splitmix64 finaliser applied to (h ^ x) + golden ratio; order-sensitive key hashing
+    cdef uint64_t z = (h ^ x) + <uint64_t>0x9E3779B97F4A7C15
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef unordered_set[uint64_t] _set_of(const uint64_t[::1] values):
+    cdef unordered_set[uint64_t] s
+    cdef Py_ssize_t i
+    for i in range(values.shape[0]):
+        s.insert(values[i])
+    return s
+
+
+cdef unordered_map[uint64_t, int64_t] _map_of(const uint64_t[::1] keys, const int64_t[::1] values):
+    cdef unordered_map[uint64_t, int64_t] m
+    cdef Py_ssize_t i
+    for i in range(keys.shape[0]):
+        m[keys[i]] = values[i]
+    return m
+
+
+def extract_items(
+    const uint64_t[::1] lower__tok,
+    const int32_t[::1] pos__tok,
+    const uint64_t[::1] tag__tok,
+    const uint64_t[::1] dep__tok,
+    const int64_t[::1] head__tok,
+    const int8_t[::1] iob__tok,
+    const uint64_t[::1] enttype__tok,
+    const uint8_t[::1] unit_start__tok,
+    # rule tables (hashes from spaCy's StringStore, computed by the caller)
+    const uint64_t[::1] pronoun_hashes,
+    const int64_t[::1] pronoun_group_bits,
+    const uint64_t[::1] label_hashes,
+    const int64_t[::1] label_compat,
+    const uint64_t[::1] np_dep_hashes,
+    const uint64_t[::1] person_noun_hashes,
+    const uint64_t[::1] drop_leading_hashes,
+    const uint64_t[::1] drop_trailing_hashes,
+    uint64_t dep_expl,
+    uint64_t dep_conj,
+    uint64_t tag_plural,
+    uint64_t tag_plural_proper,
+    int32_t pos_pron,
+    int32_t pos_noun,
+    int32_t pos_space,
+):
+    """Find entity mentions, pronoun anchors and head-noun candidates, in token order.
+
+    Parameters are token-level arrays of equal length ``n_tok`` (heads are absolute token
+    indices) plus small rule tables. Returns a dict of item-level arrays:
+
+    ``token`` (int64, first token), ``end_token`` (int64, exclusive), ``kind`` (int8: 0
+    entity, 1 pronoun, 2 noun), ``label`` (int16: index into ``label_hashes`` for entities,
+    group bit for pronouns, -1 for nouns), ``compat`` (uint8 bit mask of pronoun groups
+    the item can be an antecedent of; for pronouns its own group bit), ``key`` (uint64
+    entity key hash), ``last`` (uint64 hash of the key's last token), ``n_key`` (int16
+    number of key tokens).
+    """
+    cdef Py_ssize_t n = lower__tok.shape[0]
+    cdef unordered_map[uint64_t, int64_t] pron_map = _map_of(pronoun_hashes, pronoun_group_bits)
+    cdef unordered_map[uint64_t, int64_t] label_map
+    cdef unordered_set[uint64_t] np_deps = _set_of(np_dep_hashes)
+    cdef unordered_set[uint64_t] person_nouns = _set_of(person_noun_hashes)
+    cdef unordered_set[uint64_t] drop_lead = _set_of(drop_leading_hashes)
+    cdef unordered_set[uint64_t] drop_trail = _set_of(drop_trailing_hashes)
+    cdef Py_ssize_t i, j, k, end, key_start, key_end, h, steps
+    for i in range(label_hashes.shape[0]):
+        label_map[label_hashes[i]] = i
+
+    out_token = np.empty(n, dtype=np.int64)
+    out_end = np.empty(n, dtype=np.int64)
+    out_kind = np.empty(n, dtype=np.int8)
+    out_label = np.empty(n, dtype=np.int16)
+    out_compat = np.empty(n, dtype=np.uint8)
+    out_key = np.zeros(n, dtype=np.uint64)
+    out_last = np.zeros(n, dtype=np.uint64)
+    out_nkey = np.zeros(n, dtype=np.int16)
+    cdef int64_t[::1] o_token = out_token
+    cdef int64_t[::1] o_end = out_end
+    cdef int8_t[::1] o_kind = out_kind
+    cdef int16_t[::1] o_label = out_label
+    cdef uint8_t[::1] o_compat = out_compat
+    cdef uint64_t[::1] o_key = out_key
+    cdef uint64_t[::1] o_last = out_last
+    cdef int16_t[::1] o_nkey = out_nkey
+    cdef Py_ssize_t m = 0
+    cdef uint64_t key, last
+    cdef int64_t lab
+    cdef int nkey
+    cdef bint inside_entity, is_root
+
+    with nogil:
+        for i in range(n):
+            inside_entity = iob__tok[i] == IOB_B or iob__tok[i] == IOB_I
+            if iob__tok[i] == IOB_B and label_map.count(enttype__tok[i]):
+                # entity span: B followed by I tokens of the same parse unit
+                end = i + 1
+                while end < n and iob__tok[end] == IOB_I and not unit_start__tok[end]:
+                    end += 1
+                key_start = i
+                key_end = end
+                while key_start < key_end and pos__tok[key_start] == pos_space:
+                    key_start += 1
+                while key_end > key_start and pos__tok[key_end - 1] == pos_space:
+                    key_end -= 1
+                if key_start < key_end and drop_lead.count(lower__tok[key_start]):
+                    key_start += 1
+                if key_end > key_start and drop_trail.count(lower__tok[key_end - 1]):
+                    key_end -= 1
+                key = 0
+                nkey = 0
+                last = 0
+                for k in range(key_start, key_end):
+                    if pos__tok[k] == pos_space:
+                        continue
+                    key = _mix(key, lower__tok[k])
+                    last = lower__tok[k]
+                    nkey += 1
+                if nkey > 0:
+                    lab = label_map[enttype__tok[i]]
+                    o_token[m] = i
+                    o_end[m] = end
+                    o_kind[m] = KIND_ENTITY
+                    o_label[m] = <int16_t>lab
+                    o_compat[m] = <uint8_t>label_compat[lab]
+                    o_key[m] = key
+                    o_last[m] = last
+                    o_nkey[m] = <int16_t>nkey
+                    m += 1
+                continue
+            if inside_entity:
+                continue
+            if pos__tok[i] == pos_pron and pron_map.count(lower__tok[i]) and dep__tok[i] != dep_expl:
+                o_token[m] = i
+                o_end[m] = i + 1
+                o_kind[m] = KIND_PRONOUN
+                o_label[m] = <int16_t>pron_map[lower__tok[i]]
+                o_compat[m] = <uint8_t>pron_map[lower__tok[i]]
+                m += 1
+                continue
+            if pos__tok[i] == pos_noun:
+                is_root = np_deps.count(dep__tok[i]) > 0
+                if not is_root and dep__tok[i] == dep_conj:
+                    h = head__tok[i]
+                    steps = 0
+                    while dep__tok[h] == dep_conj and head__tok[h] != h and steps < 1000:
+                        h = head__tok[h]
+                        steps += 1
+                    is_root = np_deps.count(dep__tok[h]) > 0
+                if is_root:
+                    o_token[m] = i
+                    o_end[m] = i + 1
+                    o_kind[m] = KIND_NOUN
+                    o_label[m] = -1
+                    if tag__tok[i] == tag_plural or tag__tok[i] == tag_plural_proper:
+                        o_compat[m] = 8  # PL
+                    elif person_nouns.count(lower__tok[i]):
+                        o_compat[m] = 1 | 2 | 4  # MASC_SG | FEM_SG | NEUT_SG
+                    else:
+                        o_compat[m] = 4  # NEUT_SG
+                    m += 1
+    return {
+        "token": out_token[:m].copy(),
+        "end_token": out_end[:m].copy(),
+        "kind": out_kind[:m].copy(),
+        "label": out_label[:m].copy(),
+        "compat": out_compat[:m].copy(),
+        "key": out_key[:m].copy(),
+        "last": out_last[:m].copy(),
+        "n_key": out_nkey[:m].copy(),
+    }
+
+
+def sentence_starts(
+    const int8_t[::1] sent_start__tok,
+    const int32_t[::1] pos__tok,
+    const uint8_t[::1] unit_start__tok,
+    int32_t pos_space,
+):
+    """Sentence-start flags (uint8) per token: a parse unit's first token and every
+    token spaCy marks ``is_sent_start``, moved forward past whitespace tokens so that
+    no sentence consists of whitespace only."""
+    cdef Py_ssize_t n = sent_start__tok.shape[0]
+    out = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] flag = out
+    cdef bint pending = False
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(n):
+            if unit_start__tok[i] or sent_start__tok[i] == 1:
+                pending = True
+            if pending and pos__tok[i] != pos_space:
+                flag[i] = 1
+                pending = False
+    return out
+
+
+def assign_entity_ids(
+    const int64_t[::1] offsets__doc,
+    const int8_t[::1] kind__item,
+    const int16_t[::1] label__item,
+    const uint64_t[::1] key__item,
+    const uint64_t[::1] last__item,
+    const int16_t[::1] nkey__item,
+    int16_t person_label,
+    bint person_merge,
+):
+    """Dense entity ids, unique over the whole input, for entity items (-1 otherwise).
+
+    Within a document, mentions with equal keys share an id. With ``person_merge``, a
+    one-token PERSON mention whose token equals the last token of an earlier multi-token
+    PERSON key joins the most recent such entity. Returns ``(entity_id__item, n_entities)``.
+    """
+    cdef Py_ssize_t n_docs = offsets__doc.shape[0] - 1
+    cdef Py_ssize_t n = kind__item.shape[0]
+    out = np.full(n, -1, dtype=np.int32)
+    cdef int32_t[::1] eid = out
+    cdef unordered_map[uint64_t, int32_t] by_key
+    cdef unordered_map[uint64_t, int32_t] by_last
+    cdef int32_t next_id = 0
+    cdef Py_ssize_t d, i
+    cdef int32_t e
+    with nogil:
+        for d in range(n_docs):
+            by_key.clear()
+            by_last.clear()
+            for i in range(offsets__doc[d], offsets__doc[d + 1]):
+                if kind__item[i] != KIND_ENTITY:
+                    continue
+                e = -1
+                if person_merge and label__item[i] == person_label and nkey__item[i] == 1:
+                    if by_last.count(key__item[i]):
+                        e = by_last[key__item[i]]
+                if e < 0:
+                    if by_key.count(key__item[i]):
+                        e = by_key[key__item[i]]
+                    else:
+                        e = next_id
+                        next_id += 1
+                        by_key[key__item[i]] = e
+                if person_merge and label__item[i] == person_label and nkey__item[i] > 1:
+                    # index by the key a one-token mention of the last token would have
+                    by_last[_mix(0, last__item[i])] = e
+                eid[i] = e
+    return out, int(next_id)
+
+
+def compute_distances(
+    const int64_t[::1] offsets__doc,
+    const int8_t[::1] kind__item,
+    const int32_t[::1] sentence__item,
+    const int32_t[::1] entity__item,
+    const uint8_t[::1] compat__item,
+    const int32_t[::1] segment__item,
+    const int64_t[::1] gsentence__item,
+    Py_ssize_t n_entities,
+    Py_ssize_t n_segments,
+    Py_ssize_t n_sentences,
+    bint nearest,
+    int n_threads=1,
+):
+    """Anchor distances (in sentences) and their per-sentence / per-segment maxima.
+
+    Parameters (``n_items`` items in document order, documents delimited by ``offsets__doc``):
+    ``kind__item`` 0 entity / 1 pronoun / 2 noun candidate; ``sentence__item`` document-level
+    sentence index; ``entity__item`` dense entity id (entities) or -1; ``compat__item``
+    antecedent bit mask (entities, nouns) or own group bit (pronouns); ``segment__item`` and
+    ``gsentence__item`` global segment / sentence row the item belongs to.
+
+    Returns ``(distance__item int32 (-1: first mention or noun), antecedent__item int64
+    (linked item or -1), reference__item int64 (item the distance is measured to or -1),
+    ddp__segment int32[n_segments], ddp__sentence int32[n_sentences])``. Documents are
+    independent, so they run in parallel (``n_threads``); results do not depend on it.
+    """
+    cdef Py_ssize_t n_docs = offsets__doc.shape[0] - 1
+    cdef Py_ssize_t n = kind__item.shape[0]
+    distance = np.full(n, -1, dtype=np.int32)
+    antecedent = np.full(n, -1, dtype=np.int64)
+    reference = np.full(n, -1, dtype=np.int64)
+    ddp_seg = np.zeros(n_segments, dtype=np.int32)
+    ddp_sent = np.zeros(n_sentences, dtype=np.int32)
+    first_item = np.full(max(n_entities, 1), -1, dtype=np.int64)
+    last_item = np.full(max(n_entities, 1), -1, dtype=np.int64)
+    cdef int32_t[::1] dist = distance
+    cdef int64_t[::1] ante = antecedent
+    cdef int64_t[::1] ref = reference
+    cdef int32_t[::1] dseg = ddp_seg
+    cdef int32_t[::1] dsent = ddp_sent
+    cdef int64_t[::1] first = first_item
+    cdef int64_t[::1] last = last_item
+    cdef Py_ssize_t d
+    with nogil:
+        for d in prange(n_docs, num_threads=max(n_threads, 1), schedule="dynamic", chunksize=64):
+            _distances_one_doc(offsets__doc[d], offsets__doc[d + 1], kind__item, sentence__item,
+                               entity__item, compat__item, segment__item, gsentence__item, nearest,
+                               dist, ante, ref, dseg, dsent, first, last)
+    return distance, antecedent, reference, ddp_seg, ddp_sent
+
+
+cdef void _distances_one_doc(
+    int64_t start, int64_t stop,
+    const int8_t[::1] kind, const int32_t[::1] sent, const int32_t[::1] ent,
+    const uint8_t[::1] compat, const int32_t[::1] seg, const int64_t[::1] gsent, bint nearest,
+    int32_t[::1] dist, int64_t[::1] ante, int64_t[::1] ref, int32_t[::1] dseg, int32_t[::1] dsent,
+    int64_t[::1] first, int64_t[::1] last,
+) noexcept nogil:
+    cdef int64_t cand0 = -1, cand1 = -1, cand2 = -1, cand3 = -1  # last antecedent per group bit 1,2,4,8
+    cdef int64_t i, c, r
+    cdef int32_t e, d
+    cdef uint8_t bits
+    for i in range(start, stop):
+        if kind[i] == KIND_ENTITY:
+            e = ent[i]
+            if first[e] < 0:
+                first[e] = i
+            else:
+                r = last[e] if nearest else first[e]
+                d = sent[i] - sent[r]
+                dist[i] = d
+                ante[i] = last[e]
+                ref[i] = r
+            last[e] = i
+        elif kind[i] == KIND_PRONOUN:
+            bits = compat[i]
+            if bits == 1:
+                c = cand0
+            elif bits == 2:
+                c = cand1
+            elif bits == 4:
+                c = cand2
+            else:
+                c = cand3
+            if c < 0:
+                dist[i] = 1
+            else:
+                ante[i] = c
+                if kind[c] == KIND_ENTITY and not nearest:
+                    r = first[ent[c]]
+                else:
+                    r = c
+                ref[i] = r
+                dist[i] = sent[i] - sent[r]
+            if dist[i] > dsent[gsent[i]]:
+                dsent[gsent[i]] = dist[i]
+            if dist[i] > dseg[seg[i]]:
+                dseg[seg[i]] = dist[i]
+            continue
+        # entity or noun: becomes the latest antecedent for its compatible groups
+        bits = compat[i]
+        if bits & 1:
+            cand0 = i
+        if bits & 2:
+            cand1 = i
+        if bits & 4:
+            cand2 = i
+        if bits & 8:
+            cand3 = i
+        if kind[i] == KIND_ENTITY and dist[i] >= 0:
+            if dist[i] > dsent[gsent[i]]:
+                dsent[gsent[i]] = dist[i]
+            if dist[i] > dseg[seg[i]]:
+                dseg[seg[i]] = dist[i]

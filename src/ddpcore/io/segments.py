@@ -1,0 +1,136 @@
+"""Read segment tables (one row per segment of a source document) for DDP profiling.
+
+Accepted inputs: a table file (JSONL, CSV, TSV, JSON, Parquet), an in-memory table
+(polars/pandas/pyarrow), or a folder of plain-text documents (``*.txt``; one document
+per file, document id = file name without extension; a blank line separates segments).
+
+The returned frame is validated (columns present, text non-empty, ids unique) and has
+the columns ``document_id, segment_id, domain, source`` under the caller's chosen names
+plus any extra input columns, and an internal ``__row`` column (0-based input row).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DDPDataError, DDPUsageError
+from .tables import decode_utf8, read_table, require_columns
+
+if TYPE_CHECKING:
+    import polars as pl
+
+ROW = "__row"
+_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
+
+
+@dataclass(frozen=True)
+class SegmentColumns:
+    """Names of the input columns (CLI: --document-col, --segment-col, --text-col, --domain-col)."""
+
+    document: str = "document_id"
+    segment: str = "segment_id"
+    text: str = "source"
+    domain: str = "domain"
+
+    def flags(self) -> dict[str, str]:
+        return {
+            self.document: "--document-col",
+            self.segment: "--segment-col",
+            self.text: "--text-col",
+            self.domain: "--domain-col",
+        }
+
+
+def read_text_folder(folder: Path, cols: SegmentColumns) -> pl.DataFrame:
+    """One row per blank-line-separated segment of every ``*.txt`` file in ``folder``."""
+    import polars as pl
+
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".txt")
+    if not files:
+        raise DDPDataError(f"{folder}: no .txt documents found in this folder", code="D120")
+    docs, segs, texts = [], [], []
+    for path in files:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise DDPDataError(f"{path}: cannot read file ({exc.strerror})", code="D102") from None
+        text = decode_utf8(raw, path).replace("\r\n", "\n").replace("\r", "\n")
+        parts = [p.strip("\n") for p in _BLANK_LINE.split(text)]
+        parts = [p for p in parts if p.strip()]
+        if not parts:
+            raise DDPDataError(f"{path}: the document is empty; remove it or add text", code="D121")
+        docs.extend([path.stem] * len(parts))
+        segs.extend(range(len(parts)))
+        texts.extend(parts)
+    return pl.DataFrame(
+        {cols.document: docs, cols.segment: segs, cols.text: texts},
+        schema={cols.document: pl.String, cols.segment: pl.Int64, cols.text: pl.String},
+    )
+
+
+def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, require_domain: bool = False) -> pl.DataFrame:
+    """Read and validate a segment table; see the module docstring.
+
+    Rows are returned in input order with ``__row`` (0-based). ``domain`` is added as a
+    null string column when absent (unless ``require_domain``).
+
+    Raises
+    ------
+    DDPDataError
+        missing column (D110), null/empty text (D111), null ids (D112), duplicated
+        (document, segment) ids (D113), unreadable or non-UTF-8 file (D102-D104).
+    """
+    import polars as pl
+
+    name = source if isinstance(source, (str, os.PathLike)) else "<table>"
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        df = read_text_folder(Path(source), cols)
+    else:
+        df = read_table(source)
+    required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
+    require_columns(df, required, name, flags=cols.flags())
+    if len({cols.document, cols.segment, cols.text, cols.domain}) < 4:
+        raise DDPUsageError("the document, segment, text and domain columns must be four different names", code="D114")
+    if df.height == 0:
+        raise DDPDataError(f"{name}: the table has no rows", code="D106")
+    if cols.domain not in df.columns:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
+    df = df.with_row_index(ROW)
+
+    text = df[cols.text]
+    if text.dtype != pl.String:
+        raise DDPDataError(
+            f"{name}, column '{cols.text}': expected text, found {text.dtype}; choose the text column with --text-col",
+            code="D111",
+        )
+    bad = df.filter(pl.col(cols.text).is_null() | (pl.col(cols.text).str.strip_chars().str.len_chars() == 0))
+    if bad.height:
+        row = int(bad[ROW][0])
+        raise DDPDataError(
+            f"{name}, row {row + 1}, column '{cols.text}': empty source text "
+            f"(document {bad[cols.document][0]!r}, segment {bad[cols.segment][0]!r}); "
+            f"fill it or drop the row ({bad.height} empty row(s) in total)",
+            code="D111",
+        )
+    for col in (cols.document, cols.segment):
+        nulls = df.filter(pl.col(col).is_null())
+        if nulls.height:
+            raise DDPDataError(
+                f"{name}, row {int(nulls[ROW][0]) + 1}, column '{col}': missing id; every row needs a "
+                "document id and a segment id",
+                code="D112",
+            )
+    dup = df.filter(pl.struct(cols.document, cols.segment).is_duplicated())
+    if dup.height:
+        first = dup.sort(ROW)
+        rows = first[ROW].head(2).to_list()
+        raise DDPDataError(
+            f"{name}, rows {rows[0] + 1} and {rows[1] + 1}, columns '{cols.document}'/'{cols.segment}': "
+            f"duplicated id (document {first[cols.document][0]!r}, segment {first[cols.segment][0]!r}); "
+            "each (document, segment) pair must be unique",
+            code="D113",
+        )
+    return df

@@ -1,0 +1,44 @@
+"""``DataFrame.ddp`` namespace: ``df.ddp.profile(text="source", document="document_id")``.
+
+Registered when this module is imported; ``import ddpcore`` imports it automatically
+if polars is already loaded, and every ddpcore entry point that loads polars does too.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+
+@pl.api.register_dataframe_namespace("ddp")
+class DDPNamespace:
+    """DDP methods on a polars DataFrame of segments."""
+
+    def __init__(self, df: pl.DataFrame) -> None:
+        self._df = df
+
+    def profile(
+        self,
+        *,
+        text: str = "source",
+        document: str = "document_id",
+        segment: str = "segment_id",
+        domain: str = "domain",
+        **kwargs: Any,
+    ) -> pl.DataFrame:
+        """Segment-level DDP of this frame (one row per row, same order); see ``ddpcore.profile``."""
+        from .profiling import profile
+
+        return profile(self._df, text=text, document=document, segment=segment, domain=domain, **kwargs)
+
+    def profile_anchors(self, **kwargs: Any) -> Any:
+        """Segments, anchors and sentences of this frame; see ``ddpcore.profile_anchors``."""
+        from .profiling import profile_anchors
+
+        return profile_anchors(self._df, **kwargs)
+
+    def summarize(self, by: str | None = "domain", document: str = "document_id") -> pl.DataFrame:
+        """Per-domain DDP summary of a profiled segment frame (needs a ``ddp`` column)."""
+        from .profiling import summarize
+
+        return summarize(self._df, by=by, document=document)
