@@ -1,0 +1,744 @@
+"""Gold coreference readers: LitBank (brat TSV and CoNLL forms), CoNLL-U with ``Entity=``
+brackets (GUM, OntoGUM, CorefUD) and the CoNLL-2012 ``*_conll`` layout (OntoNotes).
+
+Every reader returns the same :class:`GoldCorpus`: one row per gold sentence (kept exactly
+as the gold gives it, never re-split) and one row per gold mention. Inputs may be files,
+folders (searched recursively) or tar archives (``.tar``, ``.tar.gz``, ``.tgz``,
+``.tar.xz``, ``.tar.bz2``), which are read member by member with :mod:`tarfile` and never
+extracted to disk.
+
+Mention types are mapped to the LitBank inventory:
+
+* ``PRON``: personal/possessive/reflexive pronoun (head XPOS ``PRP``/``PRP$``; UPOS ``PRON``
+  with ``PronType=Prs`` when XPOS is absent). Other pronouns (demonstrative, relative,
+  indefinite) are ``NOM``, as in LitBank, whose ``PRON`` mentions are personal pronouns.
+* ``PROP``: head is a proper noun (XPOS ``NNP``/``NNPS`` or UPOS ``PROPN``).
+* ``NOM``: everything else.
+
+LitBank's brat TSV form carries the type; CoNLL-U uses the dependency head of the span (the
+first token whose head lies outside the span); CoNLL-2012 has no dependencies, so the head is
+the last token before the first preposition, verb, wh-word, comma or colon of the span. LitBank's
+CoNLL form has no POS column at all: there the type comes from word forms (a closed pronoun
+list; a capitalised head that is not a sentence-initial function word is ``PROP``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import tarfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from ..errors import DDPDataError, DDPUsageError
+from ..schema import DOCUMENT_ID, SENTENCE, TEXT
+from .tables import decode_utf8
+
+if TYPE_CHECKING:
+    import polars as pl
+
+GoldFormat = Literal["litbank", "conllu", "conll2012"]
+FORMATS: tuple[str, ...] = ("litbank", "conllu", "conll2012")
+
+# ---- gold column names (sentences and mentions tables)
+GENRE = "genre"
+TOKENS = "tokens"
+N_TOKENS = "n_tokens"
+SOURCE_FILE = "source_file"  # file (or "archive:member") the sentence was read from
+TOKEN_START = "token_start"  # 0-based index of the mention's first token within its sentence
+TOKEN_END = "token_end"  # exclusive end (token_start + length)
+CHAIN_ID = "chain_id"  # coreference chain, unique within its document
+MENTION_TYPE = "mention_type"  # PROP | NOM | PRON
+ENTITY_TYPE = "entity_type"  # corpus entity type (LitBank PER/LOC..., GUM person/place...) or null
+MENTION_TYPES = ("PROP", "NOM", "PRON")
+
+#: genre given to LitBank documents (the corpus is all fiction and has no genre metadata)
+LITBANK_GENRE = "fiction"
+UNKNOWN_GENRE = "unknown"
+
+_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
+
+
+@dataclass(frozen=True)
+class GoldCorpus:
+    """Gold sentences and mentions of one or more documents.
+
+    Attributes
+    ----------
+    sentences : polars.DataFrame
+        One row per gold sentence: ``document_id`` (str), ``sentence`` (int32, 0-based index
+        within the document), ``genre`` (str), ``text`` (str; the raw sentence text where the
+        format gives one, CoNLL-U ``# text``, else the tokens joined by single spaces),
+        ``tokens`` (list[str]), ``n_tokens`` (int32), ``source_file`` (str).
+    mentions : polars.DataFrame
+        One row per gold mention: ``document_id``, ``sentence`` (sentence the mention starts
+        in), ``token_start``/``token_end`` (int32, token offsets within that sentence, end
+        exclusive), ``chain_id`` (str; a mention outside every chain gets its own chain),
+        ``mention_type`` (``PROP``/``NOM``/``PRON``), ``entity_type`` (str or null), ``text``.
+    formats : tuple[str, ...]
+        The formats that were read, in order of first use.
+    warnings : tuple[str, ...]
+        Repairs made to unbalanced coreference brackets in lenient mode (``strict=False``), each
+        naming file and line; the affected mention is dropped.
+    """
+
+    sentences: pl.DataFrame
+    mentions: pl.DataFrame
+    formats: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def n_documents(self) -> int:
+        return int(self.sentences.get_column(DOCUMENT_ID).n_unique())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Counts per genre (documents, sentences, tokens, mentions by type, chains)."""
+        import polars as pl
+
+        by_genre = (
+            self.sentences.group_by(GENRE)
+            .agg(
+                pl.col(DOCUMENT_ID).n_unique().alias("documents"),
+                pl.len().alias("sentences"),
+                pl.col(N_TOKENS).sum().alias("tokens"),
+            )
+            .sort(GENRE)
+        )
+        m = self.mentions.join(self.sentences.select(DOCUMENT_ID, SENTENCE, GENRE), on=[DOCUMENT_ID, SENTENCE])
+        counts = m.group_by(GENRE).agg(
+            pl.len().alias("mentions"),
+            *[(pl.col(MENTION_TYPE) == t).sum().alias(f"mentions_{t}") for t in MENTION_TYPES],
+            pl.struct(DOCUMENT_ID, CHAIN_ID).n_unique().alias("chains"),
+        )
+        table = by_genre.join(counts, on=GENRE, how="left").fill_null(0)
+        return {
+            "formats": list(self.formats),
+            "documents": self.n_documents,
+            "sentences": self.sentences.height,
+            "mentions": self.mentions.height,
+            "by_genre": table.to_dicts(),
+        }
+
+
+# --------------------------------------------------------------------------- input discovery
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One readable file: on disk or inside an archive."""
+
+    name: str  # path inside its container (used for extension and pairing)
+    label: str  # how error messages name it
+    read: Callable[[], bytes]
+
+
+def _is_tar_name(name: str) -> bool:
+    low = name.lower()
+    return any(low.endswith(s) for s in _TAR_SUFFIXES)
+
+
+def _iter_members(path: Path) -> Iterator[_Member]:
+    if path.is_dir():
+        for p in sorted(path.rglob("*")):
+            if p.is_file():
+                yield from _iter_members(p)
+        return
+    if not path.exists():
+        raise DDPDataError(f"{path}: gold file or folder not found; check the path", code="D401")
+    if _is_tar_name(path.name):
+        try:
+            tar = tarfile.open(path, "r:*")
+        except (tarfile.TarError, OSError) as exc:
+            raise DDPDataError(f"{path}: not a readable tar archive ({exc})", code="D401") from None
+        found: list[_Member] = []
+        with tar:
+            # stream order: seeking backwards in a compressed archive restarts decompression
+            try:
+                for info in tar:
+                    if info.isfile():
+                        data = tar.extractfile(info).read()  # type: ignore[union-attr]
+                        found.append(_Member(info.name, f"{path}:{info.name}", (lambda d=data: d)))
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise DDPDataError(f"{path}: cannot read the archive ({exc}); is it truncated?", code="D401") from None
+        yield from sorted(found, key=lambda m: m.name)
+        return
+    yield _Member(path.name, str(path), lambda p=path: _read_file(p))
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D401") from None
+
+
+def _is_conll2012_name(name: str) -> bool:
+    low = name.lower()
+    return low.endswith(".conll") or low.endswith("_conll")
+
+
+def _detect(name: str) -> str | None:
+    """Format of one member from its name (``None``: not a gold file)."""
+    low = name.lower()
+    if low.endswith(".conllu"):
+        return "conllu"
+    if low.endswith(".ann"):
+        return "litbank"
+    if _is_conll2012_name(low):
+        return "litbank" if low.endswith("_brat.conll") else "conll2012"
+    return None
+
+
+# --------------------------------------------------------------------------- public entry point
+
+
+def read_gold(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    strict: bool = False,
+) -> GoldCorpus:
+    """Read gold coreference from files, folders or tar archives.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Files, folders (searched recursively) or tar archives. Files that are not gold files of
+        the chosen format inside folders and archives (README, LICENSE...) are skipped.
+    format : ``"litbank" | "conllu" | "conll2012"``, optional
+        Forces the format. Default: detected per file from its name (``.conllu`` → conllu;
+        ``.ann`` + ``.txt`` → LitBank brat TSV; ``*_brat.conll`` → LitBank CoNLL;
+        other ``.conll`` / ``*_conll`` → CoNLL-2012).
+    strict : bool
+        Unbalanced coreference brackets (a close without an open, a mention left open at the
+        end of its sentence or document, a mention spanning two sentences) raise
+        :class:`DDPDataError` when true. When false (default; released corpora contain a few
+        such slips, e.g. OntoGUM ``GENTLE_poetry_road``) the mention is dropped and the repair
+        is listed in :attr:`GoldCorpus.warnings`.
+
+    Raises
+    ------
+    DDPUsageError
+        Unknown format, or a single file whose format cannot be told from its name.
+    DDPDataError
+        Missing files, no gold documents found, malformed lines (message names file and line),
+        or the same document id read twice.
+    """
+    import polars as pl
+
+    if format is not None and format not in FORMATS:
+        raise DDPUsageError(f"unknown gold format '{format}'; choose one of {', '.join(FORMATS)}", code="D402")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise DDPUsageError("no gold files given", code="D402")
+
+    sent_rows: list[dict[str, Any]] = []
+    mention_rows: list[dict[str, Any]] = []
+    seen_docs: dict[str, str] = {}
+    warnings: list[str] = []
+
+    def problem(message: str, code: str) -> None:
+        if strict:
+            raise DDPDataError(message, code=code)
+        warnings.append(f"[{code}] {message}")
+    used_formats: list[str] = []
+
+    for raw in paths:
+        path = Path(raw)
+        members = list(_iter_members(path))
+        single_file = path.is_file() and not _is_tar_name(path.name)
+        by_name = {m.name: m for m in members}
+        found = 0
+        for member in members:
+            fmt = _detect(member.name)
+            if format is not None:
+                if single_file:
+                    fmt = format
+                elif fmt is None or (fmt != format and not (format in ("litbank", "conll2012") and _is_conll2012_name(member.name))):
+                    continue
+                else:
+                    fmt = format
+            if fmt is None:
+                if single_file:
+                    raise DDPUsageError(
+                        f"{member.label}: cannot tell the gold format from the file name; "
+                        "pass --format litbank|conllu|conll2012",
+                        code="D402",
+                    )
+                continue
+            low = member.name.lower()
+            if fmt == "litbank" and not _is_conll2012_name(low):
+                if not low.endswith(".ann"):
+                    if single_file and low.endswith(".txt"):
+                        continue  # the .txt half of a brat pair is read with its .ann
+                    raise DDPDataError(f"{member.label}: LitBank brat input must be an .ann file with its .txt", code="D403")
+                txt_name = member.name[:-4] + ".txt"
+                if single_file:
+                    txt_path = path.with_suffix(".txt")
+                    txt = _Member(txt_path.name, str(txt_path), lambda p=txt_path: _read_file(p)) if txt_path.exists() else None
+                else:
+                    txt = by_name.get(txt_name)
+                if txt is None:
+                    raise DDPDataError(f"{member.label}: the matching sentence file {txt_name} is missing", code="D403")
+                docs = _read_litbank_brat(member, txt)
+            elif fmt == "conllu":
+                docs = _read_conllu(member, problem)
+            else:
+                docs = _read_conll2012(member, problem, litbank=(fmt == "litbank"))
+            for doc_id, sents, ments in docs:
+                if doc_id in seen_docs:
+                    raise DDPDataError(
+                        f"{member.label}: document '{doc_id}' was already read from {seen_docs[doc_id]}; "
+                        "give each document once (e.g. not both LitBank forms)",
+                        code="D404",
+                    )
+                seen_docs[doc_id] = member.label
+                sent_rows.extend(sents)
+                mention_rows.extend(ments)
+                found += 1
+            if fmt not in used_formats:
+                used_formats.append(fmt)
+        if found == 0:
+            what = f"{format} " if format else ""
+            raise DDPDataError(
+                f"{path}: no {what}gold documents found (looked for .conllu, .ann+.txt, .conll, *_conll); "
+                "check the path or pass --format",
+                code="D405",
+            )
+
+    sentences = pl.DataFrame(
+        sent_rows,
+        schema={
+            DOCUMENT_ID: pl.String, SENTENCE: pl.Int32, GENRE: pl.String, TEXT: pl.String,
+            TOKENS: pl.List(pl.String), N_TOKENS: pl.Int32, SOURCE_FILE: pl.String,
+        },
+    )
+    mentions = pl.DataFrame(
+        mention_rows,
+        schema={
+            DOCUMENT_ID: pl.String, SENTENCE: pl.Int32, TOKEN_START: pl.Int32, TOKEN_END: pl.Int32,
+            CHAIN_ID: pl.String, MENTION_TYPE: pl.String, ENTITY_TYPE: pl.String, TEXT: pl.String,
+        },
+    )
+    return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(used_formats), warnings=tuple(warnings))
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+_Doc = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
+_Problem = Callable[[str, str], None]
+
+_PERSONAL_PRONOUNS = frozenset(
+    """i me my mine myself you your yours yourself yourselves he him his himself she her hers herself
+    it its itself we us our ours ourselves they them their theirs themselves themself thee thou thy
+    thine thyself ye 'em yeh yer""".split()
+)
+# capitalised only because they start the sentence: never a proper-name head
+_FUNCTION_WORDS = frozenset(
+    """the a an this that these those some any no every each all both either neither one another
+    other such what which who whom whose there here if when while as but and or nor so yet for""".split()
+)
+
+
+def _text_lines(member: _Member) -> list[str]:
+    return decode_utf8(member.read(), member.label).splitlines()
+
+
+def _sentence_row(doc_id: str, index: int, genre: str, tokens: list[str], label: str, text: str | None = None) -> dict[str, Any]:
+    return {
+        DOCUMENT_ID: doc_id, SENTENCE: index, GENRE: genre, TEXT: text if text is not None else " ".join(tokens),
+        TOKENS: tokens, N_TOKENS: len(tokens), SOURCE_FILE: label,
+    }
+
+
+def _mention_row(doc_id: str, sent: int, start: int, end: int, chain: str, mtype: str, etype: str | None, tokens: list[str]) -> dict[str, Any]:
+    return {
+        DOCUMENT_ID: doc_id, SENTENCE: sent, TOKEN_START: start, TOKEN_END: end, CHAIN_ID: chain,
+        MENTION_TYPE: mtype, ENTITY_TYPE: etype, TEXT: " ".join(tokens[start:end]),
+    }
+
+
+def _type_from_tags(xpos: str, upos: str = "_", feats: str = "_") -> str:
+    if xpos in ("PRP", "PRP$") or (xpos in ("_", "") and upos == "PRON" and "PronType=Prs" in feats):
+        return "PRON"
+    if xpos in ("NNP", "NNPS") or upos == "PROPN":
+        return "PROP"
+    return "NOM"
+
+
+def _type_from_words(words: list[str], sentence_initial: bool) -> str:
+    """Mention type when no POS tags exist (LitBank CoNLL): closed pronoun list + capitalisation."""
+    if len(words) == 1 and words[0].lower() in _PERSONAL_PRONOUNS:
+        return "PRON"
+    head_i = len(words) - 1
+    for i, w in enumerate(words):
+        if i > 0 and (w in (",", ";", ":") or w.lower() in ("of", "who", "which", "that", "whom", "whose", "in", "at", "with", "from", "on")):
+            head_i = i - 1
+            break
+    head = words[head_i]
+    if head[:1].isupper() and head.lower() not in _PERSONAL_PRONOUNS:
+        if head_i == 0 and sentence_initial and head.lower() in _FUNCTION_WORDS:
+            return "NOM"
+        return "PROP"
+    return "NOM"
+
+
+# --------------------------------------------------------------------------- LitBank brat TSV
+
+
+def _read_litbank_brat(ann: _Member, txt: _Member) -> list[_Doc]:
+    doc_id = Path(ann.name).name[:-4]
+    sentences = [line.split(" ") if line else [] for line in _text_lines(txt)]
+    sent_rows = [_sentence_row(doc_id, i, LITBANK_GENRE, toks, txt.label) for i, toks in enumerate(sentences)]
+    spans: dict[str, tuple[int, int, int, str, str, int]] = {}
+    chains: dict[str, str] = {}
+    for lineno, line in enumerate(_text_lines(ann), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        kind = parts[0]
+        if kind == "MENTION":
+            if len(parts) != 9:
+                raise DDPDataError(
+                    f"{ann.label}: line {lineno}: a MENTION record needs 9 tab-separated fields "
+                    f"(MENTION id start_sent start_tok end_sent end_tok text entity_type mention_type), got {len(parts)}",
+                    code="D406",
+                )
+            tid, etype, mtype = parts[1], parts[7], parts[8]
+            try:
+                s0, t0, s1, t1 = (int(x) for x in parts[2:6])
+            except ValueError:
+                raise DDPDataError(f"{ann.label}: line {lineno}: sentence/token indices (fields 3-6) must be integers", code="D406") from None
+            if mtype not in MENTION_TYPES:
+                raise DDPDataError(f"{ann.label}: line {lineno}, field 9: mention type '{mtype}' is not PROP, NOM or PRON", code="D406")
+            if not (0 <= s0 < len(sentences)) or s1 != s0 or not (0 <= t0 <= t1 < len(sentences[s0])):
+                raise DDPDataError(
+                    f"{ann.label}: line {lineno}: span sentence {s0} tokens {t0}-{t1} (to sentence {s1}) is outside "
+                    f"{txt.label} ({len(sentences)} sentences) or crosses a sentence boundary",
+                    code="D407",
+                )
+            if " ".join(sentences[s0][t0 : t1 + 1]) != parts[6]:
+                raise DDPDataError(
+                    f"{ann.label}: line {lineno}, field 7: mention text {parts[6]!r} does not match tokens {t0}-{t1} "
+                    f"of sentence {s0} in {txt.label}; are the .ann and .txt from the same document?",
+                    code="D407",
+                )
+            spans[tid] = (s0, t0, t1 + 1, mtype, etype, lineno)
+        elif kind == "COREF":
+            if len(parts) != 3:
+                raise DDPDataError(f"{ann.label}: line {lineno}: a COREF record needs 3 tab-separated fields (COREF id chain)", code="D406")
+            chains[parts[1]] = parts[2]
+        elif kind in ("APPOS", "COP"):
+            continue  # not identity links
+        else:
+            raise DDPDataError(f"{ann.label}: line {lineno}: unknown record type '{kind}' (expected MENTION, COREF, APPOS, COP)", code="D406")
+    for tid in chains:
+        if tid not in spans:
+            raise DDPDataError(f"{ann.label}: COREF refers to mention '{tid}', which has no MENTION record", code="D406")
+    mention_rows = []
+    for tid, (s, a, b, mtype, etype, _line) in sorted(spans.items(), key=lambda kv: kv[1][:3]):
+        chain = chains.get(tid, f"_singleton_{tid}")
+        mention_rows.append(_mention_row(doc_id, s, a, b, chain, mtype, etype, sentences[s]))
+    return [(doc_id, sent_rows, mention_rows)]
+
+
+# --------------------------------------------------------------------------- CoNLL-2012 / LitBank CoNLL
+
+_BEGIN_RE = re.compile(r"^#begin document \((.*)\);?\s*(?:part\s+(\S+))?")
+_CONLL_BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
+_HEAD_STOP_POS = ("IN", "TO", "WDT", "WP", "WP$", "WRB", ",", ":", "-LRB-", "VB", "MD")
+
+
+def _conll_head(pos: list[str]) -> int:
+    for i in range(1, len(pos)):
+        if pos[i].startswith(_HEAD_STOP_POS):
+            return i - 1
+    return len(pos) - 1
+
+
+def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> list[_Doc]:
+    docs: list[_Doc] = []
+    lines = _text_lines(member)
+    default_name = Path(member.name).name
+    state: dict[str, Any] = {}
+
+    def start(name: str, part: str | None, lineno: int) -> None:
+        try:
+            part_no = int(part) if part is not None else 0
+        except ValueError:
+            raise DDPDataError(f"{member.label}: line {lineno}: document part '{part}' is not an integer", code="D408") from None
+        doc_id = name if (litbank or part_no == 0) else f"{name}#{part_no}"
+        if litbank:
+            genre = LITBANK_GENRE
+        else:
+            genre = name.split("/")[0] if "/" in name else UNKNOWN_GENRE
+        state.update(doc_id=doc_id, genre=genre, sents=[], ments=[], words=[], pos=[], open={}, begin=lineno)
+
+    def flush_sentence(lineno: int) -> None:
+        words, pos = state["words"], state["pos"]
+        if not words:
+            return
+        for eid in state["open"]:
+            problem(
+                f"{member.label}: line {lineno}: sentence ends with chain '{eid}' still open (missing '{eid})'); "
+                "mention dropped",
+                "D409",
+            )
+        state["open"] = {}
+        idx = len(state["sents"])
+        state["sents"].append(_sentence_row(state["doc_id"], idx, state["genre"], words, member.label))
+        no_pos = all(p in ("_", "-", "") for p in pos)
+        for chain, a, b in state.pop("pending", []):
+            if no_pos:
+                mtype = _type_from_words(words[a:b], a == 0)
+            else:
+                mtype = _type_from_tags(pos[a + _conll_head(pos[a:b])])
+            state["ments"].append(_mention_row(state["doc_id"], idx, a, b, chain, mtype, None, words))
+        state["words"], state["pos"] = [], []
+
+    def finish(lineno: int) -> None:
+        flush_sentence(lineno)
+        if state["sents"]:
+            docs.append((state["doc_id"], state["sents"], state["ments"]))
+        state.clear()
+
+    for lineno, line in enumerate(lines, 1):
+        if line.startswith("#begin document"):
+            if state:
+                finish(lineno)
+            m = _BEGIN_RE.match(line)
+            if m is None:
+                raise DDPDataError(f"{member.label}: line {lineno}: expected '#begin document (NAME); part N'", code="D408")
+            start(m.group(1), m.group(2), lineno)
+            continue
+        if line.startswith("#end document"):
+            if state:
+                finish(lineno)
+            continue
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if state:
+                flush_sentence(lineno)
+            continue
+        if not state:
+            start(default_name, None, lineno)
+        cols = line.split("\t") if "\t" in line else line.split()
+        if len(cols) < 5:
+            raise DDPDataError(
+                f"{member.label}: line {lineno}: expected at least 5 columns (document part word_number word ... coref), "
+                f"got {len(cols)}",
+                code="D408",
+            )
+        try:
+            word_no = int(cols[2])
+        except ValueError:
+            raise DDPDataError(f"{member.label}: line {lineno}, column 3: word number '{cols[2]}' is not an integer", code="D408") from None
+        if word_no != len(state["words"]):
+            raise DDPDataError(
+                f"{member.label}: line {lineno}, column 3: word number {word_no}, expected {len(state['words'])}; "
+                "is a blank line (sentence break) missing?",
+                code="D408",
+            )
+        word = cols[3]
+        word = _CONLL_BRACKETS.get(word, word)
+        if word.startswith("/") and len(word) == 2:
+            word = word[1]
+        state["words"].append(word)
+        state["pos"].append(cols[4] if len(cols) >= 12 else "_")
+        coref = cols[-1].strip() if len(cols) >= 12 else ""
+        if coref in ("", "-", "_"):
+            continue
+        tok = word_no
+        for piece in coref.split("|"):
+            m = re.fullmatch(r"(\()?([^()]+?)(\))?", piece)
+            if m is None or not (m.group(1) or m.group(3)):
+                raise DDPDataError(
+                    f"{member.label}: line {lineno}, coref column: cannot parse '{piece}' (expected '(ID', 'ID)' or '(ID)')",
+                    code="D409",
+                )
+            eid = m.group(2)
+            if m.group(1) and m.group(3):
+                state.setdefault("pending", []).append((eid, tok, tok + 1))
+            elif m.group(1):
+                state["open"].setdefault(eid, []).append(tok)
+            else:
+                stack = state["open"].get(eid)
+                if not stack:
+                    problem(f"{member.label}: line {lineno}, coref column: '{piece}' closes chain {eid}, which is not open; ignored", "D409")
+                    continue
+                a = stack.pop()
+                if not stack:
+                    del state["open"][eid]
+                state.setdefault("pending", []).append((eid, a, tok + 1))
+    if state:
+        finish(len(lines) + 1)
+    if not docs and lines:
+        raise DDPDataError(f"{member.label}: no token lines found; is this a CoNLL-2012 file?", code="D408")
+    return docs
+
+
+# --------------------------------------------------------------------------- CoNLL-U with Entity=
+
+_ENTITY_RE = re.compile(r"Entity=([^|]*)")
+
+
+def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, str]]:
+    """Split a MISC ``Entity=`` value into ``(op, eid, attrs)`` with op ``open|close|single``."""
+    out: list[tuple[str, str, str]] = []
+    i, n = 0, len(value)
+    while i < n:
+        if value[i] == "(":
+            j = i + 1
+            while j < n and value[j] not in "()":
+                j += 1
+            body = value[i + 1 : j]
+            if not body:
+                raise DDPDataError(f"{label}: line {lineno}, MISC: empty entity bracket in 'Entity={value}'", code="D410")
+            eid, _, attrs = body.partition("-")
+            if j < n and value[j] == ")":
+                out.append(("single", eid, attrs))
+                i = j + 1
+            else:
+                out.append(("open", eid, attrs))
+                i = j
+        else:
+            j = value.find(")", i)
+            if j < 0:
+                raise DDPDataError(
+                    f"{label}: line {lineno}, MISC: cannot parse 'Entity={value}' at '{value[i:]}' "
+                    "(expected '(ID-...', 'ID)' or '(ID-...)')",
+                    code="D410",
+                )
+            out.append(("close", value[i:j], ""))
+            i = j + 1
+    return out
+
+
+def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
+    docs: list[_Doc] = []
+    lines = _text_lines(member)
+    file_stem = Path(member.name).name.rsplit(".", 1)[0]
+    doc: dict[str, Any] = {}
+    etype_index = -1
+    sent: dict[str, Any] = {}
+
+    def new_doc(doc_id: str) -> None:
+        doc.clear()
+        doc.update(doc_id=doc_id, genre=None, sents=[], ments=[], open={}, raw=[])
+
+    def flush_sentence(lineno: int) -> None:
+        if not sent.get("forms"):
+            sent.clear()
+            return
+        if not doc:
+            new_doc(file_stem)
+        forms, heads = sent["forms"], sent["heads"]
+        idx = len(doc["sents"])
+        text = sent.get("text")
+        if text is None:
+            text = "".join(f + ("" if noskip else " ") for f, noskip in zip(forms, sent["nospace"])).rstrip()
+        doc["sents"].append(_sentence_row(doc["doc_id"], idx, "", forms, member.label, text))
+        for eid, a, b, etype in sent["done"]:
+            span_heads = [k for k in range(a, b) if not (a < heads[k] <= b)]  # heads are 1-based, 0 = root
+            h = span_heads[0] if span_heads else a
+            mtype = _type_from_tags(sent["xpos"][h], sent["upos"][h], sent["feats"][h])
+            doc["ments"].append(_mention_row(doc["doc_id"], idx, a, b, eid, mtype, etype, forms))
+        sent.clear()
+
+    def finish_doc(lineno: int) -> None:
+        for eid, starts in (doc.get("open") or {}).items():
+            problem(
+                f"{member.label}: document '{doc['doc_id']}' ends with entity {eid} still open "
+                f"(opened in sentence {starts[-1][0] + 1}); mention dropped",
+                "D410",
+            )
+        if doc and doc["sents"]:
+            genre = doc["genre"] or UNKNOWN_GENRE
+            for row in doc["sents"]:
+                row[GENRE] = genre
+            docs.append((doc["doc_id"], doc["sents"], doc["ments"]))
+        doc.clear()
+
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            flush_sentence(lineno)
+            continue
+        if line.startswith("#"):
+            key, _, val = line[1:].partition("=")
+            key, val = key.strip(), val.strip()
+            if key in ("newdoc id", "newdoc"):
+                flush_sentence(lineno)
+                finish_doc(lineno)
+                new_doc(val or f"{file_stem}-{len(docs)}")
+            elif key == "global.Entity":
+                fields = val.split("-")
+                etype_index = fields.index("etype") if "etype" in fields else -1
+            elif key in ("meta::genre", "genre"):
+                if not doc:
+                    new_doc(file_stem)
+                doc["genre"] = val
+            elif key == "text":
+                sent["text"] = val
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise DDPDataError(f"{member.label}: line {lineno}: a CoNLL-U token line needs 10 tab-separated columns, got {len(cols)}", code="D411")
+        tid = cols[0]
+        if not tid.isdigit():
+            if re.fullmatch(r"\d+-\d+|\d+\.\d+", tid):
+                continue  # multiword token range / empty node: not a word of the sentence
+            raise DDPDataError(f"{member.label}: line {lineno}, column ID: '{tid}' is not a token id", code="D411")
+        if not doc:
+            new_doc(file_stem)
+        if not sent.get("forms"):
+            sent.update(forms=[], heads=[], xpos=[], upos=[], feats=[], nospace=[], done=[])
+        k = len(sent["forms"])
+        if int(tid) != k + 1:
+            raise DDPDataError(f"{member.label}: line {lineno}, column ID: token id {tid}, expected {k + 1}", code="D411")
+        head = cols[6]
+        sent["forms"].append(cols[1])
+        sent["upos"].append(cols[3])
+        sent["xpos"].append(cols[4])
+        sent["feats"].append(cols[5])
+        sent["heads"].append(int(head) if head.isdigit() else 0)
+        misc = cols[9]
+        sent["nospace"].append("SpaceAfter=No" in misc)
+        m = _ENTITY_RE.search(misc)
+        if m is None:
+            continue
+        sidx = len(doc["sents"])
+        for op, eid, attrs in _parse_entity(m.group(1), member.label, lineno):
+            fields = attrs.split("-") if attrs else []
+            etype = fields[etype_index - 1] if 0 < etype_index <= len(fields) else None
+            if op == "single":
+                sent["done"].append((eid, k, k + 1, etype))
+            elif op == "open":
+                doc["open"].setdefault(eid, []).append((sidx, k, etype))
+            else:
+                stack = doc["open"].get(eid)
+                if not stack:
+                    problem(f"{member.label}: line {lineno}, MISC: 'Entity=...{eid})' closes entity {eid}, which is not open; ignored", "D410")
+                    continue
+                s0, a, et = stack.pop()
+                if not stack:
+                    del doc["open"][eid]
+                if s0 != sidx:
+                    problem(
+                        f"{member.label}: line {lineno}, MISC: a mention of entity {eid} spans sentences "
+                        f"{s0 + 1}-{sidx + 1} of document '{doc['doc_id']}'; dropped (gold mentions must lie within one sentence)",
+                        "D410",
+                    )
+                    continue
+                sent["done"].append((eid, a, k + 1, et))
+    flush_sentence(len(lines) + 1)
+    finish_doc(len(lines) + 1)
+    return docs
+
+
+__all__ = [
+    "GoldCorpus", "read_gold", "FORMATS", "GENRE", "TOKENS", "N_TOKENS", "SOURCE_FILE",
+    "TOKEN_START", "TOKEN_END", "CHAIN_ID", "MENTION_TYPE", "ENTITY_TYPE", "MENTION_TYPES",
+]
