@@ -319,6 +319,7 @@ def validate(
     rules: str | None = None,
     restricted: bool = False,
     n_process: int = 1,
+    batch_size: int = 256,
     progress: bool = False,
     strict: bool = False,
 ) -> ValidationResult:
@@ -341,6 +342,8 @@ def validate(
         Compare with the restricted gold (proper-name and pronoun mentions only).
     n_process : int
         spaCy worker processes.
+    batch_size : int
+        Texts (gold sentences) per spaCy batch.
     progress : bool
         Show a progress bar while parsing.
     strict : bool
@@ -360,7 +363,8 @@ def validate(
     )
     kwargs: dict[str, Any] = dict(
         document=S.DOCUMENT_ID, segment=S.SEGMENT_ID, text=S.SOURCE, domain=S.DOMAIN,
-        distance=distance, pipeline=pipeline, sentence_unit="segment", n_process=n_process, progress=progress,
+        distance=distance, pipeline=pipeline, sentence_unit="segment", n_process=n_process, batch_size=batch_size,
+        progress=progress,
     )
     if rules is not None:
         if "rules" not in inspect.signature(profile_anchors).parameters:
@@ -381,6 +385,7 @@ def validate(
             "restricted": restricted,
             "distance": distance,
             "repaired_brackets": len(corpus.warnings),
+            "warnings": list(corpus.warnings[:20]),
         },
         "profile": run.signature,
     }

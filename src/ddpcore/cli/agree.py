@@ -1,0 +1,40 @@
+"""``ddp agree``: agreement between two DDP runs over the same segments (paper Appendix A.3)."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "agree",
+        help="agreement of two DDP runs over the same segments (Pearson, Spearman, %% identical, domain shifts)",
+        description=(
+            "Compare two DDP runs over the same segments (e.g. two extractors, each written by "
+            "`ddp profile -o run.parquet`): Pearson r, Spearman rho, %% identical, %% within +/-N sentences, "
+            "per-domain mean shift (B - A) and whether the ordering of domains by mean DDP is preserved. "
+            "A document or segment present in only one run is an error (exit 3)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("a", metavar="A", help="first run (Parquet from `ddp profile`, or any table with a ddp column)")
+    p.add_argument("b", metavar="B", help="second run, over the same segments")
+    p.add_argument("--within", type=int, default=5, metavar="N", help="tolerance in sentences for the 'within' share")
+    p.add_argument("--document-col", default=None, metavar="NAME",
+                   help="document id column (default: from the run's signature, else document_id)")
+    p.add_argument("--segment-col", default=None, metavar="NAME",
+                   help="segment id column (default: from the run's signature, else segment_id)")
+    p.add_argument("--domain-col", default=None, metavar="NAME",
+                   help="domain column (default: from the run's signature, else domain)")
+    p.add_argument("-f", "--format", choices=("json", "text"), default="json", help="report format on stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from ..agree import agree, format_agreement_text
+
+    result = agree(args.a, args.b, within=args.within, document=args.document_col, segment=args.segment_col,
+                   domain=args.domain_col)
+    print(json.dumps(result.to_dict(), indent=2) if args.format == "json" else format_agreement_text(result))
+    return 0
