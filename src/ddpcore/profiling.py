@@ -422,3 +422,119 @@ def summarize(segments: pl.DataFrame, *, by: str | None = S.DOMAIN, document: st
         .sort("group")
     )
     return pl.concat([per, total.cast(per.schema)])
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    """Why one segment has its DDP: its anchors, antecedents and distances.
+
+    ``anchors`` has the columns of the anchors table for this segment only; ``ddp`` is the
+    segment DDP in sentences; sentences are numbered over the whole document.
+    """
+
+    document: str
+    segment: str
+    ddp: int
+    n_sentences: int
+    first_sentence: int
+    text: str
+    anchors: pl.DataFrame
+    signature: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "document": self.document,
+            "segment": self.segment,
+            "ddp": self.ddp,
+            "n_sentences": self.n_sentences,
+            "first_sentence": self.first_sentence,
+            "anchors": self.anchors.to_dicts(),
+            "signature": self.signature,
+        }
+
+    def to_text(self) -> str:
+        """A readable table; ``*`` marks the anchors that set the segment's DDP."""
+        last = self.first_sentence + self.n_sentences - 1
+        lines = [
+            f"document {self.document!r}, segment {self.segment!r}: DDP = {self.ddp} sentence(s)",
+            f"sentences {self.first_sentence}..{last} of the document; distance mode "
+            f"{self.signature.get('distance')}, rules {self.signature.get('rules')}",
+            "",
+        ]
+        if self.anchors.height == 0:
+            lines.append("no anchors (no named-entity re-mention or 3rd-person pronoun): DDP = 0")
+            return "\n".join(lines)
+        for row in self.anchors.iter_rows(named=True):  # display only: a handful of rows
+            d = row[S.DISTANCE_SENTENCES]
+            mark = "*" if d == self.ddp and d > 0 else " "
+            what = f"{row[S.KIND]} {row[S.LABEL]}"
+            if row[S.ANTECEDENT_KIND] == "first_mention":
+                why = "first mention of this entity: no distance"
+            elif row[S.ANTECEDENT_KIND] == "none":
+                why = "no compatible antecedent before it: distance 1"
+            else:
+                why = f"-> {row[S.ANTECEDENT_KIND]} {row[S.ANTECEDENT_TEXT]!r} (sentence {row[S.ANTECEDENT_SENTENCE]})"
+                if row[S.REFERENCE_SENTENCE] != row[S.ANTECEDENT_SENTENCE]:
+                    why += f", entity first mentioned in sentence {row[S.REFERENCE_SENTENCE]}"
+                why += f": {row[S.SENTENCE]} - {row[S.REFERENCE_SENTENCE]} = {d}"
+            lines.append(f"{mark} s{row[S.SENTENCE]:<5} {row[S.TEXT]!r:<24} {what:<18} {why}")
+        return "\n".join(lines)
+
+
+def explain(source: Any, document: Any, segment: Any, **kwargs: Any) -> ExplainResult:
+    """Explain the DDP of one segment.
+
+    ``source`` is an input segment table/folder, or a Parquet file written by
+    ``ddp profile`` (its recorded signature supplies the distance mode, rules, pipeline and
+    column names, and its carried-through source text is re-parsed). Only the segment's
+    document is parsed. ``document``/``segment`` are matched as strings.
+    """
+    import polars as pl
+
+    from .io.tables import read_parquet_metadata, read_table
+
+    opts = dict(kwargs)
+    table: Any = source
+    if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith((".parquet", ".pq")):
+        meta = read_parquet_metadata(source)
+        if SIGNATURE_KEY in meta:
+            sig = json.loads(meta[SIGNATURE_KEY])
+            for key in ("document", "segment", "text", "domain"):
+                opts.setdefault(key, sig.get("columns", {}).get(key))
+            opts.setdefault("distance", sig.get("distance", "chained"))
+            opts.setdefault("rules", sig.get("rules"))
+            opts.setdefault("sentence_unit", sig.get("sentence_unit", "sentence"))
+            pipe = sig.get("pipeline")
+            opts.setdefault("pipeline", None if pipe in (None, "default") else pipe)
+        table = read_table(source)
+    opts = {k: v for k, v in opts.items() if v is not None}
+    doc_col = opts.get("document", S.DOCUMENT_ID)
+    seg_col = opts.get("segment", S.SEGMENT_ID)
+    from .io.segments import read_segments
+
+    cols = SegmentColumns(doc_col, seg_col, opts.get("text", S.SOURCE), opts.get("domain", S.DOMAIN))
+    df = read_segments(table, cols).drop(ROW)
+    sub = df.filter(pl.col(doc_col).cast(pl.String) == str(document))
+    if sub.height == 0:
+        sample = ", ".join(map(str, df[doc_col].unique(maintain_order=True).head(5).to_list()))
+        raise DDPDataError(f"document {document!r} not found in column '{doc_col}' (first ids: {sample})", code="D116")
+    if sub.filter(pl.col(seg_col).cast(pl.String) == str(segment)).height == 0:
+        sample = ", ".join(map(str, sub[seg_col].head(10).to_list()))
+        raise DDPDataError(
+            f"segment {segment!r} not found in document {document!r} (column '{seg_col}'; segments: {sample})",
+            code="D117",
+        )
+    keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
+    result = profile_anchors(sub.select(keep), **opts)
+    seg_row = result.segments.filter(pl.col(seg_col).cast(pl.String) == str(segment))
+    anchors = result.anchors.filter(pl.col(seg_col).cast(pl.String) == str(segment))
+    return ExplainResult(
+        document=str(document),
+        segment=str(segment),
+        ddp=int(seg_row[S.DDP][0]),
+        n_sentences=int(seg_row[S.N_SENTENCES][0]),
+        first_sentence=int(seg_row[S.FIRST_SENTENCE][0]),
+        text=str(seg_row[cols.text][0]),
+        anchors=anchors,
+        signature=result.signature,
+    )

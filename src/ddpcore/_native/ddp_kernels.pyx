@@ -398,3 +398,12 @@ cdef void _distances_one_doc(
                 dsent[gsent[i]] = dist[i]
             if dist[i] > dseg[seg[i]]:
                 dseg[seg[i]] = dist[i]
+
+
+def entity_key(const uint64_t[::1] token_hashes):
+    """The entity key hash ``extract_items`` computes for a sequence of token hashes."""
+    cdef uint64_t key = 0
+    cdef Py_ssize_t i
+    for i in range(token_hashes.shape[0]):
+        key = _mix(key, token_hashes[i])
+    return key

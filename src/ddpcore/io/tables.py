@@ -184,21 +184,7 @@ def write_table_atomic(df: pl.DataFrame, dest: str | os.PathLike[str], *, metada
     dest = Path(dest)
     fmt = detect_format(dest)
     with atomic_path(dest) as tmp:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            table = df.to_arrow()
-            if metadata:
-                table = table.replace_schema_metadata({**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in metadata.items()}})
-            pq.write_table(table, tmp)
-        elif fmt == "csv":
-            df.write_csv(tmp)
-        elif fmt == "tsv":
-            df.write_csv(tmp, separator="\t")
-        elif fmt == "jsonl":
-            df.write_ndjson(tmp)
-        else:
-            df.write_json(tmp)
+        _write_to(df, fmt, tmp, metadata)
     return dest
 
 
@@ -208,3 +194,37 @@ def read_parquet_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
 
     meta = pq.read_schema(path).metadata or {}
     return {k.decode(): v.decode() for k, v in meta.items() if not k.startswith(b"ARROW")}
+
+
+def _write_to(df: pl.DataFrame, fmt: str, tmp: Path, metadata: dict[str, str] | None) -> None:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        table = df.to_arrow()
+        if metadata:
+            meta = {**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in metadata.items()}}
+            table = table.replace_schema_metadata(meta)
+        pq.write_table(table, tmp)
+    elif fmt == "csv":
+        df.write_csv(tmp)
+    elif fmt == "tsv":
+        df.write_csv(tmp, separator="\t")
+    elif fmt == "jsonl":
+        df.write_ndjson(tmp)
+    else:
+        df.write_json(tmp)
+
+
+def write_tables_atomic(outputs: Sequence[tuple[pl.DataFrame, str | os.PathLike[str]]], *, metadata: dict[str, str] | None = None) -> list[Path]:
+    """Write several tables so that either all of them appear or none does.
+
+    Each table is written to a temporary file beside its destination; only when every
+    write has succeeded are they renamed into place. Parquet files carry ``metadata``.
+    """
+    dests = [Path(d) for _, d in outputs]
+    fmts = [detect_format(d) for d in dests]
+    with contextlib.ExitStack() as stack:
+        tmps = [stack.enter_context(atomic_path(d)) for d in dests]
+        for (df, _), fmt, tmp in zip(outputs, fmts, tmps):
+            _write_to(df, fmt, tmp, metadata)
+    return dests

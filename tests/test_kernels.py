@@ -1,0 +1,157 @@
+"""The Cython DDP kernels against the slow oracles in tests/oracle.py (hypothesis)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddpcore._native import load
+from oracle import ENTITY, NOUN, PRONOUN, distances_oracle, entity_ids_oracle
+
+K = load("ddp_kernels")
+GROUP_BITS = (1, 2, 4, 8)
+
+
+@st.composite
+def documents(draw, max_docs=4, max_items=40):
+    """Random item streams: sentences non-decreasing, segments grouping sentences."""
+    docs = []
+    for _ in range(draw(st.integers(1, max_docs))):
+        n = draw(st.integers(0, max_items))
+        items, sentence, segment = [], 0, 0
+        for _ in range(n):
+            if draw(st.integers(0, 3)) == 0:
+                sentence += draw(st.integers(1, 5))
+                if draw(st.booleans()):
+                    segment += 1
+            kind = draw(st.sampled_from((ENTITY, PRONOUN, NOUN)))
+            if kind == PRONOUN:
+                compat = draw(st.sampled_from(GROUP_BITS))
+                entity = -1
+            else:
+                compat = draw(st.integers(1, 15))
+                entity = draw(st.integers(0, 5)) if kind == ENTITY else -1
+            items.append(dict(kind=kind, sentence=sentence, segment=segment, entity=entity, compat=compat))
+        docs.append(items)
+    return docs
+
+
+def _flatten(docs):
+    kind, sent, ent, compat, seg, gsent, offsets = [], [], [], [], [], [], [0]
+    ent_base = seg_base = sent_base = 0
+    for items in docs:
+        n_ent = max([it["entity"] for it in items] + [-1]) + 1
+        n_seg = max([it["segment"] for it in items] + [-1]) + 1
+        n_sent = max([it["sentence"] for it in items] + [-1]) + 1
+        for it in items:
+            kind.append(it["kind"])
+            sent.append(it["sentence"])
+            ent.append(it["entity"] + ent_base if it["entity"] >= 0 else -1)
+            compat.append(it["compat"])
+            seg.append(it["segment"] + seg_base)
+            gsent.append(it["sentence"] + sent_base)
+            it["gsentence"] = it["sentence"] + sent_base
+            it["gsegment"] = it["segment"] + seg_base
+        ent_base += n_ent
+        seg_base += n_seg
+        sent_base += n_sent
+        offsets.append(len(kind))
+    return dict(
+        offsets=np.array(offsets, np.int64), kind=np.array(kind, np.int8), sent=np.array(sent, np.int32),
+        ent=np.array(ent, np.int32), compat=np.array(compat, np.uint8), seg=np.array(seg, np.int32),
+        gsent=np.array(gsent, np.int64), n_ent=ent_base, n_seg=seg_base, n_sent=sent_base,
+    )
+
+
+def _run(flat, nearest, n_threads=1):
+    return K.compute_distances(
+        flat["offsets"], flat["kind"], flat["sent"], flat["ent"], flat["compat"], flat["seg"], flat["gsent"],
+        flat["n_ent"], flat["n_seg"], flat["n_sent"], nearest, n_threads,
+    )
+
+
+@pytest.mark.parametrize("nearest", [False, True], ids=["chained", "nearest"])
+@settings(max_examples=300, deadline=None)
+@given(docs=documents())
+def test_distances_match_oracle(docs, nearest):
+    flat = _flatten(docs)
+    dist, ante, ref, ddp_seg, ddp_sent = _run(flat, nearest)
+    expected = distances_oracle(docs, nearest=nearest)
+    pos = 0
+    for items, (res, seg_ddp, sent_ddp) in zip(docs, expected):
+        start = pos
+        for it, (d, a, r) in zip(items, res):
+            assert dist[pos] == d
+            assert ante[pos] == (a + start if a >= 0 else -1)
+            assert ref[pos] == (r + start if r >= 0 else -1)
+            pos += 1
+        for it in items:
+            assert ddp_seg[it["gsegment"]] == seg_ddp.get(it["segment"], 0)
+            assert ddp_sent[it["gsentence"]] == sent_ddp.get(it["gsentence"], 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(docs=documents(max_docs=8))
+def test_thread_count_does_not_change_results(docs):
+    flat = _flatten(docs)
+    for a, b in zip(_run(flat, False, 1), _run(flat, False, 2)):
+        np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(docs=documents())
+def test_ddp_properties(docs):
+    """DDP >= 0; a segment's DDP is the max of its sentences' DDP."""
+    flat = _flatten(docs)
+    dist, _, _, ddp_seg, ddp_sent = _run(flat, False)
+    assert (ddp_seg >= 0).all() and (ddp_sent >= 0).all()
+    seg_of_sent = {}
+    for items in docs:
+        for it in items:
+            seg_of_sent[it["gsentence"]] = it["gsegment"]
+    for s, g in seg_of_sent.items():
+        assert ddp_sent[s] <= ddp_seg[g]
+    for g in set(seg_of_sent.values()):
+        assert ddp_seg[g] == max(ddp_sent[s] for s, gg in seg_of_sent.items() if gg == g)
+
+
+@st.composite
+def entity_streams(draw):
+    docs = []
+    for _ in range(draw(st.integers(1, 4))):
+        items = []
+        for _ in range(draw(st.integers(0, 30))):
+            kind = draw(st.sampled_from((ENTITY, ENTITY, PRONOUN)))
+            label = draw(st.integers(0, 2))
+            tokens = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+            items.append(dict(kind=kind, label=label, tokens=tokens))
+        docs.append(items)
+    return docs
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs=entity_streams(), merge=st.booleans())
+def test_entity_ids_match_oracle(docs, merge):
+    person = 0
+    kind, label, key, last, nkey, offsets = [], [], [], [], [], [0]
+    for items in docs:
+        for it in items:
+            toks = np.array(it["tokens"], dtype=np.uint64)
+            kind.append(it["kind"])
+            label.append(it["label"])
+            key.append(K.entity_key(toks))
+            last.append(int(toks[-1]))
+            nkey.append(len(toks))
+        offsets.append(len(kind))
+    eid, n_ent = K.assign_entity_ids(
+        np.array(offsets, np.int64), np.array(kind, np.int8), np.array(label, np.int16),
+        np.array(key, np.uint64), np.array(last, np.uint64), np.array(nkey, np.int16), person, merge,
+    )
+    expected = entity_ids_oracle(docs, person, merge=merge)
+    for d, ids in enumerate(expected):
+        got = eid[offsets[d]:offsets[d + 1]]
+        ents = got[got >= 0]
+        base = ents.min() if len(ents) else 0
+        np.testing.assert_array_equal(np.where(got >= 0, got - base, -1), np.array(ids, dtype=np.int64))
+    assert n_ent == sum(len({i for i in ids if i >= 0}) for ids in expected)
