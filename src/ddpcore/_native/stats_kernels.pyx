@@ -1,0 +1,355 @@
+# cython: language_level=3
+"""Statistics kernels over flat arrays (no polars, no validation, no I/O).
+
+The public functions in ``ddpcore.stats`` validate their input and call these. Slow,
+obviously-correct oracles live in ``tests/stats/oracles.py``.
+
+Array naming: ``X__row`` is indexed by table row, ``X__grp`` by group, ``X__unit`` by
+resampling unit (document or segment), ``X__rep`` by bootstrap replicate, ``X__col`` by a
+column of per-unit sufficient statistics (e.g. sum and count of each system).
+
+Kernels
+-------
+``group_moments``          per-group n, mean, sum of squared deviations, constant flag
+``resample_sums_raw``      bootstrap column sums; unit indices from raw PCG64 words
+``resample_sums_indices``  bootstrap column sums; unit indices given by the caller
+``tau_b_rows``             Kendall tau-b between the two rows of many small rankings
+``count_discordant``       discordant pairs of a rank sequence (Fenwick tree, O(n log n))
+``lowess_fit``             one LOWESS pass (local linear, tricube, robustness weights)
+
+All replicate loops use OpenMP ``prange`` over replicates; each replicate is computed
+sequentially by one thread, so results do not depend on the number of threads.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.math cimport sqrt, fabs, isnan, NAN
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport malloc, free
+
+cnp.import_array()
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* floor(a * b / 2^64): maps a uniform 64-bit word a to [0, b) (Lemire's multiply-shift,
+       without the rejection step; bias <= b / 2^64). */
+    static inline uint64_t ddp_mulhi64(uint64_t a, uint64_t b) {
+        return (uint64_t)(((unsigned __int128)a * (unsigned __int128)b) >> 64);
+    }
+    """
+    uint64_t ddp_mulhi64(uint64_t a, uint64_t b) nogil
+
+
+# --------------------------------------------------------------------------- grouped moments
+
+
+def group_moments(
+    const int64_t[::1] codes__row,
+    const double[::1] x__row,
+    const double[::1] y__row,
+    Py_ssize_t n_groups,
+    double[::1] n__grp,
+    double[::1] mean__grp,
+    double[::1] ss__grp,
+    uint8_t[::1] constant__grp,
+):
+    """Per-group count, mean, sum of squared deviations and "all values equal" flag.
+
+    The values are ``x - y`` when ``y__row`` is given (paired differences, computed on the
+    fly) and ``x`` when it is None. NaN values are skipped. Two passes: sums (-> mean),
+    then squared deviations from the group mean. ``constant__grp[g]`` is 1 when every
+    non-NaN value of group g equals its first one exactly (and the group has at least one
+    value); ``mean__grp`` then holds that exact value. Outputs must have ``n_groups``
+    entries. Returns the number of NaN values skipped.
+    """
+    cdef Py_ssize_t i, g, n = codes__row.shape[0]
+    cdef double v, m
+    cdef int64_t n_nan = 0
+    cdef bint paired = y__row is not None
+    cdef const double* xp = &x__row[0] if n > 0 else NULL
+    cdef const double* yp = NULL
+    if paired and n > 0:
+        yp = &y__row[0]
+    cdef double* first = <double*>malloc(max(n_groups, 1) * sizeof(double))
+    cdef double* total = <double*>malloc(max(n_groups, 1) * sizeof(double))
+    if first == NULL or total == NULL:
+        free(first)
+        free(total)
+        raise MemoryError()
+    try:
+        with nogil:
+            for g in range(n_groups):
+                n__grp[g] = 0.0
+                total[g] = 0.0
+                ss__grp[g] = 0.0
+                constant__grp[g] = 1
+            for i in range(n):
+                v = xp[i] - yp[i] if paired else xp[i]
+                if isnan(v):
+                    n_nan += 1
+                    continue
+                g = codes__row[i]
+                if n__grp[g] == 0.0:
+                    first[g] = v
+                elif v != first[g]:
+                    constant__grp[g] = 0
+                n__grp[g] += 1.0
+                total[g] += v
+            for g in range(n_groups):
+                if n__grp[g] > 0.0:
+                    if constant__grp[g]:
+                        mean__grp[g] = first[g]
+                    else:
+                        mean__grp[g] = total[g] / n__grp[g]
+                else:
+                    mean__grp[g] = NAN
+                    ss__grp[g] = NAN
+                    constant__grp[g] = 0
+            for i in range(n):
+                v = xp[i] - yp[i] if paired else xp[i]
+                if isnan(v):
+                    continue
+                g = codes__row[i]
+                if not constant__grp[g]:
+                    m = v - mean__grp[g]
+                    ss__grp[g] += m * m
+    finally:
+        free(first)
+        free(total)
+    return n_nan
+
+
+# --------------------------------------------------------------------------- bootstrap sums
+
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static inline int ddp_omp_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static inline int ddp_omp_max_threads(void) { return 1; }
+    #endif
+    """
+    int ddp_omp_max_threads() nogil
+
+
+def max_threads() -> int:
+    """Number of threads OpenMP uses by default (``OMP_NUM_THREADS`` or all cores)."""
+    return ddp_omp_max_threads()
+
+
+cdef inline int _threads(int num_threads) noexcept nogil:
+    return num_threads if num_threads > 0 else ddp_omp_max_threads()
+
+
+cdef inline void _add_row(const double* row, double* acc, Py_ssize_t n_cols) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(n_cols):
+        acc[j] += row[j]
+
+
+def resample_sums_raw(
+    const uint64_t[:, ::1] raw__rep_draw,
+    const double[:, ::1] values__unit_col,
+    double[:, ::1] out__rep_col,
+    int num_threads=0,
+):
+    """Bootstrap column sums with unit indices derived from raw 64-bit random words.
+
+    Draw k of replicate r takes unit ``floor(raw[r, k] * n_units / 2**64)``; the replicate's
+    column sums over the drawn units (with multiplicity) are written to ``out[r, :]``.
+
+    Shapes: ``raw`` (n_rep, n_draws), ``values`` (n_units, n_cols), ``out`` (n_rep, n_cols).
+    ``num_threads=0`` uses the OpenMP default.
+    """
+    cdef Py_ssize_t n_rep = raw__rep_draw.shape[0], n_draws = raw__rep_draw.shape[1]
+    cdef Py_ssize_t n_units = values__unit_col.shape[0], n_cols = values__unit_col.shape[1]
+    cdef Py_ssize_t r, k, j
+    cdef uint64_t bound = <uint64_t>n_units
+    cdef const double* base = &values__unit_col[0, 0]
+    cdef const uint64_t* raw = &raw__rep_draw[0, 0]
+    cdef double* out = &out__rep_col[0, 0]
+    cdef double* acc
+    cdef int nt = _threads(num_threads)
+    if n_rep == 0:
+        return
+    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+        acc = out + r * n_cols
+        for j in range(n_cols):
+            acc[j] = 0.0
+        for k in range(n_draws):
+            _add_row(base + <Py_ssize_t>ddp_mulhi64(raw[r * n_draws + k], bound) * n_cols, acc, n_cols)
+
+
+def resample_sums_indices(
+    const int64_t[:, ::1] index__rep_draw,
+    const double[:, ::1] values__unit_col,
+    double[:, ::1] out__rep_col,
+    int num_threads=0,
+):
+    """Bootstrap column sums for caller-given unit indices (already range-checked).
+
+    Shapes: ``index`` (n_rep, n_draws) with entries in [0, n_units), ``values``
+    (n_units, n_cols), ``out`` (n_rep, n_cols).
+    """
+    cdef Py_ssize_t n_rep = index__rep_draw.shape[0], n_draws = index__rep_draw.shape[1]
+    cdef Py_ssize_t n_cols = values__unit_col.shape[1]
+    cdef Py_ssize_t r, k, j
+    cdef const double* base = &values__unit_col[0, 0]
+    cdef const int64_t* idx = &index__rep_draw[0, 0]
+    cdef double* out = &out__rep_col[0, 0]
+    cdef double* acc
+    cdef int nt = _threads(num_threads)
+    if n_rep == 0:
+        return
+    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+        acc = out + r * n_cols
+        for j in range(n_cols):
+            acc[j] = 0.0
+        for k in range(n_draws):
+            _add_row(base + idx[r * n_draws + k] * n_cols, acc, n_cols)
+
+
+def raw_to_indices(const uint64_t[:, ::1] raw__rep_draw, Py_ssize_t n_units, int64_t[:, ::1] out__rep_draw):
+    """``out = floor(raw * n_units / 2**64)`` elementwise (the mapping of ``resample_sums_raw``)."""
+    cdef Py_ssize_t r, k
+    cdef uint64_t bound = <uint64_t>n_units
+    with nogil:
+        for r in range(raw__rep_draw.shape[0]):
+            for k in range(raw__rep_draw.shape[1]):
+                out__rep_draw[r, k] = <int64_t>ddp_mulhi64(raw__rep_draw[r, k], bound)
+
+
+# --------------------------------------------------------------------------- Kendall tau-b
+
+
+cdef inline double _tau_b_small(const double* a, const double* b, Py_ssize_t n) noexcept nogil:
+    """tau-b of two length-n vectors by the O(n^2) pair count; NaN if undefined.
+
+    Same final arithmetic as scipy.stats.kendalltau:
+    (con - dis) / sqrt(tot - xtie) / sqrt(tot - ytie), clipped to [-1, 1].
+    """
+    cdef Py_ssize_t i, j
+    cdef int64_t con_minus_dis = 0, xtie = 0, ytie = 0, tot
+    cdef double da, db, tau
+    for i in range(n):
+        if isnan(a[i]) or isnan(b[i]):
+            return NAN
+    for i in range(n):
+        for j in range(i + 1, n):
+            da = a[i] - a[j]
+            db = b[i] - b[j]
+            if da == 0.0:
+                xtie += 1
+            if db == 0.0:
+                ytie += 1
+            if da != 0.0 and db != 0.0:
+                if (da > 0.0) == (db > 0.0):
+                    con_minus_dis += 1
+                else:
+                    con_minus_dis -= 1
+    tot = <int64_t>(n * (n - 1) // 2)
+    if xtie == tot or ytie == tot:
+        return NAN
+    tau = <double>con_minus_dis / sqrt(<double>(tot - xtie)) / sqrt(<double>(tot - ytie))
+    if tau > 1.0:
+        tau = 1.0
+    elif tau < -1.0:
+        tau = -1.0
+    return tau
+
+
+def tau_b_rows(const double[:, ::1] a__rep_sys, const double[:, ::1] b__rep_sys, double[::1] out__rep, int num_threads=0):
+    """Kendall tau-b between ``a[r, :]`` and ``b[r, :]`` for every row r (n small, O(n^2)).
+
+    NaN in a row, or a row of all-equal values, gives NaN (scipy returns NaN there too).
+    """
+    cdef Py_ssize_t r, n_rep = a__rep_sys.shape[0], n = a__rep_sys.shape[1]
+    cdef int nt = _threads(num_threads)
+    if n < 2:
+        out__rep[:] = NAN
+        return
+    if n_rep == 0:
+        return
+    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+        out__rep[r] = _tau_b_small(&a__rep_sys[r, 0], &b__rep_sys[r, 0], n)
+
+
+def count_discordant(const int64_t[::1] y_rank__row) -> int:
+    """Number of pairs i < j with ``y[i] > y[j]`` (ranks are 1-based dense, max <= n).
+
+    Used after sorting rows by (x, y): within equal x the y ranks are ascending, so these
+    are exactly the discordant pairs of Kendall's tau. Fenwick tree, O(n log n).
+    """
+    cdef Py_ssize_t n = y_rank__row.shape[0], i, k
+    cdef int64_t m = 0, dis = 0, seen_le
+    for i in range(n):
+        if y_rank__row[i] > m:
+            m = y_rank__row[i]
+    cdef int64_t* tree = <int64_t*>malloc((m + 1) * sizeof(int64_t))
+    if tree == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for k in range(m + 1):
+                tree[k] = 0
+            for i in range(n):
+                # seen so far with rank <= y[i]
+                seen_le = 0
+                k = y_rank__row[i]
+                while k > 0:
+                    seen_le += tree[k]
+                    k -= k & (-k)
+                dis += i - seen_le
+                k = y_rank__row[i]
+                while k <= m:
+                    tree[k] += 1
+                    k += k & (-k)
+    finally:
+        free(tree)
+    return dis
+
+
+# --------------------------------------------------------------------------- factorisation
+
+
+def dense_codes(const int64_t[::1] values__row, int64_t lo, int64_t span, int64_t[::1] codes__row):
+    """Order-preserving dense codes of integers in ``[lo, lo + span)``.
+
+    Writes ``codes__row[i]`` = rank of ``values__row[i]`` among the distinct values and returns
+    ``(k, first__code)``: the number of distinct values and, per code, the first row holding it.
+    O(n + span) time, ``span`` bytes + ``8 * span`` bytes of scratch.
+    """
+    cdef Py_ssize_t i, n = values__row.shape[0]
+    cdef int64_t v, k = 0
+    cdef int64_t* remap = <int64_t*>malloc(max(span, 1) * sizeof(int64_t))
+    if remap == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for v in range(span):
+                remap[v] = -1
+            for i in range(n):
+                remap[values__row[i] - lo] = 0
+            for v in range(span):
+                if remap[v] == 0:
+                    remap[v] = k
+                    k += 1
+        first = np.full(k, -1, dtype=np.int64)
+        _fill_codes(values__row, lo, remap, codes__row, first)
+    finally:
+        free(remap)
+    return int(k), first
+
+
+cdef void _fill_codes(const int64_t[::1] values__row, int64_t lo, const int64_t* remap, int64_t[::1] codes__row, int64_t[::1] first__code) noexcept:
+    cdef Py_ssize_t i, n = values__row.shape[0]
+    cdef int64_t c
+    with nogil:
+        for i in range(n - 1, -1, -1):
+            c = remap[values__row[i] - lo]
+            codes__row[i] = c
+            first__code[c] = i

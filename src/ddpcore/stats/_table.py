@@ -1,0 +1,433 @@
+"""Long evaluation tables: loading, validation, condition pairing, result signatures.
+
+A *long table* has one row per annotation (or metric score) with the columns
+``document_id, segment_id, system, annotator, condition, score`` (names selectable by
+keyword and by the matching CLI flag, see :data:`FLAGS`). :func:`load_long_table` reads
+any supported input, checks the columns and the score values, and returns a polars
+DataFrame whose columns carry the *canonical* names from :mod:`ddpcore.schema`, so every
+statistic downstream works with fixed names.
+
+Error codes (D3xx, statistics input) raised here: D301 missing column, D302 missing or
+NaN score, D303 non-numeric score, D304 null key value, D305 condition not present,
+D306 unpaired rows, D307 duplicate pairing key, D309 empty table.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from .. import __version__
+from .. import schema
+from ..errors import DDPDataError, DDPUsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: canonical column names of a long table, by role
+ROLES: dict[str, str] = {
+    "document": schema.DOCUMENT_ID,
+    "segment": schema.SEGMENT_ID,
+    "system": schema.SYSTEM,
+    "annotator": schema.ANNOTATOR,
+    "condition": schema.CONDITION,
+    "score": schema.SCORE,
+}
+
+#: CLI flag that selects the column of each role (Python keyword = flag without dashes)
+FLAGS: dict[str, str] = {role: f"--{role}" for role in ROLES}
+
+#: names of the two score columns produced by :func:`pair_conditions`
+SCORE_A = "score_a"
+SCORE_B = "score_b"
+
+NanPolicy = Literal["raise", "omit"]
+
+
+def signature(method: str, **options: Any) -> dict[str, Any]:
+    """Return the reproducibility signature recorded by every result.
+
+    ``{"ddpcore": <version>, "method": <method>, **options}`` with JSON-safe values
+    (see :func:`json_safe`).
+    """
+    sig: dict[str, Any] = {"ddpcore": __version__, "method": method}
+    for key, value in options.items():
+        sig[key] = json_safe(value)
+    return sig
+
+
+def json_safe(value: Any) -> Any:
+    """Convert numpy scalars/arrays and tuples to Python values; NaN -> ``None``, +-inf -> ``"inf"``/``"-inf"``."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a hard dependency
+        np = None  # type: ignore[assignment]
+    if np is not None:
+        if isinstance(value, np.ndarray):
+            return [json_safe(v) for v in value.tolist()]
+        if isinstance(value, np.generic):
+            value = value.item()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def check_nan_policy(nan_policy: str) -> None:
+    if nan_policy not in ("raise", "omit"):
+        raise DDPUsageError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r} (--nan-policy)", code="D311")
+
+
+def _columns_for(
+    document: str, segment: str, system: str, annotator: str | None, condition: str, score: str
+) -> dict[str, str | None]:
+    return {
+        "document": document,
+        "segment": segment,
+        "system": system,
+        "annotator": annotator,
+        "condition": condition,
+        "score": score,
+    }
+
+
+def load_long_table(
+    table: Any,
+    *,
+    document: str = schema.DOCUMENT_ID,
+    segment: str = schema.SEGMENT_ID,
+    system: str = schema.SYSTEM,
+    annotator: str | None = schema.ANNOTATOR,
+    condition: str = schema.CONDITION,
+    score: str = schema.SCORE,
+    required: Sequence[str] = ("document", "segment", "system", "condition", "score"),
+    nan_policy: NanPolicy = "raise",
+) -> pl.DataFrame:
+    """Read and validate a long evaluation table; return it with canonical column names.
+
+    Parameters
+    ----------
+    table
+        A path (CSV/TSV/JSONL/JSON/Parquet, see :func:`ddpcore.io.tables.read_table`) or a
+        polars/pandas DataFrame or pyarrow Table.
+    document, segment, system, annotator, condition, score
+        Names of the columns playing each role in ``table`` (CLI ``--document`` ...).
+        They are renamed to ``document_id, segment_id, system, annotator, condition,
+        score``. ``annotator=None`` means the table has no annotator column. When the
+        annotator column is left at its default name and is absent, the table is treated
+        as having no annotator column; a non-default name that is absent is an error.
+    required
+        Roles (keys of :data:`ROLES`) that must be present. The score role is validated
+        (numeric, no null/NaN) only when required.
+    nan_policy
+        ``"raise"`` (default): a null or NaN score is an error naming the first bad row.
+        ``"omit"``: such rows are dropped. Infinite scores are always an error.
+
+    Returns
+    -------
+    polars.DataFrame
+        Rows in input order; role columns renamed to canonical names, score cast to
+        Float64; other columns kept unchanged. Key columns (document, segment, system,
+        annotator, condition) must not contain nulls.
+    """
+    import polars as pl
+
+    from ..io.tables import read_table
+
+    check_nan_policy(nan_policy)
+    unknown = [r for r in required if r not in ROLES]
+    if unknown:
+        raise DDPUsageError(f"unknown table role(s) {unknown}; known roles: {', '.join(ROLES)}", code="D311")
+    source = str(table) if isinstance(table, (str,)) or hasattr(table, "__fspath__") else "<table>"
+    df = read_table(table)
+    names = _columns_for(document, segment, system, annotator, condition, score)
+    if annotator is not None and annotator not in df.columns:
+        if annotator == schema.ANNOTATOR and "annotator" not in required:
+            names["annotator"] = None
+        else:
+            _missing(df, source, "annotator", annotator)
+    for role in required:
+        col = names[role]
+        if col is None:
+            raise DDPUsageError(f"the {role} column is required here; do not set it to None ({FLAGS[role]})", code="D311")
+        if col not in df.columns:
+            _missing(df, source, role, col)
+    # optional roles present under their given names are renamed too
+    present = {role: col for role, col in names.items() if col is not None and col in df.columns}
+    targets = [ROLES[r] for r in present]
+    if len(set(present.values())) != len(present):
+        raise DDPUsageError(f"two roles use the same column: {present}", code="D311")
+    clash = [c for c in df.columns if c in targets and c not in present.values()]
+    if clash:
+        # e.g. --score metric while a column literally named 'score' also exists
+        df = df.drop(clash)
+    df = df.rename({col: ROLES[role] for role, col in present.items() if col != ROLES[role]})
+    if df.height == 0:
+        raise DDPDataError(f"{source}: the table has no rows", code="D309")
+    for role in present:
+        if role == "score":
+            continue
+        canon = ROLES[role]
+        n_null = df[canon].null_count()
+        if n_null:
+            row = int(df[canon].is_null().arg_true()[0]) + 1
+            raise DDPDataError(
+                f"{source}, row {row}, column '{names[role]}': {n_null} null value(s) in the {role} column; "
+                f"every row needs a {role} ({FLAGS[role]} selects the column)",
+                code="D304",
+            )
+    if "score" in present:
+        df = _validate_scores(df, source, names["score"] or schema.SCORE, nan_policy)
+    return df
+
+
+def _missing(df: pl.DataFrame, source: str, role: str, col: str) -> None:
+    raise DDPDataError(
+        f"{source}: the {role} column '{col}' is missing (select another column with {FLAGS[role]} NAME); "
+        f"available columns: {', '.join(df.columns)}",
+        code="D301",
+    )
+
+
+def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: str) -> pl.DataFrame:
+    import polars as pl
+
+    col = schema.SCORE
+    dtype = df.schema[col]
+    if not dtype.is_numeric():
+        cast = df[col].cast(pl.Float64, strict=False)
+        bad = cast.is_null() & df[col].is_not_null()
+        if bad.any():
+            row = int(bad.arg_true()[0])
+            raise DDPDataError(
+                f"{source}, row {row + 1}, column '{original}': score {df[col][row]!r} is not a number "
+                f"(column type {dtype}); the score column must be numeric (--score selects it)",
+                code="D303",
+            )
+        df = df.with_columns(cast.alias(col))
+    else:
+        df = df.with_columns(pl.col(col).cast(pl.Float64))
+    s = df[col]
+    if s.is_infinite().any():
+        row = int(s.is_infinite().arg_true()[0]) + 1
+        raise DDPDataError(f"{source}, row {row}, column '{original}': infinite score; scores must be finite", code="D302")
+    missing = s.is_null() | s.is_nan()
+    n_missing = int(missing.sum())
+    if n_missing:
+        if nan_policy == "raise":
+            row = int(missing.arg_true()[0]) + 1
+            raise DDPDataError(
+                f"{source}, row {row}, column '{original}': {n_missing} missing (null/NaN) score(s); "
+                "drop them first or pass nan_policy='omit' (--nan-policy omit) to ignore those rows",
+                code="D302",
+            )
+        df = df.filter(~missing)
+        if df.height == 0:
+            raise DDPDataError(f"{source}: every score is missing (null/NaN); nothing to analyse", code="D309")
+    return df
+
+
+def pair_keys(df: pl.DataFrame, *, annotator: bool | None = None) -> list[str]:
+    """Columns that identify one paired observation.
+
+    ``document_id, segment_id`` plus ``system`` when present, plus ``annotator`` when
+    present (``annotator=None``), forced on (``True``) or off (``False``, e.g. for two
+    disjoint annotator pools scoring the same items).
+    """
+    keys = [schema.DOCUMENT_ID, schema.SEGMENT_ID]
+    if schema.SYSTEM in df.columns:
+        keys.append(schema.SYSTEM)
+    use_annotator = (schema.ANNOTATOR in df.columns) if annotator is None else annotator
+    if use_annotator:
+        if schema.ANNOTATOR not in df.columns:
+            raise DDPDataError("pairing by annotator was requested but the table has no annotator column (--annotator)", code="D301")
+        keys.append(schema.ANNOTATOR)
+    return keys
+
+
+def pair_conditions(
+    df: pl.DataFrame,
+    a: str,
+    b: str,
+    *,
+    annotator: bool | None = None,
+    unpaired: Literal["raise", "drop"] = "raise",
+    extra_keys: Sequence[str] = (),
+) -> pl.DataFrame:
+    """Pair the rows of conditions ``a`` and ``b`` that share a key.
+
+    The key is (``document_id``, ``segment_id`` [, ``system``] [, ``annotator``]), see
+    :func:`pair_keys`, plus ``extra_keys`` (e.g. a metric or domain column kept for
+    grouping). ``df`` must use canonical names (output of :func:`load_long_table`).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per pair, sorted by the key: the key columns, ``score_a`` (condition a)
+        and ``score_b`` (condition b).
+
+    Raises
+    ------
+    DDPDataError
+        D305 if a condition has no rows, D307 if a key occurs twice within a condition,
+        D306 if some rows have no partner and ``unpaired="raise"`` (the message shows an
+        example and suggests ``unpaired="drop"`` / ``--unpaired drop``), or if no pair
+        is left at all.
+    """
+    import polars as pl
+
+    if unpaired not in ("raise", "drop"):
+        raise DDPUsageError(f"unpaired must be 'raise' or 'drop', got {unpaired!r} (--unpaired)", code="D311")
+    if a == b:
+        raise DDPUsageError(f"the two conditions must differ (both are {a!r})", code="D311")
+    keys = pair_keys(df, annotator=annotator) + [k for k in extra_keys if k not in (schema.DOCUMENT_ID, schema.SEGMENT_ID)]
+    for k in keys:
+        if k not in df.columns:
+            raise DDPDataError(f"pairing column '{k}' is missing; available columns: {', '.join(df.columns)}", code="D301")
+    cond = pl.col(schema.CONDITION).cast(pl.String)
+    available = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
+    parts = {}
+    for label, name in (("a", a), ("b", b)):
+        part = df.filter(cond == str(name)).select([*keys, schema.SCORE])
+        if part.height == 0:
+            raise DDPDataError(
+                f"condition {name!r} has no rows; conditions in the table: {', '.join(map(str, available))} "
+                "(--condition selects the condition column)",
+                code="D305",
+            )
+        dup = part.select(keys).is_duplicated()
+        if dup.any():
+            first = part.filter(dup).row(0, named=True)
+            example = ", ".join(f"{k}={first[k]!r}" for k in keys)
+            raise DDPDataError(
+                f"condition {name!r}: {int(dup.sum())} rows share a pairing key with another row (e.g. {example}); "
+                f"each ({', '.join(keys)}) must occur once per condition. Aggregate repeated annotations first"
+                + ("" if schema.ANNOTATOR in keys else ", or keep the annotator column so repeats pair by annotator"),
+                code="D307",
+            )
+        parts[label] = part.rename({schema.SCORE: SCORE_A if label == "a" else SCORE_B})
+    joined = parts["a"].join(parts["b"], on=keys, how="full", coalesce=True, nulls_equal=False)
+    lonely = joined[SCORE_A].is_null() | joined[SCORE_B].is_null()
+    n_lonely = int(lonely.sum())
+    if n_lonely and unpaired == "raise":
+        first = joined.filter(lonely).row(0, named=True)
+        side = a if first[SCORE_B] is None else b
+        other = b if side == a else a
+        example = ", ".join(f"{k}={first[k]!r}" for k in keys)
+        hint = ""
+        if schema.ANNOTATOR in keys:
+            hint = " If the two conditions were scored by different annotators, pair on items only (annotator=False / --no-pair-annotator)."
+        raise DDPDataError(
+            f"{n_lonely} row(s) have no partner in the other condition (e.g. {example} exists in {side!r} but not in "
+            f"{other!r}); pairs are matched on ({', '.join(keys)}). Pass unpaired='drop' (--unpaired drop) to "
+            f"ignore unpaired rows.{hint}",
+            code="D306",
+        )
+    paired = joined.filter(~lonely).sort(keys)
+    if paired.height == 0:
+        raise DDPDataError(
+            f"no row of condition {a!r} has a partner in {b!r} on ({', '.join(keys)}); nothing to compare"
+            + (" (annotator pools may be disjoint: pair on items only with annotator=False)" if schema.ANNOTATOR in keys else ""),
+            code="D306",
+        )
+    return paired
+
+
+def check_conditions(df: pl.DataFrame, conditions: Sequence[str]) -> None:
+    """Raise D305 if one of ``conditions`` has no row in ``df`` (canonical names)."""
+    import polars as pl
+
+    present = set(df[schema.CONDITION].cast(pl.String).unique().to_list())
+    for name in conditions:
+        if str(name) not in present:
+            raise DDPDataError(
+                f"condition {name!r} has no rows; conditions in the table: {', '.join(sorted(map(str, present)))} "
+                "(--condition selects the condition column)",
+                code="D305",
+            )
+
+
+def factorize(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[Any, pl.DataFrame]:
+    """Dense group codes for the rows of ``frame`` keyed by ``columns``, in sorted key order.
+
+    Returns ``(codes, keys)``: ``codes`` is an int64 array of shape (n_rows,) with values
+    in ``[0, n_groups)``; ``keys`` is a DataFrame with one row per distinct key, sorted by
+    the key columns (numbers numerically, strings by code point, several columns
+    lexicographically), so that ``keys[codes[i]]`` is row i's key. Hash-free for integer
+    columns (O(n + value range), native kernel); other dtypes go through a polars
+    Categorical. Null keys raise D304.
+    """
+    import numpy as np
+    import polars as pl
+
+    columns = list(columns)
+    n = frame.height
+    if not columns:
+        return np.zeros(n, dtype=np.int64), pl.DataFrame()
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), frame.select(columns)
+    combined = None
+    first = None
+    radix_total = 1
+    for col in columns:
+        s = frame[col]
+        if s.null_count():
+            row = int(s.is_null().arg_true()[0]) + 1
+            raise DDPDataError(f"row {row}, column '{col}': null key value; every row needs a value here", code="D304")
+        codes, k, first = _dense_sorted_codes(s)
+        if combined is None:
+            combined, radix_total = codes, k
+            continue
+        if radix_total * k >= 2**62:  # re-densify before the mixed-radix code overflows
+            combined, radix_total, _ = _compress(combined)
+        combined = combined * k + codes
+        radix_total *= k
+        combined, radix_total, first = _compress(combined)
+    keys = frame.select(columns)[first]
+    return combined, keys
+
+
+def _compress(codes: Any) -> tuple[Any, int, Any]:
+    """Order-preserving dense codes of an int64 array: (codes, k, first row of each code)."""
+    import numpy as np
+
+    from .._native import load
+
+    lo = int(codes.min())
+    span = int(codes.max()) - lo + 1
+    if span <= 2 * codes.size + (1 << 20):
+        out = np.empty(codes.size, dtype=np.int64)
+        k, first = load("stats_kernels").dense_codes(np.ascontiguousarray(codes, dtype=np.int64), lo, span, out)
+        return out, k, first
+    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return inverse.astype(np.int64, copy=False).reshape(-1), int(uniq.size), first.astype(np.int64)
+
+
+def _dense_sorted_codes(s: pl.Series) -> tuple[Any, int, Any]:
+    """Dense codes of one column following its sorted distinct values: (codes, k, first rows)."""
+    import numpy as np
+    import polars as pl
+
+    if s.dtype.is_integer() or s.dtype == pl.Boolean:
+        return _compress(s.cast(pl.Int64).to_numpy())
+    if s.dtype.is_temporal():
+        return _compress(s.to_physical().cast(pl.Int64).to_numpy())
+    if s.dtype.is_float():
+        uniq, first, inverse = np.unique(s.to_numpy(), return_index=True, return_inverse=True)
+        return inverse.astype(np.int64, copy=False).reshape(-1), int(uniq.size), first.astype(np.int64)
+    if s.dtype == pl.Categorical:
+        phys = s.to_physical().cast(pl.Int64).to_numpy()
+    else:
+        phys = s.cast(pl.String).cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    dense, k, first = _compress(phys)  # order of the category map, not sorted
+    order = s.gather(first).arg_sort().to_numpy()
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(k, dtype=np.int64)
+    return rank[dense], k, first[order]
