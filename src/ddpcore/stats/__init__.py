@@ -1,1 +1,77 @@
-"""Evaluation statistics (filled in by the statistics engine work)."""
+"""Evaluation statistics: TOST, ranking tau with bootstrap, system clustering, agreement.
+
+Names are resolved lazily (``__getattr__``) so that ``import ddpcore.stats`` stays cheap:
+numpy, scipy and polars load only when a function is first used. Public API::
+
+    tost_paired, tost_ind, tost_grouped, TostResult             ddpcore.stats.tost
+    kendall_tau_b, pearson, spearman                           ddpcore.stats.correlation
+    bootstrap_tau, BootstrapTauResult                          ddpcore.stats.bootstrap
+    cluster_systems, ClusterResult, wilcoxon_signed_rank       ddpcore.stats.clustering
+    krippendorff_alpha, reliability_matrix, znormalize         ddpcore.stats.agreement
+    lowess                                                     ddpcore.stats.lowess
+    errors_per_1000_chars, error_free_rate,
+    boundary_span_rate, boundary_rate_difference               ddpcore.stats.spans
+    load_long_table, pair_conditions                           ddpcore.stats._table
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name -> submodule (relative to ddpcore.stats) defining it
+_EXPORTS: dict[str, str] = {
+    # tables
+    "load_long_table": "_table",
+    "pair_conditions": "_table",
+    "signature": "_table",
+    # TOST
+    "tost_paired": "tost",
+    "tost_ind": "tost",
+    "tost_grouped": "tost",
+    "TostResult": "tost",
+    # correlation
+    "kendall_tau_b": "correlation",
+    "pearson": "correlation",
+    "spearman": "correlation",
+    # bootstrap
+    "bootstrap_tau": "bootstrap",
+    "BootstrapTauResult": "bootstrap",
+    # clustering
+    "cluster_systems": "clustering",
+    "ClusterResult": "clustering",
+    "wilcoxon_signed_rank": "clustering",
+    # agreement
+    "krippendorff_alpha": "agreement",
+    "reliability_matrix": "agreement",
+    "znormalize": "agreement",
+    # smoothing
+    "lowess": "lowess",
+    # error spans
+    "errors_per_1000_chars": "spans",
+    "error_free_rate": "spans",
+    "boundary_span_rate": "spans",
+    "boundary_rate_difference": "spans",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ddpcore.stats' has no attribute {name!r}")
+    try:
+        mod = importlib.import_module(f"{__name__}.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{module}":
+            raise AttributeError(
+                f"ddpcore.stats.{name} is not available in this build (module ddpcore.stats.{module} is missing)"
+            ) from None
+        raise
+    value = getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,214 @@
+"""Reader for the WMT24 General MT ESA human evaluation (waves 2 and 3) with error spans.
+
+Folder layout (``../shared/data/wmt24-genmt/``, see its ``SOURCE.md``)::
+
+    esa_generalMT2024_wave2.csv.gz, esa_generalMT2024_wave3.csv.gz   Appraise exports, no header
+    annotator_mapping.json     {annotator name: [Appraise logins]}
+    wmt24_en_source.txt        998 lines, line 0 is the canary
+    wmt24_en.docs              998 lines "domain<TAB>doc_id"
+    wmt24_system_outputs_en-cs_en-hi_en-ja_en-zh.tar.xz   <lp>/<system>.txt, <lp>/<lp>.refA.txt
+
+:func:`read_wmt24_esa` returns the statistics long table (one row per annotation)::
+
+    document_id   str    WMT24 document id
+    segment_id    int    line in the 998-line source/system files (line 0 = canary, never scored)
+    system        str    system name ("refA" = human reference)
+    annotator     str    person from annotator_mapping.json (the login where unmapped)
+    condition     str    "ESA"
+    score         f64    ESA score 0-100
+    domain        str    literary | news | social | speech
+    lp            str    language pair, e.g. "en-cs"
+    wave          i64    2 or 3
+    login         str    Appraise account
+    error_spans   list[struct{span_start: i64, span_end: i64, severity: str}]
+                         half-open code-point offsets into ``target_text``; the export's end is
+                         inclusive (checked against the texts), so ``span_end = end_i + 1``;
+                         omission markers ("missing") have null offsets
+    target_text   str    system output line (null with ``with_text=False``)
+    source_text   str    English source line (null with ``with_text=False``)
+    time_start, time_end  f64  unix seconds
+
+Filtering follows the organisers' description in the WMT24 repo (``humeval/tools.py``
+``load_data``): quality-control rows (``tgt_type != "TGT"``), tutorial documents and document
+ids containing ``#incomplete``, ``#dup`` or ``#bad`` are dropped; when one login scored the same
+(system, document, line) twice, the later ``time_end`` wins. ``line_id`` must point at a line of
+the stated document (checked; a mismatch raises ``[D164]``).
+
+Everything is decompressed in memory (:mod:`gzip`, :mod:`tarfile`); nothing is written.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import tarfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DDPDataError, DDPUsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+WAVE_FILES = {2: "esa_generalMT2024_wave2.csv.gz", 3: "esa_generalMT2024_wave3.csv.gz"}
+OUTPUTS_TAR = "wmt24_system_outputs_en-cs_en-hi_en-ja_en-zh.tar.xz"
+LANG3 = {"eng": "en", "ces": "cs", "hin": "hi", "zho": "zh", "jpn": "ja", "rus": "ru", "ukr": "uk",
+         "deu": "de", "isl": "is", "spa": "es"}
+_COLUMNS = ("login", "system", "line_id", "tgt_type", "src_lang3", "tgt_lang3", "score", "document_id",
+            "unused_flag", "error_spans", "time_start", "time_end")
+_DROP_DOC_MARKERS = ("#incomplete", "#dup", "#bad", "tutorial")
+
+
+def _folder(path: str | Path) -> Path:
+    folder = Path(path)
+    if not folder.is_dir():
+        raise DDPDataError(
+            f"{folder}: WMT24 data folder not found; pass the folder holding {WAVE_FILES[2]} "
+            "(e.g. ../shared/data/wmt24-genmt)", code="D160")
+    return folder
+
+
+def _spans(raw: str, where: str) -> list[dict[str, Any]]:
+    if raw in ("", "[]", "None"):
+        return []
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise DDPDataError(f"{where}: error spans are not valid JSON ({exc.msg})", code="D163") from None
+    out = []
+    for span in obj:
+        s, e = span.get("start_i"), span.get("end_i")
+        ok = isinstance(s, int) and isinstance(e, int)
+        out.append({"span_start": s if ok else None, "span_end": e + 1 if ok else None,
+                    "severity": str(span.get("severity"))})
+    return out
+
+
+def read_texts(path: str | Path, lps: Sequence[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """System outputs from the tar: ``{lp: {system: [998 lines]}}`` (the reference is ``refA``)."""
+    tar_path = _folder(path) / OUTPUTS_TAR
+    if not tar_path.exists():
+        raise DDPDataError(f"{tar_path}: system-output archive not found", code="D161")
+    out: dict[str, dict[str, list[str]]] = {}
+    try:
+        with tarfile.open(tar_path, mode="r:xz") as tar:
+            for member in tar:
+                if not member.isfile() or not member.name.endswith(".txt"):
+                    continue
+                lp, fname = member.name.split("/")[-2:]
+                if lps is not None and lp not in lps:
+                    continue
+                system = "refA" if fname == f"{lp}.refA.txt" else fname[: -len(".txt")]
+                fh = tar.extractfile(member)
+                assert fh is not None
+                out.setdefault(lp, {})[system] = fh.read().decode("utf-8").split("\n")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise DDPDataError(f"{tar_path}: cannot read the xz tar archive ({exc})", code="D161") from None
+    return out
+
+
+def _schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {
+        "document_id": pl.Utf8, "segment_id": pl.Int64, "system": pl.Utf8, "annotator": pl.Utf8,
+        "condition": pl.Utf8, "score": pl.Float64, "domain": pl.Utf8, "lp": pl.Utf8, "wave": pl.Int64,
+        "login": pl.Utf8,
+        "error_spans": pl.List(pl.Struct({"span_start": pl.Int64, "span_end": pl.Int64, "severity": pl.Utf8})),
+        "target_text": pl.Utf8, "source_text": pl.Utf8, "time_start": pl.Float64, "time_end": pl.Float64,
+    }
+
+
+def read_wmt24_esa(
+    path: str | Path,
+    *,
+    waves: Sequence[int] = (2, 3),
+    lps: Sequence[str] | None = None,
+    with_text: bool = True,
+) -> pl.DataFrame:
+    """Read the WMT24 ESA waves into the statistics long table.
+
+    Parameters
+    ----------
+    path : the ``wmt24-genmt`` folder
+    waves : which waves to read (2 and/or 3)
+    lps : keep only these language pairs (e.g. ``["en-ja"]``); default all
+    with_text : attach ``target_text``/``source_text`` (needed for errors per 1,000 characters
+        and span positions); reading the outputs archive adds ~0.5 s
+
+    Returns
+    -------
+    polars.DataFrame, one row per annotation, columns as in the module docstring, sorted by
+    lp, system, segment_id.
+    """
+    import polars as pl
+
+    folder = _folder(path)
+    bad = [w for w in waves if w not in WAVE_FILES]
+    if bad:
+        raise DDPUsageError(f"unknown WMT24 wave(s) {bad}; available: 2, 3", code="D165")
+    try:
+        mapping = json.loads((folder / "annotator_mapping.json").read_text("utf-8"))
+        docs = [line.split("\t") for line in (folder / "wmt24_en.docs").read_text("utf-8").split("\n") if line]
+        sources = (folder / "wmt24_en_source.txt").read_text("utf-8").split("\n")
+    except FileNotFoundError as exc:
+        raise DDPDataError(f"{exc.filename}: missing from the WMT24 folder", code="D161") from None
+    login_to_person = {login: person for person, logins in mapping.items() for login in logins}
+    rows: list[dict[str, Any]] = []
+    for wave in waves:
+        fname = WAVE_FILES[wave]
+        try:
+            text = gzip.decompress((folder / fname).read_bytes()).decode("utf-8")
+        except FileNotFoundError:
+            raise DDPDataError(f"{folder / fname}: wave file not found", code="D161") from None
+        except (OSError, EOFError) as exc:
+            raise DDPDataError(f"{folder / fname}: not a valid gzip file ({exc})", code="D161") from None
+        latest: dict[tuple[str, str, str, int, str], dict[str, Any]] = {}
+        for rowno, row in enumerate(csv.reader(io.StringIO(text)), 1):
+            if len(row) != len(_COLUMNS):
+                raise DDPDataError(f"{fname}: row {rowno}: expected {len(_COLUMNS)} fields, got {len(row)}",
+                                   code="D163")
+            rec = dict(zip(_COLUMNS, row))
+            doc = rec["document_id"]
+            if rec["tgt_type"] != "TGT" or "tutorial" in rec["system"] or any(m in doc for m in _DROP_DOC_MARKERS):
+                continue
+            lp = f"{LANG3.get(rec['src_lang3'], rec['src_lang3'])}-{LANG3.get(rec['tgt_lang3'], rec['tgt_lang3'])}"
+            if lps is not None and lp not in lps:
+                continue
+            line = int(rec["line_id"])
+            if not 0 < line < len(docs) or docs[line][1] != doc:
+                raise DDPDataError(
+                    f"{fname}: row {rowno}, column 'line_id': line {line} is not in document {doc}", code="D164")
+            entry = {
+                "document_id": doc, "segment_id": line, "system": rec["system"],
+                "annotator": login_to_person.get(rec["login"], rec["login"]), "condition": "ESA",
+                "score": float(rec["score"]), "domain": docs[line][0], "lp": lp, "wave": wave,
+                "login": rec["login"],
+                "error_spans": _spans(rec["error_spans"], f"{fname}, row {rowno}, column 'error_spans'"),
+                "target_text": None, "source_text": sources[line] if with_text else None,
+                "time_start": float(rec["time_start"]), "time_end": float(rec["time_end"]),
+            }
+            key = (rec["login"], rec["system"], doc, line, lp)
+            prev = latest.get(key)
+            if prev is None or entry["time_end"] >= prev["time_end"]:
+                latest[key] = entry
+        rows.extend(latest.values())
+    df = pl.DataFrame(rows, schema=_schema())
+    if with_text and df.height:
+        texts = read_texts(folder, sorted(df["lp"].unique().to_list()))
+        lookup = [
+            {"lp": lp, "system": system, "segment_id": i, "target_text": line}
+            for lp, systems in texts.items() for system, lines in systems.items() for i, line in enumerate(lines)
+        ]
+        tt = pl.DataFrame(lookup, schema={"lp": pl.Utf8, "system": pl.Utf8, "segment_id": pl.Int64,
+                                          "target_text": pl.Utf8})
+        df = df.drop("target_text").join(tt, on=["lp", "system", "segment_id"], how="left").select(list(_schema()))
+        missing = df.filter(pl.col("target_text").is_null())
+        if missing.height:
+            first = missing.row(0, named=True)
+            raise DDPDataError(
+                f"{folder / OUTPUTS_TAR}: no output for system {first['system']} ({first['lp']}), "
+                f"line {first['segment_id']}", code="D162")
+    return df.sort("lp", "system", "segment_id", "annotator")

@@ -1,0 +1,771 @@
+"""System clustering: rank MT systems and group them into indistinguishable clusters.
+
+:func:`cluster_systems` orders systems by mean score (best first, ties by name) and runs one
+of four pairwise procedures. Every pair is tested in one vectorised pass over flat arrays
+(no Python loop over system pairs, segments or resamples on the main path).
+
+``method="bootstrap"`` (the counterfactual-ESA paper, Appendix B.2)
+    One seeded index matrix of ``n_boot`` (default 1,000) resamples of the units (documents,
+    or (document, segment) pairs with ``unit="segment"``) drawn with replacement and shared
+    by all systems (a unit drawn k times contributes all its rows k times). For each
+    resample every system's mean over its rows in the resample is recomputed; for a pair
+    (i, j) with replicate differences ``delta_b = mean_i - mean_j`` the two-sided p-value is
+    ``p = min(1, 2 * min(#{delta_b <= 0}, #{delta_b >= 0}) / B)`` over the B replicates where
+    both systems have rows, i.e. the smallest level at which the percentile interval of the
+    difference excludes 0. A pair differs when ``p < alpha``. Rank ranges and clusters
+    follow the WMT25 rules below (the paper follows the WMT25 findings), with "significantly
+    better" read as ``p < alpha`` for a system higher in the mean order.
+
+``method="wmt25"`` (wmt-conference/wmt25-general-mt ``humeval/05-compute_clusters.py``)
+    Paired differences ``x_i - x_j`` over the observations both systems have; one-sided
+    Wilcoxon signed-rank test (``alternative="greater"``, scipy's defaults: zeros dropped,
+    no continuity correction, scipy's exact/permutation/normal choice), ``p[i, j] < alpha``
+    means i is better than j. Rank range of the system at position k (0-based): the best
+    rank walks upwards from k+1 while the system above is *not* significantly better, the
+    worst rank walks downwards while the system is *not* significantly better than the one
+    below. A cluster ends after position c when every system up to c has worst rank <= c
+    and every later system has best rank > c.
+
+``method="wmt24"`` (wmt-conference/wmt24-news-systems ``humeval/tools.py``)
+    Two-sided Wilcoxon on paired differences; with ``by_domain=True`` one test per domain
+    combined by Stouffer's method ``p = 1 - Phi(sum_k Phi^-1(1 - p_k) / sqrt(K))`` over the
+    K domains in which the pair has data, and the system mean is the mean of its per-domain
+    means (WMT24's macro average). Wins/losses: a pair with ``p < alpha`` is a win for the
+    system with the higher mean; rank range ``(losses + 1, S - wins)``. Clusters: a cut
+    after position c unless some pair (a <= c < b) has ``p > alpha`` (tools.py
+    ``get_clusters``).
+
+``method="permutation"`` (google-research/mt-metrics-eval ``PermutationSigDiff`` + ``AssignRanks``)
+    Paired sign-flip permutation test of the mean difference: each of ``n_boot`` resamples
+    flips the sign of every paired difference with probability 1/2 (one seeded sign matrix
+    shared by all pairs); ``p[i, j] = #{perm mean >= observed mean of x_i - x_j} / n_boot``
+    (one-sided, no +1, no early stopping). Greedy ranks in mean order: the rank increases at
+    position k when some system since the start of the current rank has ``p[m, k] <= alpha``.
+    Clusters are the groups of equal rank; a system's rank range is its cluster's span.
+
+Pairing (``pair_annotator``): observations are rows sharing (document_id, segment_id,
+annotator), or (document_id, segment_id) without an annotator column or with
+``pair_annotator=False``; repeated rows of one system under one key are averaged. The
+default (``None``) pairs on the annotator when the column exists, except for
+``method="wmt24"``, which (like WMT24) pairs on segments. In campaigns where each annotator
+sees one system per document (ESA WMT23, WMT24) annotator pairs across systems barely
+exist: use ``pair_annotator=False`` there. A pair of systems without any shared
+observation gets ``p = 1`` (no evidence of a difference); ``n_pairs`` reports the counts.
+
+Wilcoxon p-values equal ``scipy.stats.wilcoxon(d, alternative=...)`` (scipy 1.17 rules,
+checked in tests), except that a sample with no non-zero difference gets ``p = 1`` where
+scipy returns NaN.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import schema
+from ..errors import DDPDataError, DDPUsageError
+from ._table import json_safe, load_long_table, signature
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Method = Literal["bootstrap", "wmt25", "wmt24", "permutation"]
+METHODS: tuple[str, ...] = ("bootstrap", "wmt25", "wmt24", "permutation")
+Alternative = Literal["two-sided", "greater", "less"]
+
+#: cells of a (tests x observations) block processed at once by the Wilcoxon kernel
+_BLOCK_CELLS = 1 << 22
+#: rows of the sign matrix drawn per block by the permutation test; fixed so that a seed
+#: gives the same answer whatever the problem size
+_PERM_BLOCK = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterResult:
+    """Result of :func:`cluster_systems`.
+
+    ``order`` lists the systems best first; ``p_values[i, j]`` (shape S x S, in ``order``)
+    is the p-value of "order[i] is better than order[j]" for the one-sided methods
+    (wmt25, permutation) and the symmetric two-sided p-value otherwise; the diagonal is NaN.
+    ``n_pairs[i, j]`` counts the paired observations behind a Wilcoxon/permutation test
+    (for the bootstrap: the replicates in which both systems have rows).
+    """
+
+    method: str
+    order: tuple[str, ...]
+    means: dict[str, float]
+    p_values: npt.NDArray[np.float64]
+    n_pairs: npt.NDArray[np.int64]
+    rank_ranges: dict[str, tuple[int, int]]
+    clusters: tuple[tuple[str, ...], ...]
+    alpha: float
+    n_rows: int
+    signature: dict[str, Any]
+
+    def cluster_of(self, system: str) -> int:
+        """1-based index of the cluster holding ``system``."""
+        for i, members in enumerate(self.clusters, 1):
+            if system in members:
+                return i
+        raise KeyError(system)
+
+    def significant(self, a: str, b: str) -> bool:
+        """Whether the test says ``a`` and ``b`` differ (``p < alpha`` in either direction)."""
+        i, j = self.order.index(a), self.order.index(b)
+        return bool(min(self.p_values[i, j], self.p_values[j, i]) < self.alpha)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict; matrices as nested lists in ``order`` order (NaN -> null)."""
+        return json_safe({
+            "method": self.method,
+            "order": list(self.order),
+            "means": self.means,
+            "rank_ranges": {k: list(v) for k, v in self.rank_ranges.items()},
+            "clusters": [list(c) for c in self.clusters],
+            "n_clusters": len(self.clusters),
+            "p_values": self.p_values,
+            "n_pairs": self.n_pairs,
+            "alpha": self.alpha,
+            "n_rows": self.n_rows,
+            "signature": self.signature,
+        })
+
+
+# --------------------------------------------------------------------------- Wilcoxon kernel
+
+
+_PMF_CACHE: dict[int, npt.NDArray[np.float64]] = {}
+
+
+def _wilcoxon_pmf(n: int) -> npt.NDArray[np.float64]:
+    """Exact null pmf of the signed-rank statistic T+ for n untied non-zero differences.
+
+    Recurrence over k = 1..n: T+_k = T+_{k-1} + k * Bernoulli(1/2), kept as probabilities.
+    """
+    pmf = _PMF_CACHE.get(n)
+    if pmf is None:
+        pmf = np.ones(1)
+        for k in range(1, n + 1):
+            prev = pmf
+            pmf = np.zeros(k * (k + 1) // 2 + 1)
+            pmf[: len(prev)] = prev * 0.5
+            pmf[-len(prev):] += prev * 0.5
+        _PMF_CACHE[n] = pmf
+    return pmf
+
+
+def _exact_sf(n: int, k: int) -> float:
+    pmf = _wilcoxon_pmf(n)
+    if k <= n * (n + 1) / 4:
+        return float(pmf[k:].sum())
+    return float(1.0 - pmf[:k].sum())
+
+
+def _exact_cdf(n: int, k: int) -> float:
+    pmf = _wilcoxon_pmf(n)
+    if k <= n * (n + 1) / 4:
+        return float(pmf[: k + 1].sum())
+    return float(1.0 - pmf[k + 1:].sum())
+
+
+def _signed_rank_stats(d: npt.NDArray[np.float64]) -> dict[str, np.ndarray]:
+    """Signed-rank statistics of each row of ``d`` (tests x observations, NaN = absent).
+
+    Returns per row: ``n_obs`` (non-NaN differences, zeros included), ``n_zero``,
+    ``count`` (non-zero), ``r_plus``, ``r_minus`` (average ranks of |d| for ties),
+    ``tie_term`` (sum over tie groups of t^3 - t) and ``has_ties``.
+    """
+    rows, k = d.shape
+    present = ~np.isnan(d)
+    n_obs = present.sum(axis=1)
+    zero = d == 0
+    n_zero = zero.sum(axis=1)
+    a = np.abs(np.where(zero, np.nan, d))
+    count = n_obs - n_zero
+    order = np.argsort(a, axis=1, kind="stable")  # NaN last
+    srt = np.take_along_axis(a, order, axis=1)
+    positive = np.take_along_axis(d > 0, order, axis=1)
+    pos = np.arange(k)
+    valid = pos[None, :] < count[:, None]
+    first = np.ones((rows, k), dtype=bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    last = np.ones((rows, k), dtype=bool)
+    last[:, :-1] = srt[:, :-1] != srt[:, 1:]
+    start = np.maximum.accumulate(np.where(first, pos, 0), axis=1)
+    end = np.minimum.accumulate(np.where(last, pos, k)[:, ::-1], axis=1)[:, ::-1]
+    rank = (start + end) / 2.0 + 1.0
+    size = (end - start + 1).astype(np.float64)
+    r_plus = np.where(valid & positive, rank, 0.0).sum(axis=1)
+    countf = count.astype(np.float64)
+    r_minus = countf * (countf + 1.0) / 2.0 - r_plus
+    tie_term = np.where(valid, size * size - 1.0, 0.0).sum(axis=1)
+    has_ties = (valid & (size > 1)).any(axis=1)
+    return {"n_obs": n_obs, "n_zero": n_zero, "count": count, "r_plus": r_plus, "r_minus": r_minus,
+            "tie_term": tie_term, "has_ties": has_ties, "sorted_ranks": (rank, valid, positive)}
+
+
+def _permutation_p(ranks: npt.NDArray[np.float64], positive: npt.NDArray[np.bool_], n_obs: int,
+                   alternative: str) -> float:
+    """scipy's exact sign-flip test of T+ for n_obs <= 13 (zeros contribute rank 0)."""
+    bits = ((np.arange(2 ** n_obs)[:, None] >> np.arange(n_obs)[None, :]) & 1).astype(np.float64)
+    r = np.zeros(n_obs)
+    r[: len(ranks)] = ranks
+    null = bits @ r
+    observed = float(ranks[positive].sum())
+    gamma = abs(np.finfo(np.float64).eps * 100 * observed)
+    p_less = np.count_nonzero(null <= observed + gamma) / null.size
+    p_greater = np.count_nonzero(null >= observed - gamma) / null.size
+    if alternative == "greater":
+        return float(p_greater)
+    if alternative == "less":
+        return float(p_less)
+    return float(min(1.0, 2.0 * min(p_less, p_greater)))
+
+
+def _wilcoxon_block(d: npt.NDArray[np.float64], alternatives: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+    from scipy import special
+
+    st = _signed_rank_stats(d)
+    count = st["count"].astype(np.float64)
+    mn = count * (count + 1.0) * 0.25
+    se = count * (count + 1.0) * (2.0 * count + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt((se - st["tie_term"] / 2) / 24)
+        z = (st["r_plus"] - mn) / se
+    exact = (st["n_obs"] <= 50) & ~st["has_ties"] & (st["n_zero"] == 0)
+    perm = (st["n_obs"] <= 13) & ~exact
+    out = []
+    rank, valid, positive = st["sorted_ranks"]
+    for alt in alternatives:
+        if alt == "greater":
+            p = special.ndtr(-z)
+        elif alt == "less":
+            p = special.ndtr(z)
+        else:
+            p = 2 * special.ndtr(-np.abs(z))
+        p = np.array(p, dtype=np.float64)
+        for i in np.flatnonzero(exact & (st["count"] > 0)):  # n <= 50: small, exact null
+            n, r = int(st["count"][i]), float(st["r_plus"][i])
+            if alt == "greater":
+                p[i] = _exact_sf(n, int(np.floor(r)))
+            elif alt == "less":
+                p[i] = _exact_cdf(n, int(np.ceil(r)))
+            else:
+                p[i] = min(1.0, max(0.0, 2 * min(_exact_sf(n, int(np.floor(r))), _exact_cdf(n, int(np.ceil(r))))))
+        for i in np.flatnonzero(perm & (st["count"] > 0)):  # n <= 13 with ties/zeros
+            c = int(st["count"][i])
+            p[i] = _permutation_p(rank[i, :c], positive[i, :c], int(st["n_obs"][i]), alt)
+        p[st["count"] == 0] = 1.0
+        out.append(p)
+    return (*out, st["r_plus"], st["n_obs"])
+
+
+def wilcoxon_signed_rank(
+    d: npt.ArrayLike, alternative: Alternative = "two-sided"
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Wilcoxon signed-rank test of each row of ``d`` at once.
+
+    Parameters
+    ----------
+    d : array, shape (n_tests, n_obs) or (n_obs,)
+        Paired differences; NaN marks an absent observation (rows may have different lengths).
+    alternative : "two-sided" | "greater" | "less"
+
+    Returns
+    -------
+    (r_plus, p_value), each shape (n_tests,) (scalars arrays for 1-d input). ``r_plus`` is the
+    sum of the average ranks of the positive differences. p-values follow
+    ``scipy.stats.wilcoxon(row[~isnan(row)], alternative=...)`` with its defaults
+    (``zero_method="wilcox"``, ``correction=False``, ``method="auto"``); a row without non-zero
+    differences gets p = 1 (scipy: NaN).
+    """
+    if alternative not in ("two-sided", "greater", "less"):
+        raise DDPUsageError(f"alternative must be two-sided, greater or less, got {alternative!r}", code="D351")
+    arr = np.asarray(d, dtype=np.float64)
+    one = arr.ndim == 1
+    arr = np.atleast_2d(arr)
+    if arr.ndim != 2:
+        raise DDPDataError(f"d must be 1-d or 2-d, got shape {arr.shape}", code="D351")
+    if np.isinf(arr).any():
+        raise DDPDataError("d contains infinite differences; scores must be finite", code="D353")
+    r_out = np.empty(arr.shape[0])
+    p_out = np.empty(arr.shape[0])
+    step = max(1, _BLOCK_CELLS // max(1, arr.shape[1]))
+    for s in range(0, arr.shape[0], step):
+        p, r, _ = _wilcoxon_block(arr[s: s + step], (alternative,))
+        p_out[s: s + step], r_out[s: s + step] = p, r
+    if one:
+        return r_out[0], p_out[0]
+    return r_out, p_out
+
+
+# --------------------------------------------------------------------------- table preparation
+
+
+@dataclasses.dataclass
+class _Prepared:
+    systems: list[str]  # sorted names; code = index
+    sys_code: npt.NDArray[np.int64]  # per row
+    score: npt.NDArray[np.float64]  # per row
+    unit_code: npt.NDArray[np.int64]  # per row: resampling unit (bootstrap)
+    n_units: int
+    pair_code: npt.NDArray[np.int64]  # per row: pairing key
+    n_keys: int
+    domain_code: npt.NDArray[np.int64] | None  # per row
+    domains: list[str]
+    n_rows: int
+    pair_annotator: bool
+
+
+def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, method: str,
+             by_domain: bool) -> _Prepared:
+    import polars as pl
+
+    if pair_annotator is None:
+        pair_annotator = schema.ANNOTATOR in df.columns and method != "wmt24"
+    if pair_annotator and schema.ANNOTATOR not in df.columns:
+        raise DDPDataError("pairing by annotator was requested but the table has no annotator column "
+                           "(--annotator NAME, or --no-pair-annotator)", code="D352")
+    keys = [schema.DOCUMENT_ID, schema.SEGMENT_ID] + ([schema.ANNOTATOR] if pair_annotator else [])
+    unit_keys = [schema.DOCUMENT_ID] if unit == "document" else [schema.DOCUMENT_ID, schema.SEGMENT_ID]
+    sys_names = df[schema.SYSTEM].cast(pl.String).unique().sort().to_list()
+    if len(sys_names) < 2:
+        raise DDPDataError(f"clustering needs at least 2 systems, the table has {len(sys_names)} "
+                           f"({', '.join(map(str, sys_names))}); check --system", code="D354")
+    cols = [pl.col(schema.SYSTEM).cast(pl.String).alias("_sys")]
+    work = df.with_columns(cols)
+    # dense codes in sorted key order (row order of the input does not matter)
+    work = work.with_columns(
+        pl.col("_sys").replace_strict(sys_names, list(range(len(sys_names))), return_dtype=pl.Int64).alias("_sc"),
+        pl.struct([pl.col(k).cast(pl.String) for k in unit_keys]).rank("dense").cast(pl.Int64).alias("_uc"),
+        pl.struct([pl.col(k).cast(pl.String) for k in keys]).rank("dense").cast(pl.Int64).alias("_pc"),
+    )
+    domain_code = None
+    domains: list[str] = []
+    if by_domain:
+        if schema.DOMAIN not in work.columns:
+            raise DDPDataError("by_domain needs a domain column (--domain NAME); available columns: "
+                               + ", ".join(df.columns), code="D352")
+        if work[schema.DOMAIN].null_count():
+            row = int(work[schema.DOMAIN].is_null().arg_true()[0]) + 1
+            raise DDPDataError(f"row {row}: null domain; every row needs a domain with --by-domain", code="D352")
+        domains = work[schema.DOMAIN].cast(pl.String).unique().sort().to_list()
+        domain_code = work[schema.DOMAIN].cast(pl.String).replace_strict(
+            domains, list(range(len(domains))), return_dtype=pl.Int64).to_numpy()
+    return _Prepared(
+        systems=sys_names,
+        sys_code=work["_sc"].to_numpy(),
+        score=work[schema.SCORE].to_numpy().astype(np.float64),
+        unit_code=work["_uc"].to_numpy() - 1,
+        n_units=int(work["_uc"].max()),  # type: ignore[arg-type]
+        pair_code=work["_pc"].to_numpy() - 1,
+        n_keys=int(work["_pc"].max()),  # type: ignore[arg-type]
+        domain_code=domain_code,
+        domains=domains,
+        n_rows=df.height,
+        pair_annotator=bool(pair_annotator),
+    )
+
+
+def _system_means(p: _Prepared, macro_domains: bool) -> npt.NDArray[np.float64]:
+    s = len(p.systems)
+    if macro_domains and p.domain_code is not None:
+        nd = len(p.domains)
+        cell = p.sys_code * nd + p.domain_code
+        sums = np.bincount(cell, weights=p.score, minlength=s * nd).reshape(s, nd)
+        cnt = np.bincount(cell, minlength=s * nd).reshape(s, nd)
+        with np.errstate(invalid="ignore"):
+            per_domain = sums / cnt
+        return np.nanmean(per_domain, axis=1)
+    sums = np.bincount(p.sys_code, weights=p.score, minlength=s)
+    cnt = np.bincount(p.sys_code, minlength=s)
+    return sums / cnt
+
+
+def _paired_matrix(p: _Prepared) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64] | None]:
+    """(n_keys x S) matrix of mean scores per pairing key and system (NaN = absent), and the
+    domain of each key (the first row's domain) when domains are in use."""
+    s = len(p.systems)
+    cell = p.pair_code * s + p.sys_code
+    sums = np.bincount(cell, weights=p.score, minlength=p.n_keys * s)
+    cnt = np.bincount(cell, minlength=p.n_keys * s)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x = (sums / cnt).reshape(p.n_keys, s)
+    key_domain = None
+    if p.domain_code is not None:
+        key_domain = np.full(p.n_keys, -1, dtype=np.int64)
+        key_domain[p.pair_code[::-1]] = p.domain_code[::-1]  # first row wins
+    return x, key_domain
+
+
+def _order(means: npt.NDArray[np.float64], names: list[str]) -> npt.NDArray[np.int64]:
+    # best first; ties broken by name (names are sorted, so by code)
+    return np.lexsort((np.arange(len(names)), -means))
+
+
+# --------------------------------------------------------------------------- pairwise tests
+
+
+def _pairs(s: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    i, j = np.triu_indices(s, k=1)
+    return i.astype(np.int64), j.astype(np.int64)
+
+
+def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int64] | None,
+                     n_domains: int, two_sided: bool, stouffer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """p[i, j] for all ordered system pairs from the (keys x S) matrix ``x`` (codes order)."""
+    from scipy import special
+
+    s = x.shape[1]
+    ii, jj = _pairs(s)
+    p = np.full((s, s), np.nan)
+    n = np.zeros((s, s), dtype=np.int64)
+    groups = [None] if not stouffer else list(range(n_domains))
+    zsum = np.zeros(len(ii))
+    kdom = np.zeros(len(ii))
+    n_tot = np.zeros(len(ii), dtype=np.int64)
+    p_plain_g = np.empty(len(ii))
+    p_plain_l = np.empty(len(ii))
+    for g in groups:  # one pass per domain (a handful), never per pair
+        xs = x if g is None else x[key_domain == g]
+        if xs.shape[0] == 0:
+            continue
+        step = max(1, _BLOCK_CELLS // xs.shape[0])
+        for b in range(0, len(ii), step):
+            bi, bj = ii[b: b + step], jj[b: b + step]
+            d = (xs[:, bi] - xs[:, bj]).T  # pairs x keys
+            if two_sided:
+                (p2, _r, n_obs) = _wilcoxon_block(d, ("two-sided",))
+                if g is None:
+                    p_plain_g[b: b + step] = p2
+                else:
+                    has = n_obs > 0
+                    with np.errstate(divide="ignore"):
+                        zsum[b: b + step] += np.where(has, special.ndtri(1.0 - p2), 0.0)
+                    kdom[b: b + step] += has
+            else:
+                pg, pl_, _r, n_obs = _wilcoxon_block(d, ("greater", "less"))
+                p_plain_g[b: b + step], p_plain_l[b: b + step] = pg, pl_
+            n_tot[b: b + step] += n_obs
+    if two_sided and stouffer:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            comb = np.where(kdom > 0, 1.0 - special.ndtr(zsum / np.sqrt(kdom)), 1.0)
+        p[ii, jj] = p[jj, ii] = comb
+    elif two_sided:
+        p[ii, jj] = p[jj, ii] = p_plain_g
+    else:
+        p[ii, jj], p[jj, ii] = p_plain_g, p_plain_l
+    n[ii, jj] = n[jj, ii] = n_tot
+    return p, n
+
+
+def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
+                        progress: Any) -> tuple[np.ndarray, np.ndarray]:
+    s = x.shape[1]
+    ii, jj = _pairs(s)
+    d = x[:, ii] - x[:, jj]  # keys x pairs, NaN where a system is absent
+    present = ~np.isnan(d)
+    npair = present.sum(axis=0)
+    d = np.where(present, d, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = np.ones(d.shape[0]) @ d / npair
+    rng = np.random.default_rng(seed)
+    ge = np.zeros(len(ii), dtype=np.int64)
+    le = np.zeros(len(ii), dtype=np.int64)
+    done = 0
+    while done < n_boot:
+        rows = min(_PERM_BLOCK, n_boot - done)
+        signs = rng.integers(0, 2, size=(_PERM_BLOCK, d.shape[0]), dtype=np.int8)[:rows].astype(np.float64)
+        signs = 2.0 * signs - 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            perm = signs @ d / npair
+        ge += (perm >= observed).sum(axis=0)
+        le += (perm <= observed).sum(axis=0)
+        done += rows
+        if progress is not None:
+            progress.update(rows)
+    p = np.full((s, s), np.nan)
+    n = np.zeros((s, s), dtype=np.int64)
+    p[ii, jj] = np.where(npair > 0, ge / n_boot, 1.0)  # i better than j
+    p[jj, ii] = np.where(npair > 0, le / n_boot, 1.0)  # j better than i: -perm >= -observed
+    n[ii, jj] = n[jj, ii] = npair
+    return p, n
+
+
+def _bootstrap_matrix(pr: _Prepared, n_boot: int, seed: int, indices: npt.ArrayLike | None,
+                      progress: Any) -> tuple[np.ndarray, np.ndarray]:
+    s, u = len(pr.systems), pr.n_units
+    cell = pr.unit_code * s + pr.sys_code
+    sums = np.bincount(cell, weights=pr.score, minlength=u * s).reshape(u, s)
+    cnts = np.bincount(cell, minlength=u * s).reshape(u, s).astype(np.float64)
+    if indices is not None:
+        idx = np.asarray(indices)
+        if idx.ndim != 2 or idx.shape[1] != u or not np.issubdtype(idx.dtype, np.integer):
+            raise DDPUsageError(f"indices must be an integer array of shape (n_boot, {u}) (one column per "
+                                f"resampling unit in sorted order), got shape {idx.shape}", code="D351")
+        if idx.size and (idx.min() < 0 or idx.max() >= u):
+            raise DDPUsageError(f"indices must lie in [0, {u})", code="D351")
+        n_boot = idx.shape[0]
+    ii, jj = _pairs(s)
+    le = np.zeros(len(ii), dtype=np.int64)
+    ge = np.zeros(len(ii), dtype=np.int64)
+    valid = np.zeros(len(ii), dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    block = max(1, min(n_boot, (1 << 22) // max(1, u)))
+    done = 0
+    while done < n_boot:
+        rows = min(block, n_boot - done)
+        blk = idx[done: done + rows] if indices is not None else rng.integers(0, u, size=(rows, u))
+        flat = blk + (np.arange(rows) * u)[:, None]
+        counts = np.bincount(flat.ravel(), minlength=rows * u).reshape(rows, u).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = (counts @ sums) / (counts @ cnts)  # rows x S
+        delta = means[:, ii] - means[:, jj]
+        ok = ~np.isnan(delta)
+        le += (ok & (delta <= 0)).sum(axis=0)
+        ge += (ok & (delta >= 0)).sum(axis=0)
+        valid += ok.sum(axis=0)
+        done += rows
+        if progress is not None:
+            progress.update(rows)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p2 = np.where(valid > 0, np.minimum(1.0, 2.0 * np.minimum(le, ge) / valid), 1.0)
+    p = np.full((s, s), np.nan)
+    n = np.zeros((s, s), dtype=np.int64)
+    p[ii, jj] = p[jj, ii] = p2
+    n[ii, jj] = n[jj, ii] = valid
+    return p, n
+
+
+# --------------------------------------------------------------------------- ranks and clusters
+
+
+def _ranges_wins_losses(p: np.ndarray, means: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """(best, worst) per position from wins/losses; p and means in order."""
+    s = len(means)
+    sig = p < alpha
+    np.fill_diagonal(sig, False)
+    higher = means[:, None] > means[None, :]
+    wins = (sig & higher).sum(axis=1)
+    losses = (sig & ~higher).sum(axis=1)
+    return losses + 1, s - wins
+
+
+def _clusters_straddle(p: np.ndarray, alpha: float, strict_greater: bool) -> list[int]:
+    """Cut positions c (cluster ends after c, 0-based) where every pair (a <= c < b) differs.
+
+    ``strict_greater``: a pair joins when ``p > alpha`` (WMT24 get_clusters); otherwise when
+    ``p >= alpha`` (i.e. not significant at ``p < alpha``)."""
+    s = p.shape[0]
+    joined = (p > alpha) if strict_greater else ~(p < alpha)
+    np.fill_diagonal(joined, False)
+    joined = np.triu(joined, k=1)
+    # reach[a] = furthest b joined with a; cut after c if max_{a<=c} reach[a] <= c
+    pos = np.arange(s)
+    reach = np.where(joined, pos[None, :], -1).max(axis=1)
+    reach = np.maximum(reach, pos)
+    prefix = np.maximum.accumulate(reach)
+    return [int(c) for c in range(s - 1) if prefix[c] <= c]
+
+
+def _ranges_wmt25(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    s = p.shape[0]
+    sig = p < alpha  # sig[a, b]: a significantly better than b
+    pos = np.arange(s)
+    above = sig & (pos[:, None] < pos[None, :])  # [k, i]: k above i and better
+    kmax = np.where(above, pos[:, None], -1).max(axis=0)
+    best = kmax + 2
+    below = sig & (pos[:, None] < pos[None, :])  # [i, k]: i better than k below it
+    kmin = np.where(below, pos[None, :], s).min(axis=1)
+    worst = kmin
+    return best, worst
+
+
+def _cuts_from_ranges(best: np.ndarray, worst: np.ndarray) -> list[int]:
+    """WMT25 ``does_cluster_end_here``: cluster ends after 0-based position c (c+1 systems
+    above) when max worst of the first c+1 <= c+1 and min best of the rest > c+1."""
+    s = len(best)
+    pre = np.maximum.accumulate(worst)
+    suf = np.minimum.accumulate(best[::-1])[::-1]
+    return [c for c in range(s - 1) if pre[c] <= c + 1 and suf[c + 1] > c + 1]
+
+
+def _greedy_ranks(p: np.ndarray, alpha: float) -> np.ndarray:
+    """mt-metrics-eval ``AssignRanks`` over p in order (p[m, k]: m better than k)."""
+    s = p.shape[0]
+    ranks = np.zeros(s, dtype=np.int64)
+    current, start = 1, 0
+    for k in range(s):  # S steps (systems, not pairs); each step is a vector test
+        if k > start and np.any(p[start:k, k] <= alpha):
+            current += 1
+            start = k
+        ranks[k] = current
+    return ranks
+
+
+def _groups(order_names: list[str], cuts: list[int]) -> tuple[tuple[str, ...], ...]:
+    out, prev = [], 0
+    for c in [*cuts, len(order_names) - 1]:
+        out.append(tuple(order_names[prev: c + 1]))
+        prev = c + 1
+    return tuple(g for g in out if g)
+
+
+# --------------------------------------------------------------------------- public function
+
+
+def cluster_systems(
+    table: Any,
+    method: Method = "bootstrap",
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 1000,
+    seed: int = 0,
+    unit: Literal["document", "segment"] = "document",
+    by_domain: bool = False,
+    pair_annotator: bool | None = None,
+    condition_value: str | None = None,
+    indices: npt.ArrayLike | None = None,
+    document: str = schema.DOCUMENT_ID,
+    segment: str = schema.SEGMENT_ID,
+    system: str = schema.SYSTEM,
+    annotator: str | None = schema.ANNOTATOR,
+    condition: str = schema.CONDITION,
+    score: str = schema.SCORE,
+    domain: str = schema.DOMAIN,
+    nan_policy: Literal["raise", "omit"] = "raise",
+    progress: bool = False,
+) -> ClusterResult:
+    """Rank systems by mean score and cluster them with pairwise significance tests.
+
+    Parameters
+    ----------
+    table : path or polars/pandas/pyarrow table, one row per annotation (long table)
+    method : "bootstrap" | "wmt25" | "wmt24" | "permutation" (see the module docstring)
+    alpha : significance level
+    n_boot : resamples (bootstrap) or sign-flip permutations (permutation); ignored otherwise
+    seed : seed of numpy's default_rng for the resamples/permutations
+    unit : bootstrap resampling unit, "document" or "segment"
+    by_domain : wmt24 only: per-domain tests combined with Stouffer, macro-averaged means
+    pair_annotator : pair observations on the annotator too (None: see module docstring)
+    condition_value : keep only rows of this condition (required when the table holds several)
+    indices : bootstrap only: explicit resample matrix (n_boot x n_units, units in sorted order)
+    document, segment, system, annotator, condition, score, domain : column names
+    nan_policy : "raise" (default) or "omit" rows with a missing score
+    progress : show a tqdm bar on stderr for the resampling methods
+
+    Returns
+    -------
+    ClusterResult
+    """
+    import polars as pl
+
+    if method not in METHODS:
+        raise DDPUsageError(f"unknown clustering method {method!r}; choose one of {', '.join(METHODS)} (--method)",
+                            code="D351")
+    if unit not in ("document", "segment"):
+        raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D351")
+    if not 0.0 < float(alpha) < 1.0:
+        raise DDPUsageError(f"alpha must be in (0, 1), got {alpha} (--alpha)", code="D351")
+    if method in ("bootstrap", "permutation") and indices is None and int(n_boot) < 1:
+        raise DDPUsageError(f"n_boot must be >= 1, got {n_boot} (--n-boot)", code="D351")
+    if by_domain and method != "wmt24":
+        raise DDPUsageError("by_domain (Stouffer over domains) applies to method='wmt24' only (--by-domain)",
+                            code="D351")
+    if indices is not None and method != "bootstrap":
+        raise DDPUsageError("indices apply to method='bootstrap' only", code="D351")
+    df = load_long_table(table, document=document, segment=segment, system=system, annotator=annotator,
+                         condition=condition, score=score, required=("document", "segment", "system", "score"),
+                         nan_policy=nan_policy)
+    if domain != schema.DOMAIN and domain in df.columns:
+        df = df.rename({domain: schema.DOMAIN})
+    if schema.CONDITION in df.columns:
+        present = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
+        if condition_value is not None:
+            if str(condition_value) not in present:
+                raise DDPDataError(f"condition {condition_value!r} has no rows; conditions in the table: "
+                                   f"{', '.join(map(str, present))}", code="D305")
+            df = df.filter(pl.col(schema.CONDITION).cast(pl.String) == str(condition_value))
+        elif len(present) > 1:
+            raise DDPUsageError(f"the table holds {len(present)} conditions ({', '.join(map(str, present))}); "
+                                "choose one with condition_value= (--in COND)", code="D352")
+    elif condition_value is not None:
+        raise DDPDataError(f"condition_value={condition_value!r} given but the table has no condition column "
+                           f"'{condition}' (--condition NAME)", code="D301")
+    pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, method=method, by_domain=by_domain)
+    s = len(pr.systems)
+    means = _system_means(pr, macro_domains=by_domain)
+    bar = None
+    if progress and method in ("bootstrap", "permutation"):
+        from tqdm import tqdm
+
+        bar = tqdm(total=int(indices.shape[0]) if indices is not None else int(n_boot),  # type: ignore[union-attr]
+                   desc=f"cluster ({method})", unit="resample", leave=False)
+    try:
+        if method == "bootstrap":
+            p, n = _bootstrap_matrix(pr, int(n_boot), int(seed), indices, bar)
+        elif method == "permutation":
+            x, _ = _paired_matrix(pr)
+            p, n = _permutation_matrix(x, int(n_boot), int(seed), bar)
+        else:
+            x, kd = _paired_matrix(pr)
+            p, n = _wilcoxon_matrix(x, kd, len(pr.domains), two_sided=method == "wmt24",
+                                    stouffer=method == "wmt24" and by_domain)
+            empty = n == 0
+            np.fill_diagonal(empty, False)
+            p[empty] = 1.0
+    finally:
+        if bar is not None:
+            bar.close()
+    order = _order(means, pr.systems)
+    po = p[np.ix_(order, order)]
+    no = n[np.ix_(order, order)]
+    mo = means[order]
+    names = [pr.systems[k] for k in order]
+    if method == "wmt25":
+        best, worst = _ranges_wmt25(po, alpha)
+        cuts = _cuts_from_ranges(best, worst)
+    elif method == "permutation":
+        ranks = _greedy_ranks(po, alpha)
+        cuts = [c for c in range(s - 1) if ranks[c + 1] != ranks[c]]
+        best = np.empty(s, dtype=np.int64)
+        worst = np.empty(s, dtype=np.int64)
+        for r in np.unique(ranks):
+            members = np.flatnonzero(ranks == r)
+            best[members], worst[members] = members.min() + 1, members.max() + 1
+    elif method == "bootstrap":
+        best, worst = _ranges_wmt25(po, alpha)
+        cuts = _cuts_from_ranges(best, worst)
+    else:
+        best, worst = _ranges_wins_losses(po, mo, alpha)
+        cuts = _clusters_straddle(po, alpha, strict_greater=True)
+    sig = signature(
+        method,
+        alpha=float(alpha),
+        n_boot=int(indices.shape[0]) if indices is not None else (int(n_boot) if method in ("bootstrap", "permutation") else None),  # type: ignore[union-attr]
+        seed=int(seed) if method in ("bootstrap", "permutation") and indices is None else None,
+        unit=unit if method == "bootstrap" else None,
+        by_domain=bool(by_domain),
+        pair_annotator=pr.pair_annotator if method != "bootstrap" else None,
+        condition=condition_value,
+        test={
+            "bootstrap": "paired percentile bootstrap of mean differences, two-sided",
+            "wmt25": "Wilcoxon signed-rank, one-sided (greater), scipy defaults",
+            "wmt24": "Wilcoxon signed-rank, two-sided" + (", Stouffer over domains" if by_domain else ""),
+            "permutation": "paired sign-flip permutation of the mean difference, one-sided",
+        }[method],
+    )
+    return ClusterResult(
+        method=method,
+        order=tuple(names),
+        means={nm: float(v) for nm, v in zip(names, mo)},
+        p_values=po,
+        n_pairs=no,
+        rank_ranges={nm: (int(b), int(w)) for nm, b, w in zip(names, best, worst)},
+        clusters=_groups(names, cuts),
+        alpha=float(alpha),
+        n_rows=pr.n_rows,
+        signature=sig,
+    )
