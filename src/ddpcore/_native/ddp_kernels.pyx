@@ -312,9 +312,9 @@ def compute_distances(
     """
     cdef Py_ssize_t n_docs = offsets__doc.shape[0] - 1
     cdef Py_ssize_t n = kind__item.shape[0]
-    distance = np.full(n, -1, dtype=np.int32)
-    antecedent = np.full(n, -1, dtype=np.int64)
-    reference = np.full(n, -1, dtype=np.int64)
+    distance = np.empty(n, dtype=np.int32)  # every element is written by the kernel
+    antecedent = np.empty(n, dtype=np.int64)
+    reference = np.empty(n, dtype=np.int64)
     ddp_seg = np.zeros(n_segments, dtype=np.int32)
     ddp_sent = np.zeros(n_sentences, dtype=np.int32)
     first_item = np.full(max(n_entities, 1), -1, dtype=np.int64)
@@ -342,62 +342,59 @@ cdef void _distances_one_doc(
     int32_t[::1] dist, int64_t[::1] ante, int64_t[::1] ref, int32_t[::1] dseg, int32_t[::1] dsent,
     int64_t[::1] first, int64_t[::1] last,
 ) noexcept nogil:
-    cdef int64_t cand0 = -1, cand1 = -1, cand2 = -1, cand3 = -1  # last antecedent per group bit 1,2,4,8
-    cdef int64_t i, c, r
+    # cand[b]: latest antecedent compatible with the pronoun group whose bit is b (1, 2, 4, 8)
+    cdef int64_t cand[9]
+    cdef int64_t i, c, r, a
     cdef int32_t e, d
     cdef uint8_t bits
+    cdef int8_t k
+    cdef int b
+    for b in range(9):
+        cand[b] = -1
     for i in range(start, stop):
-        if kind[i] == KIND_ENTITY:
-            e = ent[i]
-            if first[e] < 0:
-                first[e] = i
-            else:
-                r = last[e] if nearest else first[e]
-                d = sent[i] - sent[r]
-                dist[i] = d
-                ante[i] = last[e]
-                ref[i] = r
-            last[e] = i
-        elif kind[i] == KIND_PRONOUN:
-            bits = compat[i]
-            if bits == 1:
-                c = cand0
-            elif bits == 2:
-                c = cand1
-            elif bits == 4:
-                c = cand2
-            else:
-                c = cand3
+        k = kind[i]
+        d = -1
+        a = -1
+        r = -1
+        bits = compat[i]
+        if k == KIND_PRONOUN:
+            c = cand[bits] if bits <= 8 else -1
             if c < 0:
-                dist[i] = 1
+                d = 1
             else:
-                ante[i] = c
+                a = c
                 if kind[c] == KIND_ENTITY and not nearest:
                     r = first[ent[c]]
                 else:
                     r = c
-                ref[i] = r
-                dist[i] = sent[i] - sent[r]
-            if dist[i] > dsent[gsent[i]]:
-                dsent[gsent[i]] = dist[i]
-            if dist[i] > dseg[seg[i]]:
-                dseg[seg[i]] = dist[i]
-            continue
-        # entity or noun: becomes the latest antecedent for its compatible groups
-        bits = compat[i]
-        if bits & 1:
-            cand0 = i
-        if bits & 2:
-            cand1 = i
-        if bits & 4:
-            cand2 = i
-        if bits & 8:
-            cand3 = i
-        if kind[i] == KIND_ENTITY and dist[i] >= 0:
-            if dist[i] > dsent[gsent[i]]:
-                dsent[gsent[i]] = dist[i]
-            if dist[i] > dseg[seg[i]]:
-                dseg[seg[i]] = dist[i]
+                d = sent[i] - sent[r]
+        else:
+            if k == KIND_ENTITY:
+                e = ent[i]
+                if first[e] < 0:
+                    first[e] = i
+                else:
+                    a = last[e]
+                    r = a if nearest else first[e]
+                    d = sent[i] - sent[r]
+                last[e] = i
+            # entity or noun: the latest antecedent for its compatible groups
+            if bits & 1:
+                cand[1] = i
+            if bits & 2:
+                cand[2] = i
+            if bits & 4:
+                cand[4] = i
+            if bits & 8:
+                cand[8] = i
+        dist[i] = d
+        ante[i] = a
+        ref[i] = r
+        if d > 0:
+            if d > dsent[gsent[i]]:
+                dsent[gsent[i]] = d
+            if d > dseg[seg[i]]:
+                dseg[seg[i]] = d
 
 
 def entity_key(const uint64_t[::1] token_hashes):
