@@ -349,12 +349,57 @@ def validate(
     strict : bool
         Raise on unbalanced gold coreference brackets instead of dropping the mention.
     """
+    corpus = read_gold(gold_paths, format=format, strict=strict)
+    gold = compute_gold_distances(corpus, distance=distance, restricted=restricted)
+    run, timing = profile_gold(
+        corpus, distance=distance, pipeline=pipeline, rules=rules, n_process=n_process, batch_size=batch_size,
+        progress=progress,
+    )
+    paths = [gold_paths] if isinstance(gold_paths, (str, os.PathLike)) else list(gold_paths)
+    signature = {
+        "ddpcore": __version__,
+        "gold": {
+            "paths": [str(p) for p in paths],
+            "formats": list(corpus.formats),
+            "documents": corpus.n_documents,
+            "sentences": corpus.sentences.height,
+            "mentions": corpus.mentions.height,
+            "restricted": restricted,
+            "distance": distance,
+            "repaired_brackets": len(corpus.warnings),
+            "warnings": list(corpus.warnings[:20]),
+        },
+        "profile": run.signature,
+    }
+    return compare_with_gold(
+        gold,
+        run.segments,
+        run.anchors,
+        sentence_text=corpus.sentences.select(S.DOCUMENT_ID, S.SENTENCE, S.TEXT),
+        signature=signature,
+        timing=timing,
+    )
+
+
+def profile_gold(
+    corpus: GoldCorpus,
+    *,
+    distance: Distance = "chained",
+    pipeline: str | None = None,
+    rules: str | None = None,
+    n_process: int = 1,
+    batch_size: int = 256,
+    progress: bool = False,
+) -> tuple[Any, dict[str, float]]:
+    """DDP of every gold sentence, each profiled as one segment and one sentence unit.
+
+    Returns the :class:`ddpcore.profiling.ProfileResult` (``segment_id`` = gold sentence index)
+    and the timing ``{"words", "seconds", "words_per_second"}`` (words = gold tokens).
+    """
     import polars as pl
 
     from .profiling import profile_anchors
 
-    corpus = read_gold(gold_paths, format=format, strict=strict)
-    gold = compute_gold_distances(corpus, distance=distance, restricted=restricted)
     table = corpus.sentences.select(
         S.DOCUMENT_ID,
         pl.col(S.SENTENCE).cast(pl.Int64).alias(S.SEGMENT_ID),
@@ -374,30 +419,12 @@ def validate(
     t0 = time.perf_counter()
     run = profile_anchors(table, **kwargs)
     seconds = time.perf_counter() - t0
-    signature = {
-        "ddpcore": __version__,
-        "gold": {
-            "paths": [str(p) for p in ([gold_paths] if isinstance(gold_paths, (str, os.PathLike)) else gold_paths)],
-            "formats": list(corpus.formats),
-            "documents": corpus.n_documents,
-            "sentences": corpus.sentences.height,
-            "mentions": corpus.mentions.height,
-            "restricted": restricted,
-            "distance": distance,
-            "repaired_brackets": len(corpus.warnings),
-            "warnings": list(corpus.warnings[:20]),
-        },
-        "profile": run.signature,
+    timing = {
+        "words": float(words),
+        "seconds": round(seconds, 3),
+        "words_per_second": round(words / seconds, 1) if seconds > 0 else float("nan"),
     }
-    timing = {"words": float(words), "seconds": round(seconds, 3), "words_per_second": round(words / seconds, 1) if seconds > 0 else float("nan")}
-    return compare_with_gold(
-        gold,
-        run.segments,
-        run.anchors,
-        sentence_text=corpus.sentences.select(S.DOCUMENT_ID, S.SENTENCE, S.TEXT),
-        signature=signature,
-        timing=timing,
-    )
+    return run, timing
 
 
 # --------------------------------------------------------------------------- reports

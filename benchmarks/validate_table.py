@@ -1,0 +1,115 @@
+"""Print the DDP-vs-gold validation tables (docs/validation.md) for LitBank, GUM and OntoGUM.
+
+Usage (from the repository root)::
+
+    python benchmarks/validate_table.py [--data ../shared/data] [-j 2] [--rules paper] [--json out.json]
+
+Each text corpus is parsed once per distance mode (GUM and OntoGUM share their text, so one
+DDP run serves both golds, full and restricted); the words/s of every DDP run are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import ddpcore.validation as V
+from ddpcore.io.gold import read_gold
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = (  # (table label, gold name, genre or None for all)
+    ("LitBank (fiction)", "litbank", None),
+    ("GUM news", "gum", "news"),
+    ("GUM fiction", "gum", "fiction"),
+    ("GUM all 24 genres", "gum", None),
+    ("OntoGUM news", "ontogum", "news"),
+    ("OntoGUM fiction", "ontogum", "fiction"),
+    ("OntoGUM all", "ontogum", None),
+)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _r(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"), help="folder holding litbank-coref/ and gum-coref/")
+    ap.add_argument("-j", "--n-process", type=int, default=2, help="spaCy worker processes")
+    ap.add_argument("--pipeline", default=None, help="spaCy pipeline (default: ddpcore's default)")
+    ap.add_argument("--rules", default=None, help="anchor rule set (default: ddpcore's default)")
+    ap.add_argument("--distance", choices=("chained", "nearest", "both"), default="both")
+    ap.add_argument("--json", default=None, help="also write all numbers to this JSON file")
+    args = ap.parse_args(argv)
+
+    data = Path(args.data)
+    corpora = {
+        "litbank": read_gold(data / "litbank-coref" / "litbank_coref_tsv.tar.xz"),
+        "gum": read_gold(data / "gum-coref" / "gum_dep_conllu_with_coref.tar.xz"),
+        "ontogum": read_gold(data / "gum-coref" / "ontogum_conllu.tar.xz"),
+    }
+    if corpora["gum"].sentences["text"].to_list() != corpora["ontogum"].sentences["text"].to_list():
+        print("GUM and OntoGUM sentences differ; cannot share one DDP run", file=sys.stderr)
+        return 1
+    text_of = {"litbank": "litbank", "gum": "gum", "ontogum": "gum"}
+    distances = ("chained", "nearest") if args.distance == "both" else (args.distance,)
+    results: dict[str, Any] = {}
+    timings: list[tuple[str, str, dict[str, float]]] = []
+    for distance in distances:
+        runs = {}
+        for name in ("litbank", "gum"):
+            run, timing = V.profile_gold(corpora[name], distance=distance, pipeline=args.pipeline, rules=args.rules,
+                                         n_process=args.n_process)
+            runs[name] = run
+            timings.append((name, distance, timing))
+            print(f"# DDP run {name} {distance}: {timing['words']:.0f} words, {timing['seconds']:.1f} s, "
+                  f"{timing['words_per_second']:.0f} words/s", file=sys.stderr)
+        for gold_name, corpus in corpora.items():
+            run = runs[text_of[gold_name]]
+            for restricted in (False, True):
+                gold = V.compute_gold_distances(corpus, distance=distance, restricted=restricted)
+                res = V.compare_with_gold(gold, run.segments, run.anchors,
+                                          sentence_text=corpus.sentences.select("document_id", "sentence", "text"))
+                results[f"{gold_name}/{distance}/{'restricted' if restricted else 'full'}"] = res
+        signature = runs["gum"].signature
+
+    print(f"ddpcore DDP vs gold distance; pipeline {signature.get('pipeline_name')} {signature.get('pipeline_version')}, "
+          f"rules {signature.get('rules')}, spaCy {signature.get('spacy')}, {args.n_process} process(es)\n")
+    print("| gold | genre rows | distance | gold mentions | n | Pearson r | Spearman ρ | under % | exact % | over % | mean DDP−gold |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    out: dict[str, Any] = {"signature": signature, "timing": [
+        {"text": n, "distance": d, **t} for n, d, t in timings], "rows": []}
+    for distance in distances:
+        for restricted in (False, True):
+            for label, gold_name, genre in ROWS:
+                res = results[f"{gold_name}/{distance}/{'restricted' if restricted else 'full'}"]
+                m = res.overall if genre is None else res.by_genre[genre]
+                print(f"| {label.split(' ')[0]} | {label} | {distance} | {'PROP+PRON' if restricted else 'all'} | "
+                      f"{m.n_segments} | {_r(m.pearson)} | {_r(m.spearman)} | {_pct(m.share_under)} | "
+                      f"{_pct(m.share_exact)} | {_pct(m.share_over)} | {m.mean_signed_error:+.2f} |")
+                out["rows"].append({"label": label, "distance": distance, "restricted": restricted, **m.to_dict()})
+    print("\nDDP runs (words/s, spaCy parse + anchors + distances, per gold-sentence segments):")
+    for name, distance, t in timings:
+        print(f"- {name} {distance}: {t['words']:.0f} words in {t['seconds']:.1f} s = {t['words_per_second']:.0f} words/s")
+    for key in (f"litbank/{distances[0]}/full", f"gum/{distances[0]}/full", f"ontogum/{distances[0]}/full"):
+        res = results[key]
+        print(f"\nOver-estimates {key}: {res.over_estimates.height} segments; responsible anchors (kind, label, antecedent):")
+        print("| anchor kind | label | antecedent | segments | excess sentences |")
+        print("|---|---|---|---|---|")
+        for r in res.over_estimate_causes.head(10).iter_rows(named=True):
+            print(f"| {r['anchor_kind']} | {r['anchor_label']} | {r['antecedent_kind']} | {r['n_segments']} | {r['excess_sentences']} |")
+        out[f"causes/{key}"] = res.over_estimate_causes.to_dicts()
+        out[f"over/{key}"] = res.over_estimates.drop("text").to_dicts()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
