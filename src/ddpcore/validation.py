@@ -35,7 +35,7 @@ import numpy.typing as npt
 from . import __version__
 from . import schema as S
 from .errors import DDPDataError, DDPUsageError
-from .io.gold import CHAIN_ID, GENRE, MENTION_TYPE, N_TOKENS, GoldCorpus, read_gold
+from .io.gold import CHAIN_ID, GENRE, MENTION_TYPE, N_TOKENS, TOKEN_END, TOKEN_START, TOKENS, GoldCorpus, read_gold
 
 if TYPE_CHECKING:
     import polars as pl
@@ -85,9 +85,11 @@ class ValidationResult:
         Segments with ``ddp > gold_distance``, with the anchor responsible (the first anchor of
         the segment whose distance equals its DDP): ``anchor_kind, anchor_label, anchor_text,
         antecedent_kind, antecedent_text, antecedent_sentence, distance_sentences``, the gold
-        chain that sets the gold distance and the sentence text.
+        chain that sets the gold distance, and (given the corpus) the sentence text,
+        ``anchor_gold_chain`` and ``diagnosis`` (``not_in_gold`` / ``linked_too_far`` / ``unaligned``).
     over_estimate_causes : polars.DataFrame
-        Over-estimates grouped by ``anchor_kind, anchor_label, antecedent_kind`` with
+        Over-estimates grouped by ``anchor_kind, anchor_label, antecedent_kind`` (and
+        ``diagnosis`` when the gold corpus was given) with
         ``n_segments`` and ``excess_sentences`` (sum of DDP − gold), largest excess first.
     signature : dict
         Gold settings and the DDP run's signature.
@@ -208,7 +210,12 @@ _ANCHOR_RENAMES = {
     S.ANTECEDENT_TEXT: S.ANTECEDENT_TEXT,
     S.ANTECEDENT_SENTENCE: S.ANTECEDENT_SENTENCE,
     S.DISTANCE_SENTENCES: S.DISTANCE_SENTENCES,
+    S.REFERENCE_SENTENCE: S.REFERENCE_SENTENCE,
+    S.CHAR_START: S.CHAR_START,
+    S.CHAR_END: S.CHAR_END,
 }
+DIAGNOSIS = "diagnosis"  # not_in_gold | linked_too_far | unaligned (over-estimates only)
+ANCHOR_GOLD_CHAIN = "anchor_gold_chain"  # gold chain of the mention covering the anchor's first token
 
 
 def compare_with_gold(
@@ -216,7 +223,8 @@ def compare_with_gold(
     segments: pl.DataFrame,
     anchors: pl.DataFrame | None = None,
     *,
-    sentence_text: pl.DataFrame | None = None,
+    corpus: GoldCorpus | None = None,
+    restricted: bool = False,
     signature: dict[str, Any] | None = None,
     timing: dict[str, float] | None = None,
 ) -> ValidationResult:
@@ -232,8 +240,11 @@ def compare_with_gold(
         The run's anchors table (``document_id, segment_id, anchor_index, kind, label, text,
         antecedent_kind, antecedent_text, antecedent_sentence, distance_sentences``); gives the
         anchor responsible for each over-estimate.
-    sentence_text : polars.DataFrame, optional
-        ``document_id, sentence, text`` to show the sentence of each over-estimate.
+    corpus : GoldCorpus, optional
+        The gold the distances came from: adds the sentence text to each over-estimate and a
+        diagnosis of its responsible anchor (see :func:`_diagnose`).
+    restricted : bool
+        Whether ``gold`` is the restricted gold (the diagnosis then uses PROP/PRON mentions only).
     """
     import polars as pl
 
@@ -286,13 +297,15 @@ def compare_with_gold(
             pl.lit(None, dtype=pl.Int64).alias(S.ANTECEDENT_SENTENCE),
             pl.lit(None, dtype=pl.Int64).alias(S.DISTANCE_SENTENCES),
         )
-    if sentence_text is not None:
+    if corpus is not None:
         over = over.join(
-            sentence_text.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), S.TEXT),
+            corpus.sentences.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), S.TEXT, TOKENS),
             on=[doc, sent], how="left", maintain_order="left",
         )
+        over = _diagnose(over, corpus, restricted=restricted).drop(TOKENS)
+    cause_keys = ["anchor_kind", "anchor_label", S.ANTECEDENT_KIND] + ([DIAGNOSIS] if DIAGNOSIS in over.columns else [])
     causes = (
-        over.group_by("anchor_kind", "anchor_label", S.ANTECEDENT_KIND)
+        over.group_by(cause_keys)
         .agg(pl.len().alias("n_segments"), pl.col(ERROR).sum().alias("excess_sentences"))
         .sort(["excess_sentences", "n_segments", "anchor_kind", "anchor_label"], descending=[True, True, False, False], nulls_last=True)
     )
@@ -305,6 +318,72 @@ def compare_with_gold(
         signature=signature or {},
         timing=timing or {},
     )
+
+
+def _token_index(text: str, tokens: list[str], char_start: int) -> int:
+    """Index of the gold token holding character ``char_start`` of ``text`` (-1 if unaligned).
+
+    Tokens are located left to right with ``str.find`` (gold tokens appear in the sentence text
+    in order, with or without spaces between them).
+    """
+    pos, found = 0, -1
+    for i, tok in enumerate(tokens):
+        at = text.find(tok, pos)
+        if at < 0:
+            return -1
+        if at > char_start:
+            break
+        found, pos = i, at + len(tok)
+    return found
+
+
+def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, restricted: bool) -> pl.DataFrame:
+    """Classify each over-estimate by its responsible anchor against the gold mentions.
+
+    ``not_in_gold``: no gold mention covers the anchor's first token (an anchor the gold does not
+    annotate: NORP adjectives, non-referential or non-annotated "it", an entity type outside the
+    gold scheme); ``linked_too_far``: the anchor is a gold mention, but DDP measures it to a
+    sentence before its gold chain's first mention (a pronoun linked to the wrong name, two
+    entities merged under one key); ``unaligned``: the anchor could not be placed on gold tokens.
+    Adds ``anchor_gold_chain`` and ``diagnosis``. Runs over the over-estimated rows only.
+    """
+    import polars as pl
+
+    doc, sent = S.DOCUMENT_ID, S.SENTENCE
+    if S.CHAR_START not in over.columns or over.height == 0:
+        return over.with_columns(pl.lit(None, dtype=pl.String).alias(ANCHOR_GOLD_CHAIN),
+                                 pl.lit(None, dtype=pl.String).alias(DIAGNOSIS))
+    tok = [
+        -1 if cs is None or txt is None else _token_index(txt, toks, int(cs))
+        for txt, toks, cs in zip(over[S.TEXT].to_list(), over[TOKENS].to_list(), over[S.CHAR_START].to_list())
+    ]
+    over = over.with_columns(pl.Series("_tok", tok, dtype=pl.Int64), pl.int_range(pl.len()).alias("_row"))
+    mentions = corpus.mentions
+    if restricted:
+        mentions = mentions.filter(pl.col(MENTION_TYPE).is_in(RESTRICTED_TYPES))
+    mentions = mentions.select(
+        pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), TOKEN_START, TOKEN_END, CHAIN_ID,
+        pl.col(sent).min().over(doc, CHAIN_ID).cast(pl.Int64).alias("_first"),
+    )
+    cover = (
+        over.select("_row", doc, sent, "_tok")
+        .join(mentions, on=[doc, sent], how="inner")
+        .filter((pl.col(TOKEN_START) <= pl.col("_tok")) & (pl.col("_tok") < pl.col(TOKEN_END)))
+        .sort("_row", pl.col(TOKEN_END) - pl.col(TOKEN_START), TOKEN_START)
+        .group_by("_row", maintain_order=True)
+        .first()
+        .select("_row", pl.col(CHAIN_ID).alias(ANCHOR_GOLD_CHAIN), "_first")
+    )
+    over = over.join(cover, on="_row", how="left", maintain_order="left")
+    ref = S.REFERENCE_SENTENCE if S.REFERENCE_SENTENCE in over.columns else None
+    measured_to = pl.col(sent) - pl.col(S.DISTANCE_SENTENCES) if ref is None else pl.col(ref)
+    diagnosis = (
+        pl.when(pl.col("_tok") < 0).then(pl.lit("unaligned"))
+        .when(pl.col(ANCHOR_GOLD_CHAIN).is_null()).then(pl.lit("not_in_gold"))
+        .when(measured_to < pl.col("_first")).then(pl.lit("linked_too_far"))
+        .otherwise(pl.lit("other"))
+    )
+    return over.with_columns(diagnosis.alias(DIAGNOSIS)).drop("_tok", "_row", "_first")
 
 
 # --------------------------------------------------------------------------- end to end
@@ -375,7 +454,8 @@ def validate(
         gold,
         run.segments,
         run.anchors,
-        sentence_text=corpus.sentences.select(S.DOCUMENT_ID, S.SENTENCE, S.TEXT),
+        corpus=corpus,
+        restricted=restricted,
         signature=signature,
         timing=timing,
     )
@@ -465,11 +545,11 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
     causes = result.over_estimate_causes
     if causes.height:
         lines += ["", f"over-estimates: {result.over_estimates.height} segments; by responsible anchor:",
-                  f"{'kind':<9}{'label':<12}{'antecedent':<14}{'segments':>9}{'excess':>8}"]
+                  f"{'kind':<9}{'label':<12}{'antecedent':<14}{'diagnosis':<16}{'segments':>9}{'excess':>8}"]
         for r in causes.iter_rows(named=True):
             lines.append(
                 f"{str(r['anchor_kind']):<9}{str(r['anchor_label']):<12}{str(r[S.ANTECEDENT_KIND]):<14}"
-                f"{r['n_segments']:>9}{r['excess_sentences']:>8}"
+                f"{str(r.get(DIAGNOSIS, '')):<16}{r['n_segments']:>9}{r['excess_sentences']:>8}"
             )
         top = result.over_estimates.sort(ERROR, descending=True).head(max_over)
         lines += ["", f"largest over-estimates (first {top.height}):"]
@@ -478,6 +558,7 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
                 f"  {r[S.DOCUMENT_ID]} s{r[S.SENTENCE]}: ddp {r[S.DDP]} > gold {r[GOLD_DISTANCE]}; "
                 f"{r.get('anchor_kind')} {r.get('anchor_text')!r} [{r.get('anchor_label')}] -> "
                 f"{r.get(S.ANTECEDENT_KIND)} {r.get(S.ANTECEDENT_TEXT)!r} (s{r.get(S.ANTECEDENT_SENTENCE)})"
+                + (f" [{r[DIAGNOSIS]}]" if r.get(DIAGNOSIS) else "")
             )
     return "\n".join(lines)
 

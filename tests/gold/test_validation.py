@@ -39,34 +39,51 @@ def _segments(ddp: dict[str, list[int]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["document_id", "segment_id", "ddp"], orient="row")
 
 
-def test_compare_with_gold_over_estimates() -> None:
+@pytest.mark.parametrize(("first", "diagnosis"), [("weather", "linked_too_far"), ("bad", "not_in_gold")])
+def test_compare_with_gold_over_estimates(first: str, diagnosis: str) -> None:
     corpus = read_gold(TINY)
     gold = compute_gold_distances(corpus, distance="chained")  # part 0: [0, 1, 0, 3, 4, 5], part 1: [0, 1]
     seg = _segments({DOC: [0, 1, 2, 3, 1, 5], DOC + "#1": [0, 1]})
+    # s2 = "The weather was bad .": two anchors reach back 2 sentences; "weather" (chars 4-11) lies in the
+    # gold mention "The weather" (chain 2, first mentioned in s2), "bad" (chars 16-19) in no gold mention
+    spans = {"weather": (4, 11), "bad": (16, 19)}
+    second = "bad" if first == "weather" else "weather"
     anchors = pl.DataFrame({
         "document_id": [DOC, DOC, DOC], "segment_id": [2, 2, 4], "anchor_index": [3, 4, 6],
-        "kind": ["pronoun", "entity", "entity"], "label": ["NEUT_SG", "PERSON", "PERSON"],
-        "text": ["It", "weather", "Smith"], "antecedent_kind": ["noun", "entity", "entity"],
-        "antecedent_text": ["John", "weather", "John Smith"], "antecedent_sentence": [0, 0, 0],
+        "kind": ["entity", "entity", "entity"], "label": ["PRODUCT", "ORG", "PERSON"],
+        "text": [first, second, "Smith"], "char_start": [spans[first][0], spans[second][0], 13],
+        "char_end": [spans[first][1], spans[second][1], 18], "antecedent_kind": ["entity", "entity", "entity"],
+        "antecedent_text": [first, second, "John Smith"], "antecedent_sentence": [0, 0, 0],
         "distance_sentences": [2, 2, 4],
     })
-    res = compare_with_gold(gold, seg, anchors, sentence_text=corpus.sentences.select("document_id", "sentence", "text"))
+    res = compare_with_gold(gold, seg, anchors, corpus=corpus)
     # 8 sentences: s2 over (2 > 0), s4 under (1 < 4), 6 exact
     assert res.overall.n_segments == 8
     assert (res.overall.share_over, res.overall.share_under) == (1 / 8, 1 / 8)
     assert res.over_estimates.height == 1
     over = res.over_estimates.row(0, named=True)
     # the first anchor (by anchor_index) whose distance equals the segment's DDP is responsible
-    assert (over["sentence"], over["anchor_text"], over["anchor_kind"], over["error"]) == (2, "It", "pronoun", 2)
+    assert (over["sentence"], over["anchor_text"], over["error"], over["diagnosis"]) == (2, first, 2, diagnosis)
+    assert over["anchor_gold_chain"] == ("2" if first == "weather" else None)
     assert over["text"] == "The weather was bad ."
     causes = res.over_estimate_causes.to_dicts()
-    assert causes == [{"anchor_kind": "pronoun", "anchor_label": "NEUT_SG", "antecedent_kind": "noun",
-                       "n_segments": 1, "excess_sentences": 2}]
+    assert causes == [{"anchor_kind": "entity", "anchor_label": "PRODUCT" , "antecedent_kind": "entity",
+                       "diagnosis": diagnosis, "n_segments": 1, "excess_sentences": 2}]
     assert list(res.by_genre) == ["nw"]
     text = format_validation_text(res)
-    assert "nw" in text and "'It' [NEUT_SG] -> noun 'John'" in text
+    assert "nw" in text and f"'{first}' [PRODUCT] -> entity '{first}' (s0) [{diagnosis}]" in text
     d = res.to_dict()
     assert set(d) >= {"overall", "by_genre", "signature"} and d["n_over_estimates"] == 1
+
+
+def test_token_index_on_raw_text() -> None:
+    from ddpcore.validation import _token_index
+
+    # CoNLL-U keeps raw text ("didn't") while tokens split it: characters map to the token holding them
+    tokens = ["She", "did", "n't", "go", "."]
+    text = "She didn't go."
+    assert [_token_index(text, tokens, c) for c in (0, 4, 7, 11, 13)] == [0, 1, 2, 3, 4]
+    assert _token_index("abc", ["x"], 0) == -1
 
 
 def test_compare_with_gold_missing_sentence() -> None:
