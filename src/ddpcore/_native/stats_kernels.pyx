@@ -38,8 +38,65 @@ cdef extern from *:
     static inline uint64_t ddp_mulhi64(uint64_t a, uint64_t b) {
         return (uint64_t)(((unsigned __int128)a * (unsigned __int128)b) >> 64);
     }
+
+    /* PCG64 (XSL-RR 128/64), the bit generator of numpy.random.PCG64: a 128-bit LCG
+       state' = state * M + inc, output = rotr64(hi ^ lo, state' >> 122) of the new state. */
+    typedef struct { unsigned __int128 state, inc; } ddp_pcg64;
+    static const unsigned __int128 DDP_PCG_MULT =
+        (((unsigned __int128)0x2360ED051FC65DA4ULL) << 64) | (unsigned __int128)0x4385DF649FCCF645ULL;
+
+    static inline uint64_t ddp_pcg64_next(ddp_pcg64* g) {
+        g->state = g->state * DDP_PCG_MULT + g->inc;
+        uint64_t x = (uint64_t)(g->state >> 64) ^ (uint64_t)g->state;
+        unsigned rot = (unsigned)(g->state >> 122);
+        return (x >> rot) | (x << ((-rot) & 63));
+    }
+
+    /* Jump the LCG ahead by delta steps in O(log delta) (Brown 1994, arbitrary strides). */
+    static inline void ddp_pcg64_advance(ddp_pcg64* g, uint64_t delta) {
+        unsigned __int128 acc_mult = 1, acc_plus = 0, cur_mult = DDP_PCG_MULT, cur_plus = g->inc;
+        while (delta > 0) {
+            if (delta & 1) {
+                acc_mult *= cur_mult;
+                acc_plus = acc_plus * cur_mult + cur_plus;
+            }
+            cur_plus = (cur_mult + 1) * cur_plus;
+            cur_mult *= cur_mult;
+            delta >>= 1;
+        }
+        g->state = acc_mult * g->state + acc_plus;
+    }
+
+    static inline void ddp_pcg64_init(ddp_pcg64* g, uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo) {
+        g->state = (((unsigned __int128)state_hi) << 64) | state_lo;
+        g->inc = (((unsigned __int128)inc_hi) << 64) | inc_lo;
+    }
+
+    /* One bootstrap replicate: start from a copy of the generator, jump `skip` words ahead,
+       draw n_draws units and add their rows of `base` (n_units x n_cols) into acc.
+       All state is local, so concurrent calls from OpenMP threads are independent. */
+    static inline void ddp_pcg64_replicate(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
+                                           uint64_t skip, const double* base, uint64_t n_units,
+                                           Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc) {
+        ddp_pcg64 g;
+        ddp_pcg64_init(&g, state_hi, state_lo, inc_hi, inc_lo);
+        ddp_pcg64_advance(&g, skip);
+        for (Py_ssize_t j = 0; j < n_cols; ++j) acc[j] = 0.0;
+        for (Py_ssize_t k = 0; k < n_draws; ++k) {
+            const double* row = base + (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g), n_units) * n_cols;
+            for (Py_ssize_t j = 0; j < n_cols; ++j) acc[j] += row[j];
+        }
+    }
     """
     uint64_t ddp_mulhi64(uint64_t a, uint64_t b) nogil
+    ctypedef struct ddp_pcg64:
+        pass
+    uint64_t ddp_pcg64_next(ddp_pcg64* g) nogil
+    void ddp_pcg64_advance(ddp_pcg64* g, uint64_t delta) nogil
+    void ddp_pcg64_init(ddp_pcg64* g, uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo) nogil
+    void ddp_pcg64_replicate(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
+                             uint64_t skip, const double* base, uint64_t n_units,
+                             Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc) nogil
 
 
 # --------------------------------------------------------------------------- grouped moments
@@ -211,6 +268,50 @@ def resample_sums_indices(
             acc[j] = 0.0
         for k in range(n_draws):
             _add_row(base + idx[r * n_draws + k] * n_cols, acc, n_cols)
+
+
+def resample_sums_pcg64(
+    uint64_t state_hi,
+    uint64_t state_lo,
+    uint64_t inc_hi,
+    uint64_t inc_lo,
+    const double[:, ::1] values__unit_col,
+    double[:, ::1] out__rep_col,
+    Py_ssize_t n_draws,
+    int num_threads=0,
+):
+    """Bootstrap column sums drawing units from numpy's PCG64 stream, generated in-kernel.
+
+    ``(state, inc)`` is a ``numpy.random.PCG64`` state (128-bit values split in 64-bit
+    halves). Replicate r uses raw words ``r * n_draws ... (r + 1) * n_draws - 1`` of that
+    stream (each thread jumps ahead to its replicate), so the draws are exactly those of
+    ``PCG64(seed).random_raw(n_rep * n_draws)``, mapped by ``floor(raw * n_units / 2**64)``,
+    whatever the number of threads.
+
+    Shapes: ``values`` (n_units, n_cols), ``out`` (n_rep, n_cols).
+    """
+    cdef Py_ssize_t n_rep = out__rep_col.shape[0]
+    cdef Py_ssize_t n_units = values__unit_col.shape[0], n_cols = values__unit_col.shape[1]
+    cdef Py_ssize_t r
+    cdef const double* base = &values__unit_col[0, 0]
+    cdef double* out = &out__rep_col[0, 0]
+    cdef int nt = _threads(num_threads)
+    if n_rep == 0:
+        return
+    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+        ddp_pcg64_replicate(state_hi, state_lo, inc_hi, inc_lo, <uint64_t>r * <uint64_t>n_draws,
+                            base, <uint64_t>n_units, n_cols, n_draws, out + r * n_cols)
+
+
+def pcg64_raw(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo, uint64_t skip, uint64_t[::1] out):
+    """Raw PCG64 words ``skip ... skip + len(out) - 1`` of the stream (for tests/exports)."""
+    cdef ddp_pcg64 gen
+    cdef Py_ssize_t i
+    with nogil:
+        ddp_pcg64_init(&gen, state_hi, state_lo, inc_hi, inc_lo)
+        ddp_pcg64_advance(&gen, skip)
+        for i in range(out.shape[0]):
+            out[i] = ddp_pcg64_next(&gen)
 
 
 def raw_to_indices(const uint64_t[:, ::1] raw__rep_draw, Py_ssize_t n_units, int64_t[:, ::1] out__rep_draw):

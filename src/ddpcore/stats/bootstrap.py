@@ -1,0 +1,562 @@
+"""Document (or segment) bootstrap of system means and of the Kendall tau-b between rankings.
+
+The unit of resampling is a document (``unit="document"``) or a segment
+(``unit="segment"``: one ``(document_id, segment_id)`` pair). A unit drawn k times in a
+replicate contributes all of its rows (every system, every annotator, both conditions)
+k times. Units are numbered 0..n_units-1 in sorted key order (``document_id`` values
+sorted numerically for integer ids, by code point for strings; segments by
+``(document_id, segment_id)``).
+
+Resampling indices
+------------------
+Replicate r draws ``n_units`` units; draw k picks unit ``indices[r, k]``. With a seed,
+the indices are fixed by a documented generator so any tool can regenerate them::
+
+    raw = numpy.random.PCG64(seed).random_raw(n_boot * n_units).reshape(n_boot, n_units)
+    indices = floor(raw * n_units / 2**64)          # 128-bit product, see resample_indices
+
+i.e. numpy's PCG64 bit generator seeded with ``seed`` (through numpy's SeedSequence, as
+``numpy.random.PCG64(seed)`` does), its raw 64-bit outputs in row-major order, each
+mapped to ``[0, n_units)`` by Lemire's multiply-shift (bias at most n_units / 2**64).
+:func:`resample_indices` returns exactly this matrix. The native kernel generates the
+same PCG64 stream itself (a 128-bit LCG with XSL-RR output, checked word for word
+against numpy in the tests): each replicate jumps ahead to word ``r * n_units`` of the
+stream in O(log) steps, so replicates run in parallel without materialising the index
+matrix, and each replicate is summed sequentially by one thread -- the replicates are
+bit-identical for any number of threads.
+A user-supplied ``indices`` matrix (shape ``(n_boot, n_units)``) replaces the generator.
+
+Per-unit sufficient statistics (sum and count of each system's scores, per condition)
+are computed once; a native kernel (OpenMP over replicates) adds up the drawn units'
+statistics for every replicate. No Python loop runs per replicate.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import schema
+from .._native import load
+from ..errors import DDPDataError, DDPUsageError
+from ._table import check_conditions, factorize, json_safe, load_long_table, signature
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Unit = Literal["document", "segment"]
+Weighting = Literal["segment", "document"]
+
+#: the generator description recorded in signatures
+RNG_DESCRIPTION = "numpy PCG64(seed).random_raw, row-major; unit = floor(raw * n_units / 2**64)"
+
+
+
+# --------------------------------------------------------------------------- resampling engine
+
+
+def resample_indices(n_boot: int, n_units: int, seed: int) -> npt.NDArray[np.int64]:
+    """The ``(n_boot, n_units)`` index matrix the seeded bootstrap uses (see module docstring).
+
+    Entry ``[r, k]`` is the unit taken by draw k of replicate r. Memory: 8 bytes per entry;
+    use it to export a run to another tool, not inside the hot path.
+    """
+    _check_sizes(n_boot, n_units)
+    raw = np.random.PCG64(seed).random_raw(n_boot * n_units).reshape(n_boot, n_units)
+    n = np.uint64(n_units)
+    hi = raw >> np.uint64(32)
+    lo = raw & np.uint64(0xFFFFFFFF)
+    # floor(raw * n / 2**64) without 128-bit integers (exact for n < 2**32)
+    return ((hi * n + ((lo * n) >> np.uint64(32))) >> np.uint64(32)).astype(np.int64)
+
+
+def _check_sizes(n_boot: int, n_units: int) -> None:
+    if int(n_boot) < 1:
+        raise DDPUsageError(f"n_boot must be at least 1, got {n_boot} (--n-boot)", code="D311")
+    if not 1 <= int(n_units) < 2**32:
+        raise DDPDataError(f"need between 1 and 2**32 - 1 resampling units, got {n_units}", code="D309")
+
+
+DEFAULT_N_BOOT = 10_000
+
+
+def _check_indices(indices: Any, n_boot: int | None, n_units: int) -> npt.NDArray[np.int64]:
+    """Validate a user index matrix. ``n_boot`` left at its default is taken from its rows."""
+    arr = np.asarray(indices)
+    if n_boot == DEFAULT_N_BOOT:
+        n_boot = None
+    if arr.ndim != 2 or arr.shape[1] != n_units:
+        raise DDPDataError(
+            f"indices must have shape (n_boot, n_units) = (n_boot, {n_units}); got {arr.shape}. "
+            f"There are {n_units} resampling units (sorted unit keys); entry [r, k] names the unit of draw k",
+            code="D313",
+        )
+    if n_boot is not None and arr.shape[0] != int(n_boot):
+        raise DDPUsageError(f"n_boot={n_boot} but indices has {arr.shape[0]} rows; pass one or make them agree", code="D311")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not (np.isfinite(arr).all() and (arr == np.round(arr)).all()):
+            raise DDPDataError("indices must be whole numbers", code="D313")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    if arr.size and (arr.min() < 0 or arr.max() >= n_units):
+        bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
+        raise DDPDataError(f"indices must lie in [0, {n_units}); found {bad}", code="D313")
+    return arr
+
+
+def resample_sums(
+    values: npt.ArrayLike,
+    *,
+    n_boot: int | None = 10_000,
+    seed: int = 0,
+    indices: npt.ArrayLike | None = None,
+    threads: int | None = None,
+) -> npt.NDArray[np.float64]:
+    """Column sums of ``values`` over bootstrap resamples of its rows.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_units, n_cols)
+        Per-unit sufficient statistics (e.g. each system's score sum and count).
+    n_boot, seed
+        Number of replicates and the seed of the documented generator.
+    indices : array_like of int, shape (n_boot, n_units), optional
+        Explicit draws; replaces ``seed``. ``n_boot`` is then the number of rows (an
+        explicit, different ``n_boot`` other than the default raises D311).
+    threads
+        OpenMP threads (default: ``OMP_NUM_THREADS`` or all cores). Results do not depend on it.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_boot, n_cols)
+        Row r = sum over draws k of ``values[indices[r, k]]``.
+    """
+    vals = np.asarray(values, dtype=np.float64)
+    if vals.ndim != 2:
+        raise DDPDataError(f"values must be 2-D (n_units, n_cols), got shape {vals.shape}", code="D313")
+    if vals.shape[1] > 1:
+        # identical columns (e.g. the row counts of a balanced design) have identical sums:
+        # resample each distinct column once and copy the results back
+        cols = np.ascontiguousarray(vals.T)
+        seen: dict[bytes, int] = {}
+        where = np.array([seen.setdefault(cols[j].tobytes(), len(seen)) for j in range(cols.shape[0])])  # per column
+        if len(seen) < vals.shape[1]:
+            keep = np.unique(where, return_index=True)[1]
+            sub = _resample_sums(vals[:, keep], n_boot, seed, indices, threads)
+            return np.ascontiguousarray(sub[:, where])
+    return _resample_sums(vals, n_boot, seed, indices, threads)
+
+
+def _resample_sums(
+    values: np.ndarray, n_boot: int | None, seed: int, indices: npt.ArrayLike | None, threads: int | None
+) -> np.ndarray:
+    kernels = load("stats_kernels")
+    vals = np.ascontiguousarray(values, dtype=np.float64)
+    n_units, n_cols = vals.shape
+    nt = 0 if threads is None else int(threads)
+    if indices is not None:
+        idx = _check_indices(indices, n_boot, n_units)
+        out = np.empty((idx.shape[0], n_cols), dtype=np.float64)
+        kernels.resample_sums_indices(idx, vals, out, nt)
+        return out
+    if n_boot is None:
+        raise DDPUsageError("give n_boot or indices", code="D311")
+    _check_sizes(n_boot, n_units)
+    out = np.empty((int(n_boot), n_cols), dtype=np.float64)
+    kernels.resample_sums_pcg64(*pcg64_start(seed), vals, out, n_units, nt)
+    return out
+
+
+def pcg64_start(seed: int) -> tuple[int, int, int, int]:
+    """State of ``numpy.random.PCG64(seed)`` as (state_hi, state_lo, inc_hi, inc_lo) 64-bit halves."""
+    try:
+        st = np.random.PCG64(seed).state["state"]
+    except (TypeError, ValueError) as exc:
+        raise DDPUsageError(f"seed must be a non-negative integer, got {seed!r} ({exc}) (--seed)", code="D311") from None
+    mask = (1 << 64) - 1
+    return st["state"] >> 64, st["state"] & mask, st["inc"] >> 64, st["inc"] & mask
+
+
+# --------------------------------------------------------------------------- table -> unit statistics
+
+
+@dataclasses.dataclass(frozen=True)
+class _UnitStats:
+    values: np.ndarray  # (n_units, n_conditions * 2 * n_systems): [sums c0 | counts c0 | sums c1 | ...]
+    systems: list[Any]
+    n_units: int
+    n_systems: int
+    unit_keys: pl.DataFrame
+
+
+def _unit_columns(unit: str) -> list[str]:
+    if unit == "document":
+        return [schema.DOCUMENT_ID]
+    if unit == "segment":
+        return [schema.DOCUMENT_ID, schema.SEGMENT_ID]
+    raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D311")
+
+
+def _unit_stats(
+    df: pl.DataFrame, conditions: Sequence[Any], unit: str, weighting: str, exclude_systems: Sequence[Any]
+) -> _UnitStats:
+    import polars as pl
+
+    if weighting not in ("segment", "document"):
+        raise DDPUsageError(f"weighting must be 'segment' or 'document', got {weighting!r} (--weighting)", code="D311")
+    if weighting == "document" and unit != "document":
+        raise DDPUsageError("weighting='document' (mean of document means) needs unit='document'", code="D311")
+    unit_cols = _unit_columns(unit)
+    if exclude_systems:
+        df = df.filter(~pl.col(schema.SYSTEM).cast(pl.String).is_in([str(s) for s in exclude_systems]))
+    if len(conditions) > 0:
+        check_conditions(df, conditions)
+        cond_str = df[schema.CONDITION].cast(pl.String)
+        df = df.filter(cond_str.is_in([str(c) for c in conditions]))
+        cond_code = np.zeros(df.height, dtype=np.int64)
+        cond_str = df[schema.CONDITION].cast(pl.String).to_numpy()
+        for i, c in enumerate(conditions):
+            cond_code[cond_str == str(c)] = i
+        n_cond = len(conditions)
+    else:
+        cond_code = np.zeros(df.height, dtype=np.int64)
+        n_cond = 1
+    if df.height == 0:
+        raise DDPDataError("no rows left for the requested conditions/systems", code="D309")
+    unit_code, unit_keys = factorize(df, unit_cols)
+    sys_code, sys_keys = factorize(df, [schema.SYSTEM])
+    systems = sys_keys[schema.SYSTEM].to_list()
+    n_units, n_sys = unit_keys.height, len(systems)
+    if n_sys < 2:
+        raise DDPDataError(f"need at least 2 systems to rank, found {n_sys}: {systems}", code="D310")
+    score = df[schema.SCORE].to_numpy().astype(np.float64)
+    # every system must be scored under every condition
+    present = np.zeros((n_cond, n_sys), dtype=bool)
+    present[cond_code, sys_code] = True
+    for c in range(n_cond):
+        missing = [systems[s] for s in np.flatnonzero(~present[c])]
+        if missing:
+            raise DDPDataError(
+                f"system(s) {missing} have no scores under condition {conditions[c]!r}; every system must be scored "
+                "under both conditions (filter the table or exclude them with exclude_systems / --exclude-system)",
+                code="D310",
+            )
+    n_cols = n_cond * 2 * n_sys
+    cell = (unit_code * n_cond + cond_code) * n_sys + sys_code  # (unit, condition, system)
+    n_cells = n_units * n_cond * n_sys
+    sums = np.bincount(cell, weights=score, minlength=n_cells).reshape(n_units, n_cond, n_sys)
+    counts = np.bincount(cell, minlength=n_cells).astype(np.float64).reshape(n_units, n_cond, n_sys)
+    if weighting == "document":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sums = np.where(counts > 0, sums / counts, 0.0)
+        counts = (counts > 0).astype(np.float64)
+    values = np.empty((n_units, n_cond, 2, n_sys), dtype=np.float64)
+    values[:, :, 0, :] = sums
+    values[:, :, 1, :] = counts
+    return _UnitStats(values.reshape(n_units, n_cols), systems, n_units, n_sys, unit_keys)
+
+
+def _means_from_sums(sums: np.ndarray, n_cond: int, n_sys: int) -> np.ndarray:
+    """(n_rep, n_cond * 2 * n_sys) sums -> (n_rep, n_cond, n_sys) means (NaN where count = 0)."""
+    s = sums.reshape(sums.shape[0], n_cond, 2, n_sys)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(s[:, :, 1, :] > 0, s[:, :, 0, :] / s[:, :, 1, :], np.nan)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclasses.dataclass(frozen=True)
+class BootstrapTauResult:
+    """Kendall tau-b between two conditions' system rankings with a bootstrap percentile CI."""
+
+    tau: float  # tau-b of the full-sample system means
+    p_value: float  # scipy.stats.kendalltau p of the point estimate (n = number of systems)
+    ci_low: float
+    ci_high: float
+    share_below_tau_min: float  # share of (defined) replicates with tau < tau_min
+    replicates: np.ndarray = dataclasses.field(repr=False)  # shape (n_boot,), NaN = undefined replicate
+    n_boot: int
+    seed: int | None
+    unit: str
+    n_units: int
+    systems: list[Any]
+    condition_a: Any
+    condition_b: Any
+    means_a: dict[str, float]
+    means_b: dict[str, float]
+    replicate_mean: float
+    replicate_sd: float
+    n_undefined: int  # replicates where a system had no rows or all means tied
+    share_tied: float  # share of replicates with an exact tie between two system means
+    confidence: float
+    tau_min: float
+    weighting: str
+    signature: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self, include_replicates: bool = False) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replicates"}
+        if include_replicates:
+            d["replicates"] = self.replicates
+        return json_safe(d)
+
+
+@dataclasses.dataclass(frozen=True)
+class BootstrapMeansResult:
+    """Bootstrap replicates of system means (one condition or all rows)."""
+
+    replicates: np.ndarray = dataclasses.field(repr=False)  # shape (n_boot, n_systems)
+    means: np.ndarray  # shape (n_systems,), full-sample means
+    systems: list[Any]
+    n_boot: int
+    seed: int | None
+    unit: str
+    n_units: int
+    signature: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self, include_replicates: bool = False) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replicates"}
+        if include_replicates:
+            d["replicates"] = self.replicates
+        return json_safe(d)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _resolve_n_boot(n_boot: int | None, indices: Any) -> int:
+    if indices is not None:
+        return int(np.shape(indices)[0]) if np.ndim(indices) == 2 else -1
+    if n_boot is None:
+        raise DDPUsageError("give n_boot or indices", code="D311")
+    return int(n_boot)
+
+
+def bootstrap_tau(
+    table: Any,
+    condition_a: Any,
+    condition_b: Any,
+    *,
+    unit: Unit = "document",
+    n_boot: int | None = 10_000,
+    seed: int = 0,
+    indices: npt.ArrayLike | None = None,
+    weighting: Weighting = "segment",
+    tau_min: float = 0.667,
+    confidence: float = 0.95,
+    exclude_systems: Sequence[Any] = (),
+    threads: int | None = None,
+    document: str = schema.DOCUMENT_ID,
+    segment: str = schema.SEGMENT_ID,
+    system: str = schema.SYSTEM,
+    condition: str = schema.CONDITION,
+    score: str = schema.SCORE,
+    nan_policy: Literal["raise", "omit"] = "raise",
+) -> BootstrapTauResult:
+    """Kendall tau-b between the system rankings of two conditions, with a bootstrap CI.
+
+    System rankings are the system means under each condition (``weighting="segment"``:
+    mean over all of the system's rows; ``"document"``: mean of its per-document means).
+    Each replicate resamples units (documents, or segments) with replacement, recomputes
+    both conditions' system means from the same draw, and computes tau-b.
+
+    Parameters
+    ----------
+    table
+        Long table (path or frame) with document, segment, system, condition and score
+        columns (names selectable by the keyword arguments / CLI flags).
+    condition_a, condition_b
+        The two values of the condition column to compare.
+    unit, n_boot, seed, indices, threads
+        See the module docstring. ``indices`` has shape (n_boot, n_units); with it,
+        ``n_boot`` is its number of rows.
+    tau_min
+        Threshold for ``share_below_tau_min`` (the paper uses 0.667).
+    confidence
+        Percentile interval level: ``ci_low``/``ci_high`` are the ``(1 - confidence)/2``
+        and ``(1 + confidence)/2`` quantiles of the defined replicates
+        (``numpy.percentile``, linear interpolation).
+    exclude_systems
+        Systems left out of the ranking (e.g. the human reference).
+
+    Returns
+    -------
+    BootstrapTauResult
+        Undefined replicates (a system without rows in the drawn units, or all system means
+        tied) are NaN in ``replicates``, counted in ``n_undefined`` and left out of the CI
+        and of ``share_below_tau_min``.
+    """
+    from .correlation import kendall_tau_b
+
+    if not 0.0 < float(confidence) < 1.0:
+        raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
+    if str(condition_a) == str(condition_b):
+        raise DDPUsageError(f"the two conditions must differ (both are {condition_a!r})", code="D311")
+    required = ["document", "system", "condition", "score"] + (["segment"] if unit == "segment" else [])
+    df = load_long_table(
+        table, document=document, segment=segment, system=system, annotator=None, condition=condition,
+        score=score, required=required, nan_policy=nan_policy,
+    )
+    conds = [condition_a, condition_b]
+    stats = _unit_stats(df, conds, unit, weighting, exclude_systems)
+    n_sys = stats.n_systems
+    full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 2, n_sys)[0]
+    point = kendall_tau_b(full[0], full[1])
+    sums = resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads)
+    means = _means_from_sums(sums, 2, n_sys)
+    reps = np.empty(sums.shape[0], dtype=np.float64)
+    load("stats_kernels").tau_b_rows(
+        np.ascontiguousarray(means[:, 0, :]), np.ascontiguousarray(means[:, 1, :]), reps, 0 if threads is None else int(threads)
+    )
+    ok = np.isfinite(reps)
+    lo_q, hi_q = 50 * (1 - confidence), 50 * (1 + confidence)
+    if ok.any():
+        ci_low, ci_high = (float(v) for v in np.percentile(reps[ok], [lo_q, hi_q]))
+        share_below = float(np.mean(reps[ok] < tau_min))
+        rep_mean, rep_sd = float(reps[ok].mean()), float(reps[ok].std(ddof=1)) if ok.sum() > 1 else float("nan")
+    else:
+        ci_low = ci_high = share_below = rep_mean = rep_sd = float("nan")
+    srt = np.sort(means, axis=2)
+    tied = (np.diff(srt, axis=2) == 0).any(axis=(1, 2))
+    user = indices is not None
+    sig = signature(
+        "bootstrap_tau",
+        condition_a=str(condition_a),
+        condition_b=str(condition_b),
+        unit=unit,
+        n_boot=int(sums.shape[0]),
+        seed=None if user else int(seed),
+        indices="user" if user else RNG_DESCRIPTION,
+        weighting=weighting,
+        confidence=float(confidence),
+        tau_min=float(tau_min),
+        ci="percentile (numpy.percentile, linear)",
+        exclude_systems=[str(s) for s in exclude_systems],
+    )
+    return BootstrapTauResult(
+        tau=point.statistic,
+        p_value=point.p_value,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        share_below_tau_min=share_below,
+        replicates=reps,
+        n_boot=int(sums.shape[0]),
+        seed=None if user else int(seed),
+        unit=unit,
+        n_units=stats.n_units,
+        systems=stats.systems,
+        condition_a=condition_a,
+        condition_b=condition_b,
+        means_a={str(s): float(m) for s, m in zip(stats.systems, full[0])},
+        means_b={str(s): float(m) for s, m in zip(stats.systems, full[1])},
+        replicate_mean=rep_mean,
+        replicate_sd=rep_sd,
+        n_undefined=int((~ok).sum()),
+        share_tied=float(tied.mean()),
+        confidence=float(confidence),
+        tau_min=float(tau_min),
+        weighting=weighting,
+        signature=sig,
+    )
+
+
+def bootstrap_system_means(
+    table: Any,
+    *,
+    condition_value: Any | None = None,
+    unit: Unit = "document",
+    n_boot: int | None = 10_000,
+    seed: int = 0,
+    indices: npt.ArrayLike | None = None,
+    weighting: Weighting = "segment",
+    exclude_systems: Sequence[Any] = (),
+    threads: int | None = None,
+    document: str = schema.DOCUMENT_ID,
+    segment: str = schema.SEGMENT_ID,
+    system: str = schema.SYSTEM,
+    condition: str = schema.CONDITION,
+    score: str = schema.SCORE,
+    nan_policy: Literal["raise", "omit"] = "raise",
+) -> BootstrapMeansResult:
+    """Bootstrap replicates of every system's mean score.
+
+    Uses all rows, or only those whose condition column equals ``condition_value``. Same
+    resampling as :func:`bootstrap_tau` (same seed -> same draws for the same units).
+
+    Returns
+    -------
+    BootstrapMeansResult
+        ``replicates`` has shape (n_boot, n_systems), columns in ``systems`` order (sorted);
+        NaN where a system has no rows among the drawn units.
+    """
+    required = ["document", "system", "score"] + (["segment"] if unit == "segment" else [])
+    if condition_value is not None:
+        required.append("condition")
+    df = load_long_table(
+        table, document=document, segment=segment, system=system, annotator=None, condition=condition,
+        score=score, required=required, nan_policy=nan_policy,
+    )
+    conds = [condition_value] if condition_value is not None else []
+    stats = _unit_stats(df, conds, unit, weighting, exclude_systems)
+    sums = resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads)
+    means = _means_from_sums(sums, 1, stats.n_systems)[:, 0, :]
+    full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 1, stats.n_systems)[0, 0]
+    user = indices is not None
+    return BootstrapMeansResult(
+        replicates=means,
+        means=full,
+        systems=stats.systems,
+        n_boot=int(sums.shape[0]),
+        seed=None if user else int(seed),
+        unit=unit,
+        n_units=stats.n_units,
+        signature=signature(
+            "bootstrap_system_means",
+            condition=None if condition_value is None else str(condition_value),
+            unit=unit,
+            n_boot=int(sums.shape[0]),
+            seed=None if user else int(seed),
+            indices="user" if user else RNG_DESCRIPTION,
+            weighting=weighting,
+        ),
+    )
+
+
+def unit_keys(
+    table: Any,
+    *,
+    unit: Unit = "document",
+    conditions: Sequence[Any] = (),
+    exclude_systems: Sequence[Any] = (),
+    **columns: Any,
+) -> pl.DataFrame:
+    """The resampling units in index order: row k is the unit that index value k names.
+
+    Pass the same ``conditions`` (e.g. ``(condition_a, condition_b)``) and
+    ``exclude_systems`` as to :func:`bootstrap_tau`: units are those of the rows kept.
+    """
+    import polars as pl
+
+    required = ["document"] + (["segment"] if unit == "segment" else []) + (["condition"] if conditions else [])
+    df = load_long_table(table, annotator=None, required=required, **columns)
+    if exclude_systems and schema.SYSTEM in df.columns:
+        df = df.filter(~pl.col(schema.SYSTEM).cast(pl.String).is_in([str(s) for s in exclude_systems]))
+    if conditions:
+        check_conditions(df, conditions)
+        df = df.filter(pl.col(schema.CONDITION).cast(pl.String).is_in([str(c) for c in conditions]))
+    _, keys = factorize(df, _unit_columns(unit))
+    return keys
+
+
+__all__ = [
+    "BootstrapTauResult",
+    "BootstrapMeansResult",
+    "bootstrap_tau",
+    "bootstrap_system_means",
+    "resample_sums",
+    "resample_indices",
+    "unit_keys",
+    "RNG_DESCRIPTION",
+]
