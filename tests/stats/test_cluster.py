@@ -357,6 +357,21 @@ def test_bootstrap_matches_loop_oracle_with_given_indices(unit):
     assert res.signature["n_boot"] == 120
 
 
+def test_bootstrap_uses_the_shared_resamples_of_bootstrap_system_means():
+    from ddpcore.stats.bootstrap import bootstrap_system_means
+
+    rows = synthetic_rows(9, n_sys=4, n_docs=10, segs=3)
+    res = cluster_systems(_frame(rows), "bootstrap", n_boot=400, seed=17)
+    reps = bootstrap_system_means(_frame(rows), n_boot=400, seed=17)
+    col = {s: k for k, s in enumerate(reps.systems)}
+    for i, a in enumerate(res.order):
+        for j, b in enumerate(res.order):
+            if i < j:
+                delta = reps.replicates[:, col[a]] - reps.replicates[:, col[b]]
+                p = min(1.0, 2 * min(np.sum(delta <= 0), np.sum(delta >= 0)) / len(delta))
+                assert res.p_values[i, j] == p == res.p_values[j, i]
+
+
 def test_bootstrap_separates_clearly_different_systems():
     rows = synthetic_rows(1, n_sys=3, n_docs=30, segs=4)
     for r in rows:
@@ -500,5 +515,5 @@ def test_bad_input_errors():
         cluster_systems(df.drop("domain"), "wmt24", by_domain=True)
     with pytest.raises(DDPDataError, match="D301"):
         cluster_systems(df.drop("system"), "wmt25")
-    with pytest.raises(DDPUsageError, match="D351"):
+    with pytest.raises(DDPDataError, match="D313"):
         cluster_systems(df, "bootstrap", indices=np.zeros((5, 99), dtype=np.int64))

@@ -69,7 +69,7 @@ import numpy.typing as npt
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ._table import json_safe, load_long_table, signature
+from ._table import factorize, json_safe, load_long_table, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -324,8 +324,6 @@ class _Prepared:
 
 def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, method: str,
              by_domain: bool) -> _Prepared:
-    import polars as pl
-
     if pair_annotator is None:
         pair_annotator = schema.ANNOTATOR in df.columns and method != "wmt24"
     if pair_annotator and schema.ANNOTATOR not in df.columns:
@@ -333,18 +331,15 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, method
                            "(--annotator NAME, or --no-pair-annotator)", code="D352")
     keys = [schema.DOCUMENT_ID, schema.SEGMENT_ID] + ([schema.ANNOTATOR] if pair_annotator else [])
     unit_keys = [schema.DOCUMENT_ID] if unit == "document" else [schema.DOCUMENT_ID, schema.SEGMENT_ID]
-    sys_names = df[schema.SYSTEM].cast(pl.String).unique().sort().to_list()
+    # dense codes in sorted key order (the bootstrap's unit numbering), so row order does not matter
+    sys_code, sys_keys = factorize(df, [schema.SYSTEM])
+    sys_names = [str(v) for v in sys_keys[schema.SYSTEM].to_list()]
     if len(sys_names) < 2:
         raise DDPDataError(f"clustering needs at least 2 systems, the table has {len(sys_names)} "
-                           f"({', '.join(map(str, sys_names))}); check --system", code="D354")
-    cols = [pl.col(schema.SYSTEM).cast(pl.String).alias("_sys")]
-    work = df.with_columns(cols)
-    # dense codes in sorted (native) key order, so row order of the input does not matter
-    work = work.with_columns(
-        pl.col("_sys").replace_strict(sys_names, list(range(len(sys_names))), return_dtype=pl.Int64).alias("_sc"),
-        pl.struct(unit_keys).rank("dense").cast(pl.Int64).alias("_uc"),
-        pl.struct(keys).rank("dense").cast(pl.Int64).alias("_pc"),
-    )
+                           f"({', '.join(sys_names)}); check the system column (--system-col)", code="D354")
+    unit_code, unit_table = factorize(df, unit_keys)
+    pair_code, pair_table = factorize(df, keys)
+    work = df
     domain_code = None
     domains: list[str] = []
     if by_domain:
@@ -354,17 +349,17 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, method
         if work[schema.DOMAIN].null_count():
             row = int(work[schema.DOMAIN].is_null().arg_true()[0]) + 1
             raise DDPDataError(f"row {row}: null domain; every row needs a domain with --by-domain", code="D352")
-        domains = work[schema.DOMAIN].cast(pl.String).unique().sort().to_list()
-        domain_code = work[schema.DOMAIN].cast(pl.String).replace_strict(
-            domains, list(range(len(domains))), return_dtype=pl.Int64).to_numpy()
+        dcode, dkeys = factorize(work, [schema.DOMAIN])
+        domains = [str(v) for v in dkeys[schema.DOMAIN].to_list()]
+        domain_code = np.asarray(dcode, dtype=np.int64)
     return _Prepared(
         systems=sys_names,
-        sys_code=work["_sc"].to_numpy(),
+        sys_code=np.asarray(sys_code, dtype=np.int64),
         score=work[schema.SCORE].to_numpy().astype(np.float64),
-        unit_code=work["_uc"].to_numpy() - 1,
-        n_units=int(work["_uc"].max()),  # type: ignore[arg-type]
-        pair_code=work["_pc"].to_numpy() - 1,
-        n_keys=int(work["_pc"].max()),  # type: ignore[arg-type]
+        unit_code=np.asarray(unit_code, dtype=np.int64),
+        n_units=unit_table.height,
+        pair_code=np.asarray(pair_code, dtype=np.int64),
+        n_keys=pair_table.height,
         domain_code=domain_code,
         domains=domains,
         n_rows=df.height,
@@ -499,40 +494,33 @@ def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
 
 def _bootstrap_matrix(pr: _Prepared, n_boot: int, seed: int, indices: npt.ArrayLike | None,
                       progress: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided paired-bootstrap p for every pair from one shared set of unit resamples.
+
+    The resamples are those of :func:`ddpcore.stats.bootstrap.resample_sums` (same seed and
+    units -> the same draws as ``bootstrap_tau`` / ``bootstrap_system_means``)."""
+    from .bootstrap import resample_sums
+
     s, u = len(pr.systems), pr.n_units
     cell = pr.unit_code * s + pr.sys_code
-    sums = np.bincount(cell, weights=pr.score, minlength=u * s).reshape(u, s)
-    cnts = np.bincount(cell, minlength=u * s).reshape(u, s).astype(np.float64)
-    if indices is not None:
-        idx = np.asarray(indices)
-        if idx.ndim != 2 or idx.shape[1] != u or not np.issubdtype(idx.dtype, np.integer):
-            raise DDPUsageError(f"indices must be an integer array of shape (n_boot, {u}) (one column per "
-                                f"resampling unit in sorted order), got shape {idx.shape}", code="D351")
-        if idx.size and (idx.min() < 0 or idx.max() >= u):
-            raise DDPUsageError(f"indices must lie in [0, {u})", code="D351")
-        n_boot = idx.shape[0]
+    values = np.empty((u, 2 * s))
+    values[:, :s] = np.bincount(cell, weights=pr.score, minlength=u * s).reshape(u, s)
+    values[:, s:] = np.bincount(cell, minlength=u * s).reshape(u, s)
+    sums = resample_sums(values, n_boot=None if indices is not None else n_boot, seed=seed, indices=indices)
+    if progress is not None:
+        progress.update(sums.shape[0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(sums[:, s:] > 0, sums[:, :s] / sums[:, s:], np.nan)  # n_boot x S
     ii, jj = _pairs(s)
     le = np.zeros(len(ii), dtype=np.int64)
     ge = np.zeros(len(ii), dtype=np.int64)
     valid = np.zeros(len(ii), dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    block = max(1, min(n_boot, (1 << 22) // max(1, u)))
-    done = 0
-    while done < n_boot:
-        rows = min(block, n_boot - done)
-        blk = idx[done: done + rows] if indices is not None else rng.integers(0, u, size=(rows, u))
-        flat = blk + (np.arange(rows) * u)[:, None]
-        counts = np.bincount(flat.ravel(), minlength=rows * u).reshape(rows, u).astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = (counts @ sums) / (counts @ cnts)  # rows x S
-        delta = means[:, ii] - means[:, jj]
+    block = max(1, (1 << 22) // max(1, len(ii)))
+    for b in range(0, means.shape[0], block):  # bounded memory: (block x pairs) differences
+        delta = means[b: b + block, ii] - means[b: b + block, jj]
         ok = ~np.isnan(delta)
         le += (ok & (delta <= 0)).sum(axis=0)
         ge += (ok & (delta >= 0)).sum(axis=0)
         valid += ok.sum(axis=0)
-        done += rows
-        if progress is not None:
-            progress.update(rows)
     with np.errstate(invalid="ignore", divide="ignore"):
         p2 = np.where(valid > 0, np.minimum(1.0, 2.0 * np.minimum(le, ge) / valid), 1.0)
     p = np.full((s, s), np.nan)
@@ -704,7 +692,7 @@ def cluster_systems(
     if progress and method in ("bootstrap", "permutation"):
         from tqdm import tqdm
 
-        bar = tqdm(total=int(indices.shape[0]) if indices is not None else int(n_boot),  # type: ignore[union-attr]
+        bar = tqdm(total=int(np.shape(indices)[0]) if indices is not None else int(n_boot),
                    desc=f"cluster ({method})", unit="resample", leave=False)
     try:
         if method == "bootstrap":
@@ -747,7 +735,7 @@ def cluster_systems(
     sig = signature(
         method,
         alpha=float(alpha),
-        n_boot=int(indices.shape[0]) if indices is not None else (int(n_boot) if method in ("bootstrap", "permutation") else None),  # type: ignore[union-attr]
+        n_boot=int(np.shape(indices)[0]) if indices is not None else (int(n_boot) if method in ("bootstrap", "permutation") else None),
         seed=int(seed) if method in ("bootstrap", "permutation") and indices is None else None,
         unit=unit if method == "bootstrap" else None,
         by_domain=bool(by_domain),
