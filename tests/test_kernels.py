@@ -141,7 +141,7 @@ def test_entity_ids_match_oracle(docs, merge):
             kind.append(it["kind"])
             label.append(it["label"])
             key.append(K.entity_key(toks))
-            last.append(int(toks[-1]))
+            last.append(K.entity_key(toks[-1:]))
             nkey.append(len(toks))
         offsets.append(len(kind))
     eid, n_ent = K.assign_entity_ids(

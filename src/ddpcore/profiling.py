@@ -82,6 +82,46 @@ def _rule_tables(rules: R.RuleSet) -> dict[str, Any]:
     )
 
 
+def _refinement_tables(rules: R.RuleSet) -> dict[str, Any]:
+    """Keyword arguments of ``extract_items`` for the optional refinements of a rule set."""
+    from .anchors.spacy_extract import pos_id, string_hashes
+
+    out: dict[str, Any] = {}
+    if rules.titles:
+        titles = dict(rules.titles)
+        out["title_hashes"] = string_hashes(list(titles))
+        out["title_bits"] = np.array(list(titles.values()), dtype=np.int64)
+    if rules.name_gender:
+        names = R.first_name_genders()
+        out["name_hashes"] = string_hashes(list(names))
+        out["name_bits"] = np.array(list(names.values()), dtype=np.int64)
+    if rules.skip_adjective_labels:
+        out["label_skip_adj"] = np.array([lab in rules.skip_adjective_labels for lab in rules.entity_labels], np.int64)
+        out["pos_adj"] = pos_id("ADJ")
+    if "PERSON" in rules.entity_labels:
+        out["person_label"] = rules.entity_labels.index("PERSON")
+    out["key_with_label"] = rules.key_with_label
+    out["key_with_title"] = rules.key_with_title
+    return out
+
+
+def _apply_entity_gender(items: dict[str, np.ndarray], ent_id: np.ndarray, n_ent: int, extra: int) -> None:
+    """Give every mention of a PERSON entity the gender any of its mentions shows (title or
+    first name); an entity whose mentions disagree stays ungendered. Updates ``compat``."""
+    g = items["gender"]
+    known = (ent_id >= 0) & (g > 0)
+    if not known.any():
+        return
+    ent_gender = np.zeros(max(n_ent, 1), dtype=np.uint8)
+    np.bitwise_or.at(ent_gender, ent_id[known], g[known])
+    ent_gender[ent_gender == (R.MASC_SG | R.FEM_SG)] = 0
+    mask = ent_id >= 0
+    eg = np.zeros_like(g)
+    eg[mask] = ent_gender[ent_id[mask]]
+    set_ = eg > 0
+    items["compat"] = np.where(set_, eg | np.uint8(extra), items["compat"]).astype(np.uint8)
+
+
 def _order_segments(df: pl.DataFrame, cols: SegmentColumns) -> pl.DataFrame:
     """Sort rows: documents in order of first appearance, segments by id within a document.
 
@@ -267,6 +307,7 @@ def profile_anchors(
         tables["np_dep_hashes"], tables["person_noun_hashes"], tables["drop_leading_hashes"],
         tables["drop_trailing_hashes"], tables["dep_expl"], tables["dep_conj"], tables["tag_plural"],
         tables["tag_plural_proper"], tables["pos_pron"], tables["pos_noun"], tables["pos_space"],
+        **_refinement_tables(ruleset),
     )
     it_tok = items["token"]
     it_seg = tok_seg[it_tok]
@@ -279,6 +320,8 @@ def profile_anchors(
         offsets, items["kind"], items["label"], items["key"], items["last"], items["n_key"], person,
         ruleset.person_last_token_merge,
     )
+    if ruleset.name_gender or ruleset.titles:
+        _apply_entity_gender(items, ent_id, n_ent, ruleset.person_known_extra)
     dist, ante, ref, ddp_seg, ddp_sent = K.compute_distances(
         offsets, items["kind"], it_sent, ent_id, items["compat"], it_seg.astype(np.int32), it_gsent,
         n_ent, n_seg, n_sentences, distance == "nearest", n_threads,
@@ -384,6 +427,7 @@ def profile_anchors(
         **info,
         "distance": distance,
         "rules": ruleset.name,
+        "rules_description": ruleset.description,
         "sentence_unit": sentence_unit,
         "columns": {"document": document, "segment": segment, "text": text, "domain": domain},
     }

@@ -81,6 +81,16 @@ def extract_items(
     int32_t pos_pron,
     int32_t pos_noun,
     int32_t pos_space,
+    # optional refinements (rule sets other than "paper"); empty tables switch them off
+    const uint64_t[::1] title_hashes=None,
+    const int64_t[::1] title_bits=None,
+    const uint64_t[::1] name_hashes=None,
+    const int64_t[::1] name_bits=None,
+    const int64_t[::1] label_skip_adj=None,
+    int32_t pos_adj=-1,
+    int16_t person_label=-1,
+    bint key_with_label=False,
+    bint key_with_title=False,
 ):
     """Find entity mentions, pronoun anchors and head-noun candidates, in token order.
 
@@ -91,8 +101,14 @@ def extract_items(
     entity, 1 pronoun, 2 noun), ``label`` (int16: index into ``label_hashes`` for entities,
     group bit for pronouns, -1 for nouns), ``compat`` (uint8 bit mask of pronoun groups
     the item can be an antecedent of; for pronouns its own group bit), ``key`` (uint64
-    entity key hash), ``last`` (uint64 hash of the key's last token), ``n_key`` (int16
-    number of key tokens).
+    entity key hash), ``last`` (uint64: the key a one-token mention of the key's last token would have), ``n_key`` (int16
+    number of key tokens), ``gender`` (uint8: for PERSON mentions the MASC_SG (1) / FEM_SG
+    (2) bit told by a title before or at the start of the span ("Mrs.") or else by the
+    first name (``name_hashes``); 0 when unknown or not a person).
+
+    Refinements: ``key_with_title`` puts a title token into the key ("Mrs. Griffin" differs
+    from "Griffin"); ``key_with_label`` makes the label part of the key; ``label_skip_adj[l]``
+    drops one-token mentions of label ``l`` whose token is an adjective ("American").
     """
     cdef Py_ssize_t n = lower__tok.shape[0]
     cdef unordered_map[uint64_t, int64_t] pron_map = _map_of(pronoun_hashes, pronoun_group_bits)
@@ -101,9 +117,19 @@ def extract_items(
     cdef unordered_set[uint64_t] person_nouns = _set_of(person_noun_hashes)
     cdef unordered_set[uint64_t] drop_lead = _set_of(drop_leading_hashes)
     cdef unordered_set[uint64_t] drop_trail = _set_of(drop_trailing_hashes)
-    cdef Py_ssize_t i, j, k, end, key_start, key_end, h, steps
+    cdef Py_ssize_t i, j, k, end, key_start, key_end, h, steps, title_tok
+    cdef unordered_map[uint64_t, int64_t] title_map
+    cdef unordered_map[uint64_t, int64_t] name_map
+    cdef bint use_titles = title_hashes is not None and title_hashes.shape[0] > 0
+    cdef bint use_names = name_hashes is not None and name_hashes.shape[0] > 0
+    cdef bint use_skip = label_skip_adj is not None and label_skip_adj.shape[0] > 0
+    cdef uint8_t gender
     for i in range(label_hashes.shape[0]):
         label_map[label_hashes[i]] = i
+    if use_titles:
+        title_map = _map_of(title_hashes, title_bits)
+    if use_names:
+        name_map = _map_of(name_hashes, name_bits)
 
     out_token = np.empty(n, dtype=np.int64)
     out_end = np.empty(n, dtype=np.int64)
@@ -113,6 +139,8 @@ def extract_items(
     out_key = np.zeros(n, dtype=np.uint64)
     out_last = np.zeros(n, dtype=np.uint64)
     out_nkey = np.zeros(n, dtype=np.int16)
+    out_gender = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] o_gender = out_gender
     cdef int64_t[::1] o_token = out_token
     cdef int64_t[::1] o_end = out_end
     cdef int8_t[::1] o_kind = out_kind
@@ -145,17 +173,40 @@ def extract_items(
                     key_start += 1
                 if key_end > key_start and drop_trail.count(lower__tok[key_end - 1]):
                     key_end -= 1
+                lab = label_map[enttype__tok[i]]
+                if (use_skip and label_skip_adj[lab] and key_end - key_start == 1
+                        and pos__tok[key_start] == pos_adj):
+                    continue
                 key = 0
                 nkey = 0
                 last = 0
+                gender = 0
+                title_tok = -1
+                if use_titles:
+                    if key_start < key_end and title_map.count(lower__tok[key_start]):
+                        title_tok = key_start
+                    elif i > 0 and not unit_start__tok[i] and title_map.count(lower__tok[i - 1]):
+                        title_tok = i - 1
+                    if lab == person_label and title_tok >= 0:
+                        gender = <uint8_t>title_map[lower__tok[title_tok]]
+                if key_with_label:
+                    key = _mix(key, <uint64_t>(lab + 1))
+                if key_with_title and title_tok >= 0 and title_tok < key_start:
+                    key = _mix(key, lower__tok[title_tok])
+                if use_names and lab == person_label and gender == 0:
+                    k = key_start + 1 if title_tok == key_start else key_start
+                    if k < key_end and name_map.count(lower__tok[k]) and key_end - k >= 1:
+                        gender = <uint8_t>name_map[lower__tok[k]]
                 for k in range(key_start, key_end):
                     if pos__tok[k] == pos_space:
                         continue
                     key = _mix(key, lower__tok[k])
                     last = lower__tok[k]
                     nkey += 1
+                # the key a one-token mention of the last token would have (PERSON merge)
+                last = _mix(_mix(0, <uint64_t>(lab + 1)) if key_with_label else 0, last)
                 if nkey > 0:
-                    lab = label_map[enttype__tok[i]]
+                    o_gender[m] = gender
                     o_token[m] = i
                     o_end[m] = end
                     o_kind[m] = KIND_ENTITY
@@ -206,6 +257,7 @@ def extract_items(
         "key": out_key[:m].copy(),
         "last": out_last[:m].copy(),
         "n_key": out_nkey[:m].copy(),
+        "gender": out_gender[:m].copy(),
     }
 
 
@@ -277,8 +329,8 @@ def assign_entity_ids(
                         next_id += 1
                         by_key[key__item[i]] = e
                 if person_merge and label__item[i] == person_label and nkey__item[i] > 1:
-                    # index by the key a one-token mention of the last token would have
-                    by_last[_mix(0, last__item[i])] = e
+                    # indexed by the key a one-token mention of the last token would have
+                    by_last[last__item[i]] = e
                 eid[i] = e
     return out, int(next_id)
 

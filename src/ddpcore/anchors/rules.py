@@ -24,7 +24,7 @@ WMT25 figures). Its decisions, in full:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 #: pronoun groups, in bit order of the compatibility masks
 GROUPS: tuple[str, ...] = ("MASC_SG", "FEM_SG", "NEUT_SG", "PL")
@@ -65,7 +65,53 @@ PERSON_NOUNS: tuple[str, ...] = (
     "girlfriend", "boyfriend", "partner", "bride", "groom", "widow", "widower", "fan", "user", "youth",
 )
 
-TITLE_WORDS: tuple[str, ...] = ()  # used by later rule sets
+#: agentive and role nouns that denote persons, added by the ``refined`` rule set
+MORE_PERSON_NOUNS: tuple[str, ...] = (
+    "sitter", "babysitter", "maker", "clergyman", "clergywoman", "chairperson", "businessman", "businesswoman",
+    "gentlewoman", "fisherman", "fisherwoman", "sailor", "seaman", "merchant", "peasant", "shepherd", "servant",
+    "slave", "master", "mistress", "landlord", "landlady", "tenant", "lodger", "butler", "cook", "housekeeper",
+    "governess", "nanny", "tutor", "pupil", "scholar", "monk", "nun", "vicar", "rector", "parson", "preacher",
+    "pastor", "minister", "rabbi", "imam", "saint", "sinner", "widower", "spinster", "bachelor", "orphan",
+    "infant", "toddler", "teenager", "adult", "elder", "ancestor", "descendant", "heir", "heiress", "sibling",
+    "parent", "grandparent", "grandson", "granddaughter", "stepmother", "stepfather", "mother-in-law",
+    "father-in-law", "fiancé", "fiancee", "fiancée", "spouse", "lover", "companion", "comrade", "ally", "enemy",
+    "foe", "rival", "opponent", "colleague", "coworker", "assistant", "secretary", "clerk", "cashier", "waiter",
+    "waitress", "barber", "baker", "butcher", "carpenter", "blacksmith", "smith", "tailor", "weaver", "miner",
+    "sheriff", "deputy", "constable", "sergeant", "lieutenant", "colonel", "general", "admiral", "commander",
+    "warrior", "guard", "guardian", "watchman", "hunter", "trapper", "rider", "horseman", "traveller", "traveler",
+    "passenger", "pilgrim", "visitor", "newcomer", "foreigner", "immigrant", "refugee", "prisoner", "captive",
+    "criminal", "murderer", "killer", "robber", "burglar", "villain", "gambler", "beggar", "tramp", "thief",
+    "doctor", "physician", "surgeon", "dentist", "therapist", "psychiatrist", "psychologist", "nurse",
+    "engineer", "architect", "designer", "developer", "programmer", "analyst", "economist", "banker",
+    "investor", "trader", "dealer", "seller", "buyer", "vendor", "shopkeeper", "storekeeper", "entrepreneur",
+    "executive", "director", "producer", "editor", "publisher", "novelist", "poet", "painter", "sculptor",
+    "musician", "composer", "dancer", "performer", "comedian", "athlete", "runner", "swimmer", "boxer",
+    "wrestler", "goalkeeper", "striker", "teammate", "referee", "umpire", "candidate", "senator", "governor",
+    "mayor", "congressman", "congresswoman", "diplomat", "ambassador", "politician", "official", "activist",
+    "protester", "voter", "supporter", "critic", "commentator", "blogger", "influencer", "streamer", "viewer",
+    "reader", "listener", "speaker", "narrator", "interviewer", "interviewee", "applicant", "recruit",
+    "volunteer", "intern", "trainee", "apprentice", "inventor", "explorer", "astronaut", "scientist",
+    "chemist", "physicist", "biologist", "historian", "philosopher", "teacher", "lecturer", "principal",
+    "headmaster", "headmistress", "classmate", "roommate", "flatmate", "housemate", "girl", "lad", "lass",
+    "fellow", "chap", "bloke", "guy", "dude", "gal", "maiden", "damsel", "lass", "nobleman", "noblewoman",
+    "peer", "count", "countess", "baron", "baroness", "marquis", "earl", "squire", "page", "courtier",
+    "sovereign", "monarch", "ruler", "tyrant", "dictator", "pope", "cardinal", "archbishop", "chaplain",
+    "attendant", "steward", "stewardess", "porter", "coachman", "footman", "groom", "valet", "maidservant",
+    "nursemaid", "midwife", "witch", "wizard", "sorcerer", "magician", "giant", "dwarf", "goddess", "god",
+)
+
+#: titles before a name; the bit tells the gender (0: title says nothing about gender)
+TITLES: dict[str, int] = {
+    **dict.fromkeys(("mr", "mr.", "sir", "lord", "king", "prince", "duke", "count", "baron", "uncle", "brother",
+                     "father", "fr.", "monsieur", "herr", "señor", "master", "emperor", "earl", "mister"), MASC_SG),
+    **dict.fromkeys(("mrs", "mrs.", "ms", "ms.", "miss", "madam", "madame", "mme", "mme.", "lady", "dame", "queen",
+                     "princess", "duchess", "countess", "baroness", "aunt", "sister", "mother", "mademoiselle",
+                     "mlle", "frau", "señora", "empress"), FEM_SG),
+    **dict.fromkeys(("dr", "dr.", "prof", "prof.", "professor", "doctor", "captain", "capt.", "colonel", "col.",
+                     "general", "gen.", "major", "lieutenant", "lt.", "sergeant", "sgt.", "president", "senator",
+                     "sen.", "governor", "gov.", "judge", "justice", "rev.", "reverend", "saint", "st.", "officer",
+                     "detective", "inspector", "agent", "coach", "chancellor", "minister", "mayor"), 0),
+}
 
 
 @dataclass(frozen=True)
@@ -81,16 +127,94 @@ class RuleSet:
     drop_leading: tuple[str, ...] = ("the",)
     drop_trailing: tuple[str, ...] = ("'s", "'", "\u2019s", "\u2019")
     person_last_token_merge: bool = True
-    extra: tuple[tuple[str, str], ...] = field(default=())
+    #: title words (lower-case) -> gender bit (MASC_SG, FEM_SG or 0); empty: titles ignored
+    titles: tuple[tuple[str, int], ...] = ()
+    #: give PERSON mentions the gender of their first name (US census first-name lists)
+    name_gender: bool = False
+    #: compatibility of PERSON mentions whose gender is known (added to the gender bit)
+    person_known_extra: int = 0
+    #: entity labels whose one-token adjective mentions ("American") are not anchors
+    skip_adjective_labels: tuple[str, ...] = ()
+    key_with_label: bool = False
+    key_with_title: bool = False
+    description: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name}
+        return {"name": self.name, "description": self.description}
 
 
-PAPER = RuleSet(name="paper")
+PAPER = RuleSet(
+    name="paper",
+    description="the foundation specification; reproduces the DDP paper's WMT25 figures",
+)
 
-RULE_SETS: dict[str, RuleSet] = {"paper": PAPER}
+REFINED = RuleSet(
+    name="refined",
+    label_compat=tuple(sorted({**LABEL_COMPAT, "PERSON": MASC_SG | FEM_SG}.items())),
+    person_nouns=tuple(sorted(set(PERSON_NOUNS) | set(MORE_PERSON_NOUNS))),
+    titles=tuple(sorted(TITLES.items())),
+    name_gender=True,
+    skip_adjective_labels=("NORP",),
+    key_with_label=True,
+    key_with_title=True,
+    description=(
+        "paper + gendered person names (title, else first name from the US census lists of the `names` "
+        "package; an entity takes the gender any of its mentions shows), person names never antecedents of "
+        "they/them, adjectival NORP mentions dropped, entity keys that include label and title, a larger "
+        "person-noun list"
+    ),
+)
+
+RULE_SETS: dict[str, RuleSet] = {"paper": PAPER, "refined": REFINED}
 DEFAULT_RULES = "paper"
+
+
+def first_name_genders(min_ratio: float = 4.0) -> dict[str, int]:
+    """First name (lower-case) -> MASC_SG or FEM_SG from the 1990 US census lists shipped
+    in the ``names`` package (MIT). A name on both lists gets the gender whose frequency is
+    at least ``min_ratio`` times the other's, else none (e.g. "jordan")."""
+    return _load_names(min_ratio)
+
+
+def _read_census(path: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with open(path, encoding="ascii") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 2:
+                out[parts[0].lower()] = float(parts[1])
+    return out
+
+
+_NAMES_CACHE: dict[float, dict[str, int]] = {}
+
+
+def _load_names(min_ratio: float) -> dict[str, int]:
+    if min_ratio in _NAMES_CACHE:
+        return _NAMES_CACHE[min_ratio]
+    import os
+
+    try:
+        import names as names_pkg  # type: ignore[import-untyped]
+    except ImportError:
+        from ..errors import DDPUsageError
+
+        raise DDPUsageError(
+            "rule set 'refined' needs the package `names` (US census first-name lists, MIT): pip install names==0.3.0",
+            code="D208",
+        ) from None
+    base = os.path.dirname(names_pkg.__file__)
+    male = _read_census(os.path.join(base, "dist.male.first"))
+    female = _read_census(os.path.join(base, "dist.female.first"))
+    table: dict[str, int] = {}
+    for name in set(male) | set(female):
+        m, f = male.get(name, 0.0), female.get(name, 0.0)
+        if m > 0 and (f == 0 or m >= min_ratio * f):
+            table[name] = MASC_SG
+        elif f > 0 and (m == 0 or f >= min_ratio * m):
+            table[name] = FEM_SG
+    _NAMES_CACHE[min_ratio] = table
+    return table
 
 
 def get_rules(name: str | RuleSet | None) -> RuleSet:
