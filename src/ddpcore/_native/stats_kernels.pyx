@@ -454,3 +454,32 @@ cdef void _fill_codes(const int64_t[::1] values__row, int64_t lo, const int64_t*
             c = remap[values__row[i] - lo]
             codes__row[i] = c
             first__code[c] = i
+
+
+# --------------------------------------------------------------------------- Krippendorff ratio
+
+
+def ratio_pair_sum(const double[::1] values__val, const double[::1] counts__val, int num_threads=0) -> float:
+    """``sum_{c != k} n_c n_k ((v_c - v_k) / (v_c + v_k))^2`` over distinct values (0 where v_c + v_k = 0).
+
+    O(V^2) time, O(V) memory; rows are summed in parallel into a per-row buffer and then
+    added in order, so the result does not depend on the number of threads.
+    """
+    cdef Py_ssize_t V = values__val.shape[0], c, k
+    cdef double s, d, acc, total = 0.0
+    cdef int nt = _threads(num_threads)
+    row = np.zeros(V, dtype=np.float64)
+    cdef double[::1] row__val = row
+    if V < 2:
+        return 0.0
+    for c in prange(V, nogil=True, schedule="dynamic", num_threads=nt):
+        acc = 0.0
+        for k in range(c + 1, V):
+            s = values__val[c] + values__val[k]
+            if s != 0.0:
+                d = (values__val[c] - values__val[k]) / s
+                acc = acc + counts__val[k] * d * d
+        row__val[c] = acc
+    for c in range(V):
+        total += counts__val[c] * row__val[c]
+    return 2.0 * total

@@ -1,0 +1,307 @@
+"""Inter-annotator agreement: Krippendorff's alpha, reliability matrices, z-normalisation.
+
+Krippendorff's alpha is ``1 - D_o / D_e`` over the *pairable* values (values in units
+that received at least two values; ``n`` of them in total, ``m_u`` in unit u):
+
+* ``D_o = 1/n * sum_u 1/(m_u - 1) * sum_{i != j in u} delta(v_i, v_j)``
+* ``D_e = 1/(n (n - 1)) * sum_{i != j, all pairable values} delta(v_i, v_j)``
+
+For the **interval** metric ``delta = (a - b)^2`` both double sums collapse to sums of
+squared deviations (``sum_{i != j} (v_i - v_j)^2 = 2 m SS``), so
+
+    alpha = 1 - (n - 1) * sum_u [m_u SS_u / (m_u - 1)] / (n * SS_total)
+
+with ``SS_u`` the squared deviations from the unit mean and ``SS_total`` those from the
+grand mean of the pairable values: O(n) time and memory, no value-by-value coincidence
+matrix, so it runs on continuous (e.g. z-normalised) scores where the ``krippendorff``
+package builds a V x V matrix over the V distinct values. **Nominal** uses value counts
+(``sum_{i != j} [v_i != v_j] = m^2 - sum_c m_c^2``), O(n log n). **Ratio**
+(``delta = ((a - b)/(a + b))^2``) has no such decomposition: its expected disagreement is
+summed over pairs of distinct values by a native O(V^2) loop with O(V) memory, allowed up
+to ``RATIO_MAX_DISTINCT`` distinct values.
+
+Undefined cases raise D314: no unit with two values, or all pairable values equal
+(``D_e = 0``; the ``krippendorff`` package raises there too).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import schema
+from .._native import load
+from ..errors import DDPDataError, DDPUsageError
+from ._table import factorize, json_safe, signature
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Level = Literal["interval", "nominal", "ratio"]
+RATIO_MAX_DISTINCT = 200_000
+
+
+@dataclasses.dataclass(frozen=True)
+class AlphaResult:
+    """Krippendorff's alpha with the quantities it is made of."""
+
+    alpha: float
+    level: str
+    d_observed: float
+    d_expected: float
+    n_coders: int
+    n_units: int  # columns of the reliability matrix
+    n_pairable_units: int  # units with >= 2 values
+    n_pairable_values: int  # n in the formulas
+    signature: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe(dataclasses.asdict(self))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReliabilityData:
+    """A coders x units matrix (NaN = missing) with its row and column labels."""
+
+    matrix: np.ndarray  # shape (n_coders, n_units)
+    coders: list[Any]
+    units: pl.DataFrame  # one row per column of ``matrix`` (the unit key columns)
+
+
+def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level: Level = "interval") -> AlphaResult:
+    """Krippendorff's alpha of a coders x units matrix.
+
+    Parameters
+    ----------
+    reliability_data : array_like, shape (n_coders, n_units), or ReliabilityData
+        Numeric ratings; NaN (or None) marks a missing rating. Same layout as
+        ``krippendorff.alpha(reliability_data=...)``.
+    level : {"interval", "nominal", "ratio"}
+        Level of measurement (``level_of_measurement`` of the ``krippendorff`` package).
+    """
+    if isinstance(reliability_data, ReliabilityData):
+        reliability_data = reliability_data.matrix
+    try:
+        x = np.asarray(reliability_data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DDPDataError("reliability data must be numeric (NaN for missing ratings)", code="D303") from None
+    if x.ndim != 2:
+        raise DDPDataError(f"reliability data must be 2-D (coders x units), got shape {x.shape}", code="D314")
+    if np.isinf(x).any():
+        raise DDPDataError("reliability data contains infinite values", code="D312")
+    if level not in ("interval", "nominal", "ratio"):
+        raise DDPUsageError(f"level must be 'interval', 'nominal' or 'ratio', got {level!r} (--level)", code="D311")
+    n_coders, n_units = x.shape
+    present = ~np.isnan(x)
+    m_all = present.sum(axis=0)
+    pairable = m_all >= 2
+    if not pairable.any():
+        raise DDPDataError(
+            "Krippendorff's alpha is undefined: no unit has ratings from two or more coders "
+            "(check the coder/unit columns; every unit needs at least two ratings to be pairable)",
+            code="D314",
+        )
+    xp = x[:, pairable]
+    mp = present[:, pairable]
+    m = m_all[pairable].astype(np.float64)
+    n = float(m.sum())
+    if level == "interval":
+        within, total = _interval_sums(xp, mp, m, n)
+    elif level == "nominal":
+        within, total = _nominal_sums(xp, mp, m, n)
+    else:
+        within, total = _ratio_sums(xp, mp, m)
+    # within = sum_u 1/(m_u - 1) sum_{i != j} delta ; total = sum_{i != j} delta over all pairable values
+    if total == 0.0:
+        raise DDPDataError(
+            "Krippendorff's alpha is undefined: all pairable ratings are identical (expected disagreement is 0)",
+            code="D314",
+        )
+    d_o = within / n
+    d_e = total / (n * (n - 1.0))
+    alpha = 1.0 - (n - 1.0) * within / total
+    return AlphaResult(
+        alpha=float(alpha),
+        level=level,
+        d_observed=float(d_o),
+        d_expected=float(d_e),
+        n_coders=int(n_coders),
+        n_units=int(n_units),
+        n_pairable_units=int(pairable.sum()),
+        n_pairable_values=int(n),
+        signature=signature("krippendorff_alpha", level=level),
+    )
+
+
+def _interval_sums(xp: np.ndarray, mp: np.ndarray, m: np.ndarray, n: float) -> tuple[float, float]:
+    vals = np.where(mp, xp, 0.0)
+    unit_mean = vals.sum(axis=0) / m
+    dev = np.where(mp, xp - unit_mean, 0.0)
+    ss_u = np.einsum("ij,ij->j", dev, dev)
+    grand = vals.sum() / n
+    dev_all = np.where(mp, xp - grand, 0.0)
+    ss_total = float(np.einsum("ij,ij->", dev_all, dev_all))
+    within = float(np.sum(2.0 * m * ss_u / (m - 1.0)))
+    return within, 2.0 * n * ss_total
+
+
+def _nominal_sums(xp: np.ndarray, mp: np.ndarray, m: np.ndarray, n: float) -> tuple[float, float]:
+    unit_idx = np.broadcast_to(np.arange(xp.shape[1]), xp.shape)[mp]
+    values = xp[mp]
+    _, value_code = np.unique(values, return_inverse=True)
+    value_code = value_code.reshape(-1)
+    # counts of each (unit, value) pair and of each value
+    n_distinct = int(value_code.max()) + 1
+    pair_code = unit_idx.astype(np.int64) * n_distinct + value_code
+    pairs, pair_counts = np.unique(pair_code, return_counts=True)
+    pair_unit = pairs // n_distinct
+    sq_u = np.bincount(pair_unit, weights=pair_counts.astype(np.float64) ** 2, minlength=xp.shape[1])
+    within = float(np.sum((m * m - sq_u) / (m - 1.0)))
+    value_counts = np.bincount(value_code).astype(np.float64)
+    return within, float(n * n - np.sum(value_counts**2))
+
+
+def _ratio_sums(xp: np.ndarray, mp: np.ndarray, m: np.ndarray) -> tuple[float, float]:
+    values = xp[mp]
+    distinct, counts = np.unique(values, return_counts=True)
+    if distinct.size > RATIO_MAX_DISTINCT:
+        raise DDPUsageError(
+            f"ratio-level alpha sums over pairs of distinct values; {distinct.size} distinct values exceed the limit "
+            f"of {RATIO_MAX_DISTINCT} (use level='interval', or round the scores)",
+            code="D314",
+        )
+    kernels = load("stats_kernels")
+    total = float(kernels.ratio_pair_sum(np.ascontiguousarray(distinct), counts.astype(np.float64)))
+    # within units: every ordered pair of values of the same unit, weighted by 1/(m_u - 1)
+    within = 0.0
+    coders = xp.shape[0]
+    filled = np.where(mp, xp, np.nan)
+    for i in range(coders):  # loop over coder pairs (a handful), each vectorised over units
+        for j in range(coders):
+            if i == j:
+                continue
+            a, b = filled[i], filled[j]
+            ok = ~(np.isnan(a) | np.isnan(b))
+            s = a[ok] + b[ok]
+            d = np.divide(a[ok] - b[ok], s, out=np.zeros_like(s), where=s != 0)
+            within += float(np.sum(d * d / (m[ok] - 1.0)))
+    return within, total
+
+
+# --------------------------------------------------------------------------- building the matrix
+
+
+def reliability_matrix(
+    df: Any,
+    unit: str | Sequence[str] = (schema.DOCUMENT_ID, schema.SYSTEM),
+    coder: str = schema.ANNOTATOR,
+    score: str = schema.SCORE,
+    aggregate: Literal["mean"] | None = "mean",
+) -> ReliabilityData:
+    """Coders x units matrix from a long table (paper Appendix B.4).
+
+    Parameters
+    ----------
+    df
+        Long table (frame or path) with the unit, coder and score columns.
+    unit
+        Columns identifying a unit of analysis: ``("document_id", "system")`` for the
+        document level (each coder's segment scores averaged within the unit) or
+        ``("document_id", "segment_id", "system")`` for the segment level.
+    coder, score
+        Annotator and score columns.
+    aggregate
+        ``"mean"``: several rows of one coder in one unit are averaged. ``None``: such
+        repeats are an error (D307).
+
+    Returns
+    -------
+    ReliabilityData
+        ``matrix`` of shape (n_coders, n_units) with NaN where a coder did not rate a unit;
+        coders and units in sorted order.
+    """
+    import polars as pl
+
+    from ..io.tables import read_table
+
+    frame = read_table(df)
+    unit = [unit] if isinstance(unit, str) else list(unit)
+    for col in [*unit, coder, score]:
+        if col not in frame.columns:
+            raise DDPDataError(f"column '{col}' is missing; available columns: {', '.join(frame.columns)}", code="D301")
+    if aggregate not in ("mean", None):
+        raise DDPUsageError(f"aggregate must be 'mean' or None, got {aggregate!r}", code="D311")
+    frame = frame.select([*unit, coder, pl.col(score).cast(pl.Float64, strict=False).alias("__score")])
+    bad = frame["__score"].is_null() | frame["__score"].is_nan()
+    if bad.any():
+        raise DDPDataError(
+            f"row {int(bad.arg_true()[0]) + 1}: {int(bad.sum())} missing or non-numeric score(s) in '{score}'; "
+            "drop them before computing agreement",
+            code="D302",
+        )
+    if frame.height == 0:
+        raise DDPDataError("the table has no rows", code="D309")
+    keys = [coder, *unit]
+    if aggregate is None:
+        dup = frame.select(keys).is_duplicated()
+        if dup.any():
+            raise DDPDataError(
+                f"{int(dup.sum())} rows repeat a (coder, unit) pair; pass aggregate='mean' to average them", code="D307"
+            )
+    else:
+        frame = frame.group_by(keys).agg(pl.col("__score").mean())
+    coder_code, coder_keys = factorize(frame, [coder])
+    unit_code, unit_keys = factorize(frame, unit)
+    matrix = np.full((coder_keys.height, unit_keys.height), np.nan)
+    matrix[coder_code, unit_code] = frame["__score"].to_numpy()
+    return ReliabilityData(matrix=matrix, coders=coder_keys[coder].to_list(), units=unit_keys)
+
+
+def znormalize(
+    df: Any,
+    by: str | Sequence[str] = schema.ANNOTATOR,
+    score: str = schema.SCORE,
+    ddof: int = 0,
+    on_constant: Literal["raise", "zero"] = "raise",
+) -> pl.DataFrame:
+    """Per-annotator z-normalisation: ``(score - mean) / sd`` within each ``by`` group.
+
+    ``sd`` uses ``ddof`` (0 = population sd, as ``scipy.stats.zscore``). A group whose
+    scores are all equal has sd 0: ``on_constant="raise"`` (default) raises D318 naming the
+    group, ``"zero"`` maps its scores to 0. Returns the table with ``score`` replaced (Float64).
+    """
+    import polars as pl
+
+    from ..io.tables import read_table
+
+    frame = read_table(df)
+    by = [by] if isinstance(by, str) else list(by)
+    for col in [*by, score]:
+        if col not in frame.columns:
+            raise DDPDataError(f"column '{col}' is missing; available columns: {', '.join(frame.columns)}", code="D301")
+    if on_constant not in ("raise", "zero"):
+        raise DDPUsageError(f"on_constant must be 'raise' or 'zero', got {on_constant!r}", code="D311")
+    s = pl.col(score).cast(pl.Float64)
+    mean = s.mean().over(by)
+    sd = s.std(ddof=ddof).over(by)
+    out = frame.with_columns(s.alias(score)).with_columns(mean.alias("__mean"), sd.alias("__sd"))
+    if out[score].is_null().any() or out[score].is_nan().any():
+        raise DDPDataError(f"column '{score}' has missing values; drop them before z-normalising", code="D302")
+    const = out["__sd"].is_null() | (out["__sd"] == 0)
+    if const.any():
+        if on_constant == "raise":
+            first = out.filter(const).row(0, named=True)
+            group = ", ".join(f"{c}={first[c]!r}" for c in by)
+            raise DDPDataError(
+                f"cannot z-normalise {group}: its scores have zero spread (or a single score); "
+                "drop it or pass on_constant='zero'",
+                code="D318",
+            )
+    z = pl.when(const).then(0.0).otherwise((pl.col(score) - pl.col("__mean")) / pl.col("__sd"))
+    return out.with_columns(pl.Series(score, out.select(z).to_series())).drop(["__mean", "__sd"])
+
+
+__all__ = ["AlphaResult", "ReliabilityData", "krippendorff_alpha", "reliability_matrix", "znormalize", "RATIO_MAX_DISTINCT"]
