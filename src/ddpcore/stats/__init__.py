@@ -5,8 +5,9 @@ numpy, scipy and polars load only when a function is first used. Public API::
 
     tost_paired, tost_ind, tost_grouped, TostResult             ddpcore.stats.tost
     kendall_tau_b, pearson, spearman                           ddpcore.stats.correlation
-    bootstrap_tau, BootstrapTauResult                          ddpcore.stats.bootstrap
-    cluster_systems, ClusterResult, wilcoxon_signed_rank       ddpcore.stats.clustering
+    bootstrap_tau, BootstrapTauResult, bootstrap_system_means  ddpcore.stats.bootstrap
+    cluster_systems, ClusterResult, wilcoxon_signed_rank,
+    compare_clusters, ClusterComparisonResult                  ddpcore.stats.clustering
     krippendorff_alpha, reliability_matrix, znormalize         ddpcore.stats.agreement
     lowess                                                     ddpcore.stats.lowess
     errors_per_1000_chars, error_free_rate,
@@ -40,6 +41,10 @@ _EXPORTS: dict[str, str] = {
     "cluster_systems": "clustering",
     "ClusterResult": "clustering",
     "wilcoxon_signed_rank": "clustering",
+    "compare_clusters": "clustering",
+    "ClusterComparisonResult": "clustering",
+    "bootstrap_system_means": "bootstrap",
+    "BootstrapMeansResult": "bootstrap",
     # agreement
     "krippendorff_alpha": "agreement",
     "reliability_matrix": "agreement",

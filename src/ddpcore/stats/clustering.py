@@ -760,3 +760,60 @@ def cluster_systems(
         n_rows=pr.n_rows,
         signature=sig,
     )
+
+
+# --------------------------------------------------------------------------- comparing two clusterings
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterComparisonResult:
+    """How the clusters of two conditions (e.g. DOC vs MIX) relate, over their common systems.
+
+    ``cluster_a[s]`` / ``cluster_b[s]`` are 1-based cluster indices (best cluster = 1);
+    ``same_partition`` is True when both group the common systems identically (cluster indices
+    may still differ if systems outside the common set shift them); ``moved`` lists systems
+    whose cluster index differs, ``n_same_index``/``n_adjacent_index`` count systems at the
+    same index or one index apart (the paper's "identical or adjacent ranks").
+    """
+
+    condition_a: str | None
+    condition_b: str | None
+    systems: tuple[str, ...]
+    cluster_a: dict[str, int]
+    cluster_b: dict[str, int]
+    n_clusters_a: int
+    n_clusters_b: int
+    same_partition: bool
+    moved: tuple[str, ...]
+    n_same_index: int
+    n_adjacent_index: int
+    only_in_a: tuple[str, ...]
+    only_in_b: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe(dataclasses.asdict(self))
+
+
+def compare_clusters(a: ClusterResult, b: ClusterResult) -> ClusterComparisonResult:
+    """Compare two :class:`ClusterResult` (same method, two conditions) system by system."""
+    common = tuple(s for s in a.order if s in set(b.order))
+    ca = {s: a.cluster_of(s) for s in common}
+    cb = {s: b.cluster_of(s) for s in common}
+    part_a = {frozenset(s for s in c if s in ca) for c in a.clusters} - {frozenset()}
+    part_b = {frozenset(s for s in c if s in cb) for c in b.clusters} - {frozenset()}
+    moved = tuple(s for s in common if ca[s] != cb[s])
+    return ClusterComparisonResult(
+        condition_a=a.signature.get("condition"),
+        condition_b=b.signature.get("condition"),
+        systems=common,
+        cluster_a=ca,
+        cluster_b=cb,
+        n_clusters_a=len(a.clusters),
+        n_clusters_b=len(b.clusters),
+        same_partition=part_a == part_b,
+        moved=moved,
+        n_same_index=sum(ca[s] == cb[s] for s in common),
+        n_adjacent_index=sum(abs(ca[s] - cb[s]) <= 1 for s in common),
+        only_in_a=tuple(s for s in a.order if s not in ca),
+        only_in_b=tuple(s for s in b.order if s not in cb),
+    )

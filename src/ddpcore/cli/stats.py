@@ -1,0 +1,424 @@
+"""``ddp stats``: TOST, ranking tau, system clustering and agreement over a long table.
+
+Subcommands ``tost``, ``tau``, ``cluster``, ``alpha``. Each parses its options and calls a public
+function of :mod:`ddpcore.stats` (or a reader of :mod:`ddpcore.io`); output is JSON by default
+(``-f text|json|tsv``) and always carries the result's signature. ``--fail-on`` turns a
+result into exit code 1 for CI gates (0 = ran and passed, 2 = usage, 3 = bad data).
+
+Only argparse is imported at module level (``ddp --help`` stays fast).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+READERS = ("table", "esa-wmt23", "wmt24")
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _csv_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
+    p.add_argument("table", metavar="TABLE",
+                   help="long table (.csv, .tsv, .jsonl, .json, .parquet; .gz for text) with one row per "
+                        "annotation, or a data folder with --reader")
+    r = p.add_argument_group("input")
+    r.add_argument("--reader", choices=READERS, default="table",
+                   help="how to read TABLE: a table file, the ESA WMT23 en-de folder (esa-wmt23-ende) or the "
+                        "WMT24 ESA folder (wmt24-genmt); see docs/stats-cli.md")
+    r.add_argument("--waves", type=lambda s: [int(x) for x in _csv_list(s)], default=[2, 3], metavar="N,N",
+                   help="--reader wmt24: waves to read")
+    r.add_argument("--lp", type=_csv_list, default=None, metavar="LP[,LP]",
+                   help="--reader wmt24: keep only these language pairs (e.g. en-cs)")
+    c = p.add_argument_group("columns (long-table column names)")
+    c.add_argument("--document-col", "--document", dest="document", default="document_id", metavar="NAME",
+                   help="document id column")
+    c.add_argument("--segment-col", "--segment", dest="segment", default="segment_id", metavar="NAME",
+                   help="segment id column")
+    c.add_argument("--system-col", "--system", dest="system", default="system", metavar="NAME", help="system column")
+    if annotator:
+        c.add_argument("--annotator-col", "--annotator", dest="annotator", default="annotator", metavar="NAME",
+                       help="annotator column (optional in the table; empty string = none)")
+    c.add_argument("--condition-col", "--condition", dest="condition", default="condition", metavar="NAME",
+                   help="condition column")
+    c.add_argument("--score-col", "--score", dest="score", default="score", metavar="NAME", help="score column")
+    c.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
+                   help="a missing (null/NaN) score is an error (raise) or its row is dropped (omit)")
+    o = p.add_argument_group("output")
+    o.add_argument("-f", "--format", dest="output_format", choices=("json", "text", "tsv"), default="json",
+                   help="output format on stdout")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    stats = sub.add_parser(
+        "stats",
+        help="evaluation statistics: TOST, ranking tau, system clusters, agreement",
+        description=(
+            "Statistics of two evaluation conditions over a long table with one row per annotation "
+            "(document_id, segment_id, system, annotator, condition, score). JSON output by default; every "
+            "result carries its signature (ddpcore version, method, n_boot, seed). Exit codes: 0 ran and "
+            "passed, 1 a --fail-on gate failed, 2 usage error, 3 bad data."
+        ),
+        formatter_class=fmt,
+    )
+    ssub = stats.add_subparsers(dest="stats_command", metavar="SUBCOMMAND")
+    stats.set_defaults(func=lambda args: _no_subcommand(stats))
+
+    # ---- tost
+    p = ssub.add_parser(
+        "tost", formatter_class=fmt, help="equivalence of two conditions (two one-sided tests)",
+        description=(
+            "TOST equivalence test of conditions A and B: paired (default; rows sharing document, segment, "
+            "system and annotator are pairs) or independent. Equivalent when the 1-2*alpha confidence "
+            "interval of mean(A - B) lies inside (low, high)."))
+    _add_common(p)
+    p.add_argument("--a", required=True, metavar="COND", help="condition A (value of the condition column)")
+    p.add_argument("--b", required=True, metavar="COND", help="condition B")
+    m = p.add_mutually_exclusive_group(required=True)
+    m.add_argument("--margin", type=float, metavar="EPS", help="symmetric margin: low = -EPS, high = EPS")
+    m.add_argument("--bounds", type=float, nargs=2, metavar=("LOW", "HIGH"), help="asymmetric margins")
+    p.add_argument("--alpha", type=float, default=0.05, help="level of each one-sided test")
+    d = p.add_mutually_exclusive_group()
+    d.add_argument("--paired", dest="paired", action="store_true", default=True, help="paired design")
+    d.add_argument("--independent", dest="paired", action="store_false", help="independent samples")
+    p.add_argument("--welch", action="store_true", help="independent design: Welch (unequal variances)")
+    p.add_argument("--by", type=_csv_list, default=[], metavar="COL[,COL]",
+                   help="one test per group of these columns (e.g. metric,domain), vectorised")
+    p.add_argument("--pair-annotator", action=argparse.BooleanOptionalAction, default=None,
+                   help="pair on the annotator too (default: when the table has an annotator column); "
+                        "--no-pair-annotator for two disjoint annotator pools scoring the same items")
+    p.add_argument("--unpaired", choices=("raise", "drop"), default="raise",
+                   help="rows without a partner in the other condition: error (raise) or ignore (drop)")
+    p.add_argument("--fail-on", choices=("not-equivalent",), default=None,
+                   help="exit 1 when any test is not equivalent")
+    p.set_defaults(func=run_tost)
+
+    # ---- tau
+    p = ssub.add_parser(
+        "tau", formatter_class=fmt, help="Kendall tau-b between two conditions' system rankings, bootstrap CI",
+        description=(
+            "Kendall tau-b between the system rankings (system means) of conditions A and B with a percentile "
+            "CI from resampling documents (or segments) with replacement."))
+    _add_common(p, annotator=False)
+    p.add_argument("--a", required=True, metavar="COND", help="condition A")
+    p.add_argument("--b", required=True, metavar="COND", help="condition B")
+    p.add_argument("--unit", choices=("document", "segment"), default="document", help="resampling unit")
+    p.add_argument("--n-boot", type=int, default=10_000, metavar="B", help="bootstrap replicates")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling generator")
+    p.add_argument("--weighting", choices=("segment", "document"), default="segment",
+                   help="system mean over rows (segment) or mean of per-document means (document)")
+    p.add_argument("--tau-min", type=float, default=0.667, help="threshold for the share of replicates below it")
+    p.add_argument("--confidence", type=float, default=0.95, help="percentile interval level")
+    p.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
+                   help="leave a system out of the ranking (repeatable), e.g. refA")
+    p.add_argument("--fail-on", choices=("different",), default=None,
+                   help="exit 1 when the CI lower bound is below --tau-min (rankings not shown to agree)")
+    p.set_defaults(func=run_tau)
+
+    # ---- cluster
+    p = ssub.add_parser(
+        "cluster", formatter_class=fmt, help="rank systems and group them into indistinguishable clusters",
+        description=(
+            "Rank systems by mean score and cluster them with pairwise tests: bootstrap (the paper: pairwise "
+            "bootstrap, B = 1,000), wmt25 (one-sided Wilcoxon, WMT25 rank ranges), wmt24 (two-sided Wilcoxon, "
+            "optionally per domain + Stouffer), permutation (mt-metrics-eval sign-flip test, greedy ranks). "
+            "With --a/--b, clusters both conditions and compares them."))
+    _add_common(p)
+    p.add_argument("--method", choices=("bootstrap", "wmt25", "wmt24", "permutation"), default="bootstrap",
+                   help="pairwise test and cluster rule")
+    p.add_argument("--in", dest="condition_value", default=None, metavar="COND",
+                   help="use only this condition (needed when the table holds several)")
+    p.add_argument("--a", default=None, metavar="COND", help="compare the clusters of conditions A and B")
+    p.add_argument("--b", default=None, metavar="COND", help="see --a")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument("--n-boot", type=int, default=1000, metavar="B", help="resamples / permutations")
+    p.add_argument("--seed", type=int, default=0, help="seed (bootstrap, permutation)")
+    p.add_argument("--unit", choices=("document", "segment"), default="document", help="bootstrap resampling unit")
+    p.add_argument("--by-domain", action="store_true", help="wmt24: per-domain tests combined with Stouffer")
+    p.add_argument("--domain-col", "--domain", dest="domain", default="domain", metavar="NAME",
+                   help="domain column (for --by-domain)")
+    p.add_argument("--pair-annotator", action=argparse.BooleanOptionalAction, default=None,
+                   help="pair observations on the annotator too (default: yes when the column exists, "
+                        "except --method wmt24)")
+    p.add_argument("--fail-on", choices=("different",), default=None,
+                   help="with --a/--b: exit 1 when the two conditions cluster the systems differently")
+    p.set_defaults(func=run_cluster)
+
+    # ---- alpha
+    p = ssub.add_parser(
+        "alpha", formatter_class=fmt, help="Krippendorff's alpha (inter-annotator agreement)",
+        description=(
+            "Krippendorff's alpha over units of analysis: segment = (document, segment, system), document = "
+            "(document, system) with each coder's scores averaged within the unit. Coders are the annotator "
+            "column, or the condition column (--coder condition, e.g. two annotator pools)."))
+    _add_common(p)
+    p.add_argument("--unit", choices=("segment", "document"), default="segment", help="unit of analysis")
+    p.add_argument("--level", choices=("interval", "ratio", "nominal"), default="interval",
+                   help="level of measurement")
+    p.add_argument("--coder", choices=("annotator", "condition"), default="annotator", help="what counts as a coder")
+    p.add_argument("--in", dest="condition_value", default=None, metavar="COND",
+                   help="use only this condition (with --coder annotator)")
+    p.add_argument("--znorm", action="store_true",
+                   help="z-normalise scores per annotator first (per condition when there is no annotator column)")
+    p.add_argument("--min-alpha", type=float, default=0.667, help="threshold for --fail-on below-min")
+    p.add_argument("--fail-on", choices=("below-min",), default=None, help="exit 1 when alpha < --min-alpha")
+    p.set_defaults(func=run_alpha)
+
+
+def _no_subcommand(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+# --------------------------------------------------------------------------- input
+
+
+def _input(args: argparse.Namespace, conditions: list[str] | None = None) -> Any:
+    """TABLE as given (a path read by the statistics functions) or a reader's long table."""
+    if args.reader == "table":
+        return args.table
+    if args.reader == "esa-wmt23":
+        from ..io.esa import read_esa_wmt23
+
+        conds = [c for c in (conditions or []) if c] or ["ESA-1", "ESA-2"]
+        return read_esa_wmt23(args.table, conditions=list(dict.fromkeys(conds)))
+    from ..io.wmt import read_wmt24_esa
+
+    return read_wmt24_esa(args.table, waves=args.waves, lps=args.lp, with_text=False)
+
+
+def _annotator(args: argparse.Namespace) -> str | None:
+    return args.annotator or None
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, tsv_rows: list[dict[str, Any]]) -> None:
+    import json
+
+    if args.output_format == "json":
+        print(json.dumps(payload, indent=2, sort_keys=False))
+    elif args.output_format == "text":
+        print(text)
+    else:
+        print(_tsv(tsv_rows, payload.get("signature")))
+
+
+def _tsv(rows: list[dict[str, Any]], signature: Any) -> str:
+    import json
+
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    lines = ["# signature: " + json.dumps(signature, sort_keys=True), "\t".join(cols)]
+    for r in rows:
+        lines.append("\t".join("" if r[c] is None else (json.dumps(r[c]) if isinstance(r[c], (list, dict)) else str(r[c]))
+                               for c in cols))
+    return "\n".join(lines)
+
+
+def _f(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "nan"
+    if isinstance(x, str):
+        return x
+    return f"{x:.{nd}f}"
+
+
+def _sig_line(sig: dict[str, Any]) -> str:
+    keys = ("method", "n_boot", "seed", "unit", "alpha", "ddpcore")
+    return "signature: " + ", ".join(f"{k}={sig[k]}" for k in keys if sig.get(k) is not None)
+
+
+# --------------------------------------------------------------------------- tost
+
+
+def run_tost(args: argparse.Namespace) -> int:
+    from ..stats import load_long_table, pair_conditions, tost_grouped, tost_ind, tost_paired
+    from ..stats._table import SCORE_A, SCORE_B
+    from ..stats.tost import tost_grouped_signature
+
+    low, high = (-args.margin, args.margin) if args.margin is not None else tuple(args.bounds)
+    table = _input(args, [args.a, args.b])
+    df = load_long_table(table, document=args.document, segment=args.segment, system=args.system,
+                         annotator=_annotator(args), condition=args.condition, score=args.score,
+                         required=("condition", "score") if not args.paired else
+                         ("document", "segment", "condition", "score"), nan_policy=args.nan_policy)
+    if args.paired:
+        data = pair_conditions(df, args.a, args.b, annotator=args.pair_annotator, unpaired=args.unpaired,
+                               extra_keys=args.by)
+        x, y = SCORE_A, SCORE_B
+    else:
+        import polars as pl
+
+        cond = pl.col("condition").cast(pl.String)
+        data = df.select(*args.by, pl.when(cond == str(args.a)).then(pl.col("score")).alias(SCORE_A),
+                         pl.when(cond == str(args.b)).then(pl.col("score")).alias(SCORE_B))
+        x, y = SCORE_A, SCORE_B
+    if args.by:
+        out = tost_grouped(data, args.by, x, y, low, high, alpha=args.alpha, paired=args.paired,
+                           equal_var=not args.welch, nan_policy=args.nan_policy)
+        sig = dict(tost_grouped_signature(low, high, args.alpha, args.paired, not args.welch, args.nan_policy),
+                   condition_a=str(args.a), condition_b=str(args.b))
+        rows = out.to_dicts()
+        from ..stats._table import json_safe
+
+        payload = {"a": args.a, "b": args.b, "groups": json_safe(rows), "n_groups": len(rows),
+                   "all_equivalent": bool(out["equivalent"].all()), "signature": sig}
+        head = f"TOST {args.a} vs {args.b}: margins ({low:g}, {high:g}), alpha {args.alpha}, {len(rows)} groups"
+        lines = [head] + [
+            f"  {' / '.join(str(r[c]) for c in args.by)}: diff {_f(r['mean_diff'])} "
+            f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}] p={_f(r['p_value'], 4)} n={r['n']} "
+            f"{'equivalent' if r['equivalent'] else 'NOT equivalent'}" for r in rows]
+        _emit(args, payload, "\n".join(lines + [_sig_line(sig)]), json_safe(rows))
+        failed = not payload["all_equivalent"]
+    else:
+        if args.paired:
+            res = tost_paired(data[x].to_numpy(), data[y].to_numpy(), low, high, alpha=args.alpha,
+                              nan_policy=args.nan_policy)
+        else:
+            res = tost_ind(data[x].drop_nulls().to_numpy(), data[y].drop_nulls().to_numpy(), low, high,
+                           alpha=args.alpha, equal_var=not args.welch, nan_policy=args.nan_policy)
+        d = res.to_dict()
+        d["signature"] = dict(d.get("signature") or {}, condition_a=str(args.a), condition_b=str(args.b))
+        payload = {"a": args.a, "b": args.b, **d}
+        text = (f"TOST {args.a} vs {args.b} ({d['design']}, n={d['n']}): mean diff {_f(d['mean_diff'])} "
+                f"[{_f(d['ci_low'])}, {_f(d['ci_high'])}] ({100 * (1 - 2 * args.alpha):g}% CI), "
+                f"margins ({low:g}, {high:g}), p={_f(d['p_value'], 4)} -> "
+                f"{'equivalent' if d['equivalent'] else 'NOT equivalent'}\n{_sig_line(d['signature'])}")
+        _emit(args, payload, text, [{k: v for k, v in payload.items() if k != "signature"}])
+        failed = not res.equivalent
+    return 1 if (args.fail_on == "not-equivalent" and failed) else 0
+
+
+# --------------------------------------------------------------------------- tau
+
+
+def run_tau(args: argparse.Namespace) -> int:
+    from ..stats import bootstrap_tau
+
+    table = _input(args, [args.a, args.b])
+    res = bootstrap_tau(table, args.a, args.b, unit=args.unit, n_boot=args.n_boot, seed=args.seed,
+                        weighting=args.weighting, tau_min=args.tau_min, confidence=args.confidence,
+                        exclude_systems=args.exclude_system, document=args.document, segment=args.segment,
+                        system=args.system, condition=args.condition, score=args.score,
+                        nan_policy=args.nan_policy)
+    d = res.to_dict()
+    d["fails_tau_min"] = bool(not res.ci_low >= args.tau_min)
+    text = (f"Kendall tau-b {args.a} vs {args.b} over {len(res.systems)} systems: tau {_f(res.tau)} "
+            f"(p={_f(res.p_value, 4)}), {100 * args.confidence:g}% CI [{_f(res.ci_low)}, {_f(res.ci_high)}] "
+            f"from {res.n_boot} {args.unit} resamples; {100 * res.share_below_tau_min:.1f}% of replicates "
+            f"below tau_min={args.tau_min}\n{_sig_line(d['signature'])}")
+    row = {k: d[k] for k in ("condition_a", "condition_b", "tau", "p_value", "ci_low", "ci_high",
+                             "share_below_tau_min", "replicate_mean", "replicate_sd", "n_boot", "seed", "unit",
+                             "n_units")}
+    _emit(args, d, text, [row])
+    return 1 if (args.fail_on == "different" and d["fails_tau_min"]) else 0
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+def _cluster_rows(res: Any) -> list[dict[str, Any]]:
+    return [{"condition": res.signature.get("condition"), "position": k + 1, "system": s,
+             "mean": res.means[s], "rank_best": res.rank_ranges[s][0], "rank_worst": res.rank_ranges[s][1],
+             "cluster": res.cluster_of(s)} for k, s in enumerate(res.order)]
+
+
+def _cluster_text(res: Any) -> str:
+    cond = res.signature.get("condition")
+    lines = [f"{res.method} clusters" + (f" ({cond})" if cond else "") +
+             f": {len(res.order)} systems, {len(res.clusters)} clusters, alpha {res.alpha}"]
+    for k, members in enumerate(res.clusters, 1):
+        for s in members:
+            b, w = res.rank_ranges[s]
+            lines.append(f"  {k:>3}  {b:>2}-{w:<2}  {s:<28} {res.means[s]:8.3f}")
+        if k < len(res.clusters):
+            lines.append("  " + "-" * 46)
+    return "\n".join(lines)
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    from ..errors import DDPUsageError
+    from ..stats import cluster_systems, compare_clusters
+
+    if (args.a is None) != (args.b is None):
+        raise DDPUsageError("give both --a and --b to compare two conditions", code="D355")
+    if args.a is not None and args.condition_value is not None:
+        raise DDPUsageError("use either --in COND or --a/--b", code="D355")
+    if args.fail_on == "different" and args.a is None:
+        raise DDPUsageError("--fail-on different needs --a and --b (two conditions to compare)", code="D355")
+    conds = [args.a, args.b] if args.a is not None else [args.condition_value]
+    table = _input(args, [c for c in conds if c is not None])
+    kw = dict(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed, unit=args.unit, by_domain=args.by_domain,
+              pair_annotator=args.pair_annotator, document=args.document, segment=args.segment, system=args.system,
+              annotator=_annotator(args), condition=args.condition, score=args.score, domain=args.domain,
+              nan_policy=args.nan_policy, progress=_progress(args))
+    if args.a is None:
+        res = cluster_systems(table, args.method, condition_value=args.condition_value, **kw)
+        d = res.to_dict()
+        _emit(args, d, _cluster_text(res) + "\n" + _sig_line(res.signature), _cluster_rows(res))
+        return 0
+    ra = cluster_systems(table, args.method, condition_value=args.a, **kw)
+    rb = cluster_systems(table, args.method, condition_value=args.b, **kw)
+    cmp = compare_clusters(ra, rb)
+    payload = {"a": ra.to_dict(), "b": rb.to_dict(), "comparison": cmp.to_dict(),
+               "signature": dict(ra.signature, condition=None, condition_a=str(args.a), condition_b=str(args.b))}
+    text = "\n\n".join([
+        _cluster_text(ra), _cluster_text(rb),
+        f"comparison: {cmp.n_clusters_a} vs {cmp.n_clusters_b} clusters; same partition: {cmp.same_partition}; "
+        f"{cmp.n_same_index}/{len(cmp.systems)} systems at the same cluster index, "
+        f"{cmp.n_adjacent_index}/{len(cmp.systems)} at the same or an adjacent one"
+        + (f"; moved: {', '.join(cmp.moved)}" if cmp.moved else ""),
+        _sig_line(payload["signature"]),
+    ])
+    _emit(args, payload, text, _cluster_rows(ra) + _cluster_rows(rb))
+    return 1 if (args.fail_on == "different" and not cmp.same_partition) else 0
+
+
+# --------------------------------------------------------------------------- alpha
+
+
+def run_alpha(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from ..errors import DDPUsageError
+    from ..stats import krippendorff_alpha, load_long_table, reliability_matrix, znormalize
+
+    if args.coder == "condition" and args.condition_value is not None:
+        raise DDPUsageError("--in selects one condition; with --coder condition the conditions are the coders",
+                            code="D355")
+    table = _input(args, [args.condition_value] if args.condition_value else None)
+    needs = ["document", "system", "score"] + (["segment"] if args.unit == "segment" else [])
+    needs += ["condition"] if (args.coder == "condition" or args.condition_value) else []
+    df = load_long_table(table, document=args.document, segment=args.segment, system=args.system,
+                         annotator=_annotator(args), condition=args.condition, score=args.score,
+                         required=needs, nan_policy=args.nan_policy)
+    if args.condition_value is not None:
+        df = df.filter(pl.col("condition").cast(pl.String) == str(args.condition_value))
+    if args.coder == "annotator" and "annotator" not in df.columns:
+        raise DDPUsageError("--coder annotator needs an annotator column (--annotator-col NAME)", code="D355")
+    if args.znorm:
+        df = znormalize(df, by="annotator" if "annotator" in df.columns else "condition")
+    unit = ["document_id", "system"] if args.unit == "document" else ["document_id", "segment_id", "system"]
+    res = krippendorff_alpha(reliability_matrix(df, unit=unit, coder=args.coder, score="score"), level=args.level)
+    d = res.to_dict()
+    d["signature"] = dict(d.get("signature") or {}, unit=args.unit, coder=args.coder, znorm=bool(args.znorm),
+                          condition=args.condition_value)
+    text = (f"Krippendorff's alpha ({args.level}, unit={args.unit}, coder={args.coder}"
+            f"{', z-normalised' if args.znorm else ''}): {_f(d['alpha'])} over {d['n_pairable_units']} pairable "
+            f"units ({d['n_pairable_values']} values, {d['n_coders']} coders)\n{_sig_line(d['signature'])}")
+    _emit(args, d, text, [{k: v for k, v in d.items() if k != "signature"}])
+    return 1 if (args.fail_on == "below-min" and not (d["alpha"] is not None and d["alpha"] >= args.min_alpha)) else 0
