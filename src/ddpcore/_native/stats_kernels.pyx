@@ -483,3 +483,94 @@ def ratio_pair_sum(const double[::1] values__val, const double[::1] counts__val,
     for c in range(V):
         total += counts__val[c] * row__val[c]
     return 2.0 * total
+
+
+# --------------------------------------------------------------------------- LOWESS
+
+
+def lowess_pass(
+    const double[::1] x__pt,
+    const double[::1] y__pt,
+    const double[::1] robust__pt,
+    Py_ssize_t k,
+    double delta,
+    double[::1] fit__pt,
+):
+    """One LOWESS pass over points sorted by x (Cleveland 1979, local linear fit).
+
+    For each fitted point: the k nearest neighbours form a window [left, right) that slides
+    right while x_i is beyond the midpoint of x[left] and x[right]; the radius is the larger
+    distance from x_i to the window ends; weights are tricube(|x_j - x_i| / radius) times the
+    robustness weights, normalised to sum 1. With fewer than two weights above 1e-12 the
+    fit is y_i itself; otherwise it is the weighted least-squares line at x_i (weighted
+    spread of x floored at 1e-12). Points within ``delta`` of the last fitted point are
+    skipped and linearly interpolated; points tied in x reuse the fit of the first.
+    These are the conventions of statsmodels' lowess, which the tests check to 1e-10.
+    """
+    cdef Py_ssize_t n = x__pt.shape[0], i = 0, last = -1, left = 0, right = k, j, m, stop
+    cdef double xi, radius, w, wsum, xbar, spread, fit, d, cut, a
+    cdef int nonzero
+    cdef double* wt = <double*>malloc(max(k, 1) * sizeof(double))
+    if wt == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for j in range(n):
+                fit__pt[j] = 0.0
+            while n > 0:
+                xi = x__pt[i]
+                while right < n and xi > (x__pt[left] + x__pt[right]) / 2.0:
+                    left += 1
+                    right += 1
+                radius = xi - x__pt[left]
+                if x__pt[right - 1] - xi > radius:
+                    radius = x__pt[right - 1] - xi
+                wsum = 0.0
+                nonzero = 0
+                for j in range(left, right):
+                    d = fabs(x__pt[j] - xi) / radius
+                    d = 1.0 - d * d * d
+                    w = d * d * d * robust__pt[j]
+                    wt[j - left] = w
+                    wsum += w
+                    if w > 1e-12:
+                        nonzero += 1
+                if nonzero < 2:
+                    fit__pt[i] = y__pt[i]
+                else:
+                    xbar = 0.0
+                    for j in range(left, right):
+                        wt[j - left] /= wsum
+                        xbar += wt[j - left] * x__pt[j]
+                    spread = 0.0
+                    for j in range(left, right):
+                        spread += wt[j - left] * (x__pt[j] - xbar) * (x__pt[j] - xbar)
+                    if spread < 1e-12:
+                        spread = 1e-12
+                    fit = 0.0
+                    for j in range(left, right):
+                        fit += wt[j - left] * (1.0 + (xi - xbar) * (x__pt[j] - xbar) / spread) * y__pt[j]
+                    fit__pt[i] = fit
+                if last < i - 1:  # interpolate the points skipped because of delta
+                    for m in range(last + 1, i):
+                        a = (x__pt[m] - x__pt[last]) / (x__pt[i] - x__pt[last])
+                        fit__pt[m] = a * fit__pt[i] + (1.0 - a) * fit__pt[last]
+                # next point to fit: the last one within delta (ties copy the fit); `stop` is
+                # the first point beyond delta, or the last point scanned
+                last = i
+                cut = x__pt[last] + delta
+                stop = last
+                m = last + 1
+                while m < n:
+                    stop = m
+                    if x__pt[m] > cut:
+                        break
+                    if x__pt[m] == x__pt[last]:
+                        fit__pt[m] = fit__pt[last]
+                        last = m
+                    m += 1
+                i = stop - 1 if stop - 1 > last + 1 else last + 1
+                if last >= n - 1:
+                    break
+    finally:
+        free(wt)
