@@ -166,7 +166,9 @@ def _wmt24_folder(tmp_path: Path, *, bad_line: bool = False) -> Path:
         ["l1", "sysA", "2", "TGT", "eng", "ces", "40", "docN", "False", "[]", "9", "10"],
         ["l1", "sysA", "2", "TGT", "eng", "ces", "45", "docN", "False", "[]", "3", "4"],  # older duplicate
         ["l2", "refA", "3", "TGT", "eng", "ces", "99", "docS", "False", "[]", "1", "2"],
-        ["l3", "sysA", "3", "TGT", "eng", "ces", "50", "docS", "False", "[]", "1", "2"],
+        ["l3", "sysA", "3", "TGT", "eng", "ces", "50", "docS", "False",
+         json.dumps([{"start_i": 6, "end_i": 7, "severity": "minor"}, {"start_i": 9, "end_i": 13, "severity": "minor"}]),
+         "1", "2"],
         ["l1", "sysA", "1", "BAD", "eng", "ces", "10", "docN#bad", "False", "[]", "1", "2"],
         ["l1", "ende-tutorial1", "1000001", "TGT", "eng", "ces", "0", "ende-tutorial1", "False", "[]", "1", "2"],
         ["l1", "sysA", "1", "TGT", "eng", "ces", "11", "docN#incomplete", "False", "[]", "1", "2"],
@@ -176,7 +178,7 @@ def _wmt24_folder(tmp_path: Path, *, bad_line: bool = False) -> Path:
         rows.append(["l1", "sysA", "3", "TGT", "eng", "ces", "12", "docN", "False", "[]", "1", "2"])
     (folder / "esa_generalMT2024_wave2.csv.gz").write_bytes(gzip.compress(_csv(rows)))
     _tar(folder / "wmt24_system_outputs_en-cs_en-hi_en-ja_en-zh.tar.xz", {
-        "en-cs/sysA.txt": "canary\nPrvní věta.\nDruhá.\nTřetí.\n".encode(),
+        "en-cs/sysA.txt": "canary\nPrvní věta.\nDruhá.\nTřetí 🙌 konec.\n".encode(),
         "en-cs/en-cs.refA.txt": "canary\nR1\nR2\nReference three.\n".encode(),
     })
     return folder
@@ -198,9 +200,25 @@ def test_wmt24_rules_on_hand_built_folder(tmp_path):
     assert first["target_text"][4:7] == "í v"
     assert got[("refA", 3)]["target_text"] == "Reference three."
     assert got[("sysA", 3)]["annotator"] == "l3"  # unmapped login kept
+    # Appraise offsets count UTF-16 code units (the emoji is 2 units, 1 code point here)
+    third = got[("sysA", 3)]
+    (e1, e2) = third["error_spans"]
+    assert third["target_text"][e1["span_start"]: e1["span_end"]] == "🙌"
+    assert third["target_text"][e2["span_start"]: e2["span_end"]] == "konec"
     assert read_wmt24_esa(folder, waves=(2,), lps=["en-ja"]).height == 0
     assert read_wmt24_esa(folder, waves=(2,), with_text=False)["target_text"].null_count() == 4
     assert sorted(read_texts(folder)["en-cs"]) == ["refA", "sysA"]
+
+
+def test_utf16_offsets_to_code_points():
+    from ddpcore.io.esa import utf16_span_to_codepoints
+
+    assert utf16_span_to_codepoints("abc", 0, 1) == (0, 2)  # inclusive end -> half-open
+    text = "a🙌b😂c"  # UTF-16 units: a=0, 🙌=1-2, b=3, 😂=4-5, c=6
+    assert utf16_span_to_codepoints(text, 1, 2) == (1, 2)
+    assert utf16_span_to_codepoints(text, 3, 3) == (2, 3)
+    assert utf16_span_to_codepoints(text, 4, 6) == (3, 5)
+    assert utf16_span_to_codepoints(text, 0, 99) == (0, 5)  # clipped to the text
 
 
 def test_wmt24_errors(tmp_path):

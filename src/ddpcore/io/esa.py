@@ -17,9 +17,10 @@ Folder layout (``../shared/data/esa-wmt23-ende/``, see its ``SOURCE.md``)::
     domain        str    news | social | speech | user_review
     login         str    Appraise account
     error_spans   list[struct{span_start: i64, span_end: i64, severity: str}]
-                         half-open code-point offsets into ``target_text``; Appraise stores an
-                         inclusive end, so ``span_end = end_i + 1``; omissions ("missing") have
-                         null offsets
+                         half-open code-point offsets into ``target_text``. Appraise stores
+                         UTF-16 code-unit offsets with an inclusive end (checked against the
+                         texts), converted by :func:`utf16_span_to_codepoints`; omissions
+                         ("missing") have null offsets
     target_text   str    the translation the annotator saw (Appraise ``targetText``)
     time_start, time_end  f64  unix seconds
 
@@ -114,8 +115,34 @@ def _read_members(tar_path: Path, names: Iterable[str]) -> dict[str, bytes]:
     return out
 
 
-def _parse_spans(raw: str, *, where: str) -> list[dict[str, Any]]:
-    """Appraise span JSON -> list of {span_start, span_end (half-open), severity, error_type}."""
+def utf16_span_to_codepoints(text: str, start_i: int, end_i: int) -> tuple[int, int]:
+    """Appraise span ``[start_i, end_i]`` -> half-open code-point offsets ``[start, end)``.
+
+    Appraise runs in the browser: its offsets index JavaScript strings, i.e. UTF-16 code units,
+    and ``end_i`` is inclusive. For text without characters beyond U+FFFF (no surrogate pairs)
+    this is ``(start_i, end_i + 1)``; otherwise each offset is moved to the code point holding
+    that code unit (an emoji counts 2 units in Appraise, 1 code point here). Offsets past the
+    text are clipped to its length.
+    """
+    if all(ord(ch) <= 0xFFFF for ch in text):
+        return min(start_i, len(text)), min(end_i + 1, len(text))
+    unit_starts = []  # UTF-16 offset at which each code point starts
+    pos = 0
+    for ch in text:
+        unit_starts.append(pos)
+        pos += 2 if ord(ch) > 0xFFFF else 1
+    import bisect
+
+    start = max(0, bisect.bisect_right(unit_starts, start_i) - 1)
+    end = bisect.bisect_left(unit_starts, end_i + 1)
+    return min(start, len(text)), min(max(end, start), len(text))
+
+
+def _parse_spans(raw: str, *, where: str, text: str | None = None) -> list[dict[str, Any]]:
+    """Appraise span JSON -> list of {span_start, span_end (half-open code points), severity, error_type}.
+
+    With ``text`` the UTF-16, end-inclusive Appraise offsets are converted by
+    :func:`utf16_span_to_codepoints`; without it they are only made half-open (``end_i + 1``)."""
     if raw in ("", "[]", "None"):
         return []
     try:
@@ -128,7 +155,7 @@ def _parse_spans(raw: str, *, where: str) -> list[dict[str, Any]]:
     for span in obj:
         start, end = span.get("start_i"), span.get("end_i")
         if isinstance(start, int) and isinstance(end, int):
-            s, e = start, end + 1
+            s, e = utf16_span_to_codepoints(text, start, end) if text is not None else (start, end + 1)
         else:  # "missing": an omission marker without a position
             s = e = None
         spans.append({"span_start": s, "span_end": e, "severity": str(span.get("severity")),
@@ -211,7 +238,7 @@ def _raw_protocol(protocol: str, members: dict[str, bytes], docs: list[tuple[str
                 f"{export}: row {rowno}: line {line} belongs to document {docs[line][1]}, not {document_id}",
                 code="D154")
         where = f"{export}, row {rowno}, column 'error_spans'"
-        spans = _parse_spans(rec["error_spans"], where=where)
+        spans = _parse_spans(rec["error_spans"], where=where, text=target)
         entry = {
             "document_id": document_id,
             "segment_id": line,

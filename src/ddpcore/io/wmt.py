@@ -21,9 +21,11 @@ Folder layout (``../shared/data/wmt24-genmt/``, see its ``SOURCE.md``)::
     wave          i64    2 or 3
     login         str    Appraise account
     error_spans   list[struct{span_start: i64, span_end: i64, severity: str}]
-                         half-open code-point offsets into ``target_text``; the export's end is
-                         inclusive (checked against the texts), so ``span_end = end_i + 1``;
-                         omission markers ("missing") have null offsets
+                         half-open code-point offsets into ``target_text``. The export counts
+                         UTF-16 code units (Appraise runs in a browser: an emoji is 2 units) with
+                         an inclusive end (both checked against the texts); converted with
+                         :func:`ddpcore.io.esa.utf16_span_to_codepoints`. Omission markers
+                         ("missing") have null offsets
     target_text   str    system output line (null with ``with_text=False``)
     source_text   str    English source line (null with ``with_text=False``)
     time_start, time_end  f64  unix seconds
@@ -48,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
+from .esa import _parse_spans
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,20 +73,12 @@ def _folder(path: str | Path) -> Path:
     return folder
 
 
-def _spans(raw: str, where: str) -> list[dict[str, Any]]:
-    if raw in ("", "[]", "None"):
-        return []
+def _spans(raw: str, where: str, text: str) -> list[dict[str, Any]]:
     try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise DDPDataError(f"{where}: error spans are not valid JSON ({exc.msg})", code="D163") from None
-    out = []
-    for span in obj:
-        s, e = span.get("start_i"), span.get("end_i")
-        ok = isinstance(s, int) and isinstance(e, int)
-        out.append({"span_start": s if ok else None, "span_end": e + 1 if ok else None,
-                    "severity": str(span.get("severity"))})
-    return out
+        spans = _parse_spans(raw, where=where, text=text)
+    except DDPDataError as exc:
+        raise DDPDataError(str(exc).split("] ", 1)[-1], code="D163") from None
+    return [{k: s[k] for k in ("span_start", "span_end", "severity")} for s in spans]
 
 
 def read_texts(path: str | Path, lps: Sequence[str] | None = None) -> dict[str, dict[str, list[str]]]:
@@ -136,7 +131,8 @@ def read_wmt24_esa(
     waves : which waves to read (2 and/or 3)
     lps : keep only these language pairs (e.g. ``["en-ja"]``); default all
     with_text : attach ``target_text``/``source_text`` (needed for errors per 1,000 characters
-        and span positions); reading the outputs archive adds ~0.5 s
+        and span positions). The outputs archive is read either way: the Appraise span offsets
+        count UTF-16 code units and are converted to code points against the target text.
 
     Returns
     -------
@@ -186,7 +182,7 @@ def read_wmt24_esa(
                 "annotator": login_to_person.get(rec["login"], rec["login"]), "condition": "ESA",
                 "score": float(rec["score"]), "domain": docs[line][0], "lp": lp, "wave": wave,
                 "login": rec["login"],
-                "error_spans": _spans(rec["error_spans"], f"{fname}, row {rowno}, column 'error_spans'"),
+                "error_spans": (rec["error_spans"], f"{fname}, row {rowno}, column 'error_spans'"),
                 "target_text": None, "source_text": sources[line] if with_text else None,
                 "time_start": float(rec["time_start"]), "time_end": float(rec["time_end"]),
             }
@@ -195,20 +191,16 @@ def read_wmt24_esa(
             if prev is None or entry["time_end"] >= prev["time_end"]:
                 latest[key] = entry
         rows.extend(latest.values())
-    df = pl.DataFrame(rows, schema=_schema())
-    if with_text and df.height:
-        texts = read_texts(folder, sorted(df["lp"].unique().to_list()))
-        lookup = [
-            {"lp": lp, "system": system, "segment_id": i, "target_text": line}
-            for lp, systems in texts.items() for system, lines in systems.items() for i, line in enumerate(lines)
-        ]
-        tt = pl.DataFrame(lookup, schema={"lp": pl.Utf8, "system": pl.Utf8, "segment_id": pl.Int64,
-                                          "target_text": pl.Utf8})
-        df = df.drop("target_text").join(tt, on=["lp", "system", "segment_id"], how="left").select(list(_schema()))
-        missing = df.filter(pl.col("target_text").is_null())
-        if missing.height:
-            first = missing.row(0, named=True)
+    # the span offsets are UTF-16 based (Appraise): the target texts are needed to convert them
+    texts = read_texts(folder, sorted({r["lp"] for r in rows})) if rows else {}
+    for r in rows:
+        try:
+            target = texts[r["lp"]][r["system"]][r["segment_id"]]
+        except (KeyError, IndexError):
             raise DDPDataError(
-                f"{folder / OUTPUTS_TAR}: no output for system {first['system']} ({first['lp']}), "
-                f"line {first['segment_id']}", code="D162")
+                f"{folder / OUTPUTS_TAR}: no output for system {r['system']} ({r['lp']}), line {r['segment_id']}",
+                code="D162") from None
+        r["error_spans"] = _spans(*r["error_spans"], text=target)
+        r["target_text"] = target if with_text else None
+    df = pl.DataFrame(rows, schema=_schema())
     return df.sort("lp", "system", "segment_id", "annotator")
