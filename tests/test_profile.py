@@ -170,3 +170,53 @@ def test_pleonastic_it_is_not_an_anchor(nlp):
                                   "tag_plural_proper", "pos_pron", "pos_noun", "pos_space")],
         )
         assert int((items["kind"] == 1).sum()) == expected, dep0
+
+
+@pytest.mark.slow
+def test_bundled_wmt25_reproduces_paper_figures(nlp):
+    """The bundled WMT25 source against the DDP paper (arXiv 2609.04959, Sec. 3.3): literary
+    mean 222.6 and max 482 sentences, news below 50, Literary > News > Social. Tolerances are
+    ours: the paper's extractor settings are not fully specified."""
+    from ddpcore.cli._common import bundled_default
+
+    res = profile_anchors(bundled_default(), nlp=nlp)
+    summ = {r["group"]: r for r in res.summary().to_dicts()}
+    assert summ["all"]["documents"] == 87 and summ["all"]["segments"] == 332
+    lit, news, social = summ["literary"], summ["news"], summ["social"]
+    assert abs(lit["mean_ddp"] - 222.6) / 222.6 < 0.05
+    assert abs(lit["max_ddp"] - 482) <= 10
+    assert news["max_ddp"] < 50
+    assert lit["median_ddp"] > news["median_ddp"] > social["median_ddp"]
+    assert lit["zero_ddp_share"] < news["zero_ddp_share"] < social["zero_ddp_share"]
+
+
+GENDER_DOC = ["John Smith met Mrs. Griffin in the garden.", "The weather was cold.", "She smiled at him."]
+
+
+def test_refined_rules_link_pronouns_by_gender(nlp):
+    # paper: "him" links to the most recent PERSON ("Griffin"), whatever its gender;
+    # refined: "Mrs." makes Griffin FEM_SG and "John" (census list) makes John Smith MASC_SG.
+    paper = profile_anchors(_doc(GENDER_DOC), nlp=nlp, rules="paper").anchors
+    refined = profile_anchors(_doc(GENDER_DOC), nlp=nlp, rules="refined").anchors
+    him_p = paper.filter(pl.col("text") == "him")["antecedent_text"].to_list()
+    him_r = refined.filter(pl.col("text") == "him")["antecedent_text"].to_list()
+    she_r = refined.filter(pl.col("text") == "She")["antecedent_text"].to_list()
+    assert him_p == ["Griffin"]
+    assert him_r == ["John Smith"] and she_r == ["Griffin"]
+
+
+def test_unknown_rule_set_is_a_usage_error(nlp):
+    from ddpcore.errors import DDPUsageError
+
+    with pytest.raises(DDPUsageError, match="unknown rule set"):
+        profile_anchors(_doc(GENDER_DOC), nlp=nlp, rules="nope")
+
+
+def test_fast_preset_has_no_parser_and_still_finds_anchors():
+    from ddpcore.anchors.spacy_extract import load_pipeline
+
+    fast = load_pipeline("fast")
+    assert "parser" not in fast.pipe_names and "senter" in fast.pipe_names
+    r = profile_anchors(_doc(DOC_BERLIN), nlp=fast, pipeline="fast")
+    assert r.segments["ddp"].to_list() == [1, 0, 3]
+    assert r.signature["has_parser"] is False
