@@ -411,7 +411,7 @@ def bootstrap_tau(
         np.ascontiguousarray(means[:, 0, :]), np.ascontiguousarray(means[:, 1, :]), reps, 0 if threads is None else int(threads)
     )
     ok = np.isfinite(reps)
-    lo_q, hi_q = 50 * (1 - confidence), 50 * (1 + confidence)
+    lo_q, hi_q = round(50 * (1 - confidence), 10), round(50 * (1 + confidence), 10)  # 2.5, 97.5 exactly
     if ok.any():
         ci_low, ci_high = (float(v) for v in np.percentile(reps[ok], [lo_q, hi_q]))
         share_below = float(np.mean(reps[ok] < tau_min))
