@@ -11,7 +11,9 @@ numpy, scipy and polars load only when a function is first used. Public API::
     krippendorff_alpha, reliability_matrix, znormalize         ddpcore.stats.agreement
     lowess                                                     ddpcore.stats.lowess
     errors_per_1000_chars, error_free_rate,
-    boundary_span_rate, boundary_rate_difference               ddpcore.stats.spans
+    boundary_span_rate, boundary_rate_difference,
+    score_recoverability_r2, ols_r2                            ddpcore.stats.spans
+    annotation_time_per_segment                                ddpcore.stats.timing
     load_long_table, pair_conditions                           ddpcore.stats._table
 """
 from __future__ import annotations
@@ -56,6 +58,10 @@ _EXPORTS: dict[str, str] = {
     "error_free_rate": "spans",
     "boundary_span_rate": "spans",
     "boundary_rate_difference": "spans",
+    "score_recoverability_r2": "spans",
+    "ols_r2": "spans",
+    # timing
+    "annotation_time_per_segment": "timing",
 }
 
 __all__ = sorted(_EXPORTS)
