@@ -123,7 +123,7 @@ def esa_battery(n_boot_tau: int = 10_000, n_boot_cluster: int = 1000, seed: int 
         out["clusters"][method] = {c: {"n_clusters": len(r.clusters), "clusters": [list(k) for k in r.clusters],
                                        "rank_ranges": {s: list(v) for s, v in r.rank_ranges.items()}}
                                    for c, r in res.items()}
-        out["clusters"][method]["comparison"] = {"same_partition": cmp.same_partition, "moved": list(cmp.moved),
+        out["clusters"][method]["comparison"] = {"same_clusters": cmp.same_clusters, "moved": list(cmp.moved),
                                                  "n_same_index": cmp.n_same_index,
                                                  "n_adjacent_index": cmp.n_adjacent_index}
     out["alpha"] = {}
@@ -195,11 +195,11 @@ def _print_esa(r: dict[str, Any]) -> None:
               f"tau {t['tau']:.3f} (p={t['p_value']:.2g}) CI [{t['ci_low']:.3f}, {t['ci_high']:.3f}], replicate mean "
               f"{t['replicate_mean']:.3f} sd {t['replicate_sd']:.3f}, {100 * t['share_below_0.667']:.1f}% below 0.667, "
               f"{t['n_units']} documents, B={t['n_boot']}")
-    print("Clusters (number of clusters ESA-1 / ESA-2; same partition?)")
+    print("Clusters (number of clusters ESA-1 / ESA-2; same clusters?)")
     for m, c in r["clusters"].items():
         cmp = c["comparison"]
-        print(f"  {m:<12} {c['ESA-1']['n_clusters']:>2} / {c['ESA-2']['n_clusters']:<2}  same partition: "
-              f"{cmp['same_partition']!s:<5}  same cluster index {cmp['n_same_index']}/13, same or adjacent "
+        print(f"  {m:<12} {c['ESA-1']['n_clusters']:>2} / {c['ESA-2']['n_clusters']:<2}  same clusters: "
+              f"{cmp['same_clusters']!s:<5}  same cluster index {cmp['n_same_index']}/13, same or adjacent "
               f"{cmp['n_adjacent_index']}/13")
         for cond in ("ESA-1", "ESA-2"):
             print(f"      {cond}: " + " | ".join(", ".join(k) for k in c[cond]["clusters"]))

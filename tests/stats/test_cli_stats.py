@@ -127,7 +127,7 @@ def test_cluster_compare_two_conditions_and_gate(capsys, esa_table):
     code, out, _ = run(capsys, *args, "--fail-on", "different")
     d = json.loads(out)
     assert set(d) == {"a", "b", "comparison", "signature"}
-    assert code == (0 if d["comparison"]["same_partition"] else 1)
+    assert code == (0 if d["comparison"]["same_clusters"] else 1)
     assert d["signature"]["n_boot"] == 300 and d["signature"]["seed"] == 0
     code, out, _ = run(capsys, *args, "-f", "tsv")
     rows = out.strip().splitlines()[1:]

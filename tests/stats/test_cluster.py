@@ -517,3 +517,40 @@ def test_bad_input_errors():
         cluster_systems(df.drop("system"), "wmt25")
     with pytest.raises(DDPDataError, match="D313"):
         cluster_systems(df, "bootstrap", indices=np.zeros((5, 99), dtype=np.int64))
+
+
+# --------------------------------------------------------------------------- comparison, package
+
+
+def test_compare_clusters_counts_moves():
+    from ddpcore.stats import compare_clusters
+
+    rows = synthetic_rows(11, n_sys=6, n_docs=9, segs=6, domains=("news", "social", "speech"))
+    a = cluster_systems(_frame(rows), "wmt24")
+    same = compare_clusters(a, a)
+    assert same.same_clusters and not same.moved and same.n_same_index == 6
+    # reverse the quality order in condition b: the best system becomes the worst
+    flipped = [{**r, "score": 100 - r["score"]} for r in rows]
+    b = cluster_systems(_frame(flipped), "wmt24")
+    cmp = compare_clusters(a, b)
+    assert set(cmp.systems) == set(a.order)
+    assert cmp.cluster_a == {s: a.cluster_of(s) for s in a.order}
+    assert cmp.moved == tuple(s for s in a.order if a.cluster_of(s) != b.cluster_of(s))
+    assert cmp.moved == a.order  # mirror-image ranking: every system changes cluster index
+    # the unordered partitions coincide (cluster sizes 1, 2, 2, 1), the ordered clusters do not
+    assert {frozenset(c) for c in a.clusters} == {frozenset(c) for c in b.clusters}
+    assert cmp.same_clusters is False and cmp.n_same_index == 0
+    assert cmp.n_adjacent_index >= cmp.n_same_index
+    json.dumps(cmp.to_dict())
+    assert a.significant(a.order[0], a.order[-1])
+
+
+def test_importing_ddpcore_stats_is_light():
+    import subprocess
+    import sys
+
+    probe = subprocess.run([sys.executable, "-c", "import sys, ddpcore.stats as s; "
+                            "print(sorted(m for m in ('numpy', 'polars', 'scipy') if m in sys.modules)); "
+                            "print(all(hasattr(s, n) for n in s.__all__))"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.stdout.split() == ["[]", "True"], probe.stderr

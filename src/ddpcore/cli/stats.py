@@ -378,14 +378,14 @@ def run_cluster(args: argparse.Namespace) -> int:
                "signature": dict(ra.signature, condition=None, condition_a=str(args.a), condition_b=str(args.b))}
     text = "\n\n".join([
         _cluster_text(ra), _cluster_text(rb),
-        f"comparison: {cmp.n_clusters_a} vs {cmp.n_clusters_b} clusters; same partition: {cmp.same_partition}; "
+        f"comparison: {cmp.n_clusters_a} vs {cmp.n_clusters_b} clusters; same clusters: {cmp.same_clusters}; "
         f"{cmp.n_same_index}/{len(cmp.systems)} systems at the same cluster index, "
         f"{cmp.n_adjacent_index}/{len(cmp.systems)} at the same or an adjacent one"
         + (f"; moved: {', '.join(cmp.moved)}" if cmp.moved else ""),
         _sig_line(payload["signature"]),
     ])
     _emit(args, payload, text, _cluster_rows(ra) + _cluster_rows(rb))
-    return 1 if (args.fail_on == "different" and not cmp.same_partition) else 0
+    return 1 if (args.fail_on == "different" and not cmp.same_clusters) else 0
 
 
 # --------------------------------------------------------------------------- alpha

@@ -770,10 +770,11 @@ class ClusterComparisonResult:
     """How the clusters of two conditions (e.g. DOC vs MIX) relate, over their common systems.
 
     ``cluster_a[s]`` / ``cluster_b[s]`` are 1-based cluster indices (best cluster = 1);
-    ``same_partition`` is True when both group the common systems identically (cluster indices
-    may still differ if systems outside the common set shift them); ``moved`` lists systems
-    whose cluster index differs, ``n_same_index``/``n_adjacent_index`` count systems at the
-    same index or one index apart (the paper's "identical or adjacent ranks").
+    ``same_clusters`` is True when both put the common systems into the same clusters in the
+    same order (best cluster first; a reversed ranking with mirror-symmetric cluster sizes is
+    *not* the same); ``moved`` lists systems whose cluster index differs,
+    ``n_same_index``/``n_adjacent_index`` count systems at the same index or one index apart (the
+    paper's "identical or adjacent ranks").
     """
 
     condition_a: str | None
@@ -783,7 +784,7 @@ class ClusterComparisonResult:
     cluster_b: dict[str, int]
     n_clusters_a: int
     n_clusters_b: int
-    same_partition: bool
+    same_clusters: bool
     moved: tuple[str, ...]
     n_same_index: int
     n_adjacent_index: int
@@ -799,8 +800,8 @@ def compare_clusters(a: ClusterResult, b: ClusterResult) -> ClusterComparisonRes
     common = tuple(s for s in a.order if s in set(b.order))
     ca = {s: a.cluster_of(s) for s in common}
     cb = {s: b.cluster_of(s) for s in common}
-    part_a = {frozenset(s for s in c if s in ca) for c in a.clusters} - {frozenset()}
-    part_b = {frozenset(s for s in c if s in cb) for c in b.clusters} - {frozenset()}
+    part_a = [frozenset(s for s in c if s in ca) for c in a.clusters]
+    part_b = [frozenset(s for s in c if s in cb) for c in b.clusters]
     moved = tuple(s for s in common if ca[s] != cb[s])
     return ClusterComparisonResult(
         condition_a=a.signature.get("condition"),
@@ -810,7 +811,7 @@ def compare_clusters(a: ClusterResult, b: ClusterResult) -> ClusterComparisonRes
         cluster_b=cb,
         n_clusters_a=len(a.clusters),
         n_clusters_b=len(b.clusters),
-        same_partition=part_a == part_b,
+        same_clusters=[c for c in part_a if c] == [c for c in part_b if c],
         moved=moved,
         n_same_index=sum(ca[s] == cb[s] for s in common),
         n_adjacent_index=sum(abs(ca[s] - cb[s]) <= 1 for s in common),
