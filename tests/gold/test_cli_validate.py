@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spacy_model
 
 
 def test_json_report(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(TINY), "-q"]) == 0
+    assert main(["validate", str(TINY), "-q", "--rules", "paper"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert set(d["overall"]) == KEYS and set(d["by_genre"]) == {"nw"}
     assert d["overall"]["n_segments"] == 8
@@ -26,7 +26,7 @@ def test_json_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert shares == pytest.approx(1.0)
     sig = d["signature"]
     assert sig["gold"]["formats"] == ["conll2012"] and sig["gold"]["distance"] == "chained"
-    assert sig["profile"]["sentence_unit"] == "segment"
+    assert sig["profile"]["sentence_unit"] == "segment" and sig["profile"]["rules"] == "paper"
     assert d["timing"]["words"] == 40  # tokens of the 8 hand-written sentences: (5+4+5+3+5+6) + (8+4)
 
 

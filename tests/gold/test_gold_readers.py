@@ -183,3 +183,11 @@ def test_tar_member_labels_in_errors(tmp_path: Path) -> None:
         tar.addfile(info, io.BytesIO(data))
     with pytest.raises(DDPDataError, match=r"g.tar.gz:sub/a.conllu: line 1"):
         read_gold(arc)
+
+
+def test_conllu_discontinuous_parts_share_the_chain(tmp_path: Path) -> None:
+    """CorefUD marks the parts of a discontinuous mention ``e5[1/2]``, ``e5[2/2]``: both belong to e5."""
+    p = tmp_path / "d.conllu"
+    p.write_text(_conllu(["Entity=(e5[1/2]-person)", "Entity=(e7)", "Entity=(e5[2/2]-person)"]), encoding="utf-8")
+    c = read_gold(p)
+    assert c.mentions["chain_id"].to_list() == ["e5", "e7", "e5"]

@@ -583,6 +583,7 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
 # --------------------------------------------------------------------------- CoNLL-U with Entity=
 
 _ENTITY_RE = re.compile(r"Entity=([^|]*)")
+_DISCONTINUOUS_RE = re.compile(r"\[\d+/\d+\]$")
 
 
 def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, str]]:
@@ -711,6 +712,7 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
             continue
         sidx = len(doc["sents"])
         for op, eid, attrs in _parse_entity(m.group(1), member.label, lineno):
+            eid = _DISCONTINUOUS_RE.sub("", eid)  # CorefUD "e5[1/2]": part of a discontinuous mention of e5
             fields = attrs.split("-") if attrs else []
             etype = fields[etype_index - 1] if 0 < etype_index <= len(fields) else None
             if op == "single":
