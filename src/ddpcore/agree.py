@@ -17,7 +17,7 @@ import numpy as np
 
 from . import schema as S
 from .errors import DDPDataError, DDPUsageError
-from .validation import _corr
+from .validation import correlation
 
 if TYPE_CHECKING:
     import polars as pl
@@ -237,8 +237,8 @@ def agree(
     zero_b = tuple(d.domain for d in sorted(domains, key=lambda d: (d.zero_share_b, d.domain)))
     return AgreementResult(
         n_segments=n,
-        pearson=_corr(x, y, "pearson"),
-        spearman=_corr(x, y, "spearman"),
+        pearson=correlation(x, y, "pearson"),
+        spearman=correlation(x, y, "spearman"),
         share_identical=float(np.mean(diff == 0)),
         share_within=float(np.mean(diff <= within)),
         within=within,

@@ -168,7 +168,9 @@ def compute_gold_distances(
 # --------------------------------------------------------------------------- metrics
 
 
-def _corr(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], kind: str) -> float | None:
+def correlation(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], kind: Literal["pearson", "spearman"]) -> float | None:
+    """Pearson or Spearman correlation of two 1-d arrays (scipy), ``None`` when undefined
+    (fewer than 2 values or a constant array)."""
     from scipy import stats
 
     if x.size < 2 or np.all(x == x[0]) or np.all(y == y[0]):
@@ -190,8 +192,8 @@ def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics
     err = x - y
     return GoldMetrics(
         n_segments=n,
-        pearson=_corr(x, y, "pearson"),
-        spearman=_corr(x, y, "spearman"),
+        pearson=correlation(x, y, "pearson"),
+        spearman=correlation(x, y, "spearman"),
         share_under=float(np.mean(err < 0)),
         share_exact=float(np.mean(err == 0)),
         share_over=float(np.mean(err > 0)),
