@@ -72,20 +72,78 @@ cdef extern from *:
         g->inc = (((unsigned __int128)inc_hi) << 64) | inc_lo;
     }
 
-    /* One bootstrap replicate: start from a copy of the generator, jump `skip` words ahead,
-       draw n_draws units and add their rows of `base` (n_units x n_cols) into acc.
-       All state is local, so concurrent calls from OpenMP threads are independent. */
-    static inline void ddp_pcg64_replicate(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
-                                           uint64_t skip, const double* base, uint64_t n_units,
-                                           Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc) {
-        ddp_pcg64 g;
-        ddp_pcg64_init(&g, state_hi, state_lo, inc_hi, inc_lo);
-        ddp_pcg64_advance(&g, skip);
-        for (Py_ssize_t j = 0; j < n_cols; ++j) acc[j] = 0.0;
-        for (Py_ssize_t k = 0; k < n_draws; ++k) {
-            const double* row = base + (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g), n_units) * n_cols;
-            for (Py_ssize_t j = 0; j < n_cols; ++j) acc[j] += row[j];
+    /* Column sums of the drawn rows for one or two replicates, for the W columns starting at
+       jb, with the W partial sums held in registers; `idx1`/`idx2` hold the drawn row
+       offsets. Each replicate's sums are accumulated in draw order. */
+    template <int W>
+    static inline void ddp_sum_block(const double* base, Py_ssize_t jb, const Py_ssize_t* idx1,
+                                     const Py_ssize_t* idx2, Py_ssize_t n_draws, double* acc1, double* acc2) {
+        double a[W], b[W];
+        for (int j = 0; j < W; ++j) { a[j] = 0.0; b[j] = 0.0; }
+        if (idx2) {
+            for (Py_ssize_t k = 0; k < n_draws; ++k) {
+                const double* r1 = base + idx1[k] + jb;
+                const double* r2 = base + idx2[k] + jb;
+                for (int j = 0; j < W; ++j) { a[j] += r1[j]; b[j] += r2[j]; }
+            }
+            for (int j = 0; j < W; ++j) acc2[jb + j] = b[j];
+        } else {
+            for (Py_ssize_t k = 0; k < n_draws; ++k) {
+                const double* r1 = base + idx1[k] + jb;
+                for (int j = 0; j < W; ++j) a[j] += r1[j];
+            }
         }
+        for (int j = 0; j < W; ++j) acc1[jb + j] = a[j];
+    }
+
+    /* All n_cols columns (a multiple of 4): one pass over the draws when n_cols <= 16 (each
+       drawn row is read once; 2 x 16 partial sums fit the vector registers), else passes
+       over blocks of 16 columns and a remainder. */
+    static inline void ddp_sum_rows(const double* base, Py_ssize_t n_cols, const Py_ssize_t* idx1,
+                                    const Py_ssize_t* idx2, Py_ssize_t n_draws, double* acc1, double* acc2) {
+        Py_ssize_t jb = 0;
+        for (; n_cols - jb > 16; jb += 16) ddp_sum_block<16>(base, jb, idx1, idx2, n_draws, acc1, acc2);
+        switch (n_cols - jb) {
+            case 4: ddp_sum_block<4>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
+            case 8: ddp_sum_block<8>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
+            case 12: ddp_sum_block<12>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
+            case 16: ddp_sum_block<16>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
+            default: break;  /* n_cols is a multiple of 4: no other remainder */
+        }
+    }
+
+    /* Bootstrap replicates r and r + 1 (the second only if `two`): each starts from a copy of
+       the generator jumped to its own offset (skip, skip + n_draws) and draws n_draws units;
+       their rows of `base` (n_units x n_cols, n_cols a multiple of 4) are summed into acc
+       (and acc + n_cols). The two LCG chains are independent, so drawing both hides the
+       latency of the 128-bit multiply. All state is local, so concurrent calls from OpenMP
+       threads are independent and the result does not depend on which thread runs them.
+       target_clones: an AVX2 build is picked at load time where the CPU supports it.
+       Returns 0, or -1 if the index buffer could not be allocated. */
+    __attribute__((target_clones("avx2", "default")))
+    static int ddp_pcg64_replicates(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
+                                    uint64_t skip, const double* base, uint64_t n_units,
+                                    Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc, int two) {
+        Py_ssize_t* idx = (Py_ssize_t*)malloc((size_t)(2 * n_draws + 1) * sizeof(Py_ssize_t));
+        if (!idx) return -1;
+        Py_ssize_t* idx2 = two ? idx + n_draws : NULL;
+        ddp_pcg64 g1, g2;
+        ddp_pcg64_init(&g1, state_hi, state_lo, inc_hi, inc_lo);
+        ddp_pcg64_advance(&g1, skip);
+        if (two) {
+            g2 = g1;
+            ddp_pcg64_advance(&g2, (uint64_t)n_draws);
+            for (Py_ssize_t k = 0; k < n_draws; ++k) {
+                idx[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g1), n_units) * n_cols;
+                idx2[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g2), n_units) * n_cols;
+            }
+        } else {
+            for (Py_ssize_t k = 0; k < n_draws; ++k)
+                idx[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g1), n_units) * n_cols;
+        }
+        ddp_sum_rows(base, n_cols, idx, idx2, n_draws, acc, acc + n_cols);
+        free(idx);
+        return 0;
     }
     """
     uint64_t ddp_mulhi64(uint64_t a, uint64_t b) nogil
@@ -94,9 +152,9 @@ cdef extern from *:
     uint64_t ddp_pcg64_next(ddp_pcg64* g) nogil
     void ddp_pcg64_advance(ddp_pcg64* g, uint64_t delta) nogil
     void ddp_pcg64_init(ddp_pcg64* g, uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo) nogil
-    void ddp_pcg64_replicate(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
+    int ddp_pcg64_replicates(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
                              uint64_t skip, const double* base, uint64_t n_units,
-                             Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc) nogil
+                             Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc, int two) nogil
 
 
 # --------------------------------------------------------------------------- grouped moments
@@ -284,23 +342,30 @@ def resample_sums_pcg64(
 
     ``(state, inc)`` is a ``numpy.random.PCG64`` state (128-bit values split in 64-bit
     halves). Replicate r uses raw words ``r * n_draws ... (r + 1) * n_draws - 1`` of that
-    stream (each thread jumps ahead to its replicate), so the draws are exactly those of
+    stream (each replicate jumps ahead to its offset), so the draws are exactly those of
     ``PCG64(seed).random_raw(n_rep * n_draws)``, mapped by ``floor(raw * n_units / 2**64)``,
     whatever the number of threads.
 
-    Shapes: ``values`` (n_units, n_cols), ``out`` (n_rep, n_cols).
+    Shapes: ``values`` (n_units, n_cols) and ``out`` (n_rep, n_cols) with n_cols a multiple
+    of 4 (pad with zero columns).
     """
-    cdef Py_ssize_t n_rep = out__rep_col.shape[0]
+    cdef Py_ssize_t p, r, n_pairs = (out__rep_col.shape[0] + 1) // 2, n_rep = out__rep_col.shape[0]
     cdef Py_ssize_t n_units = values__unit_col.shape[0], n_cols = values__unit_col.shape[1]
-    cdef Py_ssize_t r
     cdef const double* base = &values__unit_col[0, 0]
     cdef double* out = &out__rep_col[0, 0]
     cdef int nt = _threads(num_threads)
+    cdef int failed = 0
+    if n_cols % 4 != 0 or out__rep_col.shape[1] != n_cols:
+        raise ValueError("resample_sums_pcg64 needs n_cols % 4 == 0 and matching out columns")
     if n_rep == 0:
         return
-    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
-        ddp_pcg64_replicate(state_hi, state_lo, inc_hi, inc_lo, <uint64_t>r * <uint64_t>n_draws,
-                            base, <uint64_t>n_units, n_cols, n_draws, out + r * n_cols)
+    for p in prange(n_pairs, nogil=True, schedule="static", num_threads=nt):
+        r = 2 * p
+        if ddp_pcg64_replicates(state_hi, state_lo, inc_hi, inc_lo, <uint64_t>r * <uint64_t>n_draws,
+                                base, <uint64_t>n_units, n_cols, n_draws, out + r * n_cols, r + 1 < n_rep) != 0:
+            failed += 1
+    if failed:
+        raise MemoryError()
 
 
 def pcg64_raw(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo, uint64_t skip, uint64_t[::1] out):

@@ -164,9 +164,12 @@ def _resample_sums(
     if n_boot is None:
         raise DDPUsageError("give n_boot or indices", code="D311")
     _check_sizes(n_boot, n_units)
-    out = np.empty((int(n_boot), n_cols), dtype=np.float64)
+    padded = -(-n_cols // 4) * 4  # the kernel sums 4 or 8 columns at a time
+    if padded != n_cols:
+        vals = np.ascontiguousarray(np.pad(vals, ((0, 0), (0, padded - n_cols))))
+    out = np.empty((int(n_boot), padded), dtype=np.float64)
     kernels.resample_sums_pcg64(*pcg64_start(seed), vals, out, n_units, nt)
-    return out
+    return out if padded == n_cols else np.ascontiguousarray(out[:, :n_cols])
 
 
 def pcg64_start(seed: int) -> tuple[int, int, int, int]:
