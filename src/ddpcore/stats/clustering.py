@@ -62,6 +62,7 @@ scipy returns NaN.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -78,8 +79,6 @@ Method = Literal["bootstrap", "wmt25", "wmt24", "permutation"]
 METHODS: tuple[str, ...] = ("bootstrap", "wmt25", "wmt24", "permutation")
 Alternative = Literal["two-sided", "greater", "less"]
 
-#: cells of a (tests x observations) block processed at once by the Wilcoxon kernel
-_BLOCK_CELLS = 1 << 22
 #: rows of the sign matrix drawn per block by the permutation test; fixed so that a seed
 #: gives the same answer whatever the problem size
 _PERM_BLOCK = 64
@@ -173,50 +172,46 @@ def _exact_cdf(n: int, k: int) -> float:
     return float(1.0 - pmf[k + 1:].sum())
 
 
-def _signed_rank_stats(d: npt.NDArray[np.float64]) -> dict[str, np.ndarray]:
-    """Signed-rank statistics of each row of ``d`` (tests x observations, NaN = absent).
+def _kernel() -> Any:
+    from .._native import load
 
-    Returns per row: ``n_obs`` (non-NaN differences, zeros included), ``n_zero``,
-    ``count`` (non-zero), ``r_plus``, ``r_minus`` (average ranks of |d| for ties),
-    ``tie_term`` (sum over tie groups of t^3 - t) and ``has_ties``.
-    """
-    rows, k = d.shape
-    present = ~np.isnan(d)
-    n_obs = present.sum(axis=1)
-    zero = d == 0
-    n_zero = zero.sum(axis=1)
-    a = np.abs(np.where(zero, np.nan, d))
-    count = n_obs - n_zero
-    order = np.argsort(a, axis=1, kind="stable")  # NaN last
-    srt = np.take_along_axis(a, order, axis=1)
-    positive = np.take_along_axis(d > 0, order, axis=1)
-    pos = np.arange(k)
-    valid = pos[None, :] < count[:, None]
-    first = np.ones((rows, k), dtype=bool)
-    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
-    last = np.ones((rows, k), dtype=bool)
-    last[:, :-1] = srt[:, :-1] != srt[:, 1:]
-    start = np.maximum.accumulate(np.where(first, pos, 0), axis=1)
-    end = np.minimum.accumulate(np.where(last, pos, k)[:, ::-1], axis=1)[:, ::-1]
-    rank = (start + end) / 2.0 + 1.0
-    size = (end - start + 1).astype(np.float64)
-    r_plus = np.where(valid & positive, rank, 0.0).sum(axis=1)
-    countf = count.astype(np.float64)
-    r_minus = countf * (countf + 1.0) / 2.0 - r_plus
-    tie_term = np.where(valid, size * size - 1.0, 0.0).sum(axis=1)
-    has_ties = (valid & (size > 1)).any(axis=1)
-    return {"n_obs": n_obs, "n_zero": n_zero, "count": count, "r_plus": r_plus, "r_minus": r_minus,
-            "tie_term": tie_term, "has_ties": has_ties, "sorted_ranks": (rank, valid, positive)}
+    return load("stats_cluster")
 
 
-def _permutation_p(ranks: npt.NDArray[np.float64], positive: npt.NDArray[np.bool_], n_obs: int,
-                   alternative: str) -> float:
-    """scipy's exact sign-flip test of T+ for n_obs <= 13 (zeros contribute rank 0)."""
-    bits = ((np.arange(2 ** n_obs)[:, None] >> np.arange(n_obs)[None, :]) & 1).astype(np.float64)
-    r = np.zeros(n_obs)
-    r[: len(ranks)] = ranks
-    null = bits @ r
-    observed = float(ranks[positive].sum())
+def _empty_stats(n: int) -> dict[str, np.ndarray]:
+    return {"r_plus": np.empty(n), "tie_term": np.empty(n), "n_obs": np.empty(n, dtype=np.int64),
+            "n_zero": np.empty(n, dtype=np.int64), "has_ties": np.empty(n, dtype=np.uint8)}
+
+
+def _signed_rank_rows(d: npt.NDArray[np.float64]) -> dict[str, np.ndarray]:
+    """Signed-rank statistics of each row of ``d`` (tests x observations, NaN = absent); native kernel."""
+    st = _empty_stats(d.shape[0])
+    _kernel().signed_rank_rows(np.ascontiguousarray(d, dtype=np.float64), st["r_plus"], st["tie_term"],
+                               st["n_obs"], st["n_zero"], st["has_ties"])
+    return st
+
+
+def _signed_rank_pairs(x: npt.NDArray[np.float64], ii: npt.NDArray[np.int64],
+                       jj: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+    """Signed-rank statistics of ``x[:, i] - x[:, j]`` for every pair (x: keys x systems, NaN = absent)."""
+    st = _empty_stats(len(ii))
+    _kernel().signed_rank_pairs(np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(ii, dtype=np.int64),
+                                np.ascontiguousarray(jj, dtype=np.int64), st["r_plus"], st["tie_term"],
+                                st["n_obs"], st["n_zero"], st["has_ties"])
+    return st
+
+
+def _permutation_p(d: npt.NDArray[np.float64], alternative: str) -> float:
+    """scipy's exact sign-flip test of T+ over all 2**n sign patterns, n = len(d) <= 13 (no NaN)."""
+    from scipy.stats import rankdata
+
+    n = len(d)
+    nonzero = d != 0
+    ranks = np.zeros(n)
+    ranks[nonzero] = rankdata(np.abs(d[nonzero]))  # average ranks of |d|, zeros dropped
+    bits = ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1).astype(np.float64)
+    null = bits @ ranks
+    observed = float(ranks[d > 0].sum())
     gamma = abs(np.finfo(np.float64).eps * 100 * observed)
     p_less = np.count_nonzero(null <= observed + gamma) / null.size
     p_greater = np.count_nonzero(null >= observed - gamma) / null.size
@@ -227,20 +222,26 @@ def _permutation_p(ranks: npt.NDArray[np.float64], positive: npt.NDArray[np.bool
     return float(min(1.0, 2.0 * min(p_less, p_greater)))
 
 
-def _wilcoxon_block(d: npt.NDArray[np.float64], alternatives: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+def _wilcoxon_p(st: dict[str, np.ndarray], alternatives: tuple[str, ...],
+                diffs: Callable[[int], npt.NDArray[np.float64]]) -> list[np.ndarray]:
+    """p-values from signed-rank statistics with scipy 1.17's ``method="auto"`` rules:
+    n_obs > 50 -> normal approximation (tie-corrected, no continuity correction); n_obs <= 50
+    without ties or zeros -> exact null distribution; n_obs <= 13 with ties/zeros -> exact
+    sign-flip permutation; otherwise normal. ``diffs(i)`` returns test i's non-NaN differences
+    (only called for the few permutation cases). No non-zero difference -> p = 1."""
     from scipy import special
 
-    st = _signed_rank_stats(d)
-    count = st["count"].astype(np.float64)
+    count = (st["n_obs"] - st["n_zero"]).astype(np.float64)
     mn = count * (count + 1.0) * 0.25
     se = count * (count + 1.0) * (2.0 * count + 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt((se - st["tie_term"] / 2) / 24)
         z = (st["r_plus"] - mn) / se
-    exact = (st["n_obs"] <= 50) & ~st["has_ties"] & (st["n_zero"] == 0)
-    perm = (st["n_obs"] <= 13) & ~exact
+    has_ties = st["has_ties"].astype(bool)
+    exact = (st["n_obs"] <= 50) & ~has_ties & (st["n_zero"] == 0) & (count > 0)
+    perm = (st["n_obs"] <= 13) & ~exact & (count > 0)
+    perm_rows = {int(i): diffs(int(i)) for i in np.flatnonzero(perm)}
     out = []
-    rank, valid, positive = st["sorted_ranks"]
     for alt in alternatives:
         if alt == "greater":
             p = special.ndtr(-z)
@@ -249,20 +250,19 @@ def _wilcoxon_block(d: npt.NDArray[np.float64], alternatives: tuple[str, ...]) -
         else:
             p = 2 * special.ndtr(-np.abs(z))
         p = np.array(p, dtype=np.float64)
-        for i in np.flatnonzero(exact & (st["count"] > 0)):  # n <= 50: small, exact null
-            n, r = int(st["count"][i]), float(st["r_plus"][i])
+        for i in np.flatnonzero(exact):  # n <= 50 untied: exact null (small, cached per n)
+            n, r = int(count[i]), float(st["r_plus"][i])
             if alt == "greater":
                 p[i] = _exact_sf(n, int(np.floor(r)))
             elif alt == "less":
                 p[i] = _exact_cdf(n, int(np.ceil(r)))
             else:
                 p[i] = min(1.0, max(0.0, 2 * min(_exact_sf(n, int(np.floor(r))), _exact_cdf(n, int(np.ceil(r))))))
-        for i in np.flatnonzero(perm & (st["count"] > 0)):  # n <= 13 with ties/zeros
-            c = int(st["count"][i])
-            p[i] = _permutation_p(rank[i, :c], positive[i, :c], int(st["n_obs"][i]), alt)
-        p[st["count"] == 0] = 1.0
+        for i, d in perm_rows.items():
+            p[i] = _permutation_p(d, alt)
+        p[count == 0] = 1.0
         out.append(p)
-    return (*out, st["r_plus"], st["n_obs"])
+    return out
 
 
 def wilcoxon_signed_rank(
@@ -293,12 +293,9 @@ def wilcoxon_signed_rank(
         raise DDPDataError(f"d must be 1-d or 2-d, got shape {arr.shape}", code="D351")
     if np.isinf(arr).any():
         raise DDPDataError("d contains infinite differences; scores must be finite", code="D353")
-    r_out = np.empty(arr.shape[0])
-    p_out = np.empty(arr.shape[0])
-    step = max(1, _BLOCK_CELLS // max(1, arr.shape[1]))
-    for s in range(0, arr.shape[0], step):
-        p, r, _ = _wilcoxon_block(arr[s: s + step], (alternative,))
-        p_out[s: s + step], r_out[s: s + step] = p, r
+    st = _signed_rank_rows(arr)
+    (p_out,) = _wilcoxon_p(st, (alternative,), lambda i: arr[i][~np.isnan(arr[i])])
+    r_out = st["r_plus"]
     if one:
         return r_out[0], p_out[0]
     return r_out, p_out
@@ -420,43 +417,38 @@ def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int6
     ii, jj = _pairs(s)
     p = np.full((s, s), np.nan)
     n = np.zeros((s, s), dtype=np.int64)
-    groups = [None] if not stouffer else list(range(n_domains))
-    zsum = np.zeros(len(ii))
-    kdom = np.zeros(len(ii))
     n_tot = np.zeros(len(ii), dtype=np.int64)
-    p_plain_g = np.empty(len(ii))
-    p_plain_l = np.empty(len(ii))
-    for g in groups:  # one pass per domain (a handful), never per pair
-        xs = x if g is None else x[key_domain == g]
-        if xs.shape[0] == 0:
-            continue
-        step = max(1, _BLOCK_CELLS // xs.shape[0])
-        for b in range(0, len(ii), step):
-            bi, bj = ii[b: b + step], jj[b: b + step]
-            d = (xs[:, bi] - xs[:, bj]).T  # pairs x keys
-            if two_sided:
-                (p2, _r, n_obs) = _wilcoxon_block(d, ("two-sided",))
-                if g is None:
-                    p_plain_g[b: b + step] = p2
-                else:
-                    has = n_obs > 0
-                    with np.errstate(divide="ignore"):
-                        zsum[b: b + step] += np.where(has, special.ndtri(1.0 - p2), 0.0)
-                    kdom[b: b + step] += has
-            else:
-                pg, pl_, _r, n_obs = _wilcoxon_block(d, ("greater", "less"))
-                p_plain_g[b: b + step], p_plain_l[b: b + step] = pg, pl_
-            n_tot[b: b + step] += n_obs
-    if two_sided and stouffer:
+    if stouffer:
+        zsum = np.zeros(len(ii))
+        kdom = np.zeros(len(ii))
+        for g in range(n_domains):  # one kernel call per domain (a handful), never per pair
+            xs = np.ascontiguousarray(x[key_domain == g])
+            st = _signed_rank_pairs(xs, ii, jj)
+            (p2,) = _wilcoxon_p(st, ("two-sided",), lambda k: _pair_diffs(xs, ii[k], jj[k]))
+            has = st["n_obs"] > 0
+            with np.errstate(divide="ignore"):
+                zsum += np.where(has, special.ndtri(1.0 - p2), 0.0)
+            kdom += has
+            n_tot += st["n_obs"]
         with np.errstate(invalid="ignore", divide="ignore"):
             comb = np.where(kdom > 0, 1.0 - special.ndtr(zsum / np.sqrt(kdom)), 1.0)
         p[ii, jj] = p[jj, ii] = comb
-    elif two_sided:
-        p[ii, jj] = p[jj, ii] = p_plain_g
     else:
-        p[ii, jj], p[jj, ii] = p_plain_g, p_plain_l
+        st = _signed_rank_pairs(x, ii, jj)
+        n_tot = st["n_obs"]
+        alts = ("two-sided",) if two_sided else ("greater", "less")
+        ps = _wilcoxon_p(st, alts, lambda k: _pair_diffs(x, ii[k], jj[k]))
+        if two_sided:
+            p[ii, jj] = p[jj, ii] = ps[0]
+        else:
+            p[ii, jj], p[jj, ii] = ps
     n[ii, jj] = n[jj, ii] = n_tot
     return p, n
+
+
+def _pair_diffs(x: npt.NDArray[np.float64], i: int, j: int) -> npt.NDArray[np.float64]:
+    d = x[:, i] - x[:, j]
+    return d[~np.isnan(d)]
 
 
 def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
@@ -471,14 +463,23 @@ def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
     # permutation sums equal to the observed sum up to rounding count as ">=" (scipy's rule)
     gamma = 100 * np.finfo(np.float64).eps * np.abs(d).sum(axis=0)
     rng = np.random.default_rng(seed)
+    kernel = _kernel()
+    d = np.ascontiguousarray(d)
     ge = np.zeros(len(ii), dtype=np.int64)
     le = np.zeros(len(ii), dtype=np.int64)
+    # draw the documented 64-row blocks, but hand the kernel ~16 MB of flips per call
+    chunk_blocks = max(1, (1 << 24) // max(1, _PERM_BLOCK * d.shape[0]))
     done = 0
     while done < n_boot:
-        rows = min(_PERM_BLOCK, n_boot - done)
-        signs = rng.integers(0, 2, size=(_PERM_BLOCK, d.shape[0]), dtype=np.int8)[:rows].astype(np.float64)
-        signs = 2.0 * signs - 1.0
-        perm = signs @ d
+        blocks = []
+        rows = 0
+        while rows < chunk_blocks * _PERM_BLOCK and done + rows < n_boot:
+            take = min(_PERM_BLOCK, n_boot - done - rows)
+            blocks.append(rng.integers(0, 2, size=(_PERM_BLOCK, d.shape[0]), dtype=np.int8)[:take])
+            rows += take
+        flips = np.ascontiguousarray(np.concatenate(blocks).view(np.uint8))
+        perm = np.empty((rows, len(ii)))
+        kernel.sign_flip_sums(flips, d, perm)
         ge += (perm >= observed - gamma).sum(axis=0)
         le += (perm <= observed + gamma).sum(axis=0)
         done += rows
