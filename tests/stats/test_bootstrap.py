@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -53,14 +52,18 @@ def test_resample_indices_formula():
 
 def test_seeded_sums_equal_explicit_indices_and_loop():
     rng = np.random.default_rng(0)
-    values = rng.normal(size=(53, 4))
+    values = rng.normal(size=(53, 6))
     values[:, 2] = values[:, 0]  # a duplicated column takes the de-duplicated path
+    values[:, 3] = 2.0  # a constant integer column sums to 2 * n_units without resampling
+    values[:, 4] = 0.1  # a constant non-integer column is still resampled (floating-point sums)
     idx = resample_indices(40, 53, 9)
     seeded = resample_sums(values, n_boot=40, seed=9)
     explicit = resample_sums(values, n_boot=None, indices=idx)
     loop = np.stack([values[row].sum(axis=0) for row in idx])
     assert np.array_equal(seeded, explicit)
     assert np.allclose(seeded, loop, rtol=1e-13, atol=1e-12)
+    assert (seeded[:, 3] == 106.0).all() and np.array_equal(seeded[:, 4], loop[:, 4])
+    assert np.array_equal(resample_sums(values[:, 3:4], n_boot=40, seed=9), np.full((40, 1), 106.0))
 
 
 def test_bootstrap_tau_equals_oracle_loop(table):

@@ -96,7 +96,7 @@ cdef extern from *:
         for (int j = 0; j < W; ++j) acc1[jb + j] = a[j];
     }
 
-    /* All n_cols columns (a multiple of 4): one pass over the draws when n_cols <= 16 (each
+    /* All n_cols columns (an even number): one pass over the draws when n_cols <= 16 (each
        drawn row is read once; 2 x 16 partial sums fit the vector registers), else passes
        over blocks of 16 columns and a remainder. */
     static inline void ddp_sum_rows(const double* base, Py_ssize_t n_cols, const Py_ssize_t* idx1,
@@ -104,17 +104,21 @@ cdef extern from *:
         Py_ssize_t jb = 0;
         for (; n_cols - jb > 16; jb += 16) ddp_sum_block<16>(base, jb, idx1, idx2, n_draws, acc1, acc2);
         switch (n_cols - jb) {
+            case 2: ddp_sum_block<2>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
             case 4: ddp_sum_block<4>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
+            case 6: ddp_sum_block<6>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
             case 8: ddp_sum_block<8>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
+            case 10: ddp_sum_block<10>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
             case 12: ddp_sum_block<12>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
+            case 14: ddp_sum_block<14>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
             case 16: ddp_sum_block<16>(base, jb, idx1, idx2, n_draws, acc1, acc2); break;
-            default: break;  /* n_cols is a multiple of 4: no other remainder */
+            default: break;  /* n_cols is even: no other remainder */
         }
     }
 
     /* Bootstrap replicates r and r + 1 (the second only if `two`): each starts from a copy of
        the generator jumped to its own offset (skip, skip + n_draws) and draws n_draws units;
-       their rows of `base` (n_units x n_cols, n_cols a multiple of 4) are summed into acc
+       their rows of `base` (n_units x n_cols, n_cols even) are summed into acc
        (and acc + n_cols). The two LCG chains are independent, so drawing both hides the
        latency of the 128-bit multiply. All state is local, so concurrent calls from OpenMP
        threads are independent and the result does not depend on which thread runs them.
@@ -346,8 +350,8 @@ def resample_sums_pcg64(
     ``PCG64(seed).random_raw(n_rep * n_draws)``, mapped by ``floor(raw * n_units / 2**64)``,
     whatever the number of threads.
 
-    Shapes: ``values`` (n_units, n_cols) and ``out`` (n_rep, n_cols) with n_cols a multiple
-    of 4 (pad with zero columns).
+    Shapes: ``values`` (n_units, n_cols) and ``out`` (n_rep, n_cols) with n_cols even (pad
+    with a zero column).
     """
     cdef Py_ssize_t p, r, n_pairs = (out__rep_col.shape[0] + 1) // 2, n_rep = out__rep_col.shape[0]
     cdef Py_ssize_t n_units = values__unit_col.shape[0], n_cols = values__unit_col.shape[1]
@@ -355,8 +359,8 @@ def resample_sums_pcg64(
     cdef double* out = &out__rep_col[0, 0]
     cdef int nt = _threads(num_threads)
     cdef int failed = 0
-    if n_cols % 4 != 0 or out__rep_col.shape[1] != n_cols:
-        raise ValueError("resample_sums_pcg64 needs n_cols % 4 == 0 and matching out columns")
+    if n_cols % 2 != 0 or out__rep_col.shape[1] != n_cols:
+        raise ValueError("resample_sums_pcg64 needs an even n_cols and matching out columns")
     if n_rep == 0:
         return
     for p in prange(n_pairs, nogil=True, schedule="static", num_threads=nt):

@@ -136,6 +136,23 @@ def resample_sums(
     vals = np.asarray(values, dtype=np.float64)
     if vals.ndim != 2:
         raise DDPDataError(f"values must be 2-D (n_units, n_cols), got shape {vals.shape}", code="D313")
+    n_units = vals.shape[0]
+    if n_units >= 1 and vals.shape[1] >= 1:
+        # an integer column that is the same in every unit (e.g. one row per unit and system)
+        # sums to value * n_units in every replicate -- exactly, below 2**53 -- whatever is drawn
+        first = vals[0]
+        const = (vals == first).all(axis=0) & (first == np.round(first)) & (np.abs(first) * n_units < 2.0**53)
+        if const.any():
+            if indices is not None:
+                n_rep = _check_indices(indices, n_boot, n_units).shape[0]
+            else:
+                n_rep = _resolve_n_boot(n_boot, None)
+                _check_sizes(n_rep, n_units)
+            out = np.empty((n_rep, vals.shape[1]))
+            out[:, const] = first[const] * n_units
+            if not const.all():
+                out[:, ~const] = resample_sums(vals[:, ~const], n_boot=n_boot, seed=seed, indices=indices, threads=threads)
+            return out
     if vals.shape[1] > 1:
         # identical columns (e.g. the row counts of a balanced design) have identical sums:
         # resample each distinct column once and copy the results back
@@ -164,7 +181,7 @@ def _resample_sums(
     if n_boot is None:
         raise DDPUsageError("give n_boot or indices", code="D311")
     _check_sizes(n_boot, n_units)
-    padded = -(-n_cols // 4) * 4  # the kernel sums 4 or 8 columns at a time
+    padded = n_cols + (n_cols % 2)  # the kernel sums an even number of columns at a time
     if padded != n_cols:
         vals = np.ascontiguousarray(np.pad(vals, ((0, 0), (0, padded - n_cols))))
     out = np.empty((int(n_boot), padded), dtype=np.float64)
