@@ -120,7 +120,8 @@ def load_long_table(
     document, segment, system, annotator, condition, score
         Names of the columns playing each role in ``table`` (CLI ``--document`` ...).
         They are renamed to ``document_id, segment_id, system, annotator, condition,
-        score``. ``annotator=None`` means the table has no annotator column. When the
+        score``. ``annotator=None`` means the table has no annotator column (a column
+        named ``annotator`` is then dropped from the result). When the
         annotator column is left at its default name and is absent, the table is treated
         as having no annotator column; a non-default name that is absent is an error.
     required
@@ -159,6 +160,10 @@ def load_long_table(
             raise DDPUsageError(f"the {role} column is required here; do not set it to None ({FLAGS[role]})", code="D311")
         if col not in df.columns:
             _missing(df, source, role, col)
+    if names["annotator"] is None and schema.ANNOTATOR in df.columns:
+        # "no annotator role": a column that happens to carry the canonical name is dropped so
+        # that pairing and grouping never pick it up
+        df = df.drop(schema.ANNOTATOR)
     # optional roles present under their given names are renamed too
     present = {role: col for role, col in names.items() if col is not None and col in df.columns}
     targets = [ROLES[r] for r in present]
