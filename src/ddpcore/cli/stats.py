@@ -207,13 +207,19 @@ def _progress(args: argparse.Namespace) -> bool:
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, tsv_rows: list[dict[str, Any]]) -> None:
     import json
+    import os
 
     if args.output_format == "json":
-        print(json.dumps(payload, indent=2, sort_keys=False))
+        out = json.dumps(payload, indent=2, sort_keys=False)
     elif args.output_format == "text":
-        print(text)
+        out = text
     else:
-        print(_tsv(tsv_rows, payload.get("signature")))
+        out = _tsv(tsv_rows, payload.get("signature"))
+    try:
+        print(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `ddp stats ... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _tsv(rows: list[dict[str, Any]], signature: Any) -> str:
