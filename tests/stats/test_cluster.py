@@ -554,3 +554,29 @@ def test_importing_ddpcore_stats_is_light():
                             "print(all(hasattr(s, n) for n in s.__all__))"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.split() == ["[]", "True"], probe.stderr
+
+
+def test_native_kernels_do_not_depend_on_thread_count():
+    from ddpcore._native import load
+
+    k = load("stats_cluster")
+    rng = np.random.default_rng(4)
+    x = np.round(rng.normal(70, 15, (301, 9)))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    ii, jj = np.triu_indices(9, k=1)
+    outs = []
+    for nt in (1, 2, 3):
+        st = [np.empty(len(ii)), np.empty(len(ii)), np.empty(len(ii), np.int64), np.empty(len(ii), np.int64),
+              np.empty(len(ii), np.uint8)]
+        k.signed_rank_pairs(x, ii.astype(np.int64), jj.astype(np.int64), *st, nt)
+        flips = rng.integers(0, 2, size=(70, 301), dtype=np.uint8) if nt == 1 else flips
+        d = np.nan_to_num(x[:, ii] - x[:, jj])
+        sums = np.empty((70, len(ii)))
+        k.sign_flip_sums(flips, np.ascontiguousarray(d), sums, nt)
+        outs.append((st, sums))
+    for st, sums in outs[1:]:
+        for a, b in zip(st, outs[0][0]):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(sums, outs[0][1])
+    # the sums are the sign-matrix product (integer scores: exact in any order)
+    np.testing.assert_array_equal(outs[0][1], (2.0 * flips - 1.0) @ d)
