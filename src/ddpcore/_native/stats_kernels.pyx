@@ -2,7 +2,7 @@
 """Statistics kernels over flat arrays (no polars, no validation, no I/O).
 
 The public functions in ``ddpcore.stats`` validate their input and call these. Slow,
-obviously-correct oracles live in ``tests/stats/oracles.py``.
+obviously-correct oracles live in ``tests/stats/stats_oracles.py`` and the tests.
 
 Array naming: ``X__row`` is indexed by table row, ``X__grp`` by group, ``X__unit`` by
 resampling unit (document or segment), ``X__rep`` by bootstrap replicate, ``X__col`` by a
@@ -11,11 +11,14 @@ column of per-unit sufficient statistics (e.g. sum and count of each system).
 Kernels
 -------
 ``group_moments``          per-group n, mean, sum of squared deviations, constant flag
-``resample_sums_raw``      bootstrap column sums; unit indices from raw PCG64 words
+``resample_sums_pcg64``    bootstrap column sums; units drawn from numpy's PCG64 stream in-kernel
 ``resample_sums_indices``  bootstrap column sums; unit indices given by the caller
+``pcg64_raw``              raw words of that PCG64 stream (tests)
+``dense_codes``            order-preserving dense codes of integer keys (factorisation)
+``ratio_pair_sum``         Krippendorff ratio-metric expected disagreement over distinct values
 ``tau_b_rows``             Kendall tau-b between the two rows of many small rankings
 ``count_discordant``       discordant pairs of a rank sequence (Fenwick tree, O(n log n))
-``lowess_fit``             one LOWESS pass (local linear, tricube, robustness weights)
+``lowess_pass``            one LOWESS pass (local linear, tricube, robustness weights)
 
 All replicate loops use OpenMP ``prange`` over replicates; each replicate is computed
 sequentially by one thread, so results do not depend on the number of threads.
@@ -270,39 +273,6 @@ cdef inline void _add_row(const double* row, double* acc, Py_ssize_t n_cols) noe
         acc[j] += row[j]
 
 
-def resample_sums_raw(
-    const uint64_t[:, ::1] raw__rep_draw,
-    const double[:, ::1] values__unit_col,
-    double[:, ::1] out__rep_col,
-    int num_threads=0,
-):
-    """Bootstrap column sums with unit indices derived from raw 64-bit random words.
-
-    Draw k of replicate r takes unit ``floor(raw[r, k] * n_units / 2**64)``; the replicate's
-    column sums over the drawn units (with multiplicity) are written to ``out[r, :]``.
-
-    Shapes: ``raw`` (n_rep, n_draws), ``values`` (n_units, n_cols), ``out`` (n_rep, n_cols).
-    ``num_threads=0`` uses the OpenMP default.
-    """
-    cdef Py_ssize_t n_rep = raw__rep_draw.shape[0], n_draws = raw__rep_draw.shape[1]
-    cdef Py_ssize_t n_units = values__unit_col.shape[0], n_cols = values__unit_col.shape[1]
-    cdef Py_ssize_t r, k, j
-    cdef uint64_t bound = <uint64_t>n_units
-    cdef const double* base = &values__unit_col[0, 0]
-    cdef const uint64_t* raw = &raw__rep_draw[0, 0]
-    cdef double* out = &out__rep_col[0, 0]
-    cdef double* acc
-    cdef int nt = _threads(num_threads)
-    if n_rep == 0:
-        return
-    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
-        acc = out + r * n_cols
-        for j in range(n_cols):
-            acc[j] = 0.0
-        for k in range(n_draws):
-            _add_row(base + <Py_ssize_t>ddp_mulhi64(raw[r * n_draws + k], bound) * n_cols, acc, n_cols)
-
-
 def resample_sums_indices(
     const int64_t[:, ::1] index__rep_draw,
     const double[:, ::1] values__unit_col,
@@ -381,16 +351,6 @@ def pcg64_raw(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t in
         ddp_pcg64_advance(&gen, skip)
         for i in range(out.shape[0]):
             out[i] = ddp_pcg64_next(&gen)
-
-
-def raw_to_indices(const uint64_t[:, ::1] raw__rep_draw, Py_ssize_t n_units, int64_t[:, ::1] out__rep_draw):
-    """``out = floor(raw * n_units / 2**64)`` elementwise (the mapping of ``resample_sums_raw``)."""
-    cdef Py_ssize_t r, k
-    cdef uint64_t bound = <uint64_t>n_units
-    with nogil:
-        for r in range(raw__rep_draw.shape[0]):
-            for k in range(raw__rep_draw.shape[1]):
-                out__rep_draw[r, k] = <int64_t>ddp_mulhi64(raw__rep_draw[r, k], bound)
 
 
 # --------------------------------------------------------------------------- Kendall tau-b
