@@ -172,7 +172,9 @@ def _tost_core(
         t_upper = np.where(ok, (diff - high) / se, np.nan)
         p_lower = _t_sf(dof, t_lower)
         p_upper = _t_cdf(dof, t_upper)
-        crit = special.stdtrit(dof, 1.0 - alpha)  # scipy.stats.t.ppf(1 - alpha, df)
+        # scipy.stats.t.ppf(1 - alpha, df), evaluated once per distinct df (groups often share one)
+        dof_unique, dof_index = np.unique(dof, return_inverse=True)
+        crit = special.stdtrit(dof_unique, 1.0 - alpha)[dof_index.reshape(dof.shape)]
         ci_low = diff - crit * se
         ci_high = diff + crit * se
     # zero variance: each one-sided test is decided exactly
@@ -296,6 +298,13 @@ def _moments(
         n_groups, n, mean, ss, const,
     )
     return n, mean, ss, const.astype(bool)
+
+
+def _all_finite(values: npt.NDArray[np.float64]) -> bool:
+    """True if no NaN/inf: one summation pass (inf or NaN anywhere makes the sum non-finite;
+    a finite overflow to inf is re-checked elementwise)."""
+    total = float(np.sum(values))
+    return bool(np.isfinite(total) or np.isfinite(values).all())
 
 
 def _one_sample(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64] | None = None) -> tuple[np.ndarray, ...]:
@@ -485,7 +494,8 @@ def tost_grouped(
             raise DDPDataError(f"column '{col}' must be numeric, got {frame.schema[col]}", code="D303")
     xs = frame[x].cast(pl.Float64).to_numpy()
     ys = frame[y].cast(pl.Float64).to_numpy()  # nulls become NaN
-    if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
+    n_missing = frame[x].null_count() + frame[y].null_count()
+    if n_missing or not (_all_finite(xs) and _all_finite(ys)):
         for arr, name in ((xs, x), (ys, y)):
             inf = np.isinf(arr)
             if inf.any():
