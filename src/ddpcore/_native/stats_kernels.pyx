@@ -556,7 +556,9 @@ def lowess_pass(
                     radius = x__pt[right - 1] - xi
                 wsum = 0.0
                 nonzero = 0
-                for j in range(left, right):
+                # radius 0 (one point, or the whole window tied with x_i): every distance is 0/0,
+                # no usable weight, so the fit is y_i (statsmodels' NaN weights end the same way)
+                for j in range(left, right if radius > 0.0 else left):
                     d = fabs(x__pt[j] - xi) / radius
                     d = 1.0 - d * d * d
                     w = d * d * d * robust__pt[j]
