@@ -10,7 +10,7 @@ ENTITY, PRONOUN, NOUN = 0, 1, 2
 
 def distances_oracle(docs, nearest=False):
     """``docs``: list of documents, each a list of items (dicts with kind, sentence,
-    entity, compat, segment). Returns per-item (distance, antecedent, reference) lists
+    entity (entity id, noun-chain id for chained head nouns, or -1), compat, segment). Returns per-item (distance, antecedent, reference) lists
     (indices are positions within the document) and per-document dicts of segment and
     sentence DDP."""
     out = []
@@ -27,6 +27,9 @@ def distances_oracle(docs, nearest=False):
                     ante = previous[-1]
                     dist = it["sentence"] - items[ref]["sentence"]
                 mentions.setdefault(it["entity"], []).append(i)
+            elif it["kind"] == NOUN:
+                if it["entity"] >= 0:  # head noun in a noun chain: no distance of its own
+                    mentions.setdefault(it["entity"], []).append(i)
             elif it["kind"] == PRONOUN:
                 # most recent earlier entity mention or head noun compatible with the group
                 cands = [j for j in range(i) if items[j]["kind"] != PRONOUN and items[j]["compat"] & it["compat"]]
@@ -35,8 +38,8 @@ def distances_oracle(docs, nearest=False):
                 else:
                     ante = cands[-1]
                     c = items[ante]
-                    if c["kind"] == ENTITY and not nearest:
-                        ref = mentions[c["entity"]][0]
+                    if c["entity"] >= 0 and not nearest:
+                        ref = mentions[c["entity"]][0]  # entity chain or noun chain
                     else:
                         ref = ante
                     dist = it["sentence"] - items[ref]["sentence"]

@@ -31,7 +31,10 @@ def documents(draw, max_docs=4, max_items=40):
                 entity = -1
             else:
                 compat = draw(st.integers(1, 15))
-                entity = draw(st.integers(0, 5)) if kind == ENTITY else -1
+                if kind == ENTITY:
+                    entity = draw(st.integers(0, 5))
+                else:  # head nouns: sometimes part of a noun chain (ids apart from entities)
+                    entity = draw(st.sampled_from((-1, -1, 6, 7)))
             items.append(dict(kind=kind, sentence=sentence, segment=segment, entity=entity, compat=compat))
         docs.append(items)
     return docs

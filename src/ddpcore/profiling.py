@@ -102,6 +102,7 @@ def _refinement_tables(rules: R.RuleSet) -> dict[str, Any]:
         out["person_label"] = rules.entity_labels.index("PERSON")
     out["key_with_label"] = rules.key_with_label
     out["key_with_title"] = rules.key_with_title
+    out["chain_nouns"] = rules.chain_nouns
     return out
 
 

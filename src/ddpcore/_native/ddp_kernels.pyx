@@ -93,6 +93,7 @@ def extract_items(
     bint key_with_title=False,
     bint heads_from_tags=False,
     int32_t pos_propn=-1,
+    int chain_nouns=0,
 ):
     """Find entity mentions, pronoun anchors and head-noun candidates, in token order.
 
@@ -108,6 +109,8 @@ def extract_items(
     (2) bit told by a title before or at the start of the span ("Mrs.") or else by the
     first name (``name_hashes``); 0 when unknown or not a person).
 
+    ``chain_nouns`` (1: singular person nouns, 2: every head noun) gives head nouns a key,
+    so repeated nouns ("the man ... the man") form chains that pronoun links can follow.
     Without a dependency parse (``heads_from_tags``), a head noun is the last ``NOUN`` of
     a run of nouns/proper nouns. Refinements: ``key_with_title`` puts a title token into the key ("Mrs. Griffin" differs
     from "Griffin"); ``key_with_label`` makes the label part of the key; ``label_skip_adj[l]``
@@ -255,6 +258,10 @@ def extract_items(
                         o_compat[m] = 1 | 2 | 4  # MASC_SG | FEM_SG | NEUT_SG
                     else:
                         o_compat[m] = 4  # NEUT_SG
+                    if chain_nouns == 2 or (chain_nouns == 1 and o_compat[m] == (1 | 2 | 4)):
+                        # repeated head nouns form chains (key space apart from entity keys)
+                        o_key[m] = _mix(<uint64_t>0x6E6F756E, lower__tok[i])
+                        o_nkey[m] = 1
                     m += 1
     return {
         "token": out_token[:m].copy(),
@@ -303,7 +310,8 @@ def assign_entity_ids(
     int16_t person_label,
     bint person_merge,
 ):
-    """Dense entity ids, unique over the whole input, for entity items (-1 otherwise).
+    """Dense entity ids, unique over the whole input, for entity items and keyed head
+    nouns (noun chains; -1 otherwise).
 
     Within a document, mentions with equal keys share an id. With ``person_merge``, a
     one-token PERSON mention whose token equals the last token of an earlier multi-token
@@ -323,7 +331,7 @@ def assign_entity_ids(
             by_key.clear()
             by_last.clear()
             for i in range(offsets__doc[d], offsets__doc[d + 1]):
-                if kind__item[i] != KIND_ENTITY:
+                if kind__item[i] == KIND_PRONOUN or (kind__item[i] == KIND_NOUN and key__item[i] == 0):
                     continue
                 e = -1
                 if person_merge and label__item[i] == person_label and nkey__item[i] == 1:
@@ -423,8 +431,8 @@ cdef void _distances_one_doc(
                 d = 1
             else:
                 a = c
-                if kind[c] == KIND_ENTITY and not nearest:
-                    r = first[ent[c]]
+                if not nearest and ent[c] >= 0:
+                    r = first[ent[c]]  # entity, or head noun of a noun chain
                 else:
                     r = c
                 d = sent[i] - sent[r]
@@ -437,6 +445,12 @@ cdef void _distances_one_doc(
                     a = last[e]
                     r = a if nearest else first[e]
                     d = sent[i] - sent[r]
+                last[e] = i
+            elif ent[i] >= 0:
+                # head noun of a noun chain: remember its first occurrence, no distance
+                e = ent[i]
+                if first[e] < 0:
+                    first[e] = i
                 last[e] = i
             # entity or noun: the latest antecedent for its compatible groups
             if bits & 1:

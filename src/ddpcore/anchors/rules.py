@@ -137,6 +137,8 @@ class RuleSet:
     skip_adjective_labels: tuple[str, ...] = ()
     key_with_label: bool = False
     key_with_title: bool = False
+    #: head-noun chains: 0 none (paper: head nouns never chain), 1 singular person nouns, 2 all
+    chain_nouns: int = 0
     description: str = ""
 
     def to_dict(self) -> dict[str, object]:
