@@ -231,11 +231,22 @@ def parse_texts(
                 progress(len(chunk))
     else:
         import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
         ctx = mp.get_context("spawn")
-        with ctx.Pool(processes=n_process, initializer=_worker_init, initargs=(pipeline,)) as pool:
-            for chunk, arr in zip(chunks, pool.imap(_worker_parse, [(c, batch_size) for c in chunks])):
-                parts.append(arr)
-                if progress:
-                    progress(len(chunk))
+        try:
+            with ProcessPoolExecutor(max_workers=n_process, mp_context=ctx, initializer=_worker_init,
+                                     initargs=(pipeline,)) as pool:
+                for chunk, arr in zip(chunks, pool.map(_worker_parse, [(c, batch_size) for c in chunks])):
+                    parts.append(arr)
+                    if progress:
+                        progress(len(chunk))
+        except BrokenProcessPool as exc:
+            raise DDPUsageError(
+                f"a spaCy worker process died ({exc}). If you call ddpcore with n_process > 1 from a script, "
+                "put the call under `if __name__ == \"__main__\":` (worker processes are spawned and re-import "
+                "the script); otherwise retry with n_process=1 to see the underlying error",
+                code="D209",
+            ) from None
     return TokenArrays.concat(parts)
