@@ -220,7 +220,7 @@ def profile_anchors(
 
     from . import namespace as _ns  # noqa: F401  (registers DataFrame.ddp)
     from ._native import load
-    from .anchors.spacy_extract import load_pipeline, parse_texts, pipeline_info
+    from .anchors.spacy_extract import load_pipeline, parse_texts
 
     K = load("ddp_kernels")
     if distance not in ("chained", "nearest"):
@@ -259,11 +259,12 @@ def profile_anchors(
         bar = tqdm(total=len(texts), unit="line", desc="parsing", leave=False, mininterval=0.5)
     tick: Callable[[int], None] | None = bar.update if bar is not None else None
     try:
-        toks = parse_texts(texts, pipeline=pipeline, nlp=nlp, n_process=n_process, batch_size=batch_size, progress=tick)
+        info: dict[str, Any] = {}
+        toks = parse_texts(texts, pipeline=pipeline, nlp=nlp, n_process=n_process, batch_size=batch_size,
+                           progress=tick, info=info)
     finally:
         if bar is not None:
             bar.close()
-    info = pipeline_info(nlp if nlp is not None else load_pipeline(pipeline), pipeline)
     refinements = _refinement_tables(ruleset)
     if not info["has_parser"]:
         from .anchors.spacy_extract import pos_id

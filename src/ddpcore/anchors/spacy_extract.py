@@ -199,6 +199,10 @@ def _worker_parse(args: tuple[Sequence[str], int]) -> TokenArrays:
     return _parse_chunk(_WORKER_NLP, texts, batch_size)
 
 
+def _worker_info(name: str | None) -> dict[str, Any]:
+    return pipeline_info(_WORKER_NLP, name)
+
+
 def parse_texts(
     texts: Sequence[str],
     *,
@@ -206,18 +210,24 @@ def parse_texts(
     nlp: Any = None,
     n_process: int = 1,
     batch_size: int = 256,
-    chunk_chars: int = 200_000,
+    chunk_chars: int | None = None,
     progress: Callable[[int], None] | None = None,
+    info: dict[str, Any] | None = None,
 ) -> TokenArrays:
     """Parse ``texts`` and return their concatenated :class:`TokenArrays` (input order).
 
-    ``n_process > 1`` parses chunks of about ``chunk_chars`` characters in spawned worker
-    processes; ``progress(n)`` is called with the number of texts finished per chunk.
+    ``n_process > 1`` parses chunks of about ``chunk_chars`` characters (default: 1/4 of the
+    text per worker, at most 200,000) in spawned worker processes; ``progress(n)`` is called
+    with the number of texts finished per chunk. If ``info`` is a dict, it is filled with
+    :func:`pipeline_info` of the pipeline that parsed (so the caller need not load it).
     """
     n = len(texts)
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
     # chunk boundaries by cumulative characters (so progress and load balance are even)
     cum = np.cumsum(lengths)
+    if chunk_chars is None:
+        total = int(cum[-1]) if n else 0
+        chunk_chars = int(min(200_000, max(20_000, total // (4 * max(n_process, 1)))))
     cuts = np.searchsorted(cum, np.arange(chunk_chars, int(cum[-1]) if n else 0, chunk_chars), side="right")
     bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
     chunks = [texts[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
@@ -225,6 +235,8 @@ def parse_texts(
     if n_process <= 1 or len(chunks) == 1:
         if nlp is None:
             nlp = load_pipeline(pipeline)
+        if info is not None:
+            info.update(pipeline_info(nlp, pipeline))
         for chunk in chunks:
             parts.append(_parse_chunk(nlp, chunk, batch_size))
             if progress:
@@ -242,6 +254,8 @@ def parse_texts(
                     parts.append(arr)
                     if progress:
                         progress(len(chunk))
+                if info is not None:
+                    info.update(pool.submit(_worker_info, pipeline).result())
         except BrokenProcessPool as exc:
             raise DDPUsageError(
                 f"a spaCy worker process died ({exc}). If you call ddpcore with n_process > 1 from a script, "
