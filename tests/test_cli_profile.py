@@ -173,3 +173,12 @@ def test_import_and_help_do_not_load_heavy_modules():
 def test_cli_subprocess_help():
     r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--n-process" in r.stdout and "--distance" in r.stdout
+
+
+def test_namespace_registered_whatever_the_import_order():
+    code = (
+        "import ddpcore, sys; assert 'polars' not in sys.modules; import polars as pl;"
+        "print(hasattr(pl.DataFrame({'a': [1]}), 'ddp'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "True"

@@ -43,5 +43,43 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ddpcore' has no attribute {name!r}")
 
 
-if "polars" in sys.modules:  # cheap: polars is already loaded, so register df.ddp now
-    from . import namespace as _namespace  # noqa: F401
+def _register_namespace() -> None:
+    from . import namespace  # noqa: F401  (registers DataFrame.ddp)
+
+
+class _PolarsHook:
+    """Meta-path hook: register ``DataFrame.ddp`` right after polars is imported.
+
+    ``import ddpcore`` must not import polars (≈ 0.2 s); this hook waits for the user's
+    own ``import polars`` and then registers the namespace, so the import order of the
+    two packages does not matter.
+    """
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "polars":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_and_register(module: Any) -> None:
+            exec_module(module)
+            sys.modules[name] = module
+            try:
+                _register_namespace()
+            except Exception:  # pragma: no cover - never break the user's polars import
+                pass
+
+        loader.exec_module = exec_and_register  # type: ignore[method-assign]
+        return spec
+
+
+if "polars" in sys.modules:  # polars already loaded: register df.ddp now (cheap)
+    _register_namespace()
+elif not any(isinstance(h, _PolarsHook) for h in sys.meta_path):
+    sys.meta_path.insert(0, _PolarsHook())
