@@ -158,3 +158,26 @@ def test_entity_ids_match_oracle(docs, merge):
         base = ents.min() if len(ents) else 0
         np.testing.assert_array_equal(np.where(got >= 0, got - base, -1), np.array(ids, dtype=np.int64))
     assert n_ent == sum(len({i for i in ids if i >= 0}) for ids in expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(docs=documents(max_docs=3), data=st.data())
+def test_resegmenting_changes_aggregation_never_distances(docs, data):
+    """Moving segment boundaries (between sentences) leaves every anchor distance and every
+    sentence DDP unchanged; segment DDP follows as the max over the new segments."""
+    flat = _flatten(docs)
+    dist_a, ante_a, ref_a, _, sent_a = _run(flat, False)
+    # new segmentation: a random non-decreasing segment id per distinct sentence
+    gs = flat["gsent"]
+    uniq = np.unique(gs)
+    cuts = np.array(data.draw(st.lists(st.booleans(), min_size=len(uniq), max_size=len(uniq))), dtype=np.int64)
+    new_seg_of_sent = np.cumsum(cuts)
+    flat2 = dict(flat)
+    flat2["seg"] = new_seg_of_sent[np.searchsorted(uniq, gs)].astype(np.int32)
+    flat2["n_seg"] = int(new_seg_of_sent.max()) + 1 if len(uniq) else 0
+    dist_b, ante_b, ref_b, seg_b, sent_b = _run(flat2, False)
+    np.testing.assert_array_equal(dist_a, dist_b)
+    np.testing.assert_array_equal(sent_a, sent_b)
+    for g in range(flat2["n_seg"]):
+        members = uniq[new_seg_of_sent == g]
+        assert seg_b[g] == (sent_b[members].max() if len(members) else 0)
