@@ -59,7 +59,7 @@ def synthetic_items(n_items: int, items_per_doc: int = 2_000, n_entities_per_doc
     compat = np.where(kind == 1, rng.choice(np.array([1, 2, 4, 8], np.uint8), size=n),
                       rng.choice(np.array([4, 7, 8, 12, 11], np.uint8), size=n)).astype(np.uint8)
     offsets = np.arange(0, n + 1, items_per_doc, dtype=np.int64)
-    return dict(offsets=offsets, kind=kind, sent=sent, ent=ent, compat=compat, seg=seg, gsent=gsent.astype(np.int64),
+    return dict(offsets=offsets, kind=kind, sent=sent, ent=ent, compat=compat, seg=seg, gsent=gsent.astype(np.int32),
                 n_ent=n_docs * n_entities_per_doc, n_seg=int(seg.max()) + 1, n_sent=int(gsent.max()) + 1)
 
 

@@ -63,7 +63,7 @@ def _flatten(docs):
     return dict(
         offsets=np.array(offsets, np.int64), kind=np.array(kind, np.int8), sent=np.array(sent, np.int32),
         ent=np.array(ent, np.int32), compat=np.array(compat, np.uint8), seg=np.array(seg, np.int32),
-        gsent=np.array(gsent, np.int64), n_ent=ent_base, n_seg=seg_base, n_sent=sent_base,
+        gsent=np.array(gsent, np.int32), n_ent=ent_base, n_seg=seg_base, n_sent=sent_base,
     )
 
 

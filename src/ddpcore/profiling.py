@@ -320,7 +320,7 @@ def profile_anchors(
     it_seg = tok_seg[it_tok]
     it_doc = seg_doc[it_seg]
     it_sent = tok_sent[it_tok].astype(np.int32)
-    it_gsent = tok_gsent[it_tok].astype(np.int64)
+    it_gsent = tok_gsent[it_tok].astype(np.int32)
     offsets = np.searchsorted(it_doc, np.arange(n_docs + 1)).astype(np.int64)
     person = ruleset.entity_labels.index("PERSON") if "PERSON" in ruleset.entity_labels else -1
     ent_id, n_ent = K.assign_entity_ids(

@@ -358,7 +358,7 @@ def compute_distances(
     const int32_t[::1] entity__item,
     const uint8_t[::1] compat__item,
     const int32_t[::1] segment__item,
-    const int64_t[::1] gsentence__item,
+    const int32_t[::1] gsentence__item,
     Py_ssize_t n_entities,
     Py_ssize_t n_segments,
     Py_ssize_t n_sentences,
@@ -373,27 +373,29 @@ def compute_distances(
     antecedent bit mask (entities, nouns) or own group bit (pronouns); ``segment__item`` and
     ``gsentence__item`` global segment / sentence row the item belongs to.
 
-    Returns ``(distance__item int32 (-1: first mention or noun), antecedent__item int64
-    (linked item or -1), reference__item int64 (item the distance is measured to or -1),
+    Returns ``(distance__item int32 (-1: first mention or noun), antecedent__item int32
+    (linked item or -1), reference__item int32 (item the distance is measured to or -1),
     ddp__segment int32[n_segments], ddp__sentence int32[n_sentences])``. Documents are
     independent, so they run in parallel (``n_threads``); results do not depend on it.
     """
     cdef Py_ssize_t n_docs = offsets__doc.shape[0] - 1
     cdef Py_ssize_t n = kind__item.shape[0]
     distance = np.empty(n, dtype=np.int32)  # every element is written by the kernel
-    antecedent = np.empty(n, dtype=np.int64)
-    reference = np.empty(n, dtype=np.int64)
+    if n >= 2**31 - 1 or n_sentences >= 2**31 - 1:
+        raise ValueError("compute_distances handles fewer than 2**31 - 1 items and sentences per call")
+    antecedent = np.empty(n, dtype=np.int32)  # item indices fit int32 (checked above)
+    reference = np.empty(n, dtype=np.int32)
     ddp_seg = np.zeros(n_segments, dtype=np.int32)
     ddp_sent = np.zeros(n_sentences, dtype=np.int32)
-    first_item = np.full(max(n_entities, 1), -1, dtype=np.int64)
-    last_item = np.full(max(n_entities, 1), -1, dtype=np.int64)
+    first_item = np.full(max(n_entities, 1), -1, dtype=np.int32)
+    last_item = np.full(max(n_entities, 1), -1, dtype=np.int32)
     cdef int32_t[::1] dist = distance
-    cdef int64_t[::1] ante = antecedent
-    cdef int64_t[::1] ref = reference
+    cdef int32_t[::1] ante = antecedent
+    cdef int32_t[::1] ref = reference
     cdef int32_t[::1] dseg = ddp_seg
     cdef int32_t[::1] dsent = ddp_sent
-    cdef int64_t[::1] first = first_item
-    cdef int64_t[::1] last = last_item
+    cdef int32_t[::1] first = first_item
+    cdef int32_t[::1] last = last_item
     cdef Py_ssize_t d
     with nogil:
         for d in prange(n_docs, num_threads=max(n_threads, 1), schedule="dynamic", chunksize=64):
@@ -406,13 +408,14 @@ def compute_distances(
 cdef void _distances_one_doc(
     int64_t start, int64_t stop,
     const int8_t[::1] kind, const int32_t[::1] sent, const int32_t[::1] ent,
-    const uint8_t[::1] compat, const int32_t[::1] seg, const int64_t[::1] gsent, bint nearest,
-    int32_t[::1] dist, int64_t[::1] ante, int64_t[::1] ref, int32_t[::1] dseg, int32_t[::1] dsent,
-    int64_t[::1] first, int64_t[::1] last,
+    const uint8_t[::1] compat, const int32_t[::1] seg, const int32_t[::1] gsent, bint nearest,
+    int32_t[::1] dist, int32_t[::1] ante, int32_t[::1] ref, int32_t[::1] dseg, int32_t[::1] dsent,
+    int32_t[::1] first, int32_t[::1] last,
 ) noexcept nogil:
     # cand[b]: latest antecedent compatible with the pronoun group whose bit is b (1, 2, 4, 8)
-    cdef int64_t cand[9]
-    cdef int64_t i, c, r, a
+    cdef int32_t cand[9]
+    cdef int64_t i
+    cdef int32_t c, r, a
     cdef int32_t e, d
     cdef uint8_t bits
     cdef int8_t k
