@@ -131,7 +131,7 @@ def test_omp_num_threads_environment(tmp_path, table):
     table.write_parquet(path)
     code = (
         "import sys, numpy as np; from ddpcore.stats.bootstrap import bootstrap_tau; "
-        f"r = bootstrap_tau(sys.argv[1], 'DOC', 'MIX', n_boot=400, seed=7); np.save(sys.argv[2], r.replicates)"
+        "r = bootstrap_tau(sys.argv[1], 'DOC', 'MIX', n_boot=400, seed=7); np.save(sys.argv[2], r.replicates)"
     )
     outs = []
     for n in ("1", "2"):

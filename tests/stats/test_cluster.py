@@ -565,11 +565,11 @@ def test_native_kernels_do_not_depend_on_thread_count():
     x[rng.random(x.shape) < 0.1] = np.nan
     ii, jj = np.triu_indices(9, k=1)
     outs = []
+    flips = rng.integers(0, 2, size=(70, 301), dtype=np.uint8)
     for nt in (1, 2, 3):
         st = [np.empty(len(ii)), np.empty(len(ii)), np.empty(len(ii), np.int64), np.empty(len(ii), np.int64),
               np.empty(len(ii), np.uint8)]
         k.signed_rank_pairs(x, ii.astype(np.int64), jj.astype(np.int64), *st, nt)
-        flips = rng.integers(0, 2, size=(70, 301), dtype=np.uint8) if nt == 1 else flips
         d = np.nan_to_num(x[:, ii] - x[:, jj])
         sums = np.empty((70, len(ii)))
         k.sign_flip_sums(flips, np.ascontiguousarray(d), sums, nt)

@@ -56,6 +56,17 @@ def signature(method: str, **options: Any) -> dict[str, Any]:
     return sig
 
 
+def result_to_dict(result: Any, include_replicates: bool = False) -> dict[str, Any]:
+    """JSON-safe dict of a frozen ``...Result`` dataclass; its ``replicates`` array (often
+    10,000+ values) is included only on request."""
+    import dataclasses
+
+    d = {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "replicates"}
+    if include_replicates:
+        d["replicates"] = result.replicates
+    return json_safe(d)
+
+
 def json_safe(value: Any) -> Any:
     """Convert numpy scalars/arrays and tuples to Python values; NaN -> ``None``, +-inf -> ``"inf"``/``"-inf"``."""
     try:
@@ -138,7 +149,6 @@ def load_long_table(
         Float64; other columns kept unchanged. Key columns (document, segment, system,
         annotator, condition) must not contain nulls.
     """
-    import polars as pl
 
     from ..io.tables import read_table
 

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from ._table import check_conditions, factorize, json_safe, load_long_table, signature
+from ._table import result_to_dict, check_conditions, factorize, load_long_table, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -317,10 +317,7 @@ class BootstrapTauResult:
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self, include_replicates: bool = False) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replicates"}
-        if include_replicates:
-            d["replicates"] = self.replicates
-        return json_safe(d)
+        return result_to_dict(self, include_replicates)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,10 +334,7 @@ class BootstrapMeansResult:
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self, include_replicates: bool = False) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replicates"}
-        if include_replicates:
-            d["replicates"] = self.replicates
-        return json_safe(d)
+        return result_to_dict(self, include_replicates)
 
 
 # --------------------------------------------------------------------------- public API

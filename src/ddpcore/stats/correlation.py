@@ -93,7 +93,7 @@ def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> CorrelationResult:
     if n < 2 or np.isnan(xa).any() or np.isnan(ya).any():
         return _nan_result(n, "kendall_tau_b")
     order = np.lexsort((ya, xa))  # by x, then y
-    xs, ys = xa[order], ya[order]
+    xs = xa[order]
     x_rank = _dense_ranks(xs)
     y_order = np.argsort(ya, kind="stable")
     y_rank_sorted = _dense_ranks(ya[y_order])

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ._table import factorize, json_safe, load_long_table, signature
+from ._table import result_to_dict, factorize, json_safe, load_long_table, signature
 
 BOUNDARY_LOW = 0.2
 BOUNDARY_HIGH = 0.8
@@ -306,10 +306,7 @@ class BoundaryDifferenceResult:
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self, include_replicates: bool = False) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replicates"}
-        if include_replicates:
-            d["replicates"] = self.replicates
-        return json_safe(d)
+        return result_to_dict(self, include_replicates)
 
 
 def boundary_rate_difference(
