@@ -203,6 +203,17 @@ def _worker_info(name: str | None) -> dict[str, Any]:
     return pipeline_info(_WORKER_NLP, name)
 
 
+def _guided_cuts(total: int, n_process: int, smallest: int = 5_000, largest: int = 200_000) -> np.ndarray:
+    """Character offsets where chunks end: large chunks first, shrinking towards the end."""
+    cuts = []
+    done = 0
+    while total - done > smallest:
+        size = int(min(largest, max(smallest, (total - done) // (2 * n_process))))
+        done += size
+        cuts.append(done)
+    return np.asarray(cuts[:-1] if cuts and cuts[-1] >= total else cuts, dtype=np.int64)
+
+
 def parse_texts(
     texts: Sequence[str],
     *,
@@ -216,8 +227,9 @@ def parse_texts(
 ) -> TokenArrays:
     """Parse ``texts`` and return their concatenated :class:`TokenArrays` (input order).
 
-    ``n_process > 1`` parses chunks of about ``chunk_chars`` characters (default: 1/4 of the
-    text per worker, at most 200,000) in spawned worker processes; ``progress(n)`` is called
+    ``n_process > 1`` parses chunks in spawned worker processes: chunks of ``chunk_chars``
+    characters, or by default "guided" chunks (each 1/(2·n_process) of what is left, between
+    5,000 and 200,000 characters) so that workers finish together; ``progress(n)`` is called
     with the number of texts finished per chunk. If ``info`` is a dict, it is filled with
     :func:`pipeline_info` of the pipeline that parsed (so the caller need not load it).
     """
@@ -225,10 +237,12 @@ def parse_texts(
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
     # chunk boundaries by cumulative characters (so progress and load balance are even)
     cum = np.cumsum(lengths)
-    if chunk_chars is None:
-        total = int(cum[-1]) if n else 0
-        chunk_chars = int(min(200_000, max(20_000, total // (4 * max(n_process, 1)))))
-    cuts = np.searchsorted(cum, np.arange(chunk_chars, int(cum[-1]) if n else 0, chunk_chars), side="right")
+    total = int(cum[-1]) if n else 0
+    if chunk_chars is not None:
+        cut_chars = np.arange(chunk_chars, total, chunk_chars)
+    else:
+        cut_chars = _guided_cuts(total, max(n_process, 1))
+    cuts = np.searchsorted(cum, cut_chars, side="right")
     bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
     chunks = [texts[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
     parts: list[TokenArrays] = []
