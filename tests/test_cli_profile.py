@@ -42,6 +42,12 @@ def test_profile_table_writes_segments_anchors_and_summary(tmp_path, capsys):
     mx = a.group_by("document_id", "segment_id").agg(pl.col("distance_sentences").max().clip(0).alias("m"))
     j2 = seg.join(mx, on=["document_id", "segment_id"], how="left").with_columns(pl.col("m").fill_null(0))
     assert (j2["m"] == j2["ddp"]).all()
+    # written atomically (temp file + rename) but with the usual permissions, not mkstemp's 0600
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
     sig = json.loads(read_parquet_metadata(out)["ddpcore.signature"])
     assert sig["distance"] == "chained" and sig["pipeline_version"] == "3.8.0"
     assert "news" in stdout and "social" in stdout and "all" in stdout
