@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -160,11 +161,42 @@ def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, fl
             )
 
 
+def _tmp_pattern(name: str) -> re.Pattern[str]:
+    # atomic_path uses tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp"): 8 characters from [a-z0-9_]
+    return re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp")
+
+
+def remove_stale_temps(dest: str | os.PathLike[str]) -> list[Path]:
+    """Remove ``.<name>.XXXXXXXX.tmp`` files left next to ``dest`` by a killed run.
+
+    Only files matching :func:`atomic_path`'s temporary-file pattern for exactly this
+    output name are removed (not other names, not folders, not symlinks); returns them.
+    """
+    dest = Path(dest)
+    parent = dest.parent if str(dest.parent) else Path(".")
+    pat = _tmp_pattern(dest.name)
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if pat.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path next to ``dest``; rename onto ``dest`` only if the block succeeds."""
+    """Yield a temporary path next to ``dest``; rename onto ``dest`` only if the block succeeds.
+
+    Temporary files of ``dest`` left by an earlier killed run are removed first.
+    """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(dest)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     os.close(fd)
     tmp_path = Path(tmp)
@@ -185,11 +217,7 @@ def write_table_atomic(df: pl.DataFrame, dest: str | os.PathLike[str], *, metada
 
     Parquet files get ``metadata`` (e.g. the run signature as JSON) in the schema metadata.
     """
-    dest = Path(dest)
-    fmt = detect_format(dest)
-    with atomic_path(dest) as tmp:
-        _write_to(df, fmt, tmp, metadata)
-    return dest
+    return write_tables_atomic([(df, dest)], metadata=metadata)[0]
 
 
 def read_parquet_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -200,7 +228,11 @@ def read_parquet_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in meta.items() if not k.startswith(b"ARROW")}
 
 
-def _write_to(df: pl.DataFrame, fmt: str, tmp: Path, metadata: dict[str, str] | None) -> None:
+def _is_gzip(path: Path) -> bool:
+    return path.suffix.lower() == ".gz"
+
+
+def _write_to(df: pl.DataFrame, fmt: str, tmp: Path, metadata: dict[str, str] | None, *, compress: bool = False) -> None:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -209,26 +241,52 @@ def _write_to(df: pl.DataFrame, fmt: str, tmp: Path, metadata: dict[str, str] | 
             meta = {**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in metadata.items()}}
             table = table.replace_schema_metadata(meta)
         pq.write_table(table, tmp)
-    elif fmt == "csv":
-        df.write_csv(tmp)
+        return
+    with (gzip.open(tmp, "wb") if compress else open(tmp, "wb")) as fh:
+        write_text_table(df, fmt, fh)
+
+
+def write_text_table(df: pl.DataFrame, fmt: str, fh: Any) -> None:
+    """Write ``df`` as ``csv|tsv|jsonl|json`` to the binary file object ``fh`` (e.g. stdout's buffer)."""
+    if fmt == "csv":
+        df.write_csv(fh)
     elif fmt == "tsv":
-        df.write_csv(tmp, separator="\t")
+        df.write_csv(fh, separator="\t")
     elif fmt == "jsonl":
-        df.write_ndjson(tmp)
+        df.write_ndjson(fh)
+    elif fmt == "json":
+        df.write_json(fh)
     else:
-        df.write_json(tmp)
+        raise DDPUsageError(f"cannot write {fmt} as text; use csv, tsv, jsonl or json", code="D135")
 
 
-def write_tables_atomic(outputs: Sequence[tuple[pl.DataFrame, str | os.PathLike[str]]], *, metadata: dict[str, str] | None = None) -> list[Path]:
+def write_tables_atomic(
+    outputs: Sequence[tuple[pl.DataFrame, str | os.PathLike[str]]],
+    *,
+    metadata: dict[str, str] | None = None,
+    sidecar: str | None = None,
+) -> list[Path]:
     """Write several tables so that either all of them appear or none does.
 
     Each table is written to a temporary file beside its destination; only when every
-    write has succeeded are they renamed into place. Parquet files carry ``metadata``.
+    write has succeeded are they renamed into place. Parquet files carry ``metadata`` in
+    their schema metadata; a ``.gz`` name is gzip-compressed (text formats; ``.parquet.gz``
+    is refused). With ``sidecar`` (e.g. the run signature as JSON), every text-format
+    output also gets ``<output>.signature.json`` holding it, written in the same
+    all-or-nothing step. Check the paths first with :func:`ddpcore.io.outputs.check_outputs`.
     """
     dests = [Path(d) for _, d in outputs]
     fmts = [detect_format(d) for d in dests]
+    for d, fmt in zip(dests, fmts):
+        if fmt == "parquet" and _is_gzip(d):
+            raise DDPUsageError(f"{d}: Parquet is compressed internally and cannot be gzipped; drop the .gz", code="D136")
     with contextlib.ExitStack() as stack:
         tmps = [stack.enter_context(atomic_path(d)) for d in dests]
-        for (df, _), fmt, tmp in zip(outputs, fmts, tmps):
-            _write_to(df, fmt, tmp, metadata)
+        for (df, _), d, fmt, tmp in zip(outputs, dests, fmts, tmps):
+            _write_to(df, fmt, tmp, metadata, compress=_is_gzip(d))
+        if sidecar is not None:
+            for d, fmt in zip(dests, fmts):
+                if fmt != "parquet":
+                    side = d.with_name(d.name + ".signature.json")
+                    stack.enter_context(atomic_path(side)).write_text(sidecar + "\n", encoding="utf-8")
     return dests

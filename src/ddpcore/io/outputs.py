@@ -1,0 +1,251 @@
+"""Check every output path of a command before any work is done.
+
+A command that writes files calls :func:`check_outputs` right after parsing its options,
+before it reads large inputs or loads a spaCy pipeline, so that a bad output path fails in
+milliseconds instead of after minutes of parsing, and so that no output can overwrite an
+input or another output of the same run.
+
+Example (``ddp profile``)::
+
+    from ddpcore.io.outputs import check_outputs
+
+    targets = check_outputs(
+        [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences)],
+        inputs=[args.input],
+    )
+    # ... later: write to targets[i].path (None for stdout), format targets[i].format
+
+Only the standard library is imported here (the CLI imports this module before polars).
+
+Error codes (all :class:`~ddpcore.errors.DDPUsageError`, CLI exit code 2):
+
+- D101 unknown output extension
+- D130 the parent folder does not exist, or is not a folder
+- D131 the parent folder is not writable
+- D132 the output is an existing folder
+- D133 the output is one of the inputs (would overwrite the input data)
+- D134 two outputs on one path (one would overwrite the other)
+- D135 ``-`` (standard output) not allowed here (binary format, or more than one output to stdout)
+- D136 compressed Parquet name (``.parquet.gz``): Parquet is compressed internally
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+from ..errors import DDPUsageError
+from .tables import detect_format, remove_stale_temps  # noqa: F401  (re-exported)
+
+PathArg = Union[str, "os.PathLike[str]"]
+
+#: formats that can be written (``.gz`` allowed for the text ones)
+ALL_FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
+TEXT_FORMATS = ("csv", "tsv", "jsonl", "json")
+#: suffix of the signature sidecar written next to text-format outputs
+SIDECAR_SUFFIX = ".signature.json"
+STDOUT = "-"
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """One checked output.
+
+    ``path`` is the path as given (``None`` for standard output), ``format`` one of
+    :data:`ALL_FORMATS`, ``gzip`` whether the name ends in ``.gz`` (text formats only),
+    ``option`` the option that named it (for messages).
+    """
+
+    option: str
+    path: Path | None
+    format: str
+    gzip: bool = False
+
+    @property
+    def stdout(self) -> bool:
+        return self.path is None
+
+    @property
+    def sidecar(self) -> Path | None:
+        """``<output>.signature.json`` for text formats written to a file, else ``None``."""
+        if self.path is None or self.format == "parquet":
+            return None
+        return sidecar_path(self.path)
+
+
+def sidecar_path(path: PathArg) -> Path:
+    """The signature sidecar of a text-format output: ``<output>.signature.json``."""
+    p = Path(path)
+    return p.with_name(p.name + SIDECAR_SUFFIX)
+
+
+def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
+    """(resolved path, (st_dev, st_ino) if the file exists)."""
+    try:
+        resolved = str(path.resolve(strict=False))
+    except (OSError, RuntimeError):  # symlink loop: compare the absolute path instead
+        resolved = os.path.abspath(path)
+    try:
+        st = os.stat(path)
+        ino: tuple[int, int] | None = (st.st_dev, st.st_ino)
+    except OSError:
+        ino = None
+    return resolved, ino
+
+
+def _same(a: tuple[str, tuple[int, int] | None], b: tuple[str, tuple[int, int] | None]) -> bool:
+    return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
+
+
+def check_outputs(
+    outputs: Sequence[tuple[str, PathArg | None]],
+    inputs: Iterable[PathArg | None] = (),
+    *,
+    formats: Collection[str] = ALL_FORMATS,
+    stdout_format: str | None = None,
+    sidecars: bool = False,
+) -> list[OutputTarget]:
+    """Validate output paths before any work; return one :class:`OutputTarget` per given output.
+
+    Parameters
+    ----------
+    outputs
+        ``(option, path)`` pairs, e.g. ``[("-o/--output", "ddp.parquet"), ("--anchors", None)]``;
+        pairs whose path is ``None`` or ``""`` are skipped (option not given). ``option`` is
+        used in messages.
+    inputs
+        Paths the command reads (files or folders; ``None`` skipped). No output may be the
+        same file as an input (same resolved path, or same device and inode: hard links and
+        symlinks are caught).
+    formats
+        Allowed output formats (subset of :data:`ALL_FORMATS`).
+    stdout_format
+        Format written when an output is ``-`` (standard output); ``None`` refuses ``-``.
+        Must be a text format; at most one output may be ``-``.
+    sidecars
+        Also reserve ``<output>.signature.json`` of every text-format file output: no
+        other output and no input may be that path.
+
+    Checks, in order, for each output: the extension names an allowed format (D101;
+    ``.parquet.gz`` D136), the parent folder exists and is a folder (D130) and is writable
+    (D131), the output is not an existing folder (D132), it is not an input (D133); then no
+    two outputs (or sidecars) share a path (D134) and ``-`` is used at most once and only
+    for text formats (D135).
+
+    Raises
+    ------
+    DDPUsageError
+        with one of the codes above; the message names the option, the path and what to do.
+    """
+    targets: list[OutputTarget] = []
+    for option, raw in outputs:
+        if raw is None or str(raw) == "":
+            continue
+        if str(raw) == STDOUT:
+            if stdout_format is None or stdout_format not in TEXT_FORMATS:
+                what = "binary Parquet" if stdout_format == "parquet" else "this output"
+                raise DDPUsageError(
+                    f"{option} -: cannot write {what} to standard output; give a file name "
+                    f"(.csv, .tsv, .jsonl or .json can go to stdout where the command allows it)",
+                    code="D135",
+                )
+            targets.append(OutputTarget(option, None, stdout_format))
+            continue
+        path = Path(raw)
+        targets.append(_check_one(option, path, formats))
+
+    # at most one stdout output
+    to_stdout = [t for t in targets if t.stdout]
+    if len(to_stdout) > 1:
+        raise DDPUsageError(
+            f"{to_stdout[0].option} and {to_stdout[1].option} both write to standard output ('-'); "
+            "write all but one of them to files",
+            code="D135",
+        )
+
+    # no output is an input
+    in_ids = []
+    for inp in inputs:
+        if inp is None or str(inp) in ("", STDOUT):
+            continue
+        in_ids.append((Path(inp), _identity(Path(inp))))
+    claimed: list[tuple[str, Path, tuple[str, tuple[int, int] | None]]] = []
+    for t in targets:
+        if t.path is None:
+            continue
+        claimed.append((t.option, t.path, _identity(t.path)))
+        if sidecars and t.sidecar is not None:
+            claimed.append((f"the signature sidecar of {t.option}", t.sidecar, _identity(t.sidecar)))
+    for option, path, ident in claimed:
+        for inp, iid in in_ids:
+            if _same(ident, iid):
+                raise DDPUsageError(
+                    f"{option} {path}: this is the input file {inp}; writing it would destroy the input, "
+                    "choose another output name",
+                    code="D133",
+                )
+    for i, (opt_a, path_a, id_a) in enumerate(claimed):
+        for opt_b, path_b, id_b in claimed[i + 1:]:
+            if _same(id_a, id_b):
+                same = f"{path_a}" if str(path_a) == str(path_b) else f"{path_a} and {path_b} (the same file)"
+                raise DDPUsageError(
+                    f"{opt_a} and {opt_b} both write {same}; one would overwrite the other, "
+                    "give each output its own name",
+                    code="D134",
+                )
+    return targets
+
+
+def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarget:
+    gz = path.suffix.lower() == ".gz"
+    try:
+        fmt = detect_format(path)
+    except DDPUsageError:
+        ext = "".join(path.suffixes[-2:]) if gz else path.suffix
+        allowed = ", ".join(f".{f}" for f in formats)
+        raise DDPUsageError(
+            f"{option} {path}: unknown output format (extension '{ext or '(none)'}'); use {allowed}"
+            + (" (add .gz to compress a text format)" if set(formats) & set(TEXT_FORMATS) else ""),
+            code="D101",
+        ) from None
+    if fmt == "parquet" and gz:
+        raise DDPUsageError(
+            f"{option} {path}: Parquet is compressed internally and cannot be gzipped; drop the .gz",
+            code="D136",
+        )
+    if fmt not in formats:
+        allowed = ", ".join(f".{f}" for f in formats)
+        raise DDPUsageError(f"{option} {path}: {fmt} output is not supported here; use {allowed}", code="D101")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        # an existing file somewhere up the path is the more useful message
+        up = parent
+        while str(up) not in ("", ".", "/") and not up.exists():
+            up = up.parent
+        if up.exists() and not up.is_dir():
+            raise DDPUsageError(
+                f"{option} {path}: {up} is a file, not a folder; choose an output in an existing folder",
+                code="D130",
+            )
+        raise DDPUsageError(
+            f"{option} {path}: the folder {parent} does not exist; create it first (mkdir -p {parent})",
+            code="D130",
+        )
+    if not parent.is_dir():
+        raise DDPUsageError(
+            f"{option} {path}: {parent} is a file, not a folder; choose an output in an existing folder",
+            code="D130",
+        )
+    if path.is_dir():
+        raise DDPUsageError(
+            f"{option} {path}: is an existing folder; give a file name inside it (e.g. {path / ('ddp.' + fmt)})",
+            code="D132",
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DDPUsageError(
+            f"{option} {path}: the folder {parent} is not writable; choose another folder or fix its permissions",
+            code="D131",
+        )
+    return OutputTarget(option, path, fmt, gz)
