@@ -6,33 +6,78 @@ import only argparse at module level so that ``ddp --help`` stays fast; heavy im
 (spaCy, scipy, polars) happen inside the handler.
 
 Exit codes: 0 ran (and passed any ``--fail-on`` gate), 1 a ``--fail-on`` gate failed,
-2 usage error, 3 bad input data.
+2 usage error, 3 bad input data, 4 internal error (``[D999]``, a bug: please report) or a
+broken installation (``D9xx``), 130 interrupted. Every failure prints one line on stderr;
+``DDPCORE_DEBUG=1`` adds the traceback of an internal error. A closed stdout (``ddp ... | head``)
+ends the command quietly with exit 0.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-
-from .. import __version__
+from typing import Any, NoReturn
 
 #: subcommand modules, in help order
-SUBCOMMANDS = ("profile", "explain", "stats", "validate", "agree")
+SUBCOMMANDS = ("profile", "explain", "stats", "validate", "agree", "info")
 
-EXIT_OK, EXIT_FAIL_GATE, EXIT_USAGE, EXIT_DATA = 0, 1, 2, 3
+EXIT_OK, EXIT_FAIL_GATE, EXIT_USAGE, EXIT_DATA, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+#: environment variable that shows the traceback of an internal error
+DEBUG_ENV = "DDPCORE_DEBUG"
+
+EPILOG = """exit codes:
+  0    success (and every --fail-on gate passed)
+  1    a --fail-on gate failed
+  2    usage error: bad option, argument or output path
+  3    bad input data (the message names file, row and column)
+  4    internal error [D999] (a bug: please report it; rerun with DDPCORE_DEBUG=1 for the
+       traceback) or a broken installation (D9xx)
+  130  interrupted (Ctrl-C)
+Every error is one line on stderr starting with a searchable code such as [D111].
+"""
+
+
+class DDPArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (``ddp CMD: error: ...; see 'ddp CMD --help'``).
+
+    Subparsers inherit the class, so every subcommand reports bad options the same way.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+class _VersionAction(argparse.Action):
+    """``-V/--version``: computed only when asked for (reads package metadata, loads no model)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from .info import version_text
+
+        print(version_text())
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = DDPArgumentParser(
         prog="ddp",
         description=(
             "ddpcore: discourse dependency (DDP) profiling of MT test sets and "
             "evaluation statistics (TOST, ranking tau, clustering, agreement)."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"ddpcore {__version__}")
+    parser.add_argument("-V", "--version", action=_VersionAction,
+                        help="print the versions of ddpcore, spaCy and the default pipeline, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:
@@ -45,28 +90,101 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
+def _one_line(text: str, limit: int = 2000) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _stdout_closed() -> bool:
+    """True when stdout is a pipe whose reading end was closed (``| head``)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False  # replaced stdout (tests, notebooks): a BrokenPipeError is not about it
+    try:
+        import select
+        import stat
+
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) and not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+    except (OSError, AttributeError):  # no poll() (Windows): assume the pipe is stdout
+        return True
+    poller.register(fd, 0)  # POLLERR/POLLHUP are always reported
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+
+
+def _silence_stdout() -> None:
+    """The standard recipe: point stdout at devnull so the interpreter's final flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ddp``; returns the exit code (see the module docstring)."""
+    command = "ddp"
+    try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # name the subcommand whose options were wrong, not just "ddp"
+            sub = _subparser(parser, getattr(args, "command", None))
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+        if getattr(args, "func", None) is None:
+            parser.print_help()
+            return EXIT_USAGE
+        command = f"ddp {args.command}"
+        code = _run(args, command)
+        sys.stdout.flush()  # surface a closed pipe here, not at interpreter exit
+        return code
+    except BrokenPipeError as exc:
+        if _stdout_closed():
+            _silence_stdout()
+            return EXIT_OK
+        return _internal_error(command, exc)
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        return _internal_error(command, exc)
+
+
+def _run(args: argparse.Namespace, command: str) -> int:
     from ..errors import DDPDataError, DDPError, DDPUsageError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
-        parser.print_help()
-        return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
     except DDPUsageError as exc:
-        print(f"ddp {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except DDPDataError as exc:
-        print(f"ddp {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_DATA
-    except DDPError as exc:
-        print(f"ddp {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_DATA
-    except KeyboardInterrupt:  # pragma: no cover
-        print("interrupted", file=sys.stderr)
-        return 130
+    except DDPError as exc:  # DDPNativeError (D9xx): a broken installation
+        print(f"{command}: error: {_one_line(str(exc))}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _internal_error(command: str, exc: BaseException) -> int:
+    if os.environ.get(DEBUG_ENV, "0") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    print(
+        f"{command}: error: [D999] internal error: {type(exc).__name__}: {_one_line(str(exc), 500)} "
+        f"(please report; rerun with {DEBUG_ENV}=1 for the traceback)",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover
