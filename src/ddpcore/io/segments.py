@@ -10,6 +10,7 @@ plus any extra input columns, and an internal ``__row`` column (0-based input ro
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -86,16 +87,19 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     import polars as pl
 
     name = source if isinstance(source, (str, os.PathLike)) else "<table>"
+    if isinstance(source, (str, os.PathLike)):
+        _check_path(Path(source))
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         df = read_text_folder(Path(source), cols)
     else:
         df = read_table(source)
-    required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
-    require_columns(df, required, name, flags=cols.flags())
     if len({cols.document, cols.segment, cols.text, cols.domain}) < 4:
         raise DDPUsageError("the document, segment, text and domain columns must be four different names", code="D114")
     if df.height == 0:
         raise DDPDataError(f"{name}: the table has no rows", code="D106")
+    required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
+    require_columns(df, required, name, flags=cols.flags())
+    df = _check_id_types(df, cols, name)
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     df = df.with_row_index(ROW)
@@ -133,4 +137,45 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
             "each (document, segment) pair must be unique",
             code="D113",
         )
+    return df
+
+
+def _check_path(path: Path) -> None:
+    """Refuse a missing path or a symbolic-link loop with a clear D102 (before the extension check)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise DDPDataError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not exist", code="D102") from None
+        raise DDPDataError(f"{path}: file not found; check the path", code="D102") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DDPDataError(
+                f"{path}: is a symbolic link that points (directly or through others) to itself; "
+                "give the real file or folder", code="D102") from None
+        raise DDPDataError(f"{path}: cannot read ({exc.strerror}); check the path and permissions", code="D102") from None
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _check_id_types(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> pl.DataFrame:
+    """Ids must be integers within 64 bits, or text: nested/binary ids (D108) and integers beyond
+    the 64-bit range (D107) are refused naming the column, the row and the value."""
+    import polars as pl
+
+    for col, flag in ((cols.document, "--document-col"), (cols.segment, "--segment-col")):
+        dtype = df[col].dtype
+        if dtype.is_nested() or dtype in (pl.Binary, pl.Object):
+            raise DDPDataError(
+                f"{name}, column '{col}': ids must be integers or text, found type {dtype}; "
+                f"choose the id column with {flag} or convert it", code="D108")
+        if dtype in (pl.Int128, pl.UInt64) or str(dtype) == "UInt128":
+            over = df.with_row_index("__r").filter((pl.col(col) > _INT64_MAX) | (pl.col(col) < -_INT64_MAX - 1))
+            if over.height:
+                raise DDPDataError(
+                    f"{name}, row {int(over['__r'][0]) + 1}, column '{col}': "
+                    f"id {over[col][0]} is outside the 64-bit integer range (|id| < 2**63); renumber the ids "
+                    f"({over.height} such row(s)) or store them as quoted JSON strings", code="D107")
+            df = df.with_columns(pl.col(col).cast(pl.Int64))
     return df

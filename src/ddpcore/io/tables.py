@@ -15,6 +15,7 @@ import json
 import os
 import re
 import tempfile
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,8 +57,13 @@ def _read_bytes(path: Path) -> bytes:
     if path.suffix.lower() == ".gz":
         try:
             data = gzip.decompress(data)
-        except OSError as exc:
-            raise DDPDataError(f"{path}: not a valid gzip file ({exc})", code="D103") from None
+        except EOFError:
+            raise DDPDataError(
+                f"{path}: the gzip file is truncated (incomplete download or copy?); recreate or re-download it",
+                code="D103",
+            ) from None
+        except (OSError, zlib.error) as exc:
+            raise DDPDataError(f"{path}: not a valid gzip file ({exc}); recreate it with gzip", code="D103") from None
     return data
 
 
@@ -127,10 +133,24 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise DDPDataError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})", code="D103") from None
+        except RecursionError:
+            raise DDPDataError(
+                f"{path}: JSON nested too deeply to read (more than ~{_max_depth()} levels); "
+                "expected a flat array of objects, one per row", code="D103") from None
         if not isinstance(obj, list):
             raise DDPDataError(f"{path}: expected a JSON array of objects (one per row)", code="D103")
-        return pl.DataFrame(obj, infer_schema_length=None)
-    rows = []
+        if not obj:
+            raise DDPDataError(f"{path}: the JSON array is empty (no rows)", code="D106")
+        bad = next((i for i, rec in enumerate(obj, 1) if not isinstance(rec, dict)), None)
+        if bad is not None:
+            raise DDPDataError(f"{path}: array element {bad}: expected a JSON object per row", code="D103")
+        try:
+            return pl.DataFrame(obj, infer_schema_length=None)
+        except Exception as exc:
+            raise DDPDataError(_type_conflict(path, obj, list(range(1, len(obj) + 1)), "array element") or
+                               f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
+    rows: list[dict[str, Any]] = []
+    linenos: list[int] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -138,13 +158,52 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DDPDataError(f"{path}: line {lineno}, column {exc.colno}: invalid JSON ({exc.msg})", code="D103") from None
+        except RecursionError:
+            raise DDPDataError(
+                f"{path}: line {lineno}: JSON nested too deeply to read (more than ~{_max_depth()} levels); "
+                "expected one flat JSON object per line", code="D103") from None
         if not isinstance(rec, dict):
             raise DDPDataError(f"{path}: line {lineno}: expected a JSON object per line", code="D103")
         rows.append(rec)
+        linenos.append(lineno)
     try:
         return pl.DataFrame(rows, infer_schema_length=None)
     except Exception as exc:
-        raise DDPDataError(f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
+        raise DDPDataError(_type_conflict(path, rows, linenos, "line") or
+                           f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _type_conflict(path: Path, rows: list[dict[str, Any]], numbers: list[int], unit: str) -> str | None:
+    """Error path only: name the first value whose JSON type differs from its column's first value."""
+    first: dict[str, tuple[str, int]] = {}
+    for rec, n in zip(rows, numbers):
+        for key, v in rec.items():
+            if v is None:
+                continue
+            k = _kind(v)
+            if key not in first:
+                first[key] = (k, n)
+            elif first[key][0] != k:
+                k0, n0 = first[key]
+                return (f"{path}: {unit} {n}, column '{key}': a JSON {k} where {unit} {n0} has a {k0}; "
+                        "give every row the same type in this column")
+    return None
+
+
+def _max_depth() -> int:
+    import sys
+
+    return sys.getrecursionlimit()
 
 
 def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, flags: dict[str, str] | None = None) -> None:
