@@ -491,6 +491,10 @@ class ExplainResult:
     text: str
     anchors: pl.DataFrame
     signature: dict[str, Any]
+    #: where recorded settings were taken from (Parquet file or ``.signature.json`` sidecar), if anywhere
+    settings_from: str | None = None
+    #: the settings taken from that signature (not given by the caller), e.g. ``{"rules": "paper"}``
+    inherited: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -501,6 +505,8 @@ class ExplainResult:
             "first_sentence": self.first_sentence,
             "anchors": self.anchors.to_dicts(),
             "signature": self.signature,
+            "settings_from": self.settings_from,
+            "inherited": self.inherited,
         }
 
     def to_text(self) -> str:
@@ -532,31 +538,55 @@ class ExplainResult:
         return "\n".join(lines)
 
 
-def explain(source: Any, document: Any, segment: Any, **kwargs: Any) -> ExplainResult:
+def explain(source: Any, document: Any, segment: Any, /, **kwargs: Any) -> ExplainResult:
     """Explain the DDP of one segment.
 
-    ``source`` is an input segment table/folder, or a Parquet file written by
-    ``ddp profile`` (its recorded signature supplies the distance mode, rules, pipeline and
-    column names, and its carried-through source text is re-parsed). Only the segment's
-    document is parsed. ``document``/``segment`` are matched as strings.
+    ``source`` is an input segment table/folder, or an output of ``ddp profile``: a Parquet
+    file (signature in its metadata) or a CSV/TSV/JSONL/JSON file with its
+    ``<file>.signature.json`` sidecar. The recorded signature supplies the distance mode,
+    rules, pipeline and column names not given in ``kwargs`` (``document=``, ``segment=``,
+    ``text=``, ``domain=`` name columns; ``distance=``, ``rules=``, ``pipeline=``...), and the
+    carried-through source text is re-parsed; ``ExplainResult.inherited`` says which
+    settings came from where. Only the segment's document is parsed. ``document`` and
+    ``segment`` (positional) are ids, matched as strings.
     """
     import polars as pl
 
+    from .io.outputs import sidecar_path
     from .io.tables import read_parquet_metadata, read_table
 
-    opts = dict(kwargs)
+    opts = {k: v for k, v in kwargs.items() if v is not None}
     table: Any = source
-    if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith((".parquet", ".pq")):
-        meta = read_parquet_metadata(source)
-        if SIGNATURE_KEY in meta:
-            sig = json.loads(meta[SIGNATURE_KEY])
-            for key in ("document", "segment", "text", "domain"):
-                opts.setdefault(key, sig.get("columns", {}).get(key))
-            opts.setdefault("distance", sig.get("distance", "chained"))
-            opts.setdefault("rules", sig.get("rules"))
-            opts.setdefault("sentence_unit", sig.get("sentence_unit", "sentence"))
-            pipe = sig.get("pipeline")
-            opts.setdefault("pipeline", None if pipe in (None, "default") else pipe)
+    sig: dict[str, Any] | None = None
+    settings_from: str | None = None
+    if isinstance(source, (str, os.PathLike)):
+        if str(source).lower().endswith((".parquet", ".pq")) and os.path.isfile(source):
+            try:
+                meta = read_parquet_metadata(source)
+            except Exception as exc:  # pyarrow raises several types for a bad file
+                raise DDPDataError(f"{source}: not a readable Parquet file ({str(exc).splitlines()[0]})",
+                                   code="D103") from None
+            if SIGNATURE_KEY in meta:
+                sig, settings_from = json.loads(meta[SIGNATURE_KEY]), str(source)
+        elif sidecar_path(source).is_file():
+            side = sidecar_path(source)
+            try:
+                sig = json.loads(side.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise DDPDataError(f"{side}: not a readable signature file ({exc}); delete it or pass "
+                                   "--rules/--distance/--pipeline and the column options", code="D103") from None
+            if not isinstance(sig, dict):
+                raise DDPDataError(f"{side}: not a signature (expected a JSON object)", code="D103")
+            settings_from = str(side)
+    inherited: dict[str, Any] = {}
+    if sig is not None:
+        recorded = {key: sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
+        recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
+        pipe = sig.get("pipeline")
+        recorded["pipeline"] = None if pipe in (None, "default") else pipe
+        for key, value in recorded.items():
+            if key not in opts and value is not None:
+                opts[key] = inherited[key] = value
         table = read_table(source)
     opts = {k: v for k, v in opts.items() if v is not None}
     doc_col = opts.get("document", S.DOCUMENT_ID)
@@ -567,12 +597,15 @@ def explain(source: Any, document: Any, segment: Any, **kwargs: Any) -> ExplainR
     df = read_segments(table, cols).drop(ROW)
     sub = df.filter(pl.col(doc_col).cast(pl.String) == str(document))
     if sub.height == 0:
-        sample = ", ".join(map(str, df[doc_col].unique(maintain_order=True).head(5).to_list()))
-        raise DDPDataError(f"document {document!r} not found in column '{doc_col}' (first ids: {sample})", code="D116")
+        ids = df[doc_col].unique(maintain_order=True)
+        sample = ", ".join(map(str, ids.head(5).to_list()))
+        raise DDPDataError(f"document {document!r} not found in column '{doc_col}' ({len(ids)} documents, "
+                           f"the first: {sample})", code="D116")
     if sub.filter(pl.col(seg_col).cast(pl.String) == str(segment)).height == 0:
         sample = ", ".join(map(str, sub[seg_col].head(10).to_list()))
+        more = f"{sub.height} segments, the first 10: " if sub.height > 10 else f"{sub.height} segment(s): "
         raise DDPDataError(
-            f"segment {segment!r} not found in document {document!r} (column '{seg_col}'; segments: {sample})",
+            f"segment {segment!r} not found in document {document!r} (column '{seg_col}'; {more}{sample})",
             code="D117",
         )
     keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
@@ -588,4 +621,6 @@ def explain(source: Any, document: Any, segment: Any, **kwargs: Any) -> ExplainR
         text=str(seg_row[cols.text][0]),
         anchors=anchors,
         signature=result.signature,
+        settings_from=settings_from,
+        inherited=inherited,
     )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_extraction_options, add_segment_columns
+from ._common import HelpFormatter, add_extraction_options, add_segment_columns
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,36 +12,42 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="show the anchors, antecedents and distances behind one segment's DDP",
         description=(
             "For one segment, list each anchor (named entity / pronoun + group), its antecedent (text and "
-            "sentence) and its distance, so you can see why the DDP is what it is. SOURCE is a Parquet file "
-            "written by `ddp profile` (its settings are reused) or an input table/folder. Only the segment's "
+            "sentence) and its distance, so you can see why the DDP is what it is. SOURCE is an output of "
+            "`ddp profile` (Parquet, or a text table with its .signature.json sidecar: its rules, distance, "
+            "pipeline and columns are reused unless given here) or an input table/folder. Only the segment's "
             "document is parsed."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    p.add_argument("source", metavar="DDP_OR_INPUT", help="ddp profile output (.parquet) or input table/folder")
-    p.add_argument("--document", required=True, metavar="ID", help="document id")
-    p.add_argument("--segment", required=True, metavar="ID", help="segment id within the document")
-    add_segment_columns(p)
-    add_extraction_options(p)
+    p.add_argument("source", metavar="DDP_OR_INPUT", help="ddp profile output (.parquet, or .csv/.tsv/.jsonl/.json with its sidecar) or input table/folder")
+    p.add_argument("--document", required=True, metavar="ID", help="document id (a value; --document-col names the column)")
+    p.add_argument("--segment", required=True, metavar="ID",
+                   help="segment id within the document (a value; --segment-col names the column)")
+    add_segment_columns(p, from_signature=True)
+    add_extraction_options(p, from_signature=True)
     p.add_argument("-f", "--format", choices=("text", "json"), default="text", help="output format")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import json
+    import sys
 
     from ..profiling import explain
+    from .profile import _write_stdout
 
-    # only pass options the user changed, so a profile's recorded settings win otherwise
-    defaults = {"document_col": "document_id", "segment_col": "segment_id", "text_col": "source",
-                "domain_col": "domain", "distance": "chained", "pipeline": None, "rules": None}
-    names = {"document_col": "document", "segment_col": "segment", "text_col": "text", "domain_col": "domain",
-             "distance": "distance", "pipeline": "pipeline", "rules": "rules"}
-    kwargs = {names[k]: getattr(args, k) for k, v in defaults.items() if getattr(args, k) != v}
-    kwargs["n_process"] = args.n_process
-    result = explain(args.source, args.document, args.segment, **kwargs)
-    if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-    else:
-        print(result.to_text())
+    # only options given on the command line; the output's recorded signature fills the rest
+    given = {"document": args.document_col, "segment": args.segment_col, "text": args.text_col,
+             "domain": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules}
+    kwargs = {k: v for k, v in given.items() if v is not None}
+    result = explain(args.source, args.document, args.segment, n_process=args.n_process,
+                     batch_size=args.batch_size, **kwargs)
+    if result.inherited:
+        shown = ", ".join(f"{k} {v!r}" for k, v in result.inherited.items() if k in ("rules", "distance", "pipeline"))
+        cols = [f"{k} {v!r}" for k, v in result.inherited.items() if k in ("document", "segment", "text", "domain")]
+        if cols:
+            shown = ", ".join([*([shown] if shown else []), "columns " + ", ".join(cols)])
+        print(f"using {shown} from {result.settings_from}", file=sys.stderr)
+    out = json.dumps(result.to_dict(), indent=2, default=str) if args.format == "json" else result.to_text()
+    _write_stdout(lambda fh: fh.write((out + "\n").encode()))
     return 0
