@@ -37,7 +37,7 @@ def test_load_renames_and_accepts_all_inputs(tmp_path):
 
 
 def test_missing_columns_name_the_flag():
-    with pytest.raises(DDPDataError, match=r"\[D301\].*document column 'doc'.*--document NAME.*available columns"):
+    with pytest.raises(DDPDataError, match=r"\[D301\].*document column 'doc'.*--document-col NAME.*available columns"):
         load_long_table(table(), document="doc")
     with pytest.raises(DDPDataError, match=r"\[D301\].*annotator column 'rater'"):
         load_long_table(table(), annotator="rater")

@@ -9,7 +9,8 @@ statistic downstream works with fixed names.
 
 Error codes (D3xx, statistics input) raised here: D301 missing column, D302 missing or
 NaN score, D303 non-numeric score, D304 null key value, D305 condition not present,
-D306 unpaired rows, D307 duplicate pairing key, D309 empty table.
+D306 unpaired rows, D307 duplicate pairing key, D309 empty table, D360 score too large in
+magnitude (|score| > 1e100), D361 several conditions where one is expected.
 """
 from __future__ import annotations
 
@@ -35,7 +36,13 @@ ROLES: dict[str, str] = {
 }
 
 #: CLI flag that selects the column of each role (Python keyword = flag without dashes)
-FLAGS: dict[str, str] = {role: f"--{role}" for role in ROLES}
+FLAGS: dict[str, str] = {role: f"--{role}-col" for role in ROLES}
+
+#: largest score magnitude accepted. Sums over up to 2**53 rows and squared differences of
+#: such scores stay far inside the float64 range (|x| <= 1e100 -> squares <= 4e200), so no
+#: statistic can overflow to inf/NaN; larger values are refused (D360) instead of producing
+#: an infinite mean difference or a NaN p-value.
+MAX_ABS_SCORE = 1e100
 
 #: names of the two score columns produced by :func:`pair_conditions`
 SCORE_A = "score_a"
@@ -223,7 +230,7 @@ def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: s
             row = int(bad.arg_true()[0])
             raise DDPDataError(
                 f"{source}, row {row + 1}, column '{original}': score {df[col][row]!r} is not a number "
-                f"(column type {dtype}); the score column must be numeric (--score selects it)",
+                f"(column type {dtype}); the score column must be numeric (--score-col selects it)",
                 code="D303",
             )
         df = df.with_columns(cast.alias(col))
@@ -246,6 +253,15 @@ def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: s
         df = df.filter(~missing)
         if df.height == 0:
             raise DDPDataError(f"{source}: every score is missing (null/NaN); nothing to analyse", code="D309")
+    big = (s.abs() > MAX_ABS_SCORE) & ~s.is_nan()  # polars orders NaN above every number
+    if big.any():
+        row = int(big.arg_true()[0]) + 1
+        raise DDPDataError(
+            f"{source}, row {row}, column '{original}': score {s[row - 1]:g} is too large in magnitude "
+            f"(|score| > {MAX_ABS_SCORE:g}; means and variances would overflow); rescale the score column "
+            "(e.g. divide it by a power of ten, and the margins with it)",
+            code="D360",
+        )
     return df
 
 
@@ -262,7 +278,7 @@ def pair_keys(df: pl.DataFrame, *, annotator: bool | None = None) -> list[str]:
     use_annotator = (schema.ANNOTATOR in df.columns) if annotator is None else annotator
     if use_annotator:
         if schema.ANNOTATOR not in df.columns:
-            raise DDPDataError("pairing by annotator was requested but the table has no annotator column (--annotator)", code="D301")
+            raise DDPDataError("pairing by annotator was requested but the table has no annotator column (--annotator-col NAME, or --no-pair-annotator)", code="D301")
         keys.append(schema.ANNOTATOR)
     return keys
 
@@ -314,7 +330,7 @@ def pair_conditions(
         if part.height == 0:
             raise DDPDataError(
                 f"condition {name!r} has no rows; conditions in the table: {', '.join(map(str, available))} "
-                "(--condition selects the condition column)",
+                "(--condition-col selects the condition column)",
                 code="D305",
             )
         dup = part.select(keys).is_duplicated()
@@ -355,6 +371,43 @@ def pair_conditions(
     return paired
 
 
+def check_magnitude(values: Any, name: str) -> None:
+    """Raise D360 if a finite value of ``values`` exceeds :data:`MAX_ABS_SCORE` in magnitude."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        big = np.abs(arr) > MAX_ABS_SCORE
+    if big.any():
+        pos = np.unravel_index(int(np.flatnonzero(big.ravel())[0]), arr.shape)
+        at = pos[0] if len(pos) == 1 else tuple(int(p) for p in pos)
+        raise DDPDataError(
+            f"{name}[{at}] = {arr[pos]:g} is too large in magnitude (|value| > {MAX_ABS_SCORE:g}; means and "
+            "variances would overflow); rescale the values (e.g. divide by a power of ten, and any margin with them)",
+            code="D360",
+        )
+
+
+def check_single_condition(df: pl.DataFrame, flag: str = "--in COND") -> None:
+    """Raise D361 if the condition column of ``df`` (canonical names) holds several values.
+
+    For statistics that assume one condition: pooling two conditions silently would mix two
+    experiments. ``flag`` names the option that selects one (shown in the message)."""
+    import polars as pl
+
+    if schema.CONDITION not in df.columns:
+        return
+    present = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
+    if len(present) > 1:
+        example = f"{flag.split()[0]} {present[0]}" if flag.startswith("-") else f"{flag}{present[0]!r}"
+        shown = ", ".join(repr(v) for v in present[:10]) + (f" (and {len(present) - 10} more)" if len(present) > 10 else "")
+        raise DDPUsageError(
+            f"the table holds {len(present)} conditions ({shown}) and this statistic uses one; "
+            f"choose one with {flag} (e.g. {example})",
+            code="D361",
+        )
+
+
 def check_conditions(df: pl.DataFrame, conditions: Sequence[str]) -> None:
     """Raise D305 if one of ``conditions`` has no row in ``df`` (canonical names)."""
     import polars as pl
@@ -364,7 +417,7 @@ def check_conditions(df: pl.DataFrame, conditions: Sequence[str]) -> None:
         if str(name) not in present:
             raise DDPDataError(
                 f"condition {name!r} has no rows; conditions in the table: {', '.join(sorted(map(str, present)))} "
-                "(--condition selects the condition column)",
+                "(--condition-col selects the condition column)",
                 code="D305",
             )
 

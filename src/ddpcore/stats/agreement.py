@@ -35,7 +35,7 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from ._table import factorize, json_safe, signature
+from ._table import check_magnitude, factorize, json_safe, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -92,6 +92,7 @@ def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level:
         raise DDPDataError(f"reliability data must be 2-D (coders x units), got shape {x.shape}", code="D314")
     if np.isinf(x).any():
         raise DDPDataError("reliability data contains infinite values", code="D312")
+    check_magnitude(x, "reliability data")
     if level not in ("interval", "nominal", "ratio"):
         raise DDPUsageError(f"level must be 'interval', 'nominal' or 'ratio', got {level!r} (--level)", code="D311")
     n_coders, n_units = x.shape

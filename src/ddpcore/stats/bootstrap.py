@@ -29,6 +29,13 @@ A user-supplied ``indices`` matrix (shape ``(n_boot, n_units)``) replaces the ge
 Per-unit sufficient statistics (sum and count of each system's scores, per condition)
 are computed once; a native kernel (OpenMP over replicates) adds up the drawn units'
 statistics for every replicate. No Python loop runs per replicate.
+
+Replicates are computed in blocks of bounded size (a few million additions each), so memory
+does not grow with ``n_boot`` beyond what a function keeps per replicate (8 bytes per tau
+replicate, the full matrix for :func:`resample_sums`). Before allocating, every entry point
+estimates its memory and, after the first block, its run time; over the limits
+(``max_memory``, ``max_seconds``, see :mod:`ddpcore.stats._budget`) it stops with D362 /
+D363 and says which ``n_boot`` fits.
 """
 from __future__ import annotations
 
@@ -42,7 +49,8 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from ._table import result_to_dict, check_conditions, factorize, load_long_table, signature
+from . import _budget
+from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_long_table, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -58,13 +66,16 @@ RNG_DESCRIPTION = "numpy PCG64(seed).random_raw, row-major; unit = floor(raw * n
 # --------------------------------------------------------------------------- resampling engine
 
 
-def resample_indices(n_boot: int, n_units: int, seed: int) -> npt.NDArray[np.int64]:
+def resample_indices(n_boot: int, n_units: int, seed: int, *, max_memory: Any = None) -> npt.NDArray[np.int64]:
     """The ``(n_boot, n_units)`` index matrix the seeded bootstrap uses (see module docstring).
 
-    Entry ``[r, k]`` is the unit taken by draw k of replicate r. Memory: 8 bytes per entry;
-    use it to export a run to another tool, not inside the hot path.
+    Entry ``[r, k]`` is the unit taken by draw k of replicate r. Memory: 8 bytes per entry
+    (about 40 while it is built; over ``max_memory`` -> D362); use it to export a run to
+    another tool, not inside the hot path.
     """
     _check_sizes(n_boot, n_units)
+    seed = _budget.check_seed(seed)
+    _budget.resolve(max_memory, 0, what="resample_indices").check_memory(n_boot, 40.0 * n_units)
     raw = np.random.PCG64(seed).random_raw(n_boot * n_units).reshape(n_boot, n_units)
     n = np.uint64(n_units)
     hi = raw >> np.uint64(32)
@@ -74,8 +85,7 @@ def resample_indices(n_boot: int, n_units: int, seed: int) -> npt.NDArray[np.int
 
 
 def _check_sizes(n_boot: int, n_units: int) -> None:
-    if int(n_boot) < 1:
-        raise DDPUsageError(f"n_boot must be at least 1, got {n_boot} (--n-boot)", code="D311")
+    _budget.check_n_boot(n_boot)
     if not 1 <= int(n_units) < 2**32:
         raise DDPDataError(f"need between 1 and 2**32 - 1 resampling units, got {n_units}", code="D309")
 
@@ -113,6 +123,8 @@ def resample_sums(
     seed: int = 0,
     indices: npt.ArrayLike | None = None,
     threads: int | None = None,
+    max_memory: Any = None,
+    max_seconds: Any = None,
 ) -> npt.NDArray[np.float64]:
     """Column sums of ``values`` over bootstrap resamples of its rows.
 
@@ -127,6 +139,10 @@ def resample_sums(
         explicit, different ``n_boot`` other than the default raises D311).
     threads
         OpenMP threads (default: ``OMP_NUM_THREADS`` or all cores). Results do not depend on it.
+    max_memory, max_seconds
+        Budget (bytes or "8G"; seconds; 0 = no limit; defaults in :mod:`ddpcore.stats._budget`):
+        over it -> D362 (memory, checked before allocating) / D363 (time, extrapolated from
+        the first block of replicates).
 
     Returns
     -------
@@ -136,63 +152,129 @@ def resample_sums(
     vals = np.asarray(values, dtype=np.float64)
     if vals.ndim != 2:
         raise DDPDataError(f"values must be 2-D (n_units, n_cols), got shape {vals.shape}", code="D313")
-    n_units = vals.shape[0]
-    if n_units >= 1 and vals.shape[1] >= 1:
-        # an integer column that is the same in every unit (e.g. one row per unit and system)
-        # sums to value * n_units in every replicate -- exactly, below 2**53 -- whatever is drawn
+    check_magnitude(vals, "values")
+    budget = _budget.resolve(max_memory, max_seconds, what="resample_sums")
+    n_rep = _check_indices(indices, n_boot, vals.shape[0]).shape[0] if indices is not None else _resolve_n_boot(n_boot, None)
+    _check_sizes(n_rep, vals.shape[0])
+    budget.check_memory(n_rep, 8.0 * vals.shape[1], fixed=3 * vals.nbytes + _block_bytes(vals.shape, n_rep))
+    return _resample_sums_full(vals, n_boot, seed, indices, threads, budget)
+
+
+def _resample_sums_full(
+    vals: np.ndarray, n_boot: int | None, seed: int, indices: npt.ArrayLike | None, threads: int | None,
+    budget: _budget.Budget,
+) -> np.ndarray:
+    n_rep = _check_indices(indices, n_boot, vals.shape[0]).shape[0] if indices is not None else _resolve_n_boot(n_boot, None)
+    out = np.empty((n_rep, vals.shape[1]), dtype=np.float64)
+    for r0, block in iter_resample_sums(vals, n_boot=n_boot, seed=seed, indices=indices, threads=threads,
+                                        budget=budget):
+        out[r0: r0 + block.shape[0]] = block
+    return out
+
+
+#: elementary additions per block of replicates (bounds block memory and the time check's pilot)
+_BLOCK_WORK = 1 << 23
+
+
+def _block_bytes(shape: tuple[int, ...], n_rep: int, per_col: float = 16.0) -> float:
+    """Bytes of the per-block buffers of :func:`iter_resample_sums` (``per_col`` bytes per replicate
+    and column: the block's sums and its expanded copy)."""
+    n_units, n_cols = int(shape[0]), int(shape[1])
+    block = min(max(16, _BLOCK_WORK // max(1, n_units * max(n_cols + n_cols % 2, 1))), max(int(n_rep), 1))
+    return float(block) * max(n_cols + 1, 2) * per_col
+
+
+def _column_plan(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Columns that need resampling.
+
+    An integer column that is the same in every unit (e.g. one row per unit and system) sums
+    to ``value * n_units`` in every replicate -- exactly, below 2**53 -- whatever is drawn;
+    identical columns (e.g. the row counts of a balanced design) have identical sums, so each
+    distinct column is resampled once. Returns (constant mask, resampled column indices of
+    the non-constant columns ``keep``, ``where``: for each non-constant column its position
+    in ``keep``, the non-constant column indices)."""
+    n_units, n_cols = vals.shape
+    const = np.zeros(n_cols, dtype=bool)
+    if n_units >= 1 and n_cols >= 1:
         first = vals[0]
         const = (vals == first).all(axis=0) & (first == np.round(first)) & (np.abs(first) * n_units < 2.0**53)
-        if const.any():
-            if indices is not None:
-                n_rep = _check_indices(indices, n_boot, n_units).shape[0]
-            else:
-                n_rep = _resolve_n_boot(n_boot, None)
-                _check_sizes(n_rep, n_units)
-            out = np.empty((n_rep, vals.shape[1]))
-            out[:, const] = first[const] * n_units
-            if not const.all():
-                out[:, ~const] = resample_sums(vals[:, ~const], n_boot=n_boot, seed=seed, indices=indices, threads=threads)
-            return out
-    if vals.shape[1] > 1:
-        # identical columns (e.g. the row counts of a balanced design) have identical sums:
-        # resample each distinct column once and copy the results back
-        cols = np.ascontiguousarray(vals.T)
-        seen: dict[bytes, int] = {}
-        where = np.array([seen.setdefault(cols[j].tobytes(), len(seen)) for j in range(cols.shape[0])])  # per column
-        if len(seen) < vals.shape[1]:
-            keep = np.unique(where, return_index=True)[1]
-            sub = _resample_sums(vals[:, keep], n_boot, seed, indices, threads)
-            return np.ascontiguousarray(sub[:, where])
-    return _resample_sums(vals, n_boot, seed, indices, threads)
+    var_cols = np.flatnonzero(~const)
+    cols = np.ascontiguousarray(vals[:, var_cols].T)
+    seen: dict[bytes, int] = {}
+    where = np.array([seen.setdefault(cols[j].tobytes(), len(seen)) for j in range(cols.shape[0])], dtype=np.int64)
+    keep = np.unique(where, return_index=True)[1] if len(where) else np.zeros(0, dtype=np.int64)
+    return const, var_cols[keep], where, var_cols
 
 
-def _resample_sums(
-    values: np.ndarray, n_boot: int | None, seed: int, indices: npt.ArrayLike | None, threads: int | None
-) -> np.ndarray:
+def iter_resample_sums(
+    values: npt.ArrayLike,
+    *,
+    n_boot: int | None,
+    seed: int = 0,
+    indices: npt.ArrayLike | None = None,
+    threads: int | None = None,
+    budget: _budget.Budget | None = None,
+    block: int | None = None,
+):  # type: ignore[no-untyped-def]
+    """Yield ``(r0, sums)`` blocks of :func:`resample_sums` (rows r0, r0 + 1, ... of the same matrix).
+
+    Blocks hold about ``_BLOCK_WORK / (n_units * n_cols)`` replicates (at least 16), so memory
+    stays bounded whatever ``n_boot``; the replicates are exactly those of the one-shot call
+    (the generator jumps to replicate r0's word of the PCG64 stream). After the first block
+    the budget's time check runs (D363 when the extrapolated run time is over the limit).
+    """
     kernels = load("stats_kernels")
     vals = np.ascontiguousarray(values, dtype=np.float64)
     n_units, n_cols = vals.shape
     nt = 0 if threads is None else int(threads)
     if indices is not None:
         idx = _check_indices(indices, n_boot, n_units)
-        out = np.empty((idx.shape[0], n_cols), dtype=np.float64)
-        kernels.resample_sums_indices(idx, vals, out, nt)
-        return out
-    if n_boot is None:
-        raise DDPUsageError("give n_boot or indices", code="D311")
-    _check_sizes(n_boot, n_units)
-    padded = n_cols + (n_cols % 2)  # the kernel sums an even number of columns at a time
-    if padded != n_cols:
-        vals = np.ascontiguousarray(np.pad(vals, ((0, 0), (0, padded - n_cols))))
-    out = np.empty((int(n_boot), padded), dtype=np.float64)
-    kernels.resample_sums_pcg64(*pcg64_start(seed), vals, out, n_units, nt)
-    return out if padded == n_cols else np.ascontiguousarray(out[:, :n_cols])
+        n_rep = idx.shape[0]
+    else:
+        if n_boot is None:
+            raise DDPUsageError("give n_boot or indices", code="D311")
+        _check_sizes(n_boot, n_units)
+        n_rep = int(n_boot)
+        seed = _budget.check_seed(seed)
+    const, keep, where, var_cols = _column_plan(vals)
+    red = np.ascontiguousarray(vals[:, keep])
+    n_red = red.shape[1]
+    padded = n_red + (n_red % 2)  # the kernel sums an even number of columns at a time
+    if padded != n_red:
+        red = np.ascontiguousarray(np.pad(red, ((0, 0), (0, padded - n_red))))
+    if block is None:
+        block = max(16, _BLOCK_WORK // max(1, n_units * max(padded, 1)))
+    block = max(1, min(int(block), max(n_rep, 1)))
+    const_sums = vals[0, const] * n_units if n_units else np.zeros(int(const.sum()))
+    if budget is not None:
+        budget.start()
+    r0 = 0
+    while r0 < n_rep:
+        r1 = min(n_rep, r0 + block)
+        out = np.empty((r1 - r0, n_cols), dtype=np.float64)
+        if const.any():
+            out[:, const] = const_sums
+        if padded:
+            sub = np.empty((r1 - r0, padded), dtype=np.float64)
+            if indices is not None:
+                kernels.resample_sums_indices(np.ascontiguousarray(idx[r0:r1]), red, sub, nt)
+            else:
+                kernels.resample_sums_pcg64(*pcg64_start(seed, r0 * n_units), red, sub, n_units, nt)
+            out[:, var_cols] = sub[:, where]
+        if budget is not None and r0 == 0:
+            budget.check_time(r1, n_rep)
+        yield r0, out
+        r0 = r1
 
 
-def pcg64_start(seed: int) -> tuple[int, int, int, int]:
-    """State of ``numpy.random.PCG64(seed)`` as (state_hi, state_lo, inc_hi, inc_lo) 64-bit halves."""
+def pcg64_start(seed: int, skip: int = 0) -> tuple[int, int, int, int]:
+    """State of ``numpy.random.PCG64(seed)``, advanced by ``skip`` words, as
+    (state_hi, state_lo, inc_hi, inc_lo) 64-bit halves."""
     try:
-        st = np.random.PCG64(seed).state["state"]
+        bg = np.random.PCG64(seed)
+        if skip:
+            bg.advance(int(skip))
+        st = bg.state["state"]
     except (TypeError, ValueError) as exc:
         raise DDPUsageError(f"seed must be a non-negative integer, got {seed!r} ({exc}) (--seed)", code="D311") from None
     mask = (1 << 64) - 1
@@ -368,6 +450,8 @@ def bootstrap_tau(
     condition: str = schema.CONDITION,
     score: str = schema.SCORE,
     nan_policy: Literal["raise", "omit"] = "raise",
+    max_memory: Any = None,
+    max_seconds: Any = None,
 ) -> BootstrapTauResult:
     """Kendall tau-b between the system rankings of two conditions, with a bootstrap CI.
 
@@ -394,6 +478,11 @@ def bootstrap_tau(
         (``numpy.percentile``, linear interpolation).
     exclude_systems
         Systems left out of the ranking (e.g. the human reference).
+    max_memory, max_seconds
+        Budget (see :mod:`ddpcore.stats._budget`): about 10 bytes per replicate are kept
+        (the tau replicates and a tie flag) plus bounded blocks; over ``max_memory`` -> D362
+        before any work, an estimated run time over ``max_seconds`` -> D363 after the first
+        block.
 
     Returns
     -------
@@ -418,12 +507,23 @@ def bootstrap_tau(
     n_sys = stats.n_systems
     full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 2, n_sys)[0]
     point = kendall_tau_b(full[0], full[1])
-    sums = resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads)
-    means = _means_from_sums(sums, 2, n_sys)
-    reps = np.empty(sums.shape[0], dtype=np.float64)
-    load("stats_kernels").tau_b_rows(
-        np.ascontiguousarray(means[:, 0, :]), np.ascontiguousarray(means[:, 1, :]), reps, 0 if threads is None else int(threads)
-    )
+    n_rep = _check_indices(indices, n_boot, stats.n_units).shape[0] if indices is not None else _budget.check_n_boot(n_boot)
+    if indices is None:
+        seed = _budget.check_seed(seed)
+    budget = _budget.resolve(max_memory, max_seconds, what=f"bootstrap_tau ({stats.n_units:,} {unit}s)")
+    # kept per replicate: tau (8 B), its copy for the percentiles (8 B), tie flag and mask (2 B);
+    # per block: sums, means and their sorted copy
+    budget.check_memory(n_rep, 18.0, fixed=3 * stats.values.nbytes + _block_bytes(stats.values.shape, n_rep, 40.0))
+    reps = np.empty(n_rep, dtype=np.float64)
+    tied = np.empty(n_rep, dtype=bool)
+    kern = load("stats_kernels")
+    for r0, sums in iter_resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads,
+                                       budget=budget):
+        means = _means_from_sums(sums, 2, n_sys)
+        r1 = r0 + sums.shape[0]
+        kern.tau_b_rows(np.ascontiguousarray(means[:, 0, :]), np.ascontiguousarray(means[:, 1, :]), reps[r0:r1],
+                        0 if threads is None else int(threads))
+        tied[r0:r1] = (np.diff(np.sort(means, axis=2), axis=2) == 0).any(axis=(1, 2))
     ok = np.isfinite(reps)
     lo_q, hi_q = round(50 * (1 - confidence), 10), round(50 * (1 + confidence), 10)  # 2.5, 97.5 exactly
     if ok.any():
@@ -432,15 +532,13 @@ def bootstrap_tau(
         rep_mean, rep_sd = float(reps[ok].mean()), float(reps[ok].std(ddof=1)) if ok.sum() > 1 else float("nan")
     else:
         ci_low = ci_high = share_below = rep_mean = rep_sd = float("nan")
-    srt = np.sort(means, axis=2)
-    tied = (np.diff(srt, axis=2) == 0).any(axis=(1, 2))
     user = indices is not None
     sig = signature(
         "bootstrap_tau",
         condition_a=str(condition_a),
         condition_b=str(condition_b),
         unit=unit,
-        n_boot=int(sums.shape[0]),
+        n_boot=int(n_rep),
         seed=None if user else int(seed),
         indices="user" if user else RNG_DESCRIPTION,
         weighting=weighting,
@@ -456,7 +554,7 @@ def bootstrap_tau(
         ci_high=ci_high,
         share_below_tau_min=share_below,
         replicates=reps,
-        n_boot=int(sums.shape[0]),
+        n_boot=int(n_rep),
         seed=None if user else int(seed),
         unit=unit,
         n_units=stats.n_units,
@@ -493,11 +591,16 @@ def bootstrap_system_means(
     condition: str = schema.CONDITION,
     score: str = schema.SCORE,
     nan_policy: Literal["raise", "omit"] = "raise",
+    max_memory: Any = None,
+    max_seconds: Any = None,
 ) -> BootstrapMeansResult:
     """Bootstrap replicates of every system's mean score.
 
-    Uses all rows, or only those whose condition column equals ``condition_value``. Same
-    resampling as :func:`bootstrap_tau` (same seed -> same draws for the same units).
+    Uses only the rows whose condition column equals ``condition_value``; without it the
+    table must hold a single condition (several -> D361: pooling two experiments is never
+    meant). Same resampling as :func:`bootstrap_tau` (same seed -> same draws for the same
+    units). Budget: the (n_boot, n_systems) result and the sums behind it (24 bytes per
+    replicate and system) must fit ``max_memory`` (D362); time as in :func:`bootstrap_tau`.
 
     Returns
     -------
@@ -512,9 +615,15 @@ def bootstrap_system_means(
         table, document=document, segment=segment, system=system, annotator=None, condition=condition,
         score=score, required=required, nan_policy=nan_policy,
     )
+    if condition_value is None:
+        check_single_condition(df, "condition_value=")
     conds = [condition_value] if condition_value is not None else []
     stats = _unit_stats(df, conds, unit, weighting, exclude_systems)
-    sums = resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads)
+    n_rep = _check_indices(indices, n_boot, stats.n_units).shape[0] if indices is not None else _budget.check_n_boot(n_boot)
+    _budget.resolve(max_memory, 0, what=f"bootstrap_system_means ({stats.n_units:,} {unit}s)").check_memory(
+        n_rep, 24.0 * stats.n_systems, fixed=3 * stats.values.nbytes + _block_bytes(stats.values.shape, n_rep))
+    sums = resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads,
+                         max_memory=max_memory, max_seconds=max_seconds)
     means = _means_from_sums(sums, 1, stats.n_systems)[:, 0, :]
     full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 1, stats.n_systems)[0, 0]
     user = indices is not None

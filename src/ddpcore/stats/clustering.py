@@ -70,7 +70,8 @@ import numpy.typing as npt
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ._table import factorize, json_safe, load_long_table, signature
+from . import _budget
+from ._table import check_single_condition, factorize, json_safe, load_long_table, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -325,7 +326,7 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, method
         pair_annotator = schema.ANNOTATOR in df.columns and method != "wmt24"
     if pair_annotator and schema.ANNOTATOR not in df.columns:
         raise DDPDataError("pairing by annotator was requested but the table has no annotator column "
-                           "(--annotator NAME, or --no-pair-annotator)", code="D352")
+                           "(--annotator-col NAME, or --no-pair-annotator)", code="D352")
     keys = [schema.DOCUMENT_ID, schema.SEGMENT_ID] + ([schema.ANNOTATOR] if pair_annotator else [])
     unit_keys = [schema.DOCUMENT_ID] if unit == "document" else [schema.DOCUMENT_ID, schema.SEGMENT_ID]
     # dense codes in sorted key order (the bootstrap's unit numbering), so row order does not matter
@@ -341,7 +342,7 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, method
     domains: list[str] = []
     if by_domain:
         if schema.DOMAIN not in work.columns:
-            raise DDPDataError("by_domain needs a domain column (--domain NAME); available columns: "
+            raise DDPDataError("by_domain needs a domain column (--domain-col NAME); available columns: "
                                + ", ".join(df.columns), code="D352")
         if work[schema.DOMAIN].null_count():
             row = int(work[schema.DOMAIN].is_null().arg_true()[0]) + 1
@@ -452,7 +453,7 @@ def _pair_diffs(x: npt.NDArray[np.float64], i: int, j: int) -> npt.NDArray[np.fl
 
 
 def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
-                        progress: Any) -> tuple[np.ndarray, np.ndarray]:
+                        progress: Any, budget: _budget.Budget) -> tuple[np.ndarray, np.ndarray]:
     s = x.shape[1]
     ii, jj = _pairs(s)
     d = x[:, ii] - x[:, jj]  # keys x pairs, NaN where a system is absent
@@ -467,13 +468,20 @@ def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
     d = np.ascontiguousarray(d)
     ge = np.zeros(len(ii), dtype=np.int64)
     le = np.zeros(len(ii), dtype=np.int64)
-    # draw the documented 64-row blocks, but hand the kernel ~16 MB of flips per call
-    chunk_blocks = max(1, (1 << 24) // max(1, _PERM_BLOCK * d.shape[0]))
+    # draw the documented 64-row blocks, but hand the kernel ~16 MB of flips and at most ~32 MB
+    # of permutation sums per call; the first chunk is small (~1e8 additions): it times the run
+    n_keys, n_pairs = d.shape[0], max(len(ii), 1)
+    chunk_blocks = max(1, min((1 << 24) // max(1, _PERM_BLOCK * n_keys), (1 << 22) // (_PERM_BLOCK * n_pairs)))
+    pilot_blocks = max(1, min(chunk_blocks, (1 << 27) // max(1, _PERM_BLOCK * n_keys * n_pairs)))
+    rows_max = chunk_blocks * _PERM_BLOCK
+    budget.check_memory(n_boot, 0.0, fixed=4 * d.nbytes + rows_max * (n_keys + 3 * 8.0 * n_pairs))
+    budget.start()
     done = 0
     while done < n_boot:
         blocks = []
         rows = 0
-        while rows < chunk_blocks * _PERM_BLOCK and done + rows < n_boot:
+        limit = (pilot_blocks if done == 0 else chunk_blocks) * _PERM_BLOCK
+        while rows < limit and done + rows < n_boot:
             take = min(_PERM_BLOCK, n_boot - done - rows)
             blocks.append(rng.integers(0, 2, size=(_PERM_BLOCK, d.shape[0]), dtype=np.int8)[:take])
             rows += take
@@ -485,6 +493,8 @@ def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
         done += rows
         if progress is not None:
             progress.update(rows)
+        if done == rows:
+            budget.check_time(done, n_boot)
     p = np.full((s, s), np.nan)
     n = np.zeros((s, s), dtype=np.int64)
     p[ii, jj] = np.where(npair > 0, ge / n_boot, 1.0)  # i better than j
@@ -494,34 +504,39 @@ def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
 
 
 def _bootstrap_matrix(pr: _Prepared, n_boot: int, seed: int, indices: npt.ArrayLike | None,
-                      progress: Any) -> tuple[np.ndarray, np.ndarray]:
+                      progress: Any, budget: _budget.Budget) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided paired-bootstrap p for every pair from one shared set of unit resamples.
 
     The resamples are those of :func:`ddpcore.stats.bootstrap.resample_sums` (same seed and
-    units -> the same draws as ``bootstrap_tau`` / ``bootstrap_system_means``)."""
-    from .bootstrap import resample_sums
+    units -> the same draws as ``bootstrap_tau`` / ``bootstrap_system_means``), streamed in
+    blocks: only per-pair counters are kept, so memory does not grow with ``n_boot``."""
+    from .bootstrap import _block_bytes, _check_indices, iter_resample_sums
 
     s, u = len(pr.systems), pr.n_units
     cell = pr.unit_code * s + pr.sys_code
     values = np.empty((u, 2 * s))
     values[:, :s] = np.bincount(cell, weights=pr.score, minlength=u * s).reshape(u, s)
     values[:, s:] = np.bincount(cell, minlength=u * s).reshape(u, s)
-    sums = resample_sums(values, n_boot=None if indices is not None else n_boot, seed=seed, indices=indices)
-    if progress is not None:
-        progress.update(sums.shape[0])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(sums[:, s:] > 0, sums[:, :s] / sums[:, s:], np.nan)  # n_boot x S
     ii, jj = _pairs(s)
+    sub = max(1, (1 << 22) // max(1, len(ii)))  # rows of (rows x pairs) differences at a time
+    n_rep = _check_indices(indices, None, u).shape[0] if indices is not None else int(n_boot)
+    budget.check_memory(n_rep, 0.0, fixed=3 * values.nbytes + _block_bytes(values.shape, n_rep, 24.0)
+                        + 3 * 8.0 * sub * len(ii))
     le = np.zeros(len(ii), dtype=np.int64)
     ge = np.zeros(len(ii), dtype=np.int64)
     valid = np.zeros(len(ii), dtype=np.int64)
-    block = max(1, (1 << 22) // max(1, len(ii)))
-    for b in range(0, means.shape[0], block):  # bounded memory: (block x pairs) differences
-        delta = means[b: b + block, ii] - means[b: b + block, jj]
-        ok = ~np.isnan(delta)
-        le += (ok & (delta <= 0)).sum(axis=0)
-        ge += (ok & (delta >= 0)).sum(axis=0)
-        valid += ok.sum(axis=0)
+    for _, sums in iter_resample_sums(values, n_boot=None if indices is not None else n_boot, seed=seed,
+                                      indices=indices, budget=budget):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(sums[:, s:] > 0, sums[:, :s] / sums[:, s:], np.nan)  # block x S
+        for b in range(0, means.shape[0], sub):  # bounded memory: (sub x pairs) differences
+            delta = means[b: b + sub, ii] - means[b: b + sub, jj]
+            ok = ~np.isnan(delta)
+            le += (ok & (delta <= 0)).sum(axis=0)
+            ge += (ok & (delta >= 0)).sum(axis=0)
+            valid += ok.sum(axis=0)
+        if progress is not None:
+            progress.update(sums.shape[0])
     with np.errstate(invalid="ignore", divide="ignore"):
         p2 = np.where(valid > 0, np.minimum(1.0, 2.0 * np.minimum(le, ge) / valid), 1.0)
     p = np.full((s, s), np.nan)
@@ -629,6 +644,8 @@ def cluster_systems(
     domain: str = schema.DOMAIN,
     nan_policy: Literal["raise", "omit"] = "raise",
     progress: bool = False,
+    max_memory: Any = None,
+    max_seconds: Any = None,
 ) -> ClusterResult:
     """Rank systems by mean score and cluster them with pairwise significance tests.
 
@@ -647,6 +664,9 @@ def cluster_systems(
     document, segment, system, annotator, condition, score, domain : column names
     nan_policy : "raise" (default) or "omit" rows with a missing score
     progress : show a tqdm bar on stderr for the resampling methods
+    max_memory, max_seconds : budget of the resampling methods (see :mod:`ddpcore.stats._budget`):
+        memory is bounded (blocks), an estimated run time over ``max_seconds`` (measured on the
+        first block) stops with D363 before the long part
 
     Returns
     -------
@@ -661,8 +681,11 @@ def cluster_systems(
         raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D351")
     if not 0.0 < float(alpha) < 1.0:
         raise DDPUsageError(f"alpha must be in (0, 1), got {alpha} (--alpha)", code="D351")
-    if method in ("bootstrap", "permutation") and indices is None and int(n_boot) < 1:
-        raise DDPUsageError(f"n_boot must be >= 1, got {n_boot} (--n-boot)", code="D351")
+    if method in ("bootstrap", "permutation") and indices is None:
+        if isinstance(n_boot, bool) or not hasattr(n_boot, "__index__") or int(n_boot) < 1:
+            raise DDPUsageError(f"n_boot must be an integer >= 1, got {n_boot!r} (--n-boot)", code="D351")
+        seed = _budget.check_seed(seed)
+    budget = _budget.resolve(max_memory, max_seconds, what=f"cluster_systems(method={method!r})")
     if by_domain and method != "wmt24":
         raise DDPUsageError("by_domain (Stouffer over domains) applies to method='wmt24' only (--by-domain)",
                             code="D351")
@@ -680,12 +703,11 @@ def cluster_systems(
                 raise DDPDataError(f"condition {condition_value!r} has no rows; conditions in the table: "
                                    f"{', '.join(map(str, present))}", code="D305")
             df = df.filter(pl.col(schema.CONDITION).cast(pl.String) == str(condition_value))
-        elif len(present) > 1:
-            raise DDPUsageError(f"the table holds {len(present)} conditions ({', '.join(map(str, present))}); "
-                                "choose one with condition_value= (--in COND)", code="D352")
+        else:
+            check_single_condition(df, "--in COND")
     elif condition_value is not None:
         raise DDPDataError(f"condition_value={condition_value!r} given but the table has no condition column "
-                           f"'{condition}' (--condition NAME)", code="D301")
+                           f"'{condition}' (--condition-col NAME)", code="D301")
     pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, method=method, by_domain=by_domain)
     s = len(pr.systems)
     means = _system_means(pr, macro_domains=by_domain)
@@ -697,10 +719,10 @@ def cluster_systems(
                    desc=f"cluster ({method})", unit="resample", leave=False)
     try:
         if method == "bootstrap":
-            p, n = _bootstrap_matrix(pr, int(n_boot), int(seed), indices, bar)
+            p, n = _bootstrap_matrix(pr, int(n_boot), int(seed), indices, bar, budget)
         elif method == "permutation":
             x, _ = _paired_matrix(pr)
-            p, n = _permutation_matrix(x, int(n_boot), int(seed), bar)
+            p, n = _permutation_matrix(x, int(n_boot), int(seed), bar, budget)
         else:
             x, kd = _paired_matrix(pr)
             p, n = _wilcoxon_matrix(x, kd, len(pr.domains), two_sided=method == "wmt24",

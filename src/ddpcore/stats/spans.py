@@ -322,6 +322,8 @@ def boundary_rate_difference(
     confidence: float = 0.95,
     exclude_zero_width: bool = False,
     threads: int | None = None,
+    max_memory: Any = None,
+    max_seconds: Any = None,
 ) -> BoundaryDifferenceResult:
     """Difference of boundary-localised span rates between conditions a and b, with CI.
 
@@ -337,6 +339,8 @@ def boundary_rate_difference(
         the drawn units (generator: see :mod:`ddpcore.stats.bootstrap`).
     confidence
         Percentile interval level (``numpy.percentile``, linear).
+    max_memory, max_seconds
+        Budget of the resampling (D362 / D363, see :mod:`ddpcore.stats._budget`).
     """
     import polars as pl
 
@@ -375,7 +379,8 @@ def boundary_rate_difference(
         values[:, col + 1] = np.bincount(code[side], minlength=keys.height)
     totals = values.sum(axis=0)
     rate_a, rate_b = totals[0] / totals[1], totals[2] / totals[3]
-    sums = resample_sums(values, n_boot=n_boot, seed=seed, threads=threads)
+    sums = resample_sums(values, n_boot=n_boot, seed=seed, threads=threads, max_memory=max_memory,
+                         max_seconds=max_seconds)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = sums[:, 0] / sums[:, 1] - sums[:, 2] / sums[:, 3]
     ok = np.isfinite(reps)

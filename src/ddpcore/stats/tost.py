@@ -35,7 +35,9 @@ rule applied):
     return this answer for n = 1.)
 
 Missing values: ``nan_policy="raise"`` (default) raises D302 naming the first NaN;
-``"omit"`` drops NaN (paired: the whole pair). Infinite values always raise D312.
+``"omit"`` drops NaN (paired: the whole pair). Infinite values always raise D312; finite
+values above 1e100 in magnitude raise D360 (their differences and squares would overflow to
+inf / NaN).
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ import numpy.typing as npt
 
 from ..errors import DDPDataError, DDPUsageError
 from .._native import load
-from ._table import NanPolicy, check_nan_policy, factorize, json_safe, signature
+from ._table import NanPolicy, check_magnitude, check_nan_policy, factorize, json_safe, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -120,6 +122,7 @@ def _as_1d(values: npt.ArrayLike, name: str) -> npt.NDArray[np.float64]:
     if np.isinf(arr).any():
         i = int(np.flatnonzero(np.isinf(arr))[0])
         raise DDPDataError(f"{name}[{i}] is infinite; scores must be finite", code="D312")
+    check_magnitude(arr, name)
     return arr
 
 
@@ -510,6 +513,8 @@ def tost_grouped(
                         "(null/NaN) score(s); remove them or pass nan_policy='omit' (--nan-policy omit)",
                         code="D302",
                     )
+    check_magnitude(xs, x)
+    check_magnitude(ys, y)
     codes, keys = factorize(frame, by)
     n_groups = keys.height
     if paired:
