@@ -128,9 +128,9 @@ def check_outputs(
         Also reserve ``<output>.signature.json`` of every text-format file output: no
         other output and no input may be that path.
 
-    Checks, in order, for each output: the extension names an allowed format (D101;
-    ``.parquet.gz`` D136), the parent folder exists and is a folder (D130) and is writable
-    (D131), the output is not an existing folder (D132), it is not an input (D133); then no
+    Checks, in order, for each output: it is not an existing folder (D132), the extension
+    names an allowed format (D101; ``.parquet.gz`` D136), the parent folder exists and is a
+    folder (D130) and is writable (D131), it is not an input (D133); then no
     two outputs (or sidecars) share a path (D134) and ``-`` is used at most once and only
     for text formats (D135).
 
@@ -200,6 +200,11 @@ def check_outputs(
 
 def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarget:
     gz = path.suffix.lower() == ".gz"
+    if path.is_dir():
+        raise DDPUsageError(
+            f"{option} {path}: is an existing folder; give a file name inside it (e.g. {path / 'ddp.parquet'})",
+            code="D132",
+        )
     try:
         fmt = detect_format(path)
     except DDPUsageError:
@@ -237,11 +242,6 @@ def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarge
         raise DDPUsageError(
             f"{option} {path}: {parent} is a file, not a folder; choose an output in an existing folder",
             code="D130",
-        )
-    if path.is_dir():
-        raise DDPUsageError(
-            f"{option} {path}: is an existing folder; give a file name inside it (e.g. {path / ('ddp.' + fmt)})",
-            code="D132",
         )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise DDPUsageError(
