@@ -80,9 +80,9 @@ def nlp():
 
 @pytest.mark.benchmark(group="parse vs profile (bundled WMT25, 36.8 k words)")
 def test_bare_nlp_pipe(benchmark, wmt25, nlp):
-    from ddpcore.profiling import _split_units
+    from ddpcore.ddp.stages import split_units
 
-    texts = _split_units(wmt25["source"])["unit"].to_list()
+    texts = split_units(wmt25["source"]).texts
     benchmark.pedantic(lambda: [None for _ in nlp.pipe(texts, batch_size=256)], rounds=3, iterations=1)
 
 

@@ -48,11 +48,12 @@ def main() -> None:
         import polars as pl
 
         from ddpcore.anchors.spacy_extract import load_pipeline
-        from ddpcore.profiling import _split_units, profile_anchors
+        from ddpcore.ddp.stages import split_units
+        from ddpcore.profiling import profile_anchors
 
         df, words = litbank_segments(args.words)
         nlp = load_pipeline(None)
-        texts = _split_units(df["source"])["unit"].to_list()
+        texts = split_units(df["source"]).texts
 
         def bare():
             for _ in nlp.pipe(texts, batch_size=256):

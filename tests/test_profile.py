@@ -149,7 +149,7 @@ def test_pleonastic_it_is_not_an_anchor(nlp):
     from ddpcore._native import load
     from ddpcore.anchors import rules as R
     from ddpcore.anchors.spacy_extract import _to_arrays
-    from ddpcore.profiling import _rule_tables
+    from ddpcore.ddp.stages import rule_tables as _rule_tables
 
     K = load("ddp_kernels")
     tables = _rule_tables(R.PAPER)

@@ -1,0 +1,1 @@
+"""DDP profiling: stages, the local driver, the parse stage (the DDP half of ddpcore)."""

@@ -1,0 +1,500 @@
+"""The DDP pipeline as stages over one batch of whole documents.
+
+Every stage is a plain function over flat arrays; the local driver
+(:mod:`ddpcore.ddp.driver`) and the distributed engine run the same functions in the
+same order::
+
+    split_units      segment texts            -> parse units (lines)          Units
+    parse_units      parse units              -> token columns (spaCy)        TokenArrays
+    number_sentences token columns            -> token/sentence indices       TokenIndex
+    find_items       token columns + rules    -> items (anchors, head nouns)  dict of arrays
+    link_entities    items                    -> entity ids                   Entities
+    measure_distances items + entities        -> distances, DDP               Distances
+    build_tables     all of the above         -> segments, anchors, sentences polars frames
+
+Shapes use thinc-style axis suffixes where they help: ``__seg`` (segments of the batch),
+``__unit`` (parse units), ``__tok`` (tokens), ``__item`` (items), ``__sent`` (sentences).
+Units: ``sentence`` indices count sentences of a *document* (0..K-1); distances and DDP
+are in sentences.
+
+A batch (:class:`Batch`) holds whole documents with their segments in document order
+(documents by first appearance in the input, segments by id within a document); its
+``ROW`` column is the 0-based input row, used to restore input order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import schema as S
+from ..anchors import rules as R
+from ..io.segments import ROW, SegmentColumns
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..anchors.spacy_extract import TokenArrays
+
+#: names of item kinds (kernel codes 0, 1, 2)
+KIND_NAMES = ("entity", "pronoun", "noun")
+#: pronoun group bit -> name
+GROUP_NAMES = {R.MASC_SG: "MASC_SG", R.FEM_SG: "FEM_SG", R.NEUT_SG: "NEUT_SG", R.PL: "PL"}
+#: batch-local document ordinal column (0..n_docs-1, non-decreasing over the batch)
+DOC = "__doc"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Whole documents: ``frame`` has ``ROW``, ``DOC`` and the input columns, rows sorted
+    by document then segment; ``cols`` names the input columns."""
+
+    frame: pl.DataFrame
+    cols: SegmentColumns
+
+    @property
+    def n_segments(self) -> int:
+        return self.frame.height
+
+    @property
+    def seg_doc(self) -> np.ndarray:
+        """(n_seg,) int64 batch-local document ordinal of each segment (non-decreasing)."""
+        return self.frame[DOC].to_numpy().astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Units:
+    """Parse units: the stripped non-empty lines of every segment (a line break ends a sentence).
+
+    ``seg__unit`` (n_units,) int64 segment ordinal in the batch; ``offset__unit`` (n_units,)
+    int64 character offset of the unit in its segment text; ``texts`` the unit strings.
+    """
+
+    seg__unit: np.ndarray
+    offset__unit: np.ndarray
+    texts: list[str]
+
+
+@dataclass(frozen=True)
+class TokenIndex:
+    """Where every token sits: segment, characters, sentence (all (n_tok,) int64 unless noted).
+
+    ``seg__tok``; ``char__tok``/``char_end__tok`` offsets in the segment text; ``head__tok``
+    absolute head index; ``unit_start__tok`` (uint8) 1 at the first token of a unit;
+    ``sent_flag__tok`` (uint8) 1 at a sentence start; ``sent__tok`` document-level sentence;
+    ``gsent__tok`` batch-level sentence (or segment ordinal for the segment unit);
+    ``n_sent__seg`` (n_seg,); ``seg__sent``/``sent_in_doc__sent`` (n_sentences,);
+    ``first_sentence__seg`` (n_seg,) document-level index of a segment's first sentence.
+    """
+
+    seg__tok: np.ndarray
+    char__tok: np.ndarray
+    char_end__tok: np.ndarray
+    head__tok: np.ndarray
+    unit_start__tok: np.ndarray
+    sent_flag__tok: np.ndarray
+    sent__tok: np.ndarray
+    gsent__tok: np.ndarray
+    n_sent__seg: np.ndarray
+    seg__sent: np.ndarray
+    sent_in_doc__sent: np.ndarray
+    first_sentence__seg: np.ndarray
+    n_sentences: int
+
+
+@dataclass(frozen=True)
+class Entities:
+    """``entity__item`` (n_items,) int64 batch-level entity id (-1: not an entity mention);
+    ``n_entities``; ``doc_offsets`` (n_docs+1,) item offsets of each document."""
+
+    entity__item: np.ndarray
+    n_entities: int
+    doc_offsets: np.ndarray
+
+
+@dataclass(frozen=True)
+class Distances:
+    """Kernel output: ``distance__item`` (sentences, -1 first mention / not an anchor),
+    ``antecedent__item`` / ``reference__item`` (item index or -1), ``ddp__seg`` (n_seg,),
+    ``ddp__sent`` (n_sentences,)."""
+
+    distance__item: np.ndarray
+    antecedent__item: np.ndarray
+    reference__item: np.ndarray
+    ddp__seg: np.ndarray
+    ddp__sent: np.ndarray
+
+
+def _kernels() -> Any:
+    from .._native import load
+
+    return load("ddp_kernels")
+
+
+# ------------------------------------------------------------------------- rule tables
+
+
+def rule_tables(rules: R.RuleSet) -> dict[str, Any]:
+    """Positional rule arrays of ``extract_items`` (StringStore hashes, group bits)."""
+    from ..anchors.spacy_extract import pos_id, string_hashes
+
+    groups = sorted(dict(rules.pronoun_groups).items())
+    compat = dict(rules.label_compat)
+    return dict(
+        pronoun_hashes=string_hashes([w for w, _ in groups]),
+        pronoun_group_bits=np.array([R.GROUP_BIT[g] for _, g in groups], dtype=np.int64),
+        label_hashes=string_hashes(list(rules.entity_labels)),
+        label_compat=np.array([compat.get(lab, R.NEUT_SG) for lab in rules.entity_labels], dtype=np.int64),
+        np_dep_hashes=string_hashes(list(rules.np_deps)),
+        person_noun_hashes=string_hashes(list(rules.person_nouns)),
+        drop_leading_hashes=string_hashes(list(rules.drop_leading)),
+        drop_trailing_hashes=string_hashes(list(rules.drop_trailing)),
+        dep_expl=int(string_hashes(["expl"])[0]),
+        dep_conj=int(string_hashes(["conj"])[0]),
+        tag_plural=int(string_hashes(["NNS"])[0]),
+        tag_plural_proper=int(string_hashes(["NNPS"])[0]),
+        pos_pron=pos_id("PRON"),
+        pos_noun=pos_id("NOUN"),
+        pos_space=pos_id("SPACE"),
+    )
+
+
+def refinement_tables(rules: R.RuleSet, *, has_parser: bool = True) -> dict[str, Any]:
+    """Keyword arguments of ``extract_items`` for the optional refinements of a rule set
+    (and head nouns from tags when the pipeline has no parser)."""
+    from ..anchors.spacy_extract import pos_id, string_hashes
+
+    out: dict[str, Any] = {}
+    if rules.titles:
+        titles = dict(rules.titles)
+        out["title_hashes"] = string_hashes(list(titles))
+        out["title_bits"] = np.array(list(titles.values()), dtype=np.int64)
+    if rules.name_gender:
+        names = R.first_name_genders()
+        out["name_hashes"] = string_hashes(list(names))
+        out["name_bits"] = np.array(list(names.values()), dtype=np.int64)
+    if rules.skip_adjective_labels:
+        out["label_skip_adj"] = np.array([lab in rules.skip_adjective_labels for lab in rules.entity_labels], np.int64)
+        out["pos_adj"] = pos_id("ADJ")
+    if "PERSON" in rules.entity_labels:
+        out["person_label"] = rules.entity_labels.index("PERSON")
+    out["key_with_label"] = rules.key_with_label
+    out["key_with_title"] = rules.key_with_title
+    out["chain_nouns"] = rules.chain_nouns
+    if not has_parser:
+        out.update(heads_from_tags=True, pos_propn=pos_id("PROPN"))
+    return out
+
+
+@dataclass(frozen=True)
+class RuleArrays:
+    """A rule set compiled once per run into the arrays the kernels take."""
+
+    rules: R.RuleSet
+    tables: dict[str, Any]
+    refinements: dict[str, Any]
+
+    @classmethod
+    def compile(cls, rules: R.RuleSet, *, has_parser: bool = True) -> RuleArrays:
+        return cls(rules, rule_tables(rules), refinement_tables(rules, has_parser=has_parser))
+
+
+# ------------------------------------------------------------------------------ stages
+
+
+def split_units(texts: pl.Series) -> Units:
+    """Split each segment text (n_seg,) at line breaks into parse units (stripped, non-empty lines)."""
+    import polars as pl
+
+    lines = (
+        pl.DataFrame({"__seg": np.arange(len(texts), dtype=np.int64), "t": texts})
+        .with_columns(pl.col("t").str.split("\n"))
+        .explode("t")
+        .with_columns(pl.col("t").str.len_chars().alias("n"))
+        .with_columns(
+            ((pl.col("n") + 1).cum_sum().over("__seg") - (pl.col("n") + 1)).alias("line_start"),
+            pl.col("t").str.strip_chars_start().alias("ls"),
+        )
+        .with_columns(
+            (pl.col("line_start") + pl.col("n") - pl.col("ls").str.len_chars()).alias("offset"),
+            pl.col("ls").str.strip_chars_end().alias("unit"),
+        )
+        .filter(pl.col("unit").str.len_chars() > 0)
+        .select("__seg", "unit", "offset")
+    )
+    return Units(
+        seg__unit=lines["__seg"].to_numpy().astype(np.int64),
+        offset__unit=lines["offset"].to_numpy().astype(np.int64),
+        texts=lines["unit"].to_list(),
+    )
+
+
+def number_sentences(
+    toks: TokenArrays, units: Units, seg_doc: np.ndarray, *, sentence_unit: str, pos_space: int
+) -> TokenIndex:
+    """Token → segment, characters and sentence indices.
+
+    ``seg_doc`` (n_seg,) document ordinal of each segment, non-decreasing. With
+    ``sentence_unit="sentence"`` sentences come from spaCy (a unit start always starts a
+    sentence); with ``"segment"`` every segment is one sentence unit.
+    """
+    K = _kernels()
+    n_seg = len(seg_doc)
+    n_units = len(units.texts)
+    n_tok = int(toks.n_tokens__unit.sum())
+    tok_unit = np.repeat(np.arange(n_units, dtype=np.int64), toks.n_tokens__unit)
+    tok_seg = units.seg__unit[tok_unit]
+    unit_first_tok = np.concatenate([[0], np.cumsum(toks.n_tokens__unit)[:-1]]).astype(np.int64)
+    unit_start = np.zeros(n_tok, dtype=np.uint8)
+    unit_start[unit_first_tok[toks.n_tokens__unit > 0]] = 1
+    tok_char = units.offset__unit[tok_unit] + toks.idx
+    tok_char_end = units.offset__unit[tok_unit] + toks.end
+    head_abs = np.arange(n_tok, dtype=np.int64) + toks.head
+    flags = K.sentence_starts(toks.sent_start, toks.pos, unit_start, pos_space)
+    n_docs = int(seg_doc.max()) + 1 if n_seg else 0
+    doc_first_seg = np.searchsorted(seg_doc, np.arange(n_docs))
+    seg_in_doc = np.arange(n_seg) - doc_first_seg[seg_doc]
+    n_sent_seg = np.bincount(tok_seg, weights=flags, minlength=n_seg).astype(np.int64)
+    if sentence_unit == "sentence":
+        tok_gsent = np.cumsum(flags, dtype=np.int64) - 1
+        n_sentences = int(flags.sum())
+        seg_first_gsent = np.concatenate([[0], np.cumsum(n_sent_seg)[:-1]]).astype(np.int64)
+        doc_first_gsent = seg_first_gsent[doc_first_seg]
+        tok_sent = tok_gsent - doc_first_gsent[seg_doc[tok_seg]]
+        is_start = flags.astype(bool)
+        sent_seg = tok_seg[is_start]
+        sent_in_doc = tok_sent[is_start]
+        seg_first_sentence = seg_first_gsent - doc_first_gsent[seg_doc]
+    else:
+        tok_gsent = tok_seg.copy()
+        n_sentences = n_seg
+        tok_sent = seg_in_doc[tok_seg]
+        sent_seg = np.arange(n_seg, dtype=np.int64)
+        sent_in_doc = seg_in_doc
+        seg_first_sentence = seg_in_doc
+        n_sent_seg = np.ones(n_seg, np.int64)
+    return TokenIndex(
+        seg__tok=tok_seg, char__tok=tok_char, char_end__tok=tok_char_end, head__tok=head_abs,
+        unit_start__tok=unit_start, sent_flag__tok=flags, sent__tok=tok_sent, gsent__tok=tok_gsent,
+        n_sent__seg=n_sent_seg, seg__sent=sent_seg, sent_in_doc__sent=sent_in_doc,
+        first_sentence__seg=np.asarray(seg_first_sentence, dtype=np.int64), n_sentences=n_sentences,
+    )
+
+
+def find_items(toks: TokenArrays, index: TokenIndex, rule_arrays: RuleArrays) -> dict[str, np.ndarray]:
+    """Items of the batch in token order: entity mentions (kind 0), pronouns (1) and head
+    nouns (2), each with its first token, end token, label/group, compatibility bits and key."""
+    K = _kernels()
+    t = rule_arrays.tables
+    return K.extract_items(
+        toks.lower, toks.pos, toks.tag, toks.dep, index.head__tok, toks.iob, toks.enttype, index.unit_start__tok,
+        t["pronoun_hashes"], t["pronoun_group_bits"], t["label_hashes"], t["label_compat"],
+        t["np_dep_hashes"], t["person_noun_hashes"], t["drop_leading_hashes"],
+        t["drop_trailing_hashes"], t["dep_expl"], t["dep_conj"], t["tag_plural"],
+        t["tag_plural_proper"], t["pos_pron"], t["pos_noun"], t["pos_space"],
+        **rule_arrays.refinements,
+    )
+
+
+def _apply_entity_gender(items: dict[str, np.ndarray], ent_id: np.ndarray, n_ent: int, extra: int) -> None:
+    """Give every mention of a PERSON entity the gender any of its mentions shows (title or
+    first name); an entity whose mentions disagree stays ungendered. Updates ``compat``."""
+    g = items["gender"]
+    known = (ent_id >= 0) & (g > 0)
+    if not known.any():
+        return
+    ent_gender = np.zeros(max(n_ent, 1), dtype=np.uint8)
+    np.bitwise_or.at(ent_gender, ent_id[known], g[known])
+    ent_gender[ent_gender == (R.MASC_SG | R.FEM_SG)] = 0
+    mask = ent_id >= 0
+    eg = np.zeros_like(g)
+    eg[mask] = ent_gender[ent_id[mask]]
+    set_ = eg > 0
+    items["compat"] = np.where(set_, eg | np.uint8(extra), items["compat"]).astype(np.uint8)
+
+
+def link_entities(
+    items: dict[str, np.ndarray], index: TokenIndex, seg_doc: np.ndarray, rules: R.RuleSet
+) -> Entities:
+    """Entity ids per document (same key → same entity; one-token PERSON surname merge), then
+    the entity-level gender of the rule set (updates ``items["compat"]`` in place)."""
+    K = _kernels()
+    n_docs = int(seg_doc.max()) + 1 if len(seg_doc) else 0
+    it_doc = seg_doc[index.seg__tok[items["token"]]]
+    offsets = np.searchsorted(it_doc, np.arange(n_docs + 1)).astype(np.int64)
+    person = rules.entity_labels.index("PERSON") if "PERSON" in rules.entity_labels else -1
+    ent_id, n_ent = K.assign_entity_ids(
+        offsets, items["kind"], items["label"], items["key"], items["last"], items["n_key"], person,
+        rules.person_last_token_merge,
+    )
+    if rules.name_gender or rules.titles:
+        _apply_entity_gender(items, ent_id, n_ent, rules.person_known_extra)
+    return Entities(entity__item=ent_id, n_entities=int(n_ent), doc_offsets=offsets)
+
+
+def measure_distances(
+    items: dict[str, np.ndarray], index: TokenIndex, entities: Entities, n_seg: int, *,
+    distance: str, n_threads: int = 1,
+) -> Distances:
+    """Anchor distances (chained: to the entity's first mention; nearest: to the latest
+    mention) and their maxima per sentence and per segment (the DDP)."""
+    K = _kernels()
+    it_tok = items["token"]
+    dist, ante, ref, ddp_seg, ddp_sent = K.compute_distances(
+        entities.doc_offsets, items["kind"], index.sent__tok[it_tok].astype(np.int32), entities.entity__item,
+        items["compat"], index.seg__tok[it_tok].astype(np.int32), index.gsent__tok[it_tok].astype(np.int32),
+        entities.n_entities, n_seg, index.n_sentences, distance == "nearest", n_threads,
+    )
+    return Distances(dist, ante, ref, ddp_seg, ddp_sent)
+
+
+def build_tables(
+    batch: Batch,
+    toks: TokenArrays,
+    index: TokenIndex,
+    items: dict[str, np.ndarray],
+    entities: Entities,
+    distances: Distances,
+    rules: R.RuleSet,
+    *,
+    pos_space: int,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The three output tables of a batch.
+
+    ``segments`` (one row per segment, sorted by input row, with ``ROW`` kept for merging
+    batches), ``anchors`` (one row per anchor, document order) and ``sentences`` (one row
+    per sentence, document order).
+    """
+    import polars as pl
+
+    cols = batch.cols
+    df = batch.frame
+    n_seg = df.height
+    seg_doc = batch.seg_doc
+    n_docs = int(seg_doc.max()) + 1 if n_seg else 0
+    it_tok = items["token"]
+    it_seg = index.seg__tok[it_tok]
+    it_doc = seg_doc[it_seg]
+    it_sent = index.sent__tok[it_tok].astype(np.int32)
+    ent_id = entities.entity__item
+    offsets = entities.doc_offsets
+    dist, ante, ref = distances.distance__item, distances.antecedent__item, distances.reference__item
+
+    # ---- segment table (input order)
+    is_anchor = items["kind"] != 2
+    n_anchor_seg = np.bincount(it_seg[is_anchor], minlength=n_seg)
+    n_tok_seg = np.bincount(index.seg__tok[toks.pos != pos_space], minlength=n_seg)
+    extra = [c for c in df.columns if c not in (ROW, DOC)]
+    segments = (
+        df.select(ROW, *extra)
+        .with_columns(
+            pl.Series(S.N_SENTENCES, index.n_sent__seg.astype(np.int64)),
+            pl.Series(S.N_TOKENS, n_tok_seg.astype(np.int64)),
+            pl.Series(S.N_ANCHORS, n_anchor_seg.astype(np.int64)),
+            pl.Series(S.DDP, distances.ddp__seg.astype(np.int64)),
+            pl.Series(S.FIRST_SENTENCE, index.first_sentence__seg.astype(np.int64)),
+        )
+        .sort(ROW)
+    )
+    lead = [cols.document, cols.segment, cols.domain, S.N_SENTENCES, S.N_TOKENS, S.N_ANCHORS, S.DDP,
+            S.FIRST_SENTENCE]
+    segments = segments.select(ROW, *lead, *[c for c in extra if c not in lead])
+
+    # ---- anchors table (document order)
+    a_idx = np.flatnonzero(is_anchor)
+    item_char_start = index.char__tok[it_tok]
+    item_char_end = index.char_end__tok[items["end_token"] - 1]
+    ent_base = np.full(max(n_docs, 1), np.iinfo(np.int32).max, dtype=np.int64)
+    ent_mask = ent_id >= 0
+    np.minimum.at(ent_base, it_doc[ent_mask], ent_id[ent_mask])
+    local_eid = np.where(ent_mask, ent_id - ent_base[it_doc], -1)
+    labels_entity = np.array(rules.entity_labels + ("",), dtype=object)
+    group_names = np.array(["", *(GROUP_NAMES.get(b, "") for b in range(1, 9))], dtype=object)
+    lab = items["label"].astype(np.int64)
+    label_str = np.where(
+        items["kind"] == 0,
+        labels_entity[np.where(items["kind"] == 0, lab, len(rules.entity_labels))],
+        group_names[np.where(items["kind"] == 1, lab, 1)],
+    )
+    has_ante = ante >= 0
+    ante_safe = np.where(has_ante, ante, 0)
+    ref_safe = np.where(ref >= 0, ref, 0)
+    kind_names = np.array(KIND_NAMES, dtype=object)
+    ante_kind = np.where(
+        has_ante,
+        kind_names[items["kind"][ante_safe]] if len(ante_safe) else np.array([], dtype=object),
+        np.where(items["kind"] == 0, "first_mention", "none"),
+    )
+    doc_anchor_first = np.searchsorted(a_idx, offsets[:-1])  # first anchor row per document
+    a_doc = it_doc[a_idx]
+    sl = pl.DataFrame({
+        "__seg": it_seg[a_idx],
+        "__aseg": it_seg[ante_safe[a_idx]],
+        S.ANCHOR_INDEX: (np.arange(len(a_idx)) - doc_anchor_first[a_doc]).astype(np.int64),
+        S.SENTENCE: it_sent[a_idx].astype(np.int64),
+        S.KIND: kind_names[items["kind"][a_idx]].astype(str),
+        S.LABEL: label_str[a_idx].astype(str),
+        S.CHAR_START: item_char_start[a_idx],
+        S.CHAR_END: item_char_end[a_idx],
+        S.ENTITY_ID: local_eid[a_idx].astype(np.int64),
+        S.ANTECEDENT_KIND: ante_kind[a_idx].astype(str),
+        "__astart": item_char_start[ante_safe[a_idx]],
+        "__aend": item_char_end[ante_safe[a_idx]],
+        "__has_ante": has_ante[a_idx],
+        S.ANTECEDENT_SENTENCE: np.where(has_ante, it_sent[ante_safe], -1)[a_idx].astype(np.int64),
+        S.REFERENCE_SENTENCE: np.where(ref >= 0, it_sent[ref_safe], -1)[a_idx].astype(np.int64),
+        S.DISTANCE_SENTENCES: dist[a_idx].astype(np.int64),
+    })
+    seg_lookup = pl.DataFrame({
+        "__seg": np.arange(n_seg, dtype=np.int64),
+        cols.document: df[cols.document],
+        cols.segment: df[cols.segment],
+        "__text": df[cols.text],
+    })
+    anchors = (
+        sl.join(seg_lookup, on="__seg", how="left")
+        .join(seg_lookup.select(pl.col("__seg").alias("__aseg"), pl.col("__text").alias("__atext")), on="__aseg",
+              how="left")
+        .with_columns(
+            pl.col("__text").str.slice(pl.col(S.CHAR_START), pl.col(S.CHAR_END) - pl.col(S.CHAR_START)).alias(S.TEXT),
+            pl.when(pl.col("__has_ante"))
+            .then(pl.col("__atext").str.slice(pl.col("__astart"), pl.col("__aend") - pl.col("__astart")))
+            .otherwise(None)
+            .alias(S.ANTECEDENT_TEXT),
+        )
+        .select(
+            cols.document, cols.segment, S.ANCHOR_INDEX, S.SENTENCE, S.KIND, S.LABEL, S.TEXT, S.CHAR_START,
+            S.CHAR_END, S.ENTITY_ID, S.ANTECEDENT_KIND, S.ANTECEDENT_TEXT, S.ANTECEDENT_SENTENCE,
+            S.REFERENCE_SENTENCE, S.DISTANCE_SENTENCES,
+        )
+    )
+
+    # ---- sentences table (document order)
+    sentences = pl.DataFrame({
+        cols.document: df[cols.document].gather(index.seg__sent),
+        cols.segment: df[cols.segment].gather(index.seg__sent),
+        S.SENTENCE: index.sent_in_doc__sent.astype(np.int64),
+        S.SENTENCE_DDP: distances.ddp__sent.astype(np.int64),
+    })
+    return segments, anchors, sentences
+
+
+def run_stages(
+    batch: Batch,
+    toks: TokenArrays,
+    units: Units,
+    rule_arrays: RuleArrays,
+    *,
+    distance: str,
+    sentence_unit: str,
+    n_threads: int = 1,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Every stage after parsing, in order, for one batch; returns the three tables."""
+    pos_space = rule_arrays.tables["pos_space"]
+    seg_doc = batch.seg_doc
+    index = number_sentences(toks, units, seg_doc, sentence_unit=sentence_unit, pos_space=pos_space)
+    items = find_items(toks, index, rule_arrays)
+    entities = link_entities(items, index, seg_doc, rule_arrays.rules)
+    distances = measure_distances(items, index, entities, batch.n_segments, distance=distance, n_threads=n_threads)
+    return build_tables(batch, toks, index, items, entities, distances, rule_arrays.rules, pos_space=pos_space)
