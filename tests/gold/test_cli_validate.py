@@ -71,4 +71,4 @@ def test_bad_gold_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     odd = tmp_path / "x.gold"
     odd.write_text("x\n")
     assert main(["validate", str(odd)]) == 2
-    assert "--format" in capsys.readouterr().err
+    assert "--gold-format" in capsys.readouterr().err

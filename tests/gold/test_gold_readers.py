@@ -99,7 +99,7 @@ def test_format_filter_and_unknown_extension(gold_data: Path, tmp_path: Path) ->
         read_gold(gold_data / "ontogum", format="conll2012")
     odd = tmp_path / "doc.gold"
     odd.write_text("1\tA\ta\tX\tX\t_\t0\troot\t_\tEntity=(1)\n\n", encoding="utf-8")
-    with pytest.raises(DDPUsageError, match=r"\[D402\].*--format"):
+    with pytest.raises(DDPUsageError, match=r"\[D402\].*--gold-format"):
         read_gold(odd)
     c = read_gold(odd, format="conllu")
     assert c.mentions.height == 1

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import HelpFormatter
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -10,22 +12,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="agreement of two DDP runs over the same segments (Pearson, Spearman, %% identical, domain shifts)",
         description=(
             "Compare two DDP runs over the same segments (e.g. two extractors, each written by "
-            "`ddp profile -o run.parquet`): Pearson r, Spearman rho, %% identical, %% within +/-N sentences, "
+            "`ddp profile -o run.parquet`): Pearson r, Spearman rho, % identical, % within +/-N sentences, "
             "per-domain mean shift (B - A) and whether the ordering of domains by mean DDP is preserved. "
             "A document or segment present in only one run is an error (exit 3)."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("a", metavar="A", help="first run (Parquet from `ddp profile`, or any table with a ddp column)")
     p.add_argument("b", metavar="B", help="second run, over the same segments")
-    p.add_argument("--within", type=int, default=5, metavar="N", help="tolerance in sentences for the 'within' share")
+    p.add_argument("--within", type=int, default=5, metavar="N", help="tolerance in sentences for the 'within' share (default: %(default)s)")
     p.add_argument("--document-col", default=None, metavar="NAME",
                    help="document id column (default: from the run's signature, else document_id)")
     p.add_argument("--segment-col", default=None, metavar="NAME",
                    help="segment id column (default: from the run's signature, else segment_id)")
     p.add_argument("--domain-col", default=None, metavar="NAME",
                    help="domain column (default: from the run's signature, else domain)")
-    p.add_argument("-f", "--format", choices=("json", "text"), default="json", help="report format on stdout")
+    p.add_argument("-f", "--format", choices=("json", "text"), default="json",
+                   help="report format on stdout (default: %(default)s)")
     p.set_defaults(func=run)
 
 

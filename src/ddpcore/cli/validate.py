@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_extraction_options
+from ._common import HelpFormatter, add_extraction_options
+
+GOLD_FORMATS = ("litbank", "conllu", "conll2012")
+OUTPUT_FORMATS = ("json", "text")
+PLOT_EXTENSIONS = (".png", ".pdf", ".svg")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,19 +21,26 @@ def register(sub: argparse._SubParsersAction) -> None:
             "mention (nearest); 0 if none. Prints Pearson r, Spearman rho, the shares of under/exact/over "
             "estimates and the mean signed error (DDP - gold, sentences) per genre and overall."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("gold", nargs="+", metavar="GOLD",
                    help="gold files, folders or tar archives (.tar.xz etc. are read without extracting)")
-    p.add_argument("--format", dest="gold_format", choices=("litbank", "conllu", "conll2012"), default=None,
-                   help="gold format (default: detected from file names: .conllu, .ann+.txt, *_brat.conll, *.conll/*_conll)")
+    p.add_argument("--gold-format", dest="gold_format", choices=GOLD_FORMATS, default=None,
+                   help="gold format (default: detected from file names: .conllu, .ann+.txt, *_brat.conll, "
+                        "*.conll/*_conll)")
     p.add_argument("--restricted", action="store_true",
                    help="restricted gold: keep only proper-name and pronoun mentions (the types DDP models)")
     p.add_argument("--strict", action="store_true",
                    help="fail on unbalanced gold coreference brackets instead of dropping the mention with a warning")
     add_extraction_options(p)
-    p.add_argument("-f", "--output-format", dest="output_format", choices=("json", "text"), default="json",
-                   help="report format on stdout")
+    # -f/--format is the output format, as in every ddp command. Until the next release, --format also
+    # accepts a gold format (its old meaning) with a deprecation warning: hence the wider choices.
+    p.add_argument("-f", "--format", dest="format", choices=OUTPUT_FORMATS + GOLD_FORMATS, default=None,
+                   metavar="{json,text}",
+                   help="report format on stdout (default: json); a gold format here is deprecated, "
+                        "use --gold-format")
+    p.add_argument("--output-format", dest="output_format_old", choices=OUTPUT_FORMATS, default=None,
+                   help=argparse.SUPPRESS)  # deprecated spelling of -f/--format
     p.add_argument("--plot", default=None, metavar="FILE",
                    help="write a scatter plot of DDP vs gold distance (.png, .pdf, .svg; needs ddpcore[plot])")
     p.add_argument("--over-estimates", default=None, metavar="FILE",
@@ -38,12 +49,76 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _resolve_formats(args: argparse.Namespace, warn) -> tuple[str | None, str]:  # type: ignore[no-untyped-def]
+    """(gold format, output format) from --gold-format, -f/--format and the deprecated spellings."""
+    from ..errors import DDPUsageError
+
+    gold, out = args.gold_format, "json"
+    if args.format in GOLD_FORMATS:
+        warn("--format for the gold format is deprecated and will select the output format in the next "
+             f"release; use --gold-format {args.format}")
+        if gold is not None and gold != args.format:
+            raise DDPUsageError(f"--gold-format {gold} and --format {args.format} disagree; give only --gold-format",
+                                code="D442")
+        gold = args.format
+    elif args.format is not None:
+        out = args.format
+    if args.output_format_old is not None:
+        warn(f"--output-format is deprecated; use -f/--format {args.output_format_old}")
+        if args.format in OUTPUT_FORMATS and args.format != args.output_format_old:
+            raise DDPUsageError(f"--format {args.format} and --output-format {args.output_format_old} disagree; "
+                                "give only -f/--format", code="D442")
+        out = args.output_format_old
+    return gold, out
+
+
+def check_validate_outputs(gold: list[str], over_estimates: str | None, plot: str | None) -> None:
+    """Check --over-estimates and --plot before any work: extension, folder, writable, not an input,
+    not the same file twice (D101, D130-D134 from :mod:`ddpcore.io.outputs`; D441 plot extension)."""
+    from pathlib import Path
+
+    from ..errors import DDPUsageError
+    from ..io.outputs import _identity, _same, check_outputs
+
+    check_outputs([("--over-estimates", over_estimates)], inputs=gold, formats=("csv", "tsv", "jsonl", "parquet"))
+    if not plot:
+        return
+    path = Path(plot)
+    if path.suffix.lower() not in PLOT_EXTENSIONS:
+        raise DDPUsageError(
+            f"--plot {plot}: unknown plot format (extension '{path.suffix or '(none)'}'); use "
+            + ", ".join(PLOT_EXTENSIONS),
+            code="D441",
+        )
+    # the folder, writability, input and duplicate checks of io.outputs, with a table-named stand-in
+    # in the same folder (the stand-in is never created) plus the identity checks on the plot path itself
+    stand_in = str(path.with_name(path.name + ".csv"))
+    check_outputs([("--plot", stand_in)], inputs=gold)
+    if path.is_dir():
+        raise DDPUsageError(f"--plot {plot}: is an existing folder; give a file name inside it "
+                            f"(e.g. {path / 'validation.png'})", code="D132")
+    me = _identity(path)
+    for inp in gold:
+        if _same(me, _identity(Path(inp))):
+            raise DDPUsageError(f"--plot {plot}: this is the input file {inp}; writing it would destroy the input, "
+                                "choose another output name", code="D133")
+    if over_estimates and _same(me, _identity(Path(over_estimates))):
+        raise DDPUsageError(f"--over-estimates and --plot both write {plot}; give each output its own name",
+                            code="D134")
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
     from ..validation import format_validation_text, plot_validation, validate
 
+    def warn(message: str) -> None:
+        if not args.quiet:
+            print(f"ddp validate: warning: {message}", file=sys.stderr)
+
+    gold_format, output_format = _resolve_formats(args, warn)
+    check_validate_outputs(args.gold, args.over_estimates, args.plot)
     if args.plot:  # fail before the long run if matplotlib is missing
         try:
             import matplotlib  # noqa: F401
@@ -56,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             ) from None
     result = validate(
         args.gold,
-        format=args.gold_format,
+        format=gold_format,
         distance=args.distance,
         pipeline=args.pipeline,
         rules=args.rules,
@@ -79,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                            metadata={"ddpcore.validation": json.dumps(result.signature, sort_keys=True)})
     if args.plot:
         plot_validation(result, args.plot)
-    if args.output_format == "json":
+    if output_format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:
         print(format_validation_text(result))

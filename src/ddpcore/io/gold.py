@@ -23,17 +23,17 @@ list; a capitalised head that is not a sentence-initial function word is ``PROP`
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 import tarfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import IO, TYPE_CHECKING, Any, Callable, Literal
 
 from ..errors import DDPDataError, DDPUsageError
 from ..schema import DOCUMENT_ID, SENTENCE, TEXT
-from .tables import decode_utf8
 
 if TYPE_CHECKING:
     import polars as pl
@@ -126,11 +126,87 @@ class GoldCorpus:
 
 @dataclass(frozen=True)
 class _Member:
-    """One readable file: on disk or inside an archive."""
+    """One readable file: on disk or inside an archive.
+
+    ``open`` returns a binary stream; readers consume members line by line (:class:`_Lines`), so
+    a large member is never held in memory whole. Members of a tar archive are opened only while
+    the archive is streamed (:func:`_read_tar_jobs`), in the archive's own order.
+    """
 
     name: str  # path inside its container (used for extension and pairing)
     label: str  # how error messages name it
-    read: Callable[[], bytes]
+    open: Callable[[], IO[bytes]]
+    archive: Path | None = None  # the tar archive holding the member, if any
+
+    def read(self) -> bytes:
+        with self.open() as fh:
+            return fh.read()
+
+
+#: longest line a gold file may have (a CoNLL token line, a brat sentence); bounds memory
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+class _Lines:
+    """The decoded lines of a member, streamed; ``count`` = lines read so far (1-based line numbers)."""
+
+    def __init__(self, member: _Member) -> None:
+        self.member = member
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        label = self.member.label
+        pending = b""
+        first = True
+        with self.member.open() as fh:
+            while True:
+                try:
+                    chunk = fh.read(_BLOCK)
+                except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+                    raise DDPDataError(f"{label}: cannot read past line {self.count} ({exc}); is the file or "
+                                       "archive truncated?", code="D401") from None
+                if not chunk:
+                    if pending:
+                        yield from self._decode(pending, first, final=True)
+                    return
+                data = pending + chunk if pending else chunk
+                cut = data.rfind(b"\n") + 1
+                block, pending = data[:cut], data[cut:]
+                if len(pending) > MAX_LINE_BYTES:
+                    lineno = self.count + block.count(b"\n") + 1
+                    raise DDPDataError(
+                        f"{label}: line {lineno} is longer than "
+                        f"{MAX_LINE_BYTES // (1024 * 1024)} MiB; this is not a gold coreference file "
+                        "(check the file or pass --gold-format)",
+                        code="D440",
+                    )
+                if block:
+                    yield from self._decode(block, first, final=False)
+                    first = False
+
+    def _decode(self, block: bytes, first: bool, *, final: bool) -> Iterator[str]:
+        bom = 3 if first and block.startswith(b"\xef\xbb\xbf") else 0
+        try:
+            text = block[bom:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            pos = bom + exc.start
+            line = self.count + block.count(b"\n", 0, pos) + 1
+            col = pos - (block.rfind(b"\n", 0, pos) + 1) + 1
+            raise DDPDataError(
+                f"{self.member.label}: line {line}, byte column {col}: invalid UTF-8 byte 0x{block[pos]:02x}; "
+                "re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
+                code="D104",
+            ) from None
+        lines = text.split("\n")
+        if not final:
+            lines.pop()  # the block ends with a newline: the last piece is empty
+        for line in lines:
+            self.count += 1
+            yield line[:-1] if line.endswith("\r") else line
+
+
+#: bytes read from a member at a time
+_BLOCK = 1 << 20
 
 
 def _is_tar_name(name: str) -> bool:
@@ -138,7 +214,27 @@ def _is_tar_name(name: str) -> bool:
     return any(low.endswith(s) for s in _TAR_SUFFIXES)
 
 
+def _open_tar(path: Path) -> tarfile.TarFile:
+    try:
+        return tarfile.open(path, "r:*")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise DDPDataError(f"{path}: not a readable tar archive ({exc})", code="D401") from None
+
+
+def _unreadable_archive(path: Path, exc: BaseException) -> DDPDataError:
+    return DDPDataError(f"{path}: cannot read the archive ({exc}); is it truncated?", code="D401")
+
+
+def _no_stream() -> IO[bytes]:  # pragma: no cover - tar members are opened by _read_tar_jobs only
+    raise RuntimeError("a tar member is read only while its archive is streamed")
+
+
 def _iter_members(path: Path) -> Iterator[_Member]:
+    """Every file under ``path``, by name only: nothing is read here.
+
+    A tar archive is listed from its headers (one pass, constant memory: member data is skipped,
+    not kept); its members are read later in one streaming pass over the archive.
+    """
     if path.is_dir():
         for p in sorted(path.rglob("*")):
             if p.is_file():
@@ -147,28 +243,29 @@ def _iter_members(path: Path) -> Iterator[_Member]:
     if not path.exists():
         raise DDPDataError(f"{path}: gold file or folder not found; check the path", code="D401")
     if _is_tar_name(path.name):
-        try:
-            tar = tarfile.open(path, "r:*")
-        except (tarfile.TarError, OSError) as exc:
-            raise DDPDataError(f"{path}: not a readable tar archive ({exc})", code="D401") from None
-        found: list[_Member] = []
-        with tar:
-            # stream order: seeking backwards in a compressed archive restarts decompression
+        names: list[str] = []
+        with _open_tar(path) as tar:
             try:
                 for info in tar:
                     if info.isfile():
-                        data = tar.extractfile(info).read()  # type: ignore[union-attr]
-                        found.append(_Member(info.name, f"{path}:{info.name}", (lambda d=data: d)))
-            except (tarfile.TarError, OSError, EOFError) as exc:
-                raise DDPDataError(f"{path}: cannot read the archive ({exc}); is it truncated?", code="D401") from None
-        yield from sorted(found, key=lambda m: m.name)
+                        names.append(info.name)
+            except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+                raise _unreadable_archive(path, exc) from None
+        for name in sorted(set(names)):
+            yield _Member(name, f"{path}:{name}", _no_stream, archive=path)
         return
-    yield _Member(path.name, str(path), lambda p=path: _read_file(p))
+    yield _Member(path.name, str(path), lambda p=path: _open_file(p))
 
 
-def _read_file(path: Path) -> bytes:
+def zlib_error() -> type[BaseException]:
+    import zlib
+
+    return zlib.error
+
+
+def _open_file(path: Path) -> IO[bytes]:
     try:
-        return path.read_bytes()
+        return open(path, "rb")
     except OSError as exc:
         raise DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D401") from None
 
@@ -249,44 +346,10 @@ def read_gold(
         path = Path(raw)
         members = list(_iter_members(path))
         single_file = path.is_file() and not _is_tar_name(path.name)
-        by_name = {m.name: m for m in members}
+        jobs = _plan(path, members, format, single_file)
+        results = _run_jobs(jobs, problem)
         found = 0
-        for member in members:
-            fmt = _detect(member.name)
-            if format is not None:
-                if single_file:
-                    fmt = format
-                elif fmt is None or (fmt != format and not (format in ("litbank", "conll2012") and _is_conll2012_name(member.name))):
-                    continue
-                else:
-                    fmt = format
-            if fmt is None:
-                if single_file:
-                    raise DDPUsageError(
-                        f"{member.label}: cannot tell the gold format from the file name; "
-                        "pass --format litbank|conllu|conll2012",
-                        code="D402",
-                    )
-                continue
-            low = member.name.lower()
-            if fmt == "litbank" and not _is_conll2012_name(low):
-                if not low.endswith(".ann"):
-                    if single_file and low.endswith(".txt"):
-                        continue  # the .txt half of a brat pair is read with its .ann
-                    raise DDPDataError(f"{member.label}: LitBank brat input must be an .ann file with its .txt", code="D403")
-                txt_name = member.name[:-4] + ".txt"
-                if single_file:
-                    txt_path = path.with_suffix(".txt")
-                    txt = _Member(txt_path.name, str(txt_path), lambda p=txt_path: _read_file(p)) if txt_path.exists() else None
-                else:
-                    txt = by_name.get(txt_name)
-                if txt is None:
-                    raise DDPDataError(f"{member.label}: the matching sentence file {txt_name} is missing", code="D403")
-                docs = _read_litbank_brat(member, txt)
-            elif fmt == "conllu":
-                docs = _read_conllu(member, problem)
-            else:
-                docs = _read_conll2012(member, problem, litbank=(fmt == "litbank"))
+        for (member, fmt, _txt), docs in zip(jobs, results):
             for doc_id, sents, ments in docs:
                 if doc_id in seen_docs:
                     raise DDPDataError(
@@ -304,7 +367,7 @@ def read_gold(
             what = f"{format} " if format else ""
             raise DDPDataError(
                 f"{path}: no {what}gold documents found (looked for .conllu, .ann+.txt, .conll, *_conll); "
-                "check the path or pass --format",
+                "check the path or pass --gold-format",
                 code="D405",
             )
 
@@ -325,6 +388,117 @@ def read_gold(
     return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(used_formats), warnings=tuple(warnings))
 
 
+_Job = tuple["_Member", str, "_Member | None"]  # member, format, LitBank brat sentence file
+
+
+def _plan(path: Path, members: list[_Member], format: str | None, single_file: bool) -> list[_Job]:
+    """Choose the gold members and their formats by name alone, before any member is read."""
+    by_name = {m.name: m for m in members}
+    jobs: list[_Job] = []
+    for member in members:
+        fmt = _detect(member.name)
+        if format is not None:
+            if single_file:
+                fmt = format
+            elif fmt is None or (fmt != format and not (format in ("litbank", "conll2012") and _is_conll2012_name(member.name))):
+                continue
+            else:
+                fmt = format
+        if fmt is None:
+            if single_file:
+                raise DDPUsageError(
+                    f"{member.label}: cannot tell the gold format from the file name; "
+                    "pass --gold-format litbank|conllu|conll2012",
+                    code="D402",
+                )
+            continue
+        low = member.name.lower()
+        txt: _Member | None = None
+        if fmt == "litbank" and not _is_conll2012_name(low):
+            if not low.endswith(".ann"):
+                if single_file and low.endswith(".txt"):
+                    continue  # the .txt half of a brat pair is read with its .ann
+                raise DDPDataError(f"{member.label}: LitBank brat input must be an .ann file with its .txt", code="D403")
+            txt_name = member.name[:-4] + ".txt"
+            if single_file:
+                txt_path = path.with_suffix(".txt")
+                txt = _Member(txt_path.name, str(txt_path), lambda p=txt_path: _open_file(p)) if txt_path.exists() else None
+            else:
+                txt = by_name.get(txt_name)
+            if txt is None:
+                raise DDPDataError(f"{member.label}: the matching sentence file {txt_name} is missing", code="D403")
+        jobs.append((member, fmt, txt))
+    return jobs
+
+
+def _parse(member: _Member, fmt: str, txt: _Member | None, problem: _Problem) -> list[_Doc]:
+    if txt is not None:
+        return _read_litbank_brat(member, txt)
+    if fmt == "conllu":
+        return _read_conllu(member, problem)
+    return _read_conll2012(member, problem, litbank=(fmt == "litbank"))
+
+
+def _run_jobs(jobs: list[_Job], problem: _Problem) -> list[list[_Doc]]:
+    """Parse every job; results in job order. Files are opened directly; each tar archive is
+    streamed once, in its own order (seeking back in a compressed stream restarts decompression)."""
+    results: list[list[_Doc] | None] = [None] * len(jobs)
+    by_archive: dict[Path, list[int]] = {}
+    for i, (member, fmt, txt) in enumerate(jobs):
+        if member.archive is None:
+            results[i] = _parse(member, fmt, txt, problem)
+        else:
+            by_archive.setdefault(member.archive, []).append(i)
+    for archive, idx in by_archive.items():
+        for i, docs in _read_tar_jobs(archive, [jobs[i] for i in idx], problem):
+            results[idx[i]] = docs
+    return [r if r is not None else [] for r in results]
+
+
+def _read_tar_jobs(archive: Path, jobs: list[_Job], problem: _Problem) -> Iterator[tuple[int, list[_Doc]]]:
+    """Stream ``archive`` once and parse the members of ``jobs`` as they pass; skip every other
+    member unread. The two halves of a LitBank brat pair are small: the first one seen is kept in
+    memory until the second arrives."""
+    main = {job[0].name: i for i, job in enumerate(jobs)}
+    partner = {job[2].name: i for i, job in enumerate(jobs) if job[2] is not None}
+    held: dict[str, bytes] = {}
+    done: set[int] = set()
+    with _open_tar(archive) as tar:
+        try:
+            for info in tar:
+                name = info.name
+                if not info.isfile() or (name not in main and name not in partner):
+                    continue
+                fh = tar.extractfile(info)
+                if fh is None:  # pragma: no cover - isfile() members always have data
+                    continue
+                label = f"{archive}:{name}"
+                i = main.get(name)
+                if i is not None and i not in done and jobs[i][2] is None:
+                    member = _Member(name, label, lambda fh=fh: fh, archive=archive)
+                    done.add(i)
+                    yield i, _parse(member, jobs[i][1], None, problem)
+                    continue
+                held[name] = fh.read()  # one half of a brat pair
+                for j in ([main[name]] if name in main else []) + ([partner[name]] if name in partner else []):
+                    ann, fmt, txt = jobs[j]
+                    if j in done or txt is None or ann.name not in held or txt.name not in held:
+                        continue
+                    a_bytes, t_bytes = held.pop(ann.name), held.pop(txt.name)
+                    done.add(j)
+                    yield j, _parse(
+                        _Member(ann.name, ann.label, lambda b=a_bytes: io.BytesIO(b), archive=archive),
+                        fmt,
+                        _Member(txt.name, txt.label, lambda b=t_bytes: io.BytesIO(b), archive=archive),
+                        problem,
+                    )
+        except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+            raise _unreadable_archive(archive, exc) from None
+    missing = [jobs[i][0].label for i in range(len(jobs)) if i not in done]
+    if missing:  # listed in the headers but gone on the second pass: the archive changed underneath us
+        raise DDPDataError(f"{missing[0]}: could not be read from the archive; is it being rewritten?", code="D401")
+
+
 # --------------------------------------------------------------------------- shared helpers
 
 _Doc = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
@@ -343,7 +517,8 @@ _FUNCTION_WORDS = frozenset(
 
 
 def _text_lines(member: _Member) -> list[str]:
-    return decode_utf8(member.read(), member.label).splitlines()
+    """All lines of a small member (brat files); large CoNLL files go through :class:`_Lines`."""
+    return list(_Lines(member))
 
 
 def _sentence_row(doc_id: str, index: int, genre: str, tokens: list[str], label: str, text: str | None = None) -> dict[str, Any]:
@@ -460,7 +635,7 @@ def _conll_head(pos: list[str]) -> int:
 
 def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> list[_Doc]:
     docs: list[_Doc] = []
-    lines = _text_lines(member)
+    lines = _Lines(member)  # streamed: a large file is never held whole
     default_name = Path(member.name).name
     state: dict[str, Any] = {}
 
@@ -574,8 +749,8 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
                     del state["open"][eid]
                 state.setdefault("pending", []).append((eid, a, tok + 1))
     if state:
-        finish(len(lines) + 1)
-    if not docs and lines:
+        finish(lines.count + 1)
+    if not docs and lines.count:
         raise DDPDataError(f"{member.label}: no token lines found; is this a CoNLL-2012 file?", code="D408")
     return docs
 
@@ -620,7 +795,7 @@ def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, s
 
 def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
     docs: list[_Doc] = []
-    lines = _text_lines(member)
+    lines = _Lines(member)  # streamed: a large file is never held whole
     file_stem = Path(member.name).name.rsplit(".", 1)[0]
     doc: dict[str, Any] = {}
     etype_index = -1
@@ -735,8 +910,8 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
                     )
                     continue
                 sent["done"].append((eid, a, k + 1, et))
-    flush_sentence(len(lines) + 1)
-    finish_doc(len(lines) + 1)
+    flush_sentence(lines.count + 1)
+    finish_doc(lines.count + 1)
     return docs
 
 
