@@ -1,0 +1,267 @@
+# cython: language_level=3
+"""Kernels of ``ddp stats compare``: paired approximate randomization over flat arrays.
+
+No validation, no I/O: :mod:`ddpcore.stats.compare` checks shapes and values and calls these.
+
+Array naming as in ``stats_kernels``: ``X__unit`` is indexed by resampling unit (document or
+segment), ``X__col`` by a compared column (one (metric, system) pair), ``X__trial`` by an
+approximate-randomization trial, ``X__word`` by a 64-bit word of a trial's swap mask.
+
+Kernels
+-------
+``ar_exceed_pcg64``   AR exceedance counts; swap masks drawn from numpy's PCG64 stream in-kernel
+``ar_exceed_bits``    AR exceedance counts; swap masks given by the caller (packed bits)
+``pcg64_words``       raw words of that PCG64 stream (tests, exports)
+
+The statistic of trial t for column k is ``|sum_u sigma[t, u] * d[u, k]|`` with
+``sigma = +1`` where bit u of the trial's mask is set (the unit keeps its assignment) and
+``-1`` where it is clear (the baseline's and the system's scores of unit u are swapped); a
+trial *exceeds* when that value is strictly greater than ``|sum_u d[u, k]|`` (the observed
+difference, summed in the same unit order, so an all-ones or all-zeros mask ties exactly and
+never exceeds). Each trial is summed sequentially in unit order by one thread and the counts
+are integers, so the results are bit-identical for any number of threads.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange, threadid
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport malloc, free
+
+cnp.import_array()
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <stdlib.h>
+    #include <string.h>
+    #include <math.h>
+
+    /* PCG64 (XSL-RR 128/64) as numpy.random.PCG64: state' = state * M + inc, output
+       rotr64(hi ^ lo, state' >> 122). */
+    typedef struct { unsigned __int128 state, inc; } ddpc_pcg64;
+    static const unsigned __int128 DDPC_PCG_MULT =
+        (((unsigned __int128)0x2360ED051FC65DA4ULL) << 64) | (unsigned __int128)0x4385DF649FCCF645ULL;
+
+    static inline uint64_t ddpc_next(ddpc_pcg64* g) {
+        g->state = g->state * DDPC_PCG_MULT + g->inc;
+        uint64_t x = (uint64_t)(g->state >> 64) ^ (uint64_t)g->state;
+        unsigned rot = (unsigned)(g->state >> 122);
+        return (x >> rot) | (x << ((-rot) & 63));
+    }
+
+    /* jump ahead by delta steps in O(log delta) (Brown 1994) */
+    static inline void ddpc_advance(ddpc_pcg64* g, uint64_t delta) {
+        unsigned __int128 am = 1, ap = 0, cm = DDPC_PCG_MULT, cp = g->inc;
+        while (delta > 0) {
+            if (delta & 1) { am *= cm; ap = ap * cm + cp; }
+            cp = (cm + 1) * cp;
+            cm *= cm;
+            delta >>= 1;
+        }
+        g->state = am * g->state + ap;
+    }
+
+    static inline void ddpc_init(ddpc_pcg64* g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) {
+        g->state = (((unsigned __int128)shi) << 64) | slo;
+        g->inc = (((unsigned __int128)ihi) << 64) | ilo;
+    }
+
+    /* One block of nt trials: acc (nt x n_cols) = signed sums of the rows of d (n_units x n_cols)
+       under the trials' masks (bits: nt x n_words, bit u of trial i = unit u keeps its side);
+       counts[k] += number of trials whose |acc| > obs_abs[k]. The nt x n_cols accumulators stay
+       in L1 while each row of d is read once per block. */
+    __attribute__((target_clones("avx2", "default")))
+    static void ddpc_ar_block(const double* __restrict d, Py_ssize_t n_units, Py_ssize_t n_cols,
+                              const uint64_t* __restrict bits, Py_ssize_t n_words, int nt,
+                              const double* __restrict obs_abs, double* __restrict acc,
+                              int64_t* __restrict counts) {
+        memset(acc, 0, sizeof(double) * (size_t)nt * (size_t)n_cols);
+        for (Py_ssize_t u = 0; u < n_units; ++u) {
+            const double* __restrict row = d + u * n_cols;
+            const Py_ssize_t w = u >> 6;
+            const unsigned b = (unsigned)(u & 63);
+            for (int i = 0; i < nt; ++i) {
+                const double s = ((bits[(Py_ssize_t)i * n_words + w] >> b) & 1ULL) ? 1.0 : -1.0;
+                double* __restrict a = acc + (Py_ssize_t)i * n_cols;
+                for (Py_ssize_t k = 0; k < n_cols; ++k) a[k] += s * row[k];
+            }
+        }
+        for (int i = 0; i < nt; ++i) {
+            const double* a = acc + (Py_ssize_t)i * n_cols;
+            for (Py_ssize_t k = 0; k < n_cols; ++k) counts[k] += (fabs(a[k]) > obs_abs[k]);
+        }
+    }
+
+    /* Trials [t0, t0 + nt) from the generator: trial t uses raw words t*n_words ... of the stream. */
+    static int ddpc_ar_block_pcg64(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo,
+                                   Py_ssize_t t0, int nt, const double* d, Py_ssize_t n_units,
+                                   Py_ssize_t n_cols, Py_ssize_t n_words, const double* obs_abs,
+                                   int64_t* counts) {
+        uint64_t* bits = (uint64_t*)malloc(sizeof(uint64_t) * (size_t)nt * (size_t)n_words + 8);
+        double* acc = (double*)malloc(sizeof(double) * (size_t)nt * (size_t)n_cols + 8);
+        if (!bits || !acc) { free(bits); free(acc); return -1; }
+        ddpc_pcg64 g;
+        ddpc_init(&g, shi, slo, ihi, ilo);
+        ddpc_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
+        for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddpc_next(&g);
+        ddpc_ar_block(d, n_units, n_cols, bits, n_words, nt, obs_abs, acc, counts);
+        free(bits);
+        free(acc);
+        return 0;
+    }
+
+    static int ddpc_ar_block_bits(const uint64_t* bits, int nt, const double* d, Py_ssize_t n_units,
+                                  Py_ssize_t n_cols, Py_ssize_t n_words, const double* obs_abs,
+                                  int64_t* counts) {
+        double* acc = (double*)malloc(sizeof(double) * (size_t)nt * (size_t)n_cols + 8);
+        if (!acc) return -1;
+        ddpc_ar_block(d, n_units, n_cols, bits, n_words, nt, obs_abs, acc, counts);
+        free(acc);
+        return 0;
+    }
+
+    /* observed |sum_u d[u, k]| in unit order (the all-ones trial reproduces it exactly) */
+    static void ddpc_observed(const double* d, Py_ssize_t n_units, Py_ssize_t n_cols, double* out) {
+        for (Py_ssize_t k = 0; k < n_cols; ++k) out[k] = 0.0;
+        for (Py_ssize_t u = 0; u < n_units; ++u)
+            for (Py_ssize_t k = 0; k < n_cols; ++k) out[k] += 1.0 * d[u * n_cols + k];
+        for (Py_ssize_t k = 0; k < n_cols; ++k) out[k] = fabs(out[k]);
+    }
+
+    #ifdef _OPENMP
+    #include <omp.h>
+    static inline int ddpc_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static inline int ddpc_max_threads(void) { return 1; }
+    #endif
+    """
+    int ddpc_ar_block_pcg64(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo,
+                            Py_ssize_t t0, int nt, const double* d, Py_ssize_t n_units,
+                            Py_ssize_t n_cols, Py_ssize_t n_words, const double* obs_abs,
+                            int64_t* counts) nogil
+    int ddpc_ar_block_bits(const uint64_t* bits, int nt, const double* d, Py_ssize_t n_units,
+                           Py_ssize_t n_cols, Py_ssize_t n_words, const double* obs_abs,
+                           int64_t* counts) nogil
+    void ddpc_observed(const double* d, Py_ssize_t n_units, Py_ssize_t n_cols, double* out) nogil
+    int ddpc_max_threads() nogil
+    ctypedef struct ddpc_pcg64:
+        pass
+    void ddpc_init(ddpc_pcg64* g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) nogil
+    void ddpc_advance(ddpc_pcg64* g, uint64_t delta) nogil
+    uint64_t ddpc_next(ddpc_pcg64* g) nogil
+
+
+cdef int _block_trials(Py_ssize_t n_cols) noexcept nogil:
+    """Trials per block: the block's accumulators (trials x columns doubles) fit in ~16 KB of L1."""
+    cdef Py_ssize_t nt = 2048 // (n_cols if n_cols > 0 else 1)
+    if nt < 1:
+        return 1
+    if nt > 32:
+        return 32
+    return <int>nt
+
+
+def observed_abs(const double[:, ::1] d__unit_col, double[::1] out__col):
+    """``out[k] = |sum_u d[u, k]|``, summed in unit order (as every AR trial is)."""
+    if d__unit_col.shape[0] == 0 or d__unit_col.shape[1] == 0:
+        out__col[:] = 0.0
+        return
+    with nogil:
+        ddpc_observed(&d__unit_col[0, 0], d__unit_col.shape[0], d__unit_col.shape[1], &out__col[0])
+
+
+def ar_exceed_pcg64(
+    uint64_t state_hi,
+    uint64_t state_lo,
+    uint64_t inc_hi,
+    uint64_t inc_lo,
+    Py_ssize_t n_trials,
+    const double[:, ::1] d__unit_col,
+    const double[::1] obs_abs__col,
+    int64_t[::1] out__col,
+    int num_threads=0,
+):
+    """Exceedance counts of ``n_trials`` AR trials whose masks come from a PCG64 stream.
+
+    ``(state, inc)`` is a ``numpy.random.PCG64`` state in 64-bit halves. Trial t's mask is raw
+    words ``t * n_words ... (t + 1) * n_words - 1`` of the stream (``n_words = ceil(n_units / 64)``),
+    bit ``u % 64`` of word ``u // 64`` for unit u. ``out`` (n_cols,) receives the counts.
+    """
+    cdef Py_ssize_t n_units = d__unit_col.shape[0], n_cols = d__unit_col.shape[1]
+    cdef Py_ssize_t n_words = (n_units + 63) // 64
+    cdef int tb = _block_trials(n_cols)
+    cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
+    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    cdef Py_ssize_t blk, k, t0
+    cdef int tid, failed = 0, this_nt
+    out__col[:] = 0
+    if n_trials <= 0 or n_units == 0 or n_cols == 0:
+        return
+    counts = np.zeros((nt, n_cols), dtype=np.int64)
+    cdef int64_t[:, ::1] cnt = counts
+    cdef const double* dp = &d__unit_col[0, 0]
+    cdef const double* op = &obs_abs__col[0]
+    for blk in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+        tid = threadid()
+        t0 = blk * tb
+        this_nt = <int>(n_trials - t0 if n_trials - t0 < tb else tb)
+        if ddpc_ar_block_pcg64(state_hi, state_lo, inc_hi, inc_lo, t0, this_nt, dp, n_units, n_cols,
+                               n_words, op, &cnt[tid, 0]) != 0:
+            failed += 1
+    if failed:
+        raise MemoryError()
+    np.asarray(out__col)[:] = counts.sum(axis=0)
+
+
+def ar_exceed_bits(
+    const uint64_t[:, ::1] bits__trial_word,
+    const double[:, ::1] d__unit_col,
+    const double[::1] obs_abs__col,
+    int64_t[::1] out__col,
+    int num_threads=0,
+):
+    """Exceedance counts for caller-given masks: ``bits`` (n_trials, ceil(n_units / 64)), bit
+    ``u % 64`` of word ``u // 64`` set = unit u keeps its assignment."""
+    cdef Py_ssize_t n_trials = bits__trial_word.shape[0], n_words = bits__trial_word.shape[1]
+    cdef Py_ssize_t n_units = d__unit_col.shape[0], n_cols = d__unit_col.shape[1]
+    cdef int tb = _block_trials(n_cols)
+    cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
+    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    cdef Py_ssize_t blk, t0
+    cdef int tid, failed = 0, this_nt
+    out__col[:] = 0
+    if n_trials <= 0 or n_units == 0 or n_cols == 0:
+        return
+    if n_words < (n_units + 63) // 64:
+        raise ValueError("bits has too few words per trial")
+    counts = np.zeros((nt, n_cols), dtype=np.int64)
+    cdef int64_t[:, ::1] cnt = counts
+    cdef const double* dp = &d__unit_col[0, 0]
+    cdef const double* op = &obs_abs__col[0]
+    cdef const uint64_t* bp = &bits__trial_word[0, 0]
+    for blk in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+        tid = threadid()
+        t0 = blk * tb
+        this_nt = <int>(n_trials - t0 if n_trials - t0 < tb else tb)
+        if ddpc_ar_block_bits(bp + t0 * n_words, this_nt, dp, n_units, n_cols, n_words, op, &cnt[tid, 0]) != 0:
+            failed += 1
+    if failed:
+        raise MemoryError()
+    np.asarray(out__col)[:] = counts.sum(axis=0)
+
+
+def pcg64_words(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo, uint64_t skip,
+                uint64_t[::1] out):
+    """Raw PCG64 words ``skip ... skip + len(out) - 1`` of the stream (tests, exports)."""
+    cdef ddpc_pcg64 g
+    cdef Py_ssize_t i
+    with nogil:
+        ddpc_init(&g, state_hi, state_lo, inc_hi, inc_lo)
+        ddpc_advance(&g, skip)
+        for i in range(out.shape[0]):
+            out[i] = ddpc_next(&g)
+
+
+def max_threads() -> int:
+    return ddpc_max_threads()

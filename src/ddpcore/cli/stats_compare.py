@@ -1,0 +1,244 @@
+"""``ddp stats compare``: every system against a baseline (paired bootstrap + approximate randomization).
+
+:func:`register_compare` adds the subcommand to the ``ddp stats`` subparsers; the handler
+calls :func:`ddpcore.stats.compare.compare_systems` and prints JSON (default), text, TSV,
+Markdown or LaTeX. ``--fail-on worse|not-better`` turns the result into exit code 1 with
+one line on stderr naming the systems and by how much.
+
+Only argparse is imported at module level (``ddp --help`` stays fast).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+FORMATS = ("json", "text", "tsv", "markdown", "latex")
+
+
+def _append_csv(values: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(t.strip() for t in v.split(",") if t.strip())
+    return list(dict.fromkeys(out))
+
+
+def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFormatter]) -> None:
+    """Add ``compare`` to the ``ddp stats`` subcommands."""
+    p = ssub.add_parser(
+        "compare", formatter_class=fmt,
+        help="is each system significantly better than the baseline? (paired bootstrap + AR, any metric)",
+        description=(
+            "Every system against --baseline on a long score table (document_id, segment_id, system, one or "
+            "more metric columns): system mean with bootstrap CI, paired difference with CI, a paired bootstrap "
+            "p-value (sacrebleu --paired-bs) and an approximate-randomization p-value (sacrebleu --paired-ar), "
+            "corrected for multiple comparisons across systems. --unit document (default) resamples and swaps "
+            "whole documents; --unit segment is sacrebleu's setting. Exit codes: 0 ok, 1 a --fail-on gate "
+            "failed, 2 usage error, 3 bad data. See docs/stats-compare.md."))
+    p.add_argument("table", metavar="SCORES",
+                   help="long table (.csv, .tsv, .jsonl, .json, .parquet; .gz for text): one row per (document, "
+                        "segment, system), one column per metric")
+    p.add_argument("--baseline", required=True, metavar="SYS", help="the baseline system (value of the system column)")
+    c = p.add_argument_group("columns")
+    c.add_argument("--document-col", "--document", dest="document", default="document_id", metavar="NAME",
+                   help="document id column")
+    c.add_argument("--segment-col", "--segment", dest="segment", default="segment_id", metavar="NAME",
+                   help="segment id column (absent with the default name: one row per document and system)")
+    c.add_argument("--system-col", "--system", dest="system", default="system", metavar="NAME", help="system column")
+    c.add_argument("--metric-col", "--metric", "--score-col", "--score", dest="metrics", action="append",
+                   metavar="NAME[,NAME]", help="metric column(s), repeatable or a comma list; one table per metric "
+                                               "(default: score)")
+    c.add_argument("--lower-is-better", action="append", default=None, metavar="NAME[,NAME]",
+                   help="metric columns where lower is better (e.g. ter): flips better/worse")
+    c.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
+                   help="leave a system out (repeatable)")
+    t = p.add_argument_group("tests")
+    t.add_argument("--unit", choices=("document", "segment"), default="document",
+                   help="resampling / swapping unit")
+    t.add_argument("--test", choices=("bootstrap", "ar", "both"), default="both",
+                   help="which p-values (bootstrap CIs are always reported); with both, a system must pass both")
+    t.add_argument("--n-boot", type=int, default=1000, metavar="B", help="bootstrap resamples (sacrebleu: 1000)")
+    t.add_argument("--n-ar", type=int, default=10_000, metavar="T", help="approximate-randomization trials "
+                                                                         "(sacrebleu: 10000)")
+    t.add_argument("--seed", type=int, default=0, help="seed of both generators")
+    t.add_argument("--correction", choices=("holm", "bonferroni", "none"), default="holm",
+                   help="multiple-comparison correction across the compared systems (per metric)")
+    t.add_argument("--confidence", type=float, default=0.95, help="confidence level of the CIs, in (0, 1)")
+    t.add_argument("--alpha", type=float, default=0.05, help="significance level (after correction)")
+    t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
+    o = p.add_argument_group("output")
+    o.add_argument("-f", "--format", dest="output_format", choices=FORMATS, default="json", help="output on stdout")
+    o.add_argument("--fail-on", choices=("worse", "not-better"), default=None,
+                   help="exit 1 when a system is significantly worse than the baseline (worse) or when a system is "
+                        "not significantly better (not-better)")
+    o.add_argument("-q", "--quiet", action="store_true", help="accepted for symmetry with the other subcommands")
+    p.set_defaults(func=run_compare)
+
+
+# --------------------------------------------------------------------------- handler
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from ..stats.compare import compare_systems
+
+    res = compare_systems(
+        args.table, args.baseline, metrics=_append_csv(args.metrics) or ["score"], unit=args.unit, test=args.test,
+        n_boot=args.n_boot, n_ar=args.n_ar, seed=args.seed, correction=args.correction,
+        confidence=args.confidence, alpha=args.alpha, lower_is_better=_append_csv(args.lower_is_better),
+        exclude_systems=args.exclude_system, threads=args.threads, document=args.document,
+        segment=args.segment or None, system=args.system,
+    )
+    payload = res.to_dict()
+    passed = True
+    bad: list[dict[str, Any]] = []
+    if args.fail_on:
+        passed, bad = res.gate(args.fail_on)
+        payload["fail_on"] = args.fail_on
+        payload["passed"] = passed
+    out = render(res, args.output_format, payload)
+    _print(out)
+    if not passed:
+        print(gate_message(res, args.fail_on, bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+def gate_message(res: Any, fail_on: str, bad: list[dict[str, Any]]) -> str:
+    """One line: which systems failed the gate and by how much."""
+    what = "significantly worse than" if fail_on == "worse" else "not significantly better than"
+    items = [f"{r['system']} ({r['metric']} {r['diff']:+.4g}, p={r['p_value']:.3g})" for r in bad[:10]]
+    more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+    return (f"ddp stats compare: --fail-on {fail_on}: {len(bad)} system/metric pair(s) {what} baseline "
+            f"'{res.baseline}': {', '.join(items)}{more}")
+
+
+def _print(out: str) -> None:
+    import os
+
+    try:
+        print(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `ddp stats compare ... | head`: the reader left
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    return f"{x:.{nd}f}"
+
+
+def _fmt_p(x: Any) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.4f}" if x >= 1e-4 else f"{x:.1e}"
+
+
+def _columns(res: Any) -> list[tuple[str, str]]:
+    """(key, header) of the table columns, in order."""
+    cols = [("system", "system"), ("score", "score"), ("ci", "±CI"), ("diff", "Δ vs baseline"),
+            ("diff_ci", "Δ CI")]
+    if res.test in ("bootstrap", "both"):
+        cols.append(("p_bootstrap_adj", "p (bs)"))
+    if res.test in ("ar", "both"):
+        cols.append(("p_ar_adj", "p (ar)"))
+    cols.append(("verdict", "verdict"))
+    return cols
+
+
+def _cells(r: dict[str, Any], cols: list[tuple[str, str]]) -> list[str]:
+    out = []
+    for key, _ in cols:
+        if key == "diff_ci":
+            out.append("" if r["is_baseline"] else f"[{_fmt(r['diff_ci_low'])}, {_fmt(r['diff_ci_high'])}]")
+        elif key == "diff":
+            out.append("" if r["is_baseline"] else f"{r['diff']:+.3f}")
+        elif key.startswith("p_"):
+            out.append("" if r["is_baseline"] else _fmt_p(r.get(key)))
+        elif key == "verdict":
+            out.append("baseline" if r["is_baseline"] else r["verdict"])
+        else:
+            out.append(_fmt(r[key]))
+    return out
+
+
+def _title(res: Any, metric: str) -> str:
+    comp = res.comparisons[metric]
+    corr = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "uncorrected"}[res.correction]
+    return (f"{metric} ({'lower' if comp.lower_is_better else 'higher'} is better) vs baseline {res.baseline}: "
+            f"{res.unit} unit ({res.n_units} units, {res.n_segments} segments), {100 * res.confidence:g}% CIs, "
+            f"p-values {corr}, alpha {res.alpha:g}")
+
+
+def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
+    """The result as ``json`` | ``text`` | ``tsv`` | ``markdown`` | ``latex``."""
+    import json
+
+    payload = payload if payload is not None else res.to_dict()
+    if fmt == "json":
+        return json.dumps(payload, indent=2)
+    cols = _columns(res)
+    if fmt == "tsv":
+        keys = list(res.rows()[0])
+        lines = [f"# signature: {res.signature_line}", "\t".join(keys)]
+        for r in res.rows():
+            lines.append("\t".join("" if r[k] is None else str(r[k]) for k in keys))
+        return "\n".join(lines)
+    blocks = []
+    for m in res.metrics:
+        rows = res.comparisons[m].rows()
+        cells = [_cells(r, cols) for r in rows]
+        heads = [h for _, h in cols]
+        if fmt == "text":
+            widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+            line = lambda vals: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)  # noqa: E731
+                                          for i, (v, w) in enumerate(zip(vals, widths)))
+            blocks.append("\n".join([_title(res, m), line(heads), line(["-" * w for w in widths])]
+                                    + [line(c) for c in cells]))
+        elif fmt == "markdown":
+            align = ["---"] + ["---:"] * (len(heads) - 2) + ["---"]
+            md = [f"**{_md(m)}** — {_md(_title(res, m).split(': ', 1)[1])}", "",
+                  "| " + " | ".join(heads) + " |", "|" + "|".join(align) + "|"]
+            for c, r in zip(cells, rows):
+                c = [_md(x) for x in c]
+                if r["verdict"] in ("better", "worse"):
+                    c[0] = f"**{c[0]}**"
+                md.append("| " + " | ".join(c) + " |")
+            blocks.append("\n".join(md))
+        elif fmt == "latex":
+            spec = "l" + "r" * (len(heads) - 2) + "l"
+            tex = [f"% {_title(res, m)}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
+                   " & ".join(_tex(h) for h in heads) + " \\\\", "\\midrule"]
+            for c, r in zip(cells, rows):
+                c = [_tex(x) for x in c]
+                if r["verdict"] in ("better", "worse"):
+                    c[0] = f"\\textbf{{{c[0]}}}"
+                tex.append(" & ".join(c) + " \\\\")
+            tex += ["\\bottomrule", "\\end{tabular}"]
+            blocks.append("\n".join(tex))
+        else:  # pragma: no cover - argparse restricts the choices
+            raise ValueError(fmt)
+    sig = res.signature_line
+    tail = {"text": f"signature: {sig}", "markdown": f"Signature: `{sig}`", "latex": f"% signature: {sig}"}[fmt]
+    if payload.get("fail_on"):
+        status = "passed" if payload["passed"] else "FAILED"
+        tail += ({"text": "\n", "markdown": "  \n", "latex": "\n% "}[fmt] + f"gate --fail-on {payload['fail_on']}: {status}")
+    return "\n\n".join(blocks + [tail])
+
+
+def _md(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "Δ": r"$\Delta$", "±": r"$\pm$",
+        "—": "--"}
+
+
+def _tex(s: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in s)

@@ -1,0 +1,793 @@
+"""Is each system better than the baseline? Paired bootstrap and approximate randomization.
+
+:func:`compare_systems` tests every system of a long score table against one baseline, for
+one or more metric columns, the way sacrebleu's ``--paired-bs`` and ``--paired-ar`` do
+(sacrebleu 2.x ``significance.py``; reimplemented, checked against it in the tests), at
+document level (``unit="document"``, the default: whole documents are resampled and
+swapped, because segments of one document are not independent) or segment level
+(``unit="segment"``, sacrebleu's setting). :func:`compare_arrays` is the same on flat arrays.
+
+Definitions (S = the system, BL = the baseline, a system score = mean of its segment scores)
+-----------------------------------------------------------------------------------------
+* Observed difference ``diff = score(S) - score(BL)``.
+* **Paired bootstrap** (B = ``n_boot`` replicates, one index matrix shared by every system
+  and metric): replicate b draws ``n_units`` units with replacement; ``delta_b`` = mean of S
+  minus mean of BL over the drawn units' segments. With ``a_b = |delta_b|``,
+  ``p_bs = (#{b : a_b - mean(a) > |diff|} + 1) / (B + 1)`` (strictly greater).
+* **Approximate randomization** (T = ``n_ar`` trials, one swap matrix shared by all): in
+  trial t each unit independently keeps or swaps the two systems' scores (probability 1/2);
+  ``stat_t = |mean(pseudo-A) - mean(pseudo-B)|``;
+  ``p_ar = (#{t : stat_t > |diff|} + 1) / (T + 1)`` (strictly greater, +1 smoothing).
+* One deviation from sacrebleu: when S equals BL on every unit, both p-values are 1
+  (sacrebleu returns 1/(B+1) and 1/(T+1) there, calling identical systems significant).
+* Confidence intervals (``confidence`` c): from the sorted bootstrap replicates, lower =
+  element ``floor(B (1 - c) / 2)``, upper = element ``B - 1 - floor(B (1 - c) / 2)``
+  (sacrebleu's ``estimate_ci``: ``B // 40`` for c = 0.95), for each system's mean and for
+  ``delta``; ``ci`` = half their distance (sacrebleu's "±"), ``boot_mean`` = replicate mean.
+* Correction over the compared systems, per metric and per test: Holm (step-down, default),
+  Bonferroni, or none. The decision p-value is the larger adjusted p of the tests that ran
+  (with ``test="both"`` a system must pass both); ``significant = p < alpha``; a significant
+  system is ``better`` or ``worse`` by the sign of ``diff`` (reversed for ``lower_is_better``
+  metrics), else ``n.s.``.
+
+Generators (seeded; any tool can regenerate them)
+-----------------------------------------------
+* Bootstrap indices: those of :func:`ddpcore.stats.bootstrap.resample_indices`:
+  ``PCG64(seed).random_raw(n_boot * n_units)`` row-major, unit = ``floor(raw * n_units / 2**64)``.
+* AR swap masks: ``raw = PCG64(seed).jumped().random_raw(n_ar * W).reshape(n_ar, W)`` with
+  ``W = ceil(n_units / 64)``; unit u of trial t keeps its side when bit ``u % 64`` of
+  ``raw[t, u // 64]`` is 1 (sacrebleu's ``pos_sel``), else it is swapped.
+  :func:`ar_swap_matrix` returns the boolean (n_ar, n_units) matrix.
+* ``indices=`` (n_boot, n_units) and ``ar_keep=`` (n_ar, n_units, bool) replace them, e.g. to
+  reproduce sacrebleu's own draws exactly.
+
+Units are numbered in sorted key order (documents; ``(document, segment)`` for segments), as in
+:mod:`ddpcore.stats.bootstrap`. Error codes D390-D399 (see :data:`ERROR_CODES`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import __version__, schema
+from .._native import load
+from ..errors import DDPDataError, DDPUsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Unit = Literal["document", "segment"]
+Test = Literal["bootstrap", "ar", "both"]
+Correction = Literal["holm", "bonferroni", "none"]
+
+TESTS = ("bootstrap", "ar", "both")
+CORRECTIONS = ("holm", "bonferroni", "none")
+UNITS = ("document", "segment")
+FAIL_ON = ("worse", "not-better")
+
+#: error codes raised here
+ERROR_CODES = {
+    "D390": "bad option (usage, exit 2): confidence/alpha outside (0, 1), n_boot/n_ar < 1, unknown test/unit/"
+            "correction, empty baseline name, no metric",
+    "D391": "a column is missing (names the flag that selects it)",
+    "D392": "the baseline is not in the table, or no system is left to compare with it",
+    "D393": "unpaired: a system lacks a (document, segment) the baseline has, or has one the baseline lacks",
+    "D394": "missing (null/NaN) or infinite score (names system, document, segment and metric column)",
+    "D395": "non-numeric metric column",
+    "D396": "duplicate (document, segment, system) row",
+    "D397": "bad indices / ar_keep matrix (shape, range, dtype)",
+    "D398": "empty table",
+    "D399": "null document/segment/system value",
+}
+
+#: generator descriptions recorded in signatures
+BS_RNG = "numpy PCG64(seed).random_raw, row-major; unit = floor(raw * n_units / 2**64)"
+AR_RNG = "numpy PCG64(seed).jumped().random_raw(n_ar * ceil(n_units/64)); keep unit u of trial t = bit u%64 of word u//64"
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricComparison:
+    """Every system against the baseline under one metric (arrays in ``systems`` order,
+    baseline first)."""
+
+    metric: str
+    lower_is_better: bool
+    systems: list[str]
+    score: np.ndarray  # full-sample mean of each system
+    boot_mean: np.ndarray  # mean of the bootstrap replicates
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    diff: np.ndarray  # score - baseline score
+    diff_ci_low: np.ndarray
+    diff_ci_high: np.ndarray
+    p_bootstrap: np.ndarray | None  # raw (NaN for the baseline)
+    p_bootstrap_adj: np.ndarray | None
+    p_ar: np.ndarray | None
+    p_ar_adj: np.ndarray | None
+    p_value: np.ndarray  # decision p: max of the adjusted p-values of the tests that ran
+    significant: np.ndarray
+    verdict: list[str]  # "baseline" | "better" | "worse" | "n.s."
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per system (baseline first), JSON-safe."""
+        out = []
+        for i, s in enumerate(self.systems):
+            ci = 0.5 * (self.ci_high[i] - self.ci_low[i])
+            row: dict[str, Any] = {
+                "metric": self.metric,
+                "system": s,
+                "is_baseline": i == 0,
+                "score": _num(self.score[i]),
+                "boot_mean": _num(self.boot_mean[i]),
+                "ci": _num(ci),
+                "ci_low": _num(self.ci_low[i]),
+                "ci_high": _num(self.ci_high[i]),
+                "diff": _num(self.diff[i]),
+                "diff_ci_low": _num(self.diff_ci_low[i]),
+                "diff_ci_high": _num(self.diff_ci_high[i]),
+            }
+            if self.p_bootstrap is not None:
+                row["p_bootstrap"] = _num(self.p_bootstrap[i])
+                row["p_bootstrap_adj"] = _num(self.p_bootstrap_adj[i])  # type: ignore[index]
+            if self.p_ar is not None:
+                row["p_ar"] = _num(self.p_ar[i])
+                row["p_ar_adj"] = _num(self.p_ar_adj[i])  # type: ignore[index]
+            row["p_value"] = _num(self.p_value[i])
+            row["significant"] = bool(self.significant[i])
+            row["verdict"] = self.verdict[i]
+            out.append(row)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareResult:
+    """Result of :func:`compare_systems`: one :class:`MetricComparison` per metric."""
+
+    baseline: str
+    metrics: list[str]
+    comparisons: dict[str, MetricComparison]
+    unit: str
+    n_units: int
+    n_segments: int
+    test: str
+    n_boot: int
+    n_ar: int
+    seed: int | None
+    correction: str
+    confidence: float
+    alpha: float
+    signature: dict[str, Any]
+    signature_line: str
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [r for m in self.metrics for r in self.comparisons[m].rows()]
+
+    def gate(self, fail_on: str) -> tuple[bool, list[dict[str, Any]]]:
+        """``(passed, offending rows)`` for ``fail_on`` = ``"worse"`` (a system significantly
+        worse than the baseline fails) or ``"not-better"`` (a system not significantly better fails)."""
+        if fail_on not in FAIL_ON:
+            raise DDPUsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r} (--fail-on)", code="D390")
+        bad = [r for r in self.rows() if not r["is_baseline"]
+               and (r["verdict"] == "worse" if fail_on == "worse" else r["verdict"] != "better")]
+        return (not bad), bad
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "metrics": list(self.metrics),
+            "unit": self.unit,
+            "n_units": self.n_units,
+            "n_segments": self.n_segments,
+            "test": self.test,
+            "n_boot": self.n_boot,
+            "n_ar": self.n_ar if self.test != "bootstrap" else None,
+            "seed": self.seed,
+            "correction": self.correction,
+            "confidence": self.confidence,
+            "alpha": self.alpha,
+            "results": {m: {"lower_is_better": self.comparisons[m].lower_is_better,
+                            "systems": self.comparisons[m].rows()} for m in self.metrics},
+            "signature": dict(self.signature),
+            "signature_line": self.signature_line,
+        }
+
+
+def _num(x: Any) -> Any:
+    x = float(x)
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+# --------------------------------------------------------------------------- generators
+
+
+def _pcg64_halves(bitgen: np.random.PCG64) -> tuple[int, int, int, int]:
+    st = bitgen.state["state"]
+    mask = (1 << 64) - 1
+    return st["state"] >> 64, st["state"] & mask, st["inc"] >> 64, st["inc"] & mask
+
+
+def _ar_bitgen(seed: int) -> np.random.PCG64:
+    try:
+        return np.random.PCG64(seed).jumped()
+    except (TypeError, ValueError) as exc:
+        raise DDPUsageError(f"seed must be a non-negative integer, got {seed!r} ({exc}) (--seed)", code="D390") from None
+
+
+def ar_swap_matrix(n_ar: int, n_units: int, seed: int) -> npt.NDArray[np.bool_]:
+    """The (n_ar, n_units) keep/swap matrix of the seeded AR test (True = unit keeps its side).
+
+    For export to another tool; the kernel generates the same bits itself.
+    """
+    _check_count(n_ar, "n_ar", "--n-ar")
+    words = (int(n_units) + 63) // 64
+    raw = _ar_bitgen(seed).random_raw(int(n_ar) * words).reshape(int(n_ar), words)
+    return _unpack_keep(raw, int(n_units))
+
+
+def _unpack_keep(raw: np.ndarray, n_units: int) -> np.ndarray:
+    u = np.arange(n_units)
+    return ((raw[:, u // 64] >> (u % 64).astype(np.uint64)) & np.uint64(1)).astype(bool)
+
+
+def _pack_keep(keep: np.ndarray) -> np.ndarray:
+    """bool (T, U) -> uint64 (T, ceil(U/64)), bit u%64 of word u//64 = keep[t, u]."""
+    t, u = keep.shape
+    words = (u + 63) // 64
+    padded = np.zeros((t, words * 64), dtype=bool)
+    padded[:, :u] = keep
+    by = np.packbits(padded, axis=1, bitorder="little")  # (T, words*8) bytes, little-endian bit order
+    return np.ascontiguousarray(by.view("<u8").astype(np.uint64))
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _check_count(n: Any, name: str, flag: str) -> int:
+    try:
+        v = int(n)
+    except (TypeError, ValueError):
+        raise DDPUsageError(f"{name} must be a positive integer, got {n!r} ({flag})", code="D390") from None
+    if v != n or v < 1:
+        raise DDPUsageError(f"{name} must be a positive integer, got {n!r} ({flag})", code="D390")
+    return v
+
+
+def _check_options(test: str, correction: str, confidence: float, alpha: float, unit: str) -> None:
+    if test not in TESTS:
+        raise DDPUsageError(f"test must be one of {', '.join(TESTS)}, got {test!r} (--test)", code="D390")
+    if correction not in CORRECTIONS:
+        raise DDPUsageError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r} (--correction)",
+                            code="D390")
+    if unit not in UNITS:
+        raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D390")
+    for name, v, flag in (("confidence", confidence, "--confidence"), ("alpha", alpha, "--alpha")):
+        try:
+            ok = 0.0 < float(v) < 1.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise DDPUsageError(f"{name} must lie strictly between 0 and 1, got {v!r} ({flag})", code="D390")
+
+
+def _check_indices(indices: Any, n_units: int) -> np.ndarray:
+    arr = np.asarray(indices)
+    if arr.ndim != 2 or arr.shape[1] != n_units or arr.shape[0] < 1:
+        raise DDPDataError(f"indices must have shape (n_boot, n_units) = (n_boot, {n_units}), got {arr.shape}; "
+                           "entry [r, k] is the unit of draw k of replicate r (units in sorted key order)", code="D397")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not (np.issubdtype(arr.dtype, np.floating) and np.isfinite(arr).all() and (arr == np.round(arr)).all()):
+            raise DDPDataError(f"indices must be whole numbers, got dtype {arr.dtype}", code="D397")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    if arr.min() < 0 or arr.max() >= n_units:
+        bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
+        raise DDPDataError(f"indices must lie in [0, {n_units}), found {bad}", code="D397")
+    return arr
+
+
+def _check_keep(keep: Any, n_units: int) -> np.ndarray:
+    arr = np.asarray(keep)
+    if arr.ndim != 2 or arr.shape[1] != n_units or arr.shape[0] < 1:
+        raise DDPDataError(f"ar_keep must have shape (n_ar, n_units) = (n_ar, {n_units}), got {arr.shape}; "
+                           "True = the unit keeps its side in that trial", code="D397")
+    if arr.dtype != np.bool_:
+        if not (np.issubdtype(arr.dtype, np.integer) and np.isin(arr, (0, 1)).all()):
+            raise DDPDataError(f"ar_keep must be boolean (or 0/1), got dtype {arr.dtype}", code="D397")
+        arr = arr.astype(bool)
+    return arr
+
+
+# --------------------------------------------------------------------------- statistics on arrays
+
+
+def _order_stat_ci(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, lower, upper) of replicates along the last axis, sacrebleu's order-statistic rule."""
+    b = reps.shape[-1]
+    k = int(math.floor(b * (1.0 - confidence) / 2.0 + 1e-9))
+    srt = np.sort(reps, axis=-1)
+    return srt.mean(axis=-1), srt[..., k], srt[..., b - 1 - k]
+
+
+def adjust_pvalues(p: npt.ArrayLike, method: str = "holm") -> np.ndarray:
+    """Family-wise adjusted p-values along the last axis (NaN entries are left out and stay NaN).
+
+    Holm: sorted ascending, ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))`` (1-based j);
+    Bonferroni: ``min(1, m p)``; none: unchanged. ``m`` = number of non-NaN entries.
+    """
+    if method not in CORRECTIONS:
+        raise DDPUsageError(f"correction must be one of {', '.join(CORRECTIONS)}, got {method!r}", code="D390")
+    arr = np.array(p, dtype=np.float64, ndmin=1)
+    out = np.full_like(arr, np.nan)
+    flat_in = arr.reshape(-1, arr.shape[-1])
+    flat_out = out.reshape(-1, arr.shape[-1])
+    for r in range(flat_in.shape[0]):  # one row per metric: a handful
+        row = flat_in[r]
+        ok = np.flatnonzero(~np.isnan(row))
+        m = ok.size
+        if m == 0:
+            continue
+        v = row[ok]
+        if method == "none":
+            adj = v
+        elif method == "bonferroni":
+            adj = np.minimum(1.0, m * v)
+        else:
+            order = np.argsort(v, kind="stable")
+            scaled = np.minimum(1.0, (m - np.arange(m)) * v[order])
+            adj = np.empty(m)
+            adj[order] = np.maximum.accumulate(scaled)
+        flat_out[r, ok] = adj
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayComparison:
+    """Raw output of :func:`compare_arrays` (arrays of shape (n_metrics, n_systems))."""
+
+    score: np.ndarray
+    boot_mean: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    diff: np.ndarray
+    diff_ci_low: np.ndarray
+    diff_ci_high: np.ndarray
+    p_bootstrap: np.ndarray | None
+    p_ar: np.ndarray | None
+    identical: np.ndarray  # system equals the baseline on every unit
+    n_boot: int
+    n_ar: int
+
+
+def compare_arrays(
+    sums: npt.ArrayLike,
+    counts: npt.ArrayLike,
+    *,
+    baseline: int = 0,
+    test: Test = "both",
+    n_boot: int = 1000,
+    n_ar: int = 10_000,
+    seed: int = 0,
+    indices: npt.ArrayLike | None = None,
+    ar_keep: npt.ArrayLike | None = None,
+    confidence: float = 0.95,
+    threads: int | None = None,
+) -> ArrayComparison:
+    """Paired bootstrap and AR of every system against system ``baseline`` on flat arrays.
+
+    Parameters
+    ----------
+    sums : array, shape (n_units, n_metrics, n_systems) or (n_units, n_systems)
+        Per unit, the sum of each system's segment scores under each metric.
+    counts : array, shape (n_units,)
+        Segments per unit (the same for every system: the design is paired).
+    baseline
+        Column of the baseline system.
+    indices, ar_keep
+        Explicit bootstrap draws (n_boot, n_units) and AR keep masks (n_ar, n_units); they
+        replace the seeded generators (and fix ``n_boot`` / ``n_ar`` to their row counts).
+
+    Returns
+    -------
+    ArrayComparison
+        p-values are raw (uncorrected); the baseline's own entries are NaN.
+    """
+    from .bootstrap import resample_sums
+
+    vals = np.asarray(sums, dtype=np.float64)
+    if vals.ndim == 2:
+        vals = vals[:, None, :]
+    if vals.ndim != 3:
+        raise DDPDataError(f"sums must have shape (n_units, n_metrics, n_systems), got {np.shape(sums)}", code="D397")
+    n_units, n_met, n_sys = vals.shape
+    cnt = np.asarray(counts, dtype=np.float64).reshape(-1)
+    if cnt.shape[0] != n_units:
+        raise DDPDataError(f"counts has {cnt.shape[0]} entries for {n_units} units", code="D397")
+    if n_units < 1 or n_sys < 1 or n_met < 1:
+        raise DDPDataError("nothing to compare: no units, systems or metrics", code="D398")
+    if not 0 <= int(baseline) < n_sys:
+        raise DDPUsageError(f"baseline column {baseline} out of range for {n_sys} systems", code="D390")
+    _check_options(test, "none", confidence, 0.5, "document")
+    bl = int(baseline)
+    n_total = float(cnt.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = vals.sum(axis=0) / n_total  # (M, S)
+    # ---- bootstrap: one index matrix (or the seeded stream) for every system and metric
+    flat = np.empty((n_units, n_met * n_sys + 1), dtype=np.float64)
+    flat[:, :-1] = vals.reshape(n_units, n_met * n_sys)
+    flat[:, -1] = cnt
+    if indices is not None:
+        idx = _check_indices(indices, n_units)
+        reps = resample_sums(flat, n_boot=idx.shape[0], indices=idx, threads=threads)
+    else:
+        n_boot = _check_count(n_boot, "n_boot", "--n-boot")
+        _ar_bitgen(seed)  # validates the seed
+        reps = resample_sums(flat, n_boot=n_boot, seed=seed, threads=threads)
+    b = reps.shape[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = reps[:, :-1] / reps[:, -1:]  # (B, M*S)
+    means_t = np.ascontiguousarray(means.T).reshape(n_met, n_sys, b)  # (M, S, B): rows contiguous
+    boot_mean, ci_low, ci_high = _order_stat_ci(means_t, confidence)
+    delta = means_t - means_t[:, bl : bl + 1, :]  # (M, S, B) system - baseline
+    _, dlo, dhi = _order_stat_ci(delta, confidence)
+    diff = score - score[:, bl : bl + 1]
+    d_units = vals[:, :, bl : bl + 1] - vals  # (U, M, S) baseline - system per unit
+    identical = ~(d_units != 0).any(axis=0)  # (M, S)
+    p_bs = p_ar = None
+    if test in ("bootstrap", "both"):
+        a = np.abs(delta)
+        stats = a - a.mean(axis=-1, keepdims=True)
+        obs = np.abs(score[:, bl : bl + 1] - score)  # sacrebleu: abs(bl.score - sys.score)
+        c = (stats > obs[..., None]).sum(axis=-1)
+        p_bs = (c + 1.0) / (b + 1.0)
+        p_bs[identical] = 1.0
+        p_bs[:, bl] = np.nan
+    t = 0
+    if test in ("ar", "both"):
+        kern = load("stats_compare")
+        others = [s for s in range(n_sys) if s != bl]
+        d = np.ascontiguousarray(d_units[:, :, others].reshape(n_units, n_met * len(others)))
+        obs_abs = np.empty(d.shape[1])
+        kern.observed_abs(d, obs_abs)
+        counts_ar = np.zeros(d.shape[1], dtype=np.int64)
+        nt = 0 if threads is None else int(threads)
+        if ar_keep is not None:
+            keep = _check_keep(ar_keep, n_units)
+            t = keep.shape[0]
+            if d.shape[1]:
+                kern.ar_exceed_bits(_pack_keep(keep), d, obs_abs, counts_ar, nt)
+        else:
+            t = _check_count(n_ar, "n_ar", "--n-ar")
+            if d.shape[1]:
+                kern.ar_exceed_pcg64(*_pcg64_halves(_ar_bitgen(seed)), t, d, obs_abs, counts_ar, nt)
+        p_ar = np.full((n_met, n_sys), np.nan)
+        p_ar[:, others] = ((counts_ar + 1.0) / (t + 1.0)).reshape(n_met, len(others))
+        p_ar[identical] = 1.0
+        p_ar[:, bl] = np.nan
+    return ArrayComparison(score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff,
+                           diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar, identical=identical,
+                           n_boot=b, n_ar=t)
+
+
+# --------------------------------------------------------------------------- table loading
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prepared:
+    sums: np.ndarray  # (U, M, S)
+    counts: np.ndarray  # (U,)
+    systems: list[str]  # baseline first
+    unit_keys: Any
+    n_segments: int
+
+
+def _csv(values: str | Sequence[str] | None) -> list[str]:
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for v in values:
+        out.extend(t.strip() for t in str(v).split(",") if t.strip())
+    return list(dict.fromkeys(out))
+
+
+def _prepare(
+    table: Any, baseline: str, metrics: list[str], unit: str, document: str, segment: str | None, system: str,
+    exclude_systems: Sequence[str],
+) -> _Prepared:
+    import polars as pl
+
+    from ..io.tables import read_table
+    from ._table import factorize
+
+    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    df = read_table(table)
+    cols = set(df.columns)
+    flags = {document: "--document-col", system: "--system-col"}
+    for name, flag in flags.items():
+        if name not in cols:
+            raise DDPDataError(f"{source}: column '{name}' is missing (select it with {flag} NAME); available: "
+                               f"{', '.join(df.columns)}", code="D391")
+    if segment is not None and segment not in cols:
+        if segment == schema.SEGMENT_ID:
+            segment = None  # document-level scores: one row per (document, system)
+        else:
+            raise DDPDataError(f"{source}: column '{segment}' is missing (select it with --segment-col NAME); "
+                               f"available: {', '.join(df.columns)}", code="D391")
+    if unit == "segment" and segment is None:
+        raise DDPDataError(f"{source}: --unit segment needs a segment column (--segment-col NAME); the table has none",
+                           code="D391")
+    for m in metrics:
+        if m not in cols:
+            raise DDPDataError(f"{source}: metric column '{m}' is missing (select it with --metric-col NAME); "
+                               f"available: {', '.join(df.columns)}", code="D391")
+    if df.height == 0:
+        raise DDPDataError(f"{source}: the table has no rows", code="D398")
+    keys = [document] + ([segment] if segment is not None else [])
+    for c in keys + [system]:
+        if df[c].null_count():
+            row = int(df[c].is_null().arg_true()[0]) + 1
+            raise DDPDataError(f"{source}, row {row}: null value in column '{c}'; every row needs a {c}", code="D399")
+    df = df.with_columns(pl.col(system).cast(pl.String))
+    if exclude_systems:
+        df = df.filter(~pl.col(system).is_in([str(s) for s in exclude_systems]))
+    systems_present = set(df[system].unique().to_list())
+    if str(baseline) not in systems_present:
+        shown = sorted(systems_present)
+        raise DDPDataError(f"{source}: baseline '{baseline}' is not in column '{system}' (systems: "
+                           f"{', '.join(shown[:20])}{' ...' if len(shown) > 20 else ''})", code="D392")
+    if len(systems_present) < 2:
+        raise DDPDataError(f"{source}: only the baseline '{baseline}' is in the table; nothing to compare it with",
+                           code="D392")
+
+    def where(i: int) -> str:
+        r = df.row(i, named=True)
+        seg = f", segment {r[segment]!r}" if segment is not None else ""
+        return f"system '{r[system]}', document {r[document]!r}{seg}"
+
+    vals = []
+    for m in metrics:
+        s = df[m]
+        if not s.dtype.is_numeric():
+            cast = s.cast(pl.Float64, strict=False)
+            bad = cast.is_null() & s.is_not_null()
+            if bad.any():
+                i = int(bad.arg_true()[0])
+                raise DDPDataError(f"{source}, row {i + 1}: metric '{m}' value {s[i]!r} is not a number ({where(i)})",
+                                   code="D395")
+            s = cast
+        v = s.cast(pl.Float64).to_numpy().astype(np.float64, copy=False)
+        badv = ~np.isfinite(v)
+        if badv.any():
+            i = int(np.flatnonzero(badv)[0])
+            what = "missing (null/NaN)" if np.isnan(v[i]) else "infinite"
+            raise DDPDataError(f"{source}, row {i + 1}: {what} score in metric column '{m}' for {where(i)} "
+                               f"({int(badv.sum())} such row(s)); scores must be finite numbers", code="D394")
+        vals.append(v)
+    item_code, item_keys = factorize(df, keys)
+    n_items = item_keys.height
+    sys_names = df[system].to_numpy()
+    order = sorted(systems_present)
+    order.remove(str(baseline))
+    systems = [str(baseline)] + order
+    code_of = {s: i for i, s in enumerate(systems)}
+    sys_code, sys_keys = factorize(df.select(pl.col(system)), [system])
+    remap = np.array([code_of[s] for s in sys_keys[system].to_list()], dtype=np.int64)
+    sys_code = remap[sys_code]
+    n_sys = len(systems)
+    cell = item_code * n_sys + sys_code
+    present = np.bincount(cell, minlength=n_items * n_sys).reshape(n_items, n_sys)
+    if (present > 1).any():
+        it, sc = np.argwhere(present > 1)[0]
+        i = int(np.flatnonzero(cell == it * n_sys + sc)[1])
+        raise DDPDataError(f"{source}, row {i + 1}: duplicate row for {where(i)}; each system needs one score per "
+                           "(document, segment)", code="D396")
+    bl_has = present[:, 0] > 0
+    missing = bl_has[:, None] & (present == 0)
+    extra = ~bl_has[:, None] & (present > 0)
+    if missing.any() or extra.any():
+        if missing.any():
+            it, sc = np.argwhere(missing)[0]
+            n_bad = int(missing[:, sc].sum())
+            k = item_keys.row(int(it), named=True)
+            seg = f", segment {k[segment]!r}" if segment is not None else ""
+            msg = (f"system '{systems[sc]}' has no score for document {k[document]!r}{seg} that the baseline "
+                   f"'{baseline}' has ({n_bad} missing)")
+        else:
+            it, sc = np.argwhere(extra)[0]
+            n_bad = int(extra[:, sc].sum())
+            k = item_keys.row(int(it), named=True)
+            seg = f", segment {k[segment]!r}" if segment is not None else ""
+            msg = (f"system '{systems[sc]}' has a score for document {k[document]!r}{seg} that the baseline "
+                   f"'{baseline}' lacks ({n_bad} such)")
+        raise DDPDataError(f"{source}: unpaired: {msg}; every system must score exactly the baseline's segments "
+                           "(fix the table or leave the system out with --exclude-system)", code="D393")
+    if unit == "document" and segment is not None:
+        unit_of_item, unit_keys = factorize(item_keys, [document])
+    else:
+        unit_of_item, unit_keys = np.arange(n_items, dtype=np.int64), item_keys
+    n_units = unit_keys.height
+    unit_code = unit_of_item[item_code]
+    ucell = unit_code * n_sys + sys_code
+    sums = np.empty((n_units, len(metrics), n_sys), dtype=np.float64)
+    for j, v in enumerate(vals):
+        sums[:, j, :] = np.bincount(ucell, weights=v, minlength=n_units * n_sys).reshape(n_units, n_sys)
+    counts = np.bincount(unit_of_item, minlength=n_units).astype(np.float64)
+    return _Prepared(sums=sums, counts=counts, systems=systems, unit_keys=unit_keys, n_segments=n_items)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def signature_line(sig: dict[str, Any]) -> str:
+    """sacrebleu-style one-line signature: ``bs:1000|ar:10000|seed:0|unit:document|...``."""
+    parts = []
+    if sig.get("test") in ("bootstrap", "both") or sig.get("test") == "ar":
+        parts.append(f"bs:{sig['n_boot']}")
+    if sig.get("test") in ("ar", "both"):
+        parts.append(f"ar:{sig['n_ar']}")
+    parts += [f"seed:{sig['seed'] if sig['seed'] is not None else 'user'}", f"unit:{sig['unit']}",
+              f"correction:{sig['correction']}", f"test:{sig['test']}", f"confidence:{sig['confidence']:g}",
+              f"alpha:{sig['alpha']:g}", f"version:{sig['ddpcore']}"]
+    return "|".join(parts)
+
+
+def compare_systems(
+    table: Any,
+    baseline: str,
+    *,
+    metrics: str | Sequence[str] = (schema.SCORE,),
+    unit: Unit = "document",
+    test: Test = "both",
+    n_boot: int = 1000,
+    n_ar: int = 10_000,
+    seed: int = 0,
+    indices: npt.ArrayLike | None = None,
+    ar_keep: npt.ArrayLike | None = None,
+    correction: Correction = "holm",
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    lower_is_better: str | Sequence[str] = (),
+    exclude_systems: Sequence[str] = (),
+    threads: int | None = None,
+    document: str = schema.DOCUMENT_ID,
+    segment: str | None = schema.SEGMENT_ID,
+    system: str = schema.SYSTEM,
+) -> CompareResult:
+    """Significance of every system against ``baseline``, for each metric column.
+
+    Parameters
+    ----------
+    table
+        Long table (path or polars/pandas/arrow frame) with one row per (document, segment,
+        system) and one numeric column per metric. Without a segment column (the default name
+        absent) rows are (document, system) scores.
+    baseline
+        Value of the system column to compare every other system with.
+    metrics
+        Metric column(s) (a name, a comma list or a sequence); one table per metric.
+    unit
+        ``"document"`` (resample / swap whole documents; a system mean is the mean of the drawn
+        documents' segment scores) or ``"segment"`` (sacrebleu's setting).
+    test, n_boot, n_ar, seed
+        Which p-values to compute (bootstrap CIs are always computed) and the resampling sizes
+        and seed (see the module docstring for the generators).
+    indices, ar_keep
+        Explicit draws (n_boot, n_units) / keep masks (n_ar, n_units), units in sorted key order.
+    correction, alpha
+        Family-wise correction over the compared systems (per metric, per test) and the level.
+    confidence
+        Level of the percentile CIs (sacrebleu's ``--confidence`` rule), in (0, 1).
+    lower_is_better
+        Metric columns where a smaller score is better (e.g. TER): flips better/worse.
+    exclude_systems
+        Systems left out before pairing.
+
+    Returns
+    -------
+    CompareResult
+    """
+    metric_list = _csv(metrics)
+    if not metric_list:
+        raise DDPUsageError("give at least one metric column (--metric-col NAME)", code="D390")
+    if baseline is None or str(baseline) == "":
+        raise DDPUsageError("give the baseline system (--baseline NAME)", code="D390")
+    _check_options(test, correction, confidence, alpha, unit)
+    if indices is None:
+        _check_count(n_boot, "n_boot", "--n-boot")
+    if ar_keep is None and test != "bootstrap":
+        _check_count(n_ar, "n_ar", "--n-ar")
+    lib = set(_csv(lower_is_better))
+    unknown = sorted(lib - set(metric_list))
+    if unknown:
+        raise DDPUsageError(f"--lower-is-better names {unknown}, which are not metric columns ({metric_list})",
+                            code="D390")
+    prep = _prepare(table, str(baseline), metric_list, unit, document, segment, system, exclude_systems)
+    arr = compare_arrays(prep.sums, prep.counts, baseline=0, test=test, n_boot=n_boot, n_ar=n_ar, seed=seed,
+                         indices=indices, ar_keep=ar_keep if test != "bootstrap" else None, confidence=confidence,
+                         threads=threads)
+    p_bs_adj = adjust_pvalues(arr.p_bootstrap, correction) if arr.p_bootstrap is not None else None
+    p_ar_adj = adjust_pvalues(arr.p_ar, correction) if arr.p_ar is not None else None
+    decision = np.fmax(p_bs_adj if p_bs_adj is not None else np.full_like(arr.score, np.nan),
+                       p_ar_adj if p_ar_adj is not None else np.full_like(arr.score, np.nan))
+    comps: dict[str, MetricComparison] = {}
+    for j, m in enumerate(metric_list):
+        low = m in lib
+        sig = (decision[j] < alpha) & ~np.isnan(decision[j])
+        verdict = ["baseline"]
+        for i in range(1, len(prep.systems)):
+            if not sig[i]:
+                verdict.append("n.s.")
+            else:
+                up = arr.diff[j, i] > 0
+                verdict.append("better" if up != low else "worse")
+        comps[m] = MetricComparison(
+            metric=m, lower_is_better=low, systems=prep.systems, score=arr.score[j], boot_mean=arr.boot_mean[j],
+            ci_low=arr.ci_low[j], ci_high=arr.ci_high[j], diff=arr.diff[j], diff_ci_low=arr.diff_ci_low[j],
+            diff_ci_high=arr.diff_ci_high[j],
+            p_bootstrap=None if arr.p_bootstrap is None else arr.p_bootstrap[j],
+            p_bootstrap_adj=None if p_bs_adj is None else p_bs_adj[j],
+            p_ar=None if arr.p_ar is None else arr.p_ar[j],
+            p_ar_adj=None if p_ar_adj is None else p_ar_adj[j],
+            p_value=decision[j], significant=sig, verdict=verdict,
+        )
+    user_bs, user_ar = indices is not None, ar_keep is not None and test != "bootstrap"
+    seed_out = None if (user_bs or user_ar) else int(seed)
+    from ._table import signature as make_signature
+
+    sig = make_signature(
+        "compare",
+        baseline=str(baseline), metrics=metric_list, lower_is_better=sorted(lib), unit=unit, test=test,
+        n_boot=arr.n_boot, n_ar=arr.n_ar if test != "bootstrap" else None, seed=seed_out, correction=correction,
+        confidence=float(confidence), alpha=float(alpha),
+        bootstrap_indices="user" if user_bs else BS_RNG,
+        ar_masks=None if test == "bootstrap" else ("user" if user_ar else AR_RNG),
+        p_bootstrap="(#{|d_b| - mean|d| > |diff|} + 1) / (B + 1)  (sacrebleu --paired-bs)",
+        p_ar="(#{|stat_t| > |diff|} + 1) / (T + 1)  (sacrebleu --paired-ar)",
+        ci="order statistics floor(B(1-c)/2), B-1-floor(B(1-c)/2) (sacrebleu estimate_ci)",
+        exclude_systems=[str(s) for s in exclude_systems],
+    )
+    return CompareResult(
+        baseline=str(baseline), metrics=metric_list, comparisons=comps, unit=unit,
+        n_units=int(prep.sums.shape[0]), n_segments=int(prep.n_segments), test=test, n_boot=arr.n_boot,
+        n_ar=arr.n_ar, seed=seed_out, correction=correction, confidence=float(confidence), alpha=float(alpha),
+        signature=sig, signature_line=signature_line(sig),
+    )
+
+
+def unit_keys(table: Any, *, unit: Unit = "document", document: str = schema.DOCUMENT_ID,
+              segment: str | None = schema.SEGMENT_ID, system: str = schema.SYSTEM,
+              baseline: str | None = None, metrics: str | Sequence[str] = (schema.SCORE,)) -> pl.DataFrame:
+    """The resampling units of :func:`compare_systems` in index order (row k = unit k)."""
+    import polars as pl
+
+    from ..io.tables import read_table
+
+    df = read_table(table)
+    bl = str(baseline) if baseline is not None else str(df[system].cast(pl.String).min())
+    return _prepare(df, bl, _csv(metrics), unit, document, segment, system, ()).unit_keys
+
+
+__all__ = [
+    "compare_systems",
+    "compare_arrays",
+    "CompareResult",
+    "MetricComparison",
+    "ArrayComparison",
+    "adjust_pvalues",
+    "ar_swap_matrix",
+    "unit_keys",
+    "signature_line",
+    "ERROR_CODES",
+]
