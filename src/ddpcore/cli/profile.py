@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_stdout(write) -> bool:  # type: ignore[no-untyped-def]
     """Run ``write(binary stdout)``; False if the reader went away (``| head``): not an error."""
+    import errno
     import os
     import sys
 
@@ -116,7 +117,10 @@ def _write_stdout(write) -> bool:  # type: ignore[no-untyped-def]
         write(sys.stdout.buffer)
         sys.stdout.flush()
         return True
-    except BrokenPipeError:
+    except OSError as exc:
+        # BrokenPipeError from Python; polars' writers raise a plain OSError "Broken pipe (os error 32)"
+        if not (isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE or "os error 32" in str(exc)):
+            raise
         # silence the interpreter's own flush at exit too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return False
