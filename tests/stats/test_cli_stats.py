@@ -71,8 +71,17 @@ def test_tost_independent_welch_matches_statsmodels(capsys, esa_table):
 
 def test_tost_gate_grouped_and_formats(capsys, esa_table):
     args = ["tost", str(esa_table), "--a", "ESA-1", "--b", "ESA-2", "--no-pair-annotator"]
-    code, out, _ = run(capsys, *args, "--margin", "0.5", "--fail-on", "not-equivalent")
-    assert code == 1 and json.loads(out)["equivalent"] is False
+    code, out, err = run(capsys, *args, "--margin", "0.5", "--fail-on", "not-equivalent")
+    d = json.loads(out)
+    assert code == 1 and d["equivalent"] is False and d["passed"] is False
+    assert d["condition_a"] == "ESA-1" and d["condition_b"] == "ESA-2" and "a" not in d and "b" not in d
+    assert d["signature"]["fail_on"] == "not-equivalent"
+    # one line: what failed and by how much (the CI and the margins)
+    (line,) = err.strip().splitlines()
+    assert (f"gate not-equivalent failed: 90% CI of mean(ESA-1 - ESA-2) [{d['ci_low']:.3f}, {d['ci_high']:.3f}] "
+            "not inside (-0.5, 0.5)") in line
+    code, out, err = run(capsys, *args, "--margin", "5", "--fail-on", "not-equivalent")
+    assert code == 0 and json.loads(out)["passed"] is True and err == ""
     code, out, _ = run(capsys, *args, "--margin", "0.5")
     assert code == 0  # no gate: the test ran
     code, out, _ = run(capsys, *args, "--margin", "3", "--by", "domain", "-f", "tsv")
@@ -101,11 +110,17 @@ def test_tau_json_and_gate(capsys, esa_table):
     d = json.loads(out)
     assert -1 <= d["ci_low"] <= d["tau"] <= 1 and d["ci_high"] >= d["ci_low"]
     assert d["signature"]["n_boot"] == 500 and d["signature"]["seed"] == 3 and d["signature"]["unit"] == "document"
-    code2, out2, _ = run(capsys, *args, "--fail-on", "different")
-    assert json.loads(out2) == d
+    assert "passed" not in d  # only with a gate
+    code2, out2, err2 = run(capsys, *args, "--fail-on", "different")
+    d2 = json.loads(out2)
+    assert d2.pop("passed") is (d["ci_low"] >= 0.667)
+    assert d2["signature"].pop("fail_on") == "different"
+    assert d2 == d
     assert code2 == (1 if d["ci_low"] < 0.667 else 0)
+    if code2 == 1:
+        assert f"gate different failed: lower bound of the 95% CI of tau, {d['ci_low']:.3f}, is below --tau-min 0.667" in err2
     code3, out3, _ = run(capsys, *args, "--tau-min", "-1", "--fail-on", "different")
-    assert code3 == 0
+    assert code3 == 0 and json.loads(out3)["passed"] is True
 
 
 # --------------------------------------------------------------------------- cluster
@@ -126,8 +141,9 @@ def test_cluster_compare_two_conditions_and_gate(capsys, esa_table):
     args = ["cluster", str(esa_table), "--a", "ESA-1", "--b", "ESA-2", "--method", "bootstrap", "--n-boot", "300"]
     code, out, _ = run(capsys, *args, "--fail-on", "different")
     d = json.loads(out)
-    assert set(d) == {"a", "b", "comparison", "signature"}
-    assert code == (0 if d["comparison"]["same_clusters"] else 1)
+    assert set(d) == {"condition_a", "condition_b", "clusters_a", "clusters_b", "comparison", "signature", "passed"}
+    assert d["clusters_a"]["signature"]["condition"] == "ESA-1" and d["condition_b"] == "ESA-2"
+    assert code == (0 if d["comparison"]["same_clusters"] else 1) and d["passed"] is (code == 0)
     assert d["signature"]["n_boot"] == 300 and d["signature"]["seed"] == 0
     code, out, _ = run(capsys, *args, "-f", "tsv")
     rows = out.strip().splitlines()[1:]
@@ -160,9 +176,12 @@ def test_alpha_between_pools_and_gates(capsys, esa_table):
                              level_of_measurement="interval")
     assert d["alpha"] == pytest.approx(ref, abs=1e-12)
     assert d["n_pairable_units"] == 312 and d["signature"]["unit"] == "segment"
-    code, _, _ = run(capsys, "alpha", str(esa_table), "--coder", "condition", "--min-alpha", "0.9",
-                     "--fail-on", "below-min")
-    assert code == 1
+    assert d["signature"]["min_alpha"] == 0.667
+    code, out, err = run(capsys, "alpha", str(esa_table), "--coder", "condition", "--min-alpha", "0.9",
+                         "--fail-on", "below-min")
+    assert code == 1 and json.loads(out)["passed"] is False
+    assert json.loads(out)["signature"]["min_alpha"] == 0.9
+    assert f"gate below-min failed: alpha {ref:.3f} is below --min-alpha 0.9" in err
     code, _, err = run(capsys, "alpha", str(esa_table), "--in", "ESA-1")
     assert code == 3 and "D314" in err  # one annotation per item within a pool: undefined
 
@@ -208,3 +227,68 @@ def test_subprocess_cli_and_light_import(esa_table):
                             "print(sorted(m for m in ('numpy', 'polars', 'scipy') if m in sys.modules))"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- issue 7: one consistent CLI
+
+
+def test_mixed_conditions_refused_by_alpha_and_cluster(capsys, esa_table):
+    # the ESA table holds ESA-1 and ESA-2: alpha over annotators would pool two experiments
+    for argv in (["alpha", str(esa_table)], ["cluster", str(esa_table), "--method", "wmt25"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == ""
+        assert "[D361]" in err and "'ESA-1', 'ESA-2'" in err and "--in COND" in err
+        assert "condition_value" not in err
+    code, _, err = run(capsys, "alpha", str(esa_table), "--in", "ESA-3")
+    assert code == 3 and "D305" in err
+
+
+def test_deprecated_column_aliases_still_work_and_warn(capsys, esa_table):
+    new = ["cluster", str(esa_table), "--in", "ESA-1", "--method", "wmt25", "--no-pair-annotator"]
+    code, out_new, err = run(capsys, *new, "--document-col", "document_id", "--score-col", "score")
+    assert code == 0 and err == ""
+    code, out_old, err = run(capsys, *new, "--document", "document_id", "--score", "score")
+    assert code == 0 and out_old == out_new
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and all("deprecated" in ln and "warning" in ln for ln in lines)
+    assert "--document-col" in lines[0] and "--score-col" in lines[1]
+    # the alias really selects the column: a wrong name through the old flag is the same error
+    code, _, err = run(capsys, *new, "--system", "engine")
+    assert code == 3 and "D301" in err and "--system-col" in err
+
+
+def test_help_prints_each_default_once_and_every_option_has_help():
+    import argparse
+    import io
+    from contextlib import redirect_stdout
+
+    from ddpcore.cli.main import build_parser
+
+    parser = build_parser()
+    stats = next(a for a in parser._subparsers._group_actions[0].choices["stats"]._actions
+                 if isinstance(a, argparse._SubParsersAction))
+    for name in ("tost", "tau", "cluster", "alpha"):
+        sub = stats.choices[name]
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            sub.print_help()
+        text = " ".join(buf.getvalue().split())
+        assert "(default: None)" not in text and "(default: True)" not in text and "(default: False)" not in text
+        for action in sub._actions:
+            if action.help is not argparse.SUPPRESS:
+                assert action.help, (name, action.option_strings)
+        if name == "tost":
+            assert "--paired paired design (the default)" in text
+            assert "--independent independent samples instead of pairs" in text
+        # an option's help never carries two defaults
+        assert "(default: " not in text.split("(default: ", 1)[-1].split(")")[0]
+        for chunk in text.split("--")[1:]:
+            assert chunk.count("(default:") <= 1, chunk
+
+
+def test_undefined_result_is_an_error_not_nan(capsys, tmp_path):
+    # one pair only: TOST cannot be computed; exit 3 with a code instead of "nan" and exit 0
+    one = tmp_path / "one.csv"
+    one.write_text("document_id,segment_id,system,condition,score\nd1,1,s1,A,1\nd1,1,s1,B,2\n")
+    code, out, err = run(capsys, "tost", str(one), "--a", "A", "--b", "B", "--margin", "3")
+    assert code == 3 and out == "" and "[D364]" in err and "n = 1" in err

@@ -23,6 +23,46 @@ def _csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a default once, and only where it says something (not for on/off flags, None or [])."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("%(default)" in text or action.nargs == 0 or action.default in (None, argparse.SUPPRESS)
+                or isinstance(action.default, bool) or action.default == []):
+            return text
+        return super()._get_help_string(action)
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old option name kept for one release: stores into the new option's dest and warns (one line)."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"ddp stats: warning: {option_string} is deprecated and will be removed in the next release; "
+              f"use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _column(group: Any, new: str, old: str, dest: str, default: str, help: str) -> None:
+    group.add_argument(new, dest=dest, default=default, metavar="NAME", help=help)
+    group.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, metavar="NAME", help=argparse.SUPPRESS)
+
+
+def _add_budget(p: argparse.ArgumentParser) -> None:
+    b = p.add_argument_group("budget (checked before the long part of the run)")
+    b.add_argument("--max-memory", default=None, metavar="SIZE",
+                   help="refuse (exit 2, D362) when the estimated memory exceeds SIZE, e.g. 8G; default "
+                        "$DDPCORE_MAX_MEMORY or half the physical memory; 0 = no limit")
+    b.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                   help="refuse (exit 2, D363) when the run time, extrapolated from the first block of "
+                        "replicates, exceeds S seconds; default $DDPCORE_MAX_SECONDS or 600; 0 = no limit")
+
+
 def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
     p.add_argument("table", metavar="TABLE",
                    help="long table (.csv, .tsv, .jsonl, .json, .parquet; .gz for text) with one row per "
@@ -36,17 +76,14 @@ def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
     r.add_argument("--lp", type=_csv_list, default=None, metavar="LP[,LP]",
                    help="--reader wmt24: keep only these language pairs (e.g. en-cs)")
     c = p.add_argument_group("columns (long-table column names)")
-    c.add_argument("--document-col", "--document", dest="document", default="document_id", metavar="NAME",
-                   help="document id column")
-    c.add_argument("--segment-col", "--segment", dest="segment", default="segment_id", metavar="NAME",
-                   help="segment id column")
-    c.add_argument("--system-col", "--system", dest="system", default="system", metavar="NAME", help="system column")
+    _column(c, "--document-col", "--document", "document", "document_id", "document id column")
+    _column(c, "--segment-col", "--segment", "segment", "segment_id", "segment id column")
+    _column(c, "--system-col", "--system", "system", "system", "system column")
     if annotator:
-        c.add_argument("--annotator-col", "--annotator", dest="annotator", default="annotator", metavar="NAME",
-                       help="annotator column (optional in the table; empty string = none)")
-    c.add_argument("--condition-col", "--condition", dest="condition", default="condition", metavar="NAME",
-                   help="condition column")
-    c.add_argument("--score-col", "--score", dest="score", default="score", metavar="NAME", help="score column")
+        _column(c, "--annotator-col", "--annotator", "annotator", "annotator",
+                "annotator column (optional in the table; empty string = none)")
+    _column(c, "--condition-col", "--condition", "condition", "condition", "condition column")
+    _column(c, "--score-col", "--score", "score", "score", "score column")
     c.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
                    help="a missing (null/NaN) score is an error (raise) or its row is dropped (omit)")
     o = p.add_argument_group("output")
@@ -56,7 +93,7 @@ def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = _HelpFormatter
     stats = sub.add_parser(
         "stats",
         help="evaluation statistics: TOST, ranking tau, system clusters, agreement",
@@ -86,8 +123,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--bounds", type=float, nargs=2, metavar=("LOW", "HIGH"), help="asymmetric margins")
     p.add_argument("--alpha", type=float, default=0.05, help="level of each one-sided test")
     d = p.add_mutually_exclusive_group()
-    d.add_argument("--paired", dest="paired", action="store_true", default=True, help="paired design")
-    d.add_argument("--independent", dest="paired", action="store_false", help="independent samples")
+    d.add_argument("--paired", dest="paired", action="store_true", default=True,
+                   help="paired design (the default)")
+    d.add_argument("--independent", dest="paired", action="store_false",
+                   help="independent samples instead of pairs (pooled variance; --welch for unequal)")
     p.add_argument("--welch", action="store_true", help="independent design: Welch (unequal variances)")
     p.add_argument("--by", type=_csv_list, default=[], metavar="COL[,COL]",
                    help="one test per group of these columns (e.g. metric,domain), vectorised")
@@ -120,6 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="leave a system out of the ranking (repeatable), e.g. refA")
     p.add_argument("--fail-on", choices=("different",), default=None,
                    help="exit 1 when the CI lower bound is below --tau-min (rankings not shown to agree)")
+    _add_budget(p)
     p.set_defaults(func=run_tau)
 
     # ---- cluster
@@ -142,13 +182,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed (bootstrap, permutation)")
     p.add_argument("--unit", choices=("document", "segment"), default="document", help="bootstrap resampling unit")
     p.add_argument("--by-domain", action="store_true", help="wmt24: per-domain tests combined with Stouffer")
-    p.add_argument("--domain-col", "--domain", dest="domain", default="domain", metavar="NAME",
-                   help="domain column (for --by-domain)")
+    _column(p, "--domain-col", "--domain", "domain", "domain", "domain column (for --by-domain)")
     p.add_argument("--pair-annotator", action=argparse.BooleanOptionalAction, default=None,
                    help="pair observations on the annotator too (default: yes when the column exists, "
                         "except --method wmt24)")
     p.add_argument("--fail-on", choices=("different",), default=None,
                    help="with --a/--b: exit 1 when the two conditions cluster the systems differently")
+    _add_budget(p)
     p.set_defaults(func=run_cluster)
 
     # ---- alpha
@@ -164,17 +204,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="level of measurement")
     p.add_argument("--coder", choices=("annotator", "condition"), default="annotator", help="what counts as a coder")
     p.add_argument("--in", dest="condition_value", default=None, metavar="COND",
-                   help="use only this condition (with --coder annotator)")
+                   help="use only this condition (with --coder annotator; needed when the table holds several)")
     p.add_argument("--znorm", action="store_true",
                    help="z-normalise scores per annotator first (per condition when there is no annotator column)")
     p.add_argument("--min-alpha", type=float, default=0.667, help="threshold for --fail-on below-min")
     p.add_argument("--fail-on", choices=("below-min",), default=None, help="exit 1 when alpha < --min-alpha")
     p.set_defaults(func=run_alpha)
-
-    # ---- compare (every system against a baseline; ddpcore.cli.stats_compare)
-    from .stats_compare import register_compare
-
-    register_compare(ssub, fmt)
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:
@@ -248,6 +283,30 @@ def _f(x: Any, nd: int = 3) -> str:
     return f"{x:.{nd}f}"
 
 
+def _gate(args: argparse.Namespace, payload: dict[str, Any], failed: bool, gate: str, why: str) -> int:
+    """Record the gate in the payload (``passed``; its settings in the signature) and return the exit code.
+
+    The one-line reason is printed on stderr by :func:`_report_gate` after the result."""
+    if args.fail_on is None:
+        return 0
+    payload["passed"] = not failed
+    payload["signature"] = dict(payload.get("signature") or {}, fail_on=args.fail_on)
+    args._gate_message = f"gate {gate} failed: {why}" if failed else None
+    return 1 if failed else 0
+
+
+def _report_gate(args: argparse.Namespace) -> None:
+    msg = getattr(args, "_gate_message", None)
+    if msg:
+        print(f"ddp stats {args.stats_command}: {msg}", file=sys.stderr)
+
+
+def _undefined(what: str, hint: str) -> None:
+    from ..errors import DDPDataError
+
+    raise DDPDataError(f"{what} is undefined (NaN) for this table; {hint}", code="D364")
+
+
 def _sig_line(sig: dict[str, Any]) -> str:
     keys = ("method", "n_boot", "seed", "unit", "alpha", "ddpcore")
     return "signature: " + ", ".join(f"{k}={sig[k]}" for k in keys if sig.get(k) is not None)
@@ -286,15 +345,21 @@ def run_tost(args: argparse.Namespace) -> int:
         rows = out.to_dicts()
         from ..stats._table import json_safe
 
-        payload = {"a": args.a, "b": args.b, "groups": json_safe(rows), "n_groups": len(rows),
-                   "all_equivalent": bool(out["equivalent"].all()), "signature": sig}
+        payload = {"condition_a": str(args.a), "condition_b": str(args.b), "groups": json_safe(rows),
+                   "n_groups": len(rows), "all_equivalent": bool(out["equivalent"].all()), "signature": sig}
+        bad = [r for r in rows if not r["equivalent"]]
+        why = ""
+        if bad:
+            r = bad[0]
+            why = (f"{len(bad)} of {len(rows)} groups not equivalent; first "
+                   f"{', '.join(f'{c}={r[c]}' for c in args.by)}: {_ci_why(args, r, low, high)}")
+        code = _gate(args, payload, bool(bad), "not-equivalent", why)
         head = f"TOST {args.a} vs {args.b}: margins ({low:g}, {high:g}), alpha {args.alpha}, {len(rows)} groups"
         lines = [head] + [
             f"  {' / '.join(str(r[c]) for c in args.by)}: diff {_f(r['mean_diff'])} "
             f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}] p={_f(r['p_value'], 4)} n={r['n']} "
             f"{'equivalent' if r['equivalent'] else 'NOT equivalent'}" for r in rows]
         _emit(args, payload, "\n".join(lines + [_sig_line(sig)]), json_safe(rows))
-        failed = not payload["all_equivalent"]
     else:
         if args.paired:
             res = tost_paired(data[x].to_numpy(), data[y].to_numpy(), low, high, alpha=args.alpha,
@@ -302,16 +367,29 @@ def run_tost(args: argparse.Namespace) -> int:
         else:
             res = tost_ind(data[x].drop_nulls().to_numpy(), data[y].drop_nulls().to_numpy(), low, high,
                            alpha=args.alpha, equal_var=not args.welch, nan_policy=args.nan_policy)
+        if res.status == "too_few":
+            _undefined(f"TOST of {args.a} vs {args.b} with n = {res.n}",
+                       "it needs at least 2 pairs (paired) or 3 scores (independent); check the conditions and the "
+                       "pairing (--pair-annotator/--no-pair-annotator)")
         d = res.to_dict()
         d["signature"] = dict(d.get("signature") or {}, condition_a=str(args.a), condition_b=str(args.b))
-        payload = {"a": args.a, "b": args.b, **d}
+        payload = {"condition_a": str(args.a), "condition_b": str(args.b), **d}
+        code = _gate(args, payload, not res.equivalent, "not-equivalent", _ci_why(args, d, low, high))
         text = (f"TOST {args.a} vs {args.b} ({d['design']}, n={d['n']}): mean diff {_f(d['mean_diff'])} "
                 f"[{_f(d['ci_low'])}, {_f(d['ci_high'])}] ({100 * (1 - 2 * args.alpha):g}% CI), "
                 f"margins ({low:g}, {high:g}), p={_f(d['p_value'], 4)} -> "
                 f"{'equivalent' if d['equivalent'] else 'NOT equivalent'}\n{_sig_line(d['signature'])}")
         _emit(args, payload, text, [{k: v for k, v in payload.items() if k != "signature"}])
-        failed = not res.equivalent
-    return 1 if (args.fail_on == "not-equivalent" and failed) else 0
+    _report_gate(args)
+    return code
+
+
+def _ci_why(args: argparse.Namespace, r: dict[str, Any], low: float, high: float) -> str:
+    diff = f"mean({args.a} - {args.b})" if args.paired else f"mean({args.a}) - mean({args.b})"
+    if r.get("ci_low") is None or r.get("ci_high") is None:
+        return f"{diff}: too few observations for a test (n = {r.get('n')})"
+    return (f"{100 * (1 - 2 * args.alpha):g}% CI of {diff} [{_f(r['ci_low'])}, {_f(r['ci_high'])}] "
+            f"not inside ({low:g}, {high:g})")
 
 
 # --------------------------------------------------------------------------- tau
@@ -325,9 +403,21 @@ def run_tau(args: argparse.Namespace) -> int:
                         weighting=args.weighting, tau_min=args.tau_min, confidence=args.confidence,
                         exclude_systems=args.exclude_system, document=args.document, segment=args.segment,
                         system=args.system, condition=args.condition, score=args.score,
-                        nan_policy=args.nan_policy)
+                        nan_policy=args.nan_policy, max_memory=args.max_memory, max_seconds=args.max_seconds)
+    import math
+
+    if math.isnan(res.tau):
+        _undefined(f"Kendall tau between {args.a} and {args.b}",
+                   "one condition gives every system the same mean (no ranking); check the score column")
+    if math.isnan(res.ci_low):
+        _undefined(f"the bootstrap CI of tau ({res.n_undefined} of {res.n_boot} replicates undefined)",
+                   "every resample left a system without rows or all means tied; use more documents, "
+                   "--unit segment or --exclude-system")
     d = res.to_dict()
     d["fails_tau_min"] = bool(not res.ci_low >= args.tau_min)
+    code = _gate(args, d, d["fails_tau_min"], "different",
+                 f"lower bound of the {100 * args.confidence:g}% CI of tau, {_f(res.ci_low)}, is below "
+                 f"--tau-min {args.tau_min:g}")
     text = (f"Kendall tau-b {args.a} vs {args.b} over {len(res.systems)} systems: tau {_f(res.tau)} "
             f"(p={_f(res.p_value, 4)}), {100 * args.confidence:g}% CI [{_f(res.ci_low)}, {_f(res.ci_high)}] "
             f"from {res.n_boot} {args.unit} resamples; {100 * res.share_below_tau_min:.1f}% of replicates "
@@ -336,7 +426,8 @@ def run_tau(args: argparse.Namespace) -> int:
                              "share_below_tau_min", "replicate_mean", "replicate_sd", "n_boot", "seed", "unit",
                              "n_units")}
     _emit(args, d, text, [row])
-    return 1 if (args.fail_on == "different" and d["fails_tau_min"]) else 0
+    _report_gate(args)
+    return code
 
 
 # --------------------------------------------------------------------------- cluster
@@ -376,7 +467,8 @@ def run_cluster(args: argparse.Namespace) -> int:
     kw = dict(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed, unit=args.unit, by_domain=args.by_domain,
               pair_annotator=args.pair_annotator, document=args.document, segment=args.segment, system=args.system,
               annotator=_annotator(args), condition=args.condition, score=args.score, domain=args.domain,
-              nan_policy=args.nan_policy, progress=_progress(args))
+              nan_policy=args.nan_policy, progress=_progress(args), max_memory=args.max_memory,
+              max_seconds=args.max_seconds)
     if args.a is None:
         res = cluster_systems(table, args.method, condition_value=args.condition_value, **kw)
         d = res.to_dict()
@@ -385,8 +477,12 @@ def run_cluster(args: argparse.Namespace) -> int:
     ra = cluster_systems(table, args.method, condition_value=args.a, **kw)
     rb = cluster_systems(table, args.method, condition_value=args.b, **kw)
     cmp = compare_clusters(ra, rb)
-    payload = {"a": ra.to_dict(), "b": rb.to_dict(), "comparison": cmp.to_dict(),
+    payload = {"condition_a": str(args.a), "condition_b": str(args.b), "clusters_a": ra.to_dict(),
+               "clusters_b": rb.to_dict(), "comparison": cmp.to_dict(),
                "signature": dict(ra.signature, condition=None, condition_a=str(args.a), condition_b=str(args.b))}
+    code = _gate(args, payload, not cmp.same_clusters, "different",
+                 f"{args.a} and {args.b} cluster the systems differently ({cmp.n_clusters_a} vs "
+                 f"{cmp.n_clusters_b} clusters" + (f"; moved: {', '.join(cmp.moved)}" if cmp.moved else "") + ")")
     text = "\n\n".join([
         _cluster_text(ra), _cluster_text(rb),
         f"comparison: {cmp.n_clusters_a} vs {cmp.n_clusters_b} clusters; same clusters: {cmp.same_clusters}; "
@@ -396,7 +492,8 @@ def run_cluster(args: argparse.Namespace) -> int:
         _sig_line(payload["signature"]),
     ])
     _emit(args, payload, text, _cluster_rows(ra) + _cluster_rows(rb))
-    return 1 if (args.fail_on == "different" and not cmp.same_clusters) else 0
+    _report_gate(args)
+    return code
 
 
 # --------------------------------------------------------------------------- alpha
@@ -407,6 +504,7 @@ def run_alpha(args: argparse.Namespace) -> int:
 
     from ..errors import DDPUsageError
     from ..stats import krippendorff_alpha, load_long_table, reliability_matrix, znormalize
+    from ..stats._table import check_conditions, check_single_condition
 
     if args.coder == "condition" and args.condition_value is not None:
         raise DDPUsageError("--in selects one condition; with --coder condition the conditions are the coders",
@@ -418,7 +516,10 @@ def run_alpha(args: argparse.Namespace) -> int:
                          annotator=_annotator(args), condition=args.condition, score=args.score,
                          required=needs, nan_policy=args.nan_policy)
     if args.condition_value is not None:
+        check_conditions(df, [args.condition_value])
         df = df.filter(pl.col("condition").cast(pl.String) == str(args.condition_value))
+    elif args.coder == "annotator":
+        check_single_condition(df, "--in COND")
     if args.coder == "annotator" and "annotator" not in df.columns:
         raise DDPUsageError("--coder annotator needs an annotator column (--annotator-col NAME)", code="D355")
     if args.znorm:
@@ -427,9 +528,14 @@ def run_alpha(args: argparse.Namespace) -> int:
     res = krippendorff_alpha(reliability_matrix(df, unit=unit, coder=args.coder, score="score"), level=args.level)
     d = res.to_dict()
     d["signature"] = dict(d.get("signature") or {}, unit=args.unit, coder=args.coder, znorm=bool(args.znorm),
-                          condition=args.condition_value)
+                          condition=args.condition_value, min_alpha=args.min_alpha)
+    if d["alpha"] is None:
+        _undefined("Krippendorff's alpha", "check that units have two ratings that are not all equal")
+    code = _gate(args, d, not d["alpha"] >= args.min_alpha, "below-min",
+                 f"alpha {_f(d['alpha'])} is below --min-alpha {args.min_alpha:g}")
     text = (f"Krippendorff's alpha ({args.level}, unit={args.unit}, coder={args.coder}"
             f"{', z-normalised' if args.znorm else ''}): {_f(d['alpha'])} over {d['n_pairable_units']} pairable "
             f"units ({d['n_pairable_values']} values, {d['n_coders']} coders)\n{_sig_line(d['signature'])}")
     _emit(args, d, text, [{k: v for k, v in d.items() if k != "signature"}])
-    return 1 if (args.fail_on == "below-min" and not (d["alpha"] is not None and d["alpha"] >= args.min_alpha)) else 0
+    _report_gate(args)
+    return code
