@@ -1,4 +1,4 @@
-"""TOST: reference values (statsmodels, pingouin), edge-case policy, properties, grouped form."""
+"""TOST: reference values (statsmodels, scipy one-sample t tests), edge-case policy, properties, grouped form."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +38,16 @@ def test_paired_reference_values():
     assert close(r.t_lower, 3.93427599532137) and close(r.p_lower, 0.0017178356335623174)
     assert close(r.t_upper, -4.205605374309052) and close(r.p_upper, 0.001143816107243603)
     assert r.df == 9.0 and r.n == 10 and r.equivalent and r.status == "ok"
-    # pingouin 0.7.0: pingouin.tost(X, Y, bound=3, paired=True)["pval"] -> 0.001718
-    assert abs(r.p_value - 0.001718) < 5e-7
+    # independent of statsmodels: the two one-sided one-sample t tests of X - Y in scipy 1.17,
+    # scipy.stats.ttest_1samp(X - Y, -3, alternative="greater").pvalue and
+    # scipy.stats.ttest_1samp(X - Y, 3, alternative="less").pvalue; TOST p = their maximum
+    from scipy import stats as sps
+
+    lower = sps.ttest_1samp(X - Y, -3, alternative="greater")
+    upper = sps.ttest_1samp(X - Y, 3, alternative="less")
+    assert close(r.p_lower, lower.pvalue) and close(r.p_upper, upper.pvalue)
+    assert close(r.t_lower, lower.statistic) and close(r.t_upper, upper.statistic)
+    assert close(r.p_value, max(lower.pvalue, upper.pvalue))
     assert r.mean_diff == pytest.approx(np.mean(X - Y), rel=1e-15)
     assert r.ci_low > -3 and r.ci_high < 3
 
@@ -167,7 +175,7 @@ def test_properties_ind(x, y, low, width, equal_var):
 def test_all_differences_on_the_margin_is_not_equivalent():
     x, y = np.array([4.0, 5.0, 6.0]), np.array([1.0, 2.0, 3.0])
     r = tost_paired(x, y, -3, 3)
-    # pingouin 0.7.0: pingouin.tost(x, y, bound=3, paired=True)["pval"] -> 0.0 (wrong: "equivalent")
+    # (for the record: pingouin 0.7.0 returns p = 0.0 here, i.e. "equivalent"; not a test dependency)
     # statsmodels 0.15.0: ttost_paired(x, y, -3, 3)[0] -> nan
     assert r.status == "zero_variance" and r.p_value == 0.5 and not r.equivalent
     assert r.t_upper == 0.0 and r.p_upper == 0.5 and r.p_lower == 0.0
