@@ -4,6 +4,10 @@ One set of compiler directives for every module (scikit-learn's policy). Set
 ``DDPCORE_DEBUG=1`` at build time to turn bounds checking and wraparound back on.
 OpenMP is used when the compiler supports it (``prange`` in the resampling kernels);
 set ``DDPCORE_NO_OPENMP=1`` to build single-threaded.
+
+Before building, a trivial C++ file is compiled with the configured compiler; when that fails
+the build stops with one message naming what to install, instead of pip's raw
+"Could not build wheels".
 """
 from __future__ import annotations
 
@@ -15,6 +19,43 @@ from pathlib import Path
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+NO_COMPILER = """
+==============================================================================
+ddpcore: no working C++ compiler found ({detail}).
+
+ddpcore compiles its Cython kernels at install time and needs a C++ compiler:
+  Debian/Ubuntu:  sudo apt install g++
+  Fedora/RHEL:    sudo dnf install gcc-c++
+  macOS:          xcode-select --install
+  Windows:        "Desktop development with C++" from the Visual Studio Build Tools
+Then run the install again (pip install -e .). A different compiler can be
+chosen with the CXX/CC environment variables.
+==============================================================================
+"""
+
+
+class BuildExtChecked(build_ext):
+    """``build_ext`` that first proves the C++ compiler works (one tiny file, milliseconds)."""
+
+    def build_extensions(self) -> None:
+        self._probe_cxx()
+        super().build_extensions()
+
+    def _probe_cxx(self) -> None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="ddpcore-cxx-probe-") as tmp:
+            src = os.path.join(tmp, "probe.cpp")
+            with open(src, "w", encoding="utf-8") as fh:
+                fh.write("#include <vector>\nint main() { std::vector<int> v(1); return v[0]; }\n")
+            try:
+                self.compiler.compile([src], output_dir=tmp)
+            except Exception as exc:  # CompileError, DistutilsExecError, a missing executable (OSError)
+                detail = " ".join(str(exc).split()) or type(exc).__name__
+                sys.stderr.write(NO_COMPILER.format(detail=detail[:300]))
+                raise SystemExit("ddpcore: a C++ compiler is required to build (see the message above)") from None
 
 DEBUG = os.environ.get("DDPCORE_DEBUG", "0") == "1"
 OPENMP = os.environ.get("DDPCORE_NO_OPENMP", "0") != "1" and sys.platform.startswith("linux")
@@ -50,4 +91,7 @@ for pyx in sorted(glob("src/ddpcore/_native/*.pyx")):
         )
     )
 
-setup(ext_modules=cythonize(extensions, compiler_directives=directives, quiet=True))
+setup(
+    ext_modules=cythonize(extensions, compiler_directives=directives, quiet=True),
+    cmdclass={"build_ext": BuildExtChecked},
+)
