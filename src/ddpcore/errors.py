@@ -2,11 +2,14 @@
 
 Every error ddpcore raises on purpose derives from :class:`DDPError`. Messages start
 with a code (``[D101]``) so they can be searched in the README and issue tracker, and
-say what to do next. The CLI maps :class:`DDPDataError` to exit code 3 and
-:class:`DDPUsageError` to exit code 2.
+say what to do next. The CLI maps :class:`DDPUsageError` to exit code 2,
+:class:`DDPDataError` to exit code 3 and any other :class:`DDPError` (a broken install,
+D9xx) to exit code 4; an exception that is not a :class:`DDPError` is a bug and becomes
+``[D999] internal error`` with exit code 4 (``ddpcore.cli.main``).
 
 Code ranges: D1xx input files and tables, D2xx anchor extraction and spaCy, D3xx
-statistics input, D4xx gold coreference and validation, D9xx internal/build.
+statistics input, D4xx gold coreference and validation (D440-D459: gold archives and the
+``validate`` command line), D9xx internal/build (D950-D999 CLI-wide; D999 internal error).
 """
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = DDPArgumentParser(
         prog="ddp",
         description=(
-            "ddpcore: discourse dependency (DDP) profiling of MT test sets and "
+            "ddpcore: discourse dependency (DDP) profiling of MT test sets and\n"
             "evaluation statistics (TOST, ranking tau, clustering, agreement)."
         ),
         epilog=EPILOG,
