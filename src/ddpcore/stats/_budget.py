@@ -91,7 +91,7 @@ class Budget:
             raise DDPUsageError(
                 f"{self.what} with n_boot={int(n_boot):,} needs about {fmt_bytes(need)} of memory, over the "
                 f"limit of {fmt_bytes(self.max_memory)}; {hint}, or raise the limit with --max-memory SIZE "
-                "(Python: max_memory=; 0 = no limit)",
+                "(max_memory= in Python, or DDPCORE_MAX_MEMORY; 0 = no limit)",
                 code="D362",
             )
         return need
@@ -112,7 +112,7 @@ class Budget:
                 f"{self.what} with n_boot={int(total):,} would take about {fmt_seconds(estimate)} "
                 f"({per * 1e6:.3g} us per replicate, measured on the first {done:,}), over the limit of "
                 f"{fmt_seconds(self.max_seconds)}; lower {self.flag} to about {fit:,}, or raise the limit with "
-                "--max-seconds S (Python: max_seconds=; 0 = no limit)",
+                "--max-seconds S (max_seconds= in Python, or DDPCORE_MAX_SECONDS; 0 = no limit)",
                 code="D363",
             )
         return estimate
