@@ -14,6 +14,7 @@ numpy, scipy and polars load only when a function is first used. Public API::
     boundary_span_rate, boundary_rate_difference,
     score_recoverability_r2, ols_r2                            ddpcore.stats.spans
     annotation_time_per_segment                                ddpcore.stats.timing
+    compare_systems, CompareResult                             ddpcore.stats.compare
     load_long_table, pair_conditions                           ddpcore.stats._table
 """
 from __future__ import annotations
@@ -62,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "ols_r2": "spans",
     # timing
     "annotation_time_per_segment": "timing",
+    # every system against a baseline (paired bootstrap + approximate randomization)
+    "compare_systems": "compare", "CompareResult": "compare",
 }
 
 __all__ = sorted(_EXPORTS)

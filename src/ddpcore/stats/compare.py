@@ -632,9 +632,7 @@ def _prepare(
 
 def signature_line(sig: dict[str, Any]) -> str:
     """sacrebleu-style one-line signature: ``bs:1000|ar:10000|seed:0|unit:document|...``."""
-    parts = []
-    if sig.get("test") in ("bootstrap", "both") or sig.get("test") == "ar":
-        parts.append(f"bs:{sig['n_boot']}")
+    parts = [f"bs:{sig['n_boot']}"]  # the bootstrap always runs (CIs)
     if sig.get("test") in ("ar", "both"):
         parts.append(f"ar:{sig['n_ar']}")
     parts += [f"seed:{sig['seed'] if sig['seed'] is not None else 'user'}", f"unit:{sig['unit']}",
