@@ -209,3 +209,71 @@ def test_exclude_systems(table):
     assert res.systems == ["sys0", "sys1", "sys2", "sys3"]
     ref = bootstrap_tau(table.filter(pl.col("system") != "sys4"), "DOC", "MIX", n_boot=30, seed=0)
     assert np.array_equal(res.replicates, ref.replicates, equal_nan=True)
+
+
+# ---------------------------------------------------------------- issue 7: bounded blocks and the budget
+
+
+def test_blocks_reproduce_the_one_shot_replicates(table, monkeypatch):
+    """Streaming in blocks (16 replicates each here) changes nothing: the replicates equal the
+    pure-Python loop oracle that rebuilds every resampled table (stats_oracles.bootstrap_tau_loop)
+    on the documented index matrix, and the column sums equal numpy fancy indexing of integer values."""
+    import ddpcore.stats.bootstrap as bs
+
+    monkeypatch.setattr(bs, "_BLOCK_WORK", 1)  # -> blocks of 16 replicates
+    n_boot = 101  # 7 blocks, the last one partial and odd (the kernel draws replicates in pairs)
+    res = bootstrap_tau(table, "DOC", "MIX", n_boot=n_boot, seed=11)
+    n_units = unit_keys(table, conditions=("DOC", "MIX")).height
+    idx = resample_indices(n_boot, n_units, 11)
+    oracle = bootstrap_tau_loop(table, "DOC", "MIX", idx)
+    assert np.allclose(res.replicates, oracle, atol=1e-12, equal_nan=True)
+    rng = np.random.default_rng(5)
+    vals = rng.integers(-50, 50, size=(n_units, 5)).astype(float)  # integers: every summation order is exact
+    blocks = list(bs.iter_resample_sums(vals, n_boot=n_boot, seed=11))
+    assert len(blocks) == 7 and [r0 for r0, _ in blocks] == list(range(0, n_boot, 16))
+    np.testing.assert_array_equal(np.concatenate([b for _, b in blocks]), vals[idx].sum(axis=1))
+
+
+def test_memory_budget_refuses_before_allocating(table):
+    # 10**12 replicates would need ~18 TB; refused at once (no allocation, no work), for Python users too
+    with pytest.raises(DDPUsageError, match=r"\[D362\] bootstrap_tau .*n_boot=1,000,000,000,000 needs about "
+                                            r"16\.\d TiB .*lower --n-boot to at most"):
+        bootstrap_tau(table, "DOC", "MIX", n_boot=10**12, max_memory="1G")
+    with pytest.raises(DDPUsageError, match=r"\[D362\] resample_sums"):
+        resample_sums(np.ones((10, 4)), n_boot=10**11)
+    with pytest.raises(DDPUsageError, match=r"\[D362\] resample_indices"):
+        resample_indices(10**9, 1000, 0, max_memory="1G")
+    with pytest.raises(DDPUsageError, match=r"\[D362\] bootstrap_system_means"):
+        bootstrap_system_means(table, condition_value="DOC", n_boot=10**10, max_memory="1G")
+    # the limit is exact: 1,000 replicates of tau fit 1 GiB
+    assert bootstrap_tau(table, "DOC", "MIX", n_boot=1000, max_memory="1G").n_boot == 1000
+
+
+def test_time_budget_extrapolates_from_the_first_block(table, monkeypatch):
+    import ddpcore.stats.bootstrap as bs
+    from ddpcore.stats import _budget
+
+    monkeypatch.setattr(bs, "_BLOCK_WORK", 1)
+    # any measured cost per replicate times 10**9 replicates is over 1 s
+    with pytest.raises(DDPUsageError, match=r"\[D363\] bootstrap_tau .*would take about .* us per replicate, "
+                                            r"measured on the first 16\b"):
+        bootstrap_tau(table, "DOC", "MIX", n_boot=10**9, max_seconds=1, max_memory=0)
+    # the rule itself: estimate = elapsed / done * total
+    b = _budget.Budget(max_memory=1e9, max_seconds=10.0)
+    b._t0 -= 2.0  # 2 s for the first 100 replicates -> 20 ms each -> 1,000 replicates = 20 s > 10 s
+    with pytest.raises(DDPUsageError, match=r"\[D363\].*about 20\.\d s .*lower --n-boot to about 49\d"):
+        b.check_time(100, 1000)
+    assert _budget.resolve(None, 0).max_seconds == float("inf")  # 0 = no limit
+    assert _budget.parse_size("1.5G") == 1.5 * 2**30 and _budget.parse_size("512MiB") == 512 * 2**20
+
+
+def test_seed_and_n_boot_values_are_usage_errors(table):
+    for kw in ({"seed": -1}, {"seed": 2**128}, {"seed": 1.5}, {"n_boot": 0}, {"n_boot": -3}, {"n_boot": 2.5}):
+        with pytest.raises(DDPUsageError, match="D311"):
+            bootstrap_tau(table, "DOC", "MIX", **{"n_boot": 10, **kw})
+
+
+def test_system_means_refuse_pooled_conditions(table):
+    with pytest.raises(DDPUsageError, match=r"\[D361\].*'DOC', 'MIX'.*condition_value='DOC'"):
+        bootstrap_system_means(table, n_boot=10)
+    assert bootstrap_system_means(table, condition_value="DOC", n_boot=10).replicates.shape[0] == 10

@@ -581,3 +581,31 @@ def test_native_kernels_do_not_depend_on_thread_count():
         np.testing.assert_array_equal(sums, outs[0][1])
     # the sums are the sign-matrix product (integer scores: exact in any order)
     np.testing.assert_array_equal(outs[0][1], (2.0 * flips - 1.0) @ d)
+
+
+# --------------------------------------------------------------------------- issue 7: budget, streaming
+
+
+def test_resampling_methods_refuse_runs_over_the_time_budget():
+    df = pl.DataFrame(synthetic_rows(3))
+    for method in ("bootstrap", "permutation"):
+        with pytest.raises(DDPUsageError, match=rf"\[D363\] cluster_systems\(method='{method}'\) with "
+                                                r"n_boot=1,000,000,000 would take about .*measured on the first"):
+            cluster_systems(df, method, n_boot=10**9, max_seconds=1)
+    with pytest.raises(DDPUsageError, match=r"\[D362\]"):  # memory of the bounded blocks over a tiny limit
+        cluster_systems(df, "bootstrap", n_boot=1000, max_memory=1000)
+    # the Wilcoxon methods do not resample: n_boot is ignored
+    assert cluster_systems(df, "wmt25", n_boot=10**9, max_seconds=1).method == "wmt25"
+
+
+def test_bootstrap_blocks_give_the_one_block_answer(monkeypatch):
+    """p-values from many small blocks of replicates equal those of one block (counts are sums)."""
+    import ddpcore.stats.bootstrap as bs
+
+    df = pl.DataFrame(synthetic_rows(8, integer=False))
+    one = cluster_systems(df, "bootstrap", n_boot=203, seed=2)
+    monkeypatch.setattr(bs, "_BLOCK_WORK", 1)  # blocks of 16 replicates
+    many = cluster_systems(df, "bootstrap", n_boot=203, seed=2)
+    np.testing.assert_array_equal(one.p_values, many.p_values)
+    np.testing.assert_array_equal(one.n_pairs, many.n_pairs)
+    assert one.clusters == many.clusters

@@ -328,3 +328,28 @@ def test_grouped_accepts_pandas_and_paths(tmp_path):
     path = tmp_path / "t.parquet"
     df.write_parquet(path)
     assert tost_grouped(path, "sys", "x", "y", -2, 2).equals(ref)
+
+
+def test_huge_finite_values_are_refused_not_nan():
+    """Issue 7: +-1e308 made mean(x - y) inf and p NaN ("NOT equivalent", exit 0) with a numpy
+    RuntimeWarning. Values above 1e100 in magnitude are refused with D360; none of the paths warns."""
+    import warnings
+
+    import polars as pl
+
+    from ddpcore.stats import krippendorff_alpha, tost_grouped
+
+    x, y = np.array([1e308, -1e308, 5.0]), np.array([-1e308, 1e308, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DDPDataError, match=r"\[D360\] x\[0\] = 1e\+308 is too large"):
+            tost_paired(x, y, -3, 3)
+        with pytest.raises(DDPDataError, match=r"\[D360\]"):
+            tost_ind(x, y, -3, 3)
+        with pytest.raises(DDPDataError, match=r"\[D360\]"):
+            tost_grouped(pl.DataFrame({"g": [1, 1, 1], "x": x, "y": y}), ["g"], "x", "y", -3, 3)
+        with pytest.raises(DDPDataError, match=r"\[D360\] reliability data\[\(1, 0\)\]"):
+            krippendorff_alpha(np.array([[1.0, 2.0, 3.0], [-1e300, 2.0, 3.0]]))
+    # up to 1e100 is accepted: a finite p and mean difference
+    r = tost_paired([9e99, 9e99 + 1e85, 3.0], [9e99, 9e99, 3.0], -1e90, 1e90)
+    assert np.isfinite(r.p_value) and np.isfinite(r.mean_diff)
