@@ -343,3 +343,27 @@ def test_cli_json_signature_gate_and_formats(tmp_path) -> None:  # noqa: ANN001
         assert q.returncode == 0 and marker in q.stdout, q.stderr
     q = _ddp("stats", "compare", "s.csv", "--baseline", "base", "--confidence", "1", cwd=tmp_path)
     assert q.returncode == 2 and "[D390]" in q.stderr
+
+
+# --------------------------------------------------------------------------- AR kernels
+
+
+@pytest.mark.parametrize("n_units,n_cols,n_trials", [(1, 1, 5), (63, 2, 40), (130, 13, 77), (300, 9, 65)])
+def test_ar_kernels_equal_a_numpy_oracle(n_units: int, n_cols: int, n_trials: int) -> None:
+    # oracle: the keep matrix of the documented generator, sigma = +1 / -1, one float matmul row by row
+    from ddpcore._native import load
+    from ddpcore.stats.compare import _ar_bitgen, _ar_counts, _pack_keep, _pcg64_halves
+
+    kern = load("stats_compare")
+    rng = np.random.default_rng(n_units)
+    d = rng.integers(-5, 6, (n_units, n_cols)).astype(np.float64)  # integers: the oracle's sums are exact
+    keep = ar_swap_matrix(n_trials, n_units, 4)
+    sigma = np.where(keep, 1.0, -1.0)
+    expect = (np.abs(sigma @ d) > np.abs(d.sum(axis=0))).sum(axis=0)
+    obs = np.empty(n_cols)
+    kern.observed_abs(d, obs)
+    gen = _ar_counts(kern, d, obs, n_trials, None, _pcg64_halves(_ar_bitgen(4)), 2)
+    given = _ar_counts(kern, d, obs, n_trials, _pack_keep(keep), (0, 0, 0, 0), 1)
+    plain = np.zeros(n_cols, dtype=np.int64)
+    kern.ar_exceed_pcg64(*_pcg64_halves(_ar_bitgen(4)), n_trials, d, obs, plain, 1)
+    assert np.array_equal(gen, expect) and np.array_equal(given, expect) and np.array_equal(plain, expect)

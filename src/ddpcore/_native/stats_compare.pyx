@@ -11,6 +11,7 @@ Kernels
 -------
 ``ar_exceed_pcg64``   AR exceedance counts; swap masks drawn from numpy's PCG64 stream in-kernel
 ``ar_exceed_bits``    AR exceedance counts; swap masks given by the caller (packed bits)
+``ar_exceed_chunked`` the same on column-chunked data, register-tiled (the path compare.py uses)
 ``pcg64_words``       raw words of that PCG64 stream (tests, exports)
 
 The statistic of trial t for column k is ``|sum_u sigma[t, u] * d[u, k]|`` with
@@ -93,6 +94,100 @@ cdef extern from *:
         }
     }
 
+    /* Register-tiled variant of ddpc_ar_block for column-chunked data: dc is (n_chunks x n_units x 8)
+       (8 columns per chunk, zero-padded), bits (nt_pad x n_words) with nt_pad a multiple of TR
+       (padding trials are computed and ignored). Each TR x 8 tile of signed sums lives in registers
+       while the chunk's rows stream once per tile; every sum is accumulated in unit order, exactly as
+       ddpc_ar_block and ddpc_observed do, so the results are bit-identical to them. */
+    typedef double ddpc_v4d __attribute__((vector_size(32)));
+
+    /* Units are taken in blocks of DDPC_UB (64): for the block's (<= 32) trials the +-1 signs of the
+       block's units are expanded once into `sg` (32 x 64 doubles, 16 KB), then every chunk (8 columns)
+       and every tile of TR trials runs over the block with its TR x 8 sums in registers (a broadcast
+       sign, two multiply-adds per unit and trial); sums are parked in `park` (nt_pad x n_chunks x 8)
+       between unit blocks. Each sum still runs over the units in order. */
+    #define DDPC_UB 64
+    template <int TR>
+    static inline __attribute__((always_inline))
+    void ddpc_ar_tiles(const double* __restrict dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
+                       const uint64_t* __restrict bits, Py_ssize_t n_words, int nt, int nt_pad,
+                       const double* __restrict obs_abs, int64_t* __restrict counts,
+                       ddpc_v4d* __restrict park, double* __restrict sg) {
+        for (Py_ssize_t q = 0; q < (Py_ssize_t)nt_pad * n_chunks * 2; ++q) park[q] = (ddpc_v4d){0.0, 0.0, 0.0, 0.0};
+        for (Py_ssize_t ub = 0; ub < n_units; ub += DDPC_UB) {
+            const int n = (int)(n_units - ub < DDPC_UB ? n_units - ub : DDPC_UB);
+            const Py_ssize_t w = ub >> 6;
+            for (int i = 0; i < nt_pad; ++i) {
+                const uint64_t m = bits[(Py_ssize_t)i * n_words + w];
+                for (int b = 0; b < n; ++b) sg[i * DDPC_UB + b] = ((m >> b) & 1ULL) ? 1.0 : -1.0;
+            }
+            for (Py_ssize_t c = 0; c < n_chunks; ++c) {
+                const double* __restrict rows = dc + (c * n_units + ub) * 8;
+                for (int i0 = 0; i0 < nt_pad; i0 += TR) {
+                    ddpc_v4d lo[TR], hi[TR];
+                    for (int i = 0; i < TR; ++i) {
+                        lo[i] = park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2];
+                        hi[i] = park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2 + 1];
+                    }
+                    for (int b = 0; b < n; ++b) {
+                        ddpc_v4d r0, r1;
+                        memcpy(&r0, rows + b * 8, sizeof r0);
+                        memcpy(&r1, rows + b * 8 + 4, sizeof r1);
+                        for (int i = 0; i < TR; ++i) {
+                            const double sd = sg[(i0 + i) * DDPC_UB + b];
+                            const ddpc_v4d sv = {sd, sd, sd, sd};
+                            lo[i] += sv * r0;  /* sv = +-1: the product is exact, fused or not */
+                            hi[i] += sv * r1;
+                        }
+                    }
+                    for (int i = 0; i < TR; ++i) {
+                        park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2] = lo[i];
+                        park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2 + 1] = hi[i];
+                    }
+                }
+            }
+        }
+        for (int i = 0; i < nt; ++i)
+            for (Py_ssize_t c = 0; c < n_chunks; ++c)
+                for (int j = 0; j < 4; ++j) {
+                    counts[c * 8 + j] += (fabs(park[((Py_ssize_t)i * n_chunks + c) * 2][j]) > obs_abs[c * 8 + j]);
+                    counts[c * 8 + 4 + j] += (fabs(park[((Py_ssize_t)i * n_chunks + c) * 2 + 1][j]) > obs_abs[c * 8 + 4 + j]);
+                }
+    }
+
+    __attribute__((target_clones("arch=haswell", "avx2", "default")))
+    static void ddpc_ar_tiles4(const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks, const uint64_t* bits,
+                               Py_ssize_t n_words, int nt, int nt_pad, const double* obs_abs, int64_t* counts,
+                               ddpc_v4d* park, double* sg) {
+        ddpc_ar_tiles<4>(dc, n_units, n_chunks, bits, n_words, nt, nt_pad, obs_abs, counts, park, sg);
+    }
+
+    /* trials [t0, t0 + nt) on chunked data; masks from the generator (stream words t*n_words ...)
+       or, when given_bits is not NULL, copied from the caller's (n_trials x n_words) matrix. */
+    static int ddpc_ar_chunked(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, const uint64_t* given_bits,
+                               Py_ssize_t t0, int nt, const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
+                               Py_ssize_t n_words, const double* obs_abs, int64_t* counts) {
+        const int nt_pad = (nt + 3) / 4 * 4;
+        uint64_t* bits = (uint64_t*)calloc((size_t)nt_pad * (size_t)n_words + 1, sizeof(uint64_t));
+        if (!bits) return -1;
+        if (given_bits) {
+            memcpy(bits, given_bits + t0 * n_words, sizeof(uint64_t) * (size_t)nt * (size_t)n_words);
+        } else {
+            ddpc_pcg64 g;
+            ddpc_init(&g, shi, slo, ihi, ilo);
+            ddpc_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
+            for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddpc_next(&g);
+        }
+        ddpc_v4d* park = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 2 * (size_t)nt_pad * (size_t)n_chunks + 32);
+        double* sg = (double*)aligned_alloc(32, sizeof(double) * 32 * DDPC_UB);
+        if (!park || !sg) { free(bits); free(park); free(sg); return -1; }
+        ddpc_ar_tiles4(dc, n_units, n_chunks, bits, n_words, nt, nt_pad, obs_abs, counts, park, sg);
+        free(bits);
+        free(park);
+        free(sg);
+        return 0;
+    }
+
     /* Trials [t0, t0 + nt) from the generator: trial t uses raw words t*n_words ... of the stream. */
     static int ddpc_ar_block_pcg64(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo,
                                    Py_ssize_t t0, int nt, const double* d, Py_ssize_t n_units,
@@ -144,6 +239,9 @@ cdef extern from *:
                            Py_ssize_t n_cols, Py_ssize_t n_words, const double* obs_abs,
                            int64_t* counts) nogil
     void ddpc_observed(const double* d, Py_ssize_t n_units, Py_ssize_t n_cols, double* out) nogil
+    int ddpc_ar_chunked(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, const uint64_t* given_bits,
+                        Py_ssize_t t0, int nt, const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
+                        Py_ssize_t n_words, const double* obs_abs, int64_t* counts) nogil
     int ddpc_max_threads() nogil
     ctypedef struct ddpc_pcg64:
         pass
@@ -265,3 +363,63 @@ def pcg64_words(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t 
 
 def max_threads() -> int:
     return ddpc_max_threads()
+
+
+def ar_exceed_chunked(
+    uint64_t state_hi,
+    uint64_t state_lo,
+    uint64_t inc_hi,
+    uint64_t inc_lo,
+    Py_ssize_t n_trials,
+    const double[:, :, ::1] d__chunk_unit_8,
+    const double[::1] obs_abs__col,
+    int64_t[::1] out__col,
+    bits__trial_word=None,
+    int num_threads=0,
+):
+    """Exceedance counts on column-chunked differences (the fast path; same results as
+    :func:`ar_exceed_pcg64` / :func:`ar_exceed_bits`).
+
+    ``d`` has shape (n_chunks, n_units, 8): columns ``8c .. 8c + 7`` of the (n_units x n_cols)
+    difference matrix, zero-padded; ``obs_abs`` and ``out`` have ``8 * n_chunks`` entries.
+    Masks come from the PCG64 stream (as :func:`ar_exceed_pcg64`) unless ``bits`` (uint64,
+    (n_trials, ceil(n_units / 64))) is given, in which case ``n_trials`` is its row count.
+    """
+    cdef Py_ssize_t n_chunks = d__chunk_unit_8.shape[0], n_units = d__chunk_unit_8.shape[1]
+    cdef Py_ssize_t n_words = (n_units + 63) // 64
+    cdef Py_ssize_t n_cols = n_chunks * 8
+    cdef const uint64_t[:, ::1] given
+    cdef const uint64_t* gp = NULL
+    if bits__trial_word is not None:
+        given = bits__trial_word
+        if given.shape[1] < n_words:
+            raise ValueError("bits has too few words per trial")
+        if given.shape[1] != n_words:
+            raise ValueError("bits must have exactly ceil(n_units / 64) words per trial")
+        n_trials = given.shape[0]
+        if n_trials > 0:
+            gp = &given[0, 0]
+    cdef int tb = 32
+    cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
+    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    cdef Py_ssize_t blk, t0
+    cdef int tid, failed = 0, this_nt
+    np.asarray(out__col)[:] = 0
+    if n_trials <= 0 or n_units == 0 or n_chunks == 0:
+        return
+    if obs_abs__col.shape[0] < n_cols or out__col.shape[0] < n_cols:
+        raise ValueError("obs_abs and out need 8 * n_chunks entries")
+    counts = np.zeros((nt, n_cols), dtype=np.int64)
+    cdef int64_t[:, ::1] cnt = counts
+    cdef const double* dp = &d__chunk_unit_8[0, 0, 0]
+    cdef const double* op = &obs_abs__col[0]
+    for blk in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+        tid = threadid()
+        t0 = blk * tb
+        this_nt = <int>(n_trials - t0 if n_trials - t0 < tb else tb)
+        if ddpc_ar_chunked(state_hi, state_lo, inc_hi, inc_lo, gp, t0, this_nt, dp, n_units, n_chunks, n_words,
+                           op, &cnt[tid, 0]) != 0:
+            failed += 1
+    if failed:
+        raise MemoryError()
+    np.asarray(out__col)[:n_cols] = counts.sum(axis=0)

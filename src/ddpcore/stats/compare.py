@@ -459,17 +459,15 @@ def compare_arrays(
         d = np.ascontiguousarray(d_units[:, :, others].reshape(n_units, n_met * len(others)))
         obs_abs = np.empty(d.shape[1])
         kern.observed_abs(d, obs_abs)
-        counts_ar = np.zeros(d.shape[1], dtype=np.int64)
         nt = 0 if threads is None else int(threads)
         if ar_keep is not None:
             keep = _check_keep(ar_keep, n_units)
             t = keep.shape[0]
-            if d.shape[1]:
-                kern.ar_exceed_bits(_pack_keep(keep), d, obs_abs, counts_ar, nt)
+            bits, halves = _pack_keep(keep), (0, 0, 0, 0)
         else:
             t = _check_count(n_ar, "n_ar", "--n-ar")
-            if d.shape[1]:
-                kern.ar_exceed_pcg64(*_pcg64_halves(_ar_bitgen(seed)), t, d, obs_abs, counts_ar, nt)
+            bits, halves = None, _pcg64_halves(_ar_bitgen(seed))
+        counts_ar = _ar_counts(kern, d, obs_abs, t, bits, halves, nt)
         p_ar = np.full((n_met, n_sys), np.nan)
         p_ar[:, others] = ((counts_ar + 1.0) / (t + 1.0)).reshape(n_met, len(others))
         p_ar[identical] = 1.0
@@ -477,6 +475,31 @@ def compare_arrays(
     return ArrayComparison(score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff,
                            diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar, identical=identical,
                            n_boot=b, n_ar=t)
+
+
+def _ar_counts(kern: Any, d: np.ndarray, obs_abs: np.ndarray, n_trials: int, bits: np.ndarray | None,
+               halves: tuple[int, int, int, int], threads: int) -> np.ndarray:
+    """AR exceedance counts per column of ``d`` (n_units x n_cols). Both kernels give identical
+    counts; the register-tiled one works on 8-column chunks, so it serves 3+ columns."""
+    n_units, n_cols = d.shape
+    out = np.zeros(n_cols, dtype=np.int64)
+    if n_cols == 0:
+        return out
+    if n_cols < 3:
+        if bits is None:
+            kern.ar_exceed_pcg64(*halves, n_trials, d, obs_abs, out, threads)
+        else:
+            kern.ar_exceed_bits(bits, d, obs_abs, out, threads)
+        return out
+    n_chunks = (n_cols + 7) // 8
+    padded = np.zeros((n_units, n_chunks * 8), dtype=np.float64)
+    padded[:, :n_cols] = d
+    chunked = np.ascontiguousarray(padded.reshape(n_units, n_chunks, 8).transpose(1, 0, 2))
+    obs8 = np.zeros(n_chunks * 8)
+    obs8[:n_cols] = obs_abs
+    out8 = np.zeros(n_chunks * 8, dtype=np.int64)
+    kern.ar_exceed_chunked(*halves, n_trials, chunked, obs8, out8, bits, threads)
+    return out8[:n_cols].copy()
 
 
 # --------------------------------------------------------------------------- table loading
