@@ -423,3 +423,53 @@ def ar_exceed_chunked(
     if failed:
         raise MemoryError()
     np.asarray(out__col)[:n_cols] = counts.sum(axis=0)
+
+
+cdef extern from *:
+    """
+    /* floor(a * n / 2^64): numpy-compatible Lemire multiply-shift without rejection */
+    static inline uint64_t ddpc_mulhi64(uint64_t a, uint64_t b) {
+        return (uint64_t)(((unsigned __int128)a * (unsigned __int128)b) >> 64);
+    }
+    /* Multiplicities of replicate r (row `out`, n_units doubles, zeroed here): draws are raw words
+       r * n_units ... of the PCG64 stream, unit = floor(raw * n_units / 2^64) (the document
+       bootstrap generator of ddpcore.stats.bootstrap). */
+    static void ddpc_boot_counts(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, uint64_t r,
+                                 uint64_t n_units, double* out) {
+        ddpc_pcg64 g;
+        ddpc_init(&g, shi, slo, ihi, ilo);
+        ddpc_advance(&g, r * n_units);
+        memset(out, 0, sizeof(double) * (size_t)n_units);
+        for (uint64_t k = 0; k < n_units; ++k) out[ddpc_mulhi64(ddpc_next(&g), n_units)] += 1.0;
+    }
+    """
+    void ddpc_boot_counts(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, uint64_t r,
+                          uint64_t n_units, double* out) nogil
+
+
+def bootstrap_counts_pcg64(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
+                           Py_ssize_t r0, double[:, ::1] out__rep_unit, int num_threads=0):
+    """Unit multiplicities of bootstrap replicates ``r0 .. r0 + n_rep - 1`` (``out`` (n_rep, n_units)).
+
+    Replicate r draws raw words ``r * n_units ...`` of the PCG64 stream (each row jumps to its
+    offset, so rows fill in parallel); ``out[r - r0] @ values`` is then replicate r's column sums.
+    """
+    cdef Py_ssize_t n_rep = out__rep_unit.shape[0], n_units = out__rep_unit.shape[1], r
+    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    if n_rep == 0 or n_units == 0:
+        return
+    cdef double* op = &out__rep_unit[0, 0]
+    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+        ddpc_boot_counts(state_hi, state_lo, inc_hi, inc_lo, <uint64_t>(r0 + r), <uint64_t>n_units,
+                         op + r * n_units)
+
+
+def counts_from_indices(const int64_t[:, ::1] index__rep_draw, double[:, ::1] out__rep_unit):
+    """Multiplicities ``out[r, u] = #{k : index[r, k] == u}`` (entries already range-checked)."""
+    cdef Py_ssize_t n_rep = index__rep_draw.shape[0], n_draws = index__rep_draw.shape[1], r, k
+    with nogil:
+        for r in range(n_rep):
+            for k in range(out__rep_unit.shape[1]):
+                out__rep_unit[r, k] = 0.0
+            for k in range(n_draws):
+                out__rep_unit[r, index__rep_draw[r, k]] += 1.0

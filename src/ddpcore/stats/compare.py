@@ -32,7 +32,7 @@ Definitions (S = the system, BL = the baseline, a system score = mean of its seg
 
 Generators (seeded; any tool can regenerate them)
 -----------------------------------------------
-* Bootstrap indices: those of :func:`ddpcore.stats.bootstrap.resample_indices`:
+* Bootstrap indices: the same as :func:`ddpcore.stats.bootstrap.resample_indices`:
   ``PCG64(seed).random_raw(n_boot * n_units)`` row-major, unit = ``floor(raw * n_units / 2**64)``.
 * AR swap masks: ``raw = PCG64(seed).jumped().random_raw(n_ar * W).reshape(n_ar, W)`` with
   ``W = ceil(n_units / 64)``; unit u of trial t keeps its side when bit ``u % 64`` of
@@ -402,8 +402,6 @@ def compare_arrays(
     ArrayComparison
         p-values are raw (uncorrected); the baseline's own entries are NaN.
     """
-    from .bootstrap import resample_sums
-
     vals = np.asarray(sums, dtype=np.float64)
     if vals.ndim == 2:
         vals = vals[:, None, :]
@@ -426,13 +424,15 @@ def compare_arrays(
     flat = np.empty((n_units, n_met * n_sys + 1), dtype=np.float64)
     flat[:, :-1] = vals.reshape(n_units, n_met * n_sys)
     flat[:, -1] = cnt
+    kern = load("stats_compare")
+    nt = 0 if threads is None else int(threads)
     if indices is not None:
         idx = _check_indices(indices, n_units)
-        reps = resample_sums(flat, n_boot=idx.shape[0], indices=idx, threads=threads)
+        reps = _bootstrap_sums(kern, flat, idx.shape[0], None, idx, nt)
     else:
         n_boot = _check_count(n_boot, "n_boot", "--n-boot")
         _ar_bitgen(seed)  # validates the seed
-        reps = resample_sums(flat, n_boot=n_boot, seed=seed, threads=threads)
+        reps = _bootstrap_sums(kern, flat, n_boot, _pcg64_halves(np.random.PCG64(seed)), None, nt)
     b = reps.shape[0]
     with np.errstate(invalid="ignore", divide="ignore"):
         means = reps[:, :-1] / reps[:, -1:]  # (B, M*S)
@@ -454,7 +454,6 @@ def compare_arrays(
         p_bs[:, bl] = np.nan
     t = 0
     if test in ("ar", "both"):
-        kern = load("stats_compare")
         others = [s for s in range(n_sys) if s != bl]
         d = np.ascontiguousarray(d_units[:, :, others].reshape(n_units, n_met * len(others)))
         obs_abs = np.empty(d.shape[1])
@@ -475,6 +474,34 @@ def compare_arrays(
     return ArrayComparison(score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff,
                            diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar, identical=identical,
                            n_boot=b, n_ar=t)
+
+
+#: bytes of unit multiplicities materialised at a time by the bootstrap
+_BOOT_BLOCK_BYTES = 16 << 20
+
+
+def _bootstrap_sums(kern: Any, flat: np.ndarray, n_boot: int, halves: tuple[int, int, int, int] | None,
+                    idx: np.ndarray | None, threads: int) -> np.ndarray:
+    """(n_boot, n_cols) column sums of ``flat`` over the bootstrap replicates.
+
+    Replicate r's sums are ``m_r @ flat`` with ``m_r`` the multiplicity of each unit among its
+    draws: the kernel fills the multiplicities of a block of replicates (PCG64 stream generated
+    in-kernel, rows in parallel; or from ``idx``), one BLAS matrix product re-scores every system
+    and metric of the block. Blocks of ~16 MB of multiplicities bound the memory.
+    """
+    n_units, n_cols = flat.shape
+    out = np.empty((n_boot, n_cols), dtype=np.float64)
+    block = max(1, min(n_boot, _BOOT_BLOCK_BYTES // (8 * n_units)))
+    mult = np.empty((block, n_units), dtype=np.float64)
+    for r0 in range(0, n_boot, block):  # a handful of blocks, not one iteration per replicate
+        m = min(block, n_boot - r0)
+        mv = mult[:m]
+        if idx is None:
+            kern.bootstrap_counts_pcg64(*halves, r0, mv, threads)  # type: ignore[misc]
+        else:
+            kern.counts_from_indices(np.ascontiguousarray(idx[r0 : r0 + m]), mv)
+        np.matmul(mv, flat, out=out[r0 : r0 + m])
+    return out
 
 
 def _ar_counts(kern: Any, d: np.ndarray, obs_abs: np.ndarray, n_trials: int, bits: np.ndarray | None,
