@@ -45,8 +45,24 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "title-aware keys; validated as the default), paper (the foundation spec, reproduces the "
                         "paper's WMT25 figures), refined-names (refined + first-name gender; needs ddpcore[names]) "
                         "(default: refined)")
-    g.add_argument("-j", "--n-process", type=int, default=1, metavar="N", help="spaCy worker processes")
+    g.add_argument("-j", "--n-process", type=n_process_arg, default=1 if from_signature else "auto", metavar="N",
+                   help="spaCy worker processes: a number, or 'auto' = every available core when the input has at "
+                        "least 300,000 characters, else 1. Scripts that call ddpcore with more than one process "
+                        "need the `if __name__ == \"__main__\":` guard")
     g.add_argument("--batch-size", type=int, default=256, metavar="N", help="texts per spaCy batch")
+
+
+def n_process_arg(text: str) -> int | str:
+    """``-j`` values: ``auto`` or a positive integer."""
+    if text == "auto":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number of processes, not {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("the number of processes must be at least 1")
+    return n
 
 
 def bundled_default() -> str:

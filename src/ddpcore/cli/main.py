@@ -14,6 +14,7 @@ ends the command quietly with exit 0.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -146,8 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _run(args, command)
         sys.stdout.flush()  # surface a closed pipe here, not at interpreter exit
         return code
-    except BrokenPipeError as exc:
-        if _stdout_closed():
+    except OSError as exc:
+        # BrokenPipeError from Python; polars raises a plain OSError "Broken pipe (os error 32)"
+        if (isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE or "os error 32" in str(exc)) \
+                and _stdout_closed():
             _silence_stdout()
             return EXIT_OK
         return _internal_error(command, exc)

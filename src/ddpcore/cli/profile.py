@@ -34,73 +34,72 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_extraction_options(p)
     p.add_argument("--summary-by", default=None, metavar="COL", help="input column to summarise by (default: the domain column)")
     p.add_argument("-f", "--format", choices=("text", "json"), default="text", help="summary output format (on stdout; on stderr with -o -)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    r = p.add_argument_group("long runs")
+    r.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run of the same command from its last finished batch (the journal "
+                        "is kept in .OUTPUT.ddp-work/ beside the segment output); refused if a setting differs")
+    r.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
+                   help="progress on stderr: bar (segments/s, words/s, ETA), plain (one line every 5 s, for logs "
+                        "and CI), none; auto = bar on a terminal, else none")
+    r.add_argument("--batch-chars", type=int, default=1_000_000, metavar="N",
+                   help="characters of text per batch of whole documents (memory and resume granularity)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output (same as --progress none)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import json
+    import shlex
     import sys
 
+    from ..anchors.rules import get_rules
+    from ..ddp.driver import Settings
+    from ..ddp.run import RunInterrupted, profile_to_files
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
-    from ..io.segments import ROW, SegmentColumns, read_segments
-    from ..io.tables import write_tables_atomic, write_text_table
-    from ..profiling import SIGNATURE_KEY, profile_anchors
+    from ..io.segments import SegmentColumns
+    from ..profiling import summarize
 
     source = args.input if args.input is not None else bundled_default()
+    if args.batch_chars < 1:
+        raise DDPUsageError("--batch-chars must be at least 1", code="D172")
     # every output is checked before the input is read or a pipeline loaded
-    targets = check_outputs(
-        [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences)],
-        [source], stdout_format=args.stdout_format, sidecars=True,
-    )
+    options = [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences)]
+    checked = check_outputs(options, [source], stdout_format=args.stdout_format, sidecars=True)
+    by_option = {t.option: t for t in checked}
+    targets = {role: by_option.get(opt) for role, (opt, _) in zip(("segments", "anchors", "sentences"), options)}
     cols = SegmentColumns(args.document_col, args.segment_col, args.text_col, args.domain_col)
-    table = read_segments(source, cols).drop(ROW)  # bad input fails here, before the pipeline loads
+    settings = Settings(distance=args.distance, sentence_unit="sentence", rules=get_rules(args.rules))
     by = args.summary_by or args.domain_col
-    if by not in table.columns:
-        raise DDPUsageError(
-            f"--summary-by {by}: no such column in {source}; available columns: {', '.join(table.columns)}",
-            code="D137",
+    progress = "none" if args.quiet else args.progress
+    if progress == "auto":
+        progress = "bar" if sys.stderr.isatty() else "none"
+    argv = [a for a in sys.argv[1:] if a != "--resume"]
+    hint = "rerun with --resume: ddp " + " ".join(shlex.quote(a) for a in argv) + " --resume"
+    try:
+        report = profile_to_files(
+            source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
+            batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
+            summary_by=by, source_name=str(source), resume_hint=hint,
         )
-    result = profile_anchors(
-        table,
-        document=args.document_col,
-        segment=args.segment_col,
-        text=args.text_col,
-        domain=args.domain_col,
-        distance=args.distance,
-        pipeline=args.pipeline,
-        rules=args.rules,
-        n_process=args.n_process,
-        batch_size=args.batch_size,
-        progress=not args.quiet and sys.stderr.isatty(),
-        source_name=str(source),
-    )
-    tables = [result.segments]
-    if args.anchors:
-        tables.append(result.anchors)
-    if args.sentences:
-        tables.append(result.sentences)
-    signature = dict(result.signature, input=str(source))
-    sig_json = json.dumps(signature, sort_keys=True)
-    files = [(df, t.path) for df, t in zip(tables, targets) if t.path is not None]
-    write_tables_atomic(files, metadata={SIGNATURE_KEY: sig_json},
-                        sidecar=json.dumps(signature, sort_keys=True, indent=2))
-    to_stdout = [(df, t) for df, t in zip(tables, targets) if t.path is None]
-    for df, t in to_stdout:
-        if not _write_stdout(lambda fh, df=df, t=t: write_text_table(df, t.format, fh)):
-            return 0
-    names = [str(t.path) if t.path is not None else "<stdout>" for t in targets]
-    summary = result.summary(by=by)
+    except RunInterrupted as exc:
+        print(f"ddp profile: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    for note in report.notes:
+        if not note.startswith("resuming"):
+            print(f"ddp profile: note: {note}", file=sys.stderr)
+    signature = report.signature
+    names = [str(t.path) if t.path is not None else "<stdout>" for t in targets.values() if t is not None]
+    summary = summarize(report.summary_frame, by=by, document=cols.document)
     if args.format == "json":
         text = json.dumps({"summary": summary.to_dicts(), "summary_by": by, "outputs": names,
                            "signature": signature}, indent=2)
     else:
         text = (_format_summary(summary, by) +
                 f"\n\nwrote {', '.join(names)}  "
-                f"({result.segments.height} segments, {result.anchors.height} anchors; distance={signature['distance']}, "
+                f"({report.n_segments} segments, {report.n_anchors} anchors; distance={signature['distance']}, "
                 f"pipeline {signature['pipeline_name']} {signature['pipeline_version']}, rules {signature['rules']})")
-    if to_stdout:  # the table owns stdout: the summary goes to stderr
+    if targets["segments"] is not None and targets["segments"].stdout:  # the table owns stdout
         print(text, file=sys.stderr)
     else:
         _write_stdout(lambda fh: fh.write((text + "\n").encode()))

@@ -34,6 +34,9 @@ def _watch_parent(parent: int, interval: float = 0.5) -> None:  # pragma: no cov
 
 
 def _worker_init(name: str | None, parent: int) -> None:  # pragma: no cover - runs in workers
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     X._worker_init(name)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,10 +50,16 @@ def read_text_folder(folder: Path, cols: SegmentColumns) -> pl.DataFrame:
     """One row per blank-line-separated segment of every ``*.txt`` file in ``folder``."""
     import polars as pl
 
+    return pl.concat(list(iter_text_folder(folder, cols)))
+
+
+def iter_text_folder(folder: Path, cols: SegmentColumns) -> Iterator[pl.DataFrame]:
+    """:func:`read_text_folder` one document (file) at a time, in file-name order."""
+    import polars as pl
+
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".txt")
     if not files:
         raise DDPDataError(f"{folder}: no .txt documents found in this folder", code="D120")
-    docs, segs, texts = [], [], []
     for path in files:
         try:
             raw = path.read_bytes()
@@ -63,20 +70,20 @@ def read_text_folder(folder: Path, cols: SegmentColumns) -> pl.DataFrame:
         parts = [p for p in parts if p.strip()]
         if not parts:
             raise DDPDataError(f"{path}: the document is empty; remove it or add text", code="D121")
-        docs.extend([path.stem] * len(parts))
-        segs.extend(range(len(parts)))
-        texts.extend(parts)
-    return pl.DataFrame(
-        {cols.document: docs, cols.segment: segs, cols.text: texts},
-        schema={cols.document: pl.String, cols.segment: pl.Int64, cols.text: pl.String},
-    )
+        yield pl.DataFrame(
+            {cols.document: [path.stem] * len(parts), cols.segment: list(range(len(parts))), cols.text: parts},
+            schema={cols.document: pl.String, cols.segment: pl.Int64, cols.text: pl.String},
+        )
 
 
-def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, require_domain: bool = False) -> pl.DataFrame:
+def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, require_domain: bool = False,
+                  name: str | None = None, row_offset: int = 0) -> pl.DataFrame:
     """Read and validate a segment table; see the module docstring.
 
-    Rows are returned in input order with ``__row`` (0-based). ``domain`` is added as a
-    null string column when absent (unless ``require_domain``).
+    Rows are returned in input order with ``__row`` (0-based, plus ``row_offset`` when
+    ``source`` is one chunk of a larger input: messages then name rows of the whole input).
+    ``name`` names an in-memory table in messages. ``domain`` is added as a null string
+    column when absent (unless ``require_domain``).
 
     Raises
     ------
@@ -86,7 +93,8 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     """
     import polars as pl
 
-    name = source if isinstance(source, (str, os.PathLike)) else "<table>"
+    if name is None:
+        name = source if isinstance(source, (str, os.PathLike)) else "<table>"
     if isinstance(source, (str, os.PathLike)):
         _check_path(Path(source))
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
@@ -99,10 +107,10 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
         raise DDPDataError(f"{name}: the table has no rows", code="D106")
     required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
     require_columns(df, required, name, flags=cols.flags())
-    df = _check_id_types(df, cols, name)
+    df = _check_id_types(df, cols, name, row_offset)
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
-    df = df.with_row_index(ROW)
+    df = df.with_row_index(ROW, offset=row_offset)
 
     text = df[cols.text]
     if text.dtype != pl.String:
@@ -159,7 +167,7 @@ def _check_path(path: Path) -> None:
 _INT64_MAX = 2**63 - 1
 
 
-def _check_id_types(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> pl.DataFrame:
+def _check_id_types(df: pl.DataFrame, cols: SegmentColumns, name: Any, row_offset: int = 0) -> pl.DataFrame:
     """Ids must be integers within 64 bits, or text: nested/binary ids (D108) and integers beyond
     the 64-bit range (D107) are refused naming the column, the row and the value."""
     import polars as pl
@@ -171,7 +179,7 @@ def _check_id_types(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> pl.Dat
                 f"{name}, column '{col}': ids must be integers or text, found type {dtype}; "
                 f"choose the id column with {flag} or convert it", code="D108")
         if dtype in (pl.Int128, pl.UInt64) or str(dtype) == "UInt128":
-            over = df.with_row_index("__r").filter((pl.col(col) > _INT64_MAX) | (pl.col(col) < -_INT64_MAX - 1))
+            over = df.with_row_index("__r", offset=row_offset).filter((pl.col(col) > _INT64_MAX) | (pl.col(col) < -_INT64_MAX - 1))
             if over.height:
                 raise DDPDataError(
                     f"{name}, row {int(over['__r'][0]) + 1}, column '{col}': "

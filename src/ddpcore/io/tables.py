@@ -67,12 +67,13 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def decode_utf8(data: bytes, path: Path | str) -> str:
-    """Decode UTF-8 (BOM tolerated) or raise naming the line and column of the first bad byte."""
+def decode_utf8(data: bytes, path: Path | str, first_line: int = 1) -> str:
+    """Decode UTF-8 (BOM tolerated) or raise naming the line and column of the first bad byte
+    (``first_line``: the file line of ``data``'s first line, for a block of a larger file)."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + first_line
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise DDPDataError(
             f"{path}: line {line}, byte column {col}: invalid UTF-8 byte 0x{data[exc.start]:02x}; "
@@ -149,9 +150,17 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
         except Exception as exc:
             raise DDPDataError(_type_conflict(path, obj, list(range(1, len(obj) + 1)), "array element") or
                                f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
+    return _parse_jsonl_text(text, path)
+
+
+def _parse_jsonl_text(text: str, path: Path, first_line: int = 1) -> pl.DataFrame:
+    """Parse JSON Lines ``text`` (one object per line; blank lines skipped); messages name
+    line numbers of the file (``first_line`` = the file line of ``text``'s first line)."""
+    import polars as pl
+
     rows: list[dict[str, Any]] = []
     linenos: list[int] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), first_line):
         if not line.strip():
             continue
         try:
@@ -204,6 +213,103 @@ def _max_depth() -> int:
     import sys
 
     return sys.getrecursionlimit()
+
+
+#: bytes of JSON Lines read per chunk by :func:`iter_jsonl_chunks`
+JSONL_CHUNK_BYTES = 16 << 20
+
+
+def _open_binary(path: Path) -> Any:
+    try:
+        return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
+    except FileNotFoundError:
+        raise DDPDataError(f"{path}: file not found; check the path", code="D102") from None
+    except IsADirectoryError:
+        raise DDPDataError(f"{path}: is a folder, expected a table file", code="D102") from None
+    except OSError as exc:
+        raise DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D102") from None
+
+
+def _read_block(fh: Any, path: Path, size: int) -> bytes:
+    try:
+        return fh.read(size)
+    except EOFError:
+        raise DDPDataError(
+            f"{path}: the gzip file is truncated (incomplete download or copy?); recreate or re-download it",
+            code="D103",
+        ) from None
+    except (OSError, zlib.error) as exc:
+        raise DDPDataError(f"{path}: not a valid gzip file ({exc}); recreate it with gzip", code="D103") from None
+
+
+def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
+                      chunk_bytes: int | None = None) -> Iterator[tuple[pl.DataFrame, None]]:
+    """Read a JSON Lines file (``.gz`` allowed) in blocks of whole lines, without holding the
+    file in memory; yields ``(frame, None)`` per block (the ``None`` fits
+    :func:`ddpcore.ddp.sources.iter_input_chunks`). Each block is parsed by polars; a block
+    polars refuses is parsed again line by line to name the bad line (as :func:`read_table` does).
+    ``chunk_rows`` is accepted for symmetry and ignored: blocks are ``chunk_bytes`` large.
+    """
+    import polars as pl
+
+    size = chunk_bytes or JSONL_CHUNK_BYTES
+    line = 1
+    carry = b""
+    seen_rows = False
+    with _open_binary(path) as fh:
+        while True:
+            block = _read_block(fh, path, size)
+            data = carry + block
+            if not block:
+                carry = b""
+            else:
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    carry = data
+                    continue
+                data, carry = data[:cut + 1], data[cut + 1:]
+            if line == 1 and data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            if data.strip():
+                try:
+                    df = pl.read_ndjson(data, infer_schema_length=None)
+                    if any(dt.is_nested() or dt in (pl.Int128, pl.UInt64) for dt in df.schema.values()):
+                        raise ValueError("nested or wide values: parse line by line")
+                except Exception:
+                    df = _parse_jsonl_text(decode_utf8(data, path, line), path, line)
+                if df.height:
+                    seen_rows = True
+                    yield df, None
+            line += data.count(b"\n")
+            if not block:
+                break
+    if not seen_rows:
+        raise DDPDataError(f"{path}: the file is empty", code="D106")
+
+
+def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000) -> Iterator[tuple[pl.DataFrame, None]]:
+    """Read a CSV/TSV file (``.gz`` allowed) in chunks of ``chunk_rows`` rows with the column
+    types :func:`read_table` infers (first 10,000 rows); on a parse error the whole-file
+    reader is run to name the problem as it does."""
+    import polars as pl
+
+    sep = "," if fmt == "csv" else "\t"
+    with _open_binary(path) as fh:  # existence, permissions, gzip and UTF-8 of the first block
+        head = _read_block(fh, path, 1 << 16)
+    decode_utf8(head[: head.rfind(b"\n") + 1] if b"\n" in head else head, path)
+    if not head.strip():
+        raise DDPDataError(f"{path}: the file is empty", code="D106")
+    try:
+        lf = pl.scan_csv(path, separator=sep, infer_schema_length=10000,
+                         quote_char='"' if fmt == "csv" else None)
+        for df in lf.collect_batches(chunk_size=chunk_rows):
+            yield df, None
+    except DDPDataError:
+        raise
+    except Exception as exc:
+        read_table(path)  # raises the precise message where it can
+        raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
+
 
 
 def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, flags: dict[str, str] | None = None) -> None:

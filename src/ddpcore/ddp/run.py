@@ -1,0 +1,600 @@
+"""Corpus-scale profiling to files: bounded memory, a journal, resume, clean interruption.
+
+:func:`profile_to_files` is what ``ddp profile`` runs. It keeps a *work folder* beside the
+segment output (``.<output>.ddp-work/``)::
+
+    journal.json          settings, input fingerprint, pipeline info (what --resume checks)
+    staged/               the input as Parquet chunks (not for a Parquet input: read in place)
+    ids.parquet           the id index (one small row per segment)
+    parts/NNNNNN.*.parquet  the three tables of each finished batch, then NNNNNN.done
+
+Memory holds the id index, one batch and one assembly range at a time, never the whole
+input's texts or token arrays. When every batch is done the outputs are assembled from the
+parts (segments in input order, anchors and sentences in document order), written to
+temporary files and renamed together, and the work folder is removed. After a crash or
+SIGKILL the same command with ``--resume`` picks up after the last finished batch and
+writes the same outputs as an uninterrupted run.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import __version__
+from .. import schema as S
+from ..errors import DDPError, DDPUsageError
+from ..io.segments import ROW, SegmentColumns
+from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
+from .parse import Parser
+from .sources import StagedInput, input_fingerprint, stage_input, write_json_atomic
+from .stages import Batch
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..io.outputs import OutputTarget
+
+JOURNAL_VERSION = 1
+#: rows of the segment output assembled at a time
+ASSEMBLE_ROWS = 100_000
+#: below this many characters of text ``-j auto`` uses one process (see docs: worker start-up
+#: and model loading cost about as much as parsing this much text on one core)
+AUTO_MIN_CHARS = 300_000
+ROLES = ("segments", "anchors", "sentences")
+
+
+class RunInterrupted(BaseException):
+    """SIGINT/SIGTERM stopped a run; ``exit_code`` is 130 or 143; ``message`` says how to resume."""
+
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_code = 128 + signum
+        self.message = message
+
+
+@dataclass
+class RunReport:
+    """What :func:`profile_to_files` did: ``signature`` (as written into the outputs),
+    ``summary_frame`` (document, summary column and DDP of every segment), counts, and
+    ``resumed_batches`` (batches taken from an interrupted run's journal)."""
+
+    signature: dict[str, Any]
+    summary_frame: pl.DataFrame
+    n_segments: int
+    n_anchors: int
+    n_batches: int
+    resumed_batches: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (CPU affinity where the OS has it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_n_process(n_process: int | str, total_chars: int) -> int:
+    """``"auto"``: every available core when the input has at least :data:`AUTO_MIN_CHARS`
+    characters, else 1; an integer is taken as given (≥ 1)."""
+    if n_process == "auto":
+        cores = available_cores()
+        return cores if (cores > 1 and total_chars >= AUTO_MIN_CHARS) else 1
+    n = int(n_process)
+    if n < 1:
+        raise DDPUsageError("-j/--n-process must be 'auto' or at least 1", code="D207")
+    return n
+
+
+def work_dir_for(target: Path) -> Path:
+    """The work folder of a run whose segment output is ``target``."""
+    return target.parent / f".{target.name}.ddp-work"
+
+
+def _journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | None, batch_chars: int,
+                      fingerprint: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ddpcore": __version__,
+        "pipeline": pipeline or "default",
+        "distance": settings.distance,
+        "rules": settings.rules.name,
+        "sentence_unit": settings.sentence_unit,
+        "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
+        "batch_chars": batch_chars,
+        "input": fingerprint,
+        **extra,
+    }
+
+
+_FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", "sentence_unit": "sentence unit",
+         "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
+         "ddpcore": "the ddpcore version", "shard": "--shard"}
+
+
+def _compare_journal(old: dict[str, Any], new: dict[str, Any], journal: Path) -> None:
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            what = _FLAG.get(key, key)
+            if key == "input":
+                detail = "the input changed (size, modification time or path) since the interrupted run"
+            else:
+                detail = f"the interrupted run used {old.get(key)!r}, this one {new.get(key)!r}"
+            raise DDPUsageError(
+                f"--resume: {what} differs from the interrupted run's journal {journal} ({detail}); rerun with the "
+                "same settings to resume, or without --resume to start over", code="D170")
+
+
+def _plan(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int) -> pl.DataFrame:
+    """Order the id index (documents by first appearance, segments by id) and number batches."""
+    import polars as pl
+
+    from .sources import CHARS
+
+    ordered = order_segments(ids, cols)
+    batch = document_batches(ordered[DOC].to_numpy().astype(np.int64), ordered[CHARS].to_numpy(), batch_chars)
+    return ordered.with_columns(pl.Series("__batch", batch))
+
+
+def _batch_frames(staged: StagedInput, plan: pl.DataFrame, todo: Sequence[int]) -> Iterator[Batch]:
+    """The batches ``todo`` of the ordered ``plan`` (batches are contiguous in plan order)."""
+    import polars as pl
+
+    cols = staged.cols
+    batch_of = plan["__batch"].to_numpy()
+    bounds = np.searchsorted(batch_of, np.arange(int(batch_of[-1]) + 2))
+    for k in todo:
+        sel = plan.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
+        rows = np.sort(sel[ROW].to_numpy().astype(np.int64))
+        frame = staged.read_rows(rows)
+        keyed = (
+            frame.with_columns(pl.col(ROW).cast(pl.UInt32))
+            .join(sel.select(pl.col(ROW).cast(pl.UInt32), DOC, SEGKEY), on=ROW, how="left")
+            .sort([DOC, SEGKEY, ROW])
+        )
+        first = int(keyed[DOC][0])
+        yield Batch(keyed.with_columns((pl.col(DOC) - first).alias(DOC)).drop(SEGKEY), cols)
+
+
+def _write_part(path: Path, df: pl.DataFrame) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    df.write_parquet(tmp, row_group_size=20_000)
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------------ sinks
+
+
+class _Sink:
+    """Writes one output table piece by piece (Parquet row groups, or appended text)."""
+
+    def __init__(self, fh_or_path: Any, fmt: str, *, gzip_: bool, metadata: dict[str, str]) -> None:
+        import gzip
+
+        self.fmt = fmt
+        self.metadata = metadata
+        self._writer: Any = None
+        self._schema: Any = None
+        self._rows = 0
+        self._path = fh_or_path if isinstance(fh_or_path, Path) else None
+        if fmt == "parquet":
+            self._fh = None
+        elif self._path is not None:
+            self._fh = gzip.open(self._path, "wb") if gzip_ else open(self._path, "wb")
+        else:
+            self._fh = fh_or_path
+        if fmt == "json" and self._fh is not None:
+            self._fh.write(b"[")
+
+    def write(self, df: pl.DataFrame) -> None:
+        if self._schema is None:
+            self._schema = df.schema
+        elif df.schema != self._schema:
+            df = df.cast(self._schema)  # type: ignore[arg-type]
+        if self.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            table = df.to_arrow()
+            if self._writer is None:
+                meta = {**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in self.metadata.items()}}
+                self._writer = pq.ParquetWriter(self._path, table.schema.with_metadata(meta))
+            self._writer.write_table(table.replace_schema_metadata(self._writer.schema.metadata))
+        elif self.fmt in ("csv", "tsv"):
+            df.write_csv(self._fh, separator="," if self.fmt == "csv" else "\t", include_header=self._rows == 0)
+        elif self.fmt == "jsonl":
+            df.write_ndjson(self._fh)
+        else:
+            if df.height:
+                body = df.write_json().strip()
+                body = body[1:-1] if body.startswith("[") else body
+                if body:
+                    self._fh.write((("," if self._rows else "") + body).encode())
+        self._rows += df.height
+
+    def close(self, empty_schema: Any = None) -> None:
+        if self.fmt == "parquet":
+            if self._writer is None and empty_schema is not None:
+                import polars as pl
+
+                self.write(pl.DataFrame(schema=empty_schema))
+            if self._writer is not None:
+                self._writer.close()
+            return
+        if self.fmt in ("csv", "tsv") and self._rows == 0 and empty_schema is not None:
+            import polars as pl
+
+            pl.DataFrame(schema=empty_schema).write_csv(self._fh, separator="," if self.fmt == "csv" else "\t")
+        if self.fmt == "json":
+            self._fh.write(b"]\n")
+        if self._path is not None:
+            self._fh.close()
+        else:
+            self._fh.flush()
+
+
+# ------------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Progress on stderr: ``bar`` (tqdm: segments/s, words/s, ETA), ``plain`` (one line every
+    ``interval`` seconds, for logs and CI) or ``none``."""
+
+    def __init__(self, mode: str, total_segments: int, *, done_segments: int = 0, interval: float = 5.0) -> None:
+        self.mode = mode
+        self.total = total_segments
+        self.done = float(done_segments)
+        self.words = 0
+        self.start = time.monotonic()
+        self.start_done = done_segments
+        self.interval = interval
+        self._last = 0.0
+        self._bar: Any = None
+        if mode == "bar":
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total_segments, initial=done_segments, unit="seg", desc="profile",
+                             dynamic_ncols=True, mininterval=0.5, leave=False)
+
+    def advance(self, segments: float) -> None:
+        self.done += segments
+        if self._bar is not None:
+            self._bar.update(segments)
+        elif self.mode == "plain":
+            now = time.monotonic()
+            if now - self._last >= self.interval:
+                self._last = now
+                print(self.line(), file=sys.stderr, flush=True)
+
+    def add_words(self, n: int) -> None:
+        self.words += n
+        if self._bar is not None:
+            el = max(time.monotonic() - self.start, 1e-9)
+            self._bar.set_postfix_str(f"{self.words / el:,.0f} words/s", refresh=False)
+
+    def line(self) -> str:
+        el = max(time.monotonic() - self.start, 1e-9)
+        rate = (self.done - self.start_done) / el
+        left = max(self.total - self.done, 0.0)
+        eta = time.strftime("%H:%M:%S", time.gmtime(left / rate)) if rate > 0 else "?"
+        pct = 100.0 * self.done / max(self.total, 1)
+        return (f"profile: {int(self.done):,}/{self.total:,} segments ({pct:.1f} %), {rate:,.0f} segments/s, "
+                f"{self.words / el:,.0f} words/s, ETA {eta}")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        elif self.mode == "plain":
+            print(self.line(), file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------ signals
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM (and SIGINT) raise :class:`_Stop` in the main thread while the run is on."""
+    if threading_main() is False:
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Stop(signum)
+
+    for s in old:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+class _Stop(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def profile_to_files(
+    source: Any,
+    targets: dict[str, OutputTarget],
+    *,
+    cols: SegmentColumns,
+    settings: Settings,
+    pipeline: str | None = None,
+    n_process: int | str = "auto",
+    batch_size: int = 256,
+    batch_chars: int = BATCH_CHARS,
+    resume: bool = False,
+    progress: str = "none",
+    summary_by: str | None = None,
+    source_name: str | None = None,
+    parse_wrapper: Callable[[Parser], Callable[..., Any]] | None = None,
+    signature_extra: dict[str, Any] | None = None,
+    resume_hint: str = "rerun the same command with --resume",
+) -> RunReport:
+    """Profile ``source`` into the output ``targets`` (roles ``segments``, ``anchors``,
+    ``sentences``; checked with :func:`ddpcore.io.outputs.check_outputs`) in bounded memory.
+
+    ``n_process``: ``"auto"`` or a number of parse processes. ``resume``: continue an
+    interrupted run of the same settings (refused, D170, if they differ). ``progress``:
+    ``bar|plain|none``. ``parse_wrapper(parser)`` returns the parse function to use (the
+    parse cache). Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
+    workers and removing temporary files (the journal stays for ``--resume``).
+    """
+    import polars as pl
+
+    from ..io.tables import atomic_path
+
+    name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    seg_target = targets["segments"]
+    notes: list[str] = []
+    tmp_root: str | None = None
+    if seg_target.path is not None:
+        work = work_dir_for(Path(seg_target.path))
+    else:
+        tmp_root = tempfile.mkdtemp(prefix="ddp-work-")
+        work = Path(tmp_root)
+        if resume:
+            raise DDPUsageError("--resume needs the segment table written to a file (-o PATH), not to stdout",
+                                code="D171")
+    fingerprint = input_fingerprint(source)
+    jsettings = _journal_settings(settings, cols, pipeline, batch_chars, fingerprint, signature_extra or {})
+    journal_path = work / "journal.json"
+    journal: dict[str, Any] = {}
+    if work.exists() and tmp_root is None:
+        if resume and journal_path.exists():
+            journal = json.loads(journal_path.read_text(encoding="utf-8"))
+            _compare_journal(journal.get("settings", {}), jsettings, journal_path)
+        else:
+            if not resume:
+                notes.append(f"removed the work folder of an earlier interrupted run ({work}); "
+                             "use --resume to continue such a run")
+            shutil.rmtree(work, ignore_errors=True)
+    elif resume:
+        notes.append("--resume: no interrupted run of this output found; starting from the beginning")
+    work.mkdir(parents=True, exist_ok=True)
+    parts = work / "parts"
+    parts.mkdir(exist_ok=True)
+    journal.setdefault("version", JOURNAL_VERSION)
+    journal["settings"] = jsettings
+
+    stop: _Stop | None = None
+    parser: Parser | None = None
+    report_progress: Progress | None = None
+    try:
+        with _signals_raise():
+            # ---- stage the input (or reload the staged input of the interrupted run)
+            staged = _load_staged(journal, work, cols, name)
+            if staged is None:
+                staged = stage_input(source, cols, work, name=name)
+                ids_path = work / "ids.parquet"
+                staged.ids.write_parquet(ids_path)
+                pl.DataFrame(schema=staged.schema).write_parquet(work / "schema.parquet")
+                journal["staged"] = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in staged.chunks]}
+                write_json_atomic(journal_path, journal)
+            if summary_by is not None and summary_by not in staged.schema:
+                raise DDPUsageError(
+                    f"--summary-by {summary_by}: no such column in {name}; available columns: "
+                    f"{', '.join(staged.schema)}", code="D137")
+            plan = _plan(staged.ids, cols, batch_chars)
+            n_batches = int(plan["__batch"].max()) + 1
+            done = sorted(int(p.name.split(".")[0]) for p in parts.glob("*.done"))
+            done_set = set(done)
+            todo = [k for k in range(n_batches) if k not in done_set]
+            from .sources import CHARS
+
+            n_proc = resolve_n_process(n_process, int(staged.ids[CHARS].sum()))
+            seg_per_batch = plan.group_by("__batch").len().sort("__batch")["len"].to_numpy()
+            done_segments = int(seg_per_batch[done].sum()) if done else 0
+            if done:
+                notes.append(f"resuming: {len(done)} of {n_batches} batches ({done_segments:,} of {plan.height:,} "
+                             "segments) were finished by the interrupted run")
+                for note in notes[-1:]:
+                    print(f"ddp profile: {note}", file=sys.stderr, flush=True)
+            report_progress = Progress(progress, plan.height, done_segments=done_segments)
+            parser = Parser(pipeline, n_process=n_proc, batch_size=batch_size)
+            parse_fn = parse_wrapper(parser) if parse_wrapper is not None else None
+            prog = report_progress
+            batch_units = dict(zip(*np.unique(plan["__batch"].to_numpy(), return_counts=True)))
+            units_per_batch = plan.group_by("__batch").agg(pl.col("__units").sum()).sort("__batch")["__units"].to_numpy()
+            current = {"k": 0}
+
+            def tick(n_units: int) -> None:
+                k = current["k"]
+                prog.advance(n_units * batch_units[k] / max(int(units_per_batch[k]), 1))
+
+            batches = _batch_frames(staged, plan, todo)
+            results = iter_profile(batches, parser, settings, source_name=name, progress=tick, parse=parse_fn)
+            for k in todo:
+                current["k"] = k
+                res = next(results)
+                for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
+                    _write_part(parts / f"{k:06d}.{role}.parquet", df)
+                rows = res.segments[ROW]
+                marker = {"segments": res.segments.height, "anchors": res.anchors.height,
+                          "min_row": int(rows.min()), "max_row": int(rows.max()),
+                          "words": int(res.segments[S.N_TOKENS].sum())}
+                if "pipeline_info" not in journal:
+                    journal["pipeline_info"] = parser.info()
+                    write_json_atomic(journal_path, journal)
+                write_json_atomic(parts / f"{k:06d}.done", marker)
+                prog.add_words(marker["words"])
+            info = journal.get("pipeline_info") or parser.info()
+            if "pipeline_info" not in journal:
+                journal["pipeline_info"] = info
+                write_json_atomic(journal_path, journal)
+            parser.close()
+            parser = None
+            report_progress.close()
+            report_progress = None
+
+            # ---- assemble the outputs from the parts
+            signature = {
+                "ddpcore": __version__,
+                **info,
+                "distance": settings.distance,
+                "rules": settings.rules.name,
+                "rules_description": settings.rules.description,
+                "sentence_unit": settings.sentence_unit,
+                "columns": jsettings["columns"],
+                "input": name,
+                "batches": n_batches,
+                "n_process": n_proc,
+                **(signature_extra or {}),
+            }
+            summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, summary_by, cols,
+                                           atomic_path)
+    except _Stop as exc:
+        stop = exc
+    except DDPError:
+        # bad data or options: nothing to resume; leave no work folder behind
+        if tmp_root is None:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+    finally:
+        if parser is not None:
+            _kill(parser)
+        if report_progress is not None:
+            report_progress.close()
+        if tmp_root is not None:
+            shutil.rmtree(tmp_root, ignore_errors=True)
+    if stop is not None:
+        n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
+        what = "SIGTERM" if stop.signum == signal.SIGTERM else "interrupted (SIGINT)"
+        if tmp_root is not None:
+            msg = f"{what}: stopped; nothing was written (output to stdout cannot be resumed)"
+        else:
+            msg = (f"{what}: stopped after {n_done} finished batch(es); no output was written. To continue, "
+                   f"{resume_hint}")
+        raise RunInterrupted(stop.signum, msg)
+    if tmp_root is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return RunReport(signature=signature, summary_frame=summary, n_segments=plan.height, n_anchors=n_anchors,
+                     n_batches=n_batches, resumed_batches=len(done), notes=notes)
+
+
+def _kill(parser: Parser) -> None:
+    """Stop worker processes now (terminate, not wait)."""
+    pool = parser._pool
+    procs = list(getattr(pool, "_processes", {}).values()) if pool is not None else []
+    parser.close()
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    deadline = time.monotonic() + 2.0
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+
+
+def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name: str) -> StagedInput | None:
+    import polars as pl
+
+    from .sources import Chunk
+
+    st = journal.get("staged")
+    ids_path = work / "ids.parquet"
+    if not st or not ids_path.exists():
+        return None
+    ids = pl.read_parquet(ids_path)
+    schema = dict(pl.read_parquet_schema(work / "schema.parquet"))
+    chunks = [Chunk(p, a, b, g) for p, a, b, g in st["chunks"]]
+    return StagedInput(chunks, ids, cols, schema, name)
+
+
+def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], signature: dict[str, Any],
+              n_rows: int, summary_by: str | None, cols: SegmentColumns, atomic_path: Any
+              ) -> tuple[pl.DataFrame, int]:
+    """Write the outputs from the parts; return the summary frame and the anchor count."""
+    import polars as pl
+
+    sig_json = json.dumps(signature, sort_keys=True)
+    meta = {"ddpcore.signature": sig_json}
+    markers = [json.loads((parts / f"{k:06d}.done").read_text()) for k in range(n_batches)]
+    n_anchors = sum(m["anchors"] for m in markers)
+    keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, S.DDP]) if c]
+    summary_parts: list[pl.DataFrame] = []
+    with contextlib.ExitStack() as stack:
+        for role in ROLES:
+            target = targets.get(role)
+            if target is None and role != "segments":
+                continue
+            files = [parts / f"{k:06d}.{role}.parquet" for k in range(n_batches)]
+            if target is not None and target.path is not None:
+                tmp = stack.enter_context(atomic_path(target.path))
+                sink = _Sink(tmp, target.format, gzip_=target.gzip, metadata=meta)
+            elif target is not None:
+                sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
+            else:
+                sink = None
+            schema = pl.read_parquet_schema(files[0]) if files else None
+            if role == "segments":
+                for lo in range(0, n_rows, ASSEMBLE_ROWS):
+                    hi = lo + ASSEMBLE_ROWS
+                    use = [f for f, m in zip(files, markers) if m["min_row"] < hi and m["max_row"] >= lo]
+                    piece = (pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect()
+                             .sort(ROW).drop(ROW))
+                    summary_parts.append(piece.select([c for c in keep if c in piece.columns]))
+                    if sink is not None:
+                        sink.write(piece)
+                empty = {k: v for k, v in (schema or {}).items() if k != ROW}
+            else:
+                for f in files:
+                    if sink is not None:
+                        sink.write(pl.read_parquet(f))
+                empty = schema
+            if sink is not None:
+                sink.close(empty_schema=empty)
+            if target is not None and target.sidecar is not None:
+                side = stack.enter_context(atomic_path(target.sidecar))
+                side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return pl.concat(summary_parts) if summary_parts else pl.DataFrame(), n_anchors

@@ -1,0 +1,289 @@
+"""Streaming input for corpus-scale runs: the input as chunks, an id index, batches of rows.
+
+A corpus run never holds the whole input's texts in memory. :func:`stage_input` reads the
+input once, chunk by chunk (Parquet row groups; JSONL/CSV/TSV in chunks of lines; a folder
+of ``.txt`` documents file by file), validates every chunk exactly as
+:func:`ddpcore.io.segments.read_segments` validates a whole table, and keeps:
+
+- the chunks themselves, as Parquet files in the run's work folder (a Parquet input is
+  read in place: its row groups are the chunks);
+- an **id index**: one small row per segment (input row, document id, segment id, text
+  length and number of parse units), which is all that stays in memory.
+
+:meth:`StagedInput.read_rows` then reads the rows of one batch back, from the chunks that
+hold them.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import DDPDataError
+from ..io.segments import ROW, SegmentColumns, read_segments
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: rows per chunk when staging a text-format input
+CHUNK_ROWS = 20_000
+CHARS = "__chars"
+UNITS = "__units"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows ``[row_start, row_stop)`` of the input, in ``path`` (a Parquet file; for a
+    Parquet input, row group ``row_group`` of the input itself)."""
+
+    path: str
+    row_start: int
+    row_stop: int
+    row_group: int | None = None
+
+
+@dataclass
+class StagedInput:
+    """The staged input: ``chunks`` in input order, the id index ``ids`` (``ROW``, document,
+    segment, ``CHARS``, ``UNITS``), the column names and the unified schema of the chunks."""
+
+    chunks: list[Chunk]
+    ids: pl.DataFrame
+    cols: SegmentColumns
+    schema: dict[str, Any]
+    name: str
+
+    @property
+    def n_rows(self) -> int:
+        return self.ids.height
+
+    def read_rows(self, rows: np.ndarray) -> pl.DataFrame:
+        """The input rows ``rows`` (sorted ascending, 0-based) with ``ROW`` and every input column."""
+        import polars as pl
+        import pyarrow.parquet as pq
+
+        if len(rows) == 0:
+            return pl.DataFrame(schema={ROW: pl.UInt32, **self.schema})
+        lo, hi = int(rows[0]), int(rows[-1])
+        parts = []
+        starts = np.fromiter((c.row_start for c in self.chunks), dtype=np.int64, count=len(self.chunks))
+        first = int(np.searchsorted(starts, lo, side="right")) - 1
+        for c in self.chunks[max(first, 0):]:
+            if c.row_start > hi:
+                break
+            if c.row_stop <= lo:
+                continue
+            if c.row_group is not None:
+                table = pq.ParquetFile(c.path).read_row_group(c.row_group, columns=list(self.schema))
+                df = pl.from_arrow(table)
+            else:
+                df = pl.read_parquet(c.path, columns=list(self.schema))
+            assert isinstance(df, pl.DataFrame)
+            df = df.with_columns(pl.int_range(c.row_start, c.row_stop, dtype=pl.UInt32).alias(ROW))
+            want = rows[(rows >= c.row_start) & (rows < c.row_stop)]
+            if len(want) < df.height:
+                df = df.filter(pl.col(ROW).is_in(pl.Series(want.astype(np.uint32))))
+            parts.append(df.select(ROW, *[pl.col(k).cast(v) for k, v in self.schema.items()]))
+        return pl.concat(parts)
+
+
+def _unit_counts(texts: pl.Series) -> np.ndarray:
+    """Parse units (stripped non-empty lines) of each text (n,)."""
+    import polars as pl
+
+    return (
+        texts.str.split("\n").list.eval(pl.element().str.strip_chars().str.len_chars() > 0).list.sum()
+        .fill_null(0).to_numpy().astype(np.int64)
+    )
+
+
+def _index_rows(df: pl.DataFrame, cols: SegmentColumns) -> pl.DataFrame:
+    import polars as pl
+
+    return df.select(
+        ROW, cols.document, cols.segment,
+        pl.col(cols.text).str.len_chars().cast(pl.Int64).alias(CHARS),
+        pl.Series(UNITS, _unit_counts(df[cols.text])),
+    )
+
+
+def _validated(df: pl.DataFrame, cols: SegmentColumns, name: str, row_offset: int) -> pl.DataFrame:
+    """``read_segments`` validation of one chunk, with row numbers of the whole input."""
+    return read_segments(df, cols, name=name, row_offset=row_offset)
+
+
+def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK_ROWS
+                      ) -> Iterator[tuple[pl.DataFrame, int | None]]:
+    """Yield ``(frame, row_group)`` chunks of ``source`` in input order: Parquet row groups
+    (``row_group`` set), JSONL lines or CSV/TSV rows in chunks of ``chunk_rows``, ``.txt``
+    documents of a folder one file at a time; a JSON array (or an in-memory table) is one chunk."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from ..io import tables as T
+
+    if not isinstance(source, (str, os.PathLike)):
+        yield T.read_table(source), None
+        return
+    path = Path(source)
+    if path.is_dir():
+        from ..io.segments import iter_text_folder
+
+        for df in iter_text_folder(path, cols):
+            yield df, None
+        return
+    fmt = T.detect_format(path)
+    if fmt == "parquet":
+        if not path.exists():
+            raise DDPDataError(f"{path}: file not found; check the path", code="D102")
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as exc:
+            raise DDPDataError(f"{path}: not a readable Parquet file ({exc})", code="D103") from None
+        if pf.metadata.num_rows == 0 or pf.num_row_groups == 0:
+            yield T.read_table(path), None
+            return
+        for g in range(pf.num_row_groups):
+            df = pl.from_arrow(pf.read_row_group(g))
+            assert isinstance(df, pl.DataFrame)
+            yield df, g
+        return
+    if fmt == "jsonl":
+        yield from T.iter_jsonl_chunks(path, chunk_rows)
+        return
+    if fmt in ("csv", "tsv"):
+        yield from T.iter_csv_chunks(path, fmt, chunk_rows)
+        return
+    yield T.read_table(path), None
+
+
+def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name: str | None = None,
+                chunk_rows: int = CHUNK_ROWS) -> StagedInput:
+    """Read ``source`` once, validate it and build its :class:`StagedInput`.
+
+    Chunks of a non-Parquet input are written to ``workdir/staged/`` (``None``: kept in
+    memory, for in-memory tables). Errors name the input row (1-based) as a whole-table read does.
+    """
+    import polars as pl
+
+    name = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    in_place = isinstance(source, (str, os.PathLike)) and not Path(source).is_dir() and \
+        str(source).lower().endswith((".parquet", ".pq"))
+    staged = workdir / "staged" if workdir is not None else None
+    if staged is not None and not in_place:
+        staged.mkdir(parents=True, exist_ok=True)
+    chunks: list[Chunk] = []
+    ids: list[pl.DataFrame] = []
+    schemas: list[dict[str, Any]] = []
+    memory: list[pl.DataFrame] = []
+    offset = 0
+    for k, (raw, group) in enumerate(iter_input_chunks(source, cols, chunk_rows)):
+        if raw.height == 0 and offset > 0:
+            continue
+        df = _validated(raw, cols, name, offset)
+        ids.append(_index_rows(df, cols))
+        body = df.drop(ROW)
+        schemas.append(dict(body.schema))
+        if in_place:
+            chunks.append(Chunk(str(source), offset, offset + df.height, group))
+        elif staged is not None:
+            p = staged / f"{k:06d}.parquet"
+            body.write_parquet(p)
+            chunks.append(Chunk(str(p), offset, offset + df.height))
+        else:
+            memory.append(body)
+            chunks.append(Chunk("", offset, offset + df.height))
+        offset += df.height
+    if offset == 0:
+        raise DDPDataError(f"{name}: the table has no rows", code="D106")
+    schema = unify_schemas(schemas, name)
+    index = pl.concat(ids, how="vertical_relaxed")
+    _check_duplicates(index, cols, name)
+    st = StagedInput(chunks, index, cols, schema, name)
+    if memory:
+        whole = pl.concat([m.cast(schema) for m in memory])
+        return _MemoryInput(chunks, index, cols, schema, name, whole)
+    return st
+
+
+@dataclass
+class _MemoryInput(StagedInput):
+    frame: Any = None
+
+    def read_rows(self, rows: np.ndarray) -> pl.DataFrame:
+        import polars as pl
+
+        return self.frame.with_row_index(ROW)[rows].with_columns(pl.col(ROW).cast(pl.UInt32))
+
+
+def unify_schemas(schemas: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """One schema for every chunk: a column's dtype is the first non-null one; integers may
+    widen to floats; any other disagreement is a D103 data error naming the column."""
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    for s in schemas:
+        for col, dt in s.items():
+            if col not in out or out[col] == pl.Null:
+                out[col] = dt
+            elif dt == pl.Null or dt == out[col]:
+                continue
+            elif out[col].is_numeric() and dt.is_numeric():
+                out[col] = pl.Float64 if (out[col].is_float() or dt.is_float()) else pl.Int64
+            else:
+                raise DDPDataError(
+                    f"{name}, column '{col}': holds {out[col]} values in earlier rows and {dt} values later; "
+                    "give every row the same type in this column", code="D103")
+    if len({tuple(s) for s in schemas}) > 1:
+        missing = set(out) - set.intersection(*(set(s) for s in schemas))
+        if missing:
+            raise DDPDataError(f"{name}: column(s) {', '.join(sorted(missing))} are missing from some rows' chunks; "
+                               "give every row the same columns", code="D103")
+    return out
+
+
+def _check_duplicates(index: pl.DataFrame, cols: SegmentColumns, name: str) -> None:
+    import polars as pl
+
+    dup = index.filter(pl.struct(cols.document, cols.segment).is_duplicated())
+    if dup.height:
+        first = dup.sort(ROW)
+        rows = first[ROW].head(2).to_list()
+        raise DDPDataError(
+            f"{name}, rows {rows[0] + 1} and {rows[1] + 1}, columns '{cols.document}'/'{cols.segment}': "
+            f"duplicated id (document {first[cols.document][0]!r}, segment {first[cols.segment][0]!r}); "
+            "each (document, segment) pair must be unique",
+            code="D113",
+        )
+
+
+def input_fingerprint(source: Any) -> dict[str, Any]:
+    """What identifies an input file for ``--resume``: path, size and modification time
+    (and, for a folder, the same of every ``.txt`` file)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return {"path": None}
+    from ..io.segments import _check_path
+
+    p = Path(source)
+    _check_path(p)  # missing path, symlink loop: the readers' own messages
+    try:
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".txt")
+            return {"path": str(p.resolve()), "files": [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]}
+        st = p.stat()
+        return {"path": str(p.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    except OSError as exc:
+        raise DDPDataError(f"{p}: cannot read ({exc.strerror})", code="D102") from None
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, sort_keys=True, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
