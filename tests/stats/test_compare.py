@@ -367,3 +367,20 @@ def test_ar_kernels_equal_a_numpy_oracle(n_units: int, n_cols: int, n_trials: in
     plain = np.zeros(n_cols, dtype=np.int64)
     kern.ar_exceed_pcg64(*_pcg64_halves(_ar_bitgen(4)), n_trials, d, obs, plain, 1)
     assert np.array_equal(gen, expect) and np.array_equal(given, expect) and np.array_equal(plain, expect)
+
+
+def test_bit_identical_for_1_and_2_threads_in_fresh_processes() -> None:
+    # non-integer data (where summation order would show); OMP and BLAS thread counts set per process
+    code = (
+        "import numpy as np, json; from ddpcore.stats.compare import compare_arrays\n"
+        "rng = np.random.default_rng(0); s = rng.normal(size=(700, 2, 5)); c = rng.integers(1, 4, 700)\n"
+        "a = compare_arrays(s, c, n_boot=300, n_ar=150, seed=2)\n"
+        "print(json.dumps([x.tolist() for x in (a.boot_mean, a.ci_low, a.diff_ci_high, a.p_bootstrap, a.p_ar)]))\n"
+    )
+    import os
+
+    outs = []
+    for n in ("1", "2"):
+        env = dict(os.environ, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n)
+        outs.append(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+    assert outs[0] == outs[1]

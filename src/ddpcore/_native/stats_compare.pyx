@@ -12,6 +12,7 @@ Kernels
 ``ar_exceed_pcg64``   AR exceedance counts; swap masks drawn from numpy's PCG64 stream in-kernel
 ``ar_exceed_bits``    AR exceedance counts; swap masks given by the caller (packed bits)
 ``ar_exceed_chunked`` the same on column-chunked data, register-tiled (the path compare.py uses)
+``bootstrap_sums_chunked`` bootstrap column sums (multiplicity-weighted, units in order), register-tiled
 ``pcg64_words``       raw words of that PCG64 stream (tests, exports)
 
 The statistic of trial t for column k is ``|sum_u sigma[t, u] * d[u, k]|`` with
@@ -431,45 +432,143 @@ cdef extern from *:
     static inline uint64_t ddpc_mulhi64(uint64_t a, uint64_t b) {
         return (uint64_t)(((unsigned __int128)a * (unsigned __int128)b) >> 64);
     }
-    /* Multiplicities of replicate r (row `out`, n_units doubles, zeroed here): draws are raw words
-       r * n_units ... of the PCG64 stream, unit = floor(raw * n_units / 2^64) (the document
-       bootstrap generator of ddpcore.stats.bootstrap). */
-    static void ddpc_boot_counts(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, uint64_t r,
-                                 uint64_t n_units, double* out) {
-        ddpc_pcg64 g;
-        ddpc_init(&g, shi, slo, ihi, ilo);
-        ddpc_advance(&g, r * n_units);
-        memset(out, 0, sizeof(double) * (size_t)n_units);
-        for (uint64_t k = 0; k < n_units; ++k) out[ddpc_mulhi64(ddpc_next(&g), n_units)] += 1.0;
+    """
+    uint64_t ddpc_mulhi64(uint64_t a, uint64_t b) nogil
+
+
+cdef extern from *:
+    """
+    /* Bootstrap sums on chunked data: out[r, 8c + j] = sum_u mult[r][u] * dc[c][u][j], summed over the
+       units in order (so the result does not depend on threads, BLAS or the CPU: no fused multiply-add,
+       see the target list). Same tiling as the AR kernel: 64-unit blocks, the block's multiplicities
+       copied to `sg`, 4 replicates x 8 columns of sums in registers, parked between unit blocks. */
+    template <int TR>
+    static inline __attribute__((always_inline))
+    void ddpc_wsum_tiles(const double* __restrict dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
+                         const double* __restrict mult, int nr, int nr_pad, double* __restrict out,
+                         Py_ssize_t out_stride, ddpc_v4d* __restrict park, double* __restrict sg) {
+        for (Py_ssize_t q = 0; q < (Py_ssize_t)nr_pad * n_chunks * 2; ++q) park[q] = (ddpc_v4d){0.0, 0.0, 0.0, 0.0};
+        for (Py_ssize_t ub = 0; ub < n_units; ub += DDPC_UB) {
+            const int n = (int)(n_units - ub < DDPC_UB ? n_units - ub : DDPC_UB);
+            for (int i = 0; i < nr_pad; ++i)
+                for (int b = 0; b < n; ++b) sg[i * DDPC_UB + b] = (i < nr) ? mult[(Py_ssize_t)i * n_units + ub + b] : 0.0;
+            for (Py_ssize_t c = 0; c < n_chunks; ++c) {
+                const double* __restrict rows = dc + (c * n_units + ub) * 8;
+                for (int i0 = 0; i0 < nr_pad; i0 += TR) {
+                    ddpc_v4d lo[TR], hi[TR];
+                    for (int i = 0; i < TR; ++i) {
+                        lo[i] = park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2];
+                        hi[i] = park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2 + 1];
+                    }
+                    for (int b = 0; b < n; ++b) {
+                        ddpc_v4d r0, r1;
+                        memcpy(&r0, rows + b * 8, sizeof r0);
+                        memcpy(&r1, rows + b * 8 + 4, sizeof r1);
+                        for (int i = 0; i < TR; ++i) {
+                            const double md = sg[(i0 + i) * DDPC_UB + b];
+                            const ddpc_v4d mv = {md, md, md, md};
+                            lo[i] += mv * r0;
+                            hi[i] += mv * r1;
+                        }
+                    }
+                    for (int i = 0; i < TR; ++i) {
+                        park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2] = lo[i];
+                        park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2 + 1] = hi[i];
+                    }
+                }
+            }
+        }
+        for (int i = 0; i < nr; ++i)
+            for (Py_ssize_t c = 0; c < n_chunks; ++c)
+                for (int j = 0; j < 4; ++j) {
+                    out[(Py_ssize_t)i * out_stride + c * 8 + j] = park[((Py_ssize_t)i * n_chunks + c) * 2][j];
+                    out[(Py_ssize_t)i * out_stride + c * 8 + 4 + j] = park[((Py_ssize_t)i * n_chunks + c) * 2 + 1][j];
+                }
+    }
+
+    /* avx2 without fma on purpose: separate multiply and add round the same on every x86-64 CPU */
+    __attribute__((target_clones("avx2", "default")))
+    static void ddpc_wsum_tiles4(const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks, const double* mult,
+                                 int nr, int nr_pad, double* out, Py_ssize_t out_stride, ddpc_v4d* park, double* sg) {
+        ddpc_wsum_tiles<4>(dc, n_units, n_chunks, mult, nr, nr_pad, out, out_stride, park, sg);
+    }
+
+    /* replicates [r0, r0 + nr) (nr <= 32): multiplicities from the PCG64 stream (replicate r = raw words
+       r * n_units ...) or from idx (n_rep x n_units draws), then the weighted sums into out rows r0.. */
+    static int ddpc_boot_block(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, const int64_t* idx,
+                               Py_ssize_t r0, int nr, const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
+                               double* out, Py_ssize_t out_stride) {
+        const int nr_pad = (nr + 3) / 4 * 4;
+        double* mult = (double*)calloc((size_t)nr * (size_t)n_units + 1, sizeof(double));
+        ddpc_v4d* park = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 2 * (size_t)nr_pad * (size_t)n_chunks + 32);
+        double* sg = (double*)aligned_alloc(32, sizeof(double) * 32 * DDPC_UB);
+        if (!mult || !park || !sg) { free(mult); free(park); free(sg); return -1; }
+        for (int i = 0; i < nr; ++i) {
+            double* m = mult + (Py_ssize_t)i * n_units;
+            if (idx) {
+                const int64_t* row = idx + (r0 + i) * n_units;
+                for (Py_ssize_t k = 0; k < n_units; ++k) m[row[k]] += 1.0;
+            } else {
+                ddpc_pcg64 g;
+                ddpc_init(&g, shi, slo, ihi, ilo);
+                ddpc_advance(&g, (uint64_t)(r0 + i) * (uint64_t)n_units);
+                for (Py_ssize_t k = 0; k < n_units; ++k) m[ddpc_mulhi64(ddpc_next(&g), (uint64_t)n_units)] += 1.0;
+            }
+        }
+        ddpc_wsum_tiles4(dc, n_units, n_chunks, mult, nr, nr_pad, out + r0 * out_stride, out_stride, park, sg);
+        free(mult);
+        free(park);
+        free(sg);
+        return 0;
     }
     """
-    void ddpc_boot_counts(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, uint64_t r,
-                          uint64_t n_units, double* out) nogil
+    int ddpc_boot_block(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, const int64_t* idx,
+                        Py_ssize_t r0, int nr, const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
+                        double* out, Py_ssize_t out_stride) nogil
 
 
-def bootstrap_counts_pcg64(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
-                           Py_ssize_t r0, double[:, ::1] out__rep_unit, int num_threads=0):
-    """Unit multiplicities of bootstrap replicates ``r0 .. r0 + n_rep - 1`` (``out`` (n_rep, n_units)).
+def bootstrap_sums_chunked(
+    uint64_t state_hi,
+    uint64_t state_lo,
+    uint64_t inc_hi,
+    uint64_t inc_lo,
+    const double[:, :, ::1] d__chunk_unit_8,
+    double[:, ::1] out__rep_col,
+    index__rep_draw=None,
+    int num_threads=0,
+):
+    """Bootstrap column sums of chunked per-unit values: ``out[r, 8c + j] = sum_u m[r, u] * d[c, u, j]``
+    with ``m[r, u]`` the multiplicity of unit u among replicate r's ``n_units`` draws.
 
-    Replicate r draws raw words ``r * n_units ...`` of the PCG64 stream (each row jumps to its
-    offset, so rows fill in parallel); ``out[r - r0] @ values`` is then replicate r's column sums.
+    Draws: PCG64 raw words ``r * n_units ...`` mapped by ``floor(raw * n_units / 2**64)`` (the
+    generator of ``ddpcore.stats.bootstrap``), or ``index`` (int64, (n_rep, n_units), range-checked).
+    ``out`` has n_rep rows and at least ``8 * n_chunks`` columns. Replicates run in parallel in blocks
+    of 32; each sum runs over the units in order, so results do not depend on the thread count.
     """
-    cdef Py_ssize_t n_rep = out__rep_unit.shape[0], n_units = out__rep_unit.shape[1], r
+    cdef Py_ssize_t n_chunks = d__chunk_unit_8.shape[0], n_units = d__chunk_unit_8.shape[1]
+    cdef Py_ssize_t n_rep = out__rep_col.shape[0], stride = out__rep_col.shape[1]
+    cdef const int64_t[:, ::1] idx
+    cdef const int64_t* ip = NULL
+    if stride < 8 * n_chunks:
+        raise ValueError("out needs 8 * n_chunks columns")
+    if index__rep_draw is not None:
+        idx = index__rep_draw
+        if idx.shape[0] != n_rep or idx.shape[1] != n_units:
+            raise ValueError("index must have shape (n_rep, n_units)")
+        if n_rep > 0:
+            ip = &idx[0, 0]
     cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
-    if n_rep == 0 or n_units == 0:
+    cdef Py_ssize_t n_blocks = (n_rep + 31) // 32, blk, r0
+    cdef int failed = 0, this_nr
+    if n_rep == 0 or n_units == 0 or n_chunks == 0:
         return
-    cdef double* op = &out__rep_unit[0, 0]
-    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
-        ddpc_boot_counts(state_hi, state_lo, inc_hi, inc_lo, <uint64_t>(r0 + r), <uint64_t>n_units,
-                         op + r * n_units)
-
-
-def counts_from_indices(const int64_t[:, ::1] index__rep_draw, double[:, ::1] out__rep_unit):
-    """Multiplicities ``out[r, u] = #{k : index[r, k] == u}`` (entries already range-checked)."""
-    cdef Py_ssize_t n_rep = index__rep_draw.shape[0], n_draws = index__rep_draw.shape[1], r, k
-    with nogil:
-        for r in range(n_rep):
-            for k in range(out__rep_unit.shape[1]):
-                out__rep_unit[r, k] = 0.0
-            for k in range(n_draws):
-                out__rep_unit[r, index__rep_draw[r, k]] += 1.0
+    cdef const double* dp = &d__chunk_unit_8[0, 0, 0]
+    cdef double* op = &out__rep_col[0, 0]
+    for blk in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+        r0 = blk * 32
+        this_nr = <int>(n_rep - r0 if n_rep - r0 < 32 else 32)
+        if ddpc_boot_block(state_hi, state_lo, inc_hi, inc_lo, ip, r0, this_nr, dp, n_units, n_chunks, op,
+                           stride) != 0:
+            failed += 1
+    if failed:
+        raise MemoryError()

@@ -476,32 +476,31 @@ def compare_arrays(
                            n_boot=b, n_ar=t)
 
 
-#: bytes of unit multiplicities materialised at a time by the bootstrap
-_BOOT_BLOCK_BYTES = 16 << 20
+def _chunk8(values: np.ndarray) -> np.ndarray:
+    """(n_units, n_cols) -> (ceil(n_cols / 8), n_units, 8), zero-padded: the kernels' column chunks."""
+    n_units, n_cols = values.shape
+    n_chunks = (n_cols + 7) // 8
+    padded = np.zeros((n_units, n_chunks * 8), dtype=np.float64)
+    padded[:, :n_cols] = values
+    return np.ascontiguousarray(padded.reshape(n_units, n_chunks, 8).transpose(1, 0, 2))
 
 
 def _bootstrap_sums(kern: Any, flat: np.ndarray, n_boot: int, halves: tuple[int, int, int, int] | None,
                     idx: np.ndarray | None, threads: int) -> np.ndarray:
-    """(n_boot, n_cols) column sums of ``flat`` over the bootstrap replicates.
+    """(n_boot, n_cols) column sums of ``flat`` (n_units, n_cols) over the bootstrap replicates.
 
-    Replicate r's sums are ``m_r @ flat`` with ``m_r`` the multiplicity of each unit among its
-    draws: the kernel fills the multiplicities of a block of replicates (PCG64 stream generated
-    in-kernel, rows in parallel; or from ``idx``), one BLAS matrix product re-scores every system
-    and metric of the block. Blocks of ~16 MB of multiplicities bound the memory.
+    Replicate r's sums are ``sum_u m[r, u] * flat[u]`` with ``m[r, u]`` the multiplicity of unit u
+    among its draws (PCG64 stream generated in-kernel, or ``idx``): one native pass re-scores every
+    system and metric, replicates in parallel, each sum over the units in order (deterministic).
     """
     n_units, n_cols = flat.shape
-    out = np.empty((n_boot, n_cols), dtype=np.float64)
-    block = max(1, min(n_boot, _BOOT_BLOCK_BYTES // (8 * n_units)))
-    mult = np.empty((block, n_units), dtype=np.float64)
-    for r0 in range(0, n_boot, block):  # a handful of blocks, not one iteration per replicate
-        m = min(block, n_boot - r0)
-        mv = mult[:m]
-        if idx is None:
-            kern.bootstrap_counts_pcg64(*halves, r0, mv, threads)  # type: ignore[misc]
-        else:
-            kern.counts_from_indices(np.ascontiguousarray(idx[r0 : r0 + m]), mv)
-        np.matmul(mv, flat, out=out[r0 : r0 + m])
-    return out
+    chunked = _chunk8(flat)
+    out = np.empty((n_boot, chunked.shape[0] * 8), dtype=np.float64)
+    if idx is None:
+        kern.bootstrap_sums_chunked(*halves, chunked, out, None, threads)  # type: ignore[misc]
+    else:
+        kern.bootstrap_sums_chunked(0, 0, 0, 0, chunked, out, np.ascontiguousarray(idx, dtype=np.int64), threads)
+    return out[:, :n_cols]
 
 
 def _ar_counts(kern: Any, d: np.ndarray, obs_abs: np.ndarray, n_trials: int, bits: np.ndarray | None,
@@ -518,10 +517,8 @@ def _ar_counts(kern: Any, d: np.ndarray, obs_abs: np.ndarray, n_trials: int, bit
         else:
             kern.ar_exceed_bits(bits, d, obs_abs, out, threads)
         return out
-    n_chunks = (n_cols + 7) // 8
-    padded = np.zeros((n_units, n_chunks * 8), dtype=np.float64)
-    padded[:, :n_cols] = d
-    chunked = np.ascontiguousarray(padded.reshape(n_units, n_chunks, 8).transpose(1, 0, 2))
+    chunked = _chunk8(d)
+    n_chunks = chunked.shape[0]
     obs8 = np.zeros(n_chunks * 8)
     obs8[:n_cols] = obs_abs
     out8 = np.zeros(n_chunks * 8, dtype=np.int64)
