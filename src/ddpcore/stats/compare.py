@@ -624,7 +624,6 @@ def _prepare(
         vals.append(v)
     item_code, item_keys = factorize(df, keys)
     n_items = item_keys.height
-    sys_names = df[system].to_numpy()
     order = sorted(systems_present)
     order.remove(str(baseline))
     systems = [str(baseline)] + order
