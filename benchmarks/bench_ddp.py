@@ -88,6 +88,6 @@ def test_bare_nlp_pipe(benchmark, wmt25, nlp):
 
 @pytest.mark.benchmark(group="parse vs profile (bundled WMT25, 36.8 k words)")
 def test_profile_anchors(benchmark, wmt25, nlp):
-    from ddpcore.profiling import profile_anchors
+    from ddpcore.ddp.profile import profile_anchors
 
     benchmark.pedantic(profile_anchors, args=(wmt25,), kwargs={"nlp": nlp}, rounds=3, iterations=1)

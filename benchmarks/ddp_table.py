@@ -49,7 +49,7 @@ def main() -> None:
 
         from ddpcore.anchors.spacy_extract import load_pipeline
         from ddpcore.ddp.stages import split_units
-        from ddpcore.profiling import profile_anchors
+        from ddpcore.ddp.profile import profile_anchors
 
         df, words = litbank_segments(args.words)
         nlp = load_pipeline(None)

@@ -29,10 +29,10 @@ def main() -> None:
 
     import polars as pl
 
-    from ddpcore.agree import agree
+    from ddpcore.ddp.agree import agree
     from ddpcore.anchors.spacy_extract import load_pipeline
     from ddpcore.errors import DDPUsageError
-    from ddpcore.profiling import profile_anchors
+    from ddpcore.ddp.profile import profile_anchors
 
     corpora = {"WMT25 source": pl.read_ndjson(BUNDLED)}
     if NOVELS.exists():

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import ddpcore.validation as V
+import ddpcore.ddp.validate as V
 import polars as pl
 from ddpcore.io.gold import read_gold
 

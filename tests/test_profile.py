@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import ddpcore
-from ddpcore.profiling import profile_anchors
+from ddpcore.ddp.profile import profile_anchors
 
 pytestmark = pytest.mark.spacy_model
 
@@ -234,3 +234,21 @@ def test_fast_preset_has_no_parser_and_still_finds_anchors():
     r = profile_anchors(_doc(DOC_BERLIN), nlp=fast, pipeline="fast")
     assert r.segments["ddp"].to_list() == [1, 0, 3]
     assert r.signature["has_parser"] is False
+
+
+def test_old_module_paths_still_work_with_a_deprecation_warning():
+    """ddpcore.profiling / .validation / .agree moved into ddpcore.ddp (issue 8); the old paths stay one release."""
+    import importlib
+    import sys
+
+    import ddpcore.ddp.agree
+    import ddpcore.ddp.profile
+    import ddpcore.ddp.validate
+
+    for old, new, name in (("ddpcore.profiling", ddpcore.ddp.profile, "profile_anchors"),
+                           ("ddpcore.validation", ddpcore.ddp.validate, "validate"),
+                           ("ddpcore.agree", ddpcore.ddp.agree, "agree")):
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match="deprecated"):
+            mod = importlib.import_module(old)
+        assert getattr(mod, name) is getattr(new, name)

@@ -18,11 +18,11 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "profile": ("ddpcore.profiling", "profile"),
-    "profile_anchors": ("ddpcore.profiling", "profile_anchors"),
-    "ProfileResult": ("ddpcore.profiling", "ProfileResult"),
-    "explain": ("ddpcore.profiling", "explain"),
-    "summarize": ("ddpcore.profiling", "summarize"),
+    "profile": ("ddpcore.ddp.profile", "profile"),
+    "profile_anchors": ("ddpcore.ddp.profile", "profile_anchors"),
+    "ProfileResult": ("ddpcore.ddp.profile", "ProfileResult"),
+    "explain": ("ddpcore.ddp.explain", "explain"),
+    "summarize": ("ddpcore.ddp.profile", "summarize"),
 }
 
 __all__ = ["__version__", *sorted(_LAZY), "stats"]

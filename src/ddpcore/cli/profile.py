@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
     from ..io.segments import SegmentColumns
-    from ..profiling import summarize
+    from ..ddp.profile import summarize
 
     source = args.input if args.input is not None else bundled_default()
     if args.batch_chars < 1:

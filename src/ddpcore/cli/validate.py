@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from ..validation import format_validation_text, plot_validation, validate
+    from ..ddp.validate import format_validation_text, plot_validation, validate
 
     def warn(message: str) -> None:
         if not args.quiet:

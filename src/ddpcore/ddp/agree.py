@@ -1,0 +1,295 @@
+"""Agreement between two DDP runs over the same segments (paper Appendix A.3).
+
+Typical use: the same test set profiled with two extractors (spaCy pipelines, rule sets,
+distance modes), each written by ``ddp profile -o run.parquet``; :func:`agree` reports
+Pearson r, Spearman ρ, the share of identical DDP values, the share within ±``within``
+sentences, the mean shift B − A per domain, and whether the ordering of domains by mean DDP
+(and by share of zero-DDP segments) is the same under both runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import schema as S
+from ..errors import DDPDataError, DDPUsageError
+from .validate import correlation
+
+if TYPE_CHECKING:
+    import polars as pl
+
+SIGNATURE_KEY = "ddpcore.signature"
+ALL_DOMAINS = "all"
+
+
+@dataclass(frozen=True)
+class DomainShift:
+    """One domain under both runs; means in sentences, shares in [0, 1]."""
+
+    domain: str
+    n_segments: int
+    mean_a: float
+    mean_b: float
+    shift: float  # mean_b - mean_a
+    zero_share_a: float
+    zero_share_b: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AgreementResult:
+    """Output of :func:`agree`.
+
+    ``pearson``/``spearman`` are ``None`` when undefined (a constant run or < 2 segments);
+    ``share_identical``/``share_within`` are fractions of the matched segments;
+    ``ordering_a``/``ordering_b`` list domains by descending mean DDP (ties by name),
+    ``zero_ordering_*`` by ascending share of zero-DDP segments.
+    """
+
+    n_segments: int
+    pearson: float | None
+    spearman: float | None
+    share_identical: float
+    share_within: float
+    within: int
+    domains: tuple[DomainShift, ...]
+    ordering_a: tuple[str, ...]
+    ordering_b: tuple[str, ...]
+    ordering_preserved: bool
+    zero_ordering_a: tuple[str, ...]
+    zero_ordering_b: tuple[str, ...]
+    zero_ordering_preserved: bool
+    signature_a: dict[str, Any] = field(default_factory=dict)
+    signature_b: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["domains"] = [x.to_dict() for x in self.domains]
+        for k in ("ordering_a", "ordering_b", "zero_ordering_a", "zero_ordering_b"):
+            d[k] = list(d[k])
+        return d
+
+
+def _load(run: Any, label: str) -> tuple[pl.DataFrame, dict[str, Any], str]:
+    from ..io.tables import read_parquet_metadata, read_table
+
+    signature: dict[str, Any] = {}
+    name = label
+    if isinstance(run, (str, os.PathLike)):
+        name = f"{label} ({os.fspath(run)})"
+        if str(run).lower().endswith((".parquet", ".pq")) and os.path.exists(run):
+            try:
+                raw = read_parquet_metadata(run).get(SIGNATURE_KEY)
+            except Exception as exc:  # pyarrow raises several types for a non-Parquet file
+                raise DDPDataError(f"{os.fspath(run)}: not a readable Parquet file ({exc})", code="D430") from None
+            if raw:
+                try:
+                    signature = json.loads(raw)
+                except json.JSONDecodeError:
+                    signature = {"unparsed": raw}
+    return read_table(run), signature, name
+
+
+def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: str | None) -> pl.DataFrame:
+    import polars as pl
+
+    from ..io.tables import require_columns
+
+    require_columns(df, [document, segment, S.DDP], name, flags={document: "--document", segment: "--segment"})
+    out = df.select(
+        pl.col(document).cast(pl.String).alias(S.DOCUMENT_ID),
+        pl.col(segment).cast(pl.String).alias(S.SEGMENT_ID),
+        pl.col(S.DDP).cast(pl.Float64).alias(S.DDP),
+        (pl.col(domain).cast(pl.String) if domain and domain in df.columns else pl.lit(None, dtype=pl.String)).alias(S.DOMAIN),
+    )
+    bad = out.filter(pl.col(S.DDP).is_null() | pl.col(S.DDP).is_nan() | pl.col(S.DOCUMENT_ID).is_null() | pl.col(S.SEGMENT_ID).is_null())
+    if bad.height:
+        r = bad.row(0, named=True)
+        raise DDPDataError(
+            f"{name}: document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' has a missing id or DDP value; "
+            "compare complete `ddp profile` outputs",
+            code="D431",
+        )
+    dup = out.filter(pl.struct(S.DOCUMENT_ID, S.SEGMENT_ID).is_duplicated())
+    if dup.height:
+        r = dup.row(0, named=True)
+        raise DDPDataError(
+            f"{name}: document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' appears more than once; "
+            "each run must have one row per segment",
+            code="D432",
+        )
+    return out
+
+
+def _check_same_segments(a: pl.DataFrame, b: pl.DataFrame, name_a: str, name_b: str) -> None:
+    import polars as pl
+
+    keys = [S.DOCUMENT_ID, S.SEGMENT_ID]
+    for x, y, nx, ny in ((a, b, name_a, name_b), (b, a, name_b, name_a)):
+        docs_x = x.select(S.DOCUMENT_ID).unique(maintain_order=True)
+        missing_doc = docs_x.join(y.select(S.DOCUMENT_ID).unique(), on=S.DOCUMENT_ID, how="anti", maintain_order="left")
+        if missing_doc.height:
+            raise DDPDataError(
+                f"document '{missing_doc.item(0, 0)}' is in {nx} but not in {ny} ({missing_doc.height} such documents); "
+                "agreement needs two runs over the same segments",
+                code="D433",
+            )
+    for x, y, nx, ny in ((a, b, name_a, name_b), (b, a, name_b, name_a)):
+        missing = x.join(y.select(keys), on=keys, how="anti", maintain_order="left")
+        if missing.height:
+            r = missing.row(0, named=True)
+            raise DDPDataError(
+                f"document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' is in {nx} but not in {ny} "
+                f"({missing.height} such segments); agreement needs two runs over the same segments",
+                code="D433",
+            )
+    both = a.join(b, on=keys, how="inner", suffix="_b", maintain_order="left")
+    clash = both.filter(
+        pl.col(S.DOMAIN).is_not_null() & pl.col(S.DOMAIN + "_b").is_not_null() & (pl.col(S.DOMAIN) != pl.col(S.DOMAIN + "_b"))
+    )
+    if clash.height:
+        r = clash.row(0, named=True)
+        raise DDPDataError(
+            f"document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' has domain '{r[S.DOMAIN]}' in {name_a} "
+            f"but '{r[S.DOMAIN + '_b']}' in {name_b}; profile both runs from the same input",
+            code="D434",
+        )
+
+
+def agree(
+    a: Any,
+    b: Any,
+    *,
+    within: int = 5,
+    document: str | None = None,
+    segment: str | None = None,
+    domain: str | None = None,
+) -> AgreementResult:
+    """Agreement of two DDP runs over the same segments.
+
+    Parameters
+    ----------
+    a, b : path | DataFrame
+        Segment tables of the two runs (``ddp profile`` Parquet outputs or any table with
+        document id, segment id and ``ddp`` columns; ``domain`` optional). Parquet outputs of
+        ``ddp profile`` carry their signature and column names, which are used when the
+        ``document``/``segment``/``domain`` arguments are not given.
+    within : int
+        Tolerance in sentences for ``share_within`` (paper: ±5).
+
+    Raises
+    ------
+    DDPDataError
+        A document or segment present in one run only (naming the first one), duplicated
+        segments, missing DDP values, or a segment whose domain differs between runs.
+    """
+    import polars as pl
+
+    if within < 0:
+        raise DDPUsageError(f"within must be >= 0, got {within}", code="D435")
+    df_a, sig_a, name_a = _load(a, "A")
+    df_b, sig_b, name_b = _load(b, "B")
+
+    def col(sig: dict[str, Any], key: str, given: str | None, default: str) -> str:
+        return given or sig.get("columns", {}).get(key) or default
+
+    pa = _prepare(df_a, name_a, col(sig_a, "document", document, S.DOCUMENT_ID), col(sig_a, "segment", segment, S.SEGMENT_ID),
+                  col(sig_a, "domain", domain, S.DOMAIN))
+    pb = _prepare(df_b, name_b, col(sig_b, "document", document, S.DOCUMENT_ID), col(sig_b, "segment", segment, S.SEGMENT_ID),
+                  col(sig_b, "domain", domain, S.DOMAIN))
+    _check_same_segments(pa, pb, name_a, name_b)
+    both = pa.join(pb, on=[S.DOCUMENT_ID, S.SEGMENT_ID], how="inner", suffix="_b", maintain_order="left").with_columns(
+        pl.coalesce(S.DOMAIN, S.DOMAIN + "_b", pl.lit(ALL_DOMAINS)).alias(S.DOMAIN)
+    )
+    x = both[S.DDP].to_numpy()
+    y = both[S.DDP + "_b"].to_numpy()
+    n = int(x.size)
+    if n == 0:
+        raise DDPDataError(f"{name_a} and {name_b} hold no segments", code="D436")
+    diff = np.abs(y - x)
+
+    per = (
+        both.group_by(S.DOMAIN)
+        .agg(
+            pl.len().alias("n_segments"),
+            pl.col(S.DDP).mean().alias("mean_a"),
+            pl.col(S.DDP + "_b").mean().alias("mean_b"),
+            (pl.col(S.DDP) == 0).mean().alias("zero_share_a"),
+            (pl.col(S.DDP + "_b") == 0).mean().alias("zero_share_b"),
+        )
+        .with_columns((pl.col("mean_b") - pl.col("mean_a")).alias("shift"))
+        .sort(S.DOMAIN)
+    )
+    domains = tuple(
+        DomainShift(r[S.DOMAIN], int(r["n_segments"]), float(r["mean_a"]), float(r["mean_b"]), float(r["shift"]),
+                    float(r["zero_share_a"]), float(r["zero_share_b"]))
+        for r in per.iter_rows(named=True)
+    )
+    order_a = tuple(d.domain for d in sorted(domains, key=lambda d: (-d.mean_a, d.domain)))
+    order_b = tuple(d.domain for d in sorted(domains, key=lambda d: (-d.mean_b, d.domain)))
+    zero_a = tuple(d.domain for d in sorted(domains, key=lambda d: (d.zero_share_a, d.domain)))
+    zero_b = tuple(d.domain for d in sorted(domains, key=lambda d: (d.zero_share_b, d.domain)))
+    return AgreementResult(
+        n_segments=n,
+        pearson=correlation(x, y, "pearson"),
+        spearman=correlation(x, y, "spearman"),
+        share_identical=float(np.mean(diff == 0)),
+        share_within=float(np.mean(diff <= within)),
+        within=within,
+        domains=domains,
+        ordering_a=order_a,
+        ordering_b=order_b,
+        ordering_preserved=order_a == order_b,
+        zero_ordering_a=zero_a,
+        zero_ordering_b=zero_b,
+        zero_ordering_preserved=zero_a == zero_b,
+        signature_a=sig_a,
+        signature_b=sig_b,
+    )
+
+
+def _describe(sig: dict[str, Any]) -> str:
+    if not sig:
+        return "(no signature)"
+    keys = ("pipeline", "pipeline_name", "pipeline_version", "rules", "distance")
+    parts = [f"{k}={sig[k]}" for k in keys if k in sig and not isinstance(sig[k], dict)]
+    return ", ".join(parts) if parts else json.dumps(sig, sort_keys=True)[:120]
+
+
+def format_agreement_text(result: AgreementResult) -> str:
+    """A readable A.3-style table."""
+
+    def f(x: float | None) -> str:
+        return "—" if x is None else f"{x:.3f}"
+
+    lines = [
+        f"DDP agreement over {result.n_segments} segments",
+        f"  A: {_describe(result.signature_a)}",
+        f"  B: {_describe(result.signature_b)}",
+        "",
+        f"  Pearson r            {f(result.pearson)}",
+        f"  Spearman rho         {f(result.spearman)}",
+        f"  identical            {result.share_identical:.1%}",
+        f"  within +/-{result.within:<3}        {result.share_within:.1%}",
+        "",
+        f"{'domain':<16}{'n':>6}{'mean A':>9}{'mean B':>9}{'B - A':>8}{'zero A':>8}{'zero B':>8}",
+    ]
+    for d in result.domains:
+        lines.append(
+            f"{d.domain:<16}{d.n_segments:>6}{d.mean_a:>9.2f}{d.mean_b:>9.2f}{d.shift:>+8.2f}"
+            f"{d.zero_share_a:>8.1%}{d.zero_share_b:>8.1%}"
+        )
+    lines += [
+        "",
+        f"domain ordering by mean DDP: A {' > '.join(result.ordering_a)}; B {' > '.join(result.ordering_b)} "
+        f"-> {'preserved' if result.ordering_preserved else 'NOT preserved'}",
+        f"ordering by zero-DDP share (ascending): A {' < '.join(result.zero_ordering_a)}; "
+        f"B {' < '.join(result.zero_ordering_b)} -> {'preserved' if result.zero_ordering_preserved else 'NOT preserved'}",
+    ]
+    return "\n".join(lines)

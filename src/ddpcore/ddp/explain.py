@@ -1,0 +1,166 @@
+"""``explain``: why one segment has its DDP (its anchors, antecedents and distances)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import schema as S
+from ..errors import DDPDataError
+from ..io.segments import ROW, SegmentColumns
+from .profile import SIGNATURE_KEY, profile_anchors
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    """Why one segment has its DDP: its anchors, antecedents and distances.
+
+    ``anchors`` has the columns of the anchors table for this segment only; ``ddp`` is the
+    segment DDP in sentences; sentences are numbered over the whole document.
+    """
+
+    document: str
+    segment: str
+    ddp: int
+    n_sentences: int
+    first_sentence: int
+    text: str
+    anchors: pl.DataFrame
+    signature: dict[str, Any]
+    #: where recorded settings were taken from (Parquet file or ``.signature.json`` sidecar), if anywhere
+    settings_from: str | None = None
+    #: the settings taken from that signature (not given by the caller), e.g. ``{"rules": "paper"}``
+    inherited: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "document": self.document,
+            "segment": self.segment,
+            "ddp": self.ddp,
+            "n_sentences": self.n_sentences,
+            "first_sentence": self.first_sentence,
+            "anchors": self.anchors.to_dicts(),
+            "signature": self.signature,
+            "settings_from": self.settings_from,
+            "inherited": self.inherited,
+        }
+
+    def to_text(self) -> str:
+        """A readable table; ``*`` marks the anchors that set the segment's DDP."""
+        last = self.first_sentence + self.n_sentences - 1
+        lines = [
+            f"document {self.document!r}, segment {self.segment!r}: DDP = {self.ddp} sentence(s)",
+            f"sentences {self.first_sentence}..{last} of the document; distance mode "
+            f"{self.signature.get('distance')}, rules {self.signature.get('rules')}",
+            "",
+        ]
+        if self.anchors.height == 0:
+            lines.append("no anchors (no named-entity re-mention or 3rd-person pronoun): DDP = 0")
+            return "\n".join(lines)
+        for row in self.anchors.iter_rows(named=True):  # display only: a handful of rows
+            d = row[S.DISTANCE_SENTENCES]
+            mark = "*" if d == self.ddp and d > 0 else " "
+            what = f"{row[S.KIND]} {row[S.LABEL]}"
+            if row[S.ANTECEDENT_KIND] == "first_mention":
+                why = "first mention of this entity: no distance"
+            elif row[S.ANTECEDENT_KIND] == "none":
+                why = "no compatible antecedent before it: distance 1"
+            else:
+                why = f"-> {row[S.ANTECEDENT_KIND]} {row[S.ANTECEDENT_TEXT]!r} (sentence {row[S.ANTECEDENT_SENTENCE]})"
+                if row[S.REFERENCE_SENTENCE] != row[S.ANTECEDENT_SENTENCE]:
+                    why += f", entity first mentioned in sentence {row[S.REFERENCE_SENTENCE]}"
+                why += f": {row[S.SENTENCE]} - {row[S.REFERENCE_SENTENCE]} = {d}"
+            lines.append(f"{mark} s{row[S.SENTENCE]:<5} {row[S.TEXT]!r:<24} {what:<18} {why}")
+        return "\n".join(lines)
+
+
+def explain(source: Any, document: Any, segment: Any, /, **kwargs: Any) -> ExplainResult:
+    """Explain the DDP of one segment.
+
+    ``source`` is an input segment table/folder, or an output of ``ddp profile``: a Parquet
+    file (signature in its metadata) or a CSV/TSV/JSONL/JSON file with its
+    ``<file>.signature.json`` sidecar. The recorded signature supplies the distance mode,
+    rules, pipeline and column names not given in ``kwargs`` (``document=``, ``segment=``,
+    ``text=``, ``domain=`` name columns; ``distance=``, ``rules=``, ``pipeline=``...), and the
+    carried-through source text is re-parsed; ``ExplainResult.inherited`` says which
+    settings came from where. Only the segment's document is parsed. ``document`` and
+    ``segment`` (positional) are ids, matched as strings.
+    """
+    import polars as pl
+
+    from ..io.outputs import sidecar_path
+    from ..io.tables import read_parquet_metadata, read_table
+
+    opts = {k: v for k, v in kwargs.items() if v is not None}
+    table: Any = source
+    sig: dict[str, Any] | None = None
+    settings_from: str | None = None
+    if isinstance(source, (str, os.PathLike)):
+        if str(source).lower().endswith((".parquet", ".pq")) and os.path.isfile(source):
+            try:
+                meta = read_parquet_metadata(source)
+            except Exception as exc:  # pyarrow raises several types for a bad file
+                raise DDPDataError(f"{source}: not a readable Parquet file ({str(exc).splitlines()[0]})",
+                                   code="D103") from None
+            if SIGNATURE_KEY in meta:
+                sig, settings_from = json.loads(meta[SIGNATURE_KEY]), str(source)
+        elif sidecar_path(source).is_file():
+            side = sidecar_path(source)
+            try:
+                sig = json.loads(side.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise DDPDataError(f"{side}: not a readable signature file ({exc}); delete it or pass "
+                                   "--rules/--distance/--pipeline and the column options", code="D103") from None
+            if not isinstance(sig, dict):
+                raise DDPDataError(f"{side}: not a signature (expected a JSON object)", code="D103")
+            settings_from = str(side)
+    inherited: dict[str, Any] = {}
+    if sig is not None:
+        recorded = {key: sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
+        recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
+        pipe = sig.get("pipeline")
+        recorded["pipeline"] = None if pipe in (None, "default") else pipe
+        for key, value in recorded.items():
+            if key not in opts and value is not None:
+                opts[key] = inherited[key] = value
+        table = read_table(source)
+    opts = {k: v for k, v in opts.items() if v is not None}
+    doc_col = opts.get("document", S.DOCUMENT_ID)
+    seg_col = opts.get("segment", S.SEGMENT_ID)
+    from ..io.segments import read_segments
+
+    cols = SegmentColumns(doc_col, seg_col, opts.get("text", S.SOURCE), opts.get("domain", S.DOMAIN))
+    df = read_segments(table, cols).drop(ROW)
+    sub = df.filter(pl.col(doc_col).cast(pl.String) == str(document))
+    if sub.height == 0:
+        ids = df[doc_col].unique(maintain_order=True)
+        sample = ", ".join(map(str, ids.head(5).to_list()))
+        raise DDPDataError(f"document {document!r} not found in column '{doc_col}' ({len(ids)} documents, "
+                           f"the first: {sample})", code="D116")
+    if sub.filter(pl.col(seg_col).cast(pl.String) == str(segment)).height == 0:
+        sample = ", ".join(map(str, sub[seg_col].head(10).to_list()))
+        more = f"{sub.height} segments, the first 10: " if sub.height > 10 else f"{sub.height} segment(s): "
+        raise DDPDataError(
+            f"segment {segment!r} not found in document {document!r} (column '{seg_col}'; {more}{sample})",
+            code="D117",
+        )
+    keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
+    result = profile_anchors(sub.select(keep), **opts)
+    seg_row = result.segments.filter(pl.col(seg_col).cast(pl.String) == str(segment))
+    anchors = result.anchors.filter(pl.col(seg_col).cast(pl.String) == str(segment))
+    return ExplainResult(
+        document=str(document),
+        segment=str(segment),
+        ddp=int(seg_row[S.DDP][0]),
+        n_sentences=int(seg_row[S.N_SENTENCES][0]),
+        first_sentence=int(seg_row[S.FIRST_SENTENCE][0]),
+        text=str(seg_row[cols.text][0]),
+        anchors=anchors,
+        signature=result.signature,
+        settings_from=settings_from,
+        inherited=inherited,
+    )

@@ -1,0 +1,187 @@
+"""DDP profiling: segment table → spaCy token arrays → anchors → distances → DDP.
+
+Public entry points: :func:`profile` (segment-level DDP as a polars DataFrame),
+:func:`profile_anchors` (segments, anchors, sentences and the run signature),
+:func:`summarize` (per-domain table) and :func:`explain` (why one segment has its DDP).
+
+Units: ``sentence`` and ``distance_sentences`` count sentences over the whole document
+(0..K-1); a segment's ``ddp`` is the maximum anchor distance of its sentences, in
+sentences (0 when it has none).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .. import __version__
+from .. import schema as S
+from ..anchors import rules as R
+from ..errors import DDPUsageError
+from ..io.segments import ROW, SegmentColumns, read_segments
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Distance = Literal["chained", "nearest"]
+SentenceUnit = Literal["sentence", "segment"]
+SIGNATURE_KEY = "ddpcore.signature"
+KIND_NAMES = ("entity", "pronoun", "noun")
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """Output of :func:`profile_anchors`.
+
+    ``segments``: one row per input segment, input order (``document_id, segment_id,
+    domain, n_sentences, n_tokens, n_anchors, ddp, first_sentence`` + extra input columns);
+    ``anchors``: one row per anchor (entity mention or pronoun), document order;
+    ``sentences``: one row per sentence (``document_id, segment_id, sentence,
+    sentence_ddp``); ``signature``: settings and versions that reproduce the run.
+    """
+
+    segments: pl.DataFrame
+    anchors: pl.DataFrame
+    sentences: pl.DataFrame
+    signature: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, by: str | None = None) -> pl.DataFrame:
+        return summarize(self.segments, by=by or self.signature.get("columns", {}).get("domain", S.DOMAIN),
+                         document=self.signature.get("columns", {}).get("document", S.DOCUMENT_ID))
+
+    def signature_json(self) -> str:
+        return json.dumps(self.signature, sort_keys=True)
+
+
+def profile_anchors(
+    source: Any,
+    *,
+    document: str = S.DOCUMENT_ID,
+    segment: str = S.SEGMENT_ID,
+    text: str = S.SOURCE,
+    domain: str = S.DOMAIN,
+    distance: Distance = "chained",
+    pipeline: str | None = None,
+    rules: str | R.RuleSet | None = None,
+    sentence_unit: SentenceUnit = "sentence",
+    n_process: int | str = 1,
+    n_threads: int = 1,
+    batch_size: int = 256,
+    progress: bool = False,
+    nlp: Any = None,
+    source_name: str | None = None,
+) -> ProfileResult:
+    """Profile discourse dependency of every segment of ``source``.
+
+    Parameters
+    ----------
+    source : path | folder | polars/pandas DataFrame | pyarrow Table
+        Segment table (``document``, ``segment`` ids and ``text``; optional ``domain``) or a
+        folder of ``.txt`` documents (blank line = segment boundary).
+    distance : "chained" | "nearest"
+        ``chained`` measures an anchor back to its entity's first mention; ``nearest`` to
+        the most recent previous mention (ablation).
+    pipeline : str, optional
+        spaCy pipeline preset (``default``/``sm``, ``fast``: no parser, ``md``) or any installed
+        name/path.
+    rules : str | RuleSet, optional
+        Anchor rule set: ``"refined"`` (the default), ``"paper"`` or ``"refined-names"``.
+    sentence_unit : "sentence" | "segment"
+        ``segment`` counts every input segment as one sentence unit (spaCy's pieces of a
+        segment share its index): used to align with gold sentences.
+    n_process : int | "auto"
+        spaCy worker processes (``"auto"``: every available core for inputs of at least
+        300,000 characters, else 1). ``n_threads``: threads of the distance kernel.
+    progress : bool
+        Show a progress bar (stderr) while parsing.
+    nlp : spacy.Language, optional
+        An already loaded pipeline (used when ``n_process == 1``).
+    """
+    import polars as pl
+
+    from .. import namespace  # noqa: F401  (registers DataFrame.ddp)
+    from .driver import BATCH_CHARS, Settings, batches_from_frame, iter_profile, order_segments
+    from .parse import Parser
+    from .run import resolve_n_process
+
+    if distance not in ("chained", "nearest"):
+        raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D205")
+    if sentence_unit not in ("sentence", "segment"):
+        raise DDPUsageError(f"sentence_unit must be 'sentence' or 'segment', not {sentence_unit!r}", code="D206")
+    ruleset = R.get_rules(rules)
+    cols = SegmentColumns(document, segment, text, domain)
+    name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    df = order_segments(read_segments(source, cols), cols)
+    n_process = resolve_n_process(n_process, int(df[text].str.len_chars().sum()))
+    settings = Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset, n_threads=n_threads)
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        n_units = int(df[text].str.split("\n").list.eval(pl.element().str.strip_chars().str.len_chars() > 0)
+                      .list.sum().sum())
+        bar = tqdm(total=n_units, unit="line", desc="parsing", leave=False, mininterval=0.5)
+    tick: Callable[[int], None] | None = bar.update if bar is not None else None
+    seg_parts, anc_parts, sent_parts = [], [], []
+    try:
+        with Parser(pipeline, n_process=n_process, batch_size=batch_size,
+                    nlp=nlp if n_process == 1 else None) as parser:
+            for res in iter_profile(batches_from_frame(df, cols, BATCH_CHARS), parser, settings,
+                                    source_name=name, progress=tick):
+                seg_parts.append(res.segments)
+                anc_parts.append(res.anchors)
+                sent_parts.append(res.sentences)
+            info = parser.info()
+    finally:
+        if bar is not None:
+            bar.close()
+    segments = pl.concat(seg_parts).sort(ROW).drop(ROW)
+    anchors = pl.concat(anc_parts)
+    sentences = pl.concat(sent_parts)
+    signature = {
+        "ddpcore": __version__,
+        **info,
+        "distance": distance,
+        "rules": ruleset.name,
+        "rules_description": ruleset.description,
+        "sentence_unit": sentence_unit,
+        "columns": {"document": document, "segment": segment, "text": text, "domain": domain},
+    }
+    return ProfileResult(segments=segments, anchors=anchors, sentences=sentences, signature=signature)
+
+
+def profile(source: Any, **kwargs: Any) -> pl.DataFrame:
+    """Segment-level DDP of ``source`` (one row per input segment); see :func:`profile_anchors`."""
+    return profile_anchors(source, **kwargs).segments
+
+
+def summarize(segments: pl.DataFrame, *, by: str | None = S.DOMAIN, document: str = S.DOCUMENT_ID) -> pl.DataFrame:
+    """Per-group DDP summary of a segment table: documents, segments, mean / median / p90 /
+    max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row.
+
+    Quantiles use linear interpolation (numpy's default).
+    """
+    import polars as pl
+
+    aggs = [
+        pl.col(document).n_unique().alias("documents"),
+        pl.len().alias("segments"),
+        pl.col(S.DDP).mean().alias("mean_ddp"),
+        pl.col(S.DDP).median().alias("median_ddp"),
+        pl.col(S.DDP).quantile(0.9, "linear").alias("p90_ddp"),
+        pl.col(S.DDP).max().alias("max_ddp"),
+        (pl.col(S.DDP) == 0).mean().alias("zero_ddp_share"),
+    ]
+    total = segments.select(pl.lit("all").alias("group"), *aggs)
+    if by is None or by not in segments.columns:
+        return total
+    per = (
+        segments.with_columns(pl.col(by).cast(pl.String).fill_null("(none)").alias("group"))
+        .group_by("group")
+        .agg(*aggs)
+        .sort("group")
+    )
+    return pl.concat([per, total.cast(per.schema)])

@@ -1,0 +1,607 @@
+"""Validation of DDP against gold coreference (paper Appendix A.1).
+
+Flow: gold files → :func:`ddpcore.io.gold.read_gold` → :func:`compute_gold_distances`
+(one gold distance per gold sentence) → DDP of the same sentences, each gold sentence profiled
+as one segment and one sentence unit (``profile_anchors(..., sentence_unit="segment")``) →
+:func:`compare_with_gold` (metrics overall and by genre, over-estimated segments with the
+anchor responsible).
+
+Gold distance of a sentence *s* (in sentences), mirroring the DDP distance mode:
+
+* ``chained``: max over the mentions of *s* whose chain has a mention in an earlier sentence of
+  ``s - (sentence of the chain's first mention)``;
+* ``nearest``: max over the same mentions of ``s - (latest sentence before s holding a mention
+  of the chain)``;
+* 0 when no mention of *s* belongs to a chain that was mentioned before *s*.
+
+Mentions in the same sentence never count as antecedents (a distance of 0 is "no distance").
+The *restricted* gold first drops every mention whose type DDP does not model (keeps ``PROP``
+and ``PRON``; common-noun ``NOM`` mentions are removed as anaphors **and** as antecedents), then
+applies the same definition.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import __version__
+from .. import schema as S
+from ..errors import DDPDataError, DDPUsageError
+from ..io.gold import CHAIN_ID, GENRE, MENTION_TYPE, N_TOKENS, TOKEN_END, TOKEN_START, TOKENS, GoldCorpus, read_gold
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Distance = Literal["chained", "nearest"]
+
+# ---- validation column names
+GOLD_DISTANCE = "gold_distance"  # in sentences
+GOLD_CHAIN_ID = "gold_chain_id"  # chain that gives the sentence its gold distance (null if 0)
+GOLD_REFERENCE_SENTENCE = "gold_reference_sentence"  # sentence the gold distance is measured to (-1 if none)
+ERROR = "error"  # ddp - gold_distance, in sentences
+RESTRICTED_TYPES = ("PROP", "PRON")
+
+
+@dataclass(frozen=True)
+class GoldMetrics:
+    """Agreement of DDP with gold distance over a set of segments (gold sentences).
+
+    ``pearson``/``spearman`` are ``None`` when undefined (fewer than 2 segments or a constant
+    series); shares are fractions in [0, 1]; ``mean_signed_error`` is mean(DDP − gold) in
+    sentences (negative = DDP under-estimates on average).
+    """
+
+    n_segments: int
+    pearson: float | None
+    spearman: float | None
+    share_under: float
+    share_exact: float
+    share_over: float
+    mean_signed_error: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    """Output of :func:`validate` / :func:`compare_with_gold`.
+
+    Attributes
+    ----------
+    overall, by_genre : GoldMetrics, dict[str, GoldMetrics]
+    segments : polars.DataFrame
+        One row per gold sentence (= segment): ``document_id, sentence, genre, ddp,
+        gold_distance, error, gold_chain_id, gold_reference_sentence``.
+    over_estimates : polars.DataFrame
+        Segments with ``ddp > gold_distance``, with the anchor responsible (the first anchor of
+        the segment whose distance equals its DDP): ``anchor_kind, anchor_label, anchor_text,
+        antecedent_kind, antecedent_text, antecedent_sentence, distance_sentences``, the gold
+        chain that sets the gold distance, and (given the corpus) the sentence text,
+        ``anchor_gold_chain`` and ``diagnosis`` (``not_in_gold`` / ``linked_too_far`` / ``unaligned``).
+    over_estimate_causes : polars.DataFrame
+        Over-estimates grouped by ``anchor_kind, anchor_label, antecedent_kind`` (and
+        ``diagnosis`` when the gold corpus was given) with
+        ``n_segments`` and ``excess_sentences`` (sum of DDP − gold), largest excess first.
+    signature : dict
+        Gold settings and the DDP run's signature.
+    timing : dict
+        ``words`` (gold tokens), ``seconds`` and ``words_per_second`` of the DDP run.
+    """
+
+    overall: GoldMetrics
+    by_genre: dict[str, GoldMetrics]
+    segments: pl.DataFrame
+    over_estimates: pl.DataFrame
+    over_estimate_causes: pl.DataFrame
+    signature: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "overall": self.overall.to_dict(),
+            "by_genre": {g: m.to_dict() for g, m in self.by_genre.items()},
+            "n_over_estimates": self.over_estimates.height,
+            "over_estimate_causes": self.over_estimate_causes.to_dicts(),
+            "signature": self.signature,
+            "timing": self.timing,
+        }
+
+
+# --------------------------------------------------------------------------- gold distances
+
+
+def compute_gold_distances(
+    corpus: GoldCorpus,
+    *,
+    distance: Distance = "chained",
+    restricted: bool = False,
+) -> pl.DataFrame:
+    """Gold distance of every gold sentence (definition in the module docstring).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per gold sentence, in corpus order: ``document_id, sentence, genre,
+        gold_distance`` (int64, sentences), ``gold_chain_id`` (chain giving the maximum, ties →
+        smallest chain id; null when 0) and ``gold_reference_sentence`` (-1 when 0).
+    """
+    import polars as pl
+
+    if distance not in ("chained", "nearest"):
+        raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D420")
+    doc, sent = S.DOCUMENT_ID, S.SENTENCE
+    mentions = corpus.mentions
+    if restricted:
+        mentions = mentions.filter(pl.col(MENTION_TYPE).is_in(RESTRICTED_TYPES))
+    # one row per (chain, sentence holding a mention of it), sorted so that group-wise
+    # min / shift see each chain's sentences in document order
+    occ = mentions.select(doc, CHAIN_ID, pl.col(sent).cast(pl.Int64)).unique().sort(doc, CHAIN_ID, sent)
+    if distance == "chained":
+        ref = pl.col(sent).min().over(doc, CHAIN_ID)
+    else:
+        ref = pl.col(sent).shift(1).over(doc, CHAIN_ID)
+    occ = occ.with_columns(ref.alias(GOLD_REFERENCE_SENTENCE))
+    occ = occ.with_columns((pl.col(sent) - pl.col(GOLD_REFERENCE_SENTENCE)).alias(GOLD_DISTANCE))
+    occ = occ.filter(pl.col(GOLD_DISTANCE) > 0)
+    best = (
+        occ.sort([doc, sent, GOLD_DISTANCE, CHAIN_ID], descending=[False, False, True, False])
+        .group_by([doc, sent], maintain_order=True)
+        .first()
+        .select(doc, sent, GOLD_DISTANCE, pl.col(CHAIN_ID).alias(GOLD_CHAIN_ID), GOLD_REFERENCE_SENTENCE)
+    )
+    base = corpus.sentences.select(doc, pl.col(sent).cast(pl.Int64), GENRE)
+    return base.join(best, on=[doc, sent], how="left", maintain_order="left").with_columns(
+        pl.col(GOLD_DISTANCE).fill_null(0),
+        pl.col(GOLD_REFERENCE_SENTENCE).fill_null(-1),
+    )
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def correlation(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], kind: Literal["pearson", "spearman"]) -> float | None:
+    """Pearson or Spearman correlation of two 1-d arrays (scipy), ``None`` when undefined
+    (fewer than 2 values or a constant array)."""
+    from scipy import stats
+
+    if x.size < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+        return None
+    r = stats.pearsonr(x, y).statistic if kind == "pearson" else stats.spearmanr(x, y).statistic
+    r = float(r)
+    return None if math.isnan(r) else r
+
+
+def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics:
+    """Metrics of DDP against gold distance; ``ddp`` and ``gold`` have shape (n_segments,), in sentences."""
+    x = np.asarray(ddp, dtype=np.float64)
+    y = np.asarray(gold, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise DDPUsageError(f"ddp and gold must be 1-d arrays of one length, got shapes {x.shape} and {y.shape}", code="D421")
+    n = int(x.size)
+    if n == 0:
+        return GoldMetrics(0, None, None, 0.0, 0.0, 0.0, 0.0)
+    err = x - y
+    return GoldMetrics(
+        n_segments=n,
+        pearson=correlation(x, y, "pearson"),
+        spearman=correlation(x, y, "spearman"),
+        share_under=float(np.mean(err < 0)),
+        share_exact=float(np.mean(err == 0)),
+        share_over=float(np.mean(err > 0)),
+        mean_signed_error=float(np.mean(err)),
+    )
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+_ANCHOR_RENAMES = {
+    S.KIND: "anchor_kind",
+    S.LABEL: "anchor_label",
+    S.TEXT: "anchor_text",
+    S.ANTECEDENT_KIND: S.ANTECEDENT_KIND,
+    S.ANTECEDENT_TEXT: S.ANTECEDENT_TEXT,
+    S.ANTECEDENT_SENTENCE: S.ANTECEDENT_SENTENCE,
+    S.DISTANCE_SENTENCES: S.DISTANCE_SENTENCES,
+    S.REFERENCE_SENTENCE: S.REFERENCE_SENTENCE,
+    S.CHAR_START: S.CHAR_START,
+    S.CHAR_END: S.CHAR_END,
+}
+DIAGNOSIS = "diagnosis"  # not_in_gold | linked_too_far | unaligned (over-estimates only)
+ANCHOR_GOLD_CHAIN = "anchor_gold_chain"  # gold chain of the mention covering the anchor's first token
+
+
+def compare_with_gold(
+    gold: pl.DataFrame,
+    segments: pl.DataFrame,
+    anchors: pl.DataFrame | None = None,
+    *,
+    corpus: GoldCorpus | None = None,
+    restricted: bool = False,
+    signature: dict[str, Any] | None = None,
+    timing: dict[str, float] | None = None,
+) -> ValidationResult:
+    """Join gold distances with DDP per gold sentence and compute the metrics.
+
+    Parameters
+    ----------
+    gold : polars.DataFrame
+        Output of :func:`compute_gold_distances` (one row per gold sentence).
+    segments : polars.DataFrame
+        DDP per gold sentence: ``document_id``, ``segment_id`` (= gold sentence index) and ``ddp``.
+    anchors : polars.DataFrame, optional
+        The run's anchors table (``document_id, segment_id, anchor_index, kind, label, text,
+        antecedent_kind, antecedent_text, antecedent_sentence, distance_sentences``); gives the
+        anchor responsible for each over-estimate.
+    corpus : GoldCorpus, optional
+        The gold the distances came from: adds the sentence text to each over-estimate and a
+        diagnosis of its responsible anchor (see :func:`_diagnose`).
+    restricted : bool
+        Whether ``gold`` is the restricted gold (the diagnosis then uses PROP/PRON mentions only).
+    """
+    import polars as pl
+
+    doc, sent = S.DOCUMENT_ID, S.SENTENCE
+    for col in (doc, S.SEGMENT_ID, S.DDP):
+        if col not in segments.columns:
+            raise DDPDataError(f"DDP segment table lacks column '{col}'", code="D422")
+    ddp = segments.select(
+        pl.col(doc).cast(pl.String), pl.col(S.SEGMENT_ID).cast(pl.Int64).alias(sent), pl.col(S.DDP).cast(pl.Int64)
+    )
+    joined = gold.with_columns(pl.col(doc).cast(pl.String)).join(ddp, on=[doc, sent], how="left", maintain_order="left")
+    missing = joined.filter(pl.col(S.DDP).is_null())
+    if missing.height:
+        row = missing.row(0, named=True)
+        raise DDPDataError(
+            f"no DDP for gold sentence {row[sent]} of document '{row[doc]}' ({missing.height} gold sentences "
+            "lack a DDP value); profile every gold sentence as one segment",
+            code="D423",
+        )
+    joined = joined.with_columns((pl.col(S.DDP) - pl.col(GOLD_DISTANCE)).alias(ERROR)).select(
+        doc, sent, GENRE, S.DDP, GOLD_DISTANCE, ERROR, GOLD_CHAIN_ID, GOLD_REFERENCE_SENTENCE
+    )
+
+    overall = compute_gold_metrics(joined[S.DDP].to_numpy(), joined[GOLD_DISTANCE].to_numpy())
+    by_genre = {}
+    for genre in sorted(joined[GENRE].unique().to_list()):
+        part = joined.filter(pl.col(GENRE) == genre)
+        by_genre[genre] = compute_gold_metrics(part[S.DDP].to_numpy(), part[GOLD_DISTANCE].to_numpy())
+
+    over = joined.filter(pl.col(ERROR) > 0)
+    if anchors is not None and anchors.height:
+        keep = [c for c in _ANCHOR_RENAMES if c in anchors.columns]
+        responsible = (
+            anchors.select(
+                pl.col(doc).cast(pl.String), pl.col(S.SEGMENT_ID).cast(pl.Int64).alias(sent), S.ANCHOR_INDEX, *keep
+            )
+            .join(over.select(doc, sent, S.DDP), on=[doc, sent], how="inner")
+            .filter(pl.col(S.DISTANCE_SENTENCES) == pl.col(S.DDP))
+            .sort(doc, sent, S.ANCHOR_INDEX)
+            .group_by([doc, sent], maintain_order=True)
+            .first()
+            .drop(S.DDP, S.ANCHOR_INDEX)
+            .rename({c: _ANCHOR_RENAMES[c] for c in keep})
+        )
+        over = over.join(responsible, on=[doc, sent], how="left", maintain_order="left")
+    else:
+        over = over.with_columns(
+            *[pl.lit(None, dtype=pl.String).alias(c) for c in ("anchor_kind", "anchor_label", "anchor_text",
+                                                                S.ANTECEDENT_KIND, S.ANTECEDENT_TEXT)],
+            pl.lit(None, dtype=pl.Int64).alias(S.ANTECEDENT_SENTENCE),
+            pl.lit(None, dtype=pl.Int64).alias(S.DISTANCE_SENTENCES),
+        )
+    if corpus is not None:
+        over = over.join(
+            corpus.sentences.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), S.TEXT, TOKENS),
+            on=[doc, sent], how="left", maintain_order="left",
+        )
+        over = _diagnose(over, corpus, restricted=restricted).drop(TOKENS)
+    cause_keys = ["anchor_kind", "anchor_label", S.ANTECEDENT_KIND] + ([DIAGNOSIS] if DIAGNOSIS in over.columns else [])
+    causes = (
+        over.group_by(cause_keys)
+        .agg(pl.len().alias("n_segments"), pl.col(ERROR).sum().alias("excess_sentences"))
+        .sort(["excess_sentences", "n_segments", "anchor_kind", "anchor_label"], descending=[True, True, False, False], nulls_last=True)
+    )
+    return ValidationResult(
+        overall=overall,
+        by_genre=by_genre,
+        segments=joined,
+        over_estimates=over,
+        over_estimate_causes=causes,
+        signature=signature or {},
+        timing=timing or {},
+    )
+
+
+def _token_index(text: str, tokens: list[str], char_start: int) -> int:
+    """Index of the gold token holding character ``char_start`` of ``text`` (-1 if unaligned).
+
+    Tokens are located left to right with ``str.find`` (gold tokens appear in the sentence text
+    in order, with or without spaces between them).
+    """
+    pos, found = 0, -1
+    for i, tok in enumerate(tokens):
+        at = text.find(tok, pos)
+        if at < 0:
+            return -1
+        if at > char_start:
+            break
+        found, pos = i, at + len(tok)
+    return found
+
+
+def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, restricted: bool) -> pl.DataFrame:
+    """Classify each over-estimate by its responsible anchor against the gold mentions.
+
+    ``not_in_gold``: no gold mention covers the anchor's first token (an anchor the gold does not
+    annotate: NORP adjectives, non-referential or non-annotated "it", an entity type outside the
+    gold scheme); ``linked_too_far``: the anchor is a gold mention, but DDP measures it to a
+    sentence before its gold chain's first mention (a pronoun linked to the wrong name, two
+    entities merged under one key); ``unaligned``: the anchor could not be placed on gold tokens.
+    Adds ``anchor_gold_chain`` and ``diagnosis``. Runs over the over-estimated rows only.
+    """
+    import polars as pl
+
+    doc, sent = S.DOCUMENT_ID, S.SENTENCE
+    if S.CHAR_START not in over.columns or over.height == 0:
+        return over.with_columns(pl.lit(None, dtype=pl.String).alias(ANCHOR_GOLD_CHAIN),
+                                 pl.lit(None, dtype=pl.String).alias(DIAGNOSIS))
+    tok = [
+        -1 if cs is None or txt is None else _token_index(txt, toks, int(cs))
+        for txt, toks, cs in zip(over[S.TEXT].to_list(), over[TOKENS].to_list(), over[S.CHAR_START].to_list())
+    ]
+    over = over.with_columns(pl.Series("_tok", tok, dtype=pl.Int64), pl.int_range(pl.len()).alias("_row"))
+    mentions = corpus.mentions
+    if restricted:
+        mentions = mentions.filter(pl.col(MENTION_TYPE).is_in(RESTRICTED_TYPES))
+    mentions = mentions.select(
+        pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), TOKEN_START, TOKEN_END, CHAIN_ID,
+        pl.col(sent).min().over(doc, CHAIN_ID).cast(pl.Int64).alias("_first"),
+    )
+    cover = (
+        over.select("_row", doc, sent, "_tok")
+        .join(mentions, on=[doc, sent], how="inner")
+        .filter((pl.col(TOKEN_START) <= pl.col("_tok")) & (pl.col("_tok") < pl.col(TOKEN_END)))
+        .sort("_row", pl.col(TOKEN_END) - pl.col(TOKEN_START), TOKEN_START)
+        .group_by("_row", maintain_order=True)
+        .first()
+        .select("_row", pl.col(CHAIN_ID).alias(ANCHOR_GOLD_CHAIN), "_first")
+    )
+    over = over.join(cover, on="_row", how="left", maintain_order="left")
+    ref = S.REFERENCE_SENTENCE if S.REFERENCE_SENTENCE in over.columns else None
+    measured_to = pl.col(sent) - pl.col(S.DISTANCE_SENTENCES) if ref is None else pl.col(ref)
+    diagnosis = (
+        pl.when(pl.col("_tok") < 0).then(pl.lit("unaligned"))
+        .when(pl.col(ANCHOR_GOLD_CHAIN).is_null()).then(pl.lit("not_in_gold"))
+        .when(measured_to < pl.col("_first")).then(pl.lit("linked_too_far"))
+        .otherwise(pl.lit("other"))
+    )
+    return over.with_columns(diagnosis.alias(DIAGNOSIS)).drop("_tok", "_row", "_first")
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def validate(
+    gold_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    distance: Distance = "chained",
+    pipeline: str | None = None,
+    rules: str | None = None,
+    restricted: bool = False,
+    n_process: int = 1,
+    batch_size: int = 256,
+    progress: bool = False,
+    strict: bool = False,
+) -> ValidationResult:
+    """Validate DDP against gold coreference, each gold sentence profiled as one segment.
+
+    Parameters
+    ----------
+    gold_paths : path or paths
+        Gold files, folders or tar archives (see :func:`ddpcore.io.gold.read_gold`).
+    format : ``"litbank" | "conllu" | "conll2012"``, optional
+        Gold format (default: detected from file names).
+    distance : ``"chained" | "nearest"``
+        DDP distance mode; the gold distance mirrors it.
+    pipeline : str, optional
+        spaCy pipeline (preset, installed name or path); default: ddpcore's default pipeline.
+    rules : str, optional
+        Anchor rule set forwarded to :func:`ddpcore.ddp.profile.profile_anchors` (``"paper"`` = the
+        foundation spec).
+    restricted : bool
+        Compare with the restricted gold (proper-name and pronoun mentions only).
+    n_process : int
+        spaCy worker processes.
+    batch_size : int
+        Texts (gold sentences) per spaCy batch.
+    progress : bool
+        Show a progress bar while parsing.
+    strict : bool
+        Raise on unbalanced gold coreference brackets instead of dropping the mention.
+    """
+    corpus = read_gold(gold_paths, format=format, strict=strict)
+    gold = compute_gold_distances(corpus, distance=distance, restricted=restricted)
+    run, timing = profile_gold(
+        corpus, distance=distance, pipeline=pipeline, rules=rules, n_process=n_process, batch_size=batch_size,
+        progress=progress,
+    )
+    paths = [gold_paths] if isinstance(gold_paths, (str, os.PathLike)) else list(gold_paths)
+    signature = {
+        "ddpcore": __version__,
+        "gold": {
+            "paths": [str(p) for p in paths],
+            "formats": list(corpus.formats),
+            "documents": corpus.n_documents,
+            "sentences": corpus.sentences.height,
+            "mentions": corpus.mentions.height,
+            "restricted": restricted,
+            "distance": distance,
+            "repaired_brackets": len(corpus.warnings),
+            "warnings": list(corpus.warnings[:20]),
+        },
+        "profile": run.signature,
+    }
+    return compare_with_gold(
+        gold,
+        run.segments,
+        run.anchors,
+        corpus=corpus,
+        restricted=restricted,
+        signature=signature,
+        timing=timing,
+    )
+
+
+def profile_gold(
+    corpus: GoldCorpus,
+    *,
+    distance: Distance = "chained",
+    pipeline: str | None = None,
+    rules: str | None = None,
+    n_process: int = 1,
+    batch_size: int = 256,
+    progress: bool = False,
+) -> tuple[Any, dict[str, float]]:
+    """DDP of every gold sentence, each profiled as one segment and one sentence unit.
+
+    Returns the :class:`ddpcore.ddp.profile.ProfileResult` (``segment_id`` = gold sentence index)
+    and the timing ``{"words", "seconds", "words_per_second"}`` (words = gold tokens).
+    """
+    import polars as pl
+
+    from .profile import profile_anchors
+
+    table = corpus.sentences.select(
+        S.DOCUMENT_ID,
+        pl.col(S.SENTENCE).cast(pl.Int64).alias(S.SEGMENT_ID),
+        pl.col(S.TEXT).alias(S.SOURCE),
+        pl.col(GENRE).alias(S.DOMAIN),
+    )
+    kwargs: dict[str, Any] = dict(
+        document=S.DOCUMENT_ID, segment=S.SEGMENT_ID, text=S.SOURCE, domain=S.DOMAIN,
+        distance=distance, pipeline=pipeline, sentence_unit="segment", n_process=n_process, batch_size=batch_size,
+        progress=progress,
+    )
+    if rules is not None:
+        if "rules" not in inspect.signature(profile_anchors).parameters:
+            raise DDPUsageError("this ddpcore build has no selectable anchor rule sets; drop --rules", code="D424")
+        kwargs["rules"] = rules
+    words = int(corpus.sentences[N_TOKENS].sum())
+    t0 = time.perf_counter()
+    run = profile_anchors(table, **kwargs)
+    seconds = time.perf_counter() - t0
+    timing = {
+        "words": float(words),
+        "seconds": round(seconds, 3),
+        "words_per_second": round(words / seconds, 1) if seconds > 0 else float("nan"),
+    }
+    return run, timing
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> str:
+    """A readable report: metrics by genre and overall, the causes of over-estimates and the
+    largest over-estimated segments."""
+    g = result.signature.get("gold", {})
+    title = (
+        f"DDP vs gold distance ({g.get('distance', '?')} distance, "
+        f"{'restricted gold (PROP+PRON)' if g.get('restricted') else 'full gold'}; "
+        f"{result.overall.n_segments} gold sentences, {g.get('documents', '?')} documents)"
+    )
+    head = f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}{'under':>8}{'exact':>8}{'over':>8}{'mean err':>10}"
+    lines = [title, "", head, "-" * len(head)]
+
+    def row(name: str, m: GoldMetrics) -> str:
+        return (
+            f"{name:<14}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}"
+            f"{m.share_under:>8.1%}{m.share_exact:>8.1%}{m.share_over:>8.1%}{m.mean_signed_error:>10.2f}"
+        )
+
+    for genre, m in result.by_genre.items():
+        lines.append(row(genre, m))
+    if len(result.by_genre) != 1:
+        lines.append(row("overall", result.overall))
+    if result.timing:
+        lines.append("")
+        lines.append(
+            f"DDP run: {int(result.timing.get('words', 0))} words in {result.timing.get('seconds', 0):.1f} s "
+            f"({result.timing.get('words_per_second', 0):,.0f} words/s)"
+        )
+    causes = result.over_estimate_causes
+    if causes.height:
+        lines += ["", f"over-estimates: {result.over_estimates.height} segments; by responsible anchor:",
+                  f"{'kind':<9}{'label':<12}{'antecedent':<14}{'diagnosis':<16}{'segments':>9}{'excess':>8}"]
+        for r in causes.iter_rows(named=True):
+            lines.append(
+                f"{str(r['anchor_kind']):<9}{str(r['anchor_label']):<12}{str(r[S.ANTECEDENT_KIND]):<14}"
+                f"{str(r.get(DIAGNOSIS, '')):<16}{r['n_segments']:>9}{r['excess_sentences']:>8}"
+            )
+        top = result.over_estimates.sort(ERROR, descending=True).head(max_over)
+        lines += ["", f"largest over-estimates (first {top.height}):"]
+        for r in top.iter_rows(named=True):
+            lines.append(
+                f"  {r[S.DOCUMENT_ID]} s{r[S.SENTENCE]}: ddp {r[S.DDP]} > gold {r[GOLD_DISTANCE]}; "
+                f"{r.get('anchor_kind')} {r.get('anchor_text')!r} [{r.get('anchor_label')}] -> "
+                f"{r.get(S.ANTECEDENT_KIND)} {r.get(S.ANTECEDENT_TEXT)!r} (s{r.get(S.ANTECEDENT_SENTENCE)})"
+                + (f" [{r[DIAGNOSIS]}]" if r.get(DIAGNOSIS) else "")
+            )
+    return "\n".join(lines)
+
+
+def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> None:
+    """Scatter plot of DDP (y) against gold distance (x), one colour per genre, with the
+    diagonal DDP = gold; points above it are over-estimates. Needs ``ddpcore[plot]``."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise DDPUsageError(
+            "--plot needs matplotlib, which is not installed; install it with `pip install 'ddpcore[plot]'`",
+            code="D425",
+        ) from None
+    import polars as pl
+
+    from ..io.tables import atomic_path
+
+    seg = result.segments
+    fig, ax = plt.subplots(figsize=(6, 6))
+    rng = np.random.default_rng(0)  # jitter only separates overlapping integer points
+    for genre in sorted(seg[GENRE].unique().to_list()):
+        part = seg.filter(pl.col(GENRE) == genre)
+        x = part[GOLD_DISTANCE].to_numpy().astype(float)
+        y = part[S.DDP].to_numpy().astype(float)
+        m = result.by_genre.get(genre)
+        lab = f"{genre} (n={part.height}, r={_fmt(m.pearson if m else None, 2)})"
+        ax.scatter(x + rng.uniform(-0.2, 0.2, x.size), y + rng.uniform(-0.2, 0.2, y.size), s=6, alpha=0.35, label=lab)
+    top = float(max(seg[GOLD_DISTANCE].max() or 0, seg[S.DDP].max() or 0)) + 1
+    ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="DDP = gold")
+    g = result.signature.get("gold", {})
+    ax.set_xlabel("gold distance (sentences)")
+    ax.set_ylabel("DDP (sentences)")
+    ax.set_title(f"DDP vs gold ({g.get('distance', '')}, {'restricted' if g.get('restricted') else 'full'} gold)")
+    ax.legend(fontsize=7, markerscale=2)
+    fig.tight_layout()
+    dest = os.fspath(path)
+    ext = os.path.splitext(dest)[1].lstrip(".") or "png"
+    with atomic_path(dest) as tmp:
+        fig.savefig(tmp, format=ext, dpi=120)
+    plt.close(fig)
