@@ -348,7 +348,7 @@ def test_cli_json_signature_gate_and_formats(tmp_path) -> None:  # noqa: ANN001
 # --------------------------------------------------------------------------- AR kernels
 
 
-@pytest.mark.parametrize("n_units,n_cols,n_trials", [(1, 1, 5), (63, 2, 40), (130, 13, 77), (300, 9, 65)])
+@pytest.mark.parametrize("n_units,n_cols,n_trials", [(1, 1, 5), (63, 2, 40), (130, 13, 77), (300, 9, 65), (67, 3, 130)])
 def test_ar_kernels_equal_a_numpy_oracle(n_units: int, n_cols: int, n_trials: int) -> None:
     # oracle: the keep matrix of the documented generator, sigma = +1 / -1, one float matmul row by row
     from ddpcore._native import load
@@ -362,8 +362,8 @@ def test_ar_kernels_equal_a_numpy_oracle(n_units: int, n_cols: int, n_trials: in
     expect = (np.abs(sigma @ d) > np.abs(d.sum(axis=0))).sum(axis=0)
     obs = np.empty(n_cols)
     kern.observed_abs(d, obs)
-    gen = _ar_counts(kern, d, obs, n_trials, None, _pcg64_halves(_ar_bitgen(4)), 2)
-    given = _ar_counts(kern, d, obs, n_trials, _pack_keep(keep), (0, 0, 0, 0), 1)
+    gen = _ar_counts(kern, d, n_trials, None, _pcg64_halves(_ar_bitgen(4)), 2)
+    given = _ar_counts(kern, d, n_trials, _pack_keep(keep), (0, 0, 0, 0), 1)
     plain = np.zeros(n_cols, dtype=np.int64)
     kern.ar_exceed_pcg64(*_pcg64_halves(_ar_bitgen(4)), n_trials, d, obs, plain, 1)
     assert np.array_equal(gen, expect) and np.array_equal(given, expect) and np.array_equal(plain, expect)
@@ -384,3 +384,18 @@ def test_bit_identical_for_1_and_2_threads_in_fresh_processes() -> None:
         env = dict(os.environ, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n)
         outs.append(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
     assert outs[0] == outs[1]
+
+
+def test_ar_all_keep_and_all_swap_trials_never_exceed() -> None:
+    # non-integer differences: the all-keep / all-swap trials reproduce |observed| exactly (same
+    # association in the kernel), so they never count as "strictly greater"
+    from ddpcore._native import load
+    from ddpcore.stats.compare import _ar_counts, _pack_keep
+
+    kern = load("stats_compare")
+    rng = np.random.default_rng(5)
+    for n_units in (5, 64, 131, 1000):
+        d = rng.normal(size=(n_units, 11)) * 10.0 ** rng.integers(-3, 4, size=(1, 11))
+        keep = np.zeros((6, n_units), dtype=bool)
+        keep[::2] = True  # rows 0, 2, 4 all keep; rows 1, 3, 5 all swap
+        assert (_ar_counts(kern, d, 6, _pack_keep(keep), (0, 0, 0, 0), 2) == 0).all()

@@ -11,7 +11,8 @@ Kernels
 -------
 ``ar_exceed_pcg64``   AR exceedance counts; swap masks drawn from numpy's PCG64 stream in-kernel
 ``ar_exceed_bits``    AR exceedance counts; swap masks given by the caller (packed bits)
-``ar_exceed_chunked`` the same on column-chunked data, register-tiled (the path compare.py uses)
+``ar_exceed_chunked`` the same on column-chunked data with per-group tables of signed sums (the path
+                      compare.py uses; ``observed_abs_chunked`` gives its observed values)
 ``bootstrap_sums_chunked`` bootstrap column sums (multiplicity-weighted, units in order), register-tiled
 ``pcg64_words``       raw words of that PCG64 stream (tests, exports)
 
@@ -102,43 +103,61 @@ cdef extern from *:
        ddpc_ar_block and ddpc_observed do, so the results are bit-identical to them. */
     typedef double ddpc_v4d __attribute__((vector_size(32)));
 
-    /* Units are taken in blocks of DDPC_UB (64): for the block's (<= 32) trials the +-1 signs of the
-       block's units are expanded once into `sg` (32 x 64 doubles, 16 KB), then every chunk (8 columns)
-       and every tile of TR trials runs over the block with its TR x 8 sums in registers (a broadcast
-       sign, two multiply-adds per unit and trial); sums are parked in `park` (nt_pad x n_chunks x 8)
-       between unit blocks. Each sum still runs over the units in order. */
-    #define DDPC_UB 64
+    #define DDPC_UB 64  /* units per block of the bootstrap kernel */
+
+    /* Nibble-table variant (the one ar_exceed_chunked uses). Per 64-unit block and chunk, the 16 groups
+       of 4 units get a table of the 16 signed sums of their rows (bit j of the pattern set = unit 4g + j
+       keeps its side), built as ((s0 d0 + s1 d1) + s2 d2) + s3 d3; each trial then adds one table row
+       per group (no multiplications). A trial's sum = the groups' signed sums added in unit order;
+       ddpc_nib_observed adds the all-keep rows in the same order, so the all-keep trial equals the
+       observed sum exactly (and the all-swap trial its negation). Units past n_units count as zeros. */
     template <int TR>
     static inline __attribute__((always_inline))
-    void ddpc_ar_tiles(const double* __restrict dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
-                       const uint64_t* __restrict bits, Py_ssize_t n_words, int nt, int nt_pad,
-                       const double* __restrict obs_abs, int64_t* __restrict counts,
-                       ddpc_v4d* __restrict park, double* __restrict sg) {
+    void ddpc_nib_tiles(const double* __restrict dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
+                        const uint64_t* __restrict bits, Py_ssize_t n_words, int nt, int nt_pad,
+                        const double* __restrict obs_abs, int64_t* __restrict counts,
+                        ddpc_v4d* __restrict park, ddpc_v4d* __restrict tab /* 16 x 16 x 2 */) {
         for (Py_ssize_t q = 0; q < (Py_ssize_t)nt_pad * n_chunks * 2; ++q) park[q] = (ddpc_v4d){0.0, 0.0, 0.0, 0.0};
-        for (Py_ssize_t ub = 0; ub < n_units; ub += DDPC_UB) {
-            const int n = (int)(n_units - ub < DDPC_UB ? n_units - ub : DDPC_UB);
+        const ddpc_v4d zero = {0.0, 0.0, 0.0, 0.0};
+        for (Py_ssize_t ub = 0; ub < n_units; ub += 64) {
+            const int n = (int)(n_units - ub < 64 ? n_units - ub : 64);
+            const int n_groups = (n + 3) / 4;
             const Py_ssize_t w = ub >> 6;
-            for (int i = 0; i < nt_pad; ++i) {
-                const uint64_t m = bits[(Py_ssize_t)i * n_words + w];
-                for (int b = 0; b < n; ++b) sg[i * DDPC_UB + b] = ((m >> b) & 1ULL) ? 1.0 : -1.0;
-            }
             for (Py_ssize_t c = 0; c < n_chunks; ++c) {
                 const double* __restrict rows = dc + (c * n_units + ub) * 8;
+                for (int g = 0; g < n_groups; ++g) {
+                    ddpc_v4d* t = tab + g * 32;
+                    ddpc_v4d r[4][2];
+                    for (int j = 0; j < 4; ++j) {
+                        if (4 * g + j < n) { memcpy(&r[j][0], rows + (4 * g + j) * 8, 32); memcpy(&r[j][1], rows + (4 * g + j) * 8 + 4, 32); }
+                        else { r[j][0] = zero; r[j][1] = zero; }
+                    }
+                    /* level 1: patterns of unit 0 */
+                    t[0 * 2] = -r[0][0]; t[0 * 2 + 1] = -r[0][1];
+                    t[1 * 2] = r[0][0];  t[1 * 2 + 1] = r[0][1];
+                    for (int j = 1; j < 4; ++j) {
+                        const int half = 1 << j;
+                        for (int v = half - 1; v >= 0; --v) {  /* descending: t[v] is read before overwritten */
+                            const ddpc_v4d a0 = t[v * 2], a1 = t[v * 2 + 1];
+                            t[(v | half) * 2] = a0 + r[j][0];     t[(v | half) * 2 + 1] = a1 + r[j][1];
+                            t[v * 2] = a0 - r[j][0];              t[v * 2 + 1] = a1 - r[j][1];
+                        }
+                    }
+                }
                 for (int i0 = 0; i0 < nt_pad; i0 += TR) {
                     ddpc_v4d lo[TR], hi[TR];
+                    uint64_t m[TR];
                     for (int i = 0; i < TR; ++i) {
                         lo[i] = park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2];
                         hi[i] = park[((Py_ssize_t)(i0 + i) * n_chunks + c) * 2 + 1];
+                        m[i] = bits[(Py_ssize_t)(i0 + i) * n_words + w];
                     }
-                    for (int b = 0; b < n; ++b) {
-                        ddpc_v4d r0, r1;
-                        memcpy(&r0, rows + b * 8, sizeof r0);
-                        memcpy(&r1, rows + b * 8 + 4, sizeof r1);
+                    for (int g = 0; g < n_groups; ++g) {
+                        const ddpc_v4d* t = tab + g * 32;
                         for (int i = 0; i < TR; ++i) {
-                            const double sd = sg[(i0 + i) * DDPC_UB + b];
-                            const ddpc_v4d sv = {sd, sd, sd, sd};
-                            lo[i] += sv * r0;  /* sv = +-1: the product is exact, fused or not */
-                            hi[i] += sv * r1;
+                            const unsigned nib = (unsigned)((m[i] >> (4 * g)) & 15ULL);
+                            lo[i] += t[nib * 2];
+                            hi[i] += t[nib * 2 + 1];
                         }
                     }
                     for (int i = 0; i < TR; ++i) {
@@ -156,11 +175,27 @@ cdef extern from *:
                 }
     }
 
-    __attribute__((target_clones("arch=haswell", "avx2", "default")))
-    static void ddpc_ar_tiles4(const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks, const uint64_t* bits,
-                               Py_ssize_t n_words, int nt, int nt_pad, const double* obs_abs, int64_t* counts,
-                               ddpc_v4d* park, double* sg) {
-        ddpc_ar_tiles<4>(dc, n_units, n_chunks, bits, n_words, nt, nt_pad, obs_abs, counts, park, sg);
+    __attribute__((target_clones("avx2", "default")))
+    static void ddpc_nib_tiles4(const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks, const uint64_t* bits,
+                                Py_ssize_t n_words, int nt, int nt_pad, const double* obs_abs, int64_t* counts,
+                                ddpc_v4d* park, ddpc_v4d* tab) {
+        ddpc_nib_tiles<4>(dc, n_units, n_chunks, bits, n_words, nt, nt_pad, obs_abs, counts, park, tab);
+    }
+
+    /* |observed| per column with the nibble kernel's association: per chunk, groups of 4 units in
+       order, each group ((d0 + d1) + d2) + d3, added to the running sum. */
+    static void ddpc_nib_observed(const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks, double* out) {
+        for (Py_ssize_t c = 0; c < n_chunks; ++c) {
+            for (int j = 0; j < 8; ++j) {
+                double acc = 0.0;
+                for (Py_ssize_t u0 = 0; u0 < n_units; u0 += 4) {
+                    double t = dc[(c * n_units + u0) * 8 + j];
+                    for (int k = 1; k < 4; ++k) t = t + ((u0 + k < n_units) ? dc[(c * n_units + u0 + k) * 8 + j] : 0.0);
+                    acc += t;
+                }
+                out[c * 8 + j] = fabs(acc);
+            }
+        }
     }
 
     /* trials [t0, t0 + nt) on chunked data; masks from the generator (stream words t*n_words ...)
@@ -180,12 +215,12 @@ cdef extern from *:
             for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddpc_next(&g);
         }
         ddpc_v4d* park = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 2 * (size_t)nt_pad * (size_t)n_chunks + 32);
-        double* sg = (double*)aligned_alloc(32, sizeof(double) * 32 * DDPC_UB);
-        if (!park || !sg) { free(bits); free(park); free(sg); return -1; }
-        ddpc_ar_tiles4(dc, n_units, n_chunks, bits, n_words, nt, nt_pad, obs_abs, counts, park, sg);
+        ddpc_v4d* tab = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 16 * 32);
+        if (!park || !tab) { free(bits); free(park); free(tab); return -1; }
+        ddpc_nib_tiles4(dc, n_units, n_chunks, bits, n_words, nt, nt_pad, obs_abs, counts, park, tab);
         free(bits);
         free(park);
-        free(sg);
+        free(tab);
         return 0;
     }
 
@@ -240,6 +275,7 @@ cdef extern from *:
                            Py_ssize_t n_cols, Py_ssize_t n_words, const double* obs_abs,
                            int64_t* counts) nogil
     void ddpc_observed(const double* d, Py_ssize_t n_units, Py_ssize_t n_cols, double* out) nogil
+    void ddpc_nib_observed(const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks, double* out) nogil
     int ddpc_ar_chunked(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, const uint64_t* given_bits,
                         Py_ssize_t t0, int nt, const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
                         Py_ssize_t n_words, const double* obs_abs, int64_t* counts) nogil
@@ -400,7 +436,7 @@ def ar_exceed_chunked(
         n_trials = given.shape[0]
         if n_trials > 0:
             gp = &given[0, 0]
-    cdef int tb = 32
+    cdef int tb = 64
     cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
     cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
     cdef Py_ssize_t blk, t0
@@ -572,3 +608,16 @@ def bootstrap_sums_chunked(
             failed += 1
     if failed:
         raise MemoryError()
+
+
+def observed_abs_chunked(const double[:, :, ::1] d__chunk_unit_8, double[::1] out__col):
+    """``|sum_u d[u, k]|`` per column of chunked data, in the association of :func:`ar_exceed_chunked`
+    (groups of 4 units, ``((d0 + d1) + d2) + d3``, added in unit order)."""
+    cdef Py_ssize_t n_chunks = d__chunk_unit_8.shape[0], n_units = d__chunk_unit_8.shape[1]
+    if out__col.shape[0] < 8 * n_chunks:
+        raise ValueError("out needs 8 * n_chunks entries")
+    if n_chunks == 0 or n_units == 0:
+        np.asarray(out__col)[:] = 0.0
+        return
+    with nogil:
+        ddpc_nib_observed(&d__chunk_unit_8[0, 0, 0], n_units, n_chunks, &out__col[0])

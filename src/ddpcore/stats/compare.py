@@ -456,8 +456,6 @@ def compare_arrays(
     if test in ("ar", "both"):
         others = [s for s in range(n_sys) if s != bl]
         d = np.ascontiguousarray(d_units[:, :, others].reshape(n_units, n_met * len(others)))
-        obs_abs = np.empty(d.shape[1])
-        kern.observed_abs(d, obs_abs)
         nt = 0 if threads is None else int(threads)
         if ar_keep is not None:
             keep = _check_keep(ar_keep, n_units)
@@ -466,7 +464,7 @@ def compare_arrays(
         else:
             t = _check_count(n_ar, "n_ar", "--n-ar")
             bits, halves = None, _pcg64_halves(_ar_bitgen(seed))
-        counts_ar = _ar_counts(kern, d, obs_abs, t, bits, halves, nt)
+        counts_ar = _ar_counts(kern, d, t, bits, halves, nt)
         p_ar = np.full((n_met, n_sys), np.nan)
         p_ar[:, others] = ((counts_ar + 1.0) / (t + 1.0)).reshape(n_met, len(others))
         p_ar[identical] = 1.0
@@ -503,24 +501,17 @@ def _bootstrap_sums(kern: Any, flat: np.ndarray, n_boot: int, halves: tuple[int,
     return out[:, :n_cols]
 
 
-def _ar_counts(kern: Any, d: np.ndarray, obs_abs: np.ndarray, n_trials: int, bits: np.ndarray | None,
+def _ar_counts(kern: Any, d: np.ndarray, n_trials: int, bits: np.ndarray | None,
                halves: tuple[int, int, int, int], threads: int) -> np.ndarray:
-    """AR exceedance counts per column of ``d`` (n_units x n_cols). Both kernels give identical
-    counts; the register-tiled one works on 8-column chunks, so it serves 3+ columns."""
+    """AR exceedance counts per column of ``d`` (n_units x n_cols), nibble-table kernel on 8-column
+    chunks; the observed |sum| is computed by the kernel's own association (see the .pyx)."""
     n_units, n_cols = d.shape
-    out = np.zeros(n_cols, dtype=np.int64)
     if n_cols == 0:
-        return out
-    if n_cols < 3:
-        if bits is None:
-            kern.ar_exceed_pcg64(*halves, n_trials, d, obs_abs, out, threads)
-        else:
-            kern.ar_exceed_bits(bits, d, obs_abs, out, threads)
-        return out
+        return np.zeros(0, dtype=np.int64)
     chunked = _chunk8(d)
     n_chunks = chunked.shape[0]
-    obs8 = np.zeros(n_chunks * 8)
-    obs8[:n_cols] = obs_abs
+    obs8 = np.empty(n_chunks * 8)
+    kern.observed_abs_chunked(chunked, obs8)
     out8 = np.zeros(n_chunks * 8, dtype=np.int64)
     kern.ar_exceed_chunked(*halves, n_trials, chunked, obs8, out8, bits, threads)
     return out8[:n_cols].copy()
