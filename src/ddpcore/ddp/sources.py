@@ -87,7 +87,7 @@ class StagedInput:
             df = df.with_columns(pl.int_range(c.row_start, c.row_stop, dtype=pl.UInt32).alias(ROW))
             want = rows[(rows >= c.row_start) & (rows < c.row_stop)]
             if len(want) < df.height:
-                df = df.filter(pl.col(ROW).is_in(pl.Series(want.astype(np.uint32))))
+                df = df.filter(pl.Series(np.isin(np.arange(c.row_start, c.row_stop), want)))
             parts.append(df.select(ROW, *[pl.col(k).cast(v) for k, v in self.schema.items()]))
         return pl.concat(parts)
 
