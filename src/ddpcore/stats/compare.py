@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .. import __version__, schema
+from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 
