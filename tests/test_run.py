@@ -248,3 +248,41 @@ def test_workers_exit_when_their_parent_is_killed(tmp_path):
     _wait_for(lambda: not any(_alive(k) for k in kids), timeout=10)
     # the journal survives a SIGKILL
     assert (work_dir_for(out) / "journal.json").exists()
+
+
+# ------------------------------------------------------------------ shards and merge
+
+
+@pytest.mark.spacy_model
+def test_three_shards_merged_equal_the_unsharded_run(tmp_path, nlp, interleaved, capsys):
+    from ddpcore.cli.main import main
+    from ddpcore.ddp.run import shard_of_documents
+
+    ref = profile_anchors(interleaved, nlp=nlp)
+    docs = pl.read_ndjson(interleaved)["document_id"]
+    # the hash is CRC-32 of the id text (zlib), so shards are stable across machines
+    import zlib
+
+    assert shard_of_documents(docs, 3).tolist() == [zlib.crc32(d.encode()) % 3 for d in docs.to_list()]
+    assert len(set(shard_of_documents(docs, 3).tolist())) == 3  # every shard gets documents here
+    files = []
+    for i in range(3):
+        argv = ["profile", str(interleaved), "-q", "-j", "1", "--shard", f"{i}/3", "-o", str(tmp_path / f"s{i}.parquet"),
+                "--anchors", str(tmp_path / f"a{i}.parquet"), "--sentences", str(tmp_path / f"t{i}.parquet")]
+        assert main(argv) == 0
+        files += [tmp_path / f"{x}{i}.parquet" for x in "sat"]
+    # shards given in any order
+    code = main(["merge", *map(str, reversed(files)), "-o", str(tmp_path / "seg.csv"), "--anchors",
+                 str(tmp_path / "anc.parquet"), "--sentences", str(tmp_path / "sen.parquet"), "-q"])
+    assert code == 0, capsys.readouterr().err
+    _same_as_reference([tmp_path / "seg.csv"], ref, "csv")
+    assert_frame_equal(ref.anchors, pl.read_parquet(tmp_path / "anc.parquet"))
+    assert_frame_equal(ref.sentences, pl.read_parquet(tmp_path / "sen.parquet"))
+    # a missing shard, a shard given twice, a text-format shard output: usage errors
+    capsys.readouterr()
+    assert main(["merge", *map(str, files[:6]), "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "D177" in capsys.readouterr().err
+    assert main(["merge", str(files[0]), str(files[0]), "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "D177" in capsys.readouterr().err
+    assert main(["profile", str(interleaved), "-q", "--shard", "0/3", "-o", str(tmp_path / "s.csv")]) == 2
+    assert "D173" in capsys.readouterr().err

@@ -41,10 +41,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
                    help="progress on stderr: bar (segments/s, words/s, ETA), plain (one line every 5 s, for logs "
                         "and CI), none; auto = bar on a terminal, else none")
+    r.add_argument("--shard", type=_shard_arg, default=None, metavar="I/N",
+                   help="profile only the documents hashed to shard I of N (0-based; for job arrays such as Slurm); "
+                        "outputs must be .parquet; combine the N shards with `ddp merge`")
     r.add_argument("--batch-chars", type=int, default=1_000_000, metavar="N",
                    help="characters of text per batch of whole documents (memory and resume granularity)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output (same as --progress none)")
     p.set_defaults(func=run)
+
+
+def _shard_arg(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N such as 0/4, not {text!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"expected 0 <= I < N, not {text!r}")
+    return i, n
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         report = profile_to_files(
             source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
             batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
-            summary_by=by, source_name=str(source), resume_hint=hint,
+            summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,
         )
     except RunInterrupted as exc:
         print(f"ddp profile: {exc.message}", file=sys.stderr)

@@ -53,6 +53,9 @@ ASSEMBLE_ROWS = 100_000
 #: and model loading cost about as much as parsing this much text on one core)
 AUTO_MIN_CHARS = 300_000
 ROLES = ("segments", "anchors", "sentences")
+#: ordering keys kept in shard outputs (``--shard``) for ``ddp merge``
+SHARD_ROW = "input_row"
+SHARD_DOC_ROW = "document_first_row"
 
 
 class RunInterrupted(BaseException):
@@ -141,13 +144,48 @@ def _compare_journal(old: dict[str, Any], new: dict[str, Any], journal: Path) ->
                 "same settings to resume, or without --resume to start over", code="D170")
 
 
-def _plan(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int) -> pl.DataFrame:
-    """Order the id index (documents by first appearance, segments by id) and number batches."""
+def shard_of_documents(documents: pl.Series, n_shards: int) -> np.ndarray:
+    """Shard (0..n_shards-1) of each document id: CRC-32 of its text form, modulo ``n_shards``
+    (stable across processes, machines and versions). One hash per distinct document."""
+    import zlib
+
+    uniq = documents.cast(pl_string()).unique(maintain_order=True)
+    codes = np.fromiter((zlib.crc32(str(d).encode("utf-8")) for d in uniq.to_list()), dtype=np.uint64,
+                        count=len(uniq))
+    lookup = dict(zip(uniq.to_list(), (codes % np.uint64(n_shards)).astype(np.int64).tolist()))
+    return documents.cast(pl_string()).replace_strict(lookup, return_dtype=pl_int64()).to_numpy()
+
+
+def pl_string() -> Any:
+    import polars as pl
+
+    return pl.String
+
+
+def pl_int64() -> Any:
+    import polars as pl
+
+    return pl.Int64
+
+
+def _plan(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int, shard: tuple[int, int] | None = None
+          ) -> pl.DataFrame:
+    """Order the id index (documents by first appearance, segments by id), keep the documents
+    of ``shard`` = (i, N) if given, and number batches."""
     import polars as pl
 
     from .sources import CHARS
 
     ordered = order_segments(ids, cols)
+    first_row = ordered.group_by(DOC).agg(pl.col(ROW).min().alias("__doc_row"))
+    ordered = ordered.join(first_row, on=DOC, how="left")
+    if shard is not None:
+        mine = shard_of_documents(ordered[cols.document], shard[1]) == shard[0]
+        n_docs = int(ordered[DOC].max()) + 1
+        ordered = ordered.filter(pl.Series(mine))
+        if ordered.height == 0:
+            raise DDPUsageError(f"--shard {shard[0]}/{shard[1]}: no document of the input hashes to this shard "
+                                f"(the input has {n_docs} documents); use fewer shards", code="D174")
     batch = document_batches(ordered[DOC].to_numpy().astype(np.int64), ordered[CHARS].to_numpy(), batch_chars)
     return ordered.with_columns(pl.Series("__batch", batch))
 
@@ -358,6 +396,7 @@ def profile_to_files(
     parse_wrapper: Callable[[Parser], Callable[..., Any]] | None = None,
     signature_extra: dict[str, Any] | None = None,
     resume_hint: str = "rerun the same command with --resume",
+    shard: tuple[int, int] | None = None,
 ) -> RunReport:
     """Profile ``source`` into the output ``targets`` (roles ``segments``, ``anchors``,
     ``sentences``; checked with :func:`ddpcore.io.outputs.check_outputs`) in bounded memory.
@@ -365,7 +404,10 @@ def profile_to_files(
     ``n_process``: ``"auto"`` or a number of parse processes. ``resume``: continue an
     interrupted run of the same settings (refused, D170, if they differ). ``progress``:
     ``bar|plain|none``. ``parse_wrapper(parser)`` returns the parse function to use (the
-    parse cache). Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
+    parse cache). ``shard=(i, N)`` profiles only the documents hashed to shard ``i`` of ``N``
+    (:func:`shard_of_documents`); its Parquet outputs keep ``input_row`` (segments) and
+    ``document_first_row`` (anchors, sentences) so that :func:`ddpcore.ddp.merge.merge_shards`
+    can rebuild the unsharded outputs. Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
     workers and removing temporary files (the journal stays for ``--resume``).
     """
     import polars as pl
@@ -385,7 +427,16 @@ def profile_to_files(
             raise DDPUsageError("--resume needs the segment table written to a file (-o PATH), not to stdout",
                                 code="D171")
     fingerprint = input_fingerprint(source)
-    jsettings = _journal_settings(settings, cols, pipeline, batch_chars, fingerprint, signature_extra or {})
+    extra = dict(signature_extra or {})
+    if shard is not None:
+        if not (0 <= shard[0] < shard[1]):
+            raise DDPUsageError(f"--shard {shard[0]}/{shard[1]}: expected i/N with 0 <= i < N", code="D173")
+        bad = [t.option for t in targets.values() if t is not None and t.format != "parquet"]
+        if bad:
+            raise DDPUsageError(f"--shard writes Parquet shards for `ddp merge`; give {bad[0]} a .parquet name",
+                                code="D173")
+        extra["shard"] = f"{shard[0]}/{shard[1]}"
+    jsettings = _journal_settings(settings, cols, pipeline, batch_chars, fingerprint, extra)
     journal_path = work / "journal.json"
     journal: dict[str, Any] = {}
     if work.exists() and tmp_root is None:
@@ -423,8 +474,8 @@ def profile_to_files(
                 raise DDPUsageError(
                     f"--summary-by {summary_by}: no such column in {name}; available columns: "
                     f"{', '.join(staged.schema)}", code="D137")
-            plan = _plan(staged.ids, cols, batch_chars)
-            n_batches = int(plan["__batch"].max()) + 1
+            plan = _plan(staged.ids, cols, batch_chars, shard)
+            n_batches = int(plan["__batch"].max()) + 1 if plan.height else 0
             done = sorted(int(p.name.split(".")[0]) for p in parts.glob("*.done"))
             done_set = set(done)
             todo = [k for k in range(n_batches) if k not in done_set]
@@ -487,10 +538,11 @@ def profile_to_files(
                 "input": name,
                 "batches": n_batches,
                 "n_process": n_proc,
-                **(signature_extra or {}),
+                **extra,
             }
-            summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, summary_by, cols,
-                                           atomic_path)
+            doc_rows = plan.select(cols.document, "__doc_row").unique(cols.document) if shard else None
+            summary, n_anchors = _assemble(parts, n_batches, targets, signature, staged.n_rows, summary_by, cols,
+                                           atomic_path, doc_rows)
     except _Stop as exc:
         stop = exc
     except DDPError:
@@ -552,13 +604,16 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
 
 
 def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], signature: dict[str, Any],
-              n_rows: int, summary_by: str | None, cols: SegmentColumns, atomic_path: Any
-              ) -> tuple[pl.DataFrame, int]:
-    """Write the outputs from the parts; return the summary frame and the anchor count."""
+              n_rows: int, summary_by: str | None, cols: SegmentColumns, atomic_path: Any,
+              doc_rows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
+    """Write the outputs from the parts; return the summary frame and the anchor count.
+
+    ``doc_rows`` (shard runs: document id → first input row of the document) keeps the
+    ordering keys ``input_row``/``document_first_row`` in the outputs for ``ddp merge``.
+    """
     import polars as pl
 
     sig_json = json.dumps(signature, sort_keys=True)
-    meta = {"ddpcore.signature": sig_json}
     markers = [json.loads((parts / f"{k:06d}.done").read_text()) for k in range(n_batches)]
     n_anchors = sum(m["anchors"] for m in markers)
     keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, S.DDP]) if c]
@@ -569,6 +624,7 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
             if target is None and role != "segments":
                 continue
             files = [parts / f"{k:06d}.{role}.parquet" for k in range(n_batches)]
+            meta = {"ddpcore.signature": sig_json, "ddpcore.table": role}
             if target is not None and target.path is not None:
                 tmp = stack.enter_context(atomic_path(target.path))
                 sink = _Sink(tmp, target.format, gzip_=target.gzip, metadata=meta)
@@ -581,17 +637,26 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
                 for lo in range(0, n_rows, ASSEMBLE_ROWS):
                     hi = lo + ASSEMBLE_ROWS
                     use = [f for f, m in zip(files, markers) if m["min_row"] < hi and m["max_row"] >= lo]
-                    piece = (pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect()
-                             .sort(ROW).drop(ROW))
+                    if not use:
+                        continue
+                    piece = pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect().sort(ROW)
+                    piece = (piece.rename({ROW: SHARD_ROW}).with_columns(pl.col(SHARD_ROW).cast(pl.Int64))
+                             if doc_rows is not None else piece.drop(ROW))
                     summary_parts.append(piece.select([c for c in keep if c in piece.columns]))
                     if sink is not None:
                         sink.write(piece)
-                empty = {k: v for k, v in (schema or {}).items() if k != ROW}
+                empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in schema.items()}
+                         if doc_rows is not None else {k: v for k, v in schema.items() if k != ROW}) if schema else None
             else:
                 for f in files:
                     if sink is not None:
-                        sink.write(pl.read_parquet(f))
-                empty = schema
+                        piece = pl.read_parquet(f)
+                        if doc_rows is not None:
+                            piece = piece.join(doc_rows.select(cols.document, pl.col("__doc_row").cast(pl.Int64)
+                                                               .alias(SHARD_DOC_ROW)),
+                                               on=cols.document, how="left", maintain_order="left")
+                        sink.write(piece)
+                empty = ({**schema, SHARD_DOC_ROW: pl.Int64} if doc_rows is not None else schema) if schema else None
             if sink is not None:
                 sink.close(empty_schema=empty)
             if target is not None and target.sidecar is not None:

@@ -1,0 +1,47 @@
+"""``ddp merge``: combine the shards of ``ddp profile --shard i/N`` into the unsharded outputs."""
+from __future__ import annotations
+
+import argparse
+
+from ._common import HelpFormatter
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "merge",
+        help="combine the shards of `ddp profile --shard i/N`",
+        description=(
+            "Combine the Parquet shards written by `ddp profile --shard I/N` (one run per shard, e.g. a Slurm job "
+            "array) into the tables an unsharded run writes: segments in input order, anchors and sentences in "
+            "document order. SHARD files are told apart by their metadata (table and shard), in any order; all N "
+            "shards of each table are needed, from runs with the same input and settings."
+        ),
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("shards", nargs="+", metavar="SHARD", help="shard files (.parquet) of any of the three tables")
+    p.add_argument("-o", "--output", default=None, metavar="PATH",
+                   help="merged segment table (.parquet, .csv, .tsv, .jsonl, .json; '-' = stdout as JSONL)")
+    p.add_argument("--anchors", default=None, metavar="PATH", help="merged anchors table")
+    p.add_argument("--sentences", default=None, metavar="PATH", help="merged sentences table")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..ddp.merge import merge_shards
+    from ..errors import DDPUsageError
+    from ..io.outputs import check_outputs
+
+    options = [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences)]
+    if not any(path for _, path in options):
+        raise DDPUsageError("give at least one output: -o PATH (segments), --anchors PATH or --sentences PATH",
+                            code="D177")
+    checked = {t.option: t for t in check_outputs(options, args.shards, stdout_format="jsonl", sidecars=True)}
+    targets = {role: checked.get(opt) for role, (opt, _) in zip(("segments", "anchors", "sentences"), options)}
+    sig = merge_shards(args.shards, targets)
+    if not args.quiet:
+        names = [str(t.path) if t.path else "<stdout>" for t in targets.values() if t is not None]
+        print(f"ddp merge: merged {sig['merged_shards']} shards into {', '.join(names)}", file=sys.stderr)
+    return 0

@@ -1,0 +1,116 @@
+"""``ddp merge``: rebuild the outputs of an unsharded run from the shards of ``ddp profile --shard i/N``.
+
+Each shard holds whole documents (documents are hashed to shards), so merging is ordering:
+segments by ``input_row`` (input order), anchors and sentences by ``document_first_row`` (the
+document order of an unsharded run: documents by first appearance), keeping each shard's own
+order within a document. The ordering keys are dropped and the signature loses its shard.
+Shards must come from the same input and settings, and all N shards must be given once.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import DDPDataError, DDPUsageError
+
+SIGNATURE_KEY = "ddpcore.signature"
+TABLE_KEY = "ddpcore.table"
+#: settings that must agree between shards (everything but the shard and the run's own counts)
+_VARYING = {"shard", "batches", "n_process", "cache"}
+
+
+def _read_meta(path: Path) -> tuple[dict[str, Any], str]:
+    from ..io.tables import read_parquet_metadata
+
+    try:
+        meta = read_parquet_metadata(path)
+    except FileNotFoundError:
+        raise DDPDataError(f"{path}: file not found; check the path", code="D102") from None
+    except Exception as exc:
+        raise DDPDataError(f"{path}: not a readable Parquet file ({exc})", code="D103") from None
+    if SIGNATURE_KEY not in meta or TABLE_KEY not in meta:
+        raise DDPDataError(f"{path}: not a shard written by `ddp profile --shard i/N` (no signature/table metadata)",
+                           code="D175")
+    sig = json.loads(meta[SIGNATURE_KEY])
+    if "shard" not in sig:
+        raise DDPDataError(f"{path}: written by a run without --shard; only shards can be merged", code="D175")
+    return sig, meta[TABLE_KEY]
+
+
+def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, Any]) -> dict[str, Any]:
+    """Merge shard tables into ``outputs`` (role → :class:`~ddpcore.io.outputs.OutputTarget`;
+    roles ``segments``, ``anchors``, ``sentences``). Returns the merged signature.
+
+    Every role given in ``outputs`` needs all N shards of that table among ``shards``; the
+    shards of a role are told apart by their metadata, so their order on the command line
+    does not matter.
+    """
+    import polars as pl
+
+    from ..io.tables import atomic_path
+    from .run import SHARD_DOC_ROW, SHARD_ROW, _Sink
+
+    by_role: dict[str, dict[int, Path]] = {}
+    reference: dict[str, Any] | None = None
+    n_total: int | None = None
+    for raw in shards:
+        path = Path(raw)
+        sig, role = _read_meta(path)
+        i, n = (int(x) for x in str(sig["shard"]).split("/"))
+        common = {k: v for k, v in sig.items() if k not in _VARYING}
+        if reference is None:
+            reference, n_total = common, n
+        else:
+            diff = sorted(k for k in set(reference) | set(common) if reference.get(k) != common.get(k))
+            if diff or n != n_total:
+                what = diff[0] if diff else "number of shards"
+                raise DDPDataError(f"{path}: shard of another run ({what} differs from the first shard's); merge only "
+                                   "shards of one `ddp profile --shard i/N` command", code="D176")
+        if i in by_role.setdefault(role, {}):
+            raise DDPUsageError(f"{path}: shard {i}/{n} of the {role} table given twice "
+                                f"(also {by_role[role][i]})", code="D177")
+        by_role[role][i] = path
+    assert reference is not None and n_total is not None
+    for role, target in outputs.items():
+        if target is None:
+            continue
+        have = by_role.get(role, {})
+        missing = [i for i in range(n_total) if i not in have]
+        if missing:
+            raise DDPUsageError(f"the {role} table lacks shard(s) {', '.join(f'{i}/{n_total}' for i in missing)}; "
+                                f"give all {n_total} shards", code="D177")
+    extra = sorted(set(by_role) - {r for r, t in outputs.items() if t is not None})
+    if extra:
+        raise DDPUsageError(f"shards of the {extra[0]} table were given but no output for them "
+                            f"({'-o' if extra[0] == 'segments' else '--' + extra[0]} PATH)", code="D177")
+    signature = {**reference, "merged_shards": n_total}
+    sig_json = json.dumps(signature, sort_keys=True)
+    with_sidecars = []
+    for role, target in outputs.items():
+        if target is None:
+            continue
+        files = [str(by_role[role][i]) for i in range(n_total)]
+        key = SHARD_ROW if role == "segments" else SHARD_DOC_ROW
+        # ordering keys are small; the sort is by them alone, stable within a shard's document
+        lf = pl.scan_parquet(files)
+        merged = lf.sort(key, maintain_order=True).drop(key).collect()
+        with_sidecars.append((target, merged))
+    with __import__("contextlib").ExitStack() as stack:
+        for target, merged in with_sidecars:
+            meta = {SIGNATURE_KEY: sig_json, TABLE_KEY: "merged"}
+            if target.path is None:
+                import sys
+
+                sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
+            else:
+                sink = _Sink(stack.enter_context(atomic_path(target.path)), target.format, gzip_=target.gzip,
+                             metadata=meta)
+            sink.write(merged)
+            sink.close(empty_schema=merged.schema)
+            if target.sidecar is not None:
+                stack.enter_context(atomic_path(target.sidecar)).write_text(
+                    json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return signature
