@@ -20,6 +20,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _temp_parse_cache(tmp_path_factory, monkeypatch):
+    """Every test gets a fresh parse cache folder: tests never write to the user's cache
+    and never see each other's parses (a test that needs a cache of its own sets DDPCORE_CACHE)."""
+    monkeypatch.setenv("DDPCORE_CACHE", str(tmp_path_factory.mktemp("ddpcore-cache")))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     return SHARED_DATA

@@ -46,6 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "outputs must be .parquet; combine the N shards with `ddp merge`")
     r.add_argument("--batch-chars", type=int, default=1_000_000, metavar="N",
                    help="characters of text per batch of whole documents (memory and resume granularity)")
+    c = p.add_argument_group("parse cache").add_mutually_exclusive_group()
+    c.add_argument("--cache", default=None, metavar="DIR",
+                   help="parse cache folder: lines parsed by an earlier run with the same pipeline are read from it, "
+                        "not parsed again (default: $DDPCORE_CACHE, else $XDG_CACHE_HOME/ddpcore, else "
+                        "~/.cache/ddpcore; see `ddp cache info`)")
+    c.add_argument("--no-cache", action="store_true", help="parse every line, read and store nothing in the cache")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output (same as --progress none)")
     p.set_defaults(func=run)
 
@@ -67,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..anchors.rules import get_rules
     from ..ddp.driver import Settings
+    from ..ddp.cache import cache_wrapper, stderr_warn
     from ..ddp.run import RunInterrupted, profile_to_files
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
@@ -94,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
             batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
             summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,
+            parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=stderr_warn("ddp profile")),
         )
     except RunInterrupted as exc:
         print(f"ddp profile: {exc.message}", file=sys.stderr)

@@ -80,11 +80,13 @@ class Parser:
     """spaCy parsing for a whole run (context manager; :meth:`close` stops the workers).
 
     ``pipeline``: preset or installed name/path; ``nlp``: an already loaded pipeline
-    (in-process only); ``n_process``: worker processes (1 = in this process).
+    (in-process only); ``n_process``: worker processes (1 = in this process); ``info``: the
+    pipeline's :func:`~ddpcore.anchors.spacy_extract.pipeline_info` when already known (the
+    parse cache keeps it), so :meth:`info` does not load the pipeline.
     """
 
     def __init__(self, pipeline: str | None = None, *, n_process: int = 1, batch_size: int = 256,
-                 nlp: Any = None) -> None:
+                 nlp: Any = None, info: dict[str, Any] | None = None) -> None:
         if n_process < 1:
             raise DDPUsageError("n_process must be at least 1", code="D207")
         self.pipeline = pipeline
@@ -92,7 +94,7 @@ class Parser:
         self.batch_size = batch_size
         self._nlp = nlp
         self._pool: Any = None
-        self._info: dict[str, Any] | None = None
+        self._info: dict[str, Any] | None = dict(info) if info is not None else None
 
     # -- lifecycle
     def __enter__(self) -> Parser:
@@ -115,8 +117,15 @@ class Parser:
     def max_length(self) -> int:
         return int(self._nlp.max_length) if self._nlp is not None else DEFAULT_MAX_LENGTH
 
+    def provide_info(self, info: dict[str, Any]) -> None:
+        """Use ``info`` (as recorded by an earlier run of the same pipeline) for :meth:`info`
+        unless the pipeline's own info is already known; never loads the pipeline."""
+        if self._info is None:
+            self._info = dict(info)
+
     def info(self) -> dict[str, Any]:
-        """:func:`~ddpcore.anchors.spacy_extract.pipeline_info` of the pipeline (loads it)."""
+        """:func:`~ddpcore.anchors.spacy_extract.pipeline_info` of the pipeline (loads it
+        unless given as ``info`` or :meth:`provide_info`)."""
         if self._info is None:
             if self.n_process > 1:
                 self._info = self._ensure_pool().submit(_worker_info, self.pipeline).result()

@@ -72,6 +72,7 @@ def profile_anchors(
     progress: bool = False,
     nlp: Any = None,
     source_name: str | None = None,
+    cache: str | os.PathLike[str] | bool | None = None,
 ) -> ProfileResult:
     """Profile discourse dependency of every segment of ``source``.
 
@@ -98,10 +99,15 @@ def profile_anchors(
         Show a progress bar (stderr) while parsing.
     nlp : spacy.Language, optional
         An already loaded pipeline (used when ``n_process == 1``).
+    cache : path | bool, optional
+        Parse cache: ``None``/``True`` the default folder (``$DDPCORE_CACHE``, else
+        ``$XDG_CACHE_HOME/ddpcore``, else ``~/.cache/ddpcore``), a path another folder,
+        ``False`` none. Cached lines are not parsed again (``signature["cache"]`` counts them).
     """
     import polars as pl
 
     from .. import namespace  # noqa: F401  (registers DataFrame.ddp)
+    from .cache import cache_wrapper
     from .driver import BATCH_CHARS, Settings, batches_from_frame, iter_profile, order_segments
     from .parse import Parser
     from .run import resolve_n_process
@@ -129,12 +135,16 @@ def profile_anchors(
     try:
         with Parser(pipeline, n_process=n_process, batch_size=batch_size,
                     nlp=nlp if n_process == 1 else None) as parser:
+            wrapper = cache_wrapper(cache)
+            cached = wrapper(parser) if wrapper is not None else None
             for res in iter_profile(batches_from_frame(df, cols, BATCH_CHARS), parser, settings,
-                                    source_name=name, progress=tick):
+                                    source_name=name, progress=tick, parse=cached):
                 seg_parts.append(res.segments)
                 anc_parts.append(res.anchors)
                 sent_parts.append(res.sentences)
             info = parser.info()
+            if cached is not None:
+                cached.flush()
     finally:
         if bar is not None:
             bar.close()
@@ -149,6 +159,7 @@ def profile_anchors(
         "rules_description": ruleset.description,
         "sentence_unit": sentence_unit,
         "columns": {"document": document, "segment": segment, "text": text, "domain": domain},
+        **(cached.signature() if cached is not None else {}),
     }
     return ProfileResult(segments=segments, anchors=anchors, sentences=sentences, signature=signature)
 

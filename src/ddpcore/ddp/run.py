@@ -521,6 +521,8 @@ def profile_to_files(
             if "pipeline_info" not in journal:
                 journal["pipeline_info"] = info
                 write_json_atomic(journal_path, journal)
+            if hasattr(parse_fn, "flush"):
+                parse_fn.flush()
             parser.close()
             parser = None
             report_progress.close()
@@ -539,6 +541,7 @@ def profile_to_files(
                 "batches": n_batches,
                 "n_process": n_proc,
                 **extra,
+                **(parse_fn.signature() if hasattr(parse_fn, "signature") else {}),  # parse cache hits/misses
             }
             doc_rows = plan.select(cols.document, "__doc_row").unique(cols.document) if shard else None
             summary, n_anchors = _assemble(parts, n_batches, targets, signature, staged.n_rows, summary_by, cols,

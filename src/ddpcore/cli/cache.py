@@ -1,0 +1,109 @@
+"""``ddp cache info`` and ``ddp cache clear``: the parse cache of ``ddp profile``.
+
+Errors: D180 the cache path is not a folder, D181 ``--pipeline`` matches no cache folder,
+D182 a cache folder cannot be removed.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ._common import HelpFormatter
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cache",
+        help="show or clear the parse cache",
+        description=(
+            "The parse cache keeps the spaCy parse of every line `ddp profile` has parsed, per pipeline, so that a "
+            "re-run with other --rules/--distance, or a corpus sharing lines with an earlier one, parses nothing "
+            "twice. Location: --cache DIR, else $DDPCORE_CACHE, else $XDG_CACHE_HOME/ddpcore, else ~/.cache/ddpcore."
+        ),
+        formatter_class=HelpFormatter,
+    )
+    csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
+    info = csub.add_parser("info", help="location, cached lines, size, per pipeline", formatter_class=HelpFormatter,
+                           description="Print the cache location, the number of cached lines (parse units), "
+                                       "shards and bytes, overall and per pipeline folder.")
+    info.add_argument("--cache", default=None, metavar="DIR", help="cache folder (default: the user cache folder)")
+    info.add_argument("-f", "--format", choices=("text", "json"), default="text", help="output format")
+    info.set_defaults(func=run_info)
+    clear = csub.add_parser("clear", help="remove cached parses", formatter_class=HelpFormatter,
+                            description="Remove the cached parses (every pipeline, or one with --pipeline). "
+                                        "Only folders written by ddpcore are removed.")
+    clear.add_argument("--cache", default=None, metavar="DIR", help="cache folder (default: the user cache folder)")
+    clear.add_argument("--pipeline", default=None, metavar="FOLDER",
+                       help="remove only this pipeline folder, or every folder of a pipeline name such as "
+                            "en_core_web_sm (names as listed by `ddp cache info`)")
+    clear.add_argument("-f", "--format", choices=("text", "json"), default="text", help="output format")
+    clear.set_defaults(func=run_clear)
+    p.set_defaults(func=_no_action, cache_parser=p)
+
+
+def _no_action(args: argparse.Namespace) -> int:
+    args.cache_parser.print_help()
+    return 2
+
+
+def _root(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from ..ddp.cache import resolve_cache
+    from ..errors import DDPUsageError
+
+    root = resolve_cache(args.cache if args.cache is not None else True)
+    assert root is not None
+    if root.exists() and not root.is_dir():
+        raise DDPUsageError(f"cache path {root} is not a folder; pass a folder with --cache DIR", code="D180")
+    return root
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TB"  # pragma: no cover
+
+
+def run_info(args: argparse.Namespace) -> int:
+    import json
+
+    from ..config import cache_dir_source
+    from ..ddp.cache import cache_summary
+
+    root = _root(args)
+    summary = cache_summary(root)
+    summary["source"] = "--cache" if args.cache is not None else cache_dir_source()
+    if args.format == "json":
+        print(json.dumps(summary, indent=2))
+        return 0
+    lines = [f"parse cache: {root}  ({summary['source']}{'' if summary['exists'] else ', not created yet'})",
+             f"{summary['units']:,} cached lines in {summary['shards']:,} shards, {_size(summary['bytes'])}"]
+    for pl in summary["pipelines"]:
+        name = f"{pl['pipeline_name'] or '?'} {pl['pipeline_version'] or ''}".strip()
+        bad = f", {pl['unreadable_shards']} unreadable" if pl["unreadable_shards"] else ""
+        lines.append(f"  {pl['folder']}: {name}, spaCy {pl['spacy'] or '?'}, components "
+                     f"{','.join(pl['components'] or []) or '?'}: {pl['units']:,} lines, {pl['shards']:,} shards"
+                     f"{bad}, {_size(pl['bytes'])}")
+    print("\n".join(lines))
+    return 0
+
+
+def run_clear(args: argparse.Namespace) -> int:
+    import json
+
+    from ..ddp.cache import clear_cache
+    from ..errors import DDPUsageError
+
+    root = _root(args)
+    try:
+        removed, freed = clear_cache(root, args.pipeline)
+    except OSError as exc:
+        raise DDPUsageError(f"cannot remove cached parses under {root}: {exc.strerror or exc}", code="D182") from None
+    if args.pipeline is not None and removed == 0:
+        raise DDPUsageError(f"--pipeline {args.pipeline}: no such pipeline folder in the cache {root}; "
+                            "`ddp cache info` lists them", code="D181")
+    if args.format == "json":
+        print(json.dumps({"dir": str(root), "removed_folders": removed, "bytes_freed": freed}))
+    else:
+        print(f"removed {removed} pipeline folder(s) from {root} ({_size(freed)} freed)")
+    return 0

@@ -1,0 +1,637 @@
+"""The parse cache: nothing is parsed twice.
+
+A *parse unit* is a stripped, non-empty line of a segment: exactly one string that
+:meth:`~ddpcore.ddp.parse.Parser.parse` receives. Its parse (the unit's token arrays,
+:class:`~ddpcore.anchors.spacy_extract.TokenArrays`) depends only on the unit text and the
+pipeline, so it is kept on disk and reused by every later run, whatever its rules, distance
+mode, segmentation or corpus.
+
+Layout under the cache folder (:func:`ddpcore.config.cache_dir`, ``--cache DIR``)::
+
+    <pipeline_name>-<version>-<fingerprint>/     one folder per pipeline fingerprint
+        info.json        pipeline_info of the pipeline (a fully cached run needs no spaCy)
+        strings.json     spaCy string/POS ids the rule sets use (spaCy-version specific)
+        <time>-<pid>-<rand>.parquet   immutable shards, written to a temp file and renamed
+
+The fingerprint is a hash of the pipeline's canonical name, version and enabled components,
+the spaCy version and :data:`CACHE_FORMAT`; it is read from the pipeline package's
+``meta.json`` without loading the pipeline or importing spaCy. A shard holds one row per
+unit: ``k0, k1`` (the unit's 16-byte MurmurHash3_x64_128 key as two uint64), ``n_tokens``
+and one ``large_list`` column per token attribute (the token arrays flattened, with per-unit
+offsets). Its schema metadata ``ddpcore.cache`` holds a BLAKE2b checksum of every column;
+a shard whose checksum does not match (or that cannot be read) is reported once, removed,
+and its units are parsed again.
+
+Several processes may share one cache: shards are never modified, names are unique and a
+shard appears only once complete (``os.replace``); the same unit stored twice is harmless
+(the first copy found wins).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+import uuid
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..anchors import spacy_extract as X
+from ..anchors.spacy_extract import TokenArrays
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from .parse import Parser
+
+#: bump when the shard layout or the unit key changes (part of every fingerprint)
+CACHE_FORMAT = 1
+#: schema metadata key of a shard
+SHARD_META_KEY = b"ddpcore.cache"
+INFO_FILE = "info.json"
+STRINGS_FILE = "strings.json"
+SHARD_SUFFIX = ".parquet"
+#: token attributes stored per unit (``n_tokens__unit`` is the ``n_tokens`` column)
+TOKEN_FIELDS: tuple[str, ...] = ("lower", "pos", "tag", "dep", "head", "iob", "enttype", "sent_start", "idx", "end")
+TOKEN_DTYPES: dict[str, Any] = {
+    "lower": np.uint64, "pos": np.int32, "tag": np.uint64, "dep": np.uint64, "head": np.int64, "iob": np.int8,
+    "enttype": np.uint64, "sent_start": np.int8, "idx": np.int64, "end": np.int64,
+}
+#: decoded shards kept in memory during a run (bytes of token arrays)
+DECODED_BUDGET = 256 * 2**20
+
+
+
+# ------------------------------------------------------------------------------ keys
+
+
+def unit_keys(texts: Sequence[str]) -> np.ndarray:
+    """Cache keys (n_units, 2) uint64 of ``texts``: MurmurHash3_x64_128 of each UTF-8 text
+    (``k0, k1`` = the 16-byte digest as two little-endian words), computed in one native pass."""
+    import pyarrow as pa
+
+    from .._native import load
+
+    if len(texts) == 0:
+        return np.zeros((0, 2), dtype=np.uint64)
+    arr = pa.array(texts, type=pa.large_string())
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return load("unit_hash").hash_units(data, np.ascontiguousarray(offsets))
+
+
+# ------------------------------------------------------------------------- gathering
+
+
+def token_starts(toks: TokenArrays) -> np.ndarray:
+    """First token (n_units,) int64 of each unit of ``toks``."""
+    n = toks.n_tokens__unit.astype(np.int64)
+    return np.cumsum(n) - n
+
+
+def gather_units(parts: Sequence[TokenArrays], part__unit: np.ndarray, row__unit: np.ndarray) -> TokenArrays:
+    """Assemble ``n`` units in order: unit ``i`` of the result is unit ``row__unit[i]`` of
+    ``parts[part__unit[i]]`` (both (n,) int arrays). One vectorised gather per part and field."""
+    part__unit = np.asarray(part__unit, dtype=np.int64)
+    row__unit = np.asarray(row__unit, dtype=np.int64)
+    n = len(part__unit)
+    ntok = np.zeros(n, dtype=np.int64)
+    sels = []
+    for p, part in enumerate(parts):
+        sel = np.flatnonzero(part__unit == p)
+        sels.append(sel)
+        if len(sel):
+            ntok[sel] = part.n_tokens__unit[row__unit[sel]]
+    out_start = np.cumsum(ntok) - ntok
+    total = int(ntok.sum())
+    out = {f: np.empty(total, dtype=TOKEN_DTYPES[f]) for f in TOKEN_FIELDS}
+    for part, sel in zip(parts, sels):
+        if not len(sel):
+            continue
+        lens = ntok[sel]
+        m = int(lens.sum())
+        if m == 0:
+            continue
+        rel = np.arange(m, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        src = np.repeat(token_starts(part)[row__unit[sel]], lens) + rel
+        dst = np.repeat(out_start[sel], lens) + rel
+        for f in TOKEN_FIELDS:
+            out[f][dst] = getattr(part, f)[src]
+    return TokenArrays(**out, n_tokens__unit=ntok)
+
+
+def take_units(toks: TokenArrays, rows: np.ndarray) -> TokenArrays:
+    """The units ``rows`` (k,) of ``toks``, in that order."""
+    return gather_units([toks], np.zeros(len(rows), dtype=np.int64), rows)
+
+
+# ---------------------------------------------------------------------- fingerprints
+
+
+def _meta_path(pipeline: str | None) -> Path | None:
+    """The ``meta.json`` of an installed pipeline package or pipeline folder, found without
+    importing it; None when it cannot be located."""
+    import importlib.util
+
+    target = X.resolve_pipeline(pipeline)
+    if os.path.isdir(target):
+        base = Path(target)
+    else:
+        if not target.replace("-", "_").isidentifier():
+            return None
+        try:
+            spec = importlib.util.find_spec(target.replace("-", "_"))
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        base = Path(next(iter(spec.submodule_search_locations)))
+    if (base / "meta.json").is_file():
+        return base / "meta.json"
+    found = sorted(base.glob("*/meta.json")) or sorted(base.glob("*/*/meta.json"))
+    return found[0] if found else None
+
+
+def static_fingerprint(pipeline: str | None) -> dict[str, Any] | None:
+    """What a pipeline's parses depend on, read without loading it (``meta.json`` + package
+    metadata): ``format, spacy, pipeline_name, pipeline_version, components`` (the enabled
+    components exactly as :func:`~ddpcore.anchors.spacy_extract.load_pipeline` leaves them).
+    None when the pipeline's meta cannot be found (the fingerprint then comes from the loaded
+    pipeline, :func:`fingerprint_from_info`)."""
+    import importlib.metadata as md
+
+    path = _meta_path(pipeline)
+    if path is None:
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        spacy_version = md.version("spacy")
+    except (OSError, ValueError, md.PackageNotFoundError):
+        return None
+    enabled = set(meta.get("pipeline") or [])
+    exclude = set(X.UNUSED_COMPONENTS)
+    if pipeline in X.NO_PARSER_PRESETS:
+        exclude.add("parser")
+        enabled.add("senter")
+    order = meta.get("components") or meta.get("pipeline") or []
+    components = [c for c in order if c in enabled and c not in exclude]
+    return {"format": CACHE_FORMAT, "spacy": spacy_version, "pipeline_name": X.canonical_pipeline_name(meta),
+            "pipeline_version": meta.get("version"), "components": components}
+
+
+def fingerprint_from_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint of a loaded pipeline (its :func:`pipeline_info`)."""
+    return {"format": CACHE_FORMAT, "spacy": info.get("spacy"), "pipeline_name": info.get("pipeline_name"),
+            "pipeline_version": info.get("pipeline_version"), "components": list(info.get("components") or [])}
+
+
+def fingerprint_id(fp: dict[str, Any]) -> str:
+    """Folder name of a fingerprint: ``<pipeline_name>-<version>-<16 hex digits>``."""
+    digest = hashlib.blake2b(json.dumps(fp, sort_keys=True).encode(), digest_size=8).hexdigest()
+    name = "".join(ch if ch.isalnum() or ch in "._" else "_" for ch in str(fp.get("pipeline_name")))
+    return f"{name}-{fp.get('pipeline_version')}-{digest}"
+
+
+# --------------------------------------------------------------------------- shards
+
+
+def _checksum(keys: np.ndarray, n_tokens: np.ndarray, flat: dict[str, np.ndarray]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
+    h.update(np.ascontiguousarray(n_tokens, dtype=np.int64).tobytes())
+    for f in TOKEN_FIELDS:
+        h.update(np.ascontiguousarray(flat[f], dtype=TOKEN_DTYPES[f]).tobytes())
+    return h.hexdigest()
+
+
+class ShardError(Exception):
+    """A shard that cannot be read or fails its checksum."""
+
+
+def write_shard(folder: Path, keys: np.ndarray, toks: TokenArrays) -> Path:
+    """Store ``toks`` (n_units) under ``keys`` (n_units, 2) as a new immutable shard
+    (temp file + rename); returns its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n_tokens = toks.n_tokens__unit.astype(np.int64)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(n_tokens)]).astype(np.int64))
+    flat = {f: np.ascontiguousarray(getattr(toks, f), dtype=TOKEN_DTYPES[f]) for f in TOKEN_FIELDS}
+    cols = {"k0": pa.array(keys[:, 0]), "k1": pa.array(keys[:, 1]), "n_tokens": pa.array(n_tokens)}
+    for f in TOKEN_FIELDS:
+        cols[f] = pa.LargeListArray.from_arrays(offsets, pa.array(flat[f]))
+    meta = {"format": CACHE_FORMAT, "units": int(len(keys)), "tokens": int(n_tokens.sum()),
+            "checksum": _checksum(keys, n_tokens, flat)}
+    table = pa.table(cols).replace_schema_metadata({SHARD_META_KEY: json.dumps(meta).encode()})
+    name = f"{time.time_ns():x}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = folder / f".{name}.tmp"
+    final = folder / f"{name}{SHARD_SUFFIX}"
+    try:
+        pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 20)
+        os.replace(tmp, final)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    return final
+
+
+def read_shard_keys(path: Path) -> np.ndarray:
+    """The keys (n_units, 2) uint64 of a shard (raises :class:`ShardError`)."""
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(path, columns=["k0", "k1"])
+        return np.stack([t["k0"].to_numpy(), t["k1"].to_numpy()], axis=1).astype(np.uint64, copy=False)
+    except Exception as exc:  # any reader failure: a truncated or foreign file
+        raise ShardError(f"{type(exc).__name__}: {exc}") from None
+
+
+def read_shard(path: Path) -> tuple[np.ndarray, TokenArrays]:
+    """Keys (n_units, 2) and token arrays of a shard, checksum verified (raises :class:`ShardError`)."""
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(path)
+        meta = json.loads((t.schema.metadata or {})[SHARD_META_KEY])
+        keys = np.stack([t["k0"].to_numpy(), t["k1"].to_numpy()], axis=1).astype(np.uint64, copy=False)
+        n_tokens = t["n_tokens"].to_numpy().astype(np.int64)
+        flat = {}
+        for f in TOKEN_FIELDS:
+            col = t[f].combine_chunks()
+            flat[f] = col.flatten().to_numpy(zero_copy_only=False).astype(TOKEN_DTYPES[f], copy=False)
+    except Exception as exc:
+        raise ShardError(f"unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
+    if meta.get("format") != CACHE_FORMAT or any(len(flat[f]) != int(n_tokens.sum()) for f in TOKEN_FIELDS):
+        raise ShardError("inconsistent shard (format or token counts)")
+    if _checksum(keys, n_tokens, flat) != meta.get("checksum"):
+        raise ShardError("checksum mismatch")
+    return keys, TokenArrays(**flat, n_tokens__unit=n_tokens)
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+# ------------------------------------------------------------------------------ store
+
+
+class _Store:
+    """One fingerprint folder: the key index of its shards (in memory), reads and writes."""
+
+    def __init__(self, folder: Path, warn: Callable[[str], None]) -> None:
+        import polars as pl
+
+        self.folder = folder
+        self.warn = warn
+        self.shards: list[Path] = []
+        self.dead: set[int] = set()
+        self._decoded: OrderedDict[int, TokenArrays] = OrderedDict()
+        self._decoded_bytes = 0
+        parts = []
+        for path in sorted(folder.glob(f"*{SHARD_SUFFIX}")):
+            try:
+                keys = read_shard_keys(path)
+            except ShardError as exc:
+                self._drop(path, str(exc))
+                continue
+            sid = len(self.shards)
+            self.shards.append(path)
+            parts.append(self._frame(keys, sid))
+        self.index: pl.DataFrame = (pl.concat(parts) if parts else self._frame(np.zeros((0, 2), np.uint64), 0)
+                                    ).unique(subset=["k0", "k1"], keep="first", maintain_order=True)
+
+    @staticmethod
+    def _frame(keys: np.ndarray, sid: int) -> pl.DataFrame:
+        import polars as pl
+
+        n = len(keys)
+        return pl.DataFrame({"k0": keys[:, 0], "k1": keys[:, 1], "shard": np.full(n, sid, dtype=np.int32),
+                             "row": np.arange(n, dtype=np.int64)},
+                            schema={"k0": pl.UInt64, "k1": pl.UInt64, "shard": pl.Int32, "row": pl.Int64})
+
+    def _drop(self, path: Path, why: str) -> None:
+        self.warn(f"parse cache shard {path} is corrupted ({why}); removed, its units are parsed again")
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(shard, row) (n,) of each key; shard -1 where the key is not cached."""
+        import polars as pl
+
+        q = pl.DataFrame({"k0": keys[:, 0], "k1": keys[:, 1]}, schema={"k0": pl.UInt64, "k1": pl.UInt64})
+        j = q.join(self.index, on=["k0", "k1"], how="left", maintain_order="left")
+        return (j["shard"].fill_null(-1).to_numpy().astype(np.int64),
+                j["row"].fill_null(-1).to_numpy().astype(np.int64))
+
+    def fetch(self, sid: int) -> TokenArrays | None:
+        """The token arrays of shard ``sid`` (verified), or None if it is corrupted (then
+        reported, removed from the index and deleted)."""
+        if sid in self._decoded:
+            self._decoded.move_to_end(sid)
+            return self._decoded[sid]
+        if sid in self.dead:
+            return None
+        path = self.shards[sid]
+        try:
+            _, toks = read_shard(path)
+        except ShardError as exc:
+            self.dead.add(sid)
+            self.index = self.index.filter(self.index["shard"] != sid)
+            self._drop(path, str(exc))
+            return None
+        size = sum(getattr(toks, f).nbytes for f in TOKEN_FIELDS)
+        self._decoded[sid] = toks
+        self._decoded_bytes += size
+        while self._decoded_bytes > DECODED_BUDGET and len(self._decoded) > 1:
+            _, old = self._decoded.popitem(last=False)
+            self._decoded_bytes -= sum(getattr(old, f).nbytes for f in TOKEN_FIELDS)
+        return toks
+
+    def store(self, keys: np.ndarray, toks: TokenArrays) -> None:
+        """Write a shard of new units and add them to the index."""
+        import polars as pl
+
+        path = write_shard(self.folder, keys, toks)
+        sid = len(self.shards)
+        self.shards.append(path)
+        self.index = pl.concat([self.index, self._frame(keys, sid)]).unique(
+            subset=["k0", "k1"], keep="first", maintain_order=True)
+
+
+# ----------------------------------------------------------------------------- the cache
+
+
+def resolve_cache(cache: str | os.PathLike[str] | bool | None) -> Path | None:
+    """The cache folder of a ``cache`` argument: ``None``/``True`` the default location
+    (:func:`ddpcore.config.cache_dir`), a path that folder, ``False`` no cache (None)."""
+    from ..config import cache_dir
+
+    if cache is False:
+        return None
+    if cache is None or cache is True:
+        return cache_dir()
+    return Path(os.fspath(cache)).expanduser()
+
+
+def default_warn(message: str) -> None:
+    """Python API warnings: a :class:`RuntimeWarning` (one line)."""
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+def stderr_warn(prefix: str) -> Callable[[str], None]:
+    """CLI warnings: one line ``<prefix>: warning: <message>`` on stderr."""
+
+    def warn(message: str) -> None:
+        print(f"{prefix}: warning: {' '.join(message.split())}", file=sys.stderr, flush=True)
+
+    return warn
+
+
+@dataclass
+class CachedParse:
+    """The parse function of a run with the cache: ``(texts, progress) -> TokenArrays`` like
+    :meth:`Parser.parse`. Units found in the cache are read from it; the others are parsed
+    (each distinct text once), stored and everything is reassembled in input order.
+    ``hits``/``misses`` count units served by the cache and units parsed."""
+
+    parser: Parser
+    root: Path
+    warn: Callable[[str], None] = default_warn
+    hits: int = 0
+    misses: int = 0
+    enabled: bool = True
+    _store: _Store | None = None
+    _folder: Path | None = None
+    _info_saved: bool = False
+    _strings_saved: int = -1
+    _warmed: bool = False
+    _seen: set[str] = field(default_factory=set)
+
+    # -- set-up (on the first call, so opening the cache costs nothing when nothing is parsed)
+    def _open(self) -> None:
+        if self._store is not None or not self.enabled:
+            return
+        fp = None if self.parser.loaded else static_fingerprint(self.parser.pipeline)
+        if fp is None:
+            fp = fingerprint_from_info(self.parser.info())
+        folder = self.root / fingerprint_id(fp)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            self.enabled = False
+            self.warn(f"cannot write the parse cache at {self.root} ({exc.strerror or exc}); running without the "
+                      "cache (choose another folder with --cache DIR or DDPCORE_CACHE, or --no-cache)")
+            return
+        self._folder = folder
+        info_path = folder / INFO_FILE
+        with contextlib.suppress(OSError, ValueError):
+            info = json.loads(info_path.read_text(encoding="utf-8"))
+            if fingerprint_from_info(info) == fp:
+                info["pipeline"] = self.parser.pipeline or "default"
+                self.parser.provide_info(info)
+                self._info_saved = True
+        with contextlib.suppress(OSError, ValueError):
+            strings = json.loads((folder / STRINGS_FILE).read_text(encoding="utf-8"))
+            if strings.get("spacy") == fp["spacy"]:
+                for k, v in strings.get("strings", {}).items():
+                    X.STRING_IDS.setdefault(k, int(v))
+                for k, v in strings.get("pos", {}).items():
+                    X.POS_IDS.setdefault(k, int(v))
+                self._strings_saved = len(X.STRING_IDS) + len(X.POS_IDS)
+        self._spacy_version = fp["spacy"]
+        self._store = _Store(folder, self.warn)
+
+    def signature(self) -> dict[str, Any]:
+        """The ``cache`` entry of a run signature."""
+        return {"cache": {"hits": self.hits, "misses": self.misses,
+                          "dir": str(self.root) if self.enabled else None}}
+
+    # -- the parse function
+    def __call__(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> TokenArrays:
+        self._open()
+        store = self._store
+        if store is None:
+            self.misses += len(texts)
+            return self.parser.parse(texts, progress)
+        n = len(texts)
+        if n == 0:
+            return TokenArrays.empty()
+        keys = unit_keys(texts)
+        shard, row = store.lookup(keys)
+        # read the hit shards (a corrupted one turns its units into misses)
+        parts: list[TokenArrays] = []
+        part = np.full(n, -1, dtype=np.int64)
+        for sid in np.unique(shard[shard >= 0]):
+            toks = store.fetch(int(sid))
+            sel = shard == sid
+            if toks is None:
+                shard[sel] = -1
+                continue
+            part[sel] = len(parts)
+            parts.append(toks)
+        hit = part >= 0
+        n_hit = int(hit.sum())
+        self.hits += n_hit
+        self.misses += n - n_hit
+        if progress and n_hit:
+            progress(n_hit)
+        miss = np.flatnonzero(~hit)
+        if len(miss):
+            # each distinct text once, in order of first appearance
+            uniq, first, inverse = np.unique(keys[miss], axis=0, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            todo = miss[first[order]]
+            parsed = self.parser.parse([texts[int(i)] for i in todo], progress)
+            if progress and len(miss) > len(todo):
+                progress(len(miss) - len(todo))
+            part[miss] = len(parts)
+            row[miss] = rank[np.asarray(inverse).reshape(-1)]
+            parts.append(parsed)
+            self._save(keys[todo], parsed)
+        return gather_units(parts, part, row)
+
+    def _save(self, keys: np.ndarray, parsed: TokenArrays) -> None:
+        """Store new parses and what a later fully cached run needs (pipeline info, spaCy ids)."""
+        assert self._store is not None and self._folder is not None
+        try:
+            self._store.store(keys, parsed)
+            if not self._info_saved:
+                _write_json_atomic(self._folder / INFO_FILE, self.parser.info())
+                self._info_saved = True
+            self._save_strings()
+        except OSError as exc:
+            self.warn(f"cannot write the parse cache at {self.root} ({exc.strerror or exc}); new parses of this "
+                      "run are not stored")
+            self._store = None
+            self.enabled = False
+
+    def _save_strings(self) -> None:
+        """Record the spaCy ids every built-in rule set needs (spaCy is imported by now)."""
+        if "spacy" not in sys.modules:
+            return
+        if not self._warmed:
+            self._warmed = True
+            from ..anchors import rules as R
+            from .stages import refinement_tables, rule_tables
+
+            for name in ("paper", "refined"):
+                rs = R.get_rules(name)
+                with contextlib.suppress(Exception):
+                    rule_tables(rs)
+                    refinement_tables(rs, has_parser=False)
+        count = len(X.STRING_IDS) + len(X.POS_IDS)
+        if count == self._strings_saved:
+            return
+        assert self._folder is not None
+        path = self._folder / STRINGS_FILE
+        old: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            old = json.loads(path.read_text(encoding="utf-8"))
+        if old.get("spacy") != self._spacy_version:
+            old = {}
+        data = {"spacy": self._spacy_version, "strings": {**old.get("strings", {}), **X.STRING_IDS},
+                "pos": {**old.get("pos", {}), **X.POS_IDS}}
+        _write_json_atomic(path, data)
+        self._strings_saved = count
+
+    def flush(self) -> None:
+        """Save spaCy ids computed after the last store (called at the end of a run)."""
+        if self._folder is not None and self.enabled:
+            with contextlib.suppress(OSError):
+                self._save_strings()
+
+
+def cache_wrapper(cache: str | os.PathLike[str] | bool | None, *,
+                  warn: Callable[[str], None] = default_warn) -> Callable[[Parser], CachedParse] | None:
+    """A ``parse_wrapper`` for :func:`~ddpcore.ddp.run.profile_to_files` (None when ``cache``
+    is False): ``wrapper(parser)`` returns the :class:`CachedParse` of that parser."""
+    root = resolve_cache(cache)
+    if root is None:
+        return None
+
+    def wrap(parser: Parser) -> CachedParse:
+        return CachedParse(parser, root, warn)
+
+    return wrap
+
+
+# ------------------------------------------------------------------------- maintenance
+
+
+def cache_summary(root: Path) -> dict[str, Any]:
+    """What :func:`cache_info` reports: location, shard/unit counts and bytes per pipeline folder."""
+    import pyarrow.parquet as pq
+
+    pipelines = []
+    if root.is_dir():
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+            shards = sorted(folder.glob(f"*{SHARD_SUFFIX}"))
+            units = tokens = bad = 0
+            for s in shards:
+                try:
+                    md = pq.read_metadata(s)
+                    meta = json.loads((md.metadata or {})[SHARD_META_KEY])
+                    units += int(meta["units"])
+                    tokens += int(meta["tokens"])
+                except Exception:  # unreadable: counted, reported
+                    bad += 1
+            size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+            info: dict[str, Any] = {}
+            with contextlib.suppress(OSError, ValueError):
+                info = json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
+            pipelines.append({
+                "folder": folder.name, "pipeline_name": info.get("pipeline_name"),
+                "pipeline_version": info.get("pipeline_version"), "spacy": info.get("spacy"),
+                "components": info.get("components"), "shards": len(shards), "units": units, "tokens": tokens,
+                "unreadable_shards": bad, "bytes": size,
+            })
+    return {"dir": str(root), "exists": root.is_dir(), "format": CACHE_FORMAT,
+            "units": sum(p["units"] for p in pipelines), "shards": sum(p["shards"] for p in pipelines),
+            "bytes": sum(p["bytes"] for p in pipelines), "pipelines": pipelines}
+
+
+def clear_cache(root: Path, pipeline_folder: str | None = None) -> tuple[int, int]:
+    """Remove the cache's pipeline folders (or the one named ``pipeline_folder``, or those whose
+    pipeline name starts with it); returns (folders removed, bytes freed)."""
+    import shutil
+
+    if not root.is_dir():
+        return 0, 0
+    removed = freed = 0
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        if pipeline_folder is not None and not (folder.name == pipeline_folder
+                                                or folder.name.startswith(pipeline_folder + "-")):
+            continue
+        if not (folder / INFO_FILE).exists() and not any(folder.glob(f"*{SHARD_SUFFIX}")):
+            continue  # not a cache folder: never remove what ddpcore did not write
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        shutil.rmtree(folder)
+        removed += 1
+        freed += size
+    return removed, freed
+
+
+__all__ = [
+    "CACHE_FORMAT", "CachedParse", "cache_wrapper", "cache_summary", "clear_cache", "fingerprint_from_info",
+    "fingerprint_id", "gather_units", "resolve_cache", "static_fingerprint", "take_units", "unit_keys",
+]
