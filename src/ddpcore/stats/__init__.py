@@ -15,6 +15,7 @@ numpy, scipy and polars load only when a function is first used. Public API::
     score_recoverability_r2, ols_r2                            ddpcore.stats.spans
     annotation_time_per_segment                                ddpcore.stats.timing
     compare_systems, CompareResult                             ddpcore.stats.compare
+    binom_test, sign_test, BinomTestResult                     ddpcore.stats.binom
     load_long_table, pair_conditions                           ddpcore.stats._table
 """
 from __future__ import annotations
@@ -63,6 +64,8 @@ _EXPORTS: dict[str, str] = {
     "ols_r2": "spans",
     # timing
     "annotation_time_per_segment": "timing",
+    # binomial test and sign test
+    "binom_test": "binom", "sign_test": "binom", "BinomTestResult": "binom",
     # every system against a baseline (paired bootstrap + approximate randomization)
     "compare_systems": "compare", "CompareResult": "compare",
 }
