@@ -211,6 +211,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-on", choices=("below-min",), default=None, help="exit 1 when alpha < --min-alpha")
     p.set_defaults(func=run_alpha)
 
+    # ---- compare (every system against a baseline; ddpcore.cli.stats_compare)
+    from .stats_compare import register_compare
+
+    register_compare(ssub, fmt)
+
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
