@@ -52,8 +52,37 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "not parsed again (default: $DDPCORE_CACHE, else $XDG_CACHE_HOME/ddpcore, else "
                         "~/.cache/ddpcore; see `ddp cache info`)")
     c.add_argument("--no-cache", action="store_true", help="parse every line, read and store nothing in the cache")
+    e = p.add_argument_group("engine")
+    e.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this machine (-j processes); ray: the same stages on Ray actors, one spaCy pipeline "
+                        "per actor, -j actors (auto = the cluster's CPUs), same output; needs "
+                        "pip install 'ddpcore[ray]'; no --resume, --shard or parse cache")
+    e.add_argument("--address", default=None, metavar="ADDR",
+                   help="Ray cluster to run on with --engine ray (HOST:6379, ray://HOST:10001 or auto; default "
+                        "$RAY_ADDRESS, else a local Ray on the available cores)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output (same as --progress none)")
     p.set_defaults(func=run)
+
+
+def _ray_runner(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """A stand-in for ``profile_to_files`` that runs :func:`ddpcore.ddp.ray_engine.profile_ray`
+    (``--batch-chars`` left at its default: the Ray engine sizes batches for its actors)."""
+    from ..ddp.driver import BATCH_CHARS
+    from ..ddp.ray_engine import import_ray, profile_ray
+    from ..errors import DDPUsageError
+
+    for flag, used in (("--resume", args.resume), ("--shard", args.shard is not None)):
+        if used:
+            raise DDPUsageError(f"{flag} is for the local engine; --engine ray cannot use it (Ray spreads the work "
+                                "itself and a failed Ray run starts over)", code="D193")
+    import_ray()  # a missing Ray is a one-line usage error before the input is read
+
+    def run_ray(source, targets, *, cols, settings, pipeline, n_process, batch_size, batch_chars,  # type: ignore
+                progress, summary_by, source_name, **_local_only):
+        return profile_ray(source, targets, cols=cols, settings=settings, pipeline=pipeline, n_actors=n_process,
+                           address=args.address, batch_chars=None if batch_chars == BATCH_CHARS else batch_chars,
+                           batch_size=batch_size, progress=progress, summary_by=summary_by, source_name=source_name)
+    return run_ray
 
 
 def _shard_arg(text: str) -> tuple[int, int]:
@@ -97,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     argv = [a for a in sys.argv[1:] if a != "--resume"]
     hint = "rerun with --resume: ddp " + " ".join(shlex.quote(a) for a in argv) + " --resume"
     try:
-        report = profile_to_files(
+        report = (profile_to_files if args.engine == "local" else _ray_runner(args))(
             source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
             batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
             summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,

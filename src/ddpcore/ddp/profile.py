@@ -73,6 +73,8 @@ def profile_anchors(
     nlp: Any = None,
     source_name: str | None = None,
     cache: str | os.PathLike[str] | bool | None = None,
+    engine: Literal["local", "ray"] = "local",
+    address: str | None = None,
 ) -> ProfileResult:
     """Profile discourse dependency of every segment of ``source``.
 
@@ -99,6 +101,12 @@ def profile_anchors(
         Show a progress bar (stderr) while parsing.
     nlp : spacy.Language, optional
         An already loaded pipeline (used when ``n_process == 1``).
+    engine : "local" | "ray"
+        ``ray`` runs the same stages on Ray actors (``pip install 'ddpcore[ray]'``): ``n_process``
+        is then the number of actors (``"auto"``: the cluster's CPUs), ``address`` the Ray cluster
+        (default ``$RAY_ADDRESS``, else a local Ray); ``nlp``, ``progress``, ``n_threads`` and the
+        parse cache are not used. Same output, plus ``engine``/``actors`` in the signature
+        (:mod:`ddpcore.ddp.ray_engine`).
     cache : path | bool, optional
         Parse cache: ``None``/``True`` the default folder (``$DDPCORE_CACHE``, else
         ``$XDG_CACHE_HOME/ddpcore``, else ``~/.cache/ddpcore``), a path another folder,
@@ -119,6 +127,15 @@ def profile_anchors(
     ruleset = R.get_rules(rules)
     cols = SegmentColumns(document, segment, text, domain)
     name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    if engine != "local":
+        from .ray_engine import engine_arg, profile_frame_ray
+
+        engine_arg(engine)
+        seg_r, anc_r, sent_r, sig_r = profile_frame_ray(
+            read_segments(source, cols), cols=cols, pipeline=pipeline, n_actors=n_process, address=address,
+            settings=Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset), batch_size=batch_size,
+            source_name=name)
+        return ProfileResult(segments=seg_r, anchors=anc_r, sentences=sent_r, signature=sig_r)
     df = order_segments(read_segments(source, cols), cols)
     n_process = resolve_n_process(n_process, int(df[text].str.len_chars().sum()))
     settings = Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset, n_threads=n_threads)

@@ -1,0 +1,503 @@
+"""The Ray Data engine: the same stages as the local engine, on the actors of a Ray cluster.
+
+``pip install 'ddpcore[ray]'``; ``ddp profile IN -o OUT --engine ray [--address ADDR]`` or
+``ddpcore.profile(..., engine="ray")``. How a run goes:
+
+1. **Read and plan on the driver.** The input is read and validated by the local engine's
+   own reader (:func:`~ddpcore.ddp.sources.stage_input` for files, in bounded memory;
+   :func:`~ddpcore.io.segments.read_segments` for in-memory tables), so every bad-input error
+   keeps its code and message. Segments are ordered (:func:`~ddpcore.ddp.driver.order_segments`)
+   and cut into batches of whole documents (:func:`~ddpcore.ddp.driver.document_batches`).
+2. **Hand the batches to Ray Data.** Each batch becomes one Arrow block in the Ray object
+   store (``ray.data.from_arrow_refs``), largest first so that long documents do not end
+   the run on one actor. The rows travel through the object store, not the file system,
+   so the workers of a multi-node cluster need ddpcore installed but not the input file.
+   (The driver reads the input, not Ray Data's file readers: they would need the input on
+   storage every node can see, and they cut files into blocks by size, splitting
+   documents; a ``groupby(document)`` shuffle to put them back costs more than the whole
+   parse of a small corpus on two cores.)
+3. **Profile on actors.** ``map_batches(ProfileActor, concurrency=N, batch_size=None)``:
+   each actor loads the spaCy pipeline once (a :class:`~ddpcore.ddp.parse.Parser` with
+   ``n_process=1``) and runs :func:`~ddpcore.ddp.driver.iter_profile` — the local engine's
+   loop over :func:`~ddpcore.ddp.stages.split_units`, :meth:`Parser.parse
+   <ddpcore.ddp.parse.Parser.parse>` and :func:`~ddpcore.ddp.stages.run_stages` — on every
+   batch of its block. It returns one row per batch: the three tables as Arrow IPC bytes.
+4. **Assemble on the driver**, with the local engine's writer: segments in input order,
+   anchors and sentences in document order, the run signature (plus ``"engine": "ray"``
+   and ``"actors"``) in the Parquet metadata.
+
+Batches hold whole documents and every result of a batch depends only on its documents,
+so the output equals the local engine's whatever the batching, the number of actors or
+the order in which batches finish. Not supported with Ray: ``--resume`` (a failed Ray run
+starts over; Ray itself retries a batch whose actor died), ``--shard`` (Ray already spreads
+the work), the parse cache. Ray is imported only inside this module's functions.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import __version__
+from .. import schema as S
+from ..errors import DDPDataError, DDPError, DDPUsageError
+from ..io.segments import ROW, SegmentColumns
+from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
+from .stages import Batch
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+
+    from ..io.outputs import OutputTarget
+    from .run import RunReport
+
+#: install hint of every "Ray is missing" message
+INSTALL_HINT = "pip install 'ddpcore[ray]'"
+#: batch number column of the blocks handed to Ray (plan order = document order)
+BATCH = "__batch"
+#: rows of that batch (a block must hold whole batches: checked by the actor)
+BATCH_ROWS = "__batch_rows"
+#: smallest automatic batch, in characters (smaller batches cost more in Ray overhead than they gain)
+MIN_AUTO_BATCH_CHARS = 20_000
+#: batches per actor aimed at by the automatic batch size (load balance vs per-batch overhead)
+BATCHES_PER_ACTOR = 4
+ROLES = ("segments", "anchors", "sentences")
+
+
+# ---------------------------------------------------------------------------- Ray access
+
+
+def import_ray() -> Any:
+    """``ray`` with Ray Data, or a one-line usage error (D190) saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as exc:
+        raise DDPUsageError(
+            f"the Ray engine needs Ray Data, which is not installed ({exc}); install it with {INSTALL_HINT}",
+            code="D190") from None
+    return ray
+
+
+def _quiet_ray(ray: Any, progress: bool) -> None:
+    """Ray Data's progress bars, INFO and WARNING lines off (ddpcore reports progress itself)."""
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    with contextlib.suppress(AttributeError):
+        ctx.print_on_execution_start = False
+    with contextlib.suppress(AttributeError):
+        ctx.enable_operator_progress_bars = False
+    for name in ("ray", "ray.data", "ray.data._internal"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[Any]:
+    """Connect to Ray for one run and yield the ``ray`` module.
+
+    An already initialised Ray (``ray.init`` called by the caller) is used as it is and left
+    running. Otherwise ``address`` (default ``$RAY_ADDRESS``) names the cluster to join
+    (``"auto"``, ``HOST:6379`` or ``ray://HOST:10001``); without one a local Ray is started
+    with ``num_cpus`` CPUs (default: the available cores) and shut down afterwards.
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        _quiet_ray(ray, False)
+        yield ray
+        return
+    from .run import available_cores
+
+    addr = address or os.environ.get("RAY_ADDRESS") or None
+    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                                  configure_logging=True)
+    try:
+        if addr:
+            ray.init(address=addr, **kwargs)
+        else:
+            env = os.environ.pop("RAY_ADDRESS", None)  # an empty RAY_ADDRESS must not mean "connect"
+            try:
+                ray.init(num_cpus=num_cpus or available_cores(), **kwargs)
+            finally:
+                if env is not None:
+                    os.environ["RAY_ADDRESS"] = env
+    except Exception as exc:  # ConnectionError, RuntimeError, ValueError... depending on the Ray version
+        where = f"the Ray cluster at {addr}" if addr else "a local Ray instance"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DDPUsageError(
+            f"cannot start or join {where} ({first}); start a cluster with `ray start --head` and pass its "
+            "address with --address or RAY_ADDRESS, or leave both unset for a local Ray", code="D191") from None
+    _quiet_ray(ray, False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def resolve_actors(n_actors: int | str, ray: Any) -> int:
+    """Actors to start: ``"auto"`` = the CPUs of the Ray cluster; an integer ≥ 1 as given,
+    at most the cluster's CPUs (each actor takes one CPU)."""
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    if n_actors == "auto":
+        return cpus
+    n = int(n_actors)
+    if n < 1:
+        raise DDPUsageError("-j/--n-process must be 'auto' or at least 1", code="D207")
+    return min(n, cpus)
+
+
+def auto_batch_chars(total_chars: int, n_actors: int) -> int:
+    """Batch size for Ray when none is given: about :data:`BATCHES_PER_ACTOR` batches per
+    actor, between :data:`MIN_AUTO_BATCH_CHARS` and the local default :data:`BATCH_CHARS`."""
+    want = -(-int(total_chars) // max(1, n_actors * BATCHES_PER_ACTOR))
+    return int(min(BATCH_CHARS, max(MIN_AUTO_BATCH_CHARS, want)))
+
+
+# --------------------------------------------------------------------------------- actor
+
+
+def _ipc(df: pl.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    df.write_ipc(buf)
+    return buf.getvalue()
+
+
+def _from_ipc(data: bytes) -> pl.DataFrame:
+    import polars as pl
+
+    return pl.read_ipc(io.BytesIO(data))
+
+
+class ProfileActor:
+    """A Ray Data actor: loads the spaCy pipeline once, then profiles blocks of batches.
+
+    ``__call__(block)`` takes an Arrow table of whole batches (``BATCH``, ``BATCH_ROWS``,
+    ``ROW``, ``DOC`` and the input columns; rows of a batch in document order) and returns
+    one row per batch: ``BATCH`` (int64), ``segments``/``anchors``/``sentences`` (the
+    batch's tables as Arrow IPC bytes), ``n_units``, ``info`` (pipeline info, JSON) and
+    ``error`` (``""``, or a JSON ddpcore error raised by the batch: re-raised by the driver).
+    """
+
+    def __init__(self, pipeline: str | None, batch_size: int, settings: Settings, cols: SegmentColumns,
+                 source_name: str) -> None:
+        from .parse import Parser
+
+        self.settings = settings
+        self.cols = cols
+        self.source_name = source_name
+        self.parser = Parser(pipeline, n_process=1, batch_size=batch_size)
+        self.error = ""
+        try:
+            self.info = json.dumps(self.parser.info())  # loads the pipeline, once per actor
+        except DDPError as exc:
+            self.info, self.error = "{}", _error_json(exc)
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        import polars as pl
+        import pyarrow as pa
+
+        df = pl.from_arrow(block)
+        assert isinstance(df, pl.DataFrame)
+        ids = df[BATCH].to_numpy().astype(np.int64)
+        cuts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1], True])
+        keys = ids[cuts[:-1]]
+        sizes = np.diff(cuts)
+        expected = df[BATCH_ROWS].to_numpy()[cuts[:-1]]
+        if len(np.unique(keys)) != len(keys) or not np.array_equal(sizes, expected):
+            raise RuntimeError("ddpcore Ray engine: a block does not hold whole batches (a document was split)")
+        out: dict[str, list[Any]] = {BATCH: [], "segments": [], "anchors": [], "sentences": [], "n_units": [],
+                                     "info": [], "error": []}
+        batches = (Batch(df.slice(int(a), int(b - a)).drop(BATCH, BATCH_ROWS), self.cols)
+                   for a, b in zip(cuts[:-1], cuts[1:]))
+        results = iter_profile(batches, self.parser, self.settings, source_name=self.source_name) \
+            if not self.error else iter(())
+        for k in keys:  # one iteration per batch
+            error, tables, n_units = self.error, [b""] * 3, 0
+            if not error:
+                try:
+                    res = next(results)
+                    tables = [_ipc(res.segments), _ipc(res.anchors), _ipc(res.sentences)]
+                    n_units = res.n_units
+                except DDPError as exc:
+                    error = _error_json(exc)
+                    results = iter(())
+            for key, value in zip(ROLES, tables):
+                out[key].append(value)
+            out[BATCH].append(int(k))
+            out["n_units"].append(int(n_units))
+            out["info"].append(self.info)
+            out["error"].append(error)
+        return pa.table({
+            BATCH: pa.array(out[BATCH], pa.int64()),
+            **{r: pa.array(out[r], pa.large_binary()) for r in ROLES},
+            "n_units": pa.array(out["n_units"], pa.int64()),
+            "info": pa.array(out["info"], pa.string()),
+            "error": pa.array(out["error"], pa.string()),
+        })
+
+
+def _error_json(exc: DDPError) -> str:
+    msg = str(exc)
+    prefix = f"[{exc.code}] "
+    kind = "data" if isinstance(exc, DDPDataError) else "usage" if isinstance(exc, DDPUsageError) else "other"
+    return json.dumps({"kind": kind, "code": exc.code, "message": msg[len(prefix):] if msg.startswith(prefix) else msg})
+
+
+def _raise_error(payload: str) -> None:
+    e = json.loads(payload)
+    cls = {"data": DDPDataError, "usage": DDPUsageError}.get(e["kind"], DDPError)
+    raise cls(e["message"], code=e["code"])
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+@dataclass(frozen=True)
+class RayBatchResult:
+    """Tables of batch ``k`` (plan order) as the actors returned them."""
+
+    k: int
+    segments: pl.DataFrame
+    anchors: pl.DataFrame
+    sentences: pl.DataFrame
+    n_units: int
+    info: dict[str, Any]
+
+
+def run_batches(
+    ray: Any,
+    batches: Iterable[tuple[int, pl.DataFrame]],
+    *,
+    cols: SegmentColumns,
+    settings: Settings,
+    pipeline: str | None,
+    n_actors: int,
+    batch_size: int = 256,
+    source_name: str = "<table>",
+) -> Iterator[RayBatchResult]:
+    """Profile ``batches`` — ``(k, frame)`` with ``frame`` a :class:`Batch` frame (``ROW``,
+    ``DOC`` renumbered from 0, input columns; document order) — on ``n_actors`` Ray actors.
+
+    Yields one :class:`RayBatchResult` per batch as the actors finish them (any order).
+    A ddpcore error raised on an actor (e.g. D115, a line too long) is raised here as the
+    same class with the same code and message.
+    """
+    import polars as pl
+
+    refs, sizes = [], []
+    for k, frame in batches:
+        table = frame.with_columns(pl.lit(k, pl.Int64).alias(BATCH),
+                                   pl.lit(frame.height, pl.Int64).alias(BATCH_ROWS)).to_arrow()
+        refs.append(ray.put(table))
+        sizes.append(int(frame[cols.text].str.len_chars().sum()))
+    if not refs:
+        return
+    order = np.argsort(-np.asarray(sizes), kind="stable")  # largest batches first
+    ds = ray.data.from_arrow_refs([refs[i] for i in order])
+    n = max(1, min(n_actors, len(refs)))
+    out = ds.map_batches(
+        ProfileActor,
+        fn_constructor_kwargs=dict(pipeline=pipeline, batch_size=batch_size, settings=settings, cols=cols,
+                                   source_name=source_name),
+        batch_size=None, batch_format="pyarrow", zero_copy_batch=True, num_cpus=1,
+        compute=ray.data.ActorPoolStrategy(size=n),
+    )
+    for table in out.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
+        rows = table.to_pydict()
+        for i, k in enumerate(rows[BATCH]):  # one iteration per batch
+            if rows["error"][i]:
+                _raise_error(rows["error"][i])
+            yield RayBatchResult(int(k), *(_from_ipc(rows[r][i]) for r in ROLES), int(rows["n_units"][i]),
+                                 json.loads(rows["info"][i]))
+
+
+def check_pipeline(pipeline: str | None) -> None:
+    """Fail on the driver, with the loader's own message, when ``pipeline`` is not installed."""
+    from .parse import _check_available
+
+    _check_available(pipeline)
+
+
+def signature_of(info: dict[str, Any], settings: Settings, cols: SegmentColumns, *, n_actors: int,
+                 n_batches: int, input_name: str | None) -> dict[str, Any]:
+    """The run signature: the local engine's keys plus ``engine`` and ``actors``."""
+    sig: dict[str, Any] = {
+        "ddpcore": __version__,
+        **info,
+        "distance": settings.distance,
+        "rules": settings.rules.name,
+        "rules_description": settings.rules.description,
+        "sentence_unit": settings.sentence_unit,
+        "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
+    }
+    if input_name is not None:
+        sig.update(input=input_name, batches=n_batches, n_process=n_actors)
+    sig.update(engine="ray", actors=n_actors)
+    return sig
+
+
+def profile_frame_ray(
+    df: pl.DataFrame,
+    *,
+    cols: SegmentColumns,
+    settings: Settings,
+    pipeline: str | None = None,
+    n_actors: int | str = "auto",
+    address: str | None = None,
+    batch_chars: int | None = None,
+    batch_size: int = 256,
+    source_name: str = "<table>",
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+    """In-memory Ray run (``profile_anchors(..., engine="ray")``).
+
+    ``df``: a validated segment table with ``ROW`` (:func:`~ddpcore.io.segments.read_segments`).
+    Returns ``(segments, anchors, sentences, signature)`` exactly as the local
+    :func:`~ddpcore.ddp.profile.profile_anchors` builds them (segments in input order without
+    ``ROW``, anchors and sentences in document order), the signature with ``engine``/``actors``.
+    """
+    import polars as pl
+
+    from .driver import batches_from_frame
+
+    check_pipeline(pipeline)
+    ordered = order_segments(df, cols)
+    with ray_session(address) as ray:
+        n = resolve_actors(n_actors, ray)
+        chars = batch_chars or auto_batch_chars(int(ordered[cols.text].str.len_chars().sum()), n)
+        batches = list(batches_from_frame(ordered, cols, chars))
+        results = sorted(run_batches(ray, ((k, b.frame) for k, b in enumerate(batches)), cols=cols,
+                                     settings=settings, pipeline=pipeline, n_actors=n, batch_size=batch_size,
+                                     source_name=source_name), key=lambda r: r.k)
+    segments = pl.concat([r.segments for r in results]).sort(ROW).drop(ROW)
+    anchors = pl.concat([r.anchors for r in results])
+    sentences = pl.concat([r.sentences for r in results])
+    sig = signature_of(results[0].info, settings, cols, n_actors=min(n, len(batches)), n_batches=len(batches),
+                       input_name=None)
+    return segments, anchors, sentences, sig
+
+
+def _plan_batches(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int) -> pl.DataFrame:
+    """The id index ordered (documents by first appearance, segments by id) with batch numbers."""
+    import polars as pl
+
+    from .sources import CHARS
+
+    ordered = order_segments(ids, cols)
+    batch = document_batches(ordered[DOC].to_numpy().astype(np.int64), ordered[CHARS].to_numpy(), batch_chars)
+    return ordered.with_columns(pl.Series(BATCH, batch))
+
+
+def _staged_batches(staged: Any, plan: pl.DataFrame) -> Iterator[tuple[int, pl.DataFrame]]:
+    """``(k, frame)`` of every planned batch, its rows read back from the staged chunks."""
+    import polars as pl
+
+    batch_of = plan[BATCH].to_numpy()
+    bounds = np.searchsorted(batch_of, np.arange(int(batch_of[-1]) + 2))
+    for k in range(int(batch_of[-1]) + 1):  # one iteration per batch
+        sel = plan.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
+        rows = np.sort(sel[ROW].to_numpy().astype(np.int64))
+        keyed = (
+            staged.read_rows(rows).with_columns(pl.col(ROW).cast(pl.UInt32))
+            .join(sel.select(pl.col(ROW).cast(pl.UInt32), DOC, SEGKEY), on=ROW, how="left")
+            .sort([DOC, SEGKEY, ROW])
+        )
+        yield k, keyed.with_columns((pl.col(DOC) - pl.col(DOC).min()).alias(DOC)).drop(SEGKEY)
+
+
+def profile_ray(
+    source: Any,
+    targets: dict[str, OutputTarget | None],
+    *,
+    cols: SegmentColumns,
+    settings: Settings,
+    pipeline: str | None = None,
+    n_actors: int | str = "auto",
+    address: str | None = None,
+    batch_chars: int | None = None,
+    batch_size: int = 256,
+    progress: str = "none",
+    summary_by: str | None = None,
+    source_name: str | None = None,
+) -> RunReport:
+    """``ddp profile --engine ray``: profile ``source`` on Ray actors into the output ``targets``
+    (roles ``segments``, ``anchors``, ``sentences``, as for
+    :func:`~ddpcore.ddp.run.profile_to_files`), with the same rows, order and values as the
+    local engine.
+
+    ``n_actors``: actors, each loading the pipeline once (``"auto"``: the cluster's CPUs).
+    ``address``: Ray cluster to join (default ``$RAY_ADDRESS``; none: a local Ray on the
+    available cores). ``batch_chars``: characters per batch of whole documents (default:
+    about four batches per actor, see :func:`auto_batch_chars`). ``progress``: ``bar``,
+    ``plain`` or ``none`` (advances as batches finish). The input is staged in a temporary
+    work folder beside the segment output, removed at the end (no ``--resume``).
+    """
+    from ..io.tables import atomic_path
+    from .run import Progress, RunReport, _assemble, _write_part
+    from .sources import CHARS, stage_input, write_json_atomic
+
+    name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    check_pipeline(pipeline)
+    seg_target = targets["segments"]
+    parent = Path(seg_target.path).parent if seg_target is not None and seg_target.path is not None else None
+    work = Path(tempfile.mkdtemp(prefix=".ddp-ray-work-", dir=parent))
+    report_progress: Progress | None = None
+    try:
+        staged = stage_input(source, cols, work, name=name)
+        if summary_by is not None and summary_by not in staged.schema:
+            raise DDPUsageError(f"--summary-by {summary_by}: no such column in {name}; available columns: "
+                                f"{', '.join(staged.schema)}", code="D137")
+        with ray_session(address) as ray:
+            n = resolve_actors(n_actors, ray)
+            chars = batch_chars or auto_batch_chars(int(staged.ids[CHARS].sum()), n)
+            plan = _plan_batches(staged.ids, cols, chars)
+            n_batches = int(plan[BATCH].max()) + 1
+            seg_per_batch = np.bincount(plan[BATCH].to_numpy(), minlength=n_batches)
+            parts = work / "parts"
+            parts.mkdir()
+            report_progress = Progress(progress, plan.height)
+            info: dict[str, Any] = {}
+            for res in run_batches(ray, _staged_batches(staged, plan), cols=cols, settings=settings,
+                                   pipeline=pipeline, n_actors=n, batch_size=batch_size, source_name=name):
+                for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
+                    _write_part(parts / f"{res.k:06d}.{role}.parquet", df)
+                rows = res.segments[ROW]
+                words = int(res.segments[S.N_TOKENS].sum())
+                write_json_atomic(parts / f"{res.k:06d}.done", {
+                    "segments": res.segments.height, "anchors": res.anchors.height,
+                    "min_row": int(rows.min()), "max_row": int(rows.max()), "words": words})
+                info = info or res.info
+                report_progress.advance(float(seg_per_batch[res.k]))
+                report_progress.add_words(words)
+            report_progress.close()
+            report_progress = None
+        signature = signature_of(info, settings, cols, n_actors=min(n, n_batches), n_batches=n_batches,
+                                 input_name=name)
+        summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, summary_by, cols,
+                                       atomic_path)
+    finally:
+        if report_progress is not None:
+            report_progress.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return RunReport(signature=signature, summary_frame=summary, n_segments=plan.height, n_anchors=n_anchors,
+                     n_batches=n_batches)
+
+
+def engine_arg(engine: str) -> str:
+    """Validate an ``engine`` argument (``"local"`` or ``"ray"``)."""
+    if engine not in ("local", "ray"):
+        raise DDPUsageError(f"engine must be 'local' or 'ray', not {engine!r}", code="D192")
+    return engine
+
+
+__all__ = ["ProfileActor", "auto_batch_chars", "engine_arg", "import_ray", "profile_frame_ray", "profile_ray",
+           "ray_session", "resolve_actors", "run_batches"]
