@@ -40,12 +40,12 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
                         "segment, system), one column per metric")
     p.add_argument("--baseline", required=True, metavar="SYS", help="the baseline system (value of the system column)")
     c = p.add_argument_group("columns")
-    c.add_argument("--document-col", "--document", dest="document", default="document_id", metavar="NAME",
+    c.add_argument("--document-col", dest="document", default="document_id", metavar="NAME",
                    help="document id column")
-    c.add_argument("--segment-col", "--segment", dest="segment", default="segment_id", metavar="NAME",
+    c.add_argument("--segment-col", dest="segment", default="segment_id", metavar="NAME",
                    help="segment id column (absent with the default name: one row per document and system)")
-    c.add_argument("--system-col", "--system", dest="system", default="system", metavar="NAME", help="system column")
-    c.add_argument("--metric-col", "--metric", "--score-col", "--score", dest="metrics", action="append",
+    c.add_argument("--system-col", dest="system", default="system", metavar="NAME", help="system column")
+    c.add_argument("--metric-col", dest="metrics", action="append",
                    metavar="NAME[,NAME]", help="metric column(s), repeatable or a comma list; one table per metric "
                                                "(default: score)")
     c.add_argument("--lower-is-better", action="append", default=None, metavar="NAME[,NAME]",
