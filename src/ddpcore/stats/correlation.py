@@ -8,7 +8,10 @@ same. The p-value rule is scipy's: the *exact* null distribution (permutations c
 number of inversions, exact integer arithmetic) when there are no ties and either
 n <= 33 or ``min(dis, tot - dis) <= 1``; otherwise the normal approximation with the
 tie-corrected variance. Undefined cases (n < 2, a constant input, NaN) give NaN
-statistic and p-value, as scipy does.
+statistic and p-value, as scipy does. ``method="exact"`` forces the exact distribution at any
+n (exact rationals up to n = 170, scipy's normalised float recurrence above; ties raise D542)
+and ``method="asymptotic"`` the normal approximation; ``alternative="greater"|"less"`` gives
+the one-sided p-values of ``scipy.stats.kendalltau(..., alternative=)``.
 
 ``pearson`` follows ``scipy.stats.pearsonr`` (p from the Beta(n/2 - 1, n/2 - 1)
 distribution of r on [-1, 1]); ``spearman`` follows ``scipy.stats.spearmanr`` (Pearson r
@@ -19,13 +22,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from .._native import load
-from ..errors import DDPDataError
+from ..errors import DDPDataError, DDPUsageError
 from ._table import json_safe, signature
 
 
@@ -75,19 +78,37 @@ def _tie_sums(ranks: np.ndarray) -> tuple[int, int, int]:
     )
 
 
-def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> CorrelationResult:
-    """Kendall's tau-b of two equal-length samples, as ``scipy.stats.kendalltau(x, y)``.
+def kendall_tau_b(
+    x: npt.ArrayLike,
+    y: npt.ArrayLike,
+    method: Literal["auto", "exact", "asymptotic"] = "auto",
+    alternative: Literal["two-sided", "greater", "less"] = "two-sided",
+) -> CorrelationResult:
+    """Kendall's tau-b of two equal-length samples, as ``scipy.stats.kendalltau(x, y, method=, alternative=)``.
 
     Parameters
     ----------
     x, y : array_like, shape (n,)
+    method : {"auto", "exact", "asymptotic"}
+        ``"auto"`` (default, unchanged): exact when there are no ties and n <= 33 or
+        ``min(dis, tot - dis) <= 1``, else asymptotic. ``"exact"``: the exact permutation
+        distribution for any n (R ``cor.test(method="kendall", exact=TRUE)``); ties raise D542.
+        ``"asymptotic"``: the normal approximation with the tie-corrected variance.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"``: positive association (tau > 0) under H1.
 
     Returns
     -------
     CorrelationResult
-        ``statistic`` in [-1, 1] and the two-sided ``p_value`` (exact or asymptotic,
-        see the module docstring); NaN for n < 2, a constant input or NaN values.
+        ``statistic`` in [-1, 1] and ``p_value`` (``signature["p_value_method"]`` says which
+        rule applied); NaN for n < 2, a constant input or NaN values.
     """
+    if method not in ("auto", "exact", "asymptotic"):
+        raise DDPUsageError(f"method must be 'auto', 'exact' or 'asymptotic', got {method!r}", code="D542")
+    if alternative not in ("two-sided", "greater", "less"):
+        raise DDPUsageError(
+            f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}", code="D542"
+        )
     xa, ya = _pair(x, y)
     n = xa.size
     if n < 2 or np.isnan(xa).any() or np.isnan(ya).any():
@@ -112,18 +133,38 @@ def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> CorrelationResult:
     con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
     tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
     tau = float(min(1.0, max(-1.0, tau)))
-    if xtie == 0 and ytie == 0 and (n <= 33 or min(dis, tot - dis) <= 1):
-        p = _kendall_exact_p(n, tot - dis)
-        method = "exact"
+    if method == "exact" and (xtie or ytie):
+        raise DDPDataError(
+            "the exact p-value of Kendall's tau needs data without ties "
+            f"({'x' if xtie else 'y'} has tied values); use method='asymptotic' or 'auto'",
+            code="D542",
+        )
+    if method == "auto":
+        no_ties = xtie == 0 and ytie == 0
+        method = "exact" if no_ties and (n <= 33 or min(dis, tot - dis) <= 1) else "asymptotic"
+    if method == "exact":
+        if alternative == "two-sided":
+            p = _kendall_exact_p(n, tot - dis)
+        else:
+            p = _kendall_exact_p_one_sided(n, tot - dis, alternative)
     else:
         m = n * (n - 1.0)
-        var = (m * (2 * n + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m + x0 * y0 / (9 * m * (n - 2))
+        # n = 2: no tie group of 3 or more, so x0 * y0 = 0 (scipy divides 0 by 0 there and raises)
+        third = x0 * y0 / (9 * m * (n - 2)) if n > 2 else 0.0
+        var = (m * (2 * n + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m + third
         z = con_minus_dis / math.sqrt(var)
         from scipy import special
 
-        p = float(2 * special.ndtr(-abs(z)))
-        method = "asymptotic"
-    return CorrelationResult(tau, p, n, "kendall_tau_b", signature("kendall_tau_b", p_value_method=method))
+        if alternative == "two-sided":
+            p = float(2 * special.ndtr(-abs(z)))
+        elif alternative == "greater":
+            p = float(special.ndtr(-z))
+        else:
+            p = float(special.ndtr(z))
+    sig = signature("kendall_tau_b", p_value_method=method)
+    if alternative != "two-sided":
+        sig["alternative"] = alternative
+    return CorrelationResult(tau, p, n, "kendall_tau_b", sig)
 
 
 def _kendall_exact_p(n: int, con: int) -> float:
@@ -144,19 +185,64 @@ def _kendall_exact_p(n: int, con: int) -> float:
         return 0.0
     if c == 1 and n >= 172:
         return 0.0
-    counts = [1] + [0] * c  # M(1, k)
-    for j in range(2, n + 1):
-        prefix = 0
-        new = [0] * (c + 1)
-        # M(j, k) = sum_{i=0}^{min(k, j-1)} M(j-1, k-i): sliding-window sum of width j
-        for k in range(c + 1):
-            prefix += counts[k]
-            if k - j >= 0:
-                prefix -= counts[k - j]
-            new[k] = prefix
-        counts = new
+    if n >= 171:
+        return float(min(1.0, 2.0 * _inversion_cdf_scaled(n, c)[0]))
+    counts = _inversion_counts(n, c)
     p = Fraction(2 * sum(counts), math.factorial(n))
     return float(min(p, Fraction(1)))
+
+
+def _inversion_counts(n: int, c: int) -> list[int]:
+    """M(n, k) for k = 0..c: permutations of n items with exactly k inversions (exact integers).
+
+    M(j, k) = S(k) - S(k - j) with S the prefix sums of M(j - 1, .): one numpy cumsum over
+    Python integers per j (O(n c) big-integer additions in C, no Python loop over k).
+    """
+    counts = np.zeros(c + 1, dtype=object)
+    counts[:] = 0
+    counts[0] = 1
+    for j in range(2, n + 1):
+        s = np.cumsum(counts)
+        new = s.copy()
+        if j <= c:
+            new[j:] = s[j:] - s[: c + 1 - j]
+        counts = new
+    return [int(v) for v in counts]
+
+
+def _inversion_cdf_scaled(n: int, c: int) -> tuple[float, float]:
+    """(P(C <= c), P(C = c)) for n >= 171 in floating point, scipy's normalised recurrence
+    (each step divided by j so that nothing overflows)."""
+    new = np.zeros(c + 1)
+    new[0:2] = 1.0
+    for j in range(3, n + 1):
+        new = np.cumsum(new) / j
+        if j <= c:
+            new[j:] -= new[: c + 1 - j].copy()
+    return float(np.sum(new) / 2.0), float(new[-1] / 2.0)
+
+
+def _kendall_exact_p_one_sided(n: int, con: int, alternative: str) -> float:
+    """One-sided exact p of Kendall's tau without ties (scipy ``_kendall_p_exact``).
+
+    With c = min(con, tot - con): when the observed side agrees with ``alternative`` the p is
+    P(C <= c); otherwise 1 - P(C <= c) + P(C = c). Exact rationals for n <= 170.
+    """
+    tot = n * (n - 1) // 2
+    in_right_tail = con >= tot - con
+    agree = in_right_tail == (alternative == "greater")
+    c = min(con, tot - con)
+    if n == 2:
+        return 0.5 if agree else 1.0
+    if n >= 171 and c >= 2:
+        cdf_f, mass_f = _inversion_cdf_scaled(n, c)
+        return float(min(max(cdf_f if agree else 1.0 - cdf_f + mass_f, 0.0), 1.0))
+    counts = _inversion_counts(n, c)
+    fact = math.factorial(n)
+    cdf = Fraction(sum(counts), fact)
+    mass = Fraction(counts[c], fact)
+    p = cdf if agree else 1 - cdf + mass
+    return float(min(max(p, Fraction(0)), Fraction(1)))
 
 
 def pearson(x: npt.ArrayLike, y: npt.ArrayLike) -> CorrelationResult:
