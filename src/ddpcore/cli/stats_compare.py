@@ -95,6 +95,7 @@ def run_compare(args: argparse.Namespace) -> int:
         passed, bad = res.gate(args.fail_on)
         payload["fail_on"] = args.fail_on
         payload["passed"] = passed
+        payload["signature"]["fail_on"] = args.fail_on  # gate settings belong to the reproducible run
     out = render(res, args.output_format, payload)
     _print(out)
     if not passed:
