@@ -85,7 +85,7 @@ def test_undefined_and_bad_input():
     with pytest.raises(DDPDataError, match="D303"):
         krippendorff_alpha([["a", "b"], ["c", "d"]])
     with pytest.raises(DDPUsageError, match="level"):
-        krippendorff_alpha(EXAMPLE, "ordinal")
+        krippendorff_alpha(EXAMPLE, "circular")  # ordinal is supported since issue 10
 
 
 def test_reliability_matrix_document_and_segment_units():

@@ -200,7 +200,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "column, or the condition column (--coder condition, e.g. two annotator pools)."))
     _add_common(p)
     p.add_argument("--unit", choices=("segment", "document"), default="segment", help="unit of analysis")
-    p.add_argument("--level", choices=("interval", "ratio", "nominal"), default="interval",
+    p.add_argument("--level", choices=("interval", "ratio", "nominal", "ordinal"), default="interval",
                    help="level of measurement")
     p.add_argument("--coder", choices=("annotator", "condition"), default="annotator", help="what counts as a coder")
     p.add_argument("--in", dest="condition_value", default=None, metavar="COND",

@@ -9,6 +9,7 @@ numpy, scipy and polars load only when a function is first used. Public API::
     cluster_systems, ClusterResult, wilcoxon_signed_rank,
     compare_clusters, ClusterComparisonResult                  ddpcore.stats.clustering
     krippendorff_alpha, reliability_matrix, znormalize         ddpcore.stats.agreement
+    krippendorff_alpha_bootstrap, AlphaBootstrapResult         ddpcore.stats.alpha_bootstrap
     lowess                                                     ddpcore.stats.lowess
     errors_per_1000_chars, error_free_rate,
     boundary_span_rate, boundary_rate_difference,
@@ -53,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "krippendorff_alpha": "agreement",
     "reliability_matrix": "agreement",
     "znormalize": "agreement",
+    "krippendorff_alpha_bootstrap": "alpha_bootstrap", "AlphaBootstrapResult": "alpha_bootstrap",
     # smoothing
     "lowess": "lowess",
     # error spans
