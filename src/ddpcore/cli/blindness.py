@@ -1,0 +1,180 @@
+"""``ddp blindness``: does an evaluation notice MIX documents? Battery, power analysis and verdict.
+
+Calls :func:`ddpcore.stats.blindness.blindness` and prints JSON (default), text or a Markdown
+table a paper can paste; ``-o FILE.json`` also writes the JSON result atomically.
+``--fail-on blind|sensitive`` exits 1 (one stderr line) when the verdict is that value.
+
+Only argparse is imported at module level (``ddp --help`` stays fast).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .stats import _HelpFormatter
+
+    p = sub.add_parser(
+        "blindness", formatter_class=_HelpFormatter,
+        help="DOC vs MIX: is the evaluation blind to document coherence? (TOST, tau, clusters, power, verdict)",
+        description=(
+            "Seed-001 battery on a long score table (document_id, segment_id, system, condition, score): paired "
+            "TOST of mean(A - B), Kendall tau between the A and B system rankings with a document-bootstrap CI, "
+            "system clusters in both conditions, the boundary-localised error-span rate (when a spans column is "
+            "present) and score recoverability R^2 (when a SEG condition is present); then the power of the "
+            "paired TOST and a verdict: blind, sensitive or inconclusive. Exit codes: 0 ok, 1 --fail-on gate "
+            "failed, 2 usage, 3 bad data. See docs/mix-blindness.md."))
+    p.add_argument("table", metavar="SCORES", help="long score table (.csv .tsv .jsonl .json .parquet; .gz for text)")
+    p.add_argument("--a", default="DOC", metavar="COND", help="coherent condition (value of the condition column)")
+    p.add_argument("--b", default="MIX", metavar="COND", help="MIX condition")
+    m = p.add_mutually_exclusive_group(required=True)
+    m.add_argument("--margin", type=float, metavar="X", help="equivalence margin in score units: (-X, X)")
+    m.add_argument("--margin-sd", type=float, metavar="K", help="margin in SDs of the paired differences")
+    p.add_argument("--unit", choices=("segment", "document"), default="segment",
+                   help="TOST pairs: (document, segment, system) or (document, system) means")
+    p.add_argument("--method", choices=("bootstrap", "wmt25", "wmt24", "permutation"), default="bootstrap",
+                   help="clustering method")
+    p.add_argument("--n-boot", type=int, default=10_000, metavar="B", help="tau bootstrap replicates (documents)")
+    p.add_argument("--n-boot-cluster", type=int, default=1000, metavar="B", help="cluster resamples/permutations")
+    p.add_argument("--seed", type=int, default=0, help="seed of every resampling generator (numpy PCG64)")
+    p.add_argument("--alpha", type=float, default=0.05, help="level of each one-sided TOST test and of the power")
+    p.add_argument("--tau-min", type=float, default=0.667, help="rankings differ when the tau CI lies below it")
+    p.add_argument("--confidence", type=float, default=0.95, help="tau CI level")
+    p.add_argument("--seg", default="SEG", metavar="COND",
+                   help="isolated-segment condition for the recoverability R^2 (used when present)")
+    p.add_argument("--attribute", choices=("auto", "source", "nominal"), default="auto",
+                   help="score MIX rows for their source system (source), their system column (nominal), or "
+                        "source when the source-system column exists (auto)")
+    p.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
+                   help="leave a system out (repeatable), e.g. refA")
+    c = p.add_argument_group("columns")
+    c.add_argument("--document-col", dest="document", default="document_id", metavar="NAME", help="document id column")
+    c.add_argument("--segment-col", dest="segment", default="segment_id", metavar="NAME", help="segment id column")
+    c.add_argument("--system-col", dest="system", default="system", metavar="NAME", help="system column")
+    c.add_argument("--condition-col", dest="condition", default="condition", metavar="NAME", help="condition column")
+    c.add_argument("--score-col", dest="score", default="score", metavar="NAME", help="score column")
+    c.add_argument("--source-system-col", dest="source_system", default="source_system", metavar="NAME",
+                   help="MIX rows: the system that produced the segment (written by ddp mix)")
+    c.add_argument("--spans-col", dest="spans", default="error_spans", metavar="NAME",
+                   help="error spans (list of {span_start, span_end}); the span rate is skipped when absent")
+    c.add_argument("--text-col", dest="text", default="target_text", metavar="NAME",
+                   help="target text (segment length for the span positions)")
+    c.add_argument("--nan-policy", choices=("raise", "omit"), default="raise", help="missing score: error or drop")
+    o = p.add_argument_group("output")
+    o.add_argument("-f", "--format", dest="output_format", choices=("json", "text", "markdown"), default="json",
+                   help="output on stdout")
+    o.add_argument("-o", "--output", default=None, metavar="FILE.json", help="also write the JSON result")
+    o.add_argument("--fail-on", choices=("blind", "sensitive"), default=None,
+                   help="exit 1 when the verdict is blind (e.g. a metric that should see documents) or sensitive")
+    p.set_defaults(func=run_blindness)
+
+
+def run_blindness(args: argparse.Namespace) -> int:
+    import json
+
+    from ..io.outputs import check_outputs
+
+    targets = check_outputs([("-o/--output", args.output)], [args.table], formats=("json",))
+    from ..stats.blindness import blindness
+
+    res = blindness(args.table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, unit=args.unit,
+                    method=args.method, n_boot=args.n_boot, n_boot_cluster=args.n_boot_cluster, seed=args.seed,
+                    alpha=args.alpha, tau_min=args.tau_min, confidence=args.confidence, seg=args.seg,
+                    attribute=args.attribute, exclude_systems=args.exclude_system, document=args.document,
+                    segment=args.segment, system=args.system, condition=args.condition, score=args.score,
+                    source_system=args.source_system, spans=args.spans, text=args.text, nan_policy=args.nan_policy)
+    payload = res.to_dict()
+    failed = args.fail_on is not None and res.verdict == args.fail_on
+    if args.fail_on:
+        payload["fail_on"] = args.fail_on
+        payload["passed"] = not failed
+        payload["signature"] = dict(payload["signature"], fail_on=args.fail_on)
+    text = json.dumps(payload, indent=2)
+    if targets:
+        from ..io.tables import atomic_path
+
+        with atomic_path(targets[0].path) as tmp:
+            tmp.write_text(text + "\n", encoding="utf-8")
+    out = text if args.output_format == "json" else render(payload, args.output_format)
+    try:
+        print(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # pragma: no cover
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if failed:
+        print(f"ddp blindness: gate {args.fail_on} failed: verdict {res.verdict}: {'; '.join(res.reasons)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _f(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:.{nd}f}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2e}"
+
+
+def rows(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """(statistic, value) rows of the text and Markdown tables."""
+    ev = payload["evidence"]
+    t, pw = ev["tost"], ev["power"]
+    a, b = payload["condition_a"], payload["condition_b"]
+    pct = f"{100 * (1 - 2 * t['alpha']):g} %"
+    out = [
+        ("verdict", f"**{payload['verdict']}**"),
+        (f"paired TOST, {t['unit']} pairs", f"n = {t['n']:,}, mean({a} − {b}) = {_f(t['mean_diff'])}, "
+                                             f"{pct} CI [{_f(t['ci_low'])}, {_f(t['ci_high'])}], margin ±{_f(t['margin'])}, "
+                                             f"p = {_f(t['p_value'], 4)} → "
+                                             f"{'equivalent' if t['equivalent'] else 'not equivalent'}"),
+        ("SD of paired differences", _f(t["sd_diff"])),
+        ("power (true difference 0)", f"{_f(pw['power'])} (nct approximation {_f(pw['power_nct'])})"),
+        ("pairs for 80 % power", _f(pw["n_needed"])),
+        ("smallest difference detected with 80 % power (two-sided t)", _f(pw["mdd_80"])),
+    ]
+    r = ev.get("ranking")
+    if r:
+        out.append((f"Kendall tau-b, {len(r['systems'])} systems", f"{_f(r['tau'])}, {100 * r['confidence']:g} % CI "
+                    f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}] ({r['n_boot']:,} document resamples), "
+                    f"{100 * r['share_below_tau_min']:.1f} % of replicates < {r['tau_min']:g}"))
+    c = ev.get("clusters")
+    if c:
+        out.append((f"clusters ({c['method']})", f"{len(c['clusters_a'])} / {len(c['clusters_b'])}; same: "
+                    f"{_f(c['same_clusters'])}; moved: {', '.join(c['comparison']['moved']) or 'none'}"))
+    s = ev.get("boundary_spans")
+    if s:
+        out.append(("boundary-localised span rate", f"{100 * s['rate_a']:.1f} % vs {100 * s['rate_b']:.1f} %, "
+                    f"difference {100 * s['difference']:+.1f} pts [{100 * s['ci_low']:+.1f}, {100 * s['ci_high']:+.1f}]"))
+    rec = ev.get("recoverability")
+    if rec:
+        out.append(("recoverability R²", ", ".join(f"{k} {_f(v['r2'])}" for k, v in rec.items())))
+    out.append(("reasons", "; ".join(payload["reasons"])))
+    return out
+
+
+def render(payload: dict[str, Any], fmt: str) -> str:
+    """Text or Markdown rendering of a blindness result payload."""
+    import json
+
+    sig = json.dumps(payload["signature"], sort_keys=True)
+    title = f"Blindness battery: {payload['condition_a']} vs {payload['condition_b']}"
+    tail = ""
+    if payload.get("fail_on"):
+        tail = f"gate --fail-on {payload['fail_on']}: {'passed' if payload['passed'] else 'FAILED'}"
+    if fmt == "markdown":
+        lines = [f"**{title}**", "", "| statistic | value |", "|---|---|"]
+        lines += [f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows(payload)]
+        lines += ["", f"Signature: `{sig}`"] + ([tail] if tail else [])
+        return "\n".join(lines)
+    width = max(len(k) for k, _ in rows(payload))
+    lines = [title] + [f"  {k.ljust(width)}  {v.replace('**', '')}" for k, v in rows(payload)]
+    return "\n".join(lines + [f"signature: {sig}"] + ([tail] if tail else []))
