@@ -1,0 +1,47 @@
+"""Print the ``ddp blindness`` benchmark table (medians of repeated runs; see bench_blindness.py).
+
+    python benchmarks/blindness_table.py [--rounds 5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_blindness import battery, components, make_table  # noqa: E402
+
+
+def median_seconds(fn, rounds: int) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+    fn()  # warm-up (imports, first-call caches)
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), min(times), max(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| problem | part | median s | min–max s |\n|---|---|---:|---:|")
+    for spd in (1, 5):
+        table = make_table(spd)
+        name = f"20 systems x 2,000 docs x {spd} seg x 2 conditions ({table.height:,} rows)"
+        med, lo, hi = median_seconds(lambda: battery(table), args.rounds)
+        print(f"| {name} | **whole battery** | **{med:.3f}** | {lo:.3f}–{hi:.3f} |")
+        for part, fn in components(table).items():
+            med, lo, hi = median_seconds(fn, args.rounds)
+            print(f"| | {part} | {med:.3f} | {lo:.3f}–{hi:.3f} |")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
