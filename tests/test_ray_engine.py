@@ -1,0 +1,196 @@
+"""The Ray Data engine (issue 8, section 6): its output equals the local engine's.
+
+The oracle is :func:`ddpcore.profile_anchors` with the local engine on the same input (itself
+checked against hand-derived values in test_profile.py). The Ray tests start a local Ray with
+two CPUs once for the module and skip, saying why, only where Ray cannot be imported; the
+tests of the error paths and of the batching helpers need no Ray.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from polars.testing import assert_frame_equal
+
+from ddpcore.anchors.rules import get_rules
+from ddpcore.cli.main import main
+from ddpcore.ddp import ray_engine as RE
+from ddpcore.ddp.driver import BATCH_CHARS, SEGKEY, Settings, order_segments
+from ddpcore.ddp.profile import profile_anchors
+from ddpcore.errors import DDPDataError, DDPUsageError
+from ddpcore.io.outputs import check_outputs
+from ddpcore.io.segments import SegmentColumns, read_segments
+
+DATA = Path(__file__).parent / "data"
+MINI = DATA / "wmt25_mini.jsonl"
+ROLES = ("segments", "anchors", "sentences")
+COLS = SegmentColumns("document_id", "segment_id", "source", "domain")
+#: signature keys only a file run has (the in-memory reference has none of them)
+FILE_RUN_KEYS = {"input", "batches", "n_process", "engine", "actors"}
+
+
+def _same_signature(sig: dict, ref: dict) -> bool:
+    """Same settings and versions; ``cache`` (parse-cache statistics) only the local engine has."""
+    return {k: v for k, v in sig.items() if k not in FILE_RUN_KEYS} == {k: v for k, v in ref.items() if k != "cache"}
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray", reason="Ray is not installed here (pip install 'ddpcore[ray]'): the Ray "
+                                            "engine cannot run")
+    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def interleaved(tmp_path_factory) -> Path:
+    """The mini set with its rows shuffled: documents interleave in the input."""
+    df = pl.read_ndjson(MINI).sample(fraction=1.0, shuffle=True, seed=7)
+    path = tmp_path_factory.mktemp("inter") / "inter.jsonl"
+    df.write_ndjson(path)
+    return path
+
+
+def _targets(tmp: Path, inputs: list[Path]) -> tuple[dict, list[Path]]:
+    paths = [tmp / f"{role}.parquet" for role in ROLES]
+    t = check_outputs([("-o", paths[0]), ("--anchors", paths[1]), ("--sentences", paths[2])], inputs)
+    return dict(zip(ROLES, t)), paths
+
+
+def _check_files(paths: list[Path], ref) -> dict:
+    for path, role in zip(paths, ROLES):
+        assert_frame_equal(getattr(ref, role), pl.read_parquet(path))
+    sig = json.loads(pq.read_schema(paths[0]).metadata[b"ddpcore.signature"])
+    assert sig["engine"] == "ray"
+    assert _same_signature(sig, ref.signature)
+    return sig
+
+
+# --------------------------------------------------------------------------- with Ray
+
+
+def _run_files(source: Path, rules: str, tmp_path: Path) -> list[Path]:
+    targets, paths = _targets(tmp_path, [source])
+    # small batches: several batches over two actors, finishing in any order
+    rep = RE.profile_ray(source, targets, cols=COLS, settings=Settings(rules=get_rules(rules)), n_actors=2,
+                         batch_chars=1500, source_name=str(source))
+    sig = json.loads(pq.read_schema(paths[0]).metadata[b"ddpcore.signature"])
+    assert sig["batches"] == rep.n_batches > 2 and sig["actors"] == 2
+    assert rep.n_segments == 20 and rep.n_anchors == pl.read_parquet(paths[1]).height
+    assert not list(tmp_path.glob(".ddp-ray-work-*"))  # the work folder is gone
+    return paths
+
+
+def _run_cli(source: Path, rules: str, tmp_path: Path, capsys) -> list[Path]:
+    _, paths = _targets(tmp_path, [source])
+    code = main(["profile", str(source), "--engine", "ray", "-j", "2", "--rules", rules, "-q",
+                 "--batch-chars", "2000", "-o", str(paths[0]), "--anchors", str(paths[1]),
+                 "--sentences", str(paths[2])])
+    assert code == 0
+    assert "20 segments" in capsys.readouterr().out
+    return paths
+
+
+# each input with each rule set, through each way in (profile_ray, the command line, profile_anchors)
+@pytest.mark.spacy_model
+@pytest.mark.slow
+@pytest.mark.parametrize(("which", "rules", "entry"), [
+    ("mini", "refined", "files"), ("interleaved", "paper", "files"),
+    ("interleaved", "refined", "cli"), ("mini", "paper", "api"),
+])
+def test_ray_engine_output_equals_the_local_engine(ray_local, tmp_path, nlp, interleaved, capsys, which, rules,
+                                                   entry):
+    source = MINI if which == "mini" else interleaved
+    ref = profile_anchors(source, nlp=nlp, rules=rules)
+    if entry == "api":
+        got = profile_anchors(source, engine="ray", n_process=2, rules=rules)
+        for role in ROLES:
+            assert_frame_equal(getattr(ref, role), getattr(got, role))
+        assert got.signature["engine"] == "ray" and _same_signature(got.signature, ref.signature)
+        return
+    paths = _run_files(source, rules, tmp_path) if entry == "files" else _run_cli(source, rules, tmp_path, capsys)
+    _check_files(paths, ref)
+
+
+@pytest.mark.spacy_model
+@pytest.mark.slow
+def test_an_error_on_an_actor_reaches_the_caller_with_its_code(ray_local, tmp_path):
+    src = tmp_path / "long.jsonl"
+    pl.DataFrame({"document_id": ["d", "e"], "segment_id": [0, 0],
+                  "source": ["A short line.", "x" * 1_000_001]}).write_ndjson(src)
+    targets, _ = _targets(tmp_path, [src])
+    with pytest.raises(DDPDataError, match=r"row 2, column 'source'.*exceeds the parser limit") as exc:
+        RE.profile_ray(src, targets, cols=COLS, settings=Settings(), n_actors=2, batch_chars=100)
+    assert exc.value.code == "D115"
+    assert not (tmp_path / "segments.parquet").exists()
+
+
+# ------------------------------------------------------------------------ without Ray
+
+
+def test_a_missing_ray_is_a_one_line_usage_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(DDPUsageError, match=r"pip install 'ddpcore\[ray\]'") as exc:
+        RE.import_ray()
+    assert exc.value.code == "D190"
+    assert main(["profile", str(MINI), "--engine", "ray", "-o", str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "D190" in err and "pip install 'ddpcore[ray]'" in err and len(err.splitlines()) == 1
+    with pytest.raises(DDPUsageError, match="D190"):
+        profile_anchors(MINI, engine="ray")
+
+
+@pytest.mark.parametrize("flags", [["--resume"], ["--shard", "0/2"]])
+def test_local_only_options_are_refused_with_ray(tmp_path, capsys, flags):
+    assert main(["profile", str(MINI), "--engine", "ray", "-o", str(tmp_path / "o.parquet"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert "D193" in err and flags[0] in err
+
+
+def test_an_unknown_engine_is_refused():
+    with pytest.raises(DDPUsageError, match="D192"):
+        profile_anchors(MINI, engine="spark")
+
+
+def test_importing_ddpcore_and_the_cli_does_not_import_ray():
+    code = ("import sys, ddpcore, ddpcore.ddp.profile, ddpcore.cli.main, ddpcore.cli.profile, ddpcore.ddp.ray_engine; "
+            "sys.exit(1 if 'ray' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_auto_batch_size_aims_at_several_batches_per_actor():
+    assert RE.auto_batch_chars(1_000_000, 2) == 125_000
+    assert RE.auto_batch_chars(10_000, 2) == RE.MIN_AUTO_BATCH_CHARS
+    assert RE.auto_batch_chars(10**9, 2) == BATCH_CHARS
+
+
+def test_actors_default_to_the_cluster_cpus_and_never_exceed_them():
+    class FakeRay:
+        @staticmethod
+        def cluster_resources() -> dict:
+            return {"CPU": 6.0}
+
+    assert RE.resolve_actors("auto", FakeRay) == 6
+    assert RE.resolve_actors(4, FakeRay) == 4
+    assert RE.resolve_actors(16, FakeRay) == 6
+    with pytest.raises(DDPUsageError, match="D207"):
+        RE.resolve_actors(0, FakeRay)
+
+
+@pytest.mark.spacy_model
+def test_the_actor_refuses_a_block_that_splits_a_batch():
+    df = order_segments(read_segments(MINI, COLS), COLS)
+    block = df.drop(SEGKEY).with_columns(pl.lit(0, pl.Int64).alias(RE.BATCH),
+                                             pl.lit(df.height, pl.Int64).alias(RE.BATCH_ROWS))
+    actor = RE.ProfileActor(None, 256, Settings(), COLS, "mini")
+    whole = pl.from_arrow(actor(block.to_arrow()))
+    assert whole[RE.BATCH].to_list() == [0] and whole["error"].to_list() == [""]
+    with pytest.raises(RuntimeError, match="whole batches"):
+        actor(block.head(5).to_arrow())
