@@ -44,7 +44,7 @@ def components(table: Any) -> dict[str, Any]:
         "cluster_systems bootstrap x 2 (B = 1,000)": lambda: [
             cluster_systems(table, "bootstrap", condition_value=c, n_boot=N_BOOT_CLUSTER, annotator=None)
             for c in ("DOC", "MIX")],
-        "power analysis": lambda: tost_power_analysis(int(table.height // 2), float(np.std(table["score"])), -3, 3),
+        "power analysis": lambda: tost_power_analysis(int(table.height // 2), float(np.std(table["score"].to_numpy())), -3, 3),
     }
 
 
