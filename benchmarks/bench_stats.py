@@ -111,6 +111,20 @@ def ddp_tost(table):
     return tost_grouped(table, "group", "x", "y", -3.0, 3.0)
 
 
+def ddp_tost_unsegmented(table):
+    """tost_grouped through the factorise + scattered group_moments path (the kernel before
+    issue 10's segmented pass; same results), for the before/after row."""
+    from ddpcore._native import load
+
+    seg = load("stats_segments")
+    real, real_scan = seg.segment_moments, seg.scan_values
+    seg.segment_moments, seg.scan_values = (lambda *a: -1), (lambda a, lim: (True, True))
+    try:
+        return ddp_tost(table)
+    finally:
+        seg.segment_moments, seg.scan_values = real, real_scan
+
+
 def statsmodels_loop_presliced(table, n_groups: int = N_LOOP):
     """The favourable loop: groups already split into numpy arrays (slicing not timed)."""
     from statsmodels.stats.weightstats import ttost_paired

@@ -64,7 +64,9 @@ def main() -> int:
     t_loop = median_time(bs.statsmodels_loop_presliced, tt, repeat=max(2, rep // 3))
     t_loop_gb = median_time(bs.statsmodels_loop_groupby, tt, repeat=max(2, rep // 3))
     scale = bs.N_GROUPS / bs.N_LOOP
-    rows.append(("TOST 10,000 groups x 300 pairs", "ddpcore tost_grouped", t_tost, ""))
+    t_tost_old = median_time(bs.ddp_tost_unsegmented, tt, repeat=rep)
+    rows.append(("TOST 10,000 groups x 300 pairs", "ddpcore tost_grouped", t_tost, f"{bs.N_GROUPS / t_tost / 1e3:6.0f}k groups/s"))
+    rows.append(("", "ddpcore tost_grouped, unsegmented path (before issue 10)", t_tost_old, f"{t_tost_old / t_tost:6.1f}x"))
     rows.append(("", f"statsmodels ttost_paired loop, pre-split arrays ({bs.N_LOOP:,} groups x{scale:g})", t_loop * scale, f"{t_loop * scale / t_tost:6.1f}x"))
     rows.append(("", f"statsmodels loop over table.group_by ({bs.N_LOOP:,} groups x{scale:g})", t_loop_gb * scale, f"{t_loop_gb * scale / t_tost:6.1f}x"))
 

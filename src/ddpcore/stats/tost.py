@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from ..errors import DDPDataError, DDPUsageError
 from .._native import load
-from ._table import NanPolicy, check_magnitude, check_nan_policy, factorize, json_safe, signature
+from ._table import MAX_ABS_SCORE, NanPolicy, check_magnitude, check_nan_policy, factorize, json_safe, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -498,7 +498,9 @@ def tost_grouped(
     xs = frame[x].cast(pl.Float64).to_numpy()
     ys = frame[y].cast(pl.Float64).to_numpy()  # nulls become NaN
     n_missing = frame[x].null_count() + frame[y].null_count()
-    if n_missing or not (_all_finite(xs) and _all_finite(ys)):
+    scan = load("stats_segments").scan_values
+    clean = not n_missing and not any(scan(np.ascontiguousarray(a), MAX_ABS_SCORE) != (False, False) for a in (xs, ys))
+    if not clean and (n_missing or not (_all_finite(xs) and _all_finite(ys))):
         for arr, name in ((xs, x), (ys, y)):
             inf = np.isinf(arr)
             if inf.any():
@@ -513,17 +515,17 @@ def tost_grouped(
                         "(null/NaN) score(s); remove them or pass nan_policy='omit' (--nan-policy omit)",
                         code="D302",
                     )
-    check_magnitude(xs, x)
-    check_magnitude(ys, y)
-    codes, keys = factorize(frame, by)
-    n_groups = keys.height
+    if not clean:
+        check_magnitude(xs, x)
+        check_magnitude(ys, y)
+    moments, keys = _grouped_moments(frame, by, xs, ys if paired else None)
     if paired:
-        n, mean, ss, const = _moments(codes, xs, ys, n_groups)  # NaN on either side -> pair skipped
+        n, mean, ss, const = moments(xs, ys)  # NaN on either side -> pair skipped
         out = _paired_from_stats(n, mean, ss, const, low, high, alpha)
         cols: dict[str, Any] = {"n": n.astype(np.int64)}
     else:
-        n_x, mean_x, ss_x, const_x = _moments(codes, xs, None, n_groups)
-        n_y, mean_y, ss_y, const_y = _moments(codes, ys, None, n_groups)
+        n_x, mean_x, ss_x, const_x = moments(xs, None)
+        n_y, mean_y, ss_y, const_y = moments(ys, None)
         out = _ind_from_stats(n_x, n_y, mean_x, mean_y, ss_x, ss_y, const_x, const_y, low, high, alpha, equal_var)
         cols = {"n": out["n"].astype(np.int64), "n_x": n_x.astype(np.int64), "n_y": n_y.astype(np.int64)}
     for key in ("mean_diff", "df", "t_lower", "p_lower", "t_upper", "p_upper", "p_value", "ci_low", "ci_high"):
@@ -531,6 +533,62 @@ def tost_grouped(
     cols["equivalent"] = np.asarray(out["equivalent"], dtype=bool)
     cols["status"] = np.asarray(out["status"]).astype(str)
     return keys.with_columns([pl.Series(k, v) for k, v in cols.items()])
+
+
+def _grouped_moments(frame: Any, by: list[str], xs: np.ndarray, ys: np.ndarray | None) -> tuple[Any, Any]:
+    """Per-group (n, mean, ss, constant) of ``x - y`` (or one column) and the group keys.
+
+    Rows already grouped in ascending key order (the usual layout of a long table) take the
+    segmented kernel (``stats_segments.segment_moments``: one group at a time, in cache); a
+    single integer key column is then used as is, without factorising. Other tables are
+    factorised and go through ``stats_kernels.group_moments``. Both kernels do the same
+    arithmetic in the same order, so the results are identical.
+
+    Returns ``(moments, keys)``: ``moments(a, b)`` gives four arrays of shape (n_groups,).
+    """
+    import polars as pl
+
+    seg = load("stats_segments")
+    height = frame.height
+    raw = None
+    if len(by) == 1 and (frame.schema[by[0]].is_integer() or frame.schema[by[0]] == pl.Boolean):
+        col = frame[by[0]]
+        if col.null_count() == 0:
+            raw = np.ascontiguousarray(col.cast(pl.Int64).to_numpy())
+
+    def segmented(keys_row: np.ndarray) -> tuple[Any, np.ndarray] | None:
+        n = np.empty(height)
+        mean = np.empty(height)
+        ss = np.empty(height)
+        const = np.empty(height, dtype=np.uint8)
+        first = np.empty(height, dtype=np.int64)
+        xa = np.ascontiguousarray(xs, dtype=np.float64)
+        ya = None if ys is None else np.ascontiguousarray(ys, dtype=np.float64)
+        k = seg.segment_moments(keys_row, xa, ya, n, mean, ss, const, first)
+        if k < 0:
+            return None
+        done = (n[:k], mean[:k], ss[:k], const[:k].astype(bool))
+
+        def moments(a: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, ...]:
+            if a is xs and b is ys:
+                return done
+            out = (np.empty(k), np.empty(k), np.empty(k), np.empty(k, dtype=np.uint8), np.empty(k, dtype=np.int64))
+            seg.segment_moments(keys_row, np.ascontiguousarray(a, dtype=np.float64),
+                                None if b is None else np.ascontiguousarray(b, dtype=np.float64), *out)
+            return out[0], out[1], out[2], out[3].astype(bool)
+
+        return moments, first[:k]
+
+    if raw is not None:
+        got = segmented(raw)
+        if got is not None:
+            return got[0], frame.select(by)[got[1]]
+    codes, keys = factorize(frame, by)
+    got = segmented(np.ascontiguousarray(codes, dtype=np.int64))
+    if got is not None:
+        return got[0], keys
+    n_groups = keys.height
+    return (lambda a, b: _moments(codes, a, b, n_groups)), keys
 
 
 def tost_grouped_signature(
