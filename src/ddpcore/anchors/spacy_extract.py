@@ -1,14 +1,14 @@
 """The spaCy boundary: the only module of ddpcore that imports spaCy.
 
 Texts go in, flat token arrays come out (``Doc.to_array``); no ``Doc`` object leaves a
-worker process. Parsing runs in ``n_process`` worker processes (spawned, each loading
-the pipeline once) which return compact numpy arrays.
+worker process. :class:`ddpcore.ddp.parse.Parser` runs the worker functions below in
+spawned processes (each loading the pipeline once) that return compact numpy arrays.
 """
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,80 +239,3 @@ def _worker_parse(args: tuple[Sequence[str], int]) -> TokenArrays:
 
 def _worker_info(name: str | None) -> dict[str, Any]:
     return pipeline_info(_WORKER_NLP, name)
-
-
-def _guided_cuts(total: int, n_process: int, smallest: int = 5_000, largest: int = 200_000) -> np.ndarray:
-    """Character offsets where chunks end: large chunks first, shrinking towards the end."""
-    cuts = []
-    done = 0
-    while total - done > smallest:
-        size = int(min(largest, max(smallest, (total - done) // (2 * n_process))))
-        done += size
-        cuts.append(done)
-    return np.asarray(cuts[:-1] if cuts and cuts[-1] >= total else cuts, dtype=np.int64)
-
-
-def parse_texts(
-    texts: Sequence[str],
-    *,
-    pipeline: str | None = None,
-    nlp: Any = None,
-    n_process: int = 1,
-    batch_size: int = 256,
-    chunk_chars: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    info: dict[str, Any] | None = None,
-) -> TokenArrays:
-    """Parse ``texts`` and return their concatenated :class:`TokenArrays` (input order).
-
-    ``n_process > 1`` parses chunks in spawned worker processes: chunks of ``chunk_chars``
-    characters, or by default "guided" chunks (each 1/(2·n_process) of what is left, between
-    5,000 and 200,000 characters) so that workers finish together; ``progress(n)`` is called
-    with the number of texts finished per chunk. If ``info`` is a dict, it is filled with
-    :func:`pipeline_info` of the pipeline that parsed (so the caller need not load it).
-    """
-    n = len(texts)
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
-    # chunk boundaries by cumulative characters (so progress and load balance are even)
-    cum = np.cumsum(lengths)
-    total = int(cum[-1]) if n else 0
-    if chunk_chars is not None:
-        cut_chars = np.arange(chunk_chars, total, chunk_chars)
-    else:
-        cut_chars = _guided_cuts(total, max(n_process, 1))
-    cuts = np.searchsorted(cum, cut_chars, side="right")
-    bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
-    chunks = [texts[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-    parts: list[TokenArrays] = []
-    if n_process <= 1 or len(chunks) == 1:
-        if nlp is None:
-            nlp = load_pipeline(pipeline)
-        if info is not None:
-            info.update(pipeline_info(nlp, pipeline))
-        for chunk in chunks:
-            parts.append(_parse_chunk(nlp, chunk, batch_size))
-            if progress:
-                progress(len(chunk))
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
-        ctx = mp.get_context("spawn")
-        try:
-            with ProcessPoolExecutor(max_workers=n_process, mp_context=ctx, initializer=_worker_init,
-                                     initargs=(pipeline,)) as pool:
-                for chunk, arr in zip(chunks, pool.map(_worker_parse, [(c, batch_size) for c in chunks])):
-                    parts.append(arr)
-                    if progress:
-                        progress(len(chunk))
-                if info is not None:
-                    info.update(pool.submit(_worker_info, pipeline).result())
-        except BrokenProcessPool as exc:
-            raise DDPUsageError(
-                f"a spaCy worker process died ({exc}). If you call ddpcore with n_process > 1 from a script, "
-                "put the call under `if __name__ == \"__main__\":` (worker processes are spawned and re-import "
-                "the script); otherwise retry with n_process=1 to see the underlying error",
-                code="D209",
-            ) from None
-    return TokenArrays.concat(parts)

@@ -49,6 +49,17 @@ def _worker_info(name: str | None) -> dict[str, Any]:  # pragma: no cover - runs
     return X._worker_info(name)
 
 
+def _guided_cuts(total: int, n_process: int, smallest: int = 5_000, largest: int = 200_000) -> np.ndarray:
+    """Character offsets where chunks end: large chunks first, shrinking towards the end."""
+    cuts = []
+    done = 0
+    while total - done > smallest:
+        size = int(min(largest, max(smallest, (total - done) // (2 * n_process))))
+        done += size
+        cuts.append(done)
+    return np.asarray(cuts[:-1] if cuts and cuts[-1] >= total else cuts, dtype=np.int64)
+
+
 def chunk_bounds(lengths: np.ndarray, n_process: int, chunk_chars: int | None = None) -> np.ndarray:
     """Unit offsets (n_chunks+1,) cutting units of ``lengths`` characters into chunks:
     fixed ``chunk_chars`` chunks, or guided ones (large first, shrinking) for ``n_process``."""
@@ -58,7 +69,7 @@ def chunk_bounds(lengths: np.ndarray, n_process: int, chunk_chars: int | None = 
     if chunk_chars is not None:
         cut_chars = np.arange(chunk_chars, total, chunk_chars)
     else:
-        cut_chars = X._guided_cuts(total, max(n_process, 1))
+        cut_chars = _guided_cuts(total, max(n_process, 1))
     cuts = np.searchsorted(cum, cut_chars, side="right")
     return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError
-from ..io.segments import ROW, SegmentColumns, read_segments
+from ..io.segments import ROW, SegmentColumns, check_unique_ids, read_segments
 
 if TYPE_CHECKING:
     import polars as pl
@@ -203,7 +203,7 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
         raise DDPDataError(f"{name}: the table has no rows", code="D106")
     schema = unify_schemas(schemas, name)
     index = pl.concat(ids, how="vertical_relaxed")
-    _check_duplicates(index, cols, name)
+    check_unique_ids(index, cols, name)
     st = StagedInput(chunks, index, cols, schema, name)
     if memory:
         whole = pl.concat([m.cast(schema) for m in memory])
@@ -245,21 +245,6 @@ def unify_schemas(schemas: list[dict[str, Any]], name: str) -> dict[str, Any]:
             raise DDPDataError(f"{name}: column(s) {', '.join(sorted(missing))} are missing from some rows' chunks; "
                                "give every row the same columns", code="D103")
     return out
-
-
-def _check_duplicates(index: pl.DataFrame, cols: SegmentColumns, name: str) -> None:
-    import polars as pl
-
-    dup = index.filter(pl.struct(cols.document, cols.segment).is_duplicated())
-    if dup.height:
-        first = dup.sort(ROW)
-        rows = first[ROW].head(2).to_list()
-        raise DDPDataError(
-            f"{name}, rows {rows[0] + 1} and {rows[1] + 1}, columns '{cols.document}'/'{cols.segment}': "
-            f"duplicated id (document {first[cols.document][0]!r}, segment {first[cols.segment][0]!r}); "
-            "each (document, segment) pair must be unique",
-            code="D113",
-        )
 
 
 def input_fingerprint(source: Any) -> dict[str, Any]:

@@ -135,6 +135,14 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
                 "document id and a segment id",
                 code="D112",
             )
+    check_unique_ids(df, cols, name)
+    return df
+
+
+def check_unique_ids(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> None:
+    """Raise D113 naming the first two input rows (``ROW``) that share a (document, segment) id."""
+    import polars as pl
+
     dup = df.filter(pl.struct(cols.document, cols.segment).is_duplicated())
     if dup.height:
         first = dup.sort(ROW)
@@ -145,7 +153,6 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
             "each (document, segment) pair must be unique",
             code="D113",
         )
-    return df
 
 
 def _check_path(path: Path) -> None:
