@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 #: subcommand modules, in help order
-SUBCOMMANDS = ("profile", "explain", "stats", "validate", "agree", "info", "merge", "cache", "mix", "blindness")
+SUBCOMMANDS = ("profile", "explain", "stats", "validate", "agree", "info", "merge", "cache", "mix", "blindness", "metric-s")
 
 EXIT_OK, EXIT_FAIL_GATE, EXIT_USAGE, EXIT_DATA, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:
-            module = importlib.import_module(f"ddpcore.cli.{name}")
+            module = importlib.import_module(f"ddpcore.cli.{name.replace('-', '_')}")
         except ModuleNotFoundError as exc:
             if exc.name == f"ddpcore.cli.{name}":
                 continue  # subcommand not part of this build

@@ -1,0 +1,320 @@
+"""DiscoX Metric-S scores from judge item lists, and metric-human pairwise consistency.
+
+Metric-S (DiscoX) scores a translation from an LLM judge's item lists: accuracy starts at 60,
+fluency at 20, appropriateness at 20; each listed issue deducts points by its severity; each
+dimension is clamped at 0; the total is their sum (0-100). Two deduction tables:
+
+``mapping="code"`` (default) -- the released evaluation code (``calculate_score``):
+
+=================  ===========================================================  =========
+dimension          label (Chinese / English)                                     points
+=================  ===========================================================  =========
+accuracy           整体无问题 (no issue)                                              0
+                   普通 / Major                                                  -5
+                   严重 / Critical                                               -10
+                   非常严重 / Extremely Critical                                  -50
+                   any other label (or none)                                     -5 (unknown)
+checkpoint         错误 / incorrect (failed rubric checkpoint, counts as accuracy)  -5
+                   正确 / correct; any other label                                0
+fluency            有问题 / any severity label above or Minor                      -2
+                   无问题, 整体无问题 / none; any other label                          0
+appropriateness    有问题 / any severity label above or Minor                      -5
+                   无问题, 整体无问题 / none; any other label                          0
+=================  ===========================================================  =========
+
+``mapping="paper"`` -- the paper's severities (§3.4): minor 2, major 5, critical 10, extremely
+critical 50, for an item of any dimension that carries a severity label (轻微 / Minor is minor;
+普通 / Major is major). An item without one (有问题) takes its dimension's level from the
+paper's Appendix E: fluency errors minor (2), appropriateness errors major (5). Failed
+checkpoints are major (5); an unknown accuracy label counts as major (5).
+
+Labels are matched after trimming and case-folding English. The severity is read from
+``问题严重程度`` or ``severity``; a checkpoint's verdict from ``判断结果``, ``result`` or ``verdict``.
+Unknown labels are counted per row (``n_unknown_labels``).
+
+Rows that cannot be scored are never given marks:
+
+* ``instruction_following: false`` -- the output is not a translation: every score is 0
+  (status ``instruction_following_failed``), as in the released code;
+* ``judge_error`` set, a line that is not a JSON object, or an item list that is not a list of
+  objects -- status ``error``, scores null, counted in ``n_errors`` (the released code turns a
+  failed judge call into an empty list, i.e. full marks).
+
+Consistency (DiscoX §4.2): both score sets are min-max normalised to [0, 1] with their scale
+ranges; at segment level every pair of systems scored on the same item is compared; a
+difference below ``tie_threshold`` (default 0.05) is a tie; a pair is consistent when both sides
+prefer the same system or both are ties. At system level the same rule is applied to the
+systems' mean scores.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import DDPDataError, DDPUsageError
+
+Mapping = Literal["code", "paper"]
+DIMENSIONS = ("accuracy", "fluency", "appropriateness")
+START = {"accuracy": 60.0, "fluency": 20.0, "appropriateness": 20.0}
+ITEM_KEYS = ("accuracy_items", "checkpoint_items", "fluency_items", "appropriateness_items")
+SEVERITY_KEYS = ("问题严重程度", "severity")
+VERDICT_KEYS = ("判断结果", "result", "verdict")
+
+STATUS_OK, STATUS_IF_FAILED, STATUS_ERROR = "ok", "instruction_following_failed", "error"
+
+# canonical severities
+_NONE, _MINOR, _MAJOR, _CRITICAL, _EXTREME, _ISSUE = "none", "minor", "major", "critical", "extreme", "issue"
+_LABELS = {
+    "整体无问题": _NONE, "无问题": _NONE, "none": _NONE, "no issue": _NONE, "no issues": _NONE,
+    "轻微": _MINOR, "次要": _MINOR, "minor": _MINOR,
+    "普通": _MAJOR, "major": _MAJOR,
+    "严重": _CRITICAL, "critical": _CRITICAL,
+    "非常严重": _EXTREME, "extremely critical": _EXTREME,
+    "有问题": _ISSUE, "issue": _ISSUE,
+}
+_VERDICTS = {"错误": "fail", "incorrect": "fail", "fail": "fail", "failed": "fail", "wrong": "fail",
+             "正确": "pass", "correct": "pass", "pass": "pass", "passed": "pass"}
+_PAPER = {_MINOR: 2.0, _MAJOR: 5.0, _CRITICAL: 10.0, _EXTREME: 50.0, _NONE: 0.0}
+_CODE_ACCURACY = {_NONE: 0.0, _MAJOR: 5.0, _CRITICAL: 10.0, _EXTREME: 50.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricSRow:
+    """One scored judgement (scores None for an error row)."""
+
+    id: str
+    accuracy: float | None
+    fluency: float | None
+    appropriateness: float | None
+    total: float | None
+    status: str
+    n_unknown_labels: int = 0
+    error: str | None = None
+
+
+def _label(item: dict[str, Any], keys: Sequence[str]) -> str | None:
+    for k in keys:
+        if k in item and item[k] is not None:
+            return str(item[k]).strip().casefold()
+    return None
+
+
+def _deduction(dim: str, item: dict[str, Any], mapping: str) -> tuple[float, bool]:
+    """(points deducted, label unknown) for one item of ``dim``."""
+    if dim == "checkpoint":
+        verdict = _VERDICTS.get(_label(item, VERDICT_KEYS) or "")
+        if verdict is None:
+            return 0.0, True  # released code: unknown verdict counts as correct
+        return (5.0 if verdict == "fail" else 0.0), False
+    sev = _LABELS.get(_label(item, SEVERITY_KEYS) or "")
+    if dim == "accuracy":
+        if mapping == "code":
+            if sev in _CODE_ACCURACY:
+                return _CODE_ACCURACY[sev], False
+            return 5.0, True  # minor / issue / unknown: released code deducts 5 ("Unknown severity")
+        if sev in _PAPER:
+            return _PAPER[sev], False
+        return 5.0, sev is None
+    per_issue = 2.0 if dim == "fluency" else 5.0
+    if sev is None:
+        return 0.0, True  # released code: unknown label deducts nothing
+    if sev == _NONE:
+        return 0.0, False
+    if mapping == "code" or sev == _ISSUE:
+        return per_issue, False
+    return _PAPER[sev], False
+
+
+def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None = None) -> MetricSRow:
+    """Metric-S scores of one judgement record (a dict as parsed from one JSONL line).
+
+    ``record`` holds ``accuracy_items``, ``checkpoint_items``, ``fluency_items``,
+    ``appropriateness_items`` (lists of objects; absent = empty), optionally
+    ``instruction_following`` and ``judge_error``. Anything else (not a dict, a list that is
+    not a list of objects) gives an error row.
+    """
+    rid = row_id if row_id is not None else str(record.get("id")) if isinstance(record, dict) and "id" in record else ""
+    if not isinstance(record, dict):
+        return MetricSRow(rid, None, None, None, None, STATUS_ERROR, error="judge reply is not a JSON object")
+    if record.get("judge_error"):
+        return MetricSRow(rid, None, None, None, None, STATUS_ERROR, error=f"judge_error: {record['judge_error']}"[:200])
+    if record.get("instruction_following") is False:
+        return MetricSRow(rid, 0.0, 0.0, 0.0, 0.0, STATUS_IF_FAILED)
+    scores = dict(START)
+    unknown = 0
+    for key in ITEM_KEYS:
+        items = record.get(key, [])
+        if items is None:
+            items = []
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            return MetricSRow(rid, None, None, None, None, STATUS_ERROR,
+                              error=f"{key} is not a list of objects (unparseable judge reply)")
+        dim = key.removesuffix("_items")
+        target = "accuracy" if dim == "checkpoint" else dim
+        for item in items:
+            pts, unk = _deduction(dim, item, mapping)
+            scores[target] -= pts
+            unknown += int(unk)
+    acc, flu, app = (max(scores[d], 0.0) for d in DIMENSIONS)
+    return MetricSRow(rid, acc, flu, app, acc + flu + app, STATUS_OK, n_unknown_labels=unknown)
+
+
+def metric_s(records: Iterable[Any], mapping: Mapping = "code") -> list[MetricSRow]:
+    """Metric-S rows for an iterable of judgement records (dicts; anything else = error row).
+
+    Rows without an ``id`` get their 1-based position as id. See the module docstring for the
+    deduction tables (``mapping="code"`` or ``"paper"``).
+    """
+    if mapping not in ("code", "paper"):
+        raise DDPUsageError(f"mapping must be 'code' or 'paper', got {mapping!r} (--mapping)", code="D550")
+    out = []
+    for i, rec in enumerate(records, 1):
+        rid = str(rec["id"]) if isinstance(rec, dict) and rec.get("id") is not None else str(i)
+        out.append(score_judgement(rec, mapping, rid))
+    return out
+
+
+def read_judgements(path: str) -> list[Any]:
+    """Parse a JSONL file: one record per non-blank line; a line that is not JSON becomes the
+    sentinel ``None`` (scored as an error row). Raises D551 if the file cannot be read or is
+    not UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        raise DDPUsageError(f"{path}: no such file", code="D551") from None
+    except IsADirectoryError:
+        raise DDPUsageError(f"{path}: is a folder, expected a JSONL file", code="D551") from None
+    except UnicodeDecodeError as exc:
+        raise DDPDataError(f"{path}: not UTF-8 text (byte {exc.start}); expected JSONL", code="D551") from None
+    except OSError as exc:
+        raise DDPDataError(f"{path}: cannot be read ({exc.strerror})", code="D551") from None
+    records: list[Any] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            records.append(None)
+    if not records:
+        raise DDPDataError(f"{path}: no judgements (the file is empty)", code="D552")
+    return records
+
+
+def summarize(rows: Sequence[MetricSRow]) -> dict[str, Any]:
+    """Counts and mean scores of the scored rows (error rows excluded, counted)."""
+    scored = [r for r in rows if r.status != STATUS_ERROR]
+
+    def mean(attr: str) -> float | None:
+        return None if not scored else float(np.mean([getattr(r, attr) for r in scored]))
+
+    return {
+        "n_rows": len(rows), "n_scored": len(scored),
+        "n_errors": sum(r.status == STATUS_ERROR for r in rows),
+        "n_instruction_following_failed": sum(r.status == STATUS_IF_FAILED for r in rows),
+        "n_unknown_labels": sum(r.n_unknown_labels for r in rows),
+        "mean_accuracy": mean("accuracy"), "mean_fluency": mean("fluency"),
+        "mean_appropriateness": mean("appropriateness"), "mean_total": mean("total"),
+    }
+
+
+# --------------------------------------------------------------------------- consistency
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsistencyResult:
+    """Pairwise ranking agreement between a metric and human scores."""
+
+    segment_consistency: float  # share of consistent system pairs within items
+    n_segment_pairs: int
+    system_consistency: float  # share of consistent pairs of system means
+    n_system_pairs: int
+    tie_threshold: float
+    human_tie_threshold: float
+
+
+def _consistent(dm: np.ndarray, dh: np.ndarray, t: float, th: float) -> np.ndarray:
+    tie_m = np.abs(dm) < t
+    tie_h = np.abs(dh) < th
+    return (tie_m & tie_h) | (~tie_m & ~tie_h & (np.sign(dm) == np.sign(dh)))
+
+
+def _pairs_within(group_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (i, j), i < j, of rows with equal ``group_sorted`` (rows sorted by group), vectorised."""
+    n = group_sorted.size
+    start = np.r_[0, np.flatnonzero(group_sorted[1:] != group_sorted[:-1]) + 1]
+    size = np.diff(np.r_[start, n])
+    end_of_row = np.repeat(start + size, size)  # one past the group's last row, per row
+    after = end_of_row - np.arange(n) - 1  # partners after each row
+    i = np.repeat(np.arange(n), after)
+    first_partner = np.repeat(np.cumsum(after) - after, after)
+    j = i + 1 + (np.arange(i.size) - first_partner)
+    return i, j
+
+
+def metric_human_consistency(
+    item: Sequence[Any],
+    system: Sequence[Any],
+    metric: Sequence[float],
+    human: Sequence[float],
+    metric_range: tuple[float, float] = (0.0, 100.0),
+    human_range: tuple[float, float] = (0.0, 100.0),
+    tie_threshold: float = 0.05,
+    human_tie_threshold: float | None = None,
+) -> ConsistencyResult:
+    """Pairwise ranking consistency of ``metric`` with ``human`` (DiscoX §4.2).
+
+    Parameters
+    ----------
+    item, system : sequence, shape (n,)
+        The item (segment/document) and system of each score; one row per (item, system).
+    metric, human : sequence of float, shape (n,)
+        Scores on the scales ``metric_range`` / ``human_range`` (min-max normalised to [0, 1]).
+    tie_threshold : float
+        Normalised metric differences below it are ties (0.05 in the paper).
+    human_tie_threshold : float, optional
+        The same for human scores (default: ``tie_threshold``).
+    """
+    t = float(tie_threshold)
+    th = t if human_tie_threshold is None else float(human_tie_threshold)
+    if not (math.isfinite(t) and t >= 0 and math.isfinite(th) and th >= 0):
+        raise DDPUsageError("tie thresholds must be finite and >= 0 (--tie-threshold)", code="D554")
+    for lo, hi in (metric_range, human_range):
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+            raise DDPUsageError(f"a score range needs low < high, got ({lo}, {hi})", code="D554")
+    m = (np.asarray(metric, dtype=np.float64) - metric_range[0]) / (metric_range[1] - metric_range[0])
+    h = (np.asarray(human, dtype=np.float64) - human_range[0]) / (human_range[1] - human_range[0])
+    it = np.asarray(item, dtype=object).astype(str)
+    sy = np.asarray(system, dtype=object).astype(str)
+    if not (m.size == h.size == it.size == sy.size):
+        raise DDPDataError("item, system, metric and human must have the same length", code="D555")
+    if np.isnan(m).any() or np.isnan(h).any():
+        raise DDPDataError("metric and human scores must not be missing (drop error rows first)", code="D555")
+    key = np.char.add(np.char.add(it, "\x00"), sy)
+    if np.unique(key).size != key.size:
+        raise DDPDataError("an (item, system) pair appears twice; one score per system and item", code="D555")
+    order = np.argsort(it, kind="stable")
+    i, j = _pairs_within(it[order])
+    i, j = order[i], order[j]
+    seg = _consistent(m[i] - m[j], h[i] - h[j], t, th)
+    systems, inv = np.unique(sy, return_inverse=True)
+    cnt = np.bincount(inv).astype(np.float64)
+    mm = np.bincount(inv, weights=m) / cnt
+    hm = np.bincount(inv, weights=h) / cnt
+    a, b = np.triu_indices(systems.size, k=1)
+    sys_ok = _consistent(mm[a] - mm[b], hm[a] - hm[b], t, th)
+    return ConsistencyResult(
+        segment_consistency=float(seg.mean()) if seg.size else float("nan"), n_segment_pairs=int(seg.size),
+        system_consistency=float(sys_ok.mean()) if sys_ok.size else float("nan"), n_system_pairs=int(sys_ok.size),
+        tie_threshold=t, human_tie_threshold=th,
+    )
+
+
+__all__ = ["MetricSRow", "metric_s", "score_judgement", "read_judgements", "summarize",
+           "ConsistencyResult", "metric_human_consistency"]
