@@ -76,13 +76,16 @@ DECODED_BUDGET = 256 * 2**20
 def unit_keys(texts: Sequence[str]) -> np.ndarray:
     """Cache keys (n_units, 2) uint64 of ``texts``: MurmurHash3_x64_128 of each UTF-8 text
     (``k0, k1`` = the 16-byte digest as two little-endian words), computed in one native pass."""
-    import pyarrow as pa
+    import polars as pl
 
     from .._native import load
 
     if len(texts) == 0:
         return np.zeros((0, 2), dtype=np.uint64)
-    arr = pa.array(texts, type=pa.large_string())
+    # Arrow large_string buffers via polars (pa.array(list) would import pandas)
+    arr = pl.Series(texts, dtype=pl.String).to_arrow(compat_level=pl.CompatLevel.oldest())
+    if hasattr(arr, "combine_chunks"):
+        arr = arr.combine_chunks()
     _, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
@@ -213,6 +216,25 @@ def _checksum(keys: np.ndarray, n_tokens: np.ndarray, flat: dict[str, np.ndarray
     return h.hexdigest()
 
 
+def _np(arr: Any, dtype: Any) -> np.ndarray:
+    """A null-free primitive Arrow array (or chunked array) as numpy, through its buffer
+    (``Array.to_numpy`` imports pandas, which costs more than a cached run)."""
+    if hasattr(arr, "combine_chunks"):
+        arr = arr.combine_chunks()
+    buf = arr.buffers()[1]
+    if buf is None:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype)[arr.offset:arr.offset + len(arr)]
+
+
+def _list_values(col: Any, dtype: Any) -> np.ndarray:
+    """The flat values of a ``large_list`` column (``ListArray.flatten`` would import pyarrow.compute)."""
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    values = _np(arr.values, dtype)
+    return values[int(offsets[0]):int(offsets[-1])] if len(offsets) else values[:0]
+
+
 class ShardError(Exception):
     """A shard that cannot be read or fails its checksum."""
 
@@ -249,8 +271,9 @@ def read_shard_keys(path: Path) -> np.ndarray:
     import pyarrow.parquet as pq
 
     try:
-        t = pq.read_table(path, columns=["k0", "k1"])
-        return np.stack([t["k0"].to_numpy(), t["k1"].to_numpy()], axis=1).astype(np.uint64, copy=False)
+        with pq.ParquetFile(path) as fh:  # (pq.read_table would import pyarrow.dataset and pandas)
+            t = fh.read(columns=["k0", "k1"])
+        return np.stack([_np(t["k0"], np.uint64), _np(t["k1"], np.uint64)], axis=1)
     except Exception as exc:  # any reader failure: a truncated or foreign file
         raise ShardError(f"{type(exc).__name__}: {exc}") from None
 
@@ -260,14 +283,12 @@ def read_shard(path: Path) -> tuple[np.ndarray, TokenArrays]:
     import pyarrow.parquet as pq
 
     try:
-        t = pq.read_table(path)
+        with pq.ParquetFile(path) as fh:
+            t = fh.read()
         meta = json.loads((t.schema.metadata or {})[SHARD_META_KEY])
-        keys = np.stack([t["k0"].to_numpy(), t["k1"].to_numpy()], axis=1).astype(np.uint64, copy=False)
-        n_tokens = t["n_tokens"].to_numpy().astype(np.int64)
-        flat = {}
-        for f in TOKEN_FIELDS:
-            col = t[f].combine_chunks()
-            flat[f] = col.flatten().to_numpy(zero_copy_only=False).astype(TOKEN_DTYPES[f], copy=False)
+        keys = np.stack([_np(t["k0"], np.uint64), _np(t["k1"], np.uint64)], axis=1)
+        n_tokens = _np(t["n_tokens"], np.int64)
+        flat = {f: _list_values(t[f], TOKEN_DTYPES[f]) for f in TOKEN_FIELDS}
     except Exception as exc:
         raise ShardError(f"unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
     if meta.get("format") != CACHE_FORMAT or any(len(flat[f]) != int(n_tokens.sum()) for f in TOKEN_FIELDS):
