@@ -25,10 +25,10 @@ def make_table(segments_per_doc: int = 1, seed: int = 0) -> Any:
     return simulate_scores(N_DOCS, segments_per_doc, N_SYS, shift=0.0, seed=seed)
 
 
-def battery(table: Any) -> Any:
+def battery(table: Any, threads: int | None = None) -> Any:
     from ddpcore.stats.blindness import blindness
 
-    return blindness(table, margin=3, n_boot=N_BOOT, n_boot_cluster=N_BOOT_CLUSTER, seed=0)
+    return blindness(table, margin=3, n_boot=N_BOOT, n_boot_cluster=N_BOOT_CLUSTER, seed=0, threads=threads)
 
 
 def components(table: Any) -> dict[str, Any]:
@@ -40,7 +40,9 @@ def components(table: Any) -> dict[str, Any]:
     from ddpcore.stats.power import tost_power_analysis
 
     return {
-        "bootstrap_tau (B = 10,000)": lambda: bootstrap_tau(table, "DOC", "MIX", n_boot=N_BOOT, seed=0),
+        "bootstrap_tau (B = 10,000), default threads": lambda: bootstrap_tau(table, "DOC", "MIX", n_boot=N_BOOT, seed=0),
+        "bootstrap_tau (B = 10,000), threads=1": lambda: bootstrap_tau(table, "DOC", "MIX", n_boot=N_BOOT, seed=0,
+                                                                       threads=1),
         "cluster_systems bootstrap x 2 (B = 1,000)": lambda: [
             cluster_systems(table, "bootstrap", condition_value=c, n_boot=N_BOOT_CLUSTER, annotator=None)
             for c in ("DOC", "MIX")],

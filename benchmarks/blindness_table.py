@@ -38,8 +38,11 @@ def main() -> None:
     for spd in (1, 5):
         table = make_table(spd)
         name = f"20 systems x 2,000 docs x {spd} seg x 2 conditions ({table.height:,} rows)"
-        med, lo, hi, c = median_seconds(lambda: battery(table), args.rounds)
-        print(f"| {name} | **whole battery** | **{med:.3f}** | {lo:.3f}–{hi:.3f} | {c:.3f} |")
+        for threads in (None, 1):
+            med, lo, hi, c = median_seconds(lambda: battery(table, threads), args.rounds)
+            label = "default threads" if threads is None else "--threads 1"
+            print(f"| {name} | **whole battery, {label}** | **{med:.3f}** | {lo:.3f}–{hi:.3f} | {c:.3f} |")
+            name = ""
         for part, fn in components(table).items():
             med, lo, hi, c = median_seconds(fn, args.rounds)
             print(f"| | {part} | {med:.3f} | {lo:.3f}–{hi:.3f} | {c:.3f} |")

@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "source when the source-system column exists (auto)")
     p.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
                    help="leave a system out (repeatable), e.g. refA")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="OpenMP threads of the resampling kernels (results do not depend on it; 1 is fastest on a "
+                        "machine whose cores are busy with other jobs)")
     c = p.add_argument_group("columns")
     c.add_argument("--document-col", dest="document", default="document_id", metavar="NAME", help="document id column")
     c.add_argument("--segment-col", dest="segment", default="segment_id", metavar="NAME", help="segment id column")
@@ -84,7 +87,8 @@ def run_blindness(args: argparse.Namespace) -> int:
                     alpha=args.alpha, tau_min=args.tau_min, confidence=args.confidence, seg=args.seg,
                     attribute=args.attribute, exclude_systems=args.exclude_system, document=args.document,
                     segment=args.segment, system=args.system, condition=args.condition, score=args.score,
-                    source_system=args.source_system, spans=args.spans, text=args.text, nan_policy=args.nan_policy)
+                    source_system=args.source_system, spans=args.spans, text=args.text, nan_policy=args.nan_policy,
+                    threads=args.threads)
     payload = res.to_dict()
     failed = args.fail_on is not None and res.verdict == args.fail_on
     if args.fail_on:
