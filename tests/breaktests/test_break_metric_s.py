@@ -1,0 +1,29 @@
+"""Break tests of ``ddp metric-s`` (issue 10): hostile input, one row each."""
+from __future__ import annotations
+
+from ._harness import Case, parametrize, run_case
+
+GOOD = '{"id": "a", "accuracy_items": []}\n'
+
+CASES = [
+    Case("metric-s-missing-file", ("metric-s", "nope.jsonl"), 2, r"\[D551\] nope\.jsonl: no such file"),
+    Case("metric-s-folder", ("metric-s", "dir/"), 2, r"\[D551\].*folder", files={"dir/": ""}),
+    Case("metric-s-empty", ("metric-s", "e.jsonl"), 3, r"\[D552\].*empty", files={"e.jsonl": "\n\n"}),
+    Case("metric-s-not-utf8", ("metric-s", "b.jsonl"), 3, r"\[D551\].*not UTF-8", files={"b.jsonl": b"\xff\xfe{}\n"}),
+    Case("metric-s-bad-mapping", ("metric-s", "g.jsonl", "--mapping", "both"), 2, r"invalid choice",
+         files={"g.jsonl": GOOD}),
+    Case("metric-s-output-is-input", ("metric-s", "g.jsonl", "-o", "g.jsonl"), 2, r"\[D1\d\d\]|same file",
+         files={"g.jsonl": GOOD}),
+    Case("metric-s-output-bad-ext", ("metric-s", "g.jsonl", "-o", "out.xyz"), 2, r"\[D101\]",
+         files={"g.jsonl": GOOD}),
+    # garbage lines are error rows, not a crash and not full marks
+    Case("metric-s-garbage-lines", ("metric-s", "g.jsonl", "-f", "text"), 0, "",
+         files={"g.jsonl": "[1, 2]\nnull\n{\"accuracy_items\": {\"a\": 1}}\n\"text\"\n"}),
+    Case("metric-s-output-written", ("metric-s", "g.jsonl", "-o", "s.tsv"), 0, "",
+         files={"g.jsonl": GOOD}, outputs=("s.tsv", "s.tsv.signature.json")),
+]
+
+
+@parametrize(CASES)
+def test_break_metric_s(case, tmp_path):
+    run_case(case, tmp_path)
