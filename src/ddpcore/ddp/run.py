@@ -476,6 +476,9 @@ def profile_to_files(
                     f"{', '.join(staged.schema)}", code="D137")
             plan = _plan(staged.ids, cols, batch_chars, shard)
             n_batches = int(plan["__batch"].max()) + 1 if plan.height else 0
+            if journal.get("n_batches") != n_batches:
+                journal["n_batches"] = n_batches
+                write_json_atomic(journal_path, journal)
             done = sorted(int(p.name.split(".")[0]) for p in parts.glob("*.done"))
             done_set = set(done)
             todo = [k for k in range(n_batches) if k not in done_set]
