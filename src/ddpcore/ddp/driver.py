@@ -18,7 +18,7 @@ from ..anchors import rules as R
 from ..errors import DDPDataError
 from ..io.segments import ROW, SegmentColumns
 from .parse import Parser
-from .stages import DOC, Batch, RuleArrays, run_stages, split_units
+from .stages import DOC, Batch, RuleArrays, Units, run_stages, split_units
 
 if TYPE_CHECKING:
     import polars as pl
@@ -144,20 +144,58 @@ def iter_profile(
     source_name: str = "<table>",
     progress: Callable[[int], None] | None = None,
     parse: Callable[[list[str], Callable[[int], None] | None], Any] | None = None,
+    parsing: Callable[[int], None] | None = None,
+    prefetch: bool = False,
 ) -> Iterator[BatchResult]:
     """Run every stage over ``batches``; yields one :class:`BatchResult` per batch.
 
     ``parse(texts, progress)`` replaces ``parser.parse`` (the parse cache wraps it);
-    ``progress(n)`` is called with the number of parse units finished.
+    ``progress(n)`` is called with the number of parse units finished, and ``parsing(i)``
+    before the ``i``-th batch (0-based, iteration order) starts parsing. With ``prefetch``
+    (worth it when parsing runs in worker processes) the next batch is parsed, from a helper
+    thread that only waits on the workers, while this one goes through the array stages, so
+    the workers never idle between batches. Parses still run one at a time, in order.
     """
-    rule_arrays: RuleArrays | None = None
     parse_fn = parse or parser.parse
-    for batch in batches:
+
+    def prepare(i: int, batch: Batch) -> tuple[Batch, Units, Any]:
         units = split_units(batch.frame[batch.cols.text])
         check_line_lengths(batch, units.texts, units.seg__unit, parser.max_length, source_name)
-        toks = parse_fn(units.texts, progress)
+        return batch, units, i
+
+    def do_parse(job: tuple[Batch, Units, Any]) -> Any:
+        if parsing is not None:
+            parsing(job[2])
+        return parse_fn(job[1].texts, progress)
+
+    rule_arrays: RuleArrays | None = None
+
+    def finish(job: tuple[Batch, Units, Any], toks: Any) -> BatchResult:
+        nonlocal rule_arrays
+        batch, units, _ = job
         if rule_arrays is None:
             rule_arrays = RuleArrays.compile(settings.rules, has_parser=parser.info()["has_parser"])
         seg, anc, sent = run_stages(batch, toks, units, rule_arrays, distance=settings.distance,
                                     sentence_unit=settings.sentence_unit, n_threads=settings.n_threads)
-        yield BatchResult(seg, anc, sent, len(units.texts))
+        return BatchResult(seg, anc, sent, len(units.texts))
+
+    if not prefetch:
+        for i, batch in enumerate(batches):
+            job = prepare(i, batch)
+            yield finish(job, do_parse(job))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddp-parse")
+    try:
+        pending: tuple[tuple[Batch, Units, Any], Any] | None = None
+        for i, batch in enumerate(batches):
+            job = prepare(i, batch)
+            future = pool.submit(do_parse, job)
+            if pending is not None:
+                yield finish(pending[0], pending[1].result())
+            pending = (job, future)
+        if pending is not None:
+            yield finish(pending[0], pending[1].result())
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)

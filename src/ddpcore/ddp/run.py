@@ -505,9 +505,12 @@ def profile_to_files(
                 prog.advance(n_units * batch_units[k] / max(int(units_per_batch[k]), 1))
 
             batches = _batch_frames(staged, plan, todo)
-            results = iter_profile(batches, parser, settings, source_name=name, progress=tick, parse=parse_fn)
+            def parsing(i: int) -> None:
+                current["k"] = todo[i]
+
+            results = iter_profile(batches, parser, settings, source_name=name, progress=tick, parse=parse_fn,
+                                   parsing=parsing, prefetch=n_proc > 1)
             for k in todo:
-                current["k"] = k
                 res = next(results)
                 for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
                     _write_part(parts / f"{k:06d}.{role}.parquet", df)
