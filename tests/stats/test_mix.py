@@ -179,3 +179,24 @@ def test_real_wmt25_enko(shared_data: Path) -> None:
     feas = a.filter(pl.col("feasible")).group_by("doc", "system").agg(
         (pl.col("source_system") == pl.col("system")).sum().alias("k"))
     assert (feas["k"] == 1).all()
+
+
+@pytest.mark.shared_data
+def test_real_wmt24_enhi_constraints(shared_data: Path) -> None:
+    from ddpcore.io.wmt_outputs import read_wmt_outputs
+
+    w = shared_data / "wmt24-genmt"
+    outs = read_wmt_outputs(w / "wmt24_en.docs", w / "wmt24_system_outputs_en-cs_en-hi_en-ja_en-zh.tar.xz", lp="en-hi")
+    r = build_mix(outs, seed=0, exclude_systems=["refA"], forbid_adjacent_repeat=True)
+    assert r.n_documents == 170 and r.n_segments == 997 and "refA" not in r.pool
+    a = r.assignment
+    per = a.group_by("document_id", "system").agg(
+        pl.col("source_system").n_unique().alias("k"), pl.len().alias("n"),
+        (pl.col("source_system") == pl.col("system")).sum().alias("nom"), pl.col("feasible").first())
+    feas = per.filter(pl.col("feasible"))
+    assert (feas["k"] == len(r.pool)).all() and (feas["nom"] == 1).all()
+    short = per.filter(~pl.col("feasible"))
+    assert (short["k"] == short["n"]).all() and (short["nom"] == 0).all()
+    assert short.height == r.infeasible.height
+    adj = a.with_columns(pl.col("source_system").shift(1).over("document_id", "system").alias("prev"))
+    assert adj.filter(pl.col("prev") == pl.col("source_system")).height == 0
