@@ -296,9 +296,11 @@ def blindness(
     elif tost.equivalent:
         verdict = "blind"
         reasons.append(f"TOST: {ci} inside ±{eps:.4g} (p = {tost.p_value:.3g})")
-        if ranking is not None:
+        if ranking is not None and ranking["ci_high"] is not None:
             reasons.append(f"rankings do not differ: tau {ranking['tau']:.3f}, CI upper bound "
                            f"{ranking['ci_high']:.3f} >= tau_min {tau_min:g}")
+        elif ranking is not None:
+            reasons.append("rankings: tau or its CI undefined (tied system means); not counted against equivalence")
     else:
         verdict = "inconclusive"
         reasons.append(f"TOST not equivalent ({ci} not inside ±{eps:.4g}, p = {tost.p_value:.3g}) and not wholly "
