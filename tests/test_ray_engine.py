@@ -194,3 +194,14 @@ def test_the_actor_refuses_a_block_that_splits_a_batch():
     assert whole[RE.BATCH].to_list() == [0] and whole["error"].to_list() == [""]
     with pytest.raises(RuntimeError, match="whole batches"):
         actor(block.head(5).to_arrow())
+
+
+def test_an_unreachable_cluster_is_a_usage_error_not_a_dead_process(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed here (pip install 'ddpcore[ray]')")
+    with pytest.raises(ConnectionError, match="nothing answers"):
+        RE._check_reachable("127.0.0.1:1")
+    # a fresh process: Ray would end it (exit 15) if it tried to join a cluster that is not there
+    r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", str(MINI), "--engine", "ray",
+                        "--address", "127.0.0.1:1", "-o", str(tmp_path / "o.parquet")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "[D191]" in r.stderr and "127.0.0.1:1" in r.stderr

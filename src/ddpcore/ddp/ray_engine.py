@@ -123,6 +123,7 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
                                   configure_logging=True)
     try:
         if addr:
+            _check_reachable(addr)
             ray.init(address=addr, **kwargs)
         else:
             env = os.environ.pop("RAY_ADDRESS", None)  # an empty RAY_ADDRESS must not mean "connect"
@@ -142,6 +143,20 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
         yield ray
     finally:
         ray.shutdown()
+
+
+def _check_reachable(addr: str, timeout: float = 5.0) -> None:
+    """A ``HOST:PORT`` cluster address must accept a TCP connection: Ray ends the whole process
+    (no Python exception) when its GCS cannot be reached, so this is checked first."""
+    import socket
+
+    if "://" in addr or ":" not in addr:
+        return  # "auto" and ray:// client addresses fail in Python
+    host, _, port = addr.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise ConnectionError(f"nothing answers at {addr}: {exc}") from None
 
 
 def resolve_actors(n_actors: int | str, ray: Any) -> int:
