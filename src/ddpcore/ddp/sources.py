@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import DDPDataError
+from ..errors import DDPDataError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns, check_unique_ids, read_segments
 
 if TYPE_CHECKING:
@@ -117,26 +117,54 @@ def _validated(df: pl.DataFrame, cols: SegmentColumns, name: str, row_offset: in
     return read_segments(df, cols, name=name, row_offset=row_offset)
 
 
-def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK_ROWS
-                      ) -> Iterator[tuple[pl.DataFrame, int | None]]:
-    """Yield ``(frame, row_group)`` chunks of ``source`` in input order: Parquet row groups
-    (``row_group`` set), JSONL lines or CSV/TSV rows in chunks of ``chunk_rows``, ``.txt``
-    documents of a folder one file at a time; a JSON array (or an in-memory table) is one chunk."""
+def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK_ROWS, *,
+                      reader: str = "table", docs: str | os.PathLike[str] | None = None, txt_mode: str = "lines",
+                      warn: Callable[[str], None] | None = None) -> Iterator[tuple[pl.DataFrame, int | None]]:
+    """Yield ``(frame, row_group)`` chunks of ``source`` in input order, not yet validated.
+
+    ``reader`` (:mod:`ddpcore.io.readers`; CLI ``--reader``):
+
+    - ``"table"``: Parquet row groups (``row_group`` set), JSONL lines or CSV/TSV rows in
+      chunks of ``chunk_rows``, a JSON array (or an in-memory table) as one chunk, or a folder
+      of ``.txt`` documents one file at a time (``txt_mode`` ``"lines"|"paragraphs"``; in
+      ``lines`` mode hard-wrapped files make ONE ``warn(message)`` call);
+    - ``"wmt24"``: WMT24 source ``.txt`` + ``docs`` (default: the ``.docs`` beside it), canary dropped;
+    - ``"wmt25"``: WMT25 documents JSONL, paragraphs (``"\\n\\n"``) as segments;
+    - ``"lines"``: one segment per line + ``docs`` (``domain<TAB>doc_id`` or ``doc_id`` lines).
+
+    Frames of the non-table readers have ``cols.document``, ``cols.segment`` (0-based position
+    within the document), ``cols.text``, ``cols.domain`` and, for ``wmt24``/``lines``,
+    ``line_id`` (0-based line of the file): the key convention shared with the ESA/WMT24 score
+    readers. ``row_group`` is None for them.
+    """
     import polars as pl
     import pyarrow.parquet as pq
 
+    from ..io import readers as RD
     from ..io import tables as T
 
+    RD.check_reader(reader, txt_mode)
+    if reader != "table" or docs is not None:
+        path = _reader_path(source, reader, docs)
+        if reader == "wmt25":
+            for df in RD.iter_wmt25(path, cols, chunk_rows):
+                yield df, None
+            return
+        for df in RD.iter_aligned_lines(path, Path(docs) if docs is not None else None, cols,
+                                        wmt24=reader == "wmt24", chunk_rows=chunk_rows):
+            yield df, None
+        return
     if not isinstance(source, (str, os.PathLike)):
         yield T.read_table(source), None
         return
     path = Path(source)
     if path.is_dir():
-        from ..io.segments import iter_text_folder
-
-        for df in iter_text_folder(path, cols):
+        for df in RD.iter_txt_folder(path, cols, txt_mode, warn):
             yield df, None
         return
+    if txt_mode != "lines":
+        raise DDPUsageError(f"--txt-mode {txt_mode}: is for a folder of .txt documents; {path} is a file",
+                            code="D601")
     fmt = T.detect_format(path)
     if fmt == "parquet":
         if not path.exists():
@@ -162,9 +190,62 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
     yield T.read_table(path), None
 
 
+def _reader_path(source: Any, reader: str, docs: Any) -> Path:
+    """The input file of a non-table reader (usage errors D601 for a folder, a table or ``--docs``
+    with a reader that takes none)."""
+    from ..io.segments import _check_path
+
+    if reader == "table" or (docs is not None and reader == "wmt25"):
+        raise DDPUsageError(f"--docs is for --reader wmt24 or lines, not {reader}", code="D601")
+    if not isinstance(source, (str, os.PathLike)):
+        raise DDPUsageError(f"--reader {reader} reads a file; give its path, not an in-memory table", code="D601")
+    path = Path(source)
+    _check_path(path)
+    if path.is_dir():
+        raise DDPUsageError(f"--reader {reader}: {path} is a folder; give the {reader} file itself"
+                            + (" (the folder reader is --reader table with --txt-mode)" if reader == "lines" else ""),
+                            code="D601")
+    if docs is not None:
+        _check_path(Path(docs))
+    return path
+
+
+def resolve_docs(source: Any, reader: str, docs: str | os.PathLike[str] | None) -> Path | None:
+    """The ``.docs`` file a ``wmt24``/``lines`` run reads (``docs``, else the one beside the
+    source: :func:`ddpcore.io.readers.default_docs`); None for the other readers."""
+    from ..io.readers import default_docs
+
+    if reader not in ("wmt24", "lines"):
+        return None
+    if docs is not None:
+        return Path(docs)
+    if not isinstance(source, (str, os.PathLike)) or Path(source).is_dir():
+        return None  # iter_input_chunks names the problem
+    return default_docs(Path(source))
+
+
+def read_input(source: Any, cols: SegmentColumns = SegmentColumns(), *, reader: str = "table",
+               docs: str | os.PathLike[str] | None = None, txt_mode: str = "lines",
+               warn: Callable[[str], None] | None = None, name: str | None = None) -> pl.DataFrame:
+    """The whole input through a reader, validated as :func:`read_segments` (with ``ROW``):
+    for small inputs and commands that need every row at once. ``reader="table"`` with the
+    defaults is exactly :func:`read_segments`."""
+    import polars as pl
+
+    if reader == "table" and docs is None and txt_mode == "lines" and warn is None:
+        return read_segments(source, cols, name=name)
+    name = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    frames = [df for df, _ in iter_input_chunks(source, cols, reader=reader, docs=docs, txt_mode=txt_mode,
+                                                warn=warn)]
+    return read_segments(pl.concat(frames, how="vertical_relaxed"), cols, name=name)
+
+
 def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name: str | None = None,
-                chunk_rows: int = CHUNK_ROWS) -> StagedInput:
+                chunk_rows: int = CHUNK_ROWS, reader: str = "table", docs: str | os.PathLike[str] | None = None,
+                txt_mode: str = "lines", warn: Callable[[str], None] | None = None) -> StagedInput:
     """Read ``source`` once, validate it and build its :class:`StagedInput`.
+
+    ``reader``, ``docs``, ``txt_mode``, ``warn``: as :func:`iter_input_chunks`.
 
     Chunks of a non-Parquet input are written to ``workdir/staged/`` (``None``: kept in
     memory, for in-memory tables). Errors name the input row (1-based) as a whole-table read does.
@@ -172,7 +253,7 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     import polars as pl
 
     name = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
-    in_place = isinstance(source, (str, os.PathLike)) and not Path(source).is_dir() and \
+    in_place = reader == "table" and isinstance(source, (str, os.PathLike)) and not Path(source).is_dir() and \
         str(source).lower().endswith((".parquet", ".pq"))
     staged = workdir / "staged" if workdir is not None else None
     if staged is not None and not in_place:
@@ -182,7 +263,8 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     schemas: list[dict[str, Any]] = []
     memory: list[pl.DataFrame] = []
     offset = 0
-    for k, (raw, group) in enumerate(iter_input_chunks(source, cols, chunk_rows)):
+    for k, (raw, group) in enumerate(iter_input_chunks(source, cols, chunk_rows, reader=reader, docs=docs,
+                                                       txt_mode=txt_mode, warn=warn)):
         if raw.height == 0 and offset > 0:
             continue
         df = _validated(raw, cols, name, offset)
@@ -247,9 +329,11 @@ def unify_schemas(schemas: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return out
 
 
-def input_fingerprint(source: Any) -> dict[str, Any]:
+def input_fingerprint(source: Any, docs: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What identifies an input file for ``--resume``: path, size and modification time
-    (and, for a folder, the same of every ``.txt`` file)."""
+    (and, for a folder, the same of every ``.txt`` file; with ``docs``, of the ``.docs`` file too)."""
+    if docs is not None:
+        return {**input_fingerprint(source), "docs": input_fingerprint(docs)}
     if not isinstance(source, (str, os.PathLike)):
         return {"path": None}
     from ..io.segments import _check_path
