@@ -1,0 +1,625 @@
+"""Select rows of a test set by DDP and write them back in the input's own format, verbatim.
+
+``ddp select`` (and ``ddp sample``, :mod:`ddpcore.ddp.sample`) work in two streaming passes over
+the input and never hold its texts in memory:
+
+1. **Index.** The input is read chunk by chunk through :func:`ddpcore.ddp.sources.iter_input_chunks`
+   (the profile's batch reader); only the ids of each row are kept (an id index, a few bytes per
+   row). The index is matched to the DDP profile on (document id, segment id): an input row
+   without a profile row, or a profile row without an input row, is a D636/D637 data error that
+   names the first such id (the profile was made from another input).
+2. **Copy.** The selection is a boolean mask over input rows, computed with numpy on the matched
+   profile columns (``ddp``, ``first_sentence``, ``n_sentences``, domain). The input is then read
+   again as bytes, in blocks, and the selected rows are copied as they are: JSONL lines and
+   CSV/TSV records (header first) byte for byte, so values, key order, number formatting, quoting
+   and line endings do not change; Parquet row groups are filtered with Arrow (same schema, same
+   values, the input's own metadata plus the signature); a JSON array is re-serialised (same
+   values; the only format that is not copied byte for byte). A ``.gz`` input is read through
+   gzip; the output is compressed when its name ends in ``.gz``.
+
+Row boundaries are found without a Python loop over rows: JSONL rows are the lines holding a
+non-blank byte (blank lines are skipped, as the readers do); a CSV record ends at a newline with
+an even number of ``"`` before it in the record (RFC 4180 quoting; ``""`` counts twice); TSV is
+read without quoting, so every newline ends a record (CSV blank lines are records, as polars
+reads them). Pass 2 checks that it found as many records as pass 1 read rows (D638 otherwise).
+
+Selection (:func:`select_mask`): a unit is a segment (``level="segment"``, value = its DDP) or a
+document (``level="document"``, value = the max DDP of its segments; whole documents are kept).
+``domains`` restricts the units first; ``min_ddp``/``max_ddp`` are inclusive bounds;
+``top_share`` = F keeps the units whose value is at least the value of the ⌈F·n⌉-th highest of
+the n eligible units (ties at that value are kept, so slightly more than F·n may be kept).
+``with_context`` adds, to every selected segment, the earlier segments of its document back to
+the one holding sentence ``first_sentence - ddp`` (the sentence its DDP reaches), so a selected
+subset stays self-contained (:func:`context_mask`).
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import __version__
+from .. import schema as S
+from ..errors import DDPDataError, DDPUsageError
+from ..io.segments import ROW, SegmentColumns, check_unique_ids
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: bytes read per block in the copy pass
+BLOCK_BYTES = 16 << 20
+LEVELS = ("segment", "document")
+
+
+# ----------------------------------------------------------------------------- the profile
+
+
+@dataclass
+class Profile:
+    """A DDP profile: ``frame`` with the id columns (names in ``cols``), ``domain``,
+    ``n_sentences``, ``ddp`` and ``first_sentence`` (sentences, document-level index), and the
+    ``signature`` of the run that wrote it (``{}`` if none was found)."""
+
+    frame: pl.DataFrame
+    cols: SegmentColumns
+    signature: dict[str, Any]
+    path: str
+
+
+def read_signature(path: Path) -> dict[str, Any]:
+    """The ``ddpcore.signature`` of a Parquet file, or of a text output's ``.signature.json`` sidecar."""
+    from ..io.tables import detect_format, read_parquet_metadata
+
+    try:
+        if detect_format(path) == "parquet":
+            raw = read_parquet_metadata(path).get("ddpcore.signature")
+            return json.loads(raw) if raw else {}
+        side = path.with_name(path.name + ".signature.json")
+        return json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def profile_columns(signature: dict[str, Any], *, document: str | None = None, segment: str | None = None,
+                    domain: str | None = None, text: str | None = None) -> SegmentColumns:
+    """Column names: given ones first, then the profile signature's ``columns``, then the defaults."""
+    rec = signature.get("columns") if isinstance(signature.get("columns"), dict) else {}
+    d = SegmentColumns()
+    return SegmentColumns(document=document or rec.get("document") or d.document,
+                          segment=segment or rec.get("segment") or d.segment,
+                          text=text or rec.get("text") or d.text,
+                          domain=domain or rec.get("domain") or d.domain)
+
+
+def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = None, *,
+                 need: Sequence[str] = (S.DDP, S.FIRST_SENTENCE, S.N_SENTENCES)) -> Profile:
+    """Read a ``ddp profile`` segment table (Parquet, or a text format with its sidecar).
+
+    Only the id, domain and ``need`` columns are read. Missing columns -> D635 (exit 3).
+    """
+    import polars as pl
+
+    from ..io.tables import read_table
+
+    p = Path(path)
+    if not p.exists():
+        raise DDPDataError(f"--profile {p}: file not found; make it with `ddp profile INPUT -o {p}`", code="D635")
+    sig = read_signature(p)
+    cols = cols or profile_columns(sig)
+    try:
+        if str(p).lower().endswith((".parquet", ".pq")):
+            names = pl.read_parquet_schema(p)
+            want = [c for c in (cols.document, cols.segment, cols.domain, *need) if c in names]
+            df = pl.read_parquet(p, columns=want)
+        else:
+            df = read_table(p)
+    except DDPDataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - polars raises several types here
+        raise DDPDataError(f"--profile {p}: not a readable table ({str(exc).splitlines()[0]})", code="D635") from None
+    missing = [c for c in (cols.document, cols.segment, *need) if c not in df.columns]
+    if missing:
+        raise DDPDataError(
+            f"--profile {p}: column(s) {', '.join(missing)} missing; expected a `ddp profile` segment table "
+            f"(columns: {', '.join(df.columns)}); name other id columns with --document-col/--segment-col",
+            code="D635")
+    if cols.domain not in df.columns:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
+    if df[S.DDP].null_count() if S.DDP in df.columns else 0:
+        df = df.with_columns(pl.col(S.DDP).fill_null(0))
+    return Profile(df, cols, sig, str(p))
+
+
+# ----------------------------------------------------------------------------- the input index
+
+
+@dataclass
+class InputIndex:
+    """One row per input row in input order: ``ROW`` (0-based) and the two id columns;
+    ``fmt`` is the input's format (``jsonl|csv|tsv|json|parquet``)."""
+
+    ids: pl.DataFrame
+    fmt: str
+    path: Path
+
+
+def input_format(source: str | os.PathLike[str]) -> str:
+    """The table format of an input path (folders and in-memory tables cannot be copied verbatim: D633)."""
+    from ..io.tables import detect_format
+
+    p = Path(source)
+    if p.is_dir():
+        raise DDPUsageError(
+            f"{p}: a folder of .txt documents cannot be written back row by row; convert it to a table "
+            "(JSONL/CSV/TSV/Parquet) or use a --reader", code="D633")
+    return detect_format(p)
+
+
+def index_input(source: str | os.PathLike[str], cols: SegmentColumns) -> InputIndex:
+    """Pass 1: the id index of ``source``, read in chunks (only ids are kept)."""
+    import polars as pl
+
+    from ..io.segments import _check_path, _check_id_types
+    from ..io.tables import require_columns
+    from .sources import iter_input_chunks
+
+    p = Path(source)
+    _check_path(p)
+    fmt = input_format(p)
+    parts: list[pl.DataFrame] = []
+    offset = 0
+    for raw, _ in iter_input_chunks(p, cols):
+        if raw.height == 0:
+            continue
+        require_columns(raw, [cols.document, cols.segment], str(p), flags=cols.flags())
+        raw = _check_id_types(raw, cols, str(p), offset)
+        part = raw.select(cols.document, cols.segment).with_row_index(ROW, offset=offset)
+        nulls = part.filter(pl.col(cols.document).is_null() | pl.col(cols.segment).is_null())
+        if nulls.height:
+            raise DDPDataError(f"{p}, row {int(nulls[ROW][0]) + 1}: missing document or segment id; every row "
+                               "needs both", code="D112")
+        parts.append(part)
+        offset += raw.height
+    if not parts:
+        raise DDPDataError(f"{p}: the table has no rows", code="D106")
+    ids = pl.concat(parts, how="vertical_relaxed")
+    check_unique_ids(ids, cols, str(p))
+    return InputIndex(ids, fmt, p)
+
+
+@dataclass
+class Matched:
+    """The profile columns of every input row, in input order (arrays of shape (n_rows,)).
+
+    ``doc``: document code (0.. in order of first appearance); ``ddp``, ``first_sentence``,
+    ``n_sentences`` in sentences; ``domain``: domain strings (object array, may hold None)."""
+
+    doc: np.ndarray
+    ddp: np.ndarray
+    first_sentence: np.ndarray
+    n_sentences: np.ndarray
+    domain: np.ndarray
+    ids: pl.DataFrame
+
+    @property
+    def n(self) -> int:
+        return int(self.doc.size)
+
+
+def _key(s: pl.Series) -> pl.Series:
+    import polars as pl
+
+    return s.cast(pl.String)
+
+
+def match_profile(index: InputIndex, prof: Profile) -> Matched:
+    """Align the profile to the input rows. Ids compare as text when their types differ
+    (an integer segment id in CSV matches the same id in Parquet)."""
+    import polars as pl
+
+    cols = prof.cols
+    left = index.ids
+    right = prof.frame
+    for c in (cols.document, cols.segment):
+        if left[c].dtype != right[c].dtype:
+            left = left.with_columns(_key(left[c]))
+            right = right.with_columns(_key(right[c]))
+    dup = right.filter(pl.struct(cols.document, cols.segment).is_duplicated())
+    if dup.height:
+        raise DDPDataError(f"--profile {prof.path}: document {dup[cols.document][0]!r}, segment "
+                           f"{dup[cols.segment][0]!r} appears more than once; use the segment table of one "
+                           "`ddp profile` run", code="D637")
+    right = right.with_columns(pl.lit(True).alias("__in_profile"))
+    j = left.join(right, on=[cols.document, cols.segment], how="left", maintain_order="left")
+    miss = j.filter(pl.col("__in_profile").is_null())
+    if miss.height:
+        r = miss.row(0, named=True)
+        raise DDPDataError(
+            f"{index.path}, row {r[ROW] + 1}: document {r[cols.document]!r}, segment {r[cols.segment]!r} is not in "
+            f"the profile {prof.path} ({miss.height} input row(s) missing); the profile was made from another "
+            "input: run `ddp profile` on this input", code="D636")
+    if j.height != right.height:
+        extra = right.join(left, on=[cols.document, cols.segment], how="anti")
+        r = extra.row(0, named=True)
+        raise DDPDataError(
+            f"--profile {prof.path}: document {r[cols.document]!r}, segment {r[cols.segment]!r} is not in the input "
+            f"{index.path} ({extra.height} profile row(s) missing from it); the profile was made from another "
+            "input: run `ddp profile` on this input", code="D637")
+    doc = j[cols.document].rank("dense").to_numpy()  # codes, replaced by first-appearance order below
+    _, first = np.unique(doc, return_index=True)
+    order = np.argsort(first, kind="stable")
+    remap = np.empty_like(order)
+    remap[order] = np.arange(order.size)
+    doc_code = remap[doc.astype(np.int64) - 1]
+    return Matched(
+        doc=doc_code.astype(np.int64),
+        ddp=j[S.DDP].fill_null(0).to_numpy().astype(np.int64),
+        first_sentence=j[S.FIRST_SENTENCE].fill_null(0).to_numpy().astype(np.int64),
+        n_sentences=j[S.N_SENTENCES].fill_null(0).to_numpy().astype(np.int64),
+        domain=j[cols.domain].cast(pl.String).to_numpy() if cols.domain in j.columns else np.full(j.height, None),
+        ids=index.ids,
+    )
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+def doc_max(doc: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Max of ``values`` per document code (shape (n_docs,))."""
+    n_docs = int(doc.max()) + 1 if doc.size else 0
+    out = np.full(n_docs, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(out, doc, values)
+    return out
+
+
+def top_threshold(values: np.ndarray, share: float) -> float:
+    """The value of the ⌈share·n⌉-th highest of ``values`` (n = values.size); -inf for none."""
+    if values.size == 0:
+        return math.inf
+    k = max(1, math.ceil(share * values.size - 1e-9))
+    return float(np.partition(values, values.size - k)[values.size - k])
+
+
+def context_mask(m: Matched, selected: np.ndarray) -> np.ndarray:
+    """``selected`` (bool, (n,)) plus, for each selected segment, the earlier segments of its
+    document back to the one holding sentence ``first_sentence - ddp`` (bool, (n,)).
+
+    Segments are ordered within a document by ``first_sentence`` (then input order); the segment
+    holding sentence t is the last one whose ``first_sentence`` <= t. No Python loop: a sorted
+    search finds each start and a difference array marks the ranges.
+    """
+    n = m.n
+    if n == 0 or not selected.any():
+        return selected.copy()
+    order = np.lexsort((np.arange(n), m.first_sentence, m.doc))
+    doc_s = m.doc[order]
+    fs_s = m.first_sentence[order]
+    span = int(max(fs_s.max(initial=0), 0)) + 2
+    key = doc_s * span + fs_s
+    target = doc_s * span + np.clip(fs_s - m.ddp[order], 0, None)
+    start = np.searchsorted(key, target, side="right") - 1
+    doc_start = np.searchsorted(doc_s, doc_s, side="left")
+    start = np.maximum(start, doc_start)
+    pos = np.arange(n)
+    sel_s = selected[order]
+    diff = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(diff, start[sel_s], 1)
+    np.add.at(diff, pos[sel_s] + 1, -1)
+    keep_s = np.cumsum(diff[:n]) > 0
+    out = np.zeros(n, dtype=bool)
+    out[order] = keep_s
+    return out | selected
+
+
+@dataclass
+class Criteria:
+    """What ``ddp select`` keeps (see the module docstring)."""
+
+    min_ddp: float | None = None
+    max_ddp: float | None = None
+    top_share: float | None = None
+    level: str = "segment"
+    domains: tuple[str, ...] = ()
+    with_context: bool = False
+
+    def check(self) -> None:
+        if self.min_ddp is None and self.max_ddp is None and self.top_share is None:
+            raise DDPUsageError("say what to keep: --min-ddp X, --max-ddp Y and/or --top-share F", code="D630")
+        if self.top_share is not None and not (0.0 < self.top_share <= 1.0):
+            raise DDPUsageError(f"--top-share must be in (0, 1] (a share of the units), got {self.top_share}",
+                                code="D631")
+        for name, v in (("--min-ddp", self.min_ddp), ("--max-ddp", self.max_ddp)):
+            if v is not None and (math.isnan(v) or v < 0):
+                raise DDPUsageError(f"{name} must be a number >= 0 (sentences), got {v}", code="D632")
+        if self.min_ddp is not None and self.max_ddp is not None and self.min_ddp > self.max_ddp:
+            raise DDPUsageError(f"--min-ddp {self.min_ddp} is above --max-ddp {self.max_ddp}; nothing could be kept",
+                                code="D632")
+        if self.level not in LEVELS:
+            raise DDPUsageError(f"--level must be segment or document, got {self.level!r}", code="D630")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_ddp": self.min_ddp, "max_ddp": self.max_ddp, "top_share": self.top_share, "level": self.level,
+                "domains": list(self.domains), "with_context": self.with_context}
+
+
+def check_domains(m: Matched, domains: Sequence[str]) -> None:
+    """Unknown ``--domain`` values -> D639 listing the profile's domains."""
+    have = sorted({str(d) for d in m.domain if d is not None})
+    bad = [d for d in domains if d not in have]
+    if bad:
+        raise DDPUsageError(f"--domain {bad[0]}: not a domain of the profile; domains: {', '.join(have) or '(none)'}",
+                            code="D639")
+
+
+def select_mask(m: Matched, c: Criteria) -> np.ndarray:
+    """The input rows kept by ``c`` (bool, shape (n_rows,))."""
+    c.check()
+    eligible = np.isin(m.domain.astype(object), list(c.domains)) if c.domains else np.ones(m.n, dtype=bool)
+    if c.level == "document":
+        value = doc_max(m.doc, m.ddp)
+        n_docs = value.size
+        elig_u = np.zeros(n_docs, dtype=bool)
+        elig_u[m.doc[eligible]] = True
+    else:
+        value = m.ddp
+        elig_u = eligible
+    ok = elig_u.copy()
+    if c.min_ddp is not None:
+        ok &= value >= c.min_ddp
+    if c.max_ddp is not None:
+        ok &= value <= c.max_ddp
+    if c.top_share is not None:
+        ok &= value >= top_threshold(value[elig_u], c.top_share)
+    if c.level == "document":
+        return ok[m.doc]
+    return context_mask(m, ok) if c.with_context else ok
+
+
+# ----------------------------------------------------------------------------- summary
+
+
+def ddp_distribution(ddp: np.ndarray) -> dict[str, Any]:
+    """n, mean, median, p90, max and the shares >= 1, 5, 15 of segment DDPs (sentences)."""
+    if ddp.size == 0:
+        return {"segments": 0}
+    x = ddp.astype(np.float64)
+    return {"segments": int(x.size), "mean": round(float(x.mean()), 3), "median": float(np.median(x)),
+            "p90": float(np.percentile(x, 90)), "max": int(x.max()),
+            "share_ge_1": round(float((x >= 1).mean()), 4), "share_ge_5": round(float((x >= 5).mean()), 4),
+            "share_ge_15": round(float((x >= 15).mean()), 4)}
+
+
+def keep_summary(m: Matched, keep: np.ndarray) -> dict[str, Any]:
+    """Documents and segments before and after, and the DDP distributions."""
+    return {
+        "before": {"documents": int(np.unique(m.doc).size), **ddp_distribution(m.ddp)},
+        "after": {"documents": int(np.unique(m.doc[keep]).size), **ddp_distribution(m.ddp[keep])},
+    }
+
+
+def format_summary(command: str, summary: dict[str, Any]) -> str:
+    """Two lines: before and after (documents, segments, DDP distribution)."""
+    lines = []
+    for k in ("before", "after"):
+        s = summary[k]
+        if not s.get("segments"):
+            lines.append(f"{command}: {k:6s}: 0 documents, 0 segments")
+            continue
+        lines.append(
+            f"{command}: {k:6s}: {s['documents']} documents, {s['segments']} segments; DDP mean {s['mean']:.2f}, "
+            f"median {s['median']:g}, p90 {s['p90']:g}, max {s['max']}; share >=1 {s['share_ge_1']:.1%}, "
+            f">=5 {s['share_ge_5']:.1%}, >=15 {s['share_ge_15']:.1%}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- verbatim copy
+
+
+def _open_in(path: Path) -> Any:
+    from ..io.tables import _open_binary
+
+    return _open_binary(path)
+
+
+def record_bounds(data: bytes, fmt: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Record boundaries of ``data`` (a block that starts at a record start).
+
+    Returns ``(starts, ends, cut)``: byte offsets of every complete record ``[start, end)`` (the
+    newline included), and ``cut`` = the offset where the incomplete tail begins (``len(data)``
+    when the block ends on a boundary). Arrays of shape (n_records,).
+    """
+    a = np.frombuffer(data, dtype=np.uint8)
+    nl = np.flatnonzero(a == 10)
+    if fmt == "csv" and nl.size:
+        q = np.cumsum(a == 34, dtype=np.int64)
+        nl = nl[(q[nl] & 1) == 0]
+    ends = nl + 1
+    starts = np.r_[0, ends[:-1]] if ends.size else np.zeros(0, dtype=np.int64)
+    cut = int(ends[-1]) if ends.size else 0
+    return starts.astype(np.int64), ends.astype(np.int64), cut
+
+
+def _rows_of_records(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, fmt: str) -> np.ndarray:
+    """Which records are table rows (bool): JSONL skips lines of whitespace only."""
+    if fmt != "jsonl" or starts.size == 0:
+        return np.ones(starts.size, dtype=bool)
+    ws = (a == 32) | (a == 9) | (a == 10) | (a == 13) | (a == 12) | (a == 11)
+    c = np.r_[0, np.cumsum(~ws, dtype=np.int64)]
+    return (c[ends] - c[starts]) > 0
+
+
+def _gather(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
+    """The concatenation of ``a[starts[i]:ends[i]]`` (vectorised: one boolean byte mask)."""
+    if starts.size == 0:
+        return b""
+    diff = np.zeros(a.size + 1, dtype=np.int32)
+    np.add.at(diff, starts, 1)
+    np.add.at(diff, ends, -1)
+    return a[np.cumsum(diff[:-1]) > 0].tobytes()
+
+
+def iter_selected_bytes(path: Path, fmt: str, keep: np.ndarray, n_rows: int,
+                        block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
+    """Pass 2 for JSONL/CSV/TSV: yield the header (CSV/TSV) and the bytes of the kept rows, in
+    input order, read in blocks of ``block_bytes``. A UTF-8 BOM at the start is kept with the header
+    (CSV/TSV) or dropped (JSONL, as the reader does; it is not part of a row)."""
+    from ..io.tables import _read_block
+
+    row = 0
+    carry = b""
+    header_done = fmt == "jsonl"
+    first = True
+    with _open_in(path) as fh:
+        while True:
+            block = _read_block(fh, path, block_bytes)
+            data = carry + block
+            if first and data:
+                first = False
+                if fmt == "jsonl" and data.startswith(b"\xef\xbb\xbf"):
+                    data = data[3:]
+            fake_nl = not block and bool(data) and not data.endswith(b"\n")
+            if fake_nl:
+                data += b"\n"  # the last record has no newline: add one to find it, dropped on output
+            starts, ends, cut = record_bounds(data, fmt)
+            if not header_done and starts.size:
+                hdr_end = int(ends[0])
+                yield data[:hdr_end - 1] if (fake_nl and hdr_end == len(data)) else data[:hdr_end]
+                header_done = True
+                starts, ends = starts[1:], ends[1:]
+            a = np.frombuffer(data, dtype=np.uint8)
+            is_row = _rows_of_records(a, starts, ends, fmt)
+            rs, re_ = starts[is_row], ends[is_row]
+            k = rs.size
+            if row + k > n_rows:
+                raise DDPDataError(f"{path}: found more records than the {n_rows} rows the table reader read; "
+                                   "the file may have unusual quoting or line breaks; convert it to Parquet or JSONL",
+                                   code="D638")
+            take = keep[row:row + k]
+            if take.any():
+                out = _gather(a, rs[take], re_[take])
+                if fake_nl and re_[take][-1] == len(data):
+                    out = out[:-1]
+                yield out
+            row += k
+            carry = data[cut:]
+            if not block:
+                break
+    if row != n_rows:
+        raise DDPDataError(f"{path}: found {row} records where the table reader read {n_rows} rows; the file may "
+                           "have unusual quoting or line breaks; convert it to Parquet or JSONL", code="D638")
+
+
+def write_selected(path: Path, fmt: str, keep: np.ndarray, target: Any, signature: dict[str, Any]) -> int:
+    """Write the kept rows of the input ``path`` to ``target`` (an :class:`OutputTarget`); returns
+    the number of rows written. Text files get ``<output>.signature.json``; Parquet the metadata key
+    ``ddpcore.signature``. All files appear together or not at all."""
+    from ..io.tables import atomic_path
+
+    n_rows = int(keep.size)
+    with contextlib.ExitStack() as stack:
+        if target.path is None:
+            fh = sys.stdout.buffer
+            _write_body(path, fmt, keep, n_rows, fh, signature, None)
+            fh.flush()
+        else:
+            tmp = stack.enter_context(atomic_path(target.path))
+            if fmt == "parquet":
+                _write_body(path, fmt, keep, n_rows, None, signature, tmp)
+            else:
+                with (gzip.open(tmp, "wb") if target.gzip else open(tmp, "wb")) as fh:
+                    _write_body(path, fmt, keep, n_rows, fh, signature, None)
+            if target.sidecar is not None:
+                side = stack.enter_context(atomic_path(target.sidecar))
+                side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return int(keep.sum())
+
+
+def _write_body(path: Path, fmt: str, keep: np.ndarray, n_rows: int, fh: Any, signature: dict[str, Any],
+                parquet_tmp: Path | None) -> None:
+    if fmt in ("jsonl", "csv", "tsv"):
+        for piece in iter_selected_bytes(path, fmt, keep, n_rows):
+            fh.write(piece)
+        return
+    if fmt == "json":
+        from ..io.tables import _read_bytes, decode_utf8
+
+        obj = json.loads(decode_utf8(_read_bytes(path), path))
+        kept = [obj[i] for i in np.flatnonzero(keep).tolist()]
+        fh.write(json.dumps(kept, ensure_ascii=False, indent=1).encode("utf-8") + b"\n")
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    meta = dict(pf.schema_arrow.metadata or {})
+    meta[b"ddpcore.signature"] = json.dumps(signature, sort_keys=True).encode()
+    schema = pf.schema_arrow.with_metadata(meta)
+    row = 0
+    with pq.ParquetWriter(parquet_tmp, schema) as w:
+        for g in range(pf.num_row_groups):
+            t = pf.read_row_group(g)
+            mask = keep[row:row + t.num_rows]
+            row += t.num_rows
+            if mask.any():
+                w.write_table(t.filter(pa.array(mask)).replace_schema_metadata(meta))
+        if not keep.any():
+            w.write_table(pf.schema_arrow.empty_table().replace_schema_metadata(meta))
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+@dataclass
+class SelectResult:
+    """``keep`` (bool per input row), the summary, and the signature written with the output."""
+
+    keep: np.ndarray
+    summary: dict[str, Any]
+    signature: dict[str, Any] = field(default_factory=dict)
+
+
+def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
+            cols: SegmentColumns | None = None) -> tuple[InputIndex, Profile, Matched]:
+    """Index the input, read the profile and match them (column names from the profile's
+    signature unless given)."""
+    prof_sig = read_signature(Path(profile))
+    cols = cols or profile_columns(prof_sig)
+    prof = load_profile(profile, cols)
+    index = index_input(source, cols)
+    return index, prof, match_profile(index, prof)
+
+
+def base_signature(command: str, source: Any, prof: Profile) -> dict[str, Any]:
+    return {"ddpcore": __version__, "command": command, "input": str(source), "profile": prof.path,
+            "profile_signature": prof.signature,
+            "columns": {"document": prof.cols.document, "segment": prof.cols.segment, "domain": prof.cols.domain}}
+
+
+def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], criteria: Criteria, target: Any = None,
+           *, cols: SegmentColumns | None = None) -> SelectResult:
+    """Select input rows by DDP and (with ``target``, an :class:`~ddpcore.io.outputs.OutputTarget`)
+    write them verbatim. See the module docstring."""
+    criteria.check()
+    index, prof, m = prepare(source, profile, cols)
+    if criteria.domains:
+        check_domains(m, criteria.domains)
+    keep = select_mask(m, criteria)
+    summary = keep_summary(m, keep)
+    sig = {**base_signature("select", source, prof), "criteria": criteria.to_dict(),
+           "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
+    if target is not None:
+        write_selected(index.path, index.fmt, keep, target, sig)
+    return SelectResult(keep, summary, sig)
+
+
+__all__ = ["Criteria", "Matched", "Profile", "SelectResult", "context_mask", "index_input", "load_profile",
+           "match_profile", "record_bounds", "select", "select_mask", "write_selected"]
