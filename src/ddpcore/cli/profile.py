@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_extraction_options, add_segment_columns, bundled_default
+from ._common import (HelpFormatter, add_extraction_options, add_reader_options, add_segment_columns, bundled_default,
+                      reader_kwargs)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Compute per-segment discourse dependency (DDP, in sentences) of source documents. "
             "INPUT is a JSONL/CSV/TSV/JSON/Parquet table with document id, segment id, source text and "
-            "optional domain columns, or a folder of .txt documents (blank line = segment boundary). "
+            "optional domain columns, or a folder of .txt documents (blank line = segment boundary); "
+            "--reader wmt24|wmt25|lines reads the WMT24 .txt+.docs, WMT25 documents JSONL and aligned "
+            "text formats (see docs/readers.md). "
             "Without INPUT, profiles the bundled WMT25 English source (87 documents, 332 segments). "
             "Prints a per-domain summary and writes the segment table."
         ),
@@ -28,8 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "PATH.signature.json, Parquet in its metadata")
     p.add_argument("--anchors", default=None, metavar="PATH", help="also write the anchors table (one row per anchor)")
     p.add_argument("--sentences", default=None, metavar="PATH", help="also write per-sentence DDP")
+    p.add_argument("--documents", default=None, metavar="PATH",
+                   help="also write one row per document: document id, domain, n_segments, n_sentences, max_ddp, "
+                        "mean_ddp and the shares of segments with DDP >= 1, 5 and 15")
     p.add_argument("--stdout-format", choices=("jsonl", "csv", "tsv", "json"), default="jsonl",
                    help="format of the segment table with -o - (no signature sidecar)")
+    add_reader_options(p)
     add_segment_columns(p)
     add_extraction_options(p)
     p.add_argument("--summary-by", default=None, metavar="COL", help="input column to summarise by (default: the domain column)")
@@ -78,10 +85,12 @@ def _ray_runner(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     import_ray()  # a missing Ray is a one-line usage error before the input is read
 
     def run_ray(source, targets, *, cols, settings, pipeline, n_process, batch_size, batch_chars,  # type: ignore
-                progress, summary_by, source_name, **_local_only):
+                progress, summary_by, source_name, reader="table", docs=None, txt_mode="lines", warn=None,
+                **_local_only):
         return profile_ray(source, targets, cols=cols, settings=settings, pipeline=pipeline, n_actors=n_process,
                            address=args.address, batch_chars=None if batch_chars == BATCH_CHARS else batch_chars,
-                           batch_size=batch_size, progress=progress, summary_by=summary_by, source_name=source_name)
+                           batch_size=batch_size, progress=progress, summary_by=summary_by, source_name=source_name,
+                           reader_options={"reader": reader, "docs": docs, "txt_mode": txt_mode, "warn": warn})
     return run_ray
 
 
@@ -113,10 +122,14 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_chars < 1:
         raise DDPUsageError("--batch-chars must be at least 1", code="D172")
     # every output is checked before the input is read or a pipeline loaded
-    options = [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences)]
-    checked = check_outputs(options, [source], stdout_format=args.stdout_format, sidecars=True)
+    options = [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences),
+               ("--documents", args.documents)]
+    if args.documents == "-":
+        raise DDPUsageError("--documents: give a file name; only -o can write to stdout", code="D135")
+    checked = check_outputs(options, [source, args.docs], stdout_format=args.stdout_format, sidecars=True)
     by_option = {t.option: t for t in checked}
-    targets = {role: by_option.get(opt) for role, (opt, _) in zip(("segments", "anchors", "sentences"), options)}
+    targets = {role: by_option.get(opt)
+               for role, (opt, _) in zip(("segments", "anchors", "sentences", "documents"), options)}
     cols = SegmentColumns(args.document_col, args.segment_col, args.text_col, args.domain_col)
     settings = Settings(distance=args.distance, sentence_unit="sentence", rules=get_rules(args.rules))
     by = args.summary_by or args.domain_col
@@ -131,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
             summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,
             parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=stderr_warn("ddp profile")),
+            **reader_kwargs(args), warn=stderr_warn("ddp profile"),
         )
     except RunInterrupted as exc:
         print(f"ddp profile: {exc.message}", file=sys.stderr)

@@ -443,6 +443,7 @@ def profile_ray(
     progress: str = "none",
     summary_by: str | None = None,
     source_name: str | None = None,
+    reader_options: dict[str, Any] | None = None,
 ) -> RunReport:
     """``ddp profile --engine ray``: profile ``source`` on Ray actors into the output ``targets``
     (roles ``segments``, ``anchors``, ``sentences``, as for
@@ -467,7 +468,7 @@ def profile_ray(
     work = Path(tempfile.mkdtemp(prefix=".ddp-ray-work-", dir=parent))
     report_progress: Progress | None = None
     try:
-        staged = stage_input(source, cols, work, name=name)
+        staged = stage_input(source, cols, work, name=name, **(reader_options or {}))  # reader=, docs=, txt_mode=
         if summary_by is not None and summary_by not in staged.schema:
             raise DDPUsageError(f"--summary-by {summary_by}: no such column in {name}; available columns: "
                                 f"{', '.join(staged.schema)}", code="D137")

@@ -38,7 +38,7 @@ from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
 from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
 from .parse import Parser
-from .sources import StagedInput, input_fingerprint, stage_input, write_json_atomic
+from .sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
 from .stages import Batch
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def _journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | 
 
 _FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", "sentence_unit": "sentence unit",
          "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
-         "ddpcore": "the ddpcore version", "shard": "--shard"}
+         "ddpcore": "the ddpcore version", "shard": "--shard", "reader": "--reader/--docs/--txt-mode"}
 
 
 def _compare_journal(old: dict[str, Any], new: dict[str, Any], journal: Path) -> None:
@@ -397,6 +397,10 @@ def profile_to_files(
     signature_extra: dict[str, Any] | None = None,
     resume_hint: str = "rerun the same command with --resume",
     shard: tuple[int, int] | None = None,
+    reader: str = "table",
+    docs: str | os.PathLike[str] | None = None,
+    txt_mode: str = "lines",
+    warn: Callable[[str], None] | None = None,
 ) -> RunReport:
     """Profile ``source`` into the output ``targets`` (roles ``segments``, ``anchors``,
     ``sentences``; checked with :func:`ddpcore.io.outputs.check_outputs`) in bounded memory.
@@ -407,7 +411,10 @@ def profile_to_files(
     parse cache). ``shard=(i, N)`` profiles only the documents hashed to shard ``i`` of ``N``
     (:func:`shard_of_documents`); its Parquet outputs keep ``input_row`` (segments) and
     ``document_first_row`` (anchors, sentences) so that :func:`ddpcore.ddp.merge.merge_shards`
-    can rebuild the unsharded outputs. Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
+    can rebuild the unsharded outputs. ``reader``/``docs``/``txt_mode``/``warn``: the input
+    reader (:func:`ddpcore.ddp.sources.iter_input_chunks`; recorded in the journal and, when not
+    the default, in the signature as ``reader``). A ``documents`` target gets one row per
+    document (:mod:`ddpcore.ddp.documents`). Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
     workers and removing temporary files (the journal stays for ``--resume``).
     """
     import polars as pl
@@ -426,8 +433,11 @@ def profile_to_files(
         if resume:
             raise DDPUsageError("--resume needs the segment table written to a file (-o PATH), not to stdout",
                                 code="D171")
-    fingerprint = input_fingerprint(source)
+    docs_path = resolve_docs(source, reader, docs)
+    fingerprint = input_fingerprint(source, docs_path)
     extra = dict(signature_extra or {})
+    if reader != "table" or txt_mode != "lines":
+        extra["reader"] = {"name": reader, "docs": None if docs_path is None else str(docs_path), "txt_mode": txt_mode}
     if shard is not None:
         if not (0 <= shard[0] < shard[1]):
             raise DDPUsageError(f"--shard {shard[0]}/{shard[1]}: expected i/N with 0 <= i < N", code="D173")
@@ -464,7 +474,8 @@ def profile_to_files(
             # ---- stage the input (or reload the staged input of the interrupted run)
             staged = _load_staged(journal, work, cols, name)
             if staged is None:
-                staged = stage_input(source, cols, work, name=name)
+                staged = stage_input(source, cols, work, name=name, reader=reader, docs=docs_path,
+                                     txt_mode=txt_mode, warn=warn)
                 ids_path = work / "ids.parquet"
                 staged.ids.write_parquet(ids_path)
                 pl.DataFrame(schema=staged.schema).write_parquet(work / "schema.parquet")
@@ -612,6 +623,28 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
     return StagedInput(chunks, ids, cols, schema, name)
 
 
+def _write_documents(stack: contextlib.ExitStack, parts: Path, n_batches: int, target: OutputTarget,
+                     signature: dict[str, Any], cols: SegmentColumns, atomic_path: Any) -> None:
+    """The ``--documents`` table from the segment parts (:func:`ddpcore.ddp.documents.document_rows`)."""
+    import polars as pl
+
+    from .documents import document_rows
+
+    meta = {"ddpcore.signature": json.dumps(signature, sort_keys=True), "ddpcore.table": "documents"}
+    assert target.path is not None
+    sink = _Sink(stack.enter_context(atomic_path(target.path)), target.format, gzip_=target.gzip, metadata=meta)
+    empty = None
+    for k in range(n_batches):
+        seg = pl.read_parquet(parts / f"{k:06d}.segments.parquet")
+        rows = document_rows(seg, cols)
+        empty = rows.schema
+        sink.write(rows)
+    sink.close(empty_schema=empty)
+    if target.sidecar is not None:
+        side = stack.enter_context(atomic_path(target.sidecar))
+        side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+
+
 def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], signature: dict[str, Any],
               n_rows: int, summary_by: str | None, cols: SegmentColumns, atomic_path: Any,
               doc_rows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
@@ -671,4 +704,6 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
             if target is not None and target.sidecar is not None:
                 side = stack.enter_context(atomic_path(target.sidecar))
                 side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+        if targets.get("documents") is not None:  # one row per document, batch by batch (whole documents)
+            _write_documents(stack, parts, n_batches, targets["documents"], signature, cols, atomic_path)
     return pl.concat(summary_parts) if summary_parts else pl.DataFrame(), n_anchors

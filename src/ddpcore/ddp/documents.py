@@ -1,0 +1,50 @@
+"""Document-level rows of a profile (``ddp profile --documents PATH``).
+
+One row per document, in the order of the segment output (documents by first appearance)::
+
+    <document column>  the input's document id column (name and values as in the input)
+    <domain column>    the document's domain (its first segment's; null without a domain)
+    n_segments         u32  segments of the document
+    n_sentences        i64  sentences of the document (sum over its segments)
+    max_ddp            i64  highest segment DDP (sentences)
+    mean_ddp           f64  mean segment DDP (sentences)
+    share_ddp_ge_1, share_ddp_ge_5, share_ddp_ge_15
+                       f64  share (0-1) of the document's segments with DDP >= 1, 5, 15
+
+:func:`document_rows` aggregates any frame of whole documents, so a run computes the rows
+batch by batch while it assembles the outputs (a batch always holds whole documents) and
+never holds more than one batch's segments and one small row per document.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import schema as S
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..io.segments import SegmentColumns
+
+#: DDP thresholds (sentences) of the ``share_ddp_ge_*`` columns
+SHARE_THRESHOLDS = (1, 5, 15)
+DOCUMENT_STATS = ("n_segments", "n_sentences", "max_ddp", "mean_ddp",
+                  *(f"share_ddp_ge_{t}" for t in SHARE_THRESHOLDS))
+
+
+def document_rows(segments: pl.DataFrame, cols: SegmentColumns) -> pl.DataFrame:
+    """One row per document of ``segments`` (a segment output, or a batch part of one: whole
+    documents; columns ``cols.document``, ``cols.domain``, ``n_sentences``, ``ddp``), in
+    order of first appearance; columns as in the module docstring."""
+    import polars as pl
+
+    dom = pl.col(cols.domain).first() if cols.domain in segments.columns else pl.lit(None, dtype=pl.String)
+    ddp = pl.col(S.DDP)
+    return segments.group_by(cols.document, maintain_order=True).agg(
+        dom.alias(cols.domain),
+        pl.len().alias("n_segments"),
+        pl.col(S.N_SENTENCES).sum().cast(pl.Int64).alias("n_sentences"),
+        ddp.max().cast(pl.Int64).alias("max_ddp"),
+        ddp.cast(pl.Float64).mean().alias("mean_ddp"),
+        *((ddp >= t).cast(pl.Float64).mean().alias(f"share_ddp_ge_{t}") for t in SHARE_THRESHOLDS),
+    )
