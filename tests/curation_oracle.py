@@ -58,3 +58,32 @@ def select(rows, min_ddp=None, max_ddp=None, top_share=None, level="segment", do
     if level == "document":
         return {i for i, r in enumerate(rows) if r["document_id"] in ok}
     return context(rows, ok) if with_context else ok
+
+
+def sample(rows, edges, per_bin, by, seed):
+    """The documented rule, one unit at a time: keys from Generator(PCG64(seed)).random(n_units),
+    units in first-appearance order; per bin the per_bin smallest keys."""
+    import numpy as np
+
+    if by == "document":
+        dm = doc_max(rows)
+        units = list(dm)  # dict keeps first-appearance order
+        value = [dm[u] for u in units]
+    else:
+        units = list(range(len(rows)))
+        value = [r["ddp"] for r in rows]
+    keys = np.random.Generator(np.random.PCG64(seed)).random(len(units)).tolist()
+    per = {}
+    for u, v, k in zip(units, value, keys):
+        for i in range(len(edges) - 1):
+            if edges[i] <= v < edges[i + 1]:
+                per.setdefault(i, []).append((k, u))
+    chosen = set()
+    report = []
+    for i in range(len(edges) - 1):
+        got = sorted(per.get(i, []))[:per_bin]
+        chosen |= {u for _, u in got}
+        report.append((len(per.get(i, [])), len(got)))
+    if by == "document":
+        return {j for j, r in enumerate(rows) if r["document_id"] in chosen}, report
+    return context(rows, chosen), report

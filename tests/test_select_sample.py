@@ -211,3 +211,61 @@ def test_usage_errors(corpus, tmp_path: Path) -> None:
         SEL.select(src, prof, SEL.Criteria(min_ddp=5, max_ddp=1))
     with pytest.raises(DDPUsageError, match="D639.*domains: literary, news, social"):
         SEL.select(src, prof, SEL.Criteria(min_ddp=1, domains=("sport",)))
+
+
+# ----------------------------------------------------------------------------- ddp sample
+
+from ddpcore.ddp import sample as SAM  # noqa: E402
+
+
+@pytest.mark.parametrize("by", ["document", "segment"])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_sample_matches_oracle(tmp_path: Path, by: str, seed: int) -> None:
+    rows = make_rows(30, seed)
+    prof = write_profile(rows, tmp_path / "p.parquet")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"".join(jsonl_lines(rows)))
+    edges = [0, 1, 3, 6, float("inf")]
+    res = SAM.sample(src, prof, "0,1,3,6,inf", 3, by=by, seed=seed)
+    want, report = oracle.sample(rows, edges, 3, by, seed)
+    assert set(np.flatnonzero(res.keep).tolist()) == want
+    assert [(b["available"], b["achieved"]) for b in res.bins] == report
+    assert all(b["filled"] == (b["achieved"] >= 3) for b in res.bins)
+
+
+def test_sample_same_bytes_twice_and_report(corpus, tmp_path: Path, capsys) -> None:
+    rows, prof, src, lines = corpus
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"s{k}.jsonl"
+        assert main(["sample", str(src), "--profile", str(prof), "--bins", "0,1,5,inf", "--per-bin", "2",
+                     "--seed", "11", "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    keep, _ = oracle.sample(rows, [0, 1, 5, float("inf")], 2, "document", 11)
+    assert outs[0] == b"".join(lines[i] for i in sorted(keep))  # input order, verbatim
+    text = capsys.readouterr().out
+    assert "target" in text and "achieved" in text
+    # a bin with fewer units than asked is reported as not fillable
+    res = SAM.sample(src, prof, "0,1,5,inf", 1000, seed=1)
+    assert not any(b["filled"] for b in res.bins if b["available"] < 1000)
+    assert "cannot be filled" in SAM.format_report(res, "document")
+    sig = json.loads((tmp_path / "s0.jsonl.signature.json").read_text())
+    assert sig["seed"] == 11 and sig["bins"] == [0.0, 1.0, 5.0, "inf"] and len(sig["report"]) == 3
+
+
+def test_sample_seed_changes_sample(tmp_path: Path) -> None:
+    rows = make_rows(40, 9)
+    prof = write_profile(rows, tmp_path / "p.parquet")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"".join(jsonl_lines(rows)))
+    a = SAM.sample(src, prof, "0,2,inf", 3, seed=1).keep
+    b = SAM.sample(src, prof, "0,2,inf", 3, seed=2).keep
+    assert not np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("bins,code", [("0,5,5", "D640"), ("5,1", "D640"), ("0,x", "D642"), ("3", "D642"),
+                                       ("-1,2", "D640"), ("0,nan", "D640")])
+def test_bad_bins(bins: str, code: str) -> None:
+    with pytest.raises(DDPUsageError, match=code):
+        SAM.parse_bins(bins)

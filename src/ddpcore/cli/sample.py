@@ -1,0 +1,46 @@
+"""``ddp sample``: a DDP-stratified sample of a test set, written verbatim in the input's format."""
+from __future__ import annotations
+
+import argparse
+
+from ._common import HelpFormatter
+from .select import add_common, check_target, cols_from, emit_summary
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sample", help="a DDP-stratified sample of a test set (verbatim, in the input's format)",
+        description=(
+            "Draw at most N units per DDP bin (bins [low, high) in sentences): --by document bins documents by "
+            "their max DDP and keeps them whole; --by segment keeps segments with the earlier segments their DDP "
+            "reaches into. Deterministic for a seed (the same bytes twice). Writes INPUT's rows in its own format "
+            "and order and reports target vs achieved counts per bin, saying which bins cannot be filled."),
+        formatter_class=HelpFormatter)
+    add_common(p)
+    s = p.add_argument_group("sample")
+    s.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",
+                   help="increasing bin edges in sentences; bins are [E_i, E_i+1)")
+    s.add_argument("--per-bin", type=int, required=True, metavar="N", help="units to draw per bin (at most)")
+    s.add_argument("--by", choices=("document", "segment"), default="document", help="sampling unit")
+    s.add_argument("--seed", type=int, default=0, help="random seed (numpy PCG64)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..ddp.sample import format_report, parse_bins, sample
+    from ..ddp.select import format_summary
+    from ..errors import DDPUsageError
+
+    parse_bins(args.bins)
+    if args.per_bin < 1:
+        raise DDPUsageError(f"--per-bin must be at least 1, got {args.per_bin}", code="D641")
+    target = check_target(args)
+    res = sample(args.input, args.profile, args.bins, args.per_bin, by=args.by, seed=args.seed, target=target,
+                 cols=cols_from(args))
+    where = "stdout" if target.path is None else str(target.path)
+    text = (format_report(res, args.by) + "\n" + format_summary("ddp sample", res.summary)
+            + f"\nwrote {where} ({res.summary['after']['segments']} rows)")
+    emit_summary(args, "ddp sample", text, {"bins": res.bins, "outside_bins": res.outside,
+                                            "context_rows": res.context_rows, "summary": res.summary,
+                                            "output": where, "signature": res.signature})
+    return 0

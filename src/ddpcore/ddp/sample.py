@@ -1,0 +1,146 @@
+"""A DDP-stratified sample of a test set, written verbatim in the input's format (``ddp sample``).
+
+Units are documents (``by="document"``, value = the max DDP of their segments; a sampled document
+is kept whole) or segments (``by="segment"``, value = their DDP; each sampled segment is kept with
+the earlier segments its DDP reaches into, as ``ddp select --with-context``). Bins are half-open
+``[edges[i], edges[i+1])`` in sentences (the last edge may be ``inf``); edges must increase
+(D640). Each unit gets a random key from ``numpy.random.Generator(numpy.random.PCG64(seed)).random(n_units)``
+(units in order of first appearance in the input); in every bin the ``per_bin`` units with the
+smallest keys are taken (all of them when the bin has fewer: the report says the bin cannot be
+filled). The same input, profile, bins, N and seed give the same bytes. Output rows keep the
+input's order. Units whose value lies outside every bin are never sampled (counted in the report).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DDPUsageError
+from ..io.segments import SegmentColumns
+from .select import Matched, base_signature, context_mask, doc_max, keep_summary, prepare, write_selected
+
+RNG = "numpy Generator(PCG64(seed)).random(n_units); per bin the per_bin smallest keys"
+
+
+def parse_bins(text: str | Sequence[float], flag: str = "--bins") -> list[float]:
+    """``"0,1,5,15,50,inf"`` -> increasing edges (at least two). Not numbers: D642; not strictly
+    increasing: D640; NaN or negative: D640 (DDP is a count of sentences)."""
+    if isinstance(text, str):
+        try:
+            edges = [float(t) for t in text.split(",") if t.strip()]
+        except ValueError:
+            raise DDPUsageError(f"{flag} {text}: expected numbers separated by commas, e.g. 0,1,5,15,50,inf",
+                                code="D642") from None
+    else:
+        edges = [float(t) for t in text]
+    if len(edges) < 2:
+        raise DDPUsageError(f"{flag}: give at least two edges (one bin), e.g. 0,1,5,15,50,inf", code="D642")
+    if any(math.isnan(e) for e in edges) or edges[0] < 0:
+        raise DDPUsageError(f"{flag}: edges must be numbers >= 0 (sentences), got {edges}", code="D640")
+    bad = next((i for i in range(1, len(edges)) if not edges[i] > edges[i - 1]), None)
+    if bad is not None:
+        raise DDPUsageError(f"{flag}: edges must increase, but {edges[bad - 1]:g} is followed by {edges[bad]:g}",
+                            code="D640")
+    return edges
+
+
+def bin_of(values: np.ndarray, edges: Sequence[float]) -> np.ndarray:
+    """Bin index of each value for half-open bins ``[e_i, e_{i+1})``; -1 outside every bin. Shape (n,)."""
+    e = np.asarray(edges, dtype=np.float64)
+    b = np.searchsorted(e, values.astype(np.float64), side="right") - 1
+    b[(b < 0) | (b >= e.size - 1)] = -1
+    return b
+
+
+@dataclass
+class SampleResult:
+    """``keep`` (bool per input row), ``bins`` (one report dict per bin), the summary and signature."""
+
+    keep: np.ndarray
+    bins: list[dict[str, Any]]
+    summary: dict[str, Any]
+    signature: dict[str, Any] = field(default_factory=dict)
+    outside: int = 0
+    context_rows: int = 0
+
+
+def sample_mask(m: Matched, edges: Sequence[float], per_bin: int, by: str, seed: int
+                ) -> tuple[np.ndarray, list[dict[str, Any]], int, int]:
+    """(keep per input row, per-bin report, units outside every bin, rows added as context)."""
+    if per_bin < 1:
+        raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
+    if by not in ("document", "segment"):
+        raise DDPUsageError(f"--by must be document or segment, got {by!r}", code="D641")
+    value = doc_max(m.doc, m.ddp) if by == "document" else m.ddp
+    n_units = value.size
+    try:
+        keys = np.random.Generator(np.random.PCG64(int(seed))).random(n_units)
+    except (TypeError, ValueError) as exc:
+        raise DDPUsageError(f"--seed must be a non-negative integer, got {seed!r} ({exc})", code="D641") from None
+    b = bin_of(value, edges)
+    n_bins = len(edges) - 1
+    order = np.lexsort((keys, b))  # by bin, then key
+    bs = b[order]
+    first = np.searchsorted(bs, bs, side="left")
+    rank = np.arange(n_units) - first
+    take_s = (bs >= 0) & (rank < per_bin)
+    chosen = np.zeros(n_units, dtype=bool)
+    chosen[order[take_s]] = True
+    avail = np.bincount(b[b >= 0], minlength=n_bins)
+    got = np.bincount(b[chosen], minlength=n_bins)
+    if by == "document":
+        keep = chosen[m.doc]
+        added = 0
+    else:
+        keep = context_mask(m, chosen)
+        added = int(keep.sum() - chosen.sum())
+    report = [{"low": float(edges[i]), "high": float(edges[i + 1]), "available": int(avail[i]), "target": int(per_bin),
+               "achieved": int(got[i]), "filled": bool(got[i] >= per_bin)} for i in range(n_bins)]
+    return keep, report, int((b < 0).sum()), added
+
+
+def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins: str | Sequence[float],
+           per_bin: int, *, by: str = "document", seed: int = 0, target: Any = None,
+           cols: SegmentColumns | None = None) -> SampleResult:
+    """Draw the stratified sample and (with ``target``) write it; see the module docstring."""
+    edges = parse_bins(bins)
+    if per_bin < 1:
+        raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
+    index, prof, m = prepare(source, profile, cols)
+    keep, report, outside, added = sample_mask(m, edges, per_bin, by, seed)
+    summary = keep_summary(m, keep)
+    sig = {**base_signature("sample", source, prof), "bins": [_edge(e) for e in edges], "per_bin": int(per_bin),
+           "by": by, "seed": int(seed), "rng": RNG, "report": report, "outside_bins": outside,
+           "context_rows": added,
+           "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
+    if target is not None:
+        write_selected(index.path, index.fmt, keep, target, sig)
+    return SampleResult(keep, report, summary, sig, outside, added)
+
+
+def _edge(e: float) -> float | str:
+    return "inf" if math.isinf(e) else e
+
+
+def format_report(res: SampleResult, by: str) -> str:
+    """One line per bin: target vs achieved, and which bins cannot be filled."""
+    unit = "documents" if by == "document" else "segments"
+    lines = [f"bin [low, high)   available  target  achieved ({unit})"]
+    for r in res.bins:
+        hi = "inf" if math.isinf(r["high"]) else f"{r['high']:g}"
+        rng = f"[{r['low']:g}, {hi})"
+        note = "" if r["filled"] else f"  cannot be filled: only {r['available']} {unit} in this bin"
+        lines.append(f"{rng:17s} {r['available']:9d} {r['target']:7d} {r['achieved']:9d}{note}")
+    if res.outside:
+        lines.append(f"{res.outside} {unit} lie outside every bin (not sampled)")
+    if res.context_rows:
+        lines.append(f"{res.context_rows} earlier segments added as context of the sampled segments")
+    return "\n".join(lines)
+
+
+__all__ = ["SampleResult", "bin_of", "format_report", "parse_bins", "sample", "sample_mask"]
