@@ -189,8 +189,11 @@ def test_wmt24_rules_on_hand_built_folder(tmp_path):
     before = _snapshot(folder)
     df = read_wmt24_esa(folder, waves=(2,))
     assert _snapshot(folder) == before
-    got = {(r["system"], r["segment_id"]): r for r in df.iter_rows(named=True)}
+    got = {(r["system"], r["line_id"]): r for r in df.iter_rows(named=True)}
     assert set(got) == {("sysA", 1), ("sysA", 2), ("refA", 3), ("sysA", 3)}
+    # the key convention: segment_id = position within the document, line_id = line of the files
+    assert [(got[k]["document_id"], got[k]["segment_id"]) for k in sorted(got)] == [
+        ("docS", 0), ("docN", 0), ("docN", 1), ("docS", 0)]
     assert got[("sysA", 2)]["score"] == 40.0  # the later time_end of the same login wins
     first = got[("sysA", 1)]
     assert first["annotator"] == "Anna" and first["lp"] == "en-cs" and first["wave"] == 2
@@ -236,12 +239,13 @@ def test_wmt24_errors(tmp_path):
 def test_wmt24_fixture():
     df = read_wmt24_esa(FIXTURES / "wmt24-genmt-mini", waves=(2,))
     assert df.height == 432
-    assert df["system"].n_unique() == 16 and df["segment_id"].n_unique() == 27
+    assert df["system"].n_unique() == 16 and df["line_id"].n_unique() == 27
+    assert df.select("document_id", "segment_id").n_unique() == 27
     assert df["error_spans"].list.len().sum() == 184
     assert df["target_text"].null_count() == 0 and (df["target_text"].str.len_chars() > 0).all()
     assert set(df["domain"].unique()) == {"news", "social", "speech"}
     # each (system, line) is scored once in the wave
-    assert df.group_by("system", "segment_id").len()["len"].max() == 1
+    assert df.group_by("system", "line_id").len()["len"].max() == 1
 
 
 # --------------------------------------------------------------------------- full data (../shared/data)
@@ -276,6 +280,6 @@ def test_full_wmt24_counts():
     # same login re-scoring an item, so one row per item remains
     per_wave = dict(df.group_by("wave").len().iter_rows())
     assert per_wave == {2: 15846 - 105, 3: 8839 - 77}
-    assert df.group_by("lp", "system", "segment_id").len()["len"].max() == 1
+    assert df.group_by("lp", "system", "document_id", "segment_id").len()["len"].max() == 1
     assert df["target_text"].null_count() == 0
     assert os.path.exists(SHARED / "wmt24-genmt" / "esa_generalMT2024_wave2.csv.gz")

@@ -11,7 +11,10 @@ Folder layout (``../shared/data/wmt24-genmt/``, see its ``SOURCE.md``)::
 :func:`read_wmt24_esa` returns the statistics long table (one row per annotation)::
 
     document_id   str    WMT24 document id
-    segment_id    int    line in the 998-line source/system files (line 0 = canary, never scored)
+    segment_id    int    0-based position of the segment within its document (the key convention of
+                         ``ddp profile --reader wmt24``, :mod:`ddpcore.io.readers`: a profile joins on
+                         ``document_id, segment_id`` with no glue)
+    line_id       int    line in the 998-line source/system files (line 0 = canary, never scored)
     system        str    system name ("refA" = human reference)
     annotator     str    person from annotator_mapping.json (the login where unmapped)
     condition     str    "ESA"
@@ -104,11 +107,19 @@ def read_texts(path: str | Path, lps: Sequence[str] | None = None) -> dict[str, 
     return out
 
 
+def _positions(doc_ids: Sequence[str]) -> list[int]:
+    """0-based position of each line within its document (the ``.docs`` lines; the canary line
+    0 is its own document), as :func:`ddpcore.io.readers.iter_aligned_lines` numbers segments."""
+    import polars as pl
+
+    return pl.DataFrame({"d": list(doc_ids)}).select(pl.int_range(pl.len()).over("d").alias("p"))["p"].to_list()
+
+
 def _schema() -> dict[str, Any]:
     import polars as pl
 
     return {
-        "document_id": pl.Utf8, "segment_id": pl.Int64, "system": pl.Utf8, "annotator": pl.Utf8,
+        "document_id": pl.Utf8, "segment_id": pl.Int64, "line_id": pl.Int64, "system": pl.Utf8, "annotator": pl.Utf8,
         "condition": pl.Utf8, "score": pl.Float64, "domain": pl.Utf8, "lp": pl.Utf8, "wave": pl.Int64,
         "login": pl.Utf8,
         "error_spans": pl.List(pl.Struct({"span_start": pl.Int64, "span_end": pl.Int64, "severity": pl.Utf8})),
@@ -137,7 +148,7 @@ def read_wmt24_esa(
     Returns
     -------
     polars.DataFrame, one row per annotation, columns as in the module docstring, sorted by
-    lp, system, segment_id.
+    lp, system, line_id.
     """
     import polars as pl
 
@@ -152,6 +163,7 @@ def read_wmt24_esa(
     except FileNotFoundError as exc:
         raise DDPDataError(f"{exc.filename}: missing from the WMT24 folder", code="D161") from None
     login_to_person = {login: person for person, logins in mapping.items() for login in logins}
+    position = _positions([d[1] if len(d) > 1 else "" for d in docs])
     rows: list[dict[str, Any]] = []
     for wave in waves:
         fname = WAVE_FILES[wave]
@@ -178,7 +190,7 @@ def read_wmt24_esa(
                 raise DDPDataError(
                     f"{fname}: row {rowno}, column 'line_id': line {line} is not in document {doc}", code="D164")
             entry = {
-                "document_id": doc, "segment_id": line, "system": rec["system"],
+                "document_id": doc, "segment_id": position[line], "line_id": line, "system": rec["system"],
                 "annotator": login_to_person.get(rec["login"], rec["login"]), "condition": "ESA",
                 "score": float(rec["score"]), "domain": docs[line][0], "lp": lp, "wave": wave,
                 "login": rec["login"],
@@ -195,12 +207,12 @@ def read_wmt24_esa(
     texts = read_texts(folder, sorted({r["lp"] for r in rows})) if rows else {}
     for r in rows:
         try:
-            target = texts[r["lp"]][r["system"]][r["segment_id"]]
+            target = texts[r["lp"]][r["system"]][r["line_id"]]
         except (KeyError, IndexError):
             raise DDPDataError(
-                f"{folder / OUTPUTS_TAR}: no output for system {r['system']} ({r['lp']}), line {r['segment_id']}",
+                f"{folder / OUTPUTS_TAR}: no output for system {r['system']} ({r['lp']}), line {r['line_id']}",
                 code="D162") from None
         r["error_spans"] = _spans(*r["error_spans"], text=target)
         r["target_text"] = target if with_text else None
     df = pl.DataFrame(rows, schema=_schema())
-    return df.sort("lp", "system", "segment_id", "annotator")
+    return df.sort("lp", "system", "line_id", "annotator")
