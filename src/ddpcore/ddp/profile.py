@@ -75,6 +75,9 @@ def profile_anchors(
     cache: str | os.PathLike[str] | bool | None = None,
     engine: Literal["local", "ray"] = "local",
     address: str | None = None,
+    reader: str = "table",
+    docs: str | os.PathLike[str] | None = None,
+    txt_mode: str = "lines",
 ) -> ProfileResult:
     """Profile discourse dependency of every segment of ``source``.
 
@@ -107,6 +110,9 @@ def profile_anchors(
         (default ``$RAY_ADDRESS``, else a local Ray); ``nlp``, ``progress``, ``n_threads`` and the
         parse cache are not used. Same output, plus ``engine``/``actors`` in the signature
         (:mod:`ddpcore.ddp.ray_engine`).
+    reader, docs, txt_mode : the input reader (``"table"|"wmt24"|"wmt25"|"lines"``), the ``.docs``
+        file of ``wmt24``/``lines`` and the ``.txt`` folder mode (``"lines"|"paragraphs"``); see
+        :func:`ddpcore.ddp.sources.iter_input_chunks` (hard-wrapped text warns with ``warnings.warn``).
     cache : path | bool, optional
         Parse cache: ``None``/``True`` the default folder (``$DDPCORE_CACHE``, else
         ``$XDG_CACHE_HOME/ddpcore``, else ``~/.cache/ddpcore``), a path another folder,
@@ -132,11 +138,12 @@ def profile_anchors(
 
         engine_arg(engine)
         seg_r, anc_r, sent_r, sig_r = profile_frame_ray(
-            read_segments(source, cols), cols=cols, pipeline=pipeline, n_actors=n_process, address=address,
+            _read(source, cols, reader, docs, txt_mode), cols=cols, pipeline=pipeline, n_actors=n_process,
+            address=address,
             settings=Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset), batch_size=batch_size,
             source_name=name)
         return ProfileResult(segments=seg_r, anchors=anc_r, sentences=sent_r, signature=sig_r)
-    df = order_segments(read_segments(source, cols), cols)
+    df = order_segments(_read(source, cols, reader, docs, txt_mode), cols)
     n_process = resolve_n_process(n_process, int(df[text].str.len_chars().sum()))
     settings = Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset, n_threads=n_threads)
 
@@ -179,6 +186,19 @@ def profile_anchors(
         **(cached.signature() if cached is not None else {}),
     }
     return ProfileResult(segments=segments, anchors=anchors, sentences=sentences, signature=signature)
+
+
+def _read(source: Any, cols: SegmentColumns, reader: str, docs: Any, txt_mode: str) -> pl.DataFrame:
+    """The validated input (:func:`ddpcore.ddp.sources.read_input`); wrapped-text warnings go to ``warnings``."""
+    import warnings
+
+    from .sources import read_input
+
+    if reader == "table" and docs is None and txt_mode == "lines" and not (
+            isinstance(source, (str, os.PathLike)) and os.path.isdir(source)):
+        return read_segments(source, cols)
+    return read_input(source, cols, reader=reader, docs=docs, txt_mode=txt_mode,
+                      warn=lambda m: warnings.warn(m, UserWarning, stacklevel=4))
 
 
 def profile(source: Any, **kwargs: Any) -> pl.DataFrame:
