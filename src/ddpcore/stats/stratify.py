@@ -1,0 +1,420 @@
+"""Scores stratified by DDP: does a metric or human score change with discourse dependency?
+
+:func:`stratify` joins a DDP profile (one row per segment: document, segment, ``ddp`` in
+sentences, domain) to a table of per-segment scores and reports, per group of ``by`` columns
+(e.g. system, metric, domain):
+
+- ``n``: scored segments in the group (after the join and after dropping null/non-finite scores);
+- ``spearman``: ρ between DDP and the score and its two-sided p, exactly
+  :func:`ddpcore.stats.spearman` (= ``scipy.stats.spearmanr``); ``null`` below 3 points or for a
+  constant input;
+- ``bins``: per DDP bin ``[low, high)`` the number of scores, their mean and a **document
+  bootstrap** 95 % percentile CI: the group's documents are resampled with replacement
+  (:func:`ddpcore.stats.bootstrap.resample_sums`, the documented PCG64 generator, ``seed``), each
+  replicate's bin mean is (sum of the drawn documents' scores in the bin) / (their count); replicates
+  that draw no document with a score in the bin are left out of that bin's CI; the CI is
+  ``numpy.nanpercentile(..., [2.5, 97.5])`` (linear interpolation). One draw of documents serves every
+  bin of a replicate. A bin without scores has ``n`` 0 and null mean and CI;
+- ``lowess``: the LOWESS curve of score on DDP with statsmodels' defaults (``frac`` 2/3, 3
+  robustness iterations, ``delta`` 0; :func:`ddpcore.stats.lowess`), reported at the distinct DDP
+  values (tied x share one fit, as in statsmodels). A group with more than ``lowess_max_points``
+  points is fitted on a seeded uniform subsample of that many points (recorded in the signature).
+
+With ``gap=(A, B)`` the same is computed for the score difference A − B between two values of
+``gap_col`` (default: the first ``by`` column), paired on the join keys and the other ``by`` columns.
+
+Join: by default on the profile's document and segment columns (names from its signature), which
+the scores must have; ``on`` names other columns. Inner join; score rows without a profile segment,
+null or non-finite scores and profile segments without any score are counted (``signature["join"]``);
+with ``strict_join`` unmatched score rows or null scores are a D653 data error naming the first.
+The heavy part (scan, join, per-group/document/bin sums) runs in Polars lazy; numpy per group.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import __version__
+from .. import schema as S
+from ..errors import DDPDataError, DDPUsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+DEFAULT_BINS = (0.0, 1.0, 5.0, 15.0, 50.0, math.inf)
+#: pseudo-column holding the score column's name when several score columns are given
+METRIC = "metric"
+SCORE = "__score"
+DOCK = "__doc"
+DDPK = "__ddp"
+SEGK = "__seg"
+LOWESS_MAX_POINTS = 50_000
+
+
+def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
+    """A lazy scan of a score table (.parquet, .csv, .tsv, .jsonl; .json and .gz are read eagerly)."""
+    import polars as pl
+
+    from ..io.tables import detect_format, read_table
+
+    p = Path(path)
+    if not p.exists():
+        raise DDPDataError(f"{p}: file not found; check the path", code="D102")
+    fmt = detect_format(p)
+    try:
+        if p.suffix.lower() == ".gz" or fmt == "json":
+            return read_table(p).lazy()
+        if fmt == "parquet":
+            return pl.scan_parquet(p)
+        if fmt in ("csv", "tsv"):
+            return pl.scan_csv(p, separator="," if fmt == "csv" else "\t", infer_schema_length=10000,
+                               quote_char='"' if fmt == "csv" else None)
+        return pl.scan_ndjson(p, infer_schema_length=10000)
+    except DDPDataError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise DDPDataError(f"{p}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
+
+
+def _schema(lf: pl.LazyFrame, name: str) -> dict[str, Any]:
+    try:
+        return dict(lf.collect_schema())
+    except Exception as exc:  # noqa: BLE001
+        raise DDPDataError(f"{name}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
+
+
+def parse_on(on: Sequence[str] | None, doc: str, seg: str) -> list[tuple[str, str]]:
+    """Join keys as (profile column, scores column) pairs. ``None``: the profile's document and
+    segment columns in both. Two bare names: the scores' names of the document and segment columns.
+    ``P=S`` items pair any profile column with a scores column; another bare name is the same in both."""
+    if not on:
+        return [(doc, doc), (seg, seg)]
+    items = [o.strip() for o in on if o.strip()]
+    if len(items) == 2 and all("=" not in o for o in items):
+        return [(doc, items[0]), (seg, items[1])]
+    out = []
+    for o in items:
+        p, _, s = o.partition("=")
+        out.append((p.strip(), (s or p).strip()))
+    return out
+
+
+@dataclass
+class _Prepared:
+    frame: pl.DataFrame      # by columns, DOCK, SEGK, DDPK, SCORE (rows with a finite score)
+    by: list[str]
+    join: dict[str, Any]
+    prof_signature: dict[str, Any]
+
+
+def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[str], by: Sequence[str],
+             on: Sequence[str] | None, strict_join: bool, extra_keys: Sequence[str] = ()) -> _Prepared:
+    import polars as pl
+
+    from ..ddp.select import profile_columns, read_signature
+
+    ppath = Path(profile)
+    if not ppath.exists():
+        raise DDPDataError(f"{ppath}: profile not found; make it with `ddp profile INPUT -o {ppath}`", code="D635")
+    psig = read_signature(ppath)
+    cols = profile_columns(psig)
+    plf = pl.scan_parquet(ppath) if str(ppath).lower().endswith((".parquet", ".pq")) else scan_scores(ppath)
+    pschema = _schema(plf, str(ppath))
+    for c in (cols.document, cols.segment, S.DDP):
+        if c not in pschema:
+            raise DDPDataError(f"{ppath}: column '{c}' missing; expected a `ddp profile` segment table (columns: "
+                               f"{', '.join(pschema)})", code="D635")
+    slf = scores if hasattr(scores, "collect_schema") else scan_scores(scores)
+    sname = str(scores) if isinstance(scores, (str, os.PathLike)) else "<scores>"
+    sschema = _schema(slf, sname)
+    keys = parse_on(on, cols.document, cols.segment)
+    for pc, sc in keys:
+        if pc not in pschema:
+            raise DDPUsageError(f"--on {pc}: not a column of the profile {ppath}; its columns: {', '.join(pschema)}",
+                                code="D652")
+        if sc not in sschema:
+            hint = "" if on else " (name the scores' document and segment columns with --on DOC,SEG)"
+            raise DDPUsageError(f"{sname}: join column '{sc}' missing{hint}; available columns: {', '.join(sschema)}",
+                                code="D652")
+    if not score_cols:
+        raise DDPUsageError("--score-col: give the score column", code="D650")
+    for c in score_cols:
+        if c not in sschema:
+            raise DDPUsageError(f"--score-col {c}: not a column of {sname}; available columns: {', '.join(sschema)}",
+                                code="D650")
+        if not (sschema[c].is_numeric() or sschema[c] == pl.Null):
+            raise DDPDataError(f"{sname}, column '{c}': scores must be numbers, found {sschema[c]}", code="D654")
+    multi = len(score_cols) > 1
+    skey = {sc for _, sc in keys}
+    avail_by = [c for c in sschema if c not in score_cols] + ([METRIC] if multi else []) + \
+        [c for c in pschema if c not in sschema and c not in (S.DDP,)]
+    for b in list(by) + list(extra_keys):
+        if b not in avail_by:
+            raise DDPUsageError(f"--by {b}: not a column of the scores or the profile; available columns: "
+                                f"{', '.join(dict.fromkeys(avail_by))}", code="D651")
+    s_by = [b for b in dict.fromkeys(list(by) + list(extra_keys)) if b in sschema or (multi and b == METRIC)]
+    p_by = [b for b in dict.fromkeys(list(by) + list(extra_keys)) if b not in s_by]
+    # scores: keys, by columns, one score column (unpivoted when several)
+    base = [sc for _, sc in keys] + [b for b in s_by if b != METRIC]
+    if multi:
+        slong = slf.select(*dict.fromkeys(base), *score_cols).unpivot(
+            index=list(dict.fromkeys(base)), on=list(score_cols), variable_name=METRIC, value_name=SCORE)
+    else:
+        slong = slf.select(*dict.fromkeys(base), pl.col(score_cols[0]).alias(SCORE))
+    slong = slong.with_columns(pl.col(SCORE).cast(pl.Float64))
+    pk = [pc for pc, _ in keys]
+    psel = plf.select(*dict.fromkeys(pk + [cols.document] + p_by), pl.col(S.DDP).cast(pl.Int64).alias(DDPK),
+                      pl.col(cols.document).cast(pl.String).alias(DOCK),
+                      pl.col(cols.segment).cast(pl.String).alias(SEGK))
+    # ids compare as text when the two sides' types differ
+    lk, rk = [], []
+    for (pc, sc) in keys:
+        if pschema[pc] != sschema[sc]:
+            lk.append(pl.col(sc).cast(pl.String))
+            rk.append(pl.col(pc).cast(pl.String))
+        else:
+            lk.append(pl.col(sc))
+            rk.append(pl.col(pc))
+    psel = psel.with_columns(pl.lit(True).alias("__hit"))
+    joined = slong.join(psel, left_on=lk, right_on=rk, how="left", suffix="__prof")
+    finite = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()
+    counts = joined.select(
+        pl.len().alias("score_rows"),
+        pl.col("__hit").is_null().sum().alias("unmatched_score_rows"),
+        (pl.col("__hit").is_not_null() & ~finite.fill_null(False)).sum().alias("null_scores"),
+    ).collect().row(0, named=True)
+    n_prof = plf.select(pl.len()).collect().item()
+    n_scored = joined.filter(pl.col("__hit").is_not_null() & finite).select(
+        pl.col(DOCK).n_unique().alias("d"), pl.struct(DOCK, SEGK).n_unique().alias("s")).collect().row(0, named=True)
+    join = {"on": [{"profile": pc, "scores": sc} for pc, sc in keys], "score_rows": int(counts["score_rows"]),
+            "unmatched_score_rows": int(counts["unmatched_score_rows"]), "null_scores": int(counts["null_scores"]),
+            "profile_segments": int(n_prof), "profile_segments_without_score": int(n_prof - n_scored["s"]),
+            "documents": int(n_scored["d"])}
+    if strict_join and (join["unmatched_score_rows"] or join["null_scores"]):
+        bad = joined.filter(pl.col("__hit").is_null() | ~finite.fill_null(False)).head(1).collect().row(0, named=True)
+        what = "has no profile segment" if bad["__hit"] is None else "has a null or non-finite score"
+        ids = ", ".join(f"{sc}={bad[sc]!r}" for _, sc in keys)
+        raise DDPDataError(
+            f"--strict-join: score row ({ids}) {what} ({join['unmatched_score_rows']} unmatched row(s), "
+            f"{join['null_scores']} null score(s)); drop --strict-join to count and skip them", code="D653")
+    keep_cols = [b if b in s_by else (f"{b}__prof" if b in sschema else b) for b in s_by + p_by]
+    frame = joined.filter(pl.col("__hit").is_not_null() & finite).select(
+        *[pl.col(k).alias(b) for k, b in zip(keep_cols, s_by + p_by)], DOCK, SEGK, DDPK, SCORE).collect()
+    if frame.height == 0:
+        raise DDPDataError(f"no score row of {sname} matches a segment of the profile {ppath} (join on "
+                           f"{', '.join(f'{p}={s}' for p, s in keys)}); check --on and that the profile is of the "
+                           "scored source", code="D656")
+    return _Prepared(frame, list(by), join, psig)
+
+
+def _bins_of(ddp: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    b = np.searchsorted(edges, ddp.astype(np.float64), side="right") - 1
+    b[(b < 0) | (b >= edges.size - 1)] = -1
+    return b
+
+
+def _nan_none(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.ndarray, n_boot: int, seed: int,
+                 lowess_max: int, threads: int | None) -> dict[str, Any]:
+    """Statistics of one group: arrays (n,) of document codes (0..n_docs-1), DDP and score."""
+    from .bootstrap import resample_sums
+    from .correlation import spearman
+    from .lowess import lowess
+
+    n = int(score.size)
+    out: dict[str, Any] = {"n": n}
+    if n >= 3:
+        r = spearman(ddp, score)
+        out["spearman"] = {"rho": _nan_none(r.statistic), "p": _nan_none(r.p_value)}
+    else:
+        out["spearman"] = {"rho": None, "p": None}
+    n_bins = edges.size - 1
+    b = _bins_of(ddp, edges)
+    inb = b >= 0
+    n_docs = int(doc.max()) + 1
+    cell = doc[inb] * n_bins + b[inb]
+    sums = np.bincount(cell, weights=score[inb], minlength=n_docs * n_bins).reshape(n_docs, n_bins)
+    cnts = np.bincount(cell, minlength=n_docs * n_bins).reshape(n_docs, n_bins).astype(np.float64)
+    tot_s, tot_c = sums.sum(axis=0), cnts.sum(axis=0)
+    lo = hi = np.full(n_bins, np.nan)
+    if n_boot > 0 and n_docs >= 1:
+        rep = resample_sums(np.hstack([sums, cnts]), n_boot=n_boot, seed=seed, threads=threads)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = rep[:, :n_bins] / rep[:, n_bins:]
+        means[rep[:, n_bins:] == 0] = np.nan
+        ok = ~np.isnan(means).all(axis=0)
+        lo, hi = np.full(n_bins, np.nan), np.full(n_bins, np.nan)
+        if ok.any():
+            q = np.nanpercentile(means[:, ok], [2.5, 97.5], axis=0)
+            lo[ok], hi[ok] = q[0], q[1]
+    out["bins"] = [{"low": float(edges[i]), "high": float(edges[i + 1]), "n": int(tot_c[i]),
+                    "mean": _nan_none(tot_s[i] / tot_c[i]) if tot_c[i] else None,
+                    "ci_low": _nan_none(lo[i]) if tot_c[i] else None,
+                    "ci_high": _nan_none(hi[i]) if tot_c[i] else None} for i in range(n_bins)]
+    x, y = ddp.astype(np.float64), score
+    if n > lowess_max:
+        pick = np.sort(np.random.Generator(np.random.PCG64(seed)).choice(n, lowess_max, replace=False))
+        x, y = x[pick], y[pick]
+    if x.size >= 2:
+        fit = lowess(y, x)
+        first = np.r_[True, fit.x[1:] != fit.x[:-1]]
+        out["lowess"] = {"x": fit.x[first].tolist(), "y": fit.fitted[first].tolist()}
+    else:
+        out["lowess"] = {"x": x.tolist(), "y": y.tolist()}
+    return out
+
+
+def _groups(frame: pl.DataFrame, by: list[str], edges: np.ndarray, n_boot: int, seed: int, lowess_max: int,
+            threads: int | None) -> list[dict[str, Any]]:
+    import polars as pl
+
+    if by:
+        frame = frame.sort(by, nulls_last=True, maintain_order=True)
+        parts = frame.partition_by(by, maintain_order=True, as_dict=False)
+    else:
+        parts = [frame]
+    res = []
+    for g in parts:  # one iteration per group (systems x metrics), not per row
+        doc = g[DOCK].rank("dense").to_numpy().astype(np.int64) - 1
+        stats = _group_stats(doc, g[DDPK].to_numpy(), g[SCORE].to_numpy().astype(np.float64), edges, n_boot, seed,
+                             lowess_max, threads)
+        key = {b: g[b][0] for b in by}
+        res.append({**{k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in key.items()},
+                    **stats})
+    return res
+
+
+def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequence[str], *,
+             by: Sequence[str] = (), bins: Sequence[float] = DEFAULT_BINS, on: Sequence[str] | None = None,
+             gap: Sequence[str] | None = None, gap_col: str | None = None, n_boot: int = 10_000, seed: int = 0,
+             strict_join: bool = False, lowess_max_points: int = LOWESS_MAX_POINTS,
+             threads: int | None = None) -> dict[str, Any]:
+    """Join DDP to scores and stratify; returns the JSON-ready dict
+    ``{"groups": [...], ("gaps": [...],) "signature": {...}}`` described in the module docstring."""
+    import polars as pl
+
+    from ..ddp.sample import parse_bins
+
+    edges = np.asarray(parse_bins(list(bins) if not isinstance(bins, str) else bins), dtype=np.float64)
+    score_cols = [score_col] if isinstance(score_col, str) else list(score_col)
+    by = list(by)
+    if n_boot < 0 or seed < 0:
+        raise DDPUsageError(f"--n-boot and --seed must be >= 0, got {n_boot} and {seed}", code="D657")
+    if lowess_max_points < 2:
+        raise DDPUsageError("--lowess-max-points must be at least 2", code="D657")
+    gcol = None
+    if gap is not None:
+        if len(gap) != 2:
+            raise DDPUsageError(f"--gap: give two values A,B, got {','.join(gap)}", code="D655")
+        gcol = gap_col or (by[0] if by else None)
+        if gcol is None:
+            raise DDPUsageError("--gap A,B needs the column holding A and B: --by (its first column) or --gap-col",
+                                code="D655")
+    prep = _prepare(profile, scores, score_cols, by, on, strict_join, extra_keys=[gcol] if gcol else [])
+    groups = _groups(prep.frame, by, edges, n_boot, seed, lowess_max_points, threads)
+    result: dict[str, Any] = {"groups": groups}
+    if gap is not None and gcol is not None:
+        f = prep.frame
+        vals = f[gcol].cast(pl.String)
+        a, b = str(gap[0]), str(gap[1])
+        have = sorted(set(vals.unique().drop_nulls().to_list()))
+        for v in (a, b):
+            if v not in have:
+                raise DDPUsageError(f"--gap {a},{b}: {v!r} is not a value of '{gcol}'; values: {', '.join(have[:30])}"
+                                    + (" ..." if len(have) > 30 else ""), code="D655")
+        rest = [c for c in by if c != gcol]
+        # pair on the profile's segment (document + DDP + the join keys are implied by the row's segment)
+        f = f.with_columns(vals.alias("__g"))
+        key = [c for c in f.columns if c not in (gcol, SCORE, "__g")]  # segment, document, DDP, other by columns
+        fa = f.filter(pl.col("__g") == a).select(*key, pl.col(SCORE).alias("__a"))
+        fb = f.filter(pl.col("__g") == b).select(*key, pl.col(SCORE).alias("__b"))
+        paired = fa.join(fb, on=key, how="inner", nulls_equal=True).with_columns(
+            (pl.col("__a") - pl.col("__b")).alias(SCORE), pl.lit(f"{a} - {b}").alias(gcol))
+        if paired.height == 0:
+            raise DDPDataError(f"--gap {a},{b}: no segment is scored for both", code="D655")
+        gaps = _groups(paired.select(*[c for c in [gcol, *rest] if c in paired.columns], DOCK, DDPK, SCORE),
+                       [gcol, *rest], edges, n_boot, seed, lowess_max_points, threads)
+        result["gaps"] = gaps
+        prep.join["gap_pairs"] = int(paired.height)
+    result["signature"] = {
+        "ddpcore": __version__, "method": "stratify", "profile": str(profile),
+        "scores": str(scores) if isinstance(scores, (str, os.PathLike)) else "<table>",
+        "score_col": score_cols if len(score_cols) > 1 else score_cols[0], "by": by,
+        "bins": [("inf" if math.isinf(e) else float(e)) for e in edges], "n_boot": int(n_boot), "seed": int(seed),
+        "ci": "document bootstrap, 95% percentile (numpy.nanpercentile, linear)",
+        "rng": "numpy PCG64(seed).random_raw, row-major; unit = floor(raw * n_units / 2**64)",
+        "spearman": "ddpcore.stats.spearman (scipy.stats.spearmanr)",
+        "lowess": {"frac": 2.0 / 3.0, "it": 3, "delta": 0.0, "max_points": int(lowess_max_points),
+                   "subsample": "numpy Generator(PCG64(seed)).choice(n, max_points, replace=False)"},
+        "gap": ({"col": gcol, "a": str(gap[0]), "b": str(gap[1])} if gap is not None else None),
+        "join": prep.join, "profile_signature": prep.prof_signature,
+    }
+    return result
+
+
+def to_tsv(result: dict[str, Any]) -> str:
+    """One line per group x bin: by columns, group n, rho, p, bin low/high, n, mean, CI."""
+    rows: list[list[Any]] = []
+    by = result["signature"]["by"]
+    gcol = (result["signature"].get("gap") or {}).get("col")
+    header = ["kind", *by, *([gcol] if gcol and gcol not in by else []), "n", "rho", "p", "low", "high", "bin_n",
+              "mean", "ci_low", "ci_high"]
+    for kind in ("groups", "gaps"):
+        for g in result.get(kind, []):
+            for b in g["bins"]:
+                rows.append([kind[:-1], *[g.get(c) for c in header[1:header.index("n")]], g["n"],
+                             g["spearman"]["rho"], g["spearman"]["p"], b["low"], b["high"], b["n"], b["mean"],
+                             b["ci_low"], b["ci_high"]])
+
+    def cell(v: Any) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return "inf" if math.isinf(v) else f"{v:.6g}"
+        return str(v)
+    return "\n".join("\t".join(cell(v) for v in r) for r in [header, *rows]) + "\n"
+
+
+def to_text(result: dict[str, Any]) -> str:
+    """A readable table: per group ρ (p) and the binned means with CIs."""
+    lines = []
+    by = result["signature"]["by"]
+    gcol = (result["signature"].get("gap") or {}).get("col")
+    for kind in ("groups", "gaps"):
+        for g in result.get(kind, []):
+            name = ", ".join(f"{c}={g.get(c)}" for c in ([gcol] if kind == "gaps" and gcol not in by else []) + by) \
+                or "all"
+            rho, p = g["spearman"]["rho"], g["spearman"]["p"]
+            rs = "n/a" if rho is None else f"{rho:+.3f} (p={p:.2g})"
+            lines.append(f"{'gap ' if kind == 'gaps' else ''}{name}: n={g['n']}, Spearman rho {rs}")
+            for b in g["bins"]:
+                hi = "inf" if math.isinf(b["high"]) else f"{b['high']:g}"
+                if b["mean"] is None:
+                    lines.append(f"  DDP [{b['low']:g}, {hi}): n=0")
+                    continue
+                ci = "" if b["ci_low"] is None else f"  95% CI [{b['ci_low']:.4g}, {b['ci_high']:.4g}]"
+                lines.append(f"  DDP [{b['low']:g}, {hi}): n={b['n']}, mean {b['mean']:.4g}{ci}")
+    j = result["signature"]["join"]
+    lines.append(f"join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile segment, "
+                 f"{j['null_scores']} null scores; {j['profile_segments_without_score']} of "
+                 f"{j['profile_segments']} profile segments without a score")
+    return "\n".join(lines) + "\n"
+
+
+def dumps(result: dict[str, Any]) -> str:
+    from ._table import json_safe
+
+    return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
+
+
+__all__ = ["dumps", "stratify", "to_text", "to_tsv"]
