@@ -25,7 +25,7 @@ def make_table(segments_per_doc: int = 1, seed: int = 0) -> Any:
     return simulate_scores(N_DOCS, segments_per_doc, N_SYS, shift=0.0, seed=seed)
 
 
-def battery(table: Any, threads: int | None = None) -> Any:
+def battery(table: Any, threads: int | None = 1) -> Any:
     from ddpcore.stats.blindness import blindness
 
     return blindness(table, margin=3, n_boot=N_BOOT, n_boot_cluster=N_BOOT_CLUSTER, seed=0, threads=threads)
