@@ -76,14 +76,10 @@ def main() -> None:
         # context-extended metric: DOC and MIX windowed chrF, attributed to the producing system
         ref_frame = outs.filter(pl.col("system") == "refA")
         ref = dict(zip(ref_frame["segment_id"].to_list(), ref_frame["text"].to_list()))
-        prev_line = dict(zip(ref_frame["segment_id"].to_list(),
-                             ref_frame.sort("document_id", "segment_id").with_columns(
-                                 pl.col("segment_id").shift(1).over("document_id").alias("p"))
-                             .sort("segment_id")["p"].to_list()))
-        prev_line = {s: (None if p is None else int(p)) for s, p in
-                     zip(ref_frame.sort("document_id", "segment_id")["segment_id"].to_list(),
-                         ref_frame.sort("document_id", "segment_id").with_columns(
-                             pl.col("segment_id").shift(1).over("document_id").alias("p"))["p"].to_list())}
+        by_doc = ref_frame.sort("document_id", "segment_id").with_columns(
+            pl.col("segment_id").shift(1).over("document_id").alias("p"))
+        prev_line = {s: (None if p is None else int(p))
+                     for s, p in zip(by_doc["segment_id"].to_list(), by_doc["p"].to_list())}
         doc = with_prev(outs.filter(pl.col("system").is_in(mix.pool)), ["document_id", "system"])
         mx = with_prev(mix.mix, ["document_id", "system"])
         t0 = time.perf_counter()
