@@ -79,12 +79,16 @@ class StagedInput:
             if c.row_stop <= lo:
                 continue
             if c.row_group is not None:
-                table = pq.ParquetFile(c.path).read_row_group(c.row_group, columns=list(self.schema))
-                df = pl.from_arrow(table)
+                pf = pq.ParquetFile(c.path)
+                present = [k for k in self.schema if k in pf.schema_arrow.names]
+                df = pl.from_arrow(pf.read_row_group(c.row_group, columns=present))
             else:
-                df = pl.read_parquet(c.path, columns=list(self.schema))
+                present = [k for k in self.schema if k in pl.read_parquet_schema(c.path)]
+                df = pl.read_parquet(c.path, columns=present)
             assert isinstance(df, pl.DataFrame)
-            df = df.with_columns(pl.int_range(c.row_start, c.row_stop, dtype=pl.UInt32).alias(ROW))
+            # columns the validation added (an absent domain column: null text)
+            missing = [pl.lit(None, dtype=v).alias(k) for k, v in self.schema.items() if k not in present]
+            df = df.with_columns(*missing, pl.int_range(c.row_start, c.row_stop, dtype=pl.UInt32).alias(ROW))
             want = rows[(rows >= c.row_start) & (rows < c.row_stop)]
             if len(want) < df.height:
                 df = df.filter(pl.Series(np.isin(np.arange(c.row_start, c.row_stop), want)))
@@ -213,9 +217,12 @@ def _reader_path(source: Any, reader: str, docs: Any) -> Path:
 def resolve_docs(source: Any, reader: str, docs: str | os.PathLike[str] | None) -> Path | None:
     """The ``.docs`` file a ``wmt24``/``lines`` run reads (``docs``, else the one beside the
     source: :func:`ddpcore.io.readers.default_docs`); None for the other readers."""
-    from ..io.readers import default_docs
+    from ..io.readers import check_reader, default_docs
 
+    check_reader(reader)
     if reader not in ("wmt24", "lines"):
+        if docs is not None:
+            raise DDPUsageError(f"--docs is for --reader wmt24 or lines, not {reader}", code="D601")
         return None
     if docs is not None:
         return Path(docs)
