@@ -183,7 +183,8 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
             lk.append(pl.col(sc))
             rk.append(pl.col(pc))
     psel = psel.with_columns(pl.lit(True).alias("__hit"))
-    joined = slong.join(psel, left_on=lk, right_on=rk, how="left", suffix="__prof")
+    joined = slong.join(psel, left_on=lk, right_on=rk, how="left", suffix="__prof",
+                          maintain_order="left")  # deterministic row order: float sums, LOWESS ties
     finite = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()
     counts = joined.select(
         pl.len().alias("score_rows"),
@@ -338,7 +339,7 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
         key = [c for c in f.columns if c not in (gcol, SCORE, "__g")]  # segment, document, DDP, other by columns
         fa = f.filter(pl.col("__g") == a).select(*key, pl.col(SCORE).alias("__a"))
         fb = f.filter(pl.col("__g") == b).select(*key, pl.col(SCORE).alias("__b"))
-        paired = fa.join(fb, on=key, how="inner", nulls_equal=True).with_columns(
+        paired = fa.join(fb, on=key, how="inner", nulls_equal=True, maintain_order="left").with_columns(
             (pl.col("__a") - pl.col("__b")).alias(SCORE), pl.lit(f"{a} - {b}").alias(gcol))
         if paired.height == 0:
             raise DDPDataError(f"--gap {a},{b}: no segment is scored for both", code="D655")
