@@ -125,7 +125,7 @@ def test_join_accounting_and_strict(small, tmp_path: Path) -> None:
     assert (j["score_rows"], j["unmatched_score_rows"], j["null_scores"]) == (13, 3, 1)
     assert j["profile_segments_without_score"] == 0 and j["profile_segments"] == 5
     assert [g["n"] for g in r["groups"]] == [5, 4]
-    with pytest.raises(DDPDataError, match=r"D653.*\(document_id='b', segment_id=1\) has a null")  # the first bad row in file order:
+    with pytest.raises(DDPDataError, match=r"D653.*\(document_id='b', segment_id=1\) has a null"):  # the first bad row in file order
         stratify(p, f, "score", by=["system"], n_boot=10, strict_join=True)
     only_a = tmp_path / "only_a.csv"
     scores.filter(pl.col("document_id") == "a").write_csv(only_a)
