@@ -111,6 +111,13 @@ def test_streaming_reads_parquet_row_groups_and_csv_chunks(tmp_path, nlp, interl
     df = pl.read_ndjson(interleaved)
     pq_in = tmp_path / "in.parquet"
     df.write_parquet(pq_in, row_group_size=3)  # 7 row groups
+    no_domain = tmp_path / "nodomain.parquet"  # the optional domain column absent: read as null
+    df.drop("domain").write_parquet(no_domain, row_group_size=4)
+    ref_nd = profile_anchors(df.drop("domain"), nlp=nlp)
+    targets, paths = _targets(tmp_path, "parquet", [no_domain])
+    profile_to_files(no_domain, targets, cols=SegmentColumns(), settings=Settings(rules=get_rules(None)),
+                     n_process=1, batch_chars=2000)
+    _same_as_reference(paths, ref_nd, "parquet")
     csv_in = tmp_path / "in.csv"
     df.write_csv(csv_in)
     ref = profile_anchors(interleaved, nlp=nlp)
