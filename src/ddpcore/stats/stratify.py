@@ -14,7 +14,8 @@ sentences, domain) to a table of per-segment scores and reports, per group of ``
   replicate's bin mean is (sum of the drawn documents' scores in the bin) / (their count); replicates
   that draw no document with a score in the bin are left out of that bin's CI; the CI is
   ``numpy.nanpercentile(..., [2.5, 97.5])`` (linear interpolation). One draw of documents serves every
-  bin of a replicate. A bin without scores has ``n`` 0 and null mean and CI;
+  bin of a replicate. A bin without scores has ``n`` 0 and null mean and CI; a bin whose scores all
+  come from one document has a mean and a null CI (resampling one document cannot give an interval);
 - ``lowess``: the LOWESS curve of score on DDP with statsmodels' defaults (``frac`` 2/3, 3
   robustness iterations, ``delta`` 0; :func:`ddpcore.stats.lowess`), reported at the distinct DDP
   values (tied x share one fit, as in statsmodels). A group with more than ``lowess_max_points``
@@ -253,7 +254,7 @@ def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.
         with np.errstate(invalid="ignore", divide="ignore"):
             means = rep[:, :n_bins] / rep[:, n_bins:]
         means[rep[:, n_bins:] == 0] = np.nan
-        ok = ~np.isnan(means).all(axis=0)
+        ok = ((cnts > 0).sum(axis=0) >= 2) & ~np.isnan(means).all(axis=0)  # a one-document bin has no CI
         lo, hi = np.full(n_bins, np.nan), np.full(n_bins, np.nan)
         if ok.any():
             q = np.nanpercentile(means[:, ok], [2.5, 97.5], axis=0)
