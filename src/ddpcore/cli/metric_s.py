@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from ..io.outputs import check_outputs
     from ..io.tables import write_tables_atomic
     from ..scoring import metric_s, read_judgements, summarize
-    from ..stats._table import json_safe, signature
+    from ..stats import json_safe, signature
 
     if args.output:
         check_outputs([("-o/--output", args.output)], inputs=[args.judgements], sidecars=True)

@@ -240,7 +240,19 @@ def _input(args: argparse.Namespace, conditions: list[str] | None = None) -> Any
 
 
 def _annotator(args: argparse.Namespace) -> str | None:
-    return args.annotator or None
+    return getattr(args, "annotator", None) or None
+
+
+def _columns(args: argparse.Namespace) -> Any:
+    """The :class:`ddpcore.stats.TableColumns` of the ``--*-col`` flags (``--annotator-col ""`` = none;
+    a subcommand without an annotator or domain flag keeps the default)."""
+    from ..stats import TableColumns
+
+    cols = TableColumns(document=args.document, segment=args.segment, system=args.system,
+                        condition=args.condition, score=args.score, annotator=_annotator(args))
+    if getattr(args, "domain", None):
+        cols = cols.replace(domain=args.domain)
+    return cols
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -321,14 +333,12 @@ def _sig_line(sig: dict[str, Any]) -> str:
 
 
 def run_tost(args: argparse.Namespace) -> int:
-    from ..stats import load_long_table, pair_conditions, tost_grouped, tost_ind, tost_paired
-    from ..stats._table import SCORE_A, SCORE_B
+    from ..stats import SCORE_A, SCORE_B, json_safe, load_long_table, pair_conditions, tost_grouped, tost_ind, tost_paired
     from ..stats.tost import tost_grouped_signature
 
     low, high = (-args.margin, args.margin) if args.margin is not None else tuple(args.bounds)
     table = _input(args, [args.a, args.b])
-    df = load_long_table(table, document=args.document, segment=args.segment, system=args.system,
-                         annotator=_annotator(args), condition=args.condition, score=args.score,
+    df = load_long_table(table, columns=_columns(args),
                          required=("condition", "score") if not args.paired else
                          ("document", "segment", "condition", "score"), nan_policy=args.nan_policy)
     if args.paired:
@@ -348,8 +358,6 @@ def run_tost(args: argparse.Namespace) -> int:
         sig = dict(tost_grouped_signature(low, high, args.alpha, args.paired, not args.welch, args.nan_policy),
                    condition_a=str(args.a), condition_b=str(args.b))
         rows = out.to_dicts()
-        from ..stats._table import json_safe
-
         payload = {"condition_a": str(args.a), "condition_b": str(args.b), "groups": json_safe(rows),
                    "n_groups": len(rows), "all_equivalent": bool(out["equivalent"].all()), "signature": sig}
         bad = [r for r in rows if not r["equivalent"]]
@@ -406,9 +414,7 @@ def run_tau(args: argparse.Namespace) -> int:
     table = _input(args, [args.a, args.b])
     res = bootstrap_tau(table, args.a, args.b, unit=args.unit, n_boot=args.n_boot, seed=args.seed,
                         weighting=args.weighting, tau_min=args.tau_min, confidence=args.confidence,
-                        exclude_systems=args.exclude_system, document=args.document, segment=args.segment,
-                        system=args.system, condition=args.condition, score=args.score,
-                        nan_policy=args.nan_policy, max_memory=args.max_memory, max_seconds=args.max_seconds)
+                        exclude_systems=args.exclude_system, columns=_columns(args), nan_policy=args.nan_policy, max_memory=args.max_memory, max_seconds=args.max_seconds)
     import math
 
     if math.isnan(res.tau):
@@ -470,9 +476,7 @@ def run_cluster(args: argparse.Namespace) -> int:
     conds = [args.a, args.b] if args.a is not None else [args.condition_value]
     table = _input(args, [c for c in conds if c is not None])
     kw = dict(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed, unit=args.unit, by_domain=args.by_domain,
-              pair_annotator=args.pair_annotator, document=args.document, segment=args.segment, system=args.system,
-              annotator=_annotator(args), condition=args.condition, score=args.score, domain=args.domain,
-              nan_policy=args.nan_policy, progress=_progress(args), max_memory=args.max_memory,
+              pair_annotator=args.pair_annotator, columns=_columns(args), nan_policy=args.nan_policy, progress=_progress(args), max_memory=args.max_memory,
               max_seconds=args.max_seconds)
     if args.a is None:
         res = cluster_systems(table, args.method, condition_value=args.condition_value, **kw)
@@ -508,8 +512,8 @@ def run_alpha(args: argparse.Namespace) -> int:
     import polars as pl
 
     from ..errors import DDPUsageError
-    from ..stats import krippendorff_alpha, load_long_table, reliability_matrix, znormalize
-    from ..stats._table import check_conditions, check_single_condition
+    from ..stats import (check_conditions, check_single_condition, krippendorff_alpha, load_long_table,
+                         reliability_matrix, znormalize)
 
     if args.coder == "condition" and args.condition_value is not None:
         raise DDPUsageError("--in selects one condition; with --coder condition the conditions are the coders",
@@ -517,9 +521,7 @@ def run_alpha(args: argparse.Namespace) -> int:
     table = _input(args, [args.condition_value] if args.condition_value else None)
     needs = ["document", "system", "score"] + (["segment"] if args.unit == "segment" else [])
     needs += ["condition"] if (args.coder == "condition" or args.condition_value) else []
-    df = load_long_table(table, document=args.document, segment=args.segment, system=args.system,
-                         annotator=_annotator(args), condition=args.condition, score=args.score,
-                         required=needs, nan_policy=args.nan_policy)
+    df = load_long_table(table, columns=_columns(args), required=needs, nan_policy=args.nan_policy)
     if args.condition_value is not None:
         check_conditions(df, [args.condition_value])
         df = df.filter(pl.col("condition").cast(pl.String) == str(args.condition_value))

@@ -20,7 +20,9 @@ numpy, scipy and polars load only when a function is first used. Public API::
     blindness, BlindnessResult                                 ddpcore.stats.blindness
     tost_power, tost_n_needed, t_test_power, t_test_mdd        ddpcore.stats.power
     binom_test, sign_test, BinomTestResult                     ddpcore.stats.binom
-    load_long_table, pair_conditions                           ddpcore.stats._table
+    load_long_table, pair_conditions, check_conditions,
+    check_single_condition, json_safe, SCORE_A, SCORE_B        ddpcore.stats._table
+    TableColumns                                               ddpcore.stats.columns
 """
 from __future__ import annotations
 
@@ -33,6 +35,12 @@ _EXPORTS: dict[str, str] = {
     "load_long_table": "_table",
     "pair_conditions": "_table",
     "signature": "_table",
+    "json_safe": "_table",
+    "check_conditions": "_table",
+    "check_single_condition": "_table",
+    "SCORE_A": "_table",
+    "SCORE_B": "_table",
+    "TableColumns": "columns",
     # TOST
     "tost_paired": "tost",
     "tost_ind": "tost",

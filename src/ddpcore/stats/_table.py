@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
+from .columns import LONG_TABLE_ROLES, TableColumns, resolve_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -35,8 +36,8 @@ ROLES: dict[str, str] = {
     "score": schema.SCORE,
 }
 
-#: CLI flag that selects the column of each role (Python keyword = flag without dashes)
-FLAGS: dict[str, str] = {role: f"--{role}-col" for role in ROLES}
+#: CLI flag that selects the column of each role (the field of :class:`TableColumns` of the same name)
+FLAGS: dict[str, str] = {role: TableColumns.flag(role) for role in ROLES}
 
 #: largest score magnitude accepted. Sums over up to 2**53 rows and squared differences of
 #: such scores stay far inside the float64 range (|x| <= 1e100 -> squares <= 4e200), so no
@@ -103,43 +104,27 @@ def check_nan_policy(nan_policy: str) -> None:
         raise DDPUsageError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r} (--nan-policy)", code="D311")
 
 
-def _columns_for(
-    document: str, segment: str, system: str, annotator: str | None, condition: str, score: str
-) -> dict[str, str | None]:
-    return {
-        "document": document,
-        "segment": segment,
-        "system": system,
-        "annotator": annotator,
-        "condition": condition,
-        "score": score,
-    }
-
-
 def load_long_table(
     table: Any,
     *,
-    document: str = schema.DOCUMENT_ID,
-    segment: str = schema.SEGMENT_ID,
-    system: str = schema.SYSTEM,
-    annotator: str | None = schema.ANNOTATOR,
-    condition: str = schema.CONDITION,
-    score: str = schema.SCORE,
+    columns: TableColumns | None = None,
     required: Sequence[str] = ("document", "segment", "system", "condition", "score"),
     nan_policy: NanPolicy = "raise",
+    **legacy_columns: str | None,
 ) -> pl.DataFrame:
     """Read and validate a long evaluation table; return it with canonical column names.
 
     Parameters
     ----------
     table
-        A path (CSV/TSV/JSONL/JSON/Parquet, see :func:`ddpcore.io.tables.read_table`) or a
-        polars/pandas DataFrame or pyarrow Table.
-    document, segment, system, annotator, condition, score
-        Names of the columns playing each role in ``table`` (CLI ``--document`` ...).
-        They are renamed to ``document_id, segment_id, system, annotator, condition,
-        score``. ``annotator=None`` means the table has no annotator column (a column
-        named ``annotator`` is then dropped from the result). When the
+        A path (CSV/TSV/JSONL/JSON/Parquet, read by :func:`ddpcore.io.tables.read_table`) or a
+        polars/pandas DataFrame or pyarrow Table, shape (n_rows, n_columns).
+    columns
+        :class:`~ddpcore.stats.columns.TableColumns`: the column playing each role in
+        ``table`` (CLI ``--document-col`` ...). The document, segment, system, annotator,
+        condition and score columns are renamed to ``document_id, segment_id, system,
+        annotator, condition, score``. ``annotator=None`` means the table has no annotator
+        column (a column named ``annotator`` is then dropped from the result). When the
         annotator column is left at its default name and is absent, the table is treated
         as having no annotator column; a non-default name that is absent is an error.
     required
@@ -148,15 +133,23 @@ def load_long_table(
     nan_policy
         ``"raise"`` (default): a null or NaN score is an error naming the first bad row.
         ``"omit"``: such rows are dropped. Infinite scores are always an error.
+    **legacy_columns
+        Deprecated (one release): ``document=``, ``segment=``, ``system=``, ``annotator=``,
+        ``condition=``, ``score=`` instead of ``columns=`` (``DeprecationWarning``).
 
     Returns
     -------
     polars.DataFrame
-        Rows in input order; role columns renamed to canonical names, score cast to
-        Float64; other columns kept unchanged. Key columns (document, segment, system,
-        annotator, condition) must not contain nulls.
+        Shape (n_rows [minus omitted], n_columns): rows in input order; role columns renamed to
+        canonical names, score cast to Float64; other columns kept unchanged. Key columns
+        (document, segment, system, annotator, condition) must not contain nulls.
     """
+    cols = resolve_columns(columns, legacy_columns, func="load_long_table")
+    return _load_long_table(table, cols, required, nan_policy)
 
+
+def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy) -> pl.DataFrame:
+    """:func:`load_long_table` with resolved columns (used by the statistics functions)."""
     from ..io.tables import read_table
 
     check_nan_policy(nan_policy)
@@ -165,7 +158,8 @@ def load_long_table(
         raise DDPUsageError(f"unknown table role(s) {unknown}; known roles: {', '.join(ROLES)}", code="D311")
     source = str(table) if isinstance(table, (str,)) or hasattr(table, "__fspath__") else "<table>"
     df = read_table(table)
-    names = _columns_for(document, segment, system, annotator, condition, score)
+    names = cols.roles(LONG_TABLE_ROLES)
+    annotator = cols.annotator
     if annotator is not None and annotator not in df.columns:
         if annotator == schema.ANNOTATOR and "annotator" not in required:
             names["annotator"] = None

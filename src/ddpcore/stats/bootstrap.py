@@ -51,6 +51,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import _budget
 from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_long_table, signature
+from .columns import TableColumns, resolve_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -91,6 +92,9 @@ def _check_sizes(n_boot: int, n_units: int) -> None:
 
 
 DEFAULT_N_BOOT = 10_000
+
+#: column roles the bootstrap functions read (their deprecated per-role keywords)
+_BOOTSTRAP_ROLES = ("document", "segment", "system", "condition", "score")
 
 
 def _check_indices(indices: Any, n_boot: int | None, n_units: int) -> npt.NDArray[np.int64]:
@@ -444,14 +448,11 @@ def bootstrap_tau(
     confidence: float = 0.95,
     exclude_systems: Sequence[Any] = (),
     threads: int | None = None,
-    document: str = schema.DOCUMENT_ID,
-    segment: str = schema.SEGMENT_ID,
-    system: str = schema.SYSTEM,
-    condition: str = schema.CONDITION,
-    score: str = schema.SCORE,
+    columns: TableColumns | None = None,
     nan_policy: Literal["raise", "omit"] = "raise",
     max_memory: Any = None,
     max_seconds: Any = None,
+    **legacy_columns: str,
 ) -> BootstrapTauResult:
     """Kendall tau-b between the system rankings of two conditions, with a bootstrap CI.
 
@@ -463,8 +464,13 @@ def bootstrap_tau(
     Parameters
     ----------
     table
-        Long table (path or frame) with document, segment, system, condition and score
-        columns (names selectable by the keyword arguments / CLI flags).
+        Long table (path or frame), one row per score, with document, segment, system,
+        condition and score columns.
+    columns
+        :class:`~ddpcore.stats.TableColumns` naming those columns (CLI ``--document-col`` ...;
+        the annotator column is not used). The keywords ``document=``, ``segment=``,
+        ``system=``, ``condition=``, ``score=`` still work for one release
+        (``DeprecationWarning``).
     condition_a, condition_b
         The two values of the condition column to compare.
     unit, n_boot, seed, indices, threads
@@ -497,11 +503,9 @@ def bootstrap_tau(
         raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
     if str(condition_a) == str(condition_b):
         raise DDPUsageError(f"the two conditions must differ (both are {condition_a!r})", code="D311")
+    cols = resolve_columns(columns, legacy_columns, func="bootstrap_tau", allowed=_BOOTSTRAP_ROLES)
     required = ["document", "system", "condition", "score"] + (["segment"] if unit == "segment" else [])
-    df = load_long_table(
-        table, document=document, segment=segment, system=system, annotator=None, condition=condition,
-        score=score, required=required, nan_policy=nan_policy,
-    )
+    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
     conds = [condition_a, condition_b]
     stats = _unit_stats(df, conds, unit, weighting, exclude_systems)
     n_sys = stats.n_systems
@@ -585,14 +589,11 @@ def bootstrap_system_means(
     weighting: Weighting = "segment",
     exclude_systems: Sequence[Any] = (),
     threads: int | None = None,
-    document: str = schema.DOCUMENT_ID,
-    segment: str = schema.SEGMENT_ID,
-    system: str = schema.SYSTEM,
-    condition: str = schema.CONDITION,
-    score: str = schema.SCORE,
+    columns: TableColumns | None = None,
     nan_policy: Literal["raise", "omit"] = "raise",
     max_memory: Any = None,
     max_seconds: Any = None,
+    **legacy_columns: str,
 ) -> BootstrapMeansResult:
     """Bootstrap replicates of every system's mean score.
 
@@ -601,6 +602,9 @@ def bootstrap_system_means(
     meant). Same resampling as :func:`bootstrap_tau` (same seed -> same draws for the same
     units). Budget: the (n_boot, n_systems) result and the sums behind it (24 bytes per
     replicate and system) must fit ``max_memory`` (D362); time as in :func:`bootstrap_tau`.
+    ``columns`` (:class:`~ddpcore.stats.TableColumns`) names the document, segment, system,
+    condition and score columns; the old keywords still work for one release
+    (``DeprecationWarning``).
 
     Returns
     -------
@@ -608,13 +612,11 @@ def bootstrap_system_means(
         ``replicates`` has shape (n_boot, n_systems), columns in ``systems`` order (sorted);
         NaN where a system has no rows among the drawn units.
     """
+    cols = resolve_columns(columns, legacy_columns, func="bootstrap_system_means", allowed=_BOOTSTRAP_ROLES)
     required = ["document", "system", "score"] + (["segment"] if unit == "segment" else [])
     if condition_value is not None:
         required.append("condition")
-    df = load_long_table(
-        table, document=document, segment=segment, system=system, annotator=None, condition=condition,
-        score=score, required=required, nan_policy=nan_policy,
-    )
+    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
     if condition_value is None:
         check_single_condition(df, "condition_value=")
     conds = [condition_value] if condition_value is not None else []
@@ -653,17 +655,22 @@ def unit_keys(
     unit: Unit = "document",
     conditions: Sequence[Any] = (),
     exclude_systems: Sequence[Any] = (),
-    **columns: Any,
+    columns: TableColumns | None = None,
+    nan_policy: Literal["raise", "omit"] = "raise",
+    **legacy_columns: str,
 ) -> pl.DataFrame:
     """The resampling units in index order: row k is the unit that index value k names.
 
-    Pass the same ``conditions`` (e.g. ``(condition_a, condition_b)``) and
-    ``exclude_systems`` as to :func:`bootstrap_tau`: units are those of the rows kept.
+    Pass the same ``conditions`` (e.g. ``(condition_a, condition_b)``), ``exclude_systems``
+    and ``columns`` as to :func:`bootstrap_tau`: units are those of the rows kept. Returns a
+    DataFrame of shape (n_units, 1) (``document_id``) or (n_units, 2) (``document_id,
+    segment_id``).
     """
     import polars as pl
 
+    cols = resolve_columns(columns, legacy_columns, func="unit_keys", allowed=_BOOTSTRAP_ROLES)
     required = ["document"] + (["segment"] if unit == "segment" else []) + (["condition"] if conditions else [])
-    df = load_long_table(table, annotator=None, required=required, **columns)
+    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
     if exclude_systems and schema.SYSTEM in df.columns:
         df = df.filter(~pl.col(schema.SYSTEM).cast(pl.String).is_in([str(s) for s in exclude_systems]))
     if conditions:

@@ -72,12 +72,12 @@ from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import _budget
 from ._table import check_single_condition, factorize, json_safe, load_long_table, signature
+from .columns import TableColumns, resolve_columns
 
 if TYPE_CHECKING:
     import polars as pl
 
 Method = Literal["bootstrap", "wmt25", "wmt24", "permutation"]
-METHODS: tuple[str, ...] = ("bootstrap", "wmt25", "wmt24", "permutation")
 Alternative = Literal["two-sided", "greater", "less"]
 
 #: rows of the sign matrix drawn per block by the permutation test; fixed so that a seed
@@ -320,10 +320,13 @@ class _Prepared:
     pair_annotator: bool
 
 
-def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, method: str,
+def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_default: bool,
              by_domain: bool) -> _Prepared:
+    """Codes of a long table (canonical names, n_rows rows): per-row system, unit, pairing-key
+    and domain codes, shape (n_rows,) each. ``pair_annotator=None`` pairs on the annotator when
+    the table has one and ``pair_default`` (the method's default) is true."""
     if pair_annotator is None:
-        pair_annotator = schema.ANNOTATOR in df.columns and method != "wmt24"
+        pair_annotator = schema.ANNOTATOR in df.columns and pair_default
     if pair_annotator and schema.ANNOTATOR not in df.columns:
         raise DDPDataError("pairing by annotator was requested but the table has no annotator column "
                            "(--annotator-col NAME, or --no-pair-annotator)", code="D352")
@@ -620,6 +623,120 @@ def _groups(order_names: list[str], cuts: list[int]) -> tuple[tuple[str, ...], .
     return tuple(g for g in out if g)
 
 
+# --------------------------------------------------------------------------- per-method strategies
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """Options of one :func:`cluster_systems` call that the strategies read."""
+
+    n_boot: int
+    seed: int
+    indices: npt.ArrayLike | None
+    by_domain: bool
+    progress: Any  # tqdm bar or None
+    budget: _budget.Budget
+
+
+#: (best, worst, cuts) from p (S x S, mean order) and means (S,) at level alpha
+_Ranker = Callable[[np.ndarray, np.ndarray, float], tuple[np.ndarray, np.ndarray, list[int]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Strategy:
+    """Everything :func:`cluster_systems` does differently per method.
+
+    ``pvalues(prepared, run)`` -> (p, n), both (S x S) in system-code order; ``ranks`` turns
+    the p-values in mean order into rank ranges and cluster cuts; ``test(by_domain)`` is the
+    signature's description of the test. ``resampling``: uses ``n_boot``/``seed`` (and
+    shows a progress bar); ``pairs``: tests paired observations (``pair_annotator`` applies,
+    defaulting to ``pair_annotator_default`` when the table has an annotator column);
+    ``bootstrap_units``: resamples ``unit``s and accepts ``indices``; ``by_domain``: supports
+    per-domain tests."""
+
+    pvalues: Callable[[_Prepared, _Run], tuple[np.ndarray, np.ndarray]]
+    ranks: _Ranker
+    test: Callable[[bool], str]
+    resampling: bool
+    pairs: bool
+    pair_annotator_default: bool
+    bootstrap_units: bool = False
+    by_domain: bool = False
+
+
+def _bootstrap_pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
+    return _bootstrap_matrix(pr, run.n_boot, run.seed, run.indices, run.progress, run.budget)
+
+
+def _permutation_pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
+    x, _ = _paired_matrix(pr)
+    return _permutation_matrix(x, run.n_boot, run.seed, run.progress, run.budget)
+
+
+def _wilcoxon_pvalues(two_sided: bool) -> Callable[[_Prepared, _Run], tuple[np.ndarray, np.ndarray]]:
+    def pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
+        x, kd = _paired_matrix(pr)
+        p, n = _wilcoxon_matrix(x, kd, len(pr.domains), two_sided=two_sided, stouffer=two_sided and run.by_domain)
+        empty = n == 0
+        np.fill_diagonal(empty, False)
+        p[empty] = 1.0  # no shared observation: no evidence of a difference
+        return p, n
+    return pvalues
+
+
+def _wmt25_ranks(po: np.ndarray, mo: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    best, worst = _ranges_wmt25(po, alpha)
+    return best, worst, _cuts_from_ranges(best, worst)
+
+
+def _wmt24_ranks(po: np.ndarray, mo: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    best, worst = _ranges_wins_losses(po, mo, alpha)
+    return best, worst, _clusters_straddle(po, alpha, strict_greater=True)
+
+
+def _greedy_rank_ranges(po: np.ndarray, mo: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    s = po.shape[0]
+    ranks = _greedy_ranks(po, alpha)
+    cuts = [c for c in range(s - 1) if ranks[c + 1] != ranks[c]]
+    best = np.empty(s, dtype=np.int64)
+    worst = np.empty(s, dtype=np.int64)
+    for r in np.unique(ranks):
+        members = np.flatnonzero(ranks == r)
+        best[members], worst[members] = members.min() + 1, members.max() + 1
+    return best, worst, cuts
+
+
+#: the clustering methods, in the order the CLI and messages list them
+STRATEGIES: dict[str, _Strategy] = {
+    "bootstrap": _Strategy(
+        pvalues=_bootstrap_pvalues, ranks=_wmt25_ranks,
+        test=lambda by_domain: "paired percentile bootstrap of mean differences, two-sided",
+        resampling=True, pairs=False, pair_annotator_default=True, bootstrap_units=True),
+    "wmt25": _Strategy(
+        pvalues=_wilcoxon_pvalues(two_sided=False), ranks=_wmt25_ranks,
+        test=lambda by_domain: "Wilcoxon signed-rank, one-sided (greater), scipy defaults",
+        resampling=False, pairs=True, pair_annotator_default=True),
+    "wmt24": _Strategy(
+        pvalues=_wilcoxon_pvalues(two_sided=True), ranks=_wmt24_ranks,
+        test=lambda by_domain: "Wilcoxon signed-rank, two-sided" + (", Stouffer over domains" if by_domain else ""),
+        resampling=False, pairs=True, pair_annotator_default=False, by_domain=True),
+    "permutation": _Strategy(
+        pvalues=_permutation_pvalues, ranks=_greedy_rank_ranges,
+        test=lambda by_domain: "paired sign-flip permutation of the mean difference, one-sided",
+        resampling=True, pairs=True, pair_annotator_default=True),
+}
+METHODS: tuple[str, ...] = tuple(STRATEGIES)
+
+
+def _strategy(method: str) -> _Strategy:
+    """The strategy of ``method``; an unknown method is D351 listing the known ones."""
+    try:
+        return STRATEGIES[method]
+    except (KeyError, TypeError):
+        raise DDPUsageError(f"unknown clustering method {method!r}; choose one of {', '.join(METHODS)} (--method)",
+                            code="D351") from None
+
+
 # --------------------------------------------------------------------------- public function
 
 
@@ -635,24 +752,20 @@ def cluster_systems(
     pair_annotator: bool | None = None,
     condition_value: str | None = None,
     indices: npt.ArrayLike | None = None,
-    document: str = schema.DOCUMENT_ID,
-    segment: str = schema.SEGMENT_ID,
-    system: str = schema.SYSTEM,
-    annotator: str | None = schema.ANNOTATOR,
-    condition: str = schema.CONDITION,
-    score: str = schema.SCORE,
-    domain: str = schema.DOMAIN,
+    columns: TableColumns | None = None,
     nan_policy: Literal["raise", "omit"] = "raise",
     progress: bool = False,
     max_memory: Any = None,
     max_seconds: Any = None,
+    **legacy_columns: str | None,
 ) -> ClusterResult:
     """Rank systems by mean score and cluster them with pairwise significance tests.
 
     Parameters
     ----------
     table : path or polars/pandas/pyarrow table, one row per annotation (long table)
-    method : "bootstrap" | "wmt25" | "wmt24" | "permutation" (see the module docstring)
+    method : "bootstrap" | "wmt25" | "wmt24" | "permutation" (see the module docstring and
+        :data:`STRATEGIES`)
     alpha : significance level
     n_boot : resamples (bootstrap) or sign-flip permutations (permutation); ignored otherwise
     seed : seed of numpy's default_rng for the resamples/permutations
@@ -661,7 +774,10 @@ def cluster_systems(
     pair_annotator : pair observations on the annotator too (None: see module docstring)
     condition_value : keep only rows of this condition (required when the table holds several)
     indices : bootstrap only: explicit resample matrix (n_boot x n_units, units in sorted order)
-    document, segment, system, annotator, condition, score, domain : column names
+    columns : :class:`~ddpcore.stats.TableColumns` naming the document, segment, system,
+        annotator, condition, score and domain columns. The keywords ``document=``,
+        ``segment=``, ``system=``, ``annotator=``, ``condition=``, ``score=``, ``domain=`` still
+        work for one release (``DeprecationWarning``).
     nan_policy : "raise" (default) or "omit" rows with a missing score
     progress : show a tqdm bar on stderr for the resampling methods
     max_memory, max_seconds : budget of the resampling methods (see :mod:`ddpcore.stats._budget`):
@@ -671,31 +787,32 @@ def cluster_systems(
     Returns
     -------
     ClusterResult
+        ``p_values`` and ``n_pairs`` of shape (S, S) in ``order`` (best first).
     """
     import polars as pl
 
-    if method not in METHODS:
-        raise DDPUsageError(f"unknown clustering method {method!r}; choose one of {', '.join(METHODS)} (--method)",
-                            code="D351")
+    strategy = _strategy(method)
+    cols = resolve_columns(columns, legacy_columns, func="cluster_systems", allowed=_CLUSTER_ROLES)
     if unit not in ("document", "segment"):
         raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D351")
     if not 0.0 < float(alpha) < 1.0:
         raise DDPUsageError(f"alpha must be in (0, 1), got {alpha} (--alpha)", code="D351")
-    if method in ("bootstrap", "permutation") and indices is None:
+    if strategy.resampling and indices is None:
         if isinstance(n_boot, bool) or not hasattr(n_boot, "__index__") or int(n_boot) < 1:
             raise DDPUsageError(f"n_boot must be an integer >= 1, got {n_boot!r} (--n-boot)", code="D351")
         seed = _budget.check_seed(seed)
     budget = _budget.resolve(max_memory, max_seconds, what=f"cluster_systems(method={method!r})")
-    if by_domain and method != "wmt24":
-        raise DDPUsageError("by_domain (Stouffer over domains) applies to method='wmt24' only (--by-domain)",
+    if by_domain and not strategy.by_domain:
+        with_domains = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.by_domain)
+        raise DDPUsageError(f"by_domain (Stouffer over domains) applies to method={with_domains} only (--by-domain)",
                             code="D351")
-    if indices is not None and method != "bootstrap":
-        raise DDPUsageError("indices apply to method='bootstrap' only", code="D351")
-    df = load_long_table(table, document=document, segment=segment, system=system, annotator=annotator,
-                         condition=condition, score=score, required=("document", "segment", "system", "score"),
+    if indices is not None and not strategy.bootstrap_units:
+        with_indices = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.bootstrap_units)
+        raise DDPUsageError(f"indices apply to method={with_indices} only", code="D351")
+    df = load_long_table(table, columns=cols, required=("document", "segment", "system", "score"),
                          nan_policy=nan_policy)
-    if domain != schema.DOMAIN and domain in df.columns:
-        df = df.rename({domain: schema.DOMAIN})
+    if cols.domain != schema.DOMAIN and cols.domain in df.columns:
+        df = df.rename({cols.domain: schema.DOMAIN})
     if schema.CONDITION in df.columns:
         present = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
         if condition_value is not None:
@@ -707,29 +824,20 @@ def cluster_systems(
             check_single_condition(df, "--in COND")
     elif condition_value is not None:
         raise DDPDataError(f"condition_value={condition_value!r} given but the table has no condition column "
-                           f"'{condition}' (--condition-col NAME)", code="D301")
-    pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, method=method, by_domain=by_domain)
-    s = len(pr.systems)
+                           f"'{cols.condition}' ({cols.flag('condition')} NAME)", code="D301")
+    pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, pair_default=strategy.pair_annotator_default,
+                  by_domain=by_domain)
     means = _system_means(pr, macro_domains=by_domain)
     bar = None
-    if progress and method in ("bootstrap", "permutation"):
+    if progress and strategy.resampling:
         from tqdm import tqdm
 
         bar = tqdm(total=int(np.shape(indices)[0]) if indices is not None else int(n_boot),
                    desc=f"cluster ({method})", unit="resample", leave=False)
+    run = _Run(n_boot=int(n_boot) if strategy.resampling else 0, seed=int(seed) if strategy.resampling else 0,
+               indices=indices, by_domain=by_domain, progress=bar, budget=budget)
     try:
-        if method == "bootstrap":
-            p, n = _bootstrap_matrix(pr, int(n_boot), int(seed), indices, bar, budget)
-        elif method == "permutation":
-            x, _ = _paired_matrix(pr)
-            p, n = _permutation_matrix(x, int(n_boot), int(seed), bar, budget)
-        else:
-            x, kd = _paired_matrix(pr)
-            p, n = _wilcoxon_matrix(x, kd, len(pr.domains), two_sided=method == "wmt24",
-                                    stouffer=method == "wmt24" and by_domain)
-            empty = n == 0
-            np.fill_diagonal(empty, False)
-            p[empty] = 1.0
+        p, n = strategy.pvalues(pr, run)
     finally:
         if bar is not None:
             bar.close()
@@ -738,38 +846,17 @@ def cluster_systems(
     no = n[np.ix_(order, order)]
     mo = means[order]
     names = [pr.systems[k] for k in order]
-    if method == "wmt25":
-        best, worst = _ranges_wmt25(po, alpha)
-        cuts = _cuts_from_ranges(best, worst)
-    elif method == "permutation":
-        ranks = _greedy_ranks(po, alpha)
-        cuts = [c for c in range(s - 1) if ranks[c + 1] != ranks[c]]
-        best = np.empty(s, dtype=np.int64)
-        worst = np.empty(s, dtype=np.int64)
-        for r in np.unique(ranks):
-            members = np.flatnonzero(ranks == r)
-            best[members], worst[members] = members.min() + 1, members.max() + 1
-    elif method == "bootstrap":
-        best, worst = _ranges_wmt25(po, alpha)
-        cuts = _cuts_from_ranges(best, worst)
-    else:
-        best, worst = _ranges_wins_losses(po, mo, alpha)
-        cuts = _clusters_straddle(po, alpha, strict_greater=True)
+    best, worst, cuts = strategy.ranks(po, mo, alpha)
     sig = signature(
         method,
         alpha=float(alpha),
-        n_boot=int(np.shape(indices)[0]) if indices is not None else (int(n_boot) if method in ("bootstrap", "permutation") else None),
-        seed=int(seed) if method in ("bootstrap", "permutation") and indices is None else None,
-        unit=unit if method == "bootstrap" else None,
+        n_boot=int(np.shape(indices)[0]) if indices is not None else (int(n_boot) if strategy.resampling else None),
+        seed=int(seed) if strategy.resampling and indices is None else None,
+        unit=unit if strategy.bootstrap_units else None,
         by_domain=bool(by_domain),
-        pair_annotator=pr.pair_annotator if method != "bootstrap" else None,
+        pair_annotator=pr.pair_annotator if strategy.pairs else None,
         condition=condition_value,
-        test={
-            "bootstrap": "paired percentile bootstrap of mean differences, two-sided",
-            "wmt25": "Wilcoxon signed-rank, one-sided (greater), scipy defaults",
-            "wmt24": "Wilcoxon signed-rank, two-sided" + (", Stouffer over domains" if by_domain else ""),
-            "permutation": "paired sign-flip permutation of the mean difference, one-sided",
-        }[method],
+        test=strategy.test(by_domain),
     )
     return ClusterResult(
         method=method,
@@ -783,6 +870,10 @@ def cluster_systems(
         n_rows=pr.n_rows,
         signature=sig,
     )
+
+
+#: column roles cluster_systems reads (its deprecated per-role keywords)
+_CLUSTER_ROLES = ("document", "segment", "system", "annotator", "condition", "score", "domain")
 
 
 # --------------------------------------------------------------------------- comparing two clusterings

@@ -1,0 +1,144 @@
+"""One object naming the columns of a long evaluation table, for every table-reading function.
+
+:class:`TableColumns` holds the column name of each *role* (document, segment, system,
+annotator, condition, score, text, domain); defaults come from :mod:`ddpcore.schema`. Every
+statistics function that reads a long table takes ``columns=TableColumns(...)``, and the
+``ddp stats`` CLI builds one from its ``--*-col`` flags, so a column is renamed in one place::
+
+    from ddpcore.stats import TableColumns, bootstrap_tau
+    cols = TableColumns(document="doc", score="esa")
+    bootstrap_tau("scores.parquet", "DOC", "MIX", columns=cols)
+
+The six keyword arguments the functions took before (``document=``, ``segment=``, ...) still
+work for one release: :func:`resolve_columns` maps them onto a ``TableColumns`` and emits a
+``DeprecationWarning``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Collection, Mapping
+from typing import Any, ClassVar
+
+from .. import schema
+from ..errors import DDPUsageError
+
+#: every role, in the order used by messages and signatures
+ROLES: tuple[str, ...] = ("document", "segment", "system", "annotator", "condition", "score", "text", "domain")
+
+#: the roles of a long table that :func:`ddpcore.stats.load_long_table` renames to canonical names
+LONG_TABLE_ROLES: tuple[str, ...] = ("document", "segment", "system", "annotator", "condition", "score")
+
+
+@dataclasses.dataclass(frozen=True)
+class TableColumns:
+    """Column names of a long evaluation table, one field per role.
+
+    Fields (defaults from :mod:`ddpcore.schema`): ``document`` (``document_id``), ``segment``
+    (``segment_id``), ``system`` (``system``), ``annotator`` (``annotator``; ``None`` = the
+    table has no annotator column), ``condition`` (``condition``), ``score`` (``score``),
+    ``text`` (``source``), ``domain`` (``domain``). A function uses only the roles it needs;
+    the others are ignored.
+    """
+
+    document: str = schema.DOCUMENT_ID
+    segment: str = schema.SEGMENT_ID
+    system: str = schema.SYSTEM
+    annotator: str | None = schema.ANNOTATOR
+    condition: str = schema.CONDITION
+    score: str = schema.SCORE
+    text: str = schema.SOURCE
+    domain: str = schema.DOMAIN
+
+    #: CLI flag that selects the column of each role
+    FLAGS: ClassVar[Mapping[str, str]] = {role: f"--{role}-col" for role in ROLES}
+
+    def __post_init__(self) -> None:
+        for role in ROLES:
+            value = getattr(self, role)
+            if value is None and role == "annotator":
+                continue
+            if not isinstance(value, str):
+                raise DDPUsageError(
+                    f"TableColumns.{role} must be a column name (str), got {value!r} ({self.FLAGS[role]})",
+                    code="D311")
+
+    @classmethod
+    def flag(cls, role: str) -> str:
+        """The CLI flag of ``role`` (e.g. ``"score"`` -> ``"--score-col"``)."""
+        try:
+            return cls.FLAGS[role]
+        except KeyError:
+            raise DDPUsageError(f"unknown column role {role!r}; known roles: {', '.join(ROLES)}", code="D311") from None
+
+    def flags(self) -> dict[str, str]:
+        """``{column name: CLI flag}`` for every role with a column (as ``io.segments.SegmentColumns.flags``),
+        for messages about a missing column. A name used by two roles keeps the first role's flag."""
+        out: dict[str, str] = {}
+        for role in ROLES:
+            name = getattr(self, role)
+            if name is not None:
+                out.setdefault(name, self.FLAGS[role])
+        return out
+
+    def roles(self, which: Collection[str] = LONG_TABLE_ROLES) -> dict[str, str | None]:
+        """``{role: column name}`` for the roles in ``which`` (default: the six long-table roles)."""
+        return {role: getattr(self, role) for role in which}
+
+    def replace(self, **changes: Any) -> TableColumns:
+        """A copy with some columns changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+
+def resolve_columns(
+    columns: TableColumns | None,
+    legacy: Mapping[str, Any],
+    *,
+    func: str,
+    allowed: Collection[str] = LONG_TABLE_ROLES,
+    stacklevel: int = 3,
+) -> TableColumns:
+    """The columns a function should use, from ``columns=`` or from the deprecated keywords.
+
+    Parameters
+    ----------
+    columns
+        The caller's ``columns=`` argument (``None``: defaults).
+    legacy
+        The old per-role keyword arguments the caller passed (``{"document": "doc", ...}``;
+        the ``**legacy_columns`` of the public function).
+    func
+        Name of the public function, for the messages.
+    allowed
+        Roles that function accepted as keywords before ``columns=`` existed; any other
+        keyword is a ``TypeError``, as it was.
+    stacklevel
+        Passed to :func:`warnings.warn` (3 = the caller of the public function).
+
+    Returns
+    -------
+    TableColumns
+        ``columns`` (or the defaults) with the legacy keywords applied. Legacy keywords emit
+        one ``DeprecationWarning`` naming them; giving both ``columns=`` and a legacy keyword
+        is D311.
+    """
+    unknown = [k for k in legacy if k not in allowed]
+    if unknown:
+        raise TypeError(f"{func}() got an unexpected keyword argument {unknown[0]!r}")
+    if columns is not None and not isinstance(columns, TableColumns):
+        raise DDPUsageError(f"{func}(columns=...) must be a TableColumns, got {type(columns).__name__}", code="D311")
+    if not legacy:
+        return columns if columns is not None else TableColumns()
+    if columns is not None:
+        raise DDPUsageError(
+            f"{func}(): give the column names either in columns=TableColumns(...) or as the deprecated keywords "
+            f"({', '.join(f'{k}=' for k in legacy)}), not both", code="D311")
+    shown = ", ".join(f"{k}={v!r}" for k, v in legacy.items())
+    warnings.warn(
+        f"{func}({shown}) is deprecated and will be removed in the next release; pass "
+        f"columns=TableColumns({shown}) (ddpcore.stats.TableColumns)",
+        DeprecationWarning, stacklevel=stacklevel)
+    return TableColumns(**legacy)
+
+
+__all__ = ["TableColumns", "resolve_columns", "ROLES", "LONG_TABLE_ROLES"]

@@ -1,0 +1,243 @@
+"""The columns object (ddpcore.stats.TableColumns) and the clustering strategy table.
+
+TableColumns: defaults from ddpcore.schema, the CLI flag of every role in error messages, the
+deprecated per-role keywords (document=, segment=, ...) still working for one release with a
+DeprecationWarning and giving the same numbers as columns=. Strategy table: every method of
+cluster_systems reachable through it (same results as the method name), an unknown method is
+D351 naming the known ones.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+
+from ddpcore import schema
+from ddpcore.errors import DDPDataError, DDPUsageError
+from ddpcore.stats import (
+    TableColumns,
+    bootstrap_system_means,
+    bootstrap_tau,
+    cluster_systems,
+    load_long_table,
+)
+from ddpcore.stats.bootstrap import unit_keys
+from ddpcore.stats.clustering import METHODS, STRATEGIES
+from ddpcore.stats.columns import ROLES, resolve_columns
+
+
+def _long(seed: int = 0, n_sys: int = 4, n_docs: int = 6, segs: int = 3) -> pl.DataFrame:
+    """Long table: every system scores every segment under DOC and MIX, one annotator per document."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cond in ("DOC", "MIX"):
+        for s in range(n_sys):
+            for d in range(n_docs):
+                for g in range(segs):
+                    rows.append({"document_id": f"d{d}", "segment_id": g, "system": f"sys{s}",
+                                 "annotator": f"a{d % 2}", "condition": cond, "domain": f"dom{d % 2}",
+                                 "score": float(60 + 5 * s + rng.normal(0, 8))})
+    return pl.DataFrame(rows)
+
+
+RENAMES = {"document_id": "doc", "segment_id": "seg", "system": "sys", "annotator": "rater",
+           "condition": "cond", "score": "esa", "domain": "genre"}
+COLS = TableColumns(document="doc", segment="seg", system="sys", annotator="rater", condition="cond", score="esa",
+                    domain="genre")
+
+
+# --------------------------------------------------------------------------- the object
+
+
+def test_defaults_come_from_schema():
+    c = TableColumns()
+    assert (c.document, c.segment, c.system, c.annotator, c.condition, c.score, c.text, c.domain) == (
+        schema.DOCUMENT_ID, schema.SEGMENT_ID, schema.SYSTEM, schema.ANNOTATOR, schema.CONDITION, schema.SCORE,
+        schema.SOURCE, schema.DOMAIN)
+    assert ROLES == ("document", "segment", "system", "annotator", "condition", "score", "text", "domain")
+
+
+def test_flags_name_each_column():
+    c = TableColumns(document="doc", score="esa", annotator=None)
+    flags = c.flags()
+    assert flags["doc"] == "--document-col" and flags["esa"] == "--score-col"
+    assert flags["segment_id"] == "--segment-col" and flags["source"] == "--text-col"
+    assert flags["domain"] == "--domain-col" and flags["system"] == "--system-col"
+    assert "annotator" not in flags  # no annotator column
+    assert TableColumns.flag("condition") == "--condition-col"
+    with pytest.raises(DDPUsageError, match="D311.*unknown column role 'speaker'"):
+        TableColumns.flag("speaker")
+
+
+def test_frozen_and_checked():
+    c = TableColumns()
+    with pytest.raises(AttributeError):
+        c.score = "x"  # type: ignore[misc]
+    assert c.replace(score="esa").score == "esa" and c.score == "score"
+    with pytest.raises(DDPUsageError, match=r"D311.*TableColumns.document.*--document-col"):
+        TableColumns(document=3)  # type: ignore[arg-type]
+    with pytest.raises(DDPUsageError, match=r"D311.*TableColumns.score"):
+        TableColumns(score=None)  # type: ignore[arg-type]
+
+
+def test_resolve_columns_rules():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_columns(None, {}, func="f") == TableColumns()
+        assert resolve_columns(COLS, {}, func="f") is COLS
+    with pytest.warns(DeprecationWarning, match=r"f\(document='doc'\) is deprecated.*columns=TableColumns\(document='doc'\)"):
+        assert resolve_columns(None, {"document": "doc"}, func="f") == TableColumns(document="doc")
+    with pytest.raises(DDPUsageError, match="D311.*not both"):
+        resolve_columns(COLS, {"score": "esa"}, func="f")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'annotator'"):
+        resolve_columns(None, {"annotator": "x"}, func="f", allowed=("document",))
+    with pytest.raises(DDPUsageError, match="must be a TableColumns"):
+        resolve_columns({"document": "doc"}, {}, func="f")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- error messages name the flag
+
+
+@pytest.mark.parametrize("role", ["document", "system", "condition", "score"])
+def test_missing_column_message_names_the_flag(role):
+    df = _long(n_docs=3)
+    cols = TableColumns().replace(**{role: "nope"})
+    with pytest.raises(DDPDataError, match=rf"\[D301\].*{role} column 'nope'.*{TableColumns.flag(role)} NAME"):
+        bootstrap_tau(df, "DOC", "MIX", n_boot=5, columns=cols)
+    if role != "condition":  # the condition column is optional for clustering (see the next test)
+        with pytest.raises(DDPDataError, match=rf"\[D301\].*'nope'.*{TableColumns.flag(role)}"):
+            cluster_systems(df.filter(pl.col("condition") == "DOC"), "wmt25", columns=cols)
+
+
+def test_null_key_message_names_the_flag():
+    df = _long(n_docs=3).rename(RENAMES)
+    df = df.with_columns(pl.when(pl.col("seg") == 1).then(None).otherwise(pl.col("sys")).alias("sys"))
+    with pytest.raises(DDPDataError, match=r"D304.*column 'sys'.*--system-col"):
+        load_long_table(df, columns=COLS)
+
+
+def test_cluster_without_condition_column_names_the_flag():
+    df = _long(n_docs=3).filter(pl.col("condition") == "DOC").drop("condition")
+    with pytest.raises(DDPDataError, match=r"D301.*no condition column 'cond' \(--condition-col NAME\)"):
+        cluster_systems(df, "wmt25", condition_value="DOC", columns=TableColumns(condition="cond"))
+
+
+# --------------------------------------------------------------------------- columns= and the deprecated keywords
+
+
+def test_load_long_table_columns_equals_keywords():
+    df = _long(n_docs=3)
+    renamed = df.rename(RENAMES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # columns= never warns
+        new = load_long_table(renamed, columns=COLS)
+    with pytest.warns(DeprecationWarning, match="load_long_table"):
+        old = load_long_table(renamed, document="doc", segment="seg", system="sys", annotator="rater",
+                              condition="cond", score="esa")
+    assert new.equals(old)
+    assert new.drop("genre").equals(load_long_table(df).drop("domain"))
+
+
+def test_bootstrap_tau_columns_equals_keywords(tmp_path):
+    df = _long()
+    renamed = df.rename(RENAMES)
+    path = tmp_path / "t.parquet"
+    renamed.write_parquet(path)
+    ref = bootstrap_tau(df, "DOC", "MIX", n_boot=60, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = bootstrap_tau(path, "DOC", "MIX", n_boot=60, seed=3, columns=COLS)
+    with pytest.warns(DeprecationWarning, match=r"bootstrap_tau\(document='doc'.*score='esa'\) is deprecated"):
+        old = bootstrap_tau(renamed, "DOC", "MIX", n_boot=60, seed=3, document="doc", segment="seg", system="sys",
+                            condition="cond", score="esa")
+    for res in (new, old):
+        assert np.array_equal(res.replicates, ref.replicates, equal_nan=True)
+        assert res.tau == ref.tau and res.signature == ref.signature
+    with pytest.raises(TypeError, match="unexpected keyword argument 'annotator'"):
+        bootstrap_tau(df, "DOC", "MIX", n_boot=5, annotator="annotator")  # never one of its keywords
+    with pytest.raises(DDPUsageError, match="D311.*not both"):
+        bootstrap_tau(renamed, "DOC", "MIX", n_boot=5, columns=COLS, score="esa")
+
+
+def test_bootstrap_system_means_and_unit_keys_columns_equal_keywords():
+    df = _long()
+    renamed = df.rename(RENAMES)
+    ref = bootstrap_system_means(df, condition_value="DOC", n_boot=40, seed=1, unit="segment")
+    new = bootstrap_system_means(renamed, condition_value="DOC", n_boot=40, seed=1, unit="segment", columns=COLS)
+    with pytest.warns(DeprecationWarning, match="bootstrap_system_means"):
+        old = bootstrap_system_means(renamed, condition_value="DOC", n_boot=40, seed=1, unit="segment",
+                                     document="doc", segment="seg", system="sys", condition="cond", score="esa")
+    for res in (new, old):
+        assert np.array_equal(res.replicates, ref.replicates, equal_nan=True) and res.systems == ref.systems
+    keys = unit_keys(renamed, unit="segment", columns=COLS)
+    with pytest.warns(DeprecationWarning, match="unit_keys"):
+        assert unit_keys(renamed, unit="segment", document="doc", segment="seg").equals(keys)
+    assert keys.equals(unit_keys(df, unit="segment"))
+
+
+@pytest.mark.parametrize("method", ["bootstrap", "wmt24"])
+def test_cluster_systems_columns_equals_keywords(method):
+    df = _long()
+    renamed = df.rename(RENAMES)
+    kw = dict(condition_value="MIX", n_boot=80, seed=2, by_domain=method == "wmt24")
+    ref = cluster_systems(df, method, **kw)
+    new = cluster_systems(renamed, method, columns=COLS, **kw)
+    with pytest.warns(DeprecationWarning, match="cluster_systems"):
+        old = cluster_systems(renamed, method, document="doc", segment="seg", system="sys", annotator="rater",
+                              condition="cond", score="esa", domain="genre", **kw)
+    for res in (new, old):
+        assert res.to_dict() == ref.to_dict()
+
+
+# --------------------------------------------------------------------------- clustering strategy table
+
+
+def test_every_method_has_a_strategy():
+    assert METHODS == ("bootstrap", "wmt25", "wmt24", "permutation")
+    assert set(STRATEGIES) == set(METHODS)
+    df = _long()
+    for method in METHODS:
+        res = cluster_systems(df, method, condition_value="DOC", n_boot=50, seed=4, pair_annotator=False)
+        assert res.method == method and res.signature["method"] == method
+        assert res.signature["test"] == STRATEGIES[method].test(False)
+        assert len(res.order) == 4 and res.p_values.shape == (4, 4) and res.n_pairs.shape == (4, 4)
+        resampling = STRATEGIES[method].resampling
+        assert (res.signature["n_boot"] == 50) is resampling and (res.signature["seed"] == 4) is resampling
+        assert (res.signature["unit"] == "document") is STRATEGIES[method].bootstrap_units
+        assert (res.signature["pair_annotator"] is None) is (not STRATEGIES[method].pairs)
+        assert sorted(s for c in res.clusters for s in c) == sorted(res.order)
+
+
+def test_strategy_options_follow_the_table():
+    df = _long()
+    by_domain = [m for m in METHODS if STRATEGIES[m].by_domain]
+    assert by_domain == ["wmt24"]
+    for method in METHODS:
+        if method in by_domain:
+            res = cluster_systems(df, method, condition_value="DOC", by_domain=True)
+            assert "Stouffer" in res.signature["test"]
+        else:
+            with pytest.raises(DDPUsageError, match=r"D351.*method='wmt24' only"):
+                cluster_systems(df, method, condition_value="DOC", by_domain=True)
+        if not STRATEGIES[method].bootstrap_units:
+            with pytest.raises(DDPUsageError, match=r"D351.*indices apply to method='bootstrap' only"):
+                cluster_systems(df, method, condition_value="DOC", indices=np.zeros((3, 6), dtype=np.int64))
+    # the default annotator pairing is per method (WMT24 pairs on segments)
+    assert cluster_systems(df, "wmt24", condition_value="DOC").signature["pair_annotator"] is False
+    assert cluster_systems(df, "wmt25", condition_value="DOC").signature["pair_annotator"] is True
+
+
+def test_bootstrap_and_wmt25_share_the_rank_rule():
+    # same rank/cluster rule: fed the same p-values, they give the same ranges and cuts
+    assert STRATEGIES["bootstrap"].ranks is STRATEGIES["wmt25"].ranks
+    p = np.array([[np.nan, 0.01, 0.01], [0.9, np.nan, 0.3], [0.9, 0.7, np.nan]])
+    best, worst, cuts = STRATEGIES["wmt25"].ranks(p, np.array([3.0, 2.0, 1.0]), 0.05)
+    assert list(best) == [1, 2, 2] and list(worst) == [1, 3, 3] and cuts == [0]
+
+
+@pytest.mark.parametrize("bad", ["anova", "WMT25", "", None, ["wmt25"]])
+def test_unknown_method_is_d351(bad):
+    with pytest.raises(DDPUsageError, match=r"D351.*unknown clustering method.*bootstrap, wmt25, wmt24, permutation"):
+        cluster_systems(_long(n_docs=2), bad, condition_value="DOC")  # type: ignore[arg-type]
