@@ -1,0 +1,83 @@
+"""Tests written to kill mutants of ``tests/mutants.py`` that the rest of the suite let through.
+
+Each expected value is computed independently of the code under test (``statistics``/``scipy``
+on hand-built replicates, or written out by hand), with the source beside it.
+"""
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from ddpcore.stats.bootstrap import bootstrap_tau
+
+# 4 documents x 4 systems x 2 conditions, one segment per (document, system, condition).
+# Scores chosen so that system means tie in some replicates (tau-b and tau-a then differ).
+_SCORES = {
+    # condition "a": per document, the scores of systems s0..s3
+    "a": [[1, 2, 3, 4], [2, 2, 3, 3], [4, 1, 1, 2], [0, 3, 2, 2]],
+    "b": [[2, 1, 3, 3], [1, 2, 2, 4], [3, 3, 1, 0], [1, 1, 4, 2]],
+}
+_SYSTEMS = ["s0", "s1", "s2", "s3"]
+# replicate draws of the 4 documents (rows = replicates), written by hand
+_INDICES = np.array([
+    [0, 1, 2, 3],
+    [0, 0, 1, 1],
+    [2, 2, 3, 3],
+    [0, 2, 2, 1],
+    [3, 3, 3, 0],
+    [1, 1, 1, 1],
+    [0, 3, 1, 2],
+    [2, 1, 0, 0],
+])
+
+
+def _table() -> pl.DataFrame:
+    rows = []
+    for cond, per_doc in _SCORES.items():
+        for d, scores in enumerate(per_doc):
+            for s, v in zip(_SYSTEMS, scores):
+                rows.append({"document_id": f"d{d}", "segment_id": 0, "system": s, "condition": cond,
+                             "score": float(v)})
+    return pl.DataFrame(rows)
+
+
+def _reference_replicates() -> list[float]:
+    """tau-b per replicate from first principles: system means over the drawn documents (one
+    segment per document and system, so segment weighting = plain mean), scipy.stats.kendalltau
+    (tau-b, scipy's default variant)."""
+    out = []
+    for draw in _INDICES:
+        means = {c: [statistics.fmean(_SCORES[c][d][s] for d in draw) for s in range(4)] for c in ("a", "b")}
+        tau = stats.kendalltau(means["a"], means["b"]).statistic
+        out.append(float(tau))
+    return out
+
+
+def test_bootstrap_tau_replicates_are_tau_b_with_ties():
+    # kills M08 (tie correction dropped in the tau_b_rows kernel): at least one replicate has tied
+    # system means, where tau-a = (C - D) / 6 differs from tau-b = (C - D) / sqrt((6 - tx)(6 - ty))
+    ref = _reference_replicates()
+    res = bootstrap_tau(_table(), "a", "b", indices=_INDICES, tau_min=0.5)
+    got = res.replicates
+    ok = [i for i, r in enumerate(ref) if np.isfinite(r)]
+    assert len(ok) >= 5
+    # a replicate with ties in the means, checked by hand: replicate 0 (all documents) gives
+    # means a = (7/4, 2, 9/4, 11/4), b = (7/4, 7/4, 10/4, 9/4): b ties s0/s1 (t_y = 1);
+    # concordant pairs 4 (s0s2 s0s3 s1s2 s1s3), discordant 1 (s2s3), tau-b = 3 / sqrt(6 * 5)
+    assert np.isclose(ref[0], 3 / np.sqrt(30))
+    assert np.isclose(got[0], 3 / np.sqrt(30))
+    np.testing.assert_allclose(got[ok], np.array(ref)[ok], rtol=0, atol=1e-12)
+
+
+def test_replicate_sd_is_the_sample_sd():
+    # kills M04 (std(ddof=1) -> std()): replicate_sd is the n - 1 standard deviation of the
+    # defined replicates (statistics.stdev is the sample SD, n - 1 in the denominator)
+    ref = [r for r in _reference_replicates() if np.isfinite(r)]
+    res = bootstrap_tau(_table(), "a", "b", indices=_INDICES)
+    assert res.replicate_sd == np.float64(statistics.stdev(ref)) or np.isclose(
+        res.replicate_sd, statistics.stdev(ref), rtol=1e-12, atol=0)
+    assert not np.isclose(statistics.stdev(ref), statistics.pstdev(ref))  # the two really differ here
+    assert np.isclose(res.replicate_mean, statistics.fmean(ref), rtol=1e-12)
