@@ -146,13 +146,11 @@ def test_pleonastic_it_is_not_an_anchor(nlp):
     "it" expl on the WMT25 source, so the rule is exercised through a constructed Doc)."""
     from spacy.tokens import Doc
 
-    from ddpcore._native import load
-    from ddpcore.anchors import rules as R
+    from ddpcore.anchors import rules
     from ddpcore.anchors.spacy_extract import _to_arrays
-    from ddpcore.ddp.stages import rule_tables as _rule_tables
+    from ddpcore.ddp.extract import RuleTables, TokenColumns, extract_items
 
-    K = load("ddp_kernels")
-    tables = _rule_tables(R.PAPER)
+    tables = RuleTables.compile(rules.PAPER)
     words = ["It", "is", "clear", "that", "it", "broke", "."]
     pos = ["PRON", "AUX", "ADJ", "SCONJ", "PRON", "VERB", "PUNCT"]
     for dep0, expected in (("expl", 1), ("nsubj", 2)):
@@ -162,13 +160,9 @@ def test_pleonastic_it_is_not_an_anchor(nlp):
         t = _to_arrays(iter([doc]))
         unit_start = np.zeros(len(doc), np.uint8)
         unit_start[0] = 1
-        items = K.extract_items(
-            t.lower, t.pos, t.tag, t.dep, np.arange(len(doc)) + t.head, t.iob, t.enttype, unit_start,
-            *[tables[k] for k in ("pronoun_hashes", "pronoun_group_bits", "label_hashes", "label_compat",
-                                  "np_dep_hashes", "person_noun_hashes", "drop_leading_hashes",
-                                  "drop_trailing_hashes", "dep_expl", "dep_conj", "tag_plural",
-                                  "tag_plural_proper", "pos_pron", "pos_noun", "pos_space")],
-        )
+        tokens = TokenColumns(lower=t.lower, pos=t.pos, tag=t.tag, dep=t.dep, head=np.arange(len(doc)) + t.head,
+                              iob=t.iob, enttype=t.enttype, unit_start=unit_start)
+        items = extract_items(tokens, tables)
         assert int((items["kind"] == 1).sum()) == expected, dep0
 
 

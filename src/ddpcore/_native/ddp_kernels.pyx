@@ -4,13 +4,18 @@
 Three stages, each one pass over contiguous arrays:
 
 ``extract_items``      tokens  -> items (entity mentions, pronouns, head-noun candidates)
-``assign_entity_ids``  items   -> document-unique dense entity ids (entity keys + PERSON merge)
+``assign_entity_ids``  items   -> dense entity ids, unique over the call (entity keys + PERSON merge,
+                       keyed head nouns of noun chains)
 ``compute_distances``  items   -> per-anchor distance (sentences), per-sentence and per-segment DDP
 
 Array naming: ``X__tok`` is indexed by token, ``X__item`` by item, ``X__doc`` by document,
 ``offsets__doc`` has ``n_docs + 1`` entries delimiting each document's items.
-The public Python functions in ``ddpcore.profiling`` validate inputs; the slow oracle of
-``compute_distances`` lives in ``tests/oracle.py``.
+
+The kernels are compiled without bounds checks (``setup.py``; ``DDPCORE_DEBUG=1`` turns them
+on): they trust their inputs. The stage functions of :mod:`ddpcore.ddp.stages` build those
+inputs, and :func:`ddpcore.ddp.extract.extract_items` checks the shapes, dtypes and index
+ranges of ``extract_items``' inputs before calling it. The slow oracles live in
+``tests/oracle.py``.
 """
 import numpy as np
 cimport numpy as cnp
@@ -21,11 +26,10 @@ from libcpp.unordered_set cimport unordered_set
 
 cnp.import_array()
 
-# item kinds
+# item kinds (names: ddpcore.anchors.rules.KIND_NAMES, in this order)
 DEF KIND_ENTITY = 0
 DEF KIND_PRONOUN = 1
 DEF KIND_NOUN = 2
-KIND_NAMES = ("entity", "pronoun", "noun")
 
 # ENT_IOB codes of spaCy's Doc.to_array: 0 missing, 1 I, 2 O, 3 B
 DEF IOB_I = 1
@@ -56,58 +60,26 @@ cdef unordered_map[uint64_t, int64_t] _map_of(const uint64_t[::1] keys, const in
     return m
 
 
-def extract_items(
-    const uint64_t[::1] lower__tok,
-    const int32_t[::1] pos__tok,
-    const uint64_t[::1] tag__tok,
-    const uint64_t[::1] dep__tok,
-    const int64_t[::1] head__tok,
-    const int8_t[::1] iob__tok,
-    const uint64_t[::1] enttype__tok,
-    const uint8_t[::1] unit_start__tok,
-    # rule tables (hashes from spaCy's StringStore, computed by the caller)
-    const uint64_t[::1] pronoun_hashes,
-    const int64_t[::1] pronoun_group_bits,
-    const uint64_t[::1] label_hashes,
-    const int64_t[::1] label_compat,
-    const uint64_t[::1] np_dep_hashes,
-    const uint64_t[::1] person_noun_hashes,
-    const uint64_t[::1] drop_leading_hashes,
-    const uint64_t[::1] drop_trailing_hashes,
-    uint64_t dep_expl,
-    uint64_t dep_conj,
-    uint64_t tag_plural,
-    uint64_t tag_plural_proper,
-    int32_t pos_pron,
-    int32_t pos_noun,
-    int32_t pos_space,
-    # optional refinements (rule sets other than "paper"); empty tables switch them off
-    const uint64_t[::1] title_hashes=None,
-    const int64_t[::1] title_bits=None,
-    const uint64_t[::1] name_hashes=None,
-    const int64_t[::1] name_bits=None,
-    const int64_t[::1] label_skip_adj=None,
-    int32_t pos_adj=-1,
-    int16_t person_label=-1,
-    bint key_with_label=False,
-    bint key_with_title=False,
-    bint heads_from_tags=False,
-    int32_t pos_propn=-1,
-    int chain_nouns=0,
-):
+def extract_items(tokens, tables):
     """Find entity mentions, pronoun anchors and head-noun candidates, in token order.
 
-    Parameters are token-level arrays of equal length ``n_tok`` (heads are absolute token
-    indices) plus small rule tables. Returns a dict of item-level arrays:
+    ``tokens`` holds the token columns, each of length ``n_tok`` (attributes ``lower``, ``tag``,
+    ``dep``, ``enttype``: uint64 StringStore hashes; ``pos`` int32; ``head`` int64 absolute
+    token index; ``iob`` int8; ``unit_start`` uint8), ``tables`` the rule tables of a rule set
+    (:class:`ddpcore.ddp.extract.RuleTables`: hashes from spaCy's StringStore, group bits,
+    noun compatibility bits and switches). Call it through
+    :func:`ddpcore.ddp.extract.extract_items`, which validates both. Returns a dict of
+    item-level arrays:
 
     ``token`` (int64, first token), ``end_token`` (int64, exclusive), ``kind`` (int8: 0
     entity, 1 pronoun, 2 noun), ``label`` (int16: index into ``label_hashes`` for entities,
     group bit for pronouns, -1 for nouns), ``compat`` (uint8 bit mask of pronoun groups
     the item can be an antecedent of; for pronouns its own group bit), ``key`` (uint64
-    entity key hash), ``last`` (uint64: the key a one-token mention of the key's last token would have), ``n_key`` (int16
-    number of key tokens), ``gender`` (uint8: for PERSON mentions the MASC_SG (1) / FEM_SG
-    (2) bit told by a title before or at the start of the span ("Mrs.") or else by the
-    first name (``name_hashes``); 0 when unknown or not a person).
+    entity key hash), ``last_token_key`` (uint64: the key a one-token mention of the key's
+    last token would have; 0 for pronouns and nouns), ``n_key`` (int16 number of key tokens),
+    ``gender`` (uint8: for PERSON mentions the MASC_SG (1) / FEM_SG (2) bit told by a title
+    before or at the start of the span ("Mrs.") or else by the first name (``name_hashes``);
+    0 when unknown or not a person).
 
     ``chain_nouns`` (1: singular person nouns, 2: every head noun) gives head nouns a key,
     so repeated nouns ("the man ... the man") form chains that pronoun links can follow.
@@ -115,7 +87,52 @@ def extract_items(
     a run of nouns/proper nouns. Refinements: ``key_with_title`` puts a title token into the key ("Mrs. Griffin" differs
     from "Griffin"); ``key_with_label`` makes the label part of the key; ``label_skip_adj[l]``
     drops one-token mentions of label ``l`` whose token is an adjective ("American").
+    Empty refinement tables (``title_hashes``, ``name_hashes``, ``label_skip_adj``) switch
+    those refinements off.
     """
+    # token columns (n_tok,)
+    cdef const uint64_t[::1] lower__tok = tokens.lower
+    cdef const int32_t[::1] pos__tok = tokens.pos
+    cdef const uint64_t[::1] tag__tok = tokens.tag
+    cdef const uint64_t[::1] dep__tok = tokens.dep
+    cdef const int64_t[::1] head__tok = tokens.head
+    cdef const int8_t[::1] iob__tok = tokens.iob
+    cdef const uint64_t[::1] enttype__tok = tokens.enttype
+    cdef const uint8_t[::1] unit_start__tok = tokens.unit_start
+    # rule tables
+    cdef const uint64_t[::1] pronoun_hashes = tables.pronoun_hashes
+    cdef const int64_t[::1] pronoun_group_bits = tables.pronoun_group_bits
+    cdef const uint64_t[::1] label_hashes = tables.label_hashes
+    cdef const int64_t[::1] label_compat = tables.label_compat
+    cdef const uint64_t[::1] np_dep_hashes = tables.np_dep_hashes
+    cdef const uint64_t[::1] person_noun_hashes = tables.person_noun_hashes
+    cdef const uint64_t[::1] drop_leading_hashes = tables.drop_leading_hashes
+    cdef const uint64_t[::1] drop_trailing_hashes = tables.drop_trailing_hashes
+    cdef uint64_t dep_expl = tables.dep_expl
+    cdef uint64_t dep_conj = tables.dep_conj
+    cdef uint64_t tag_plural = tables.tag_plural
+    cdef uint64_t tag_plural_proper = tables.tag_plural_proper
+    cdef int32_t pos_pron = tables.pos_pron
+    cdef int32_t pos_noun = tables.pos_noun
+    cdef int32_t pos_space = tables.pos_space
+    cdef uint8_t plural_noun_compat = tables.plural_noun_compat
+    cdef uint8_t person_noun_compat = tables.person_noun_compat
+    cdef uint8_t noun_compat = tables.noun_compat
+    cdef uint64_t noun_key_salt = tables.noun_key_salt
+    # refinements (rule sets other than "paper")
+    cdef const uint64_t[::1] title_hashes = tables.title_hashes
+    cdef const int64_t[::1] title_bits = tables.title_bits
+    cdef const uint64_t[::1] name_hashes = tables.name_hashes
+    cdef const int64_t[::1] name_bits = tables.name_bits
+    cdef const int64_t[::1] label_skip_adj = tables.label_skip_adj
+    cdef int32_t pos_adj = tables.pos_adj
+    cdef int16_t person_label = tables.person_label
+    cdef bint key_with_label = tables.key_with_label
+    cdef bint key_with_title = tables.key_with_title
+    cdef bint heads_from_tags = tables.heads_from_tags
+    cdef int32_t pos_propn = tables.pos_propn
+    cdef int chain_nouns = tables.chain_nouns
+
     cdef Py_ssize_t n = lower__tok.shape[0]
     cdef unordered_map[uint64_t, int64_t] pron_map = _map_of(pronoun_hashes, pronoun_group_bits)
     cdef unordered_map[uint64_t, int64_t] label_map
@@ -126,9 +143,9 @@ def extract_items(
     cdef Py_ssize_t i, j, k, end, key_start, key_end, h, steps, title_tok
     cdef unordered_map[uint64_t, int64_t] title_map
     cdef unordered_map[uint64_t, int64_t] name_map
-    cdef bint use_titles = title_hashes is not None and title_hashes.shape[0] > 0
-    cdef bint use_names = name_hashes is not None and name_hashes.shape[0] > 0
-    cdef bint use_skip = label_skip_adj is not None and label_skip_adj.shape[0] > 0
+    cdef bint use_titles = title_hashes.shape[0] > 0
+    cdef bint use_names = name_hashes.shape[0] > 0
+    cdef bint use_skip = label_skip_adj.shape[0] > 0
     cdef uint8_t gender
     for i in range(label_hashes.shape[0]):
         label_map[label_hashes[i]] = i
@@ -143,7 +160,7 @@ def extract_items(
     out_label = np.empty(n, dtype=np.int16)
     out_compat = np.empty(n, dtype=np.uint8)
     out_key = np.zeros(n, dtype=np.uint64)
-    out_last = np.zeros(n, dtype=np.uint64)
+    out_last_key = np.zeros(n, dtype=np.uint64)
     out_nkey = np.zeros(n, dtype=np.int16)
     out_gender = np.zeros(n, dtype=np.uint8)
     cdef uint8_t[::1] o_gender = out_gender
@@ -153,10 +170,10 @@ def extract_items(
     cdef int16_t[::1] o_label = out_label
     cdef uint8_t[::1] o_compat = out_compat
     cdef uint64_t[::1] o_key = out_key
-    cdef uint64_t[::1] o_last = out_last
+    cdef uint64_t[::1] o_last_key = out_last_key
     cdef int16_t[::1] o_nkey = out_nkey
     cdef Py_ssize_t m = 0
-    cdef uint64_t key, last
+    cdef uint64_t key, last_key
     cdef int64_t lab
     cdef int nkey
     cdef bint inside_entity, is_root
@@ -185,7 +202,7 @@ def extract_items(
                     continue
                 key = 0
                 nkey = 0
-                last = 0
+                last_key = 0
                 gender = 0
                 title_tok = -1
                 if use_titles:
@@ -207,10 +224,10 @@ def extract_items(
                     if pos__tok[k] == pos_space:
                         continue
                     key = _mix(key, lower__tok[k])
-                    last = lower__tok[k]
+                    last_key = lower__tok[k]
                     nkey += 1
                 # the key a one-token mention of the last token would have (PERSON merge)
-                last = _mix(_mix(0, <uint64_t>(lab + 1)) if key_with_label else 0, last)
+                last_key = _mix(_mix(0, <uint64_t>(lab + 1)) if key_with_label else 0, last_key)
                 if nkey > 0:
                     o_gender[m] = gender
                     o_token[m] = i
@@ -219,7 +236,7 @@ def extract_items(
                     o_label[m] = <int16_t>lab
                     o_compat[m] = <uint8_t>label_compat[lab]
                     o_key[m] = key
-                    o_last[m] = last
+                    o_last_key[m] = last_key
                     o_nkey[m] = <int16_t>nkey
                     m += 1
                 continue
@@ -253,14 +270,14 @@ def extract_items(
                     o_kind[m] = KIND_NOUN
                     o_label[m] = -1
                     if tag__tok[i] == tag_plural or tag__tok[i] == tag_plural_proper:
-                        o_compat[m] = 8  # PL
+                        o_compat[m] = plural_noun_compat
                     elif person_nouns.count(lower__tok[i]):
-                        o_compat[m] = 1 | 2 | 4  # MASC_SG | FEM_SG | NEUT_SG
+                        o_compat[m] = person_noun_compat
                     else:
-                        o_compat[m] = 4  # NEUT_SG
-                    if chain_nouns == 2 or (chain_nouns == 1 and o_compat[m] == (1 | 2 | 4)):
-                        # repeated head nouns form chains (key space apart from entity keys)
-                        o_key[m] = _mix(<uint64_t>0x6E6F756E, lower__tok[i])
+                        o_compat[m] = noun_compat
+                    if chain_nouns == 2 or (chain_nouns == 1 and o_compat[m] == person_noun_compat):
+                        # repeated head nouns form chains (the salt keeps noun keys apart from entity keys)
+                        o_key[m] = _mix(noun_key_salt, lower__tok[i])
                         o_nkey[m] = 1
                     m += 1
     return {
@@ -270,7 +287,7 @@ def extract_items(
         "label": out_label[:m].copy(),
         "compat": out_compat[:m].copy(),
         "key": out_key[:m].copy(),
-        "last": out_last[:m].copy(),
+        "last_token_key": out_last_key[:m].copy(),
         "n_key": out_nkey[:m].copy(),
         "gender": out_gender[:m].copy(),
     }
@@ -305,7 +322,7 @@ def assign_entity_ids(
     const int8_t[::1] kind__item,
     const int16_t[::1] label__item,
     const uint64_t[::1] key__item,
-    const uint64_t[::1] last__item,
+    const uint64_t[::1] last_token_key__item,
     const int16_t[::1] nkey__item,
     int16_t person_label,
     bint person_merge,
@@ -346,7 +363,7 @@ def assign_entity_ids(
                         by_key[key__item[i]] = e
                 if person_merge and label__item[i] == person_label and nkey__item[i] > 1:
                     # indexed by the key a one-token mention of the last token would have
-                    by_last[last__item[i]] = e
+                    by_last[last_token_key__item[i]] = e
                 eid[i] = e
     return out, int(next_id)
 
@@ -369,7 +386,8 @@ def compute_distances(
 
     Parameters (``n_items`` items in document order, documents delimited by ``offsets__doc``):
     ``kind__item`` 0 entity / 1 pronoun / 2 noun candidate; ``sentence__item`` document-level
-    sentence index; ``entity__item`` dense entity id (entities) or -1; ``compat__item``
+    sentence index; ``entity__item`` dense entity id (entity mentions and keyed head nouns of
+    noun chains, from ``assign_entity_ids``) or -1; ``compat__item``
     antecedent bit mask (entities, nouns) or own group bit (pronouns); ``segment__item`` and
     ``gsentence__item`` global segment / sentence row the item belongs to.
 

@@ -32,6 +32,20 @@ from dataclasses import dataclass
 GROUPS: tuple[str, ...] = ("MASC_SG", "FEM_SG", "NEUT_SG", "PL")
 MASC_SG, FEM_SG, NEUT_SG, PL = 1, 2, 4, 8
 GROUP_BIT = {"MASC_SG": MASC_SG, "FEM_SG": FEM_SG, "NEUT_SG": NEUT_SG, "PL": PL}
+#: pronoun group bit -> name (the ``label`` of a pronoun in the anchors table)
+GROUP_NAMES: dict[int, str] = {bit: name for name, bit in GROUP_BIT.items()}
+
+#: names of item kinds, indexed by the extraction kernel's codes (0 entity, 1 pronoun, 2 noun)
+KIND_NAMES: tuple[str, ...] = ("entity", "pronoun", "noun")
+
+#: compatibility bits of a head noun (a fallback antecedent): plural (tag NNS/NNPS), singular
+#: person noun (:data:`PERSON_NOUNS`), any other singular noun
+PLURAL_NOUN_COMPAT = PL
+PERSON_NOUN_COMPAT = MASC_SG | FEM_SG | NEUT_SG
+NOUN_COMPAT = NEUT_SG
+#: salt of the head-noun chain keys (b"noun" read as a big-endian integer): keeps the key of a
+#: repeated noun apart from the key of a one-token entity mention of the same word
+NOUN_KEY_SALT = int.from_bytes(b"noun", "big")
 
 PRONOUN_GROUPS: dict[str, str] = {
     **dict.fromkeys(("he", "him", "his", "himself"), "MASC_SG"),

@@ -28,19 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import schema as S
-from ..anchors import rules as R
+from .. import schema
+from ..anchors.rules import FEM_SG, GROUP_NAMES, KIND_NAMES, MASC_SG, RuleSet
 from ..io.segments import ROW, SegmentColumns
+from .extract import RuleTables, TokenColumns, extract_items, refinement_tables, rule_tables  # noqa: F401
 
 if TYPE_CHECKING:
     import polars as pl
 
     from ..anchors.spacy_extract import TokenArrays
 
-#: names of item kinds (kernel codes 0, 1, 2)
-KIND_NAMES = ("entity", "pronoun", "noun")
-#: pronoun group bit -> name
-GROUP_NAMES = {R.MASC_SG: "MASC_SG", R.FEM_SG: "FEM_SG", R.NEUT_SG: "NEUT_SG", R.PL: "PL"}
 #: batch-local document ordinal column (0..n_docs-1, non-decreasing over the batch)
 DOC = "__doc"
 
@@ -135,69 +132,17 @@ def _kernels() -> Any:
 # ------------------------------------------------------------------------- rule tables
 
 
-def rule_tables(rules: R.RuleSet) -> dict[str, Any]:
-    """Positional rule arrays of ``extract_items`` (StringStore hashes, group bits)."""
-    from ..anchors.spacy_extract import pos_id, string_hashes
-
-    groups = sorted(dict(rules.pronoun_groups).items())
-    compat = dict(rules.label_compat)
-    return dict(
-        pronoun_hashes=string_hashes([w for w, _ in groups]),
-        pronoun_group_bits=np.array([R.GROUP_BIT[g] for _, g in groups], dtype=np.int64),
-        label_hashes=string_hashes(list(rules.entity_labels)),
-        label_compat=np.array([compat.get(lab, R.NEUT_SG) for lab in rules.entity_labels], dtype=np.int64),
-        np_dep_hashes=string_hashes(list(rules.np_deps)),
-        person_noun_hashes=string_hashes(list(rules.person_nouns)),
-        drop_leading_hashes=string_hashes(list(rules.drop_leading)),
-        drop_trailing_hashes=string_hashes(list(rules.drop_trailing)),
-        dep_expl=int(string_hashes(["expl"])[0]),
-        dep_conj=int(string_hashes(["conj"])[0]),
-        tag_plural=int(string_hashes(["NNS"])[0]),
-        tag_plural_proper=int(string_hashes(["NNPS"])[0]),
-        pos_pron=pos_id("PRON"),
-        pos_noun=pos_id("NOUN"),
-        pos_space=pos_id("SPACE"),
-    )
-
-
-def refinement_tables(rules: R.RuleSet, *, has_parser: bool = True) -> dict[str, Any]:
-    """Keyword arguments of ``extract_items`` for the optional refinements of a rule set
-    (and head nouns from tags when the pipeline has no parser)."""
-    from ..anchors.spacy_extract import pos_id, string_hashes
-
-    out: dict[str, Any] = {}
-    if rules.titles:
-        titles = dict(rules.titles)
-        out["title_hashes"] = string_hashes(list(titles))
-        out["title_bits"] = np.array(list(titles.values()), dtype=np.int64)
-    if rules.name_gender:
-        names = R.first_name_genders()
-        out["name_hashes"] = string_hashes(list(names))
-        out["name_bits"] = np.array(list(names.values()), dtype=np.int64)
-    if rules.skip_adjective_labels:
-        out["label_skip_adj"] = np.array([lab in rules.skip_adjective_labels for lab in rules.entity_labels], np.int64)
-        out["pos_adj"] = pos_id("ADJ")
-    if "PERSON" in rules.entity_labels:
-        out["person_label"] = rules.entity_labels.index("PERSON")
-    out["key_with_label"] = rules.key_with_label
-    out["key_with_title"] = rules.key_with_title
-    out["chain_nouns"] = rules.chain_nouns
-    if not has_parser:
-        out.update(heads_from_tags=True, pos_propn=pos_id("PROPN"))
-    return out
-
-
 @dataclass(frozen=True)
 class RuleArrays:
-    """A rule set compiled once per run into the arrays the kernels take."""
+    """A rule set compiled once per run into the tables the kernels take (:class:`RuleTables`)."""
 
-    rules: R.RuleSet
-    tables: dict[str, Any]
-    refinements: dict[str, Any]
+    rules: RuleSet
+    tables: RuleTables
 
     @classmethod
-    def compile(cls, rules: R.RuleSet, *, has_parser: bool = True) -> RuleArrays:
-        return cls(rules, rule_tables(rules), refinement_tables(rules, has_parser=has_parser))
+    def compile(cls, rules: RuleSet, *, has_parser: bool = True) -> RuleArrays:
+        """``has_parser=False`` (the ``fast`` preset) takes head nouns from tags."""
+        return cls(rules, RuleTables.compile(rules, has_parser=has_parser))
 
 
 # ------------------------------------------------------------------------------ stages
@@ -239,7 +184,7 @@ def number_sentences(
     ``sentence_unit="sentence"`` sentences come from spaCy (a unit start always starts a
     sentence); with ``"segment"`` every segment is one sentence unit.
     """
-    K = _kernels()
+    kernels = _kernels()
     n_seg = len(seg_doc)
     n_units = len(units.texts)
     n_tok = int(toks.n_tokens__unit.sum())
@@ -251,7 +196,7 @@ def number_sentences(
     tok_char = units.offset__unit[tok_unit] + toks.idx
     tok_char_end = units.offset__unit[tok_unit] + toks.end
     head_abs = np.arange(n_tok, dtype=np.int64) + toks.head
-    flags = K.sentence_starts(toks.sent_start, toks.pos, unit_start, pos_space)
+    flags = kernels.sentence_starts(toks.sent_start, toks.pos, unit_start, pos_space)
     n_docs = int(seg_doc.max()) + 1 if n_seg else 0
     doc_first_seg = np.searchsorted(seg_doc, np.arange(n_docs))
     seg_in_doc = np.arange(n_seg) - doc_first_seg[seg_doc]
@@ -284,17 +229,10 @@ def number_sentences(
 
 def find_items(toks: TokenArrays, index: TokenIndex, rule_arrays: RuleArrays) -> dict[str, np.ndarray]:
     """Items of the batch in token order: entity mentions (kind 0), pronouns (1) and head
-    nouns (2), each with its first token, end token, label/group, compatibility bits and key."""
-    K = _kernels()
-    t = rule_arrays.tables
-    return K.extract_items(
-        toks.lower, toks.pos, toks.tag, toks.dep, index.head__tok, toks.iob, toks.enttype, index.unit_start__tok,
-        t["pronoun_hashes"], t["pronoun_group_bits"], t["label_hashes"], t["label_compat"],
-        t["np_dep_hashes"], t["person_noun_hashes"], t["drop_leading_hashes"],
-        t["drop_trailing_hashes"], t["dep_expl"], t["dep_conj"], t["tag_plural"],
-        t["tag_plural_proper"], t["pos_pron"], t["pos_noun"], t["pos_space"],
-        **rule_arrays.refinements,
-    )
+    nouns (2), each with its first token, end token, label/group, compatibility bits and key
+    (arrays of shape (n_items,); see :func:`ddpcore.ddp.extract.extract_items`, which checks
+    the token columns and rule tables before the kernel runs)."""
+    return extract_items(TokenColumns.from_stages(toks, index), rule_arrays.tables)
 
 
 def _apply_entity_gender(items: dict[str, np.ndarray], ent_id: np.ndarray, n_ent: int, extra: int) -> None:
@@ -306,7 +244,7 @@ def _apply_entity_gender(items: dict[str, np.ndarray], ent_id: np.ndarray, n_ent
         return
     ent_gender = np.zeros(max(n_ent, 1), dtype=np.uint8)
     np.bitwise_or.at(ent_gender, ent_id[known], g[known])
-    ent_gender[ent_gender == (R.MASC_SG | R.FEM_SG)] = 0
+    ent_gender[ent_gender == (MASC_SG | FEM_SG)] = 0
     mask = ent_id >= 0
     eg = np.zeros_like(g)
     eg[mask] = ent_gender[ent_id[mask]]
@@ -315,17 +253,17 @@ def _apply_entity_gender(items: dict[str, np.ndarray], ent_id: np.ndarray, n_ent
 
 
 def link_entities(
-    items: dict[str, np.ndarray], index: TokenIndex, seg_doc: np.ndarray, rules: R.RuleSet
+    items: dict[str, np.ndarray], index: TokenIndex, seg_doc: np.ndarray, rules: RuleSet
 ) -> Entities:
     """Entity ids per document (same key → same entity; one-token PERSON surname merge), then
     the entity-level gender of the rule set (updates ``items["compat"]`` in place)."""
-    K = _kernels()
+    kernels = _kernels()
     n_docs = int(seg_doc.max()) + 1 if len(seg_doc) else 0
     it_doc = seg_doc[index.seg__tok[items["token"]]]
     offsets = np.searchsorted(it_doc, np.arange(n_docs + 1)).astype(np.int64)
     person = rules.entity_labels.index("PERSON") if "PERSON" in rules.entity_labels else -1
-    ent_id, n_ent = K.assign_entity_ids(
-        offsets, items["kind"], items["label"], items["key"], items["last"], items["n_key"], person,
+    ent_id, n_ent = kernels.assign_entity_ids(
+        offsets, items["kind"], items["label"], items["key"], items["last_token_key"], items["n_key"], person,
         rules.person_last_token_merge,
     )
     if rules.name_gender or rules.titles:
@@ -339,9 +277,9 @@ def measure_distances(
 ) -> Distances:
     """Anchor distances (chained: to the entity's first mention; nearest: to the latest
     mention) and their maxima per sentence and per segment (the DDP)."""
-    K = _kernels()
+    kernels = _kernels()
     it_tok = items["token"]
-    dist, ante, ref, ddp_seg, ddp_sent = K.compute_distances(
+    dist, ante, ref, ddp_seg, ddp_sent = kernels.compute_distances(
         entities.doc_offsets, items["kind"], index.sent__tok[it_tok].astype(np.int32), entities.entity__item,
         items["compat"], index.seg__tok[it_tok].astype(np.int32), index.gsent__tok[it_tok].astype(np.int32),
         entities.n_entities, n_seg, index.n_sentences, distance == "nearest", n_threads,
@@ -356,7 +294,7 @@ def build_tables(
     items: dict[str, np.ndarray],
     entities: Entities,
     distances: Distances,
-    rules: R.RuleSet,
+    rules: RuleSet,
     *,
     pos_space: int,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -389,16 +327,16 @@ def build_tables(
     segments = (
         df.select(ROW, *extra)
         .with_columns(
-            pl.Series(S.N_SENTENCES, index.n_sent__seg.astype(np.int64)),
-            pl.Series(S.N_TOKENS, n_tok_seg.astype(np.int64)),
-            pl.Series(S.N_ANCHORS, n_anchor_seg.astype(np.int64)),
-            pl.Series(S.DDP, distances.ddp__seg.astype(np.int64)),
-            pl.Series(S.FIRST_SENTENCE, index.first_sentence__seg.astype(np.int64)),
+            pl.Series(schema.N_SENTENCES, index.n_sent__seg.astype(np.int64)),
+            pl.Series(schema.N_TOKENS, n_tok_seg.astype(np.int64)),
+            pl.Series(schema.N_ANCHORS, n_anchor_seg.astype(np.int64)),
+            pl.Series(schema.DDP, distances.ddp__seg.astype(np.int64)),
+            pl.Series(schema.FIRST_SENTENCE, index.first_sentence__seg.astype(np.int64)),
         )
         .sort(ROW)
     )
-    lead = [cols.document, cols.segment, cols.domain, S.N_SENTENCES, S.N_TOKENS, S.N_ANCHORS, S.DDP,
-            S.FIRST_SENTENCE]
+    lead = [cols.document, cols.segment, cols.domain, schema.N_SENTENCES, schema.N_TOKENS, schema.N_ANCHORS, schema.DDP,
+            schema.FIRST_SENTENCE]
     segments = segments.select(ROW, *lead, *[c for c in extra if c not in lead])
 
     # ---- anchors table (document order)
@@ -431,20 +369,20 @@ def build_tables(
     sl = pl.DataFrame({
         "__seg": it_seg[a_idx],
         "__aseg": it_seg[ante_safe[a_idx]],
-        S.ANCHOR_INDEX: (np.arange(len(a_idx)) - doc_anchor_first[a_doc]).astype(np.int64),
-        S.SENTENCE: it_sent[a_idx].astype(np.int64),
-        S.KIND: kind_names[items["kind"][a_idx]].astype(str),
-        S.LABEL: label_str[a_idx].astype(str),
-        S.CHAR_START: item_char_start[a_idx],
-        S.CHAR_END: item_char_end[a_idx],
-        S.ENTITY_ID: local_eid[a_idx].astype(np.int64),
-        S.ANTECEDENT_KIND: ante_kind[a_idx].astype(str),
+        schema.ANCHOR_INDEX: (np.arange(len(a_idx)) - doc_anchor_first[a_doc]).astype(np.int64),
+        schema.SENTENCE: it_sent[a_idx].astype(np.int64),
+        schema.KIND: kind_names[items["kind"][a_idx]].astype(str),
+        schema.LABEL: label_str[a_idx].astype(str),
+        schema.CHAR_START: item_char_start[a_idx],
+        schema.CHAR_END: item_char_end[a_idx],
+        schema.ENTITY_ID: local_eid[a_idx].astype(np.int64),
+        schema.ANTECEDENT_KIND: ante_kind[a_idx].astype(str),
         "__astart": item_char_start[ante_safe[a_idx]],
         "__aend": item_char_end[ante_safe[a_idx]],
         "__has_ante": has_ante[a_idx],
-        S.ANTECEDENT_SENTENCE: np.where(has_ante, it_sent[ante_safe], -1)[a_idx].astype(np.int64),
-        S.REFERENCE_SENTENCE: np.where(ref >= 0, it_sent[ref_safe], -1)[a_idx].astype(np.int64),
-        S.DISTANCE_SENTENCES: dist[a_idx].astype(np.int64),
+        schema.ANTECEDENT_SENTENCE: np.where(has_ante, it_sent[ante_safe], -1)[a_idx].astype(np.int64),
+        schema.REFERENCE_SENTENCE: np.where(ref >= 0, it_sent[ref_safe], -1)[a_idx].astype(np.int64),
+        schema.DISTANCE_SENTENCES: dist[a_idx].astype(np.int64),
     })
     seg_lookup = pl.DataFrame({
         "__seg": np.arange(n_seg, dtype=np.int64),
@@ -457,16 +395,19 @@ def build_tables(
         .join(seg_lookup.select(pl.col("__seg").alias("__aseg"), pl.col("__text").alias("__atext")), on="__aseg",
               how="left")
         .with_columns(
-            pl.col("__text").str.slice(pl.col(S.CHAR_START), pl.col(S.CHAR_END) - pl.col(S.CHAR_START)).alias(S.TEXT),
+            pl.col("__text")
+            .str.slice(pl.col(schema.CHAR_START), pl.col(schema.CHAR_END) - pl.col(schema.CHAR_START))
+            .alias(schema.TEXT),
             pl.when(pl.col("__has_ante"))
             .then(pl.col("__atext").str.slice(pl.col("__astart"), pl.col("__aend") - pl.col("__astart")))
             .otherwise(None)
-            .alias(S.ANTECEDENT_TEXT),
+            .alias(schema.ANTECEDENT_TEXT),
         )
         .select(
-            cols.document, cols.segment, S.ANCHOR_INDEX, S.SENTENCE, S.KIND, S.LABEL, S.TEXT, S.CHAR_START,
-            S.CHAR_END, S.ENTITY_ID, S.ANTECEDENT_KIND, S.ANTECEDENT_TEXT, S.ANTECEDENT_SENTENCE,
-            S.REFERENCE_SENTENCE, S.DISTANCE_SENTENCES,
+            cols.document, cols.segment, schema.ANCHOR_INDEX, schema.SENTENCE, schema.KIND, schema.LABEL,
+            schema.TEXT, schema.CHAR_START, schema.CHAR_END, schema.ENTITY_ID, schema.ANTECEDENT_KIND,
+            schema.ANTECEDENT_TEXT, schema.ANTECEDENT_SENTENCE,
+            schema.REFERENCE_SENTENCE, schema.DISTANCE_SENTENCES,
         )
     )
 
@@ -474,8 +415,8 @@ def build_tables(
     sentences = pl.DataFrame({
         cols.document: df[cols.document].gather(index.seg__sent),
         cols.segment: df[cols.segment].gather(index.seg__sent),
-        S.SENTENCE: index.sent_in_doc__sent.astype(np.int64),
-        S.SENTENCE_DDP: distances.ddp__sent.astype(np.int64),
+        schema.SENTENCE: index.sent_in_doc__sent.astype(np.int64),
+        schema.SENTENCE_DDP: distances.ddp__sent.astype(np.int64),
     })
     return segments, anchors, sentences
 
@@ -491,7 +432,7 @@ def run_stages(
     n_threads: int = 1,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Every stage after parsing, in order, for one batch; returns the three tables."""
-    pos_space = rule_arrays.tables["pos_space"]
+    pos_space = rule_arrays.tables.pos_space
     seg_doc = batch.seg_doc
     index = number_sentences(toks, units, seg_doc, sentence_unit=sentence_unit, pos_space=pos_space)
     items = find_items(toks, index, rule_arrays)
