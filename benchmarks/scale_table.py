@@ -108,8 +108,7 @@ def part_b(tmp: Path, n_segments: int, repeats: int, rows: list) -> None:
     n_docs = n_segments // per_doc
     idx = (pl.int_range(0, n_segments, eager=True) * 7919) % k  # every document a different mix of paragraphs
     big = pl.DataFrame({
-        "document_id": (pl.int_range(0, n_segments, eager=True) // per_doc).cast(pl.String).map_batches(
-            lambda s: "doc" + s),
+        "document_id": "doc" + (pl.int_range(0, n_segments, eager=True) // per_doc).cast(pl.String),
         "segment_id": pl.int_range(0, n_segments, eager=True) % per_doc,
         "source": paras.gather(idx),
     })
