@@ -241,3 +241,25 @@ def test_bootstrap_and_wmt25_share_the_rank_rule():
 def test_unknown_method_is_d351(bad):
     with pytest.raises(DDPUsageError, match=r"D351.*unknown clustering method.*bootstrap, wmt25, wmt24, permutation"):
         cluster_systems(_long(n_docs=2), bad, condition_value="DOC")  # type: ignore[arg-type]
+
+
+def test_compare_systems_columns_equals_keywords():
+    from ddpcore.stats import compare_systems
+    from ddpcore.stats.compare import unit_keys as compare_unit_keys
+
+    df = _long().filter(pl.col("condition") == "DOC").drop("condition", "annotator", "domain")
+    renamed = df.rename({"document_id": "doc", "segment_id": "seg", "system": "sys"})
+    kw = dict(n_boot=40, n_ar=40, seed=5)
+    ref = compare_systems(df, "sys0", **kw).to_dict()
+    cols = TableColumns(document="doc", segment="seg", system="sys")
+    assert compare_systems(renamed, "sys0", columns=cols, **kw).to_dict() == ref
+    with pytest.warns(DeprecationWarning, match="compare_systems"):
+        assert compare_systems(renamed, "sys0", document="doc", segment="seg", system="sys", **kw).to_dict() == ref
+    # segment=None: document-level rows (one per document and system)
+    docs = df.group_by("document_id", "system").agg(pl.col("score").mean())
+    res = compare_systems(docs, "sys0", columns=TableColumns(segment=None), **kw)
+    assert res.signature["unit"] == "document"
+    with pytest.raises(DDPDataError, match=r"D391.*'nope'.*--system-col"):
+        compare_systems(df, "sys0", columns=TableColumns(system="nope"), **kw)
+    # compare keeps the input's column names in its unit keys
+    assert compare_unit_keys(renamed, columns=cols).rename({"doc": "document_id"}).equals(compare_unit_keys(df))

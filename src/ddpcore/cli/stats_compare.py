@@ -79,14 +79,15 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from ..stats import TableColumns
     from ..stats.compare import compare_systems
 
     res = compare_systems(
         args.table, args.baseline, metrics=_append_csv(args.metrics) or ["score"], unit=args.unit, test=args.test,
         n_boot=args.n_boot, n_ar=args.n_ar, seed=args.seed, correction=args.correction,
         confidence=args.confidence, alpha=args.alpha, lower_is_better=_append_csv(args.lower_is_better),
-        exclude_systems=args.exclude_system, threads=args.threads, document=args.document,
-        segment=args.segment or None, system=args.system,
+        exclude_systems=args.exclude_system, threads=args.threads,
+        columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
     )
     payload = res.to_dict()
     passed = True

@@ -26,6 +26,9 @@ from ..errors import DDPUsageError
 #: every role, in the order used by messages and signatures
 ROLES: tuple[str, ...] = ("document", "segment", "system", "annotator", "condition", "score", "text", "domain")
 
+#: roles whose column may be absent (``None``)
+_OPTIONAL_ROLES: tuple[str, ...] = ("segment", "annotator")
+
 #: the roles of a long table that :func:`ddpcore.stats.load_long_table` renames to canonical names
 LONG_TABLE_ROLES: tuple[str, ...] = ("document", "segment", "system", "annotator", "condition", "score")
 
@@ -35,14 +38,15 @@ class TableColumns:
     """Column names of a long evaluation table, one field per role.
 
     Fields (defaults from :mod:`ddpcore.schema`): ``document`` (``document_id``), ``segment``
-    (``segment_id``), ``system`` (``system``), ``annotator`` (``annotator``; ``None`` = the
-    table has no annotator column), ``condition`` (``condition``), ``score`` (``score``),
+    (``segment_id``; ``None`` = no segment column, where a function allows document-level
+    rows), ``system`` (``system``), ``annotator`` (``annotator``; ``None`` = the table has no
+    annotator column), ``condition`` (``condition``), ``score`` (``score``),
     ``text`` (``source``), ``domain`` (``domain``). A function uses only the roles it needs;
     the others are ignored.
     """
 
     document: str = schema.DOCUMENT_ID
-    segment: str = schema.SEGMENT_ID
+    segment: str | None = schema.SEGMENT_ID
     system: str = schema.SYSTEM
     annotator: str | None = schema.ANNOTATOR
     condition: str = schema.CONDITION
@@ -56,7 +60,7 @@ class TableColumns:
     def __post_init__(self) -> None:
         for role in ROLES:
             value = getattr(self, role)
-            if value is None and role == "annotator":
+            if value is None and role in _OPTIONAL_ROLES:
                 continue
             if not isinstance(value, str):
                 raise DDPUsageError(

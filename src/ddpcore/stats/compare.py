@@ -57,6 +57,7 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
+from .columns import TableColumns, resolve_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -696,9 +697,8 @@ def compare_systems(
     lower_is_better: str | Sequence[str] = (),
     exclude_systems: Sequence[str] = (),
     threads: int | None = None,
-    document: str = schema.DOCUMENT_ID,
-    segment: str | None = schema.SEGMENT_ID,
-    system: str = schema.SYSTEM,
+    columns: TableColumns | None = None,
+    **legacy_columns: str | None,
 ) -> CompareResult:
     """Significance of every system against ``baseline``, for each metric column.
 
@@ -728,11 +728,16 @@ def compare_systems(
         Metric columns where a smaller score is better (e.g. TER): flips better/worse.
     exclude_systems
         Systems left out before pairing.
+    columns
+        :class:`~ddpcore.stats.TableColumns`: the document, segment and system columns
+        (``segment=None``: document-level rows). The keywords ``document=``, ``segment=``,
+        ``system=`` still work for one release (``DeprecationWarning``).
 
     Returns
     -------
     CompareResult
     """
+    cols = resolve_columns(columns, legacy_columns, func="compare_systems", allowed=_COMPARE_ROLES)
     metric_list = _csv(metrics)
     if not metric_list:
         raise DDPUsageError("give at least one metric column (--metric-col NAME)", code="D390")
@@ -748,7 +753,7 @@ def compare_systems(
     if unknown:
         raise DDPUsageError(f"--lower-is-better names {unknown}, which are not metric columns ({metric_list})",
                             code="D390")
-    prep = _prepare(table, str(baseline), metric_list, unit, document, segment, system, exclude_systems)
+    prep = _prepare(table, str(baseline), metric_list, unit, cols.document, cols.segment, cols.system, exclude_systems)
     arr = compare_arrays(prep.sums, prep.counts, baseline=0, test=test, n_boot=n_boot, n_ar=n_ar, seed=seed,
                          indices=indices, ar_keep=ar_keep if test != "bootstrap" else None, confidence=confidence,
                          threads=threads)
@@ -801,17 +806,23 @@ def compare_systems(
     )
 
 
-def unit_keys(table: Any, *, unit: Unit = "document", document: str = schema.DOCUMENT_ID,
-              segment: str | None = schema.SEGMENT_ID, system: str = schema.SYSTEM,
-              baseline: str | None = None, metrics: str | Sequence[str] = (schema.SCORE,)) -> pl.DataFrame:
-    """The resampling units of :func:`compare_systems` in index order (row k = unit k)."""
+def unit_keys(table: Any, *, unit: Unit = "document", baseline: str | None = None,
+              metrics: str | Sequence[str] = (schema.SCORE,), columns: TableColumns | None = None,
+              **legacy_columns: str | None) -> pl.DataFrame:
+    """The resampling units of :func:`compare_systems` in index order (row k = unit k); shape
+    (n_units, 1) for documents, (n_units, 2) for (document, segment). ``columns`` as there."""
     import polars as pl
 
     from ..io.tables import read_table
 
+    cols = resolve_columns(columns, legacy_columns, func="unit_keys", allowed=_COMPARE_ROLES)
     df = read_table(table)
-    bl = str(baseline) if baseline is not None else str(df[system].cast(pl.String).min())
-    return _prepare(df, bl, _csv(metrics), unit, document, segment, system, ()).unit_keys
+    bl = str(baseline) if baseline is not None else str(df[cols.system].cast(pl.String).min())
+    return _prepare(df, bl, _csv(metrics), unit, cols.document, cols.segment, cols.system, ()).unit_keys
+
+
+#: column roles compare_systems reads (its deprecated per-role keywords)
+_COMPARE_ROLES = ("document", "segment", "system")
 
 
 __all__ = [
