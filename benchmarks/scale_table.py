@@ -10,7 +10,8 @@ of the run: the driver; workers are reported separately where they matter). Medi
     ``nlp.pipe`` with the same pipeline, texts and process count (no cache);
 (b) a 1,000,000-segment corpus built from LitBank paragraphs under distinct document ids,
     cache warm: peak RSS against a 10,000-segment run of the same corpus, and segments/s;
-(c) SIGKILL about half-way, then ``--resume``: time to the finished output against a full run.
+(c) SIGKILL about half-way, then ``--resume``: time to the finished output against a full run;
+(d) the ``-j auto`` threshold: -j 1 against -j 2 on inputs of growing size (no cache).
 The Ray engine has its own table (``benchmarks/ray_table.py``).
 
 Needs the shared data folder (LitBank novels). Usage::
@@ -157,12 +158,27 @@ def part_c(tmp: Path, words: int, rows: list) -> None:
                  f"{resumed:.1f} s to finish", f"full run {full:.1f} s; ratio {resumed / full:.2f}"))
 
 
+def part_d(tmp: Path, repeats: int, rows: list) -> None:
+    df, _ = litbank_segments(200_000)
+    chars = df["source"].str.len_chars().cum_sum()
+    for size in (50_000, 100_000, 200_000, 400_000, 800_000):
+        sub = df.filter(chars <= size)
+        path = tmp / f"d{size}.parquet"
+        sub.write_parquet(path)
+        t = {}
+        for j in (1, 2):
+            t[j] = med([measured(ddp(str(path), "-o", str(tmp / f"d{j}.parquet"), "-q", "-j", str(j),
+                                     "--no-cache"))["seconds"] for _ in range(repeats)])
+        rows.append((f"(d) {size:,} characters ({sub.height:,} segments): -j 1 vs -j 2",
+                     f"{t[1]:.1f} s vs {t[2]:.1f} s", f"-j 2 speed-up {t[1] / t[2]:.2f}x"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--words", type=int, default=150_000, help="LitBank words for (a) and (c); 11000000 = all")
     ap.add_argument("--segments", type=int, default=1_000_000, help="segments of the (b) corpus")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: a,b,c")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: a,b,c,d")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     rows: list[tuple[str, str, str]] = []
@@ -174,6 +190,8 @@ def main() -> None:
             part_b(tmp, args.segments, args.repeats, rows)
         if "c" not in skip:
             part_c(tmp, args.words, rows)
+        if "d" not in skip:
+            part_d(tmp, args.repeats, rows)
     print("| measurement | result | reference |\n|---|---|---|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} |")
