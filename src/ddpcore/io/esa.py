@@ -1,6 +1,6 @@
 """Reader for the ESA paper data: WMT23 English→German with repeated annotation.
 
-Folder layout (``../shared/data/esa-wmt23-ende/``, see its ``SOURCE.md``)::
+Folder layout of the ESA WMT23 en-de release (as distributed by its authors)::
 
     errorspanannotation_wmt23_en-de_data.tar.xz   raw Appraise exports + batch files + WMT23 texts
     esa_wmt23_en-de_scores_wide.tsv               one row per (segment, system), one column per protocol
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
+from .appraise import parse_error_spans, utf16_span_to_codepoints  # noqa: F401  (public here since 0.x)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -86,7 +87,7 @@ def _folder(path: str | Path) -> Path:
     if not folder.is_dir():
         raise DDPDataError(
             f"{folder}: ESA WMT23 data folder not found; pass the folder holding {TAR_NAME} "
-            f"and {WIDE_NAME} (e.g. ../shared/data/esa-wmt23-ende)",
+            f"and {WIDE_NAME} (the ESA WMT23 en-de release folder)",
             code="D150",
         )
     return folder
@@ -113,54 +114,6 @@ def _read_members(tar_path: Path, names: Iterable[str]) -> dict[str, bytes]:
     if missing:
         raise DDPDataError(f"{tar_path}: archive lacks {', '.join(missing)}", code="D152")
     return out
-
-
-def utf16_span_to_codepoints(text: str, start_i: int, end_i: int) -> tuple[int, int]:
-    """Appraise span ``[start_i, end_i]`` -> half-open code-point offsets ``[start, end)``.
-
-    Appraise runs in the browser: its offsets index JavaScript strings, i.e. UTF-16 code units,
-    and ``end_i`` is inclusive. For text without characters beyond U+FFFF (no surrogate pairs)
-    this is ``(start_i, end_i + 1)``; otherwise each offset is moved to the code point holding
-    that code unit (an emoji counts 2 units in Appraise, 1 code point here). Offsets past the
-    text are clipped to its length.
-    """
-    if all(ord(ch) <= 0xFFFF for ch in text):
-        return min(start_i, len(text)), min(end_i + 1, len(text))
-    unit_starts = []  # UTF-16 offset at which each code point starts
-    pos = 0
-    for ch in text:
-        unit_starts.append(pos)
-        pos += 2 if ord(ch) > 0xFFFF else 1
-    import bisect
-
-    start = max(0, bisect.bisect_right(unit_starts, start_i) - 1)
-    end = bisect.bisect_left(unit_starts, end_i + 1)
-    return min(start, len(text)), min(max(end, start), len(text))
-
-
-def _parse_spans(raw: str, *, where: str, text: str | None = None) -> list[dict[str, Any]]:
-    """Appraise span JSON -> list of {span_start, span_end (half-open code points), severity, error_type}.
-
-    With ``text`` the UTF-16, end-inclusive Appraise offsets are converted by
-    :func:`utf16_span_to_codepoints`; without it they are only made half-open (``end_i + 1``)."""
-    if raw in ("", "[]", "None"):
-        return []
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise DDPDataError(f"{where}: error_spans is not valid JSON ({exc.msg})", code="D153") from None
-    if isinstance(obj, dict):
-        obj = obj.get("errors", [])
-    spans = []
-    for span in obj:
-        start, end = span.get("start_i"), span.get("end_i")
-        if isinstance(start, int) and isinstance(end, int):
-            s, e = utf16_span_to_codepoints(text, start, end) if text is not None else (start, end + 1)
-        else:  # "missing": an omission marker without a position
-            s = e = None
-        spans.append({"span_start": s, "span_end": e, "severity": str(span.get("severity")),
-                      "error_type": span.get("error_type")})
-    return spans
 
 
 def _mqm_score(spans: list[dict[str, Any]]) -> float:
@@ -238,7 +191,7 @@ def _raw_protocol(protocol: str, members: dict[str, bytes], docs: list[tuple[str
                 f"{export}: row {rowno}: line {line} belongs to document {docs[line][1]}, not {document_id}",
                 code="D154")
         where = f"{export}, row {rowno}, column 'error_spans'"
-        spans = _parse_spans(rec["error_spans"], where=where, text=target)
+        spans = parse_error_spans(rec["error_spans"], where=where, text=target)
         entry = {
             "document_id": document_id,
             "segment_id": line,

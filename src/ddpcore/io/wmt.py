@@ -1,6 +1,6 @@
 """Reader for the WMT24 General MT ESA human evaluation (waves 2 and 3) with error spans.
 
-Folder layout (``../shared/data/wmt24-genmt/``, see its ``SOURCE.md``)::
+Folder layout of the WMT24 general MT release (as distributed by the organisers)::
 
     esa_generalMT2024_wave2.csv.gz, esa_generalMT2024_wave3.csv.gz   Appraise exports, no header
     annotator_mapping.json     {annotator name: [Appraise logins]}
@@ -27,7 +27,7 @@ Folder layout (``../shared/data/wmt24-genmt/``, see its ``SOURCE.md``)::
                          half-open code-point offsets into ``target_text``. The export counts
                          UTF-16 code units (Appraise runs in a browser: an emoji is 2 units) with
                          an inclusive end (both checked against the texts); converted with
-                         :func:`ddpcore.io.esa.utf16_span_to_codepoints`. Omission markers
+                         :func:`ddpcore.io.appraise.utf16_span_to_codepoints`. Omission markers
                          ("missing") have null offsets
     target_text   str    system output line (null with ``with_text=False``)
     source_text   str    English source line (null with ``with_text=False``)
@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
-from .esa import _parse_spans
+from .appraise import parse_error_spans
 
 if TYPE_CHECKING:
     import polars as pl
@@ -72,13 +72,13 @@ def _folder(path: str | Path) -> Path:
     if not folder.is_dir():
         raise DDPDataError(
             f"{folder}: WMT24 data folder not found; pass the folder holding {WAVE_FILES[2]} "
-            "(e.g. ../shared/data/wmt24-genmt)", code="D160")
+            "(the folder of the WMT24 general MT release)", code="D160")
     return folder
 
 
 def _spans(raw: str, where: str, text: str) -> list[dict[str, Any]]:
     try:
-        spans = _parse_spans(raw, where=where, text=text)
+        spans = parse_error_spans(raw, where=where, text=text)
     except DDPDataError as exc:
         raise DDPDataError(str(exc).split("] ", 1)[-1], code="D163") from None
     return [{k: s[k] for k in ("span_start", "span_end", "severity")} for s in spans]
