@@ -4,7 +4,7 @@ Problem (synthetic, seeded): a profile of 1,000,000 segments in 50,000 documents
 DDP drawn from a geometric-like distribution 0..400) and 10,000,000 score rows (10 systems x 1 M
 segments; score = 80 - 0.05 DDP + noise), both Parquet. ``ddp stratify --by system`` = the lazy scan,
 the join of 10 M rows to 1 M segments, per-group Spearman (1 M points each), binned means, LOWESS on a
-50,000-point subsample and the document bootstrap (50,000 documents per group).
+20,000-point subsample and the document bootstrap (50,000 documents per group).
 
 select/sample: a 1 M-row JSONL input (~110 MB) and its profile; ``ddp select --top-share 0.1
 --with-context`` and ``ddp sample --per-bin 1000 --by segment`` as subprocesses, wall time and peak RSS.

@@ -56,7 +56,7 @@ SCORE = "__score"
 DOCK = "__doc"
 DDPK = "__ddp"
 SEGK = "__seg"
-LOWESS_MAX_POINTS = 50_000
+LOWESS_MAX_POINTS = 20_000
 
 
 def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
@@ -171,9 +171,13 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
         slong = slf.select(*dict.fromkeys(base), pl.col(score_cols[0]).alias(SCORE))
     slong = slong.with_columns(pl.col(SCORE).cast(pl.Float64))
     pk = [pc for pc, _ in keys]
-    psel = plf.select(*dict.fromkeys(pk + [cols.document] + p_by), pl.col(S.DDP).cast(pl.Int64).alias(DDPK),
-                      pl.col(cols.document).cast(pl.String).alias(DOCK),
-                      pl.col(cols.segment).cast(pl.String).alias(SEGK))
+    # the profile (one row per segment) is small: collect it with integer document codes (sorted id
+    # order, the bootstrap's unit order) and row numbers, so the 10 M-row join carries no strings
+    prof_df = plf.select(*dict.fromkeys(pk + [cols.document] + p_by), pl.col(S.DDP).cast(pl.Int64).alias(DDPK)).collect()
+    prof_df = prof_df.with_columns(
+        (pl.col(cols.document).rank("dense") - 1).cast(pl.UInt32).alias(DOCK),
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias(SEGK), pl.lit(True).alias("__hit"))
+    n_prof = prof_df.height
     # ids compare as text when the two sides' types differ
     lk, rk = [], []
     for (pc, sc) in keys:
@@ -183,32 +187,29 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
         else:
             lk.append(pl.col(sc))
             rk.append(pl.col(pc))
-    psel = psel.with_columns(pl.lit(True).alias("__hit"))
-    joined = slong.join(psel, left_on=lk, right_on=rk, how="left", suffix="__prof",
-                          maintain_order="left")  # deterministic row order: float sums, LOWESS ties
-    finite = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()
-    counts = joined.select(
-        pl.len().alias("score_rows"),
-        pl.col("__hit").is_null().sum().alias("unmatched_score_rows"),
-        (pl.col("__hit").is_not_null() & ~finite.fill_null(False)).sum().alias("null_scores"),
-    ).collect().row(0, named=True)
-    n_prof = plf.select(pl.len()).collect().item()
-    n_scored = joined.filter(pl.col("__hit").is_not_null() & finite).select(
-        pl.col(DOCK).n_unique().alias("d"), pl.struct(DOCK, SEGK).n_unique().alias("s")).collect().row(0, named=True)
-    join = {"on": [{"profile": pc, "scores": sc} for pc, sc in keys], "score_rows": int(counts["score_rows"]),
-            "unmatched_score_rows": int(counts["unmatched_score_rows"]), "null_scores": int(counts["null_scores"]),
-            "profile_segments": int(n_prof), "profile_segments_without_score": int(n_prof - n_scored["s"]),
-            "documents": int(n_scored["d"])}
-    if strict_join and (join["unmatched_score_rows"] or join["null_scores"]):
-        bad = joined.filter(pl.col("__hit").is_null() | ~finite.fill_null(False)).head(1).collect().row(0, named=True)
+    right = prof_df.select(*dict.fromkeys(pk), *[b for b in p_by if b not in pk], DOCK, SEGK, DDPK, "__hit").lazy()
+    joined = slong.join(right, left_on=lk, right_on=rk, how="left", suffix="__prof",
+                        maintain_order="left")  # deterministic row order: float sums, LOWESS ties
+    finite = (pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()).fill_null(False)
+    keep_cols = [b if b in s_by else (f"{b}__prof" if b in sschema else b) for b in s_by + p_by]
+    full = joined.select(*[pl.col(k).alias(b) for k, b in zip(keep_cols, s_by + p_by)], DOCK, SEGK, DDPK, SCORE,
+                         pl.col("__hit").is_not_null().alias("__hit"), finite.alias("__ok")).collect()
+    good = full["__hit"] & full["__ok"]
+    frame = full.filter(good).drop("__hit", "__ok")
+    n_unmatched = int((~full["__hit"]).sum())
+    n_null = int((full["__hit"] & ~full["__ok"]).sum())
+    join = {"on": [{"profile": pc, "scores": sc} for pc, sc in keys], "score_rows": int(full.height),
+            "unmatched_score_rows": n_unmatched, "null_scores": n_null,
+            "profile_segments": int(n_prof), "profile_segments_without_score": int(n_prof - frame[SEGK].n_unique()),
+            "documents": int(frame[DOCK].n_unique())}
+    del full
+    if strict_join and (n_unmatched or n_null):
+        bad = joined.filter(pl.col("__hit").is_null() | ~finite).head(1).collect().row(0, named=True)
         what = "has no profile segment" if bad["__hit"] is None else "has a null or non-finite score"
         ids = ", ".join(f"{sc}={bad[sc]!r}" for _, sc in keys)
         raise DDPDataError(
-            f"--strict-join: score row ({ids}) {what} ({join['unmatched_score_rows']} unmatched row(s), "
-            f"{join['null_scores']} null score(s)); drop --strict-join to count and skip them", code="D653")
-    keep_cols = [b if b in s_by else (f"{b}__prof" if b in sschema else b) for b in s_by + p_by]
-    frame = joined.filter(pl.col("__hit").is_not_null() & finite).select(
-        *[pl.col(k).alias(b) for k, b in zip(keep_cols, s_by + p_by)], DOCK, SEGK, DDPK, SCORE).collect()
+            f"--strict-join: score row ({ids}) {what} ({n_unmatched} unmatched row(s), "
+            f"{n_null} null score(s)); drop --strict-join to count and skip them", code="D653")
     if frame.height == 0:
         raise DDPDataError(f"no score row of {sname} matches a segment of the profile {ppath} (join on "
                            f"{', '.join(f'{p}={s}' for p, s in keys)}); check --on and that the profile is of the "
@@ -247,6 +248,9 @@ def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.
     cell = doc[inb] * n_bins + b[inb]
     sums = np.bincount(cell, weights=score[inb], minlength=n_docs * n_bins).reshape(n_docs, n_bins)
     cnts = np.bincount(cell, minlength=n_docs * n_bins).reshape(n_docs, n_bins).astype(np.float64)
+    present = np.bincount(doc, minlength=n_docs) > 0  # the group's documents = its resampling units
+    sums, cnts = sums[present], cnts[present]
+    n_docs = int(present.sum())
     tot_s, tot_c = sums.sum(axis=0), cnts.sum(axis=0)
     lo = hi = np.full(n_bins, np.nan)
     if n_boot > 0 and n_docs >= 1:
@@ -287,7 +291,7 @@ def _groups(frame: pl.DataFrame, by: list[str], edges: np.ndarray, n_boot: int, 
         parts = [frame]
     res = []
     for g in parts:  # one iteration per group (systems x metrics), not per row
-        doc = g[DOCK].rank("dense").to_numpy().astype(np.int64) - 1
+        doc = g[DOCK].to_numpy().astype(np.int64)  # global document codes (empty ones are dropped below)
         stats = _group_stats(doc, g[DDPK].to_numpy(), g[SCORE].to_numpy().astype(np.float64), edges, n_boot, seed,
                              lowess_max, threads)
         key = {b: g[b][0] for b in by}
