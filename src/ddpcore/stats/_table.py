@@ -150,14 +150,14 @@ def load_long_table(
 
 def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy) -> pl.DataFrame:
     """:func:`load_long_table` with resolved columns (used by the statistics functions)."""
-    from ..io.tables import read_table
+    from ._frames import as_frame
 
     check_nan_policy(nan_policy)
     unknown = [r for r in required if r not in ROLES]
     if unknown:
         raise DDPUsageError(f"unknown table role(s) {unknown}; known roles: {', '.join(ROLES)}", code="D311")
     source = str(table) if isinstance(table, (str,)) or hasattr(table, "__fspath__") else "<table>"
-    df = read_table(table)
+    df = as_frame(table)
     names = cols.roles(LONG_TABLE_ROLES)
     annotator = cols.annotator
     if annotator is not None and annotator not in df.columns:

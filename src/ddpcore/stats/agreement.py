@@ -253,9 +253,9 @@ def reliability_matrix(
     """
     import polars as pl
 
-    from ..io.tables import read_table
+    from ._frames import as_frame
 
-    frame = read_table(df)
+    frame = as_frame(df)
     unit = [unit] if isinstance(unit, str) else list(unit)
     for col in [*unit, coder, score]:
         if col not in frame.columns:
@@ -303,9 +303,9 @@ def znormalize(
     """
     import polars as pl
 
-    from ..io.tables import read_table
+    from ._frames import as_frame
 
-    frame = read_table(df)
+    frame = as_frame(df)
     by = [by] if isinstance(by, str) else list(by)
     for col in [*by, score]:
         if col not in frame.columns:

@@ -547,11 +547,11 @@ def _prepare(
 ) -> _Prepared:
     import polars as pl
 
-    from ..io.tables import read_table
+    from ._frames import as_frame
     from ._table import factorize
 
     source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
-    df = read_table(table)
+    df = as_frame(table)
     cols = set(df.columns)
     flags = {document: "--document-col", system: "--system-col"}
     for name, flag in flags.items():
@@ -813,10 +813,10 @@ def unit_keys(table: Any, *, unit: Unit = "document", baseline: str | None = Non
     (n_units, 1) for documents, (n_units, 2) for (document, segment). ``columns`` as there."""
     import polars as pl
 
-    from ..io.tables import read_table
+    from ._frames import as_frame
 
     cols = resolve_columns(columns, legacy_columns, func="unit_keys", allowed=_COMPARE_ROLES)
-    df = read_table(table)
+    df = as_frame(table)
     bl = str(baseline) if baseline is not None else str(df[cols.system].cast(pl.String).min())
     return _prepare(df, bl, _csv(metrics), unit, cols.document, cols.segment, cols.system, ()).unit_keys
 

@@ -344,7 +344,7 @@ def boundary_rate_difference(
     """
     import polars as pl
 
-    from ..io.tables import read_table
+    from ._frames import as_frame
     from .bootstrap import RNG_DESCRIPTION, resample_sums
 
     if not 0.0 < float(confidence) < 1.0:
@@ -352,7 +352,7 @@ def boundary_rate_difference(
     unit = list(unit)
     frames = []
     for label, df in (("a", df_a), ("b", df_b)):
-        frame = read_table(df)
+        frame = as_frame(df)
         for col in [*unit, span_start, span_end, segment_length]:
             if col not in frame.columns:
                 raise DDPDataError(

@@ -51,9 +51,9 @@ def annotation_time_per_segment(
     """
     import polars as pl
 
-    from ..io.tables import read_table
+    from ._frames import as_frame
 
-    frame = read_table(actions)
+    frame = as_frame(actions)
     task_cols = [task] if isinstance(task, str) else list(task)
     time_cols = [time] if isinstance(time, str) else list(time)
     if not time_cols:

@@ -481,12 +481,12 @@ def tost_grouped(
     """
     import polars as pl
 
-    from ..io.tables import read_table
+    from ._frames import as_frame
 
     low, high, alpha = _check_margins(low, high, alpha)
     check_nan_policy(nan_policy)
     by = [by] if isinstance(by, str) else list(by)
-    frame = read_table(df)
+    frame = as_frame(df)
     for col in [*by, x, y]:
         if col not in frame.columns:
             raise DDPDataError(f"column '{col}' is missing; available columns: {', '.join(frame.columns)}", code="D301")
