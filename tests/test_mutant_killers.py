@@ -9,6 +9,7 @@ import statistics
 
 import numpy as np
 import polars as pl
+import pytest
 from scipy import stats
 
 from ddpcore.stats.bootstrap import bootstrap_tau
@@ -81,3 +82,22 @@ def test_replicate_sd_is_the_sample_sd():
         res.replicate_sd, statistics.stdev(ref), rtol=1e-12, atol=0)
     assert not np.isclose(statistics.stdev(ref), statistics.pstdev(ref))  # the two really differ here
     assert np.isclose(res.replicate_mean, statistics.fmean(ref), rtol=1e-12)
+
+
+@pytest.mark.spacy_model
+def test_entity_key_drops_a_leading_the(nlp):
+    # kills M07 (rules.drop_leading emptied): README "The DDP definition" — the entity key is the
+    # case-folded text without a leading "the". Parse (en_core_web_sm 3.8.0, checked by hand):
+    # sentence 0 "The United Nations met in May." has ORG "The United Nations" ("The" inside the
+    # span), sentence 1 "Later, United Nations officials left." has ORG "United Nations".
+    # Both keys are "united nations": one entity, second mention at distance 1 - 0 = 1.
+    from ddpcore.ddp.profile import profile_anchors
+
+    text = "The United Nations met in May. Later, United Nations officials left."
+    df = pl.DataFrame({"document_id": ["d"], "segment_id": [0], "source": [text]})
+    r = profile_anchors(df, nlp=nlp)
+    ents = r.anchors.filter(pl.col("kind") == "entity")
+    assert ents["text"].to_list() == ["The United Nations", "United Nations"]
+    assert ents["entity_id"].n_unique() == 1
+    assert ents["distance_sentences"].to_list() == [-1, 1]
+    assert r.segments["ddp"].to_list() == [1]
