@@ -22,6 +22,19 @@ EXAMPLE = [
 ]
 
 
+def _interval_disagreements(data):
+    """(D_o, D_e) of Krippendorff (2011), interval: D_o = (1/n) sum_u 1/(m_u - 1) sum_{i != j in u}
+    (v_i - v_j)^2, D_e = 1/(n (n - 1)) sum_{i != j over all pairable values} (v_i - v_j)^2."""
+    units = [[v for v in data[:, u] if not np.isnan(v)] for u in range(data.shape[1])]
+    units = [vals for vals in units if len(vals) >= 2]
+    pooled = [v for vals in units for v in vals]
+    n = len(pooled)
+    d_o = sum(sum((a - b) ** 2 for i, a in enumerate(vals) for j, b in enumerate(vals) if i != j) / (len(vals) - 1)
+              for vals in units) / n
+    d_e = sum((a - b) ** 2 for i, a in enumerate(pooled) for j, b in enumerate(pooled) if i != j) / (n * (n - 1))
+    return d_o, d_e
+
+
 def test_reference_values():
     # krippendorff 0.9.0: krippendorff.alpha(reliability_data=EXAMPLE, level_of_measurement="interval")
     # -> 0.8108448928121059 ; "nominal" -> 0.691358024691358 ; "ratio" -> 0.8089436707842471
@@ -29,8 +42,11 @@ def test_reference_values():
     assert krippendorff_alpha(EXAMPLE, "nominal").alpha == pytest.approx(0.691358024691358, abs=1e-12)
     assert krippendorff_alpha(EXAMPLE, "ratio").alpha == pytest.approx(0.8089436707842471, abs=1e-12)
     r = krippendorff_alpha(EXAMPLE)
-    assert r.n_pairable_units == 12 and r.n_pairable_values == 26  # counted by hand from EXAMPLE and r.n_coders == 3 and r.n_units == 15
-    assert r.alpha == pytest.approx(1 - r.d_observed / r.d_expected, abs=1e-14)
+    assert r.n_pairable_units == 12 and r.n_pairable_values == 26  # counted by hand from EXAMPLE
+    assert r.n_coders == 3 and r.n_units == 15  # the shape of EXAMPLE: 3 rows (coders), 15 columns (units)
+    # D_o and D_e from the pairwise definition (Krippendorff 2011, interval metric), by a slow loop over EXAMPLE
+    d_o, d_e = _interval_disagreements(np.array(EXAMPLE))
+    assert r.d_observed == pytest.approx(d_o, abs=1e-12) and r.d_expected == pytest.approx(d_e, abs=1e-12)
     assert r.to_dict()["signature"]["level"] == "interval"
 
 
