@@ -263,3 +263,16 @@ def test_compare_systems_columns_equals_keywords():
         compare_systems(df, "sys0", columns=TableColumns(system="nope"), **kw)
     # compare keeps the input's column names in its unit keys
     assert compare_unit_keys(renamed, columns=cols).rename({"doc": "document_id"}).equals(compare_unit_keys(df))
+
+
+def test_score_recoverability_columns_equals_keywords():
+    from ddpcore.stats import score_recoverability_r2
+
+    df = _long()
+    renamed = df.rename(RENAMES)
+    ref = score_recoverability_r2(df, predictor="DOC", target="MIX").to_dict()
+    assert score_recoverability_r2(renamed, predictor="DOC", target="MIX", columns=COLS).to_dict() == ref
+    with pytest.warns(DeprecationWarning, match="score_recoverability_r2"):
+        old = score_recoverability_r2(renamed, predictor="DOC", target="MIX", document="doc", system="sys",
+                                      condition="cond", score="esa")
+    assert old.to_dict() == ref

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._table import result_to_dict, factorize, json_safe, load_long_table, signature
+from .columns import TableColumns, resolve_columns
 
 BOUNDARY_LOW = 0.2
 BOUNDARY_HIGH = 0.8
@@ -100,25 +101,25 @@ def score_recoverability_r2(
     target: Any = "DOC",
     *,
     unit: Sequence[str] = (schema.DOCUMENT_ID, schema.SYSTEM),
-    document: str = schema.DOCUMENT_ID,
-    segment: str = schema.SEGMENT_ID,
-    system: str = schema.SYSTEM,
-    condition: str = schema.CONDITION,
-    score: str = schema.SCORE,
+    columns: TableColumns | None = None,
+    **legacy_columns: str,
 ) -> RecoverabilityResult:
     """How much of a condition's unit-level scores the isolated-segment scores explain.
 
     Each condition's score of a unit (default ``(document_id, system)``) is the mean of its
     rows (segments x annotators); units scored under both conditions are matched and the
     ``target`` scores are regressed on the ``predictor`` scores by OLS (paper Section 5.4:
-    SEG -> MIX R^2 = 0.52, SEG -> DOC 0.20). ``unit`` uses canonical column names.
+    SEG -> MIX R^2 = 0.52, SEG -> DOC 0.20). ``unit`` uses canonical column names; ``columns``
+    (:class:`~ddpcore.stats.TableColumns`) names the table's columns (the keywords ``document=``,
+    ``segment=``, ``system=``, ``condition=``, ``score=`` still work for one release, with a
+    ``DeprecationWarning``).
     """
     import polars as pl
 
-    df = load_long_table(
-        table, document=document, segment=segment, system=system, annotator=None, condition=condition,
-        score=score, required=["document", "system", "condition", "score"],
-    )
+    cols = resolve_columns(columns, legacy_columns, func="score_recoverability_r2",
+                           allowed=("document", "segment", "system", "condition", "score"))
+    df = load_long_table(table, columns=cols.replace(annotator=None),
+                         required=["document", "system", "condition", "score"])
     unit = list(unit)
     for col in unit:
         if col not in df.columns:
