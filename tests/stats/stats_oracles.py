@@ -101,3 +101,13 @@ def krippendorff_interval_pairs(data: np.ndarray) -> float:
     d_o /= n
     d_e = sum((vi - vj) ** 2 for i, vi in enumerate(pooled) for j, vj in enumerate(pooled) if i != j) / (n * (n - 1))
     return 1.0 - d_o / d_e
+
+
+def percentile_type7(values, q: float) -> float:
+    """The q-th percentile (0..100) by Hyndman & Fan (1996) definition 7, by hand: sort, h = (n - 1) q / 100,
+    x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h]). (numpy's default "linear" method is this definition.)"""
+    x = sorted(float(v) for v in values)
+    h = (len(x) - 1) * q / 100.0
+    lo = math.floor(h)
+    hi = min(lo + 1, len(x) - 1)
+    return x[lo] + (h - lo) * (x[hi] - x[lo])

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import unicodedata
+from fractions import Fraction
 
 import numpy as np
 import polars as pl
 import pytest
 import statsmodels.api as sm
-from stats_oracles import synthetic_long_table
+from stats_oracles import percentile_type7, synthetic_long_table
 
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.stats.bootstrap import resample_indices
@@ -96,11 +97,21 @@ def _span_tables(seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     return out[0], out[1]
 
 
+def _is_boundary(start, end, length):
+    """Paper Appendix B.3: a span is boundary-localised when its midpoint lies in the first or last
+    20 % of the segment, [0, 0.2) or (0.8, 1]; exact rational arithmetic."""
+    mid = Fraction(start + end, 2 * length)
+    return mid < Fraction(1, 5) or mid > Fraction(4, 5)
+
+
+def _boundary_share(rows):
+    return sum(_is_boundary(*r) for r in rows) / len(rows)
+
+
 def test_boundary_rate_difference_against_loop():
     a, b = _span_tables(1)
     res = boundary_rate_difference(a, b, n_boot=200, seed=4)
-    ra = boundary_span_rate(a["span_start"], a["span_end"], a["segment_length"]).rate
-    rb = boundary_span_rate(b["span_start"], b["span_end"], b["segment_length"]).rate
+    ra, rb = (_boundary_share(t.select("span_start", "span_end", "segment_length").rows()) for t in (a, b))
     assert res.difference == pytest.approx(ra - rb, abs=1e-15)
     # oracle: rebuild each resampled pair of tables from the documented index matrix
     units = sorted(set(a.select(["document_id", "segment_id"]).iter_rows()) | set(b.select(["document_id", "segment_id"]).iter_rows()))
@@ -112,14 +123,15 @@ def test_boundary_rate_difference_against_loop():
             hits = total = 0
             for key in picked:
                 sub = t.filter((pl.col("document_id") == key[0]) & (pl.col("segment_id") == key[1]))
-                if sub.height:
-                    br = boundary_span_rate(sub["span_start"], sub["span_end"], sub["segment_length"])
-                    hits += br.n_boundary
-                    total += br.n_spans
+                for s0, s1, length in sub.select("span_start", "span_end", "segment_length").rows():
+                    hits += _is_boundary(s0, s1, length)
+                    total += 1
             rates.append(hits / total)
         assert res.replicates[r] == pytest.approx(rates[0] - rates[1], abs=1e-12)
     ok = res.replicates[np.isfinite(res.replicates)]
-    assert res.ci_low == np.percentile(ok, 2.5) and res.ci_high == np.percentile(ok, 97.5)
+    # percentile interval: Hyndman-Fan definition 7 computed by hand (stats_oracles.percentile_type7)
+    assert res.ci_low == pytest.approx(percentile_type7(ok, 2.5), abs=1e-12)
+    assert res.ci_high == pytest.approx(percentile_type7(ok, 97.5), abs=1e-12)
     again = boundary_rate_difference(a, b, n_boot=200, seed=4, threads=1)
     assert np.array_equal(again.replicates, res.replicates, equal_nan=True)
     with pytest.raises(DDPDataError, match="D301"):
