@@ -188,7 +188,7 @@ def test_stdout_and_summary(corpus, capfd) -> None:
     cap = capfd.readouterr()
     keep = sorted(oracle.select(rows, max_ddp=0))
     assert cap.out.encode() == b"".join(lines[i] for i in keep)
-    assert "before:" in cap.err and f"{len(keep)} segments" in cap.err
+    assert "before:" in cap.err and f"({len(keep)} segments)" in cap.err
 
 
 def test_profile_of_another_input(corpus, tmp_path: Path) -> None:
@@ -269,3 +269,70 @@ def test_sample_seed_changes_sample(tmp_path: Path) -> None:
 def test_bad_bins(bins: str, code: str) -> None:
     with pytest.raises(DDPUsageError, match=code):
         SAM.parse_bins(bins)
+
+
+# ----------------------------------------------------------------------------- --reader wmt24 / lines / wmt25
+
+
+def _wmt24_layout(tmp_path: Path, rows: list[dict]) -> tuple[Path, Path]:
+    """source.txt (canary line 0, one segment per line), source.docs, outputs/<lp>/<sys>.txt aligned."""
+    src_lines = [b"CANARY GUID 0000"] + [f"segment {i} \xe9 of {r['document_id']}".encode() for i, r in enumerate(rows)]
+    docs_lines = [b"canary\tcanary"] + [f"{r['domain']}\t{r['document_id']}".encode() for r in rows]
+    (tmp_path / "source.txt").write_bytes(b"\n".join(src_lines) + b"\n")
+    (tmp_path / "source.docs").write_bytes(b"\n".join(docs_lines) + b"\n")
+    for lp, sysname in (("en-cs", "A"), ("en-cs", "B"), ("en-ja", "ref")):
+        d = tmp_path / "outputs" / lp
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{sysname}.txt").write_bytes(b"\n".join([b"canary"] + [f"{sysname} {i}".encode() for i in range(len(rows))])
+                                           + b"\n")
+    return tmp_path / "source.txt", tmp_path / "source.docs"
+
+
+def test_wmt24_layout_source_docs_and_outputs(tmp_path: Path) -> None:
+    rows = make_rows(8, 6)  # already grouped by document, segment ids = positions
+    prof = write_profile(rows, tmp_path / "p.parquet")
+    src, docs = _wmt24_layout(tmp_path, rows)
+    (tmp_path / "sel").mkdir()
+    out = tmp_path / "sel" / "hi.txt"
+    assert main(["select", str(src), "--reader", "wmt24", "--profile", str(prof), "--min-ddp", "2", "--with-context",
+                 "--outputs", str(tmp_path / "outputs"), "-o", str(out)]) == 0
+    keep = [0] + [i + 1 for i in sorted(oracle.select(rows, min_ddp=2, with_context=True))]  # canary line kept
+    for produced, original in ((out, src), (tmp_path / "sel" / "hi.docs", docs),
+                               (tmp_path / "sel" / "hi.outputs" / "en-cs" / "A.txt", tmp_path / "outputs/en-cs/A.txt"),
+                               (tmp_path / "sel" / "hi.outputs" / "en-ja" / "ref.txt",
+                                tmp_path / "outputs/en-ja/ref.txt")):
+        lines = original.read_bytes().split(b"\n")
+        assert produced.read_bytes() == b"".join(lines[i] + b"\n" for i in keep), produced
+    assert json.loads((tmp_path / "sel" / "hi.txt.signature.json").read_text())["command"] == "select"
+
+
+def test_wmt24_outputs_must_be_aligned(tmp_path: Path) -> None:
+    rows = make_rows(3, 1)
+    prof = write_profile(rows, tmp_path / "p.parquet")
+    src, _ = _wmt24_layout(tmp_path, rows)
+    (tmp_path / "outputs" / "en-cs" / "short.txt").write_bytes(b"one line\n")
+    with pytest.raises(DDPDataError, match=r"D645.*short.txt has 1 lines"):
+        SEL.select(src, prof, SEL.Criteria(min_ddp=0), tmp_path / "o.txt", reader="wmt24",
+                   outputs=tmp_path / "outputs")
+    assert not (tmp_path / "o.txt").exists()
+
+
+def test_wmt25_documents_jsonl(tmp_path: Path) -> None:
+    rows = make_rows(9, 2)
+    prof = write_profile(rows, tmp_path / "p.parquet")
+    docs: dict[str, list[dict]] = {}
+    for r in rows:
+        docs.setdefault(r["document_id"], []).append(r)
+    lines = [json.dumps({"doc": d, "domain": rs[0]["domain"],
+                         "src_text": "\n\n".join(f"para {r['segment_id']}" for r in rs)}).encode() + b"\n"
+             for d, rs in docs.items()]
+    src = tmp_path / "docs.jsonl"
+    src.write_bytes(b"".join(lines))
+    out = tmp_path / "o.jsonl"
+    assert main(["sample", str(src), "--reader", "wmt25", "--profile", str(prof), "--bins", "0,2,inf",
+                 "--per-bin", "2", "--seed", "4", "-o", str(out)]) == 0
+    keep, _ = oracle.sample(rows, [0, 2, float("inf")], 2, "document", 4)
+    kept_docs = {rows[i]["document_id"] for i in keep}
+    assert out.read_bytes() == b"".join(ln for ln, d in zip(lines, docs) if d in kept_docs)
+    with pytest.raises(DDPUsageError, match="D646"):
+        SEL.select(src, prof, SEL.Criteria(min_ddp=1), out, reader="wmt25")

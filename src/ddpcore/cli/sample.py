@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import HelpFormatter
-from .select import add_common, check_target, cols_from, emit_summary
+from .select import add_common, check_target, cols_from, emit_summary, where_written
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,10 +36,11 @@ def run(args: argparse.Namespace) -> int:
         raise DDPUsageError(f"--per-bin must be at least 1, got {args.per_bin}", code="D641")
     target = check_target(args)
     res = sample(args.input, args.profile, args.bins, args.per_bin, by=args.by, seed=args.seed, target=target,
-                 cols=cols_from(args))
-    where = "stdout" if target.path is None else str(target.path)
+                 cols=cols_from(args), reader=args.reader, docs=args.docs, outputs=args.outputs,
+                 outputs_to=args.outputs_to)
+    where = where_written(target)
     text = (format_report(res, args.by) + "\n" + format_summary("ddp sample", res.summary)
-            + f"\nwrote {where} ({res.summary['after']['segments']} rows)")
+            + f"\nwrote {where} ({res.summary['after']['segments']} segments)")
     emit_summary(args, "ddp sample", text, {"bins": res.bins, "outside_bins": res.outside,
                                             "context_rows": res.context_rows, "summary": res.summary,
                                             "output": where, "signature": res.signature})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_segment_columns
+from ._common import HelpFormatter, add_reader_options, add_segment_columns
 
 HELP_OUTPUT = ("output file in the input's own format (.jsonl/.csv/.tsv/.json/.parquet, .gz for text formats; "
                "'-' = stdout for text inputs, and the summary goes to stderr); text outputs get "
@@ -20,6 +20,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--summary-format", choices=("text", "json"), default="text",
                    help="summary on stdout (on stderr with -o -)")
     add_segment_columns(p, from_signature=True)
+    add_reader_options(p)
+    g = p.add_argument_group("WMT layout (--reader wmt24|lines)")
+    g.add_argument("--outputs", default=None, metavar="DIR",
+                   help="also filter every .txt under DIR (system outputs, references; aligned line by line with "
+                        "the source) by the same lines")
+    g.add_argument("--outputs-to", default=None, metavar="DIR2",
+                   help="where the filtered --outputs files go, same relative paths (default: OUT_STEM.outputs/ "
+                        "beside OUT)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +66,45 @@ def cols_from(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                            segment=args.segment_col, domain=args.domain_col, text=args.text_col)
 
 
+def _check_layout_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """-o of --reader wmt24|lines (OUT.txt + OUT.docs) or wmt25 (OUT.jsonl): a file in an existing
+    folder, none of the files it writes is an input."""
+    from pathlib import Path
+
+    from ..errors import DDPUsageError
+    from ..io.outputs import _identity, _same
+
+    out = Path(args.output)
+    want = ".jsonl" if args.reader == "wmt25" else ".txt"
+    if args.output == "-" or out.suffix.lower() != want:
+        raise DDPUsageError(f"-o {args.output}: --reader {args.reader} writes the input's layout; give a {want} file "
+                            "name" + (" (its .docs is written beside it)" if want == ".txt" else ""), code="D634")
+    if out.is_dir():
+        raise DDPUsageError(f"-o {out}: is an existing folder; give a file name inside it", code="D132")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise DDPUsageError(f"-o {out}: the folder {parent} does not exist; create it first (mkdir -p {parent})",
+                            code="D130")
+    from ..ddp.sources import resolve_docs
+
+    docs = resolve_docs(args.input, args.reader, args.docs)
+    ins = [Path(x) for x in (args.input, args.profile, docs) if x is not None]
+    written = [out, out.with_name(out.name + ".signature.json")] + ([out.with_suffix(".docs")] if want == ".txt" else [])
+    for w in written:
+        for i in ins:
+            if _same(_identity(w), _identity(i)):
+                raise DDPUsageError(f"-o {out}: would write {w}, which is the input file {i}; choose another output "
+                                    "name", code="D133")
+    if args.outputs is not None:
+        if args.reader not in ("wmt24", "lines"):
+            raise DDPUsageError("--outputs is for --reader wmt24 or lines", code="D645")
+        dest = Path(args.outputs_to) if args.outputs_to else out.parent / f"{out.stem}.outputs"
+        if _same(_identity(dest), _identity(Path(args.outputs))):
+            raise DDPUsageError(f"--outputs-to {dest}: is the --outputs folder; the outputs would overwrite "
+                                "themselves, choose another folder", code="D133")
+    return out
+
+
 def check_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """Check -o before any work: the input's format, not an input, not the profile."""
     from pathlib import Path
@@ -68,6 +115,10 @@ def check_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ..io.segments import _check_path
 
     _check_path(Path(args.input))
+    if getattr(args, "reader", "table") != "table":
+        return _check_layout_target(args)
+    if args.outputs is not None:
+        raise DDPUsageError("--outputs is for --reader wmt24 or lines", code="D645")
     fmt = input_format(args.input)
     text = fmt in ("jsonl", "csv", "tsv", "json")
     (target,) = check_outputs([("-o/--output", args.output)], inputs=[args.input, args.profile], formats=(fmt,),
@@ -75,6 +126,11 @@ def check_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if target.format != fmt:  # pragma: no cover - check_outputs enforces formats
         raise DDPUsageError(f"-o {args.output}: must be {fmt} like the input", code="D634")
     return target
+
+
+def where_written(target) -> str:  # type: ignore[no-untyped-def]
+    path = getattr(target, "path", target)
+    return "stdout" if path is None else str(path)
 
 
 def emit_summary(args: argparse.Namespace, command: str, text: str, obj: dict) -> None:  # type: ignore[type-arg]
@@ -95,8 +151,9 @@ def run(args: argparse.Namespace) -> int:
                     domains=tuple(args.domain or ()), with_context=args.with_context)
     crit.check()
     target = check_target(args)
-    res = select(args.input, args.profile, crit, target, cols=cols_from(args))
-    where = "stdout" if target.path is None else str(target.path)
-    text = format_summary("ddp select", res.summary) + f"\nwrote {where} ({res.summary['after']['segments']} rows)"
+    res = select(args.input, args.profile, crit, target, cols=cols_from(args), reader=args.reader, docs=args.docs,
+                 outputs=args.outputs, outputs_to=args.outputs_to)
+    where = where_written(target)
+    text = format_summary("ddp select", res.summary) + f"\nwrote {where} ({res.summary['after']['segments']} segments)"
     emit_summary(args, "ddp select", text, {"summary": res.summary, "output": where, "signature": res.signature})
     return 0

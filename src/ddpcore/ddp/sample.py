@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import DDPUsageError
 from ..io.segments import SegmentColumns
-from .select import Matched, base_signature, context_mask, doc_max, keep_summary, prepare, write_selected
+from .select import Matched, base_signature, context_mask, doc_max, keep_summary, prepare, write_output
 
 RNG = "numpy Generator(PCG64(seed)).random(n_units); per bin the per_bin smallest keys"
 
@@ -106,12 +106,17 @@ def sample_mask(m: Matched, edges: Sequence[float], per_bin: int, by: str, seed:
 
 def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins: str | Sequence[float],
            per_bin: int, *, by: str = "document", seed: int = 0, target: Any = None,
-           cols: SegmentColumns | None = None) -> SampleResult:
+           cols: SegmentColumns | None = None, reader: str = "table", docs: str | os.PathLike[str] | None = None,
+           outputs: str | os.PathLike[str] | None = None, outputs_to: str | os.PathLike[str] | None = None
+           ) -> SampleResult:
     """Draw the stratified sample and (with ``target``) write it; see the module docstring."""
     edges = parse_bins(bins)
     if per_bin < 1:
         raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
-    index, prof, m = prepare(source, profile, cols)
+    if reader == "wmt25" and by != "document":
+        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --by document",
+                            code="D646")
+    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs)
     keep, report, outside, added = sample_mask(m, edges, per_bin, by, seed)
     summary = keep_summary(m, keep)
     sig = {**base_signature("sample", source, prof), "bins": [_edge(e) for e in edges], "per_bin": int(per_bin),
@@ -119,7 +124,10 @@ def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins
            "context_rows": added,
            "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
     if target is not None:
-        write_selected(index.path, index.fmt, keep, target, sig)
+        from pathlib import Path
+
+        write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
+                     outputs_to=Path(outputs_to) if outputs_to else None)
     return SampleResult(keep, report, summary, sig, outside, added)
 
 

@@ -144,12 +144,15 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
 
 @dataclass
 class InputIndex:
-    """One row per input row in input order: ``ROW`` (0-based) and the two id columns;
-    ``fmt`` is the input's format (``jsonl|csv|tsv|json|parquet``)."""
+    """One row per input row in input order: ``ROW`` (0-based), the two id columns and, for the
+    line-aligned readers, ``line_id``; ``fmt`` is the input's format (``jsonl|csv|tsv|json|parquet``,
+    ``lines`` for ``--reader wmt24|lines``, ``wmt25`` for the WMT25 documents JSONL)."""
 
     ids: pl.DataFrame
     fmt: str
     path: Path
+    reader: str = "table"
+    docs: Path | None = None
 
 
 def input_format(source: str | os.PathLike[str]) -> str:
@@ -164,25 +167,35 @@ def input_format(source: str | os.PathLike[str]) -> str:
     return detect_format(p)
 
 
-def index_input(source: str | os.PathLike[str], cols: SegmentColumns) -> InputIndex:
-    """Pass 1: the id index of ``source``, read in chunks (only ids are kept)."""
+def index_input(source: str | os.PathLike[str], cols: SegmentColumns, *, reader: str = "table",
+                docs: str | os.PathLike[str] | None = None) -> InputIndex:
+    """Pass 1: the id index of ``source``, read in chunks through the profile's readers
+    (:func:`ddpcore.ddp.sources.iter_input_chunks`, ``reader``/``docs`` as ``ddp profile``); only
+    ids (and ``line_id``) are kept."""
     import polars as pl
 
     from ..io.segments import _check_path, _check_id_types
     from ..io.tables import require_columns
-    from .sources import iter_input_chunks
+    from .sources import iter_input_chunks, resolve_docs
 
     p = Path(source)
     _check_path(p)
-    fmt = input_format(p)
+    if reader in ("wmt24", "lines"):
+        fmt = "lines"
+    elif reader == "wmt25":
+        fmt = "wmt25"
+    else:
+        fmt = input_format(p)
+    docs_path = resolve_docs(p, reader, docs)
     parts: list[pl.DataFrame] = []
     offset = 0
-    for raw, _ in iter_input_chunks(p, cols):
+    for raw, _ in iter_input_chunks(p, cols, reader=reader, docs=docs_path):
         if raw.height == 0:
             continue
         require_columns(raw, [cols.document, cols.segment], str(p), flags=cols.flags())
         raw = _check_id_types(raw, cols, str(p), offset)
-        part = raw.select(cols.document, cols.segment).with_row_index(ROW, offset=offset)
+        extra = ["line_id"] if fmt == "lines" else []
+        part = raw.select(cols.document, cols.segment, *extra).with_row_index(ROW, offset=offset)
         nulls = part.filter(pl.col(cols.document).is_null() | pl.col(cols.segment).is_null())
         if nulls.height:
             raise DDPDataError(f"{p}, row {int(nulls[ROW][0]) + 1}: missing document or segment id; every row "
@@ -193,7 +206,7 @@ def index_input(source: str | os.PathLike[str], cols: SegmentColumns) -> InputIn
         raise DDPDataError(f"{p}: the table has no rows", code="D106")
     ids = pl.concat(parts, how="vertical_relaxed")
     check_unique_ids(ids, cols, str(p))
-    return InputIndex(ids, fmt, p)
+    return InputIndex(ids, fmt, p, reader, docs_path)
 
 
 @dataclass
@@ -469,14 +482,15 @@ def _gather(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
 
 def iter_selected_bytes(path: Path, fmt: str, keep: np.ndarray, n_rows: int,
                         block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
-    """Pass 2 for JSONL/CSV/TSV: yield the header (CSV/TSV) and the bytes of the kept rows, in
+    """Pass 2 for JSONL/CSV/TSV and plain ``lines`` (every line a row, no header): yield the header
+    (CSV/TSV) and the bytes of the kept rows, in
     input order, read in blocks of ``block_bytes``. A UTF-8 BOM at the start is kept with the header
     (CSV/TSV) or dropped (JSONL, as the reader does; it is not part of a row)."""
     from ..io.tables import _read_block
 
     row = 0
     carry = b""
-    header_done = fmt == "jsonl"
+    header_done = fmt in ("jsonl", "lines")
     first = True
     with _open_in(path) as fh:
         while True:
@@ -588,14 +602,111 @@ class SelectResult:
 
 
 def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
-            cols: SegmentColumns | None = None) -> tuple[InputIndex, Profile, Matched]:
+            cols: SegmentColumns | None = None, *, reader: str = "table",
+            docs: str | os.PathLike[str] | None = None) -> tuple[InputIndex, Profile, Matched]:
     """Index the input, read the profile and match them (column names from the profile's
     signature unless given)."""
     prof_sig = read_signature(Path(profile))
     cols = cols or profile_columns(prof_sig)
     prof = load_profile(profile, cols)
-    index = index_input(source, cols)
+    index = index_input(source, cols, reader=reader, docs=docs)
     return index, prof, match_profile(index, prof)
+
+
+def count_lines(path: Path) -> int:
+    """Lines of a text file (a last line without a newline counts), read in blocks."""
+    from ..io.tables import _read_block
+
+    n, last = 0, b"\n"
+    with _open_in(path) as fh:
+        while True:
+            block = _read_block(fh, path, BLOCK_BYTES)
+            if not block:
+                break
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")
+
+
+def line_keep(index: InputIndex, keep: np.ndarray, n_lines: int) -> np.ndarray:
+    """Keep mask over the lines of a line-aligned source (bool, (n_lines,)): the kept segments'
+    lines, and every line that is not a segment (the WMT24 canary line), so the output stays a
+    valid file of the same layout."""
+    line = index.ids["line_id"].to_numpy().astype(np.int64)
+    out = np.ones(n_lines, dtype=bool)
+    out[line] = keep
+    return out
+
+
+def aligned_files(folder: Path, n_lines: int, skip: Sequence[Path] = ()) -> list[Path]:
+    """Every ``*.txt`` file under ``folder`` (system outputs, references), sorted; each must have
+    ``n_lines`` lines like the source (D645 otherwise)."""
+    if not folder.is_dir():
+        raise DDPUsageError(f"--outputs {folder}: not a folder", code="D645")
+    skip_r = {q.resolve() for q in skip}
+    files = sorted(f for f in folder.rglob("*.txt") if f.is_file() and f.resolve() not in skip_r)
+    if not files:
+        raise DDPDataError(f"--outputs {folder}: no .txt files (system outputs or references) in this folder",
+                           code="D645")
+    for f in files:
+        k = count_lines(f)
+        if k != n_lines:
+            raise DDPDataError(f"--outputs: {f} has {k} lines where the source has {n_lines}; every output and "
+                               "reference file must be aligned line by line with the source", code="D645")
+    return files
+
+
+def write_layout(index: InputIndex, keep: np.ndarray, out: Path, signature: dict[str, Any], *,
+                 outputs: Path | None = None, outputs_to: Path | None = None) -> list[Path]:
+    """Write a ``--reader wmt24|lines|wmt25`` selection: for line-aligned sources ``out`` (the source
+    lines), ``out.with_suffix('.docs')`` (the ``.docs`` lines) and, with ``outputs``, every aligned
+    ``.txt`` under it into ``outputs_to`` (same relative paths), all filtered by the same lines; for
+    ``wmt25`` the kept documents' lines of the documents JSONL. Verbatim bytes; all files appear
+    together. Returns the written paths."""
+    from ..io.tables import atomic_path
+
+    jobs: list[tuple[Path, Path, str, np.ndarray]] = []
+    if index.fmt == "wmt25":
+        doc_codes = keep  # caller passes a per-document mask here
+        jobs.append((index.path, out, "jsonl", doc_codes))
+    else:
+        n_lines = count_lines(index.path)
+        lk = line_keep(index, keep, n_lines)
+        jobs.append((index.path, out, "lines", lk))
+        if index.docs is not None:
+            jobs.append((index.docs, out.with_suffix(".docs"), "lines", lk))
+        if outputs is not None:
+            dest = outputs_to if outputs_to is not None else out.parent / f"{out.stem}.outputs"
+            for f in aligned_files(outputs, n_lines, skip=[index.path]):
+                jobs.append((f, dest / f.relative_to(outputs), "lines", lk))
+    with contextlib.ExitStack() as stack:
+        for src, dst, fmt, mask in jobs:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = stack.enter_context(atomic_path(dst))
+            with (gzip.open(tmp, "wb") if dst.suffix == ".gz" else open(tmp, "wb")) as fh:
+                for piece in iter_selected_bytes(src, fmt, mask, int(mask.size)):
+                    fh.write(piece)
+        side = stack.enter_context(atomic_path(out.with_name(out.name + ".signature.json")))
+        side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return [d for _, d, _, _ in jobs]
+
+
+def write_output(index: InputIndex, m: Matched, keep: np.ndarray, target: Any, signature: dict[str, Any], *,
+                 outputs: Path | None = None, outputs_to: Path | None = None) -> None:
+    """Write the kept rows in the input's layout (tables: :func:`write_selected`; readers: :func:`write_layout`)."""
+    if index.fmt == "wmt25":
+        per_doc = np.zeros(int(m.doc.max()) + 1, dtype=bool)
+        per_doc[m.doc[keep]] = True
+        whole = per_doc[m.doc]
+        if not np.array_equal(whole, keep):
+            raise DDPUsageError("--reader wmt25: rows are whole documents (their paragraphs are one src_text); keep "
+                                "whole documents with --level document (select) or --by document (sample)",
+                                code="D646")
+        write_layout(index, per_doc, Path(target), signature)
+    elif index.fmt == "lines":
+        write_layout(index, keep, Path(target), signature, outputs=outputs, outputs_to=outputs_to)
+    else:
+        write_selected(index.path, index.fmt, keep, target, signature)
 
 
 def base_signature(command: str, source: Any, prof: Profile) -> dict[str, Any]:
@@ -605,11 +716,16 @@ def base_signature(command: str, source: Any, prof: Profile) -> dict[str, Any]:
 
 
 def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], criteria: Criteria, target: Any = None,
-           *, cols: SegmentColumns | None = None) -> SelectResult:
-    """Select input rows by DDP and (with ``target``, an :class:`~ddpcore.io.outputs.OutputTarget`)
-    write them verbatim. See the module docstring."""
+           *, cols: SegmentColumns | None = None, reader: str = "table", docs: str | os.PathLike[str] | None = None,
+           outputs: str | os.PathLike[str] | None = None, outputs_to: str | os.PathLike[str] | None = None
+           ) -> SelectResult:
+    """Select input rows by DDP and (with ``target``: an :class:`~ddpcore.io.outputs.OutputTarget`
+    for tables, a path for ``reader`` wmt24/lines/wmt25) write them verbatim. See the module docstring."""
     criteria.check()
-    index, prof, m = prepare(source, profile, cols)
+    if reader == "wmt25" and criteria.level != "document":
+        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --level document",
+                            code="D646")
+    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs)
     if criteria.domains:
         check_domains(m, criteria.domains)
     keep = select_mask(m, criteria)
@@ -617,7 +733,8 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
     sig = {**base_signature("select", source, prof), "criteria": criteria.to_dict(),
            "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
     if target is not None:
-        write_selected(index.path, index.fmt, keep, target, sig)
+        write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
+                     outputs_to=Path(outputs_to) if outputs_to else None)
     return SelectResult(keep, summary, sig)
 
 
