@@ -287,6 +287,7 @@ def test_grouped_equals_per_group_calls():
 def test_grouped_independent_equals_per_group_calls():
     df = _grouped_frame(1).with_columns(pl.when(pl.col("x") > 75).then(None).otherwise(pl.col("y")).alias("y"))
     for equal_var in (True, False):
+        checked = 0
         out = tost_grouped(df, "sys", "x", "y", -4, 4, paired=False, equal_var=equal_var)
         for row in out.iter_rows(named=True):
             sub = df.filter(pl.col("sys") == row["sys"])
@@ -297,6 +298,13 @@ def test_grouped_independent_equals_per_group_calls():
             ref = tost_ind(xs, ys, -4, 4, equal_var=equal_var)
             assert row["p_value"] == pytest.approx(ref.p_value, rel=1e-12, abs=1e-300)
             assert row["df"] == pytest.approx(ref.df, rel=1e-12)
+            if row["status"] == "ok":
+                # statsmodels 0.15.0: ttost_ind(xs, ys, -4, 4, usevar="pooled" | "unequal")
+                p, (t1, _, d1), (t2, _, _) = ttost_ind(xs, ys, -4, 4, usevar="pooled" if equal_var else "unequal")
+                assert row["p_value"] == pytest.approx(p, rel=1e-10, abs=1e-300)
+                assert row["t_lower"] == pytest.approx(t1, rel=1e-10) and row["df"] == pytest.approx(d1, rel=1e-10)
+                checked += 1
+        assert checked >= 10  # most of the 40 groups have enough values for a t test
 
 
 def test_grouped_edge_groups_and_errors():
