@@ -358,18 +358,29 @@ def test_bootstrap_matches_loop_oracle_with_given_indices(unit):
 
 
 def test_bootstrap_uses_the_shared_resamples_of_bootstrap_system_means():
-    from ddpcore.stats.bootstrap import bootstrap_system_means
+    """With a seed, the p-values are those of the documented document-resample matrix
+    ``resample_indices(n_boot, n_documents, seed)`` (the one bootstrap_system_means draws), recomputed
+    by the loop oracle (stats_oracles.oracle_bootstrap: per replicate, per system mean over the picked
+    documents, then the two-sided share of replicate differences on the wrong side)."""
+    from ddpcore.stats.bootstrap import bootstrap_system_means, resample_indices
 
     rows = synthetic_rows(9, n_sys=4, n_docs=10, segs=3)
     res = cluster_systems(_frame(rows), "bootstrap", n_boot=400, seed=17)
-    reps = bootstrap_system_means(_frame(rows), n_boot=400, seed=17)
-    col = {s: k for k, s in enumerate(reps.systems)}
+    order, ranges, clusters, p = oracle_bootstrap(rows, 0.05, resample_indices(400, 10, 17), "document")
+    assert list(res.order) == order and [list(c) for c in res.clusters] == clusters
     for i, a in enumerate(res.order):
         for j, b in enumerate(res.order):
             if i < j:
-                delta = reps.replicates[:, col[a]] - reps.replicates[:, col[b]]
-                p = min(1.0, 2 * min(np.sum(delta <= 0), np.sum(delta >= 0)) / len(delta))
-                assert res.p_values[i, j] == p == res.p_values[j, i]
+                assert res.p_values[i, j] == pytest.approx(p[(a, b)], abs=1e-15) and res.p_values[j, i] == res.p_values[i, j]
+    # ... and bootstrap_system_means draws the same matrix: its replicate means equal the oracle's loop
+    reps = bootstrap_system_means(_frame(rows), n_boot=400, seed=17)
+    idx = resample_indices(400, 10, 17)
+    docs = sorted({r["document_id"] for r in rows})
+    for k, system in enumerate(reps.systems):
+        for r in (0, 199, 399):
+            vals = [row["score"] for d in idx[r] for row in rows
+                    if row["system"] == system and row["document_id"] == docs[d]]
+            assert reps.replicates[r, k] == pytest.approx(sum(vals) / len(vals), rel=1e-12)
 
 
 def test_bootstrap_separates_clearly_different_systems():
