@@ -18,23 +18,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_stratify import N_SEG, N_SYS, make_data, make_jsonl, run_stratify  # noqa: E402
 
 
-def median_seconds(fn, rounds: int) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
-    times = []
+def median_seconds(fn, rounds: int) -> tuple[float, float, float, float]:  # type: ignore[no-untyped-def]
+    """(median wall, min wall, max wall, median process CPU seconds): on a shared, overloaded machine
+    the CPU time says more than the wall time (it counts every thread of this process)."""
+    times, cpu = [], []
     for _ in range(rounds):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times), min(times), max(times)
+        cpu.append(time.process_time() - c)
+    return statistics.median(times), min(times), max(times), statistics.median(cpu)
 
 
-def run_cli(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB of the child) of one ``ddp`` subprocess."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def run_cli(argv: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MiB of the children so far) of one ``ddp`` subprocess."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "ddpcore.cli.main", *argv], check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(after, before) / 1024
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime), r1.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -50,12 +53,12 @@ def main() -> None:
     print(f"data: {N_SEG:,} segments, {N_SYS * N_SEG:,} score rows ({time.perf_counter() - t:.1f} s to make); "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     print()
-    print("| run | median s | min s | max s |")
-    print("|---|---:|---:|---:|")
+    print("| run | median wall s | min | max | median CPU s | note |")
+    print("|---|---:|---:|---:|---:|---|")
     for nb in a.n_boot:
-        med, lo, hi = median_seconds(lambda: run_stratify(prof, scores, nb), a.rounds)
-        print(f"| stratify 10 M rows x 1 M segments, --by system (10 groups), --n-boot {nb} | {med:.2f} | {lo:.2f} | "
-              f"{hi:.2f} |", flush=True)
+        med, lo, hi, cpu = median_seconds(lambda: run_stratify(prof, scores, nb), a.rounds)
+        print(f"| stratify 10 M rows x 1 M segments, --by system (10 groups), --n-boot {nb} | {med:.1f} | {lo:.1f} | "
+              f"{hi:.1f} | {cpu:.1f} | in-process |", flush=True)
     src, sprof = make_jsonl(folder)
     out = folder / "out.jsonl"
     for name, argv in (
@@ -64,13 +67,16 @@ def main() -> None:
         ("sample --per-bin 1000 --by segment (1 M-row JSONL)",
          ["sample", str(src), "--profile", str(sprof), "--per-bin", "1000", "--by", "segment", "-o", str(out)]),
     ):
-        walls, rss = [], 0.0
+        walls, cpus, rss = [], [], 0.0
         for _ in range(a.rounds):
-            w, r = run_cli(argv)
+            w, c, r = run_cli(argv)
             walls.append(w)
+            cpus.append(c)
             rss = max(rss, r)
-        print(f"| {name} | {statistics.median(walls):.2f} | {min(walls):.2f} | {max(walls):.2f} | (peak RSS "
-              f"{rss:.0f} MiB, input {src.stat().st_size / 2**20:.0f} MiB) |", flush=True)
+        print(f"| {name} | {statistics.median(walls):.1f} | {min(walls):.1f} | {max(walls):.1f} | "
+              f"{statistics.median(cpus):.1f} | peak RSS {rss:.0f} MiB, input {src.stat().st_size / 2**20:.0f} MiB |",
+              flush=True)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
