@@ -23,6 +23,7 @@ numpy, scipy and polars load only when a function is first used. Public API::
     load_long_table, pair_conditions, check_conditions,
     check_single_condition, json_safe, SCORE_A, SCORE_B        ddpcore.stats._table
     TableColumns                                               ddpcore.stats.columns
+    stratify                                                   ddpcore.stats.stratify
 """
 from __future__ import annotations
 
@@ -84,6 +85,8 @@ _EXPORTS: dict[str, str] = {
     # MIX documents, blindness battery, power (issue 10)
     "build_mix": "mix", "MixResult": "mix", "blindness": "blindness", "BlindnessResult": "blindness",
     "tost_power": "power", "tost_n_needed": "power", "t_test_power": "power", "t_test_mdd": "power",
+    # scores stratified by DDP (issue 9)
+    "stratify": "stratify",
 }
 
 __all__ = sorted(_EXPORTS)
