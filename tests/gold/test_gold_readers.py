@@ -5,6 +5,7 @@ import io
 import tarfile
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from ddpcore.errors import DDPDataError, DDPUsageError
@@ -45,10 +46,16 @@ def test_litbank_conll_matches_brat(gold_data: Path) -> None:
     # same partition into chains: chain ids map one to one
     pairs = set(zip(ja["chain_id"], jb["chain_id"]))
     assert len(pairs) == ja["chain_id"].n_unique() == jb["chain_id"].n_unique()
-    # the CoNLL form has no POS: word-form heuristic types agree with the annotated types
-    # on >= 95 % of mentions (measured 97.1 % over all 100 LitBank documents)
-    agree = (ja["mention_type"] == jb["mention_type"]).mean()
-    assert agree >= 0.95
+    # the CoNLL form has no POS: its types come from the word-form rule (one-word pronoun list, else a
+    # capitalised head -> PROP). Read off the fixture by hand, the rule disagrees with the brat annotation on
+    # exactly five of its 350 mentions: the horse names Pet / Darkie, annotated NOM, have capitalised heads
+    # (-> PROP); "“ Rob Roy ”", annotated PROP, has the closing quote as its last word (-> NOM).
+    assert ja.height == 350  # `grep -c ^MENTION 271_black_beauty_brat.ann`
+    differ = ja.with_columns(jb["mention_type"].alias("conll")).filter(pl.col("mention_type") != pl.col("conll"))
+    assert sorted(zip(differ["text"], differ["mention_type"], differ["conll"])) == sorted([
+        ("Pet", "NOM", "PROP"), ("old Pet", "NOM", "PROP"), ("your little Darkie", "NOM", "PROP"),
+        ("Darkie", "NOM", "PROP"), ("\u201c Rob Roy \u201d", "PROP", "NOM"),
+    ])
 
 
 def test_conllu_archive_and_folder(gold_data: Path) -> None:
