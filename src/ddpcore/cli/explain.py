@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     given = {"document": args.document_col, "segment": args.segment_col, "text": args.text_col,
              "domain": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules}
     kwargs = {k: v for k, v in given.items() if v is not None}
-    result = explain(args.source, args.document, args.segment, n_process=args.n_process,
+    result = explain(args.source, document_id=args.document, segment_id=args.segment, n_process=args.n_process,
                      batch_size=args.batch_size, **kwargs)
     if result.inherited:
         shown = ", ".join(f"{k} {v!r}" for k, v in result.inherited.items() if k in ("rules", "distance", "pipeline"))

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import schema as S
+from .. import schema
 from ..errors import DDPDataError
 from ..io.segments import ROW, SegmentColumns
 from .profile import SIGNATURE_KEY, profile_anchors
@@ -62,24 +63,25 @@ class ExplainResult:
             lines.append("no anchors (no named-entity re-mention or 3rd-person pronoun): DDP = 0")
             return "\n".join(lines)
         for row in self.anchors.iter_rows(named=True):  # display only: a handful of rows
-            d = row[S.DISTANCE_SENTENCES]
+            d = row[schema.DISTANCE_SENTENCES]
             mark = "*" if d == self.ddp and d > 0 else " "
-            what = f"{row[S.KIND]} {row[S.LABEL]}"
-            if row[S.ANTECEDENT_KIND] == "first_mention":
+            what = f"{row[schema.KIND]} {row[schema.LABEL]}"
+            if row[schema.ANTECEDENT_KIND] == "first_mention":
                 why = "first mention of this entity: no distance"
-            elif row[S.ANTECEDENT_KIND] == "none":
+            elif row[schema.ANTECEDENT_KIND] == "none":
                 why = "no compatible antecedent before it: distance 1"
             else:
-                why = f"-> {row[S.ANTECEDENT_KIND]} {row[S.ANTECEDENT_TEXT]!r} (sentence {row[S.ANTECEDENT_SENTENCE]})"
-                if row[S.REFERENCE_SENTENCE] != row[S.ANTECEDENT_SENTENCE]:
-                    why += f", entity first mentioned in sentence {row[S.REFERENCE_SENTENCE]}"
-                why += f": {row[S.SENTENCE]} - {row[S.REFERENCE_SENTENCE]} = {d}"
-            lines.append(f"{mark} s{row[S.SENTENCE]:<5} {row[S.TEXT]!r:<24} {what:<18} {why}")
+                why = (f"-> {row[schema.ANTECEDENT_KIND]} {row[schema.ANTECEDENT_TEXT]!r} "
+                       f"(sentence {row[schema.ANTECEDENT_SENTENCE]})")
+                if row[schema.REFERENCE_SENTENCE] != row[schema.ANTECEDENT_SENTENCE]:
+                    why += f", entity first mentioned in sentence {row[schema.REFERENCE_SENTENCE]}"
+                why += f": {row[schema.SENTENCE]} - {row[schema.REFERENCE_SENTENCE]} = {d}"
+            lines.append(f"{mark} s{row[schema.SENTENCE]:<5} {row[schema.TEXT]!r:<24} {what:<18} {why}")
         return "\n".join(lines)
 
 
-def explain(source: Any, document: Any, segment: Any, /, **kwargs: Any) -> ExplainResult:
-    """Explain the DDP of one segment.
+def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = None, **kwargs: Any) -> ExplainResult:
+    """Explain the DDP of segment ``segment_id`` of document ``document_id`` (ids, matched as strings).
 
     ``source`` is an input segment table/folder, or an output of ``ddp profile``: a Parquet
     file (signature in its metadata) or a CSV/TSV/JSONL/JSON file with its
@@ -87,10 +89,25 @@ def explain(source: Any, document: Any, segment: Any, /, **kwargs: Any) -> Expla
     rules, pipeline and column names not given in ``kwargs`` (``document=``, ``segment=``,
     ``text=``, ``domain=`` name columns; ``distance=``, ``rules=``, ``pipeline=``...), and the
     carried-through source text is re-parsed; ``ExplainResult.inherited`` says which
-    settings came from where. Only the segment's document is parsed. ``document`` and
-    ``segment`` (positional) are ids, matched as strings.
+    settings came from where. Only the segment's document is parsed.
+
+    As everywhere else, ``document=`` and ``segment=`` name columns; the ids are
+    ``document_id=`` and ``segment_id=``. The old call ``explain(source, document, segment)``
+    with the two ids positional still works for one release, with a ``DeprecationWarning``.
     """
     import polars as pl
+
+    if ids:
+        if len(ids) != 2 or document_id is not None or segment_id is not None:
+            raise TypeError("explain() takes the ids as keywords: explain(source, document_id=..., segment_id=...)")
+        warnings.warn("explain(source, document, segment) with positional ids is deprecated and will be removed in "
+                      "the next release; use explain(source, document_id=..., segment_id=...)",
+                      DeprecationWarning, stacklevel=2)
+        document_id, segment_id = ids
+    if document_id is None or segment_id is None:
+        raise TypeError("explain() needs document_id= and segment_id= (the ids; document= and segment= name the "
+                        "columns)")
+    document, segment = document_id, segment_id
 
     from ..io.outputs import sidecar_path
     from ..io.tables import read_parquet_metadata, read_table
@@ -129,11 +146,11 @@ def explain(source: Any, document: Any, segment: Any, /, **kwargs: Any) -> Expla
                 opts[key] = inherited[key] = value
         table = read_table(source)
     opts = {k: v for k, v in opts.items() if v is not None}
-    doc_col = opts.get("document", S.DOCUMENT_ID)
-    seg_col = opts.get("segment", S.SEGMENT_ID)
+    doc_col = opts.get("document", schema.DOCUMENT_ID)
+    seg_col = opts.get("segment", schema.SEGMENT_ID)
     from ..io.segments import read_segments
 
-    cols = SegmentColumns(doc_col, seg_col, opts.get("text", S.SOURCE), opts.get("domain", S.DOMAIN))
+    cols = SegmentColumns(doc_col, seg_col, opts.get("text", schema.SOURCE), opts.get("domain", schema.DOMAIN))
     df = read_segments(table, cols).drop(ROW)
     sub = df.filter(pl.col(doc_col).cast(pl.String) == str(document))
     if sub.height == 0:
@@ -155,9 +172,9 @@ def explain(source: Any, document: Any, segment: Any, /, **kwargs: Any) -> Expla
     return ExplainResult(
         document=str(document),
         segment=str(segment),
-        ddp=int(seg_row[S.DDP][0]),
-        n_sentences=int(seg_row[S.N_SENTENCES][0]),
-        first_sentence=int(seg_row[S.FIRST_SENTENCE][0]),
+        ddp=int(seg_row[schema.DDP][0]),
+        n_sentences=int(seg_row[schema.N_SENTENCES][0]),
+        first_sentence=int(seg_row[schema.FIRST_SENTENCE][0]),
         text=str(seg_row[cols.text][0]),
         anchors=anchors,
         signature=result.signature,
