@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import schema as S
+from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from .validate import correlation
+from ._correlation import correlation
 
 if TYPE_CHECKING:
     import polars as pl
@@ -101,26 +101,26 @@ def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: s
 
     from ..io.tables import require_columns
 
-    require_columns(df, [document, segment, S.DDP], name, flags={document: "--document", segment: "--segment"})
+    require_columns(df, [document, segment, schema.DDP], name, flags={document: "--document", segment: "--segment"})
     out = df.select(
-        pl.col(document).cast(pl.String).alias(S.DOCUMENT_ID),
-        pl.col(segment).cast(pl.String).alias(S.SEGMENT_ID),
-        pl.col(S.DDP).cast(pl.Float64).alias(S.DDP),
-        (pl.col(domain).cast(pl.String) if domain and domain in df.columns else pl.lit(None, dtype=pl.String)).alias(S.DOMAIN),
+        pl.col(document).cast(pl.String).alias(schema.DOCUMENT_ID),
+        pl.col(segment).cast(pl.String).alias(schema.SEGMENT_ID),
+        pl.col(schema.DDP).cast(pl.Float64).alias(schema.DDP),
+        (pl.col(domain).cast(pl.String) if domain and domain in df.columns else pl.lit(None, dtype=pl.String)).alias(schema.DOMAIN),
     )
-    bad = out.filter(pl.col(S.DDP).is_null() | pl.col(S.DDP).is_nan() | pl.col(S.DOCUMENT_ID).is_null() | pl.col(S.SEGMENT_ID).is_null())
+    bad = out.filter(pl.col(schema.DDP).is_null() | pl.col(schema.DDP).is_nan() | pl.col(schema.DOCUMENT_ID).is_null() | pl.col(schema.SEGMENT_ID).is_null())
     if bad.height:
         r = bad.row(0, named=True)
         raise DDPDataError(
-            f"{name}: document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' has a missing id or DDP value; "
+            f"{name}: document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' has a missing id or DDP value; "
             "compare complete `ddp profile` outputs",
             code="D431",
         )
-    dup = out.filter(pl.struct(S.DOCUMENT_ID, S.SEGMENT_ID).is_duplicated())
+    dup = out.filter(pl.struct(schema.DOCUMENT_ID, schema.SEGMENT_ID).is_duplicated())
     if dup.height:
         r = dup.row(0, named=True)
         raise DDPDataError(
-            f"{name}: document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' appears more than once; "
+            f"{name}: document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' appears more than once; "
             "each run must have one row per segment",
             code="D432",
         )
@@ -130,10 +130,10 @@ def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: s
 def _check_same_segments(a: pl.DataFrame, b: pl.DataFrame, name_a: str, name_b: str) -> None:
     import polars as pl
 
-    keys = [S.DOCUMENT_ID, S.SEGMENT_ID]
+    keys = [schema.DOCUMENT_ID, schema.SEGMENT_ID]
     for x, y, nx, ny in ((a, b, name_a, name_b), (b, a, name_b, name_a)):
-        docs_x = x.select(S.DOCUMENT_ID).unique(maintain_order=True)
-        missing_doc = docs_x.join(y.select(S.DOCUMENT_ID).unique(), on=S.DOCUMENT_ID, how="anti", maintain_order="left")
+        docs_x = x.select(schema.DOCUMENT_ID).unique(maintain_order=True)
+        missing_doc = docs_x.join(y.select(schema.DOCUMENT_ID).unique(), on=schema.DOCUMENT_ID, how="anti", maintain_order="left")
         if missing_doc.height:
             raise DDPDataError(
                 f"document '{missing_doc.item(0, 0)}' is in {nx} but not in {ny} ({missing_doc.height} such documents); "
@@ -145,19 +145,19 @@ def _check_same_segments(a: pl.DataFrame, b: pl.DataFrame, name_a: str, name_b: 
         if missing.height:
             r = missing.row(0, named=True)
             raise DDPDataError(
-                f"document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' is in {nx} but not in {ny} "
+                f"document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' is in {nx} but not in {ny} "
                 f"({missing.height} such segments); agreement needs two runs over the same segments",
                 code="D433",
             )
     both = a.join(b, on=keys, how="inner", suffix="_b", maintain_order="left")
     clash = both.filter(
-        pl.col(S.DOMAIN).is_not_null() & pl.col(S.DOMAIN + "_b").is_not_null() & (pl.col(S.DOMAIN) != pl.col(S.DOMAIN + "_b"))
+        pl.col(schema.DOMAIN).is_not_null() & pl.col(schema.DOMAIN + "_b").is_not_null() & (pl.col(schema.DOMAIN) != pl.col(schema.DOMAIN + "_b"))
     )
     if clash.height:
         r = clash.row(0, named=True)
         raise DDPDataError(
-            f"document '{r[S.DOCUMENT_ID]}' segment '{r[S.SEGMENT_ID]}' has domain '{r[S.DOMAIN]}' in {name_a} "
-            f"but '{r[S.DOMAIN + '_b']}' in {name_b}; profile both runs from the same input",
+            f"document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' has domain '{r[schema.DOMAIN]}' in {name_a} "
+            f"but '{r[schema.DOMAIN + '_b']}' in {name_b}; profile both runs from the same input",
             code="D434",
         )
 
@@ -199,35 +199,35 @@ def agree(
     def col(sig: dict[str, Any], key: str, given: str | None, default: str) -> str:
         return given or sig.get("columns", {}).get(key) or default
 
-    pa = _prepare(df_a, name_a, col(sig_a, "document", document, S.DOCUMENT_ID), col(sig_a, "segment", segment, S.SEGMENT_ID),
-                  col(sig_a, "domain", domain, S.DOMAIN))
-    pb = _prepare(df_b, name_b, col(sig_b, "document", document, S.DOCUMENT_ID), col(sig_b, "segment", segment, S.SEGMENT_ID),
-                  col(sig_b, "domain", domain, S.DOMAIN))
+    pa = _prepare(df_a, name_a, col(sig_a, "document", document, schema.DOCUMENT_ID), col(sig_a, "segment", segment, schema.SEGMENT_ID),
+                  col(sig_a, "domain", domain, schema.DOMAIN))
+    pb = _prepare(df_b, name_b, col(sig_b, "document", document, schema.DOCUMENT_ID), col(sig_b, "segment", segment, schema.SEGMENT_ID),
+                  col(sig_b, "domain", domain, schema.DOMAIN))
     _check_same_segments(pa, pb, name_a, name_b)
-    both = pa.join(pb, on=[S.DOCUMENT_ID, S.SEGMENT_ID], how="inner", suffix="_b", maintain_order="left").with_columns(
-        pl.coalesce(S.DOMAIN, S.DOMAIN + "_b", pl.lit(ALL_DOMAINS)).alias(S.DOMAIN)
+    both = pa.join(pb, on=[schema.DOCUMENT_ID, schema.SEGMENT_ID], how="inner", suffix="_b", maintain_order="left").with_columns(
+        pl.coalesce(schema.DOMAIN, schema.DOMAIN + "_b", pl.lit(ALL_DOMAINS)).alias(schema.DOMAIN)
     )
-    x = both[S.DDP].to_numpy()
-    y = both[S.DDP + "_b"].to_numpy()
+    x = both[schema.DDP].to_numpy()
+    y = both[schema.DDP + "_b"].to_numpy()
     n = int(x.size)
     if n == 0:
         raise DDPDataError(f"{name_a} and {name_b} hold no segments", code="D436")
     diff = np.abs(y - x)
 
     per = (
-        both.group_by(S.DOMAIN)
+        both.group_by(schema.DOMAIN)
         .agg(
             pl.len().alias("n_segments"),
-            pl.col(S.DDP).mean().alias("mean_a"),
-            pl.col(S.DDP + "_b").mean().alias("mean_b"),
-            (pl.col(S.DDP) == 0).mean().alias("zero_share_a"),
-            (pl.col(S.DDP + "_b") == 0).mean().alias("zero_share_b"),
+            pl.col(schema.DDP).mean().alias("mean_a"),
+            pl.col(schema.DDP + "_b").mean().alias("mean_b"),
+            (pl.col(schema.DDP) == 0).mean().alias("zero_share_a"),
+            (pl.col(schema.DDP + "_b") == 0).mean().alias("zero_share_b"),
         )
         .with_columns((pl.col("mean_b") - pl.col("mean_a")).alias("shift"))
-        .sort(S.DOMAIN)
+        .sort(schema.DOMAIN)
     )
     domains = tuple(
-        DomainShift(r[S.DOMAIN], int(r["n_segments"]), float(r["mean_a"]), float(r["mean_b"]), float(r["shift"]),
+        DomainShift(r[schema.DOMAIN], int(r["n_segments"]), float(r["mean_a"]), float(r["mean_b"]), float(r["shift"]),
                     float(r["zero_share_a"]), float(r["zero_share_b"]))
         for r in per.iter_rows(named=True)
     )

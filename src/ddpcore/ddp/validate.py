@@ -22,7 +22,6 @@ applies the same definition.
 from __future__ import annotations
 
 import inspect
-import math
 import os
 import time
 from collections.abc import Sequence
@@ -32,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .. import __version__
-from .. import schema as S
+from .. import __version__, schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.gold import CHAIN_ID, GENRE, MENTION_TYPE, N_TOKENS, TOKEN_END, TOKEN_START, TOKENS, GoldCorpus, read_gold
+from ._correlation import correlation
 
 if TYPE_CHECKING:
     import polars as pl
@@ -138,7 +137,7 @@ def compute_gold_distances(
 
     if distance not in ("chained", "nearest"):
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D420")
-    doc, sent = S.DOCUMENT_ID, S.SENTENCE
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
     mentions = corpus.mentions
     if restricted:
         mentions = mentions.filter(pl.col(MENTION_TYPE).is_in(RESTRICTED_TYPES))
@@ -168,18 +167,6 @@ def compute_gold_distances(
 # --------------------------------------------------------------------------- metrics
 
 
-def correlation(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], kind: Literal["pearson", "spearman"]) -> float | None:
-    """Pearson or Spearman correlation of two 1-d arrays (scipy), ``None`` when undefined
-    (fewer than 2 values or a constant array)."""
-    from scipy import stats
-
-    if x.size < 2 or np.all(x == x[0]) or np.all(y == y[0]):
-        return None
-    r = stats.pearsonr(x, y).statistic if kind == "pearson" else stats.spearmanr(x, y).statistic
-    r = float(r)
-    return None if math.isnan(r) else r
-
-
 def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics:
     """Metrics of DDP against gold distance; ``ddp`` and ``gold`` have shape (n_segments,), in sentences."""
     x = np.asarray(ddp, dtype=np.float64)
@@ -205,16 +192,16 @@ def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics
 
 
 _ANCHOR_RENAMES = {
-    S.KIND: "anchor_kind",
-    S.LABEL: "anchor_label",
-    S.TEXT: "anchor_text",
-    S.ANTECEDENT_KIND: S.ANTECEDENT_KIND,
-    S.ANTECEDENT_TEXT: S.ANTECEDENT_TEXT,
-    S.ANTECEDENT_SENTENCE: S.ANTECEDENT_SENTENCE,
-    S.DISTANCE_SENTENCES: S.DISTANCE_SENTENCES,
-    S.REFERENCE_SENTENCE: S.REFERENCE_SENTENCE,
-    S.CHAR_START: S.CHAR_START,
-    S.CHAR_END: S.CHAR_END,
+    schema.KIND: "anchor_kind",
+    schema.LABEL: "anchor_label",
+    schema.TEXT: "anchor_text",
+    schema.ANTECEDENT_KIND: schema.ANTECEDENT_KIND,
+    schema.ANTECEDENT_TEXT: schema.ANTECEDENT_TEXT,
+    schema.ANTECEDENT_SENTENCE: schema.ANTECEDENT_SENTENCE,
+    schema.DISTANCE_SENTENCES: schema.DISTANCE_SENTENCES,
+    schema.REFERENCE_SENTENCE: schema.REFERENCE_SENTENCE,
+    schema.CHAR_START: schema.CHAR_START,
+    schema.CHAR_END: schema.CHAR_END,
 }
 DIAGNOSIS = "diagnosis"  # not_in_gold | linked_too_far | unaligned (over-estimates only)
 ANCHOR_GOLD_CHAIN = "anchor_gold_chain"  # gold chain of the mention covering the anchor's first token
@@ -250,15 +237,15 @@ def compare_with_gold(
     """
     import polars as pl
 
-    doc, sent = S.DOCUMENT_ID, S.SENTENCE
-    for col in (doc, S.SEGMENT_ID, S.DDP):
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
+    for col in (doc, schema.SEGMENT_ID, schema.DDP):
         if col not in segments.columns:
             raise DDPDataError(f"DDP segment table lacks column '{col}'", code="D422")
     ddp = segments.select(
-        pl.col(doc).cast(pl.String), pl.col(S.SEGMENT_ID).cast(pl.Int64).alias(sent), pl.col(S.DDP).cast(pl.Int64)
+        pl.col(doc).cast(pl.String), pl.col(schema.SEGMENT_ID).cast(pl.Int64).alias(sent), pl.col(schema.DDP).cast(pl.Int64)
     )
     joined = gold.with_columns(pl.col(doc).cast(pl.String)).join(ddp, on=[doc, sent], how="left", maintain_order="left")
-    missing = joined.filter(pl.col(S.DDP).is_null())
+    missing = joined.filter(pl.col(schema.DDP).is_null())
     if missing.height:
         row = missing.row(0, named=True)
         raise DDPDataError(
@@ -266,46 +253,46 @@ def compare_with_gold(
             "lack a DDP value); profile every gold sentence as one segment",
             code="D423",
         )
-    joined = joined.with_columns((pl.col(S.DDP) - pl.col(GOLD_DISTANCE)).alias(ERROR)).select(
-        doc, sent, GENRE, S.DDP, GOLD_DISTANCE, ERROR, GOLD_CHAIN_ID, GOLD_REFERENCE_SENTENCE
+    joined = joined.with_columns((pl.col(schema.DDP) - pl.col(GOLD_DISTANCE)).alias(ERROR)).select(
+        doc, sent, GENRE, schema.DDP, GOLD_DISTANCE, ERROR, GOLD_CHAIN_ID, GOLD_REFERENCE_SENTENCE
     )
 
-    overall = compute_gold_metrics(joined[S.DDP].to_numpy(), joined[GOLD_DISTANCE].to_numpy())
+    overall = compute_gold_metrics(joined[schema.DDP].to_numpy(), joined[GOLD_DISTANCE].to_numpy())
     by_genre = {}
     for genre in sorted(joined[GENRE].unique().to_list()):
         part = joined.filter(pl.col(GENRE) == genre)
-        by_genre[genre] = compute_gold_metrics(part[S.DDP].to_numpy(), part[GOLD_DISTANCE].to_numpy())
+        by_genre[genre] = compute_gold_metrics(part[schema.DDP].to_numpy(), part[GOLD_DISTANCE].to_numpy())
 
     over = joined.filter(pl.col(ERROR) > 0)
     if anchors is not None and anchors.height:
         keep = [c for c in _ANCHOR_RENAMES if c in anchors.columns]
         responsible = (
             anchors.select(
-                pl.col(doc).cast(pl.String), pl.col(S.SEGMENT_ID).cast(pl.Int64).alias(sent), S.ANCHOR_INDEX, *keep
+                pl.col(doc).cast(pl.String), pl.col(schema.SEGMENT_ID).cast(pl.Int64).alias(sent), schema.ANCHOR_INDEX, *keep
             )
-            .join(over.select(doc, sent, S.DDP), on=[doc, sent], how="inner")
-            .filter(pl.col(S.DISTANCE_SENTENCES) == pl.col(S.DDP))
-            .sort(doc, sent, S.ANCHOR_INDEX)
+            .join(over.select(doc, sent, schema.DDP), on=[doc, sent], how="inner")
+            .filter(pl.col(schema.DISTANCE_SENTENCES) == pl.col(schema.DDP))
+            .sort(doc, sent, schema.ANCHOR_INDEX)
             .group_by([doc, sent], maintain_order=True)
             .first()
-            .drop(S.DDP, S.ANCHOR_INDEX)
+            .drop(schema.DDP, schema.ANCHOR_INDEX)
             .rename({c: _ANCHOR_RENAMES[c] for c in keep})
         )
         over = over.join(responsible, on=[doc, sent], how="left", maintain_order="left")
     else:
         over = over.with_columns(
             *[pl.lit(None, dtype=pl.String).alias(c) for c in ("anchor_kind", "anchor_label", "anchor_text",
-                                                                S.ANTECEDENT_KIND, S.ANTECEDENT_TEXT)],
-            pl.lit(None, dtype=pl.Int64).alias(S.ANTECEDENT_SENTENCE),
-            pl.lit(None, dtype=pl.Int64).alias(S.DISTANCE_SENTENCES),
+                                                                schema.ANTECEDENT_KIND, schema.ANTECEDENT_TEXT)],
+            pl.lit(None, dtype=pl.Int64).alias(schema.ANTECEDENT_SENTENCE),
+            pl.lit(None, dtype=pl.Int64).alias(schema.DISTANCE_SENTENCES),
         )
     if corpus is not None:
         over = over.join(
-            corpus.sentences.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), S.TEXT, TOKENS),
+            corpus.sentences.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), schema.TEXT, TOKENS),
             on=[doc, sent], how="left", maintain_order="left",
         )
         over = _diagnose(over, corpus, restricted=restricted).drop(TOKENS)
-    cause_keys = ["anchor_kind", "anchor_label", S.ANTECEDENT_KIND] + ([DIAGNOSIS] if DIAGNOSIS in over.columns else [])
+    cause_keys = ["anchor_kind", "anchor_label", schema.ANTECEDENT_KIND] + ([DIAGNOSIS] if DIAGNOSIS in over.columns else [])
     causes = (
         over.group_by(cause_keys)
         .agg(pl.len().alias("n_segments"), pl.col(ERROR).sum().alias("excess_sentences"))
@@ -351,13 +338,13 @@ def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, restricted: bool) -> pl
     """
     import polars as pl
 
-    doc, sent = S.DOCUMENT_ID, S.SENTENCE
-    if S.CHAR_START not in over.columns or over.height == 0:
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
+    if schema.CHAR_START not in over.columns or over.height == 0:
         return over.with_columns(pl.lit(None, dtype=pl.String).alias(ANCHOR_GOLD_CHAIN),
                                  pl.lit(None, dtype=pl.String).alias(DIAGNOSIS))
     tok = [
         -1 if cs is None or txt is None else _token_index(txt, toks, int(cs))
-        for txt, toks, cs in zip(over[S.TEXT].to_list(), over[TOKENS].to_list(), over[S.CHAR_START].to_list())
+        for txt, toks, cs in zip(over[schema.TEXT].to_list(), over[TOKENS].to_list(), over[schema.CHAR_START].to_list())
     ]
     over = over.with_columns(pl.Series("_tok", tok, dtype=pl.Int64), pl.int_range(pl.len()).alias("_row"))
     mentions = corpus.mentions
@@ -377,8 +364,8 @@ def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, restricted: bool) -> pl
         .select("_row", pl.col(CHAIN_ID).alias(ANCHOR_GOLD_CHAIN), "_first")
     )
     over = over.join(cover, on="_row", how="left", maintain_order="left")
-    ref = S.REFERENCE_SENTENCE if S.REFERENCE_SENTENCE in over.columns else None
-    measured_to = pl.col(sent) - pl.col(S.DISTANCE_SENTENCES) if ref is None else pl.col(ref)
+    ref = schema.REFERENCE_SENTENCE if schema.REFERENCE_SENTENCE in over.columns else None
+    measured_to = pl.col(sent) - pl.col(schema.DISTANCE_SENTENCES) if ref is None else pl.col(ref)
     diagnosis = (
         pl.when(pl.col("_tok") < 0).then(pl.lit("unaligned"))
         .when(pl.col(ANCHOR_GOLD_CHAIN).is_null()).then(pl.lit("not_in_gold"))
@@ -483,13 +470,13 @@ def profile_gold(
     from .profile import profile_anchors
 
     table = corpus.sentences.select(
-        S.DOCUMENT_ID,
-        pl.col(S.SENTENCE).cast(pl.Int64).alias(S.SEGMENT_ID),
-        pl.col(S.TEXT).alias(S.SOURCE),
-        pl.col(GENRE).alias(S.DOMAIN),
+        schema.DOCUMENT_ID,
+        pl.col(schema.SENTENCE).cast(pl.Int64).alias(schema.SEGMENT_ID),
+        pl.col(schema.TEXT).alias(schema.SOURCE),
+        pl.col(GENRE).alias(schema.DOMAIN),
     )
     kwargs: dict[str, Any] = dict(
-        document=S.DOCUMENT_ID, segment=S.SEGMENT_ID, text=S.SOURCE, domain=S.DOMAIN,
+        document=schema.DOCUMENT_ID, segment=schema.SEGMENT_ID, text=schema.SOURCE, domain=schema.DOMAIN,
         distance=distance, pipeline=pipeline, sentence_unit="segment", n_process=n_process, batch_size=batch_size,
         progress=progress,
     )
@@ -550,16 +537,16 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
                   f"{'kind':<9}{'label':<12}{'antecedent':<14}{'diagnosis':<16}{'segments':>9}{'excess':>8}"]
         for r in causes.iter_rows(named=True):
             lines.append(
-                f"{str(r['anchor_kind']):<9}{str(r['anchor_label']):<12}{str(r[S.ANTECEDENT_KIND]):<14}"
+                f"{str(r['anchor_kind']):<9}{str(r['anchor_label']):<12}{str(r[schema.ANTECEDENT_KIND]):<14}"
                 f"{str(r.get(DIAGNOSIS, '')):<16}{r['n_segments']:>9}{r['excess_sentences']:>8}"
             )
         top = result.over_estimates.sort(ERROR, descending=True).head(max_over)
         lines += ["", f"largest over-estimates (first {top.height}):"]
         for r in top.iter_rows(named=True):
             lines.append(
-                f"  {r[S.DOCUMENT_ID]} s{r[S.SENTENCE]}: ddp {r[S.DDP]} > gold {r[GOLD_DISTANCE]}; "
+                f"  {r[schema.DOCUMENT_ID]} s{r[schema.SENTENCE]}: ddp {r[schema.DDP]} > gold {r[GOLD_DISTANCE]}; "
                 f"{r.get('anchor_kind')} {r.get('anchor_text')!r} [{r.get('anchor_label')}] -> "
-                f"{r.get(S.ANTECEDENT_KIND)} {r.get(S.ANTECEDENT_TEXT)!r} (s{r.get(S.ANTECEDENT_SENTENCE)})"
+                f"{r.get(schema.ANTECEDENT_KIND)} {r.get(schema.ANTECEDENT_TEXT)!r} (s{r.get(schema.ANTECEDENT_SENTENCE)})"
                 + (f" [{r[DIAGNOSIS]}]" if r.get(DIAGNOSIS) else "")
             )
     return "\n".join(lines)
@@ -588,11 +575,11 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
     for genre in sorted(seg[GENRE].unique().to_list()):
         part = seg.filter(pl.col(GENRE) == genre)
         x = part[GOLD_DISTANCE].to_numpy().astype(float)
-        y = part[S.DDP].to_numpy().astype(float)
+        y = part[schema.DDP].to_numpy().astype(float)
         m = result.by_genre.get(genre)
         lab = f"{genre} (n={part.height}, r={_fmt(m.pearson if m else None, 2)})"
         ax.scatter(x + rng.uniform(-0.2, 0.2, x.size), y + rng.uniform(-0.2, 0.2, y.size), s=6, alpha=0.35, label=lab)
-    top = float(max(seg[GOLD_DISTANCE].max() or 0, seg[S.DDP].max() or 0)) + 1
+    top = float(max(seg[GOLD_DISTANCE].max() or 0, seg[schema.DDP].max() or 0)) + 1
     ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="DDP = gold")
     g = result.signature.get("gold", {})
     ax.set_xlabel("gold distance (sentences)")
