@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     import polars as pl
 
 GoldFormat = Literal["litbank", "conllu", "conll2012"]
-FORMATS: tuple[str, ...] = ("litbank", "conllu", "conll2012")
 
 # ---- gold column names (sentences and mentions tables)
 GENRE = "genre"
@@ -275,16 +274,46 @@ def _is_conll2012_name(name: str) -> bool:
     return low.endswith(".conll") or low.endswith("_conll")
 
 
+@dataclass(frozen=True)
+class GoldReader:
+    """One gold format of :func:`read_gold`.
+
+    ``claims(name)``: the member name (lower case) is a file of this format (detection; the
+    first reader of :data:`GOLD_READERS` that claims a name wins); ``reads_when_forced(name)``:
+    the format, when forced (``format=``), also reads that member; ``parse(member, txt, problem)``
+    parses one member (``txt``: the sentence file of a LitBank brat ``.ann``, else ``None``).
+    """
+
+    format: str
+    claims: Callable[[str], bool]
+    reads_when_forced: Callable[[str], bool]
+    parse: Callable[[_Member, _Member | None, _Problem], list[_Doc]]
+
+
+def _parse_litbank(member: _Member, txt: _Member | None, problem: _Problem) -> list[_Doc]:
+    """LitBank brat (an ``.ann`` with its ``.txt``) or LitBank CoNLL (``*_brat.conll``)."""
+    if txt is not None:
+        return _read_litbank_brat(member, txt)
+    return _read_conll2012(member, problem, litbank=True)
+
+
+#: the gold readers by format, in detection order (``*_brat.conll`` is LitBank before it is CoNLL-2012)
+GOLD_READERS: dict[str, GoldReader] = {
+    r.format: r for r in (
+        GoldReader("litbank", lambda low: low.endswith((".ann", "_brat.conll")), _is_conll2012_name, _parse_litbank),
+        GoldReader("conllu", lambda low: low.endswith(".conllu"), lambda low: False,
+                   lambda member, txt, problem: _read_conllu(member, problem)),
+        GoldReader("conll2012", _is_conll2012_name, _is_conll2012_name,
+                   lambda member, txt, problem: _read_conll2012(member, problem, litbank=False)),
+    )
+}
+FORMATS: tuple[str, ...] = tuple(GOLD_READERS)
+
+
 def _detect(name: str) -> str | None:
     """Format of one member from its name (``None``: not a gold file)."""
     low = name.lower()
-    if low.endswith(".conllu"):
-        return "conllu"
-    if low.endswith(".ann"):
-        return "litbank"
-    if _is_conll2012_name(low):
-        return "litbank" if low.endswith("_brat.conll") else "conll2012"
-    return None
+    return next((r.format for r in GOLD_READERS.values() if r.claims(low)), None)
 
 
 # --------------------------------------------------------------------------- public entry point
@@ -400,7 +429,7 @@ def _plan(path: Path, members: list[_Member], format: str | None, single_file: b
         if format is not None:
             if single_file:
                 fmt = format
-            elif fmt is None or (fmt != format and not (format in ("litbank", "conll2012") and _is_conll2012_name(member.name))):
+            elif fmt is None or (fmt != format and not GOLD_READERS[format].reads_when_forced(member.name.lower())):
                 continue
             else:
                 fmt = format
@@ -432,11 +461,7 @@ def _plan(path: Path, members: list[_Member], format: str | None, single_file: b
 
 
 def _parse(member: _Member, fmt: str, txt: _Member | None, problem: _Problem) -> list[_Doc]:
-    if txt is not None:
-        return _read_litbank_brat(member, txt)
-    if fmt == "conllu":
-        return _read_conllu(member, problem)
-    return _read_conll2012(member, problem, litbank=(fmt == "litbank"))
+    return GOLD_READERS[fmt].parse(member, txt, problem)
 
 
 def _run_jobs(jobs: list[_Job], problem: _Problem) -> list[list[_Doc]]:
@@ -916,6 +941,6 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
 
 
 __all__ = [
-    "GoldCorpus", "read_gold", "FORMATS", "GENRE", "TOKENS", "N_TOKENS", "SOURCE_FILE",
+    "GoldCorpus", "GoldReader", "GOLD_READERS", "read_gold", "FORMATS", "GENRE", "TOKENS", "N_TOKENS", "SOURCE_FILE",
     "TOKEN_START", "TOKEN_END", "CHAIN_ID", "MENTION_TYPE", "ENTITY_TYPE", "MENTION_TYPES",
 ]
