@@ -552,11 +552,11 @@ class CachedParse:
             return
         if not self._warmed:
             self._warmed = True
-            from ..anchors import rules as R
+            from ..anchors.rules import get_rules
             from .stages import refinement_tables, rule_tables
 
             for name in ("paper", "refined"):
-                rs = R.get_rules(name)
+                rs = get_rules(name)
                 with contextlib.suppress(Exception):
                     rule_tables(rs)
                     refinement_tables(rs, has_parser=False)

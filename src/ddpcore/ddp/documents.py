@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import schema as S
+from .. import schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -39,11 +39,11 @@ def document_rows(segments: pl.DataFrame, cols: SegmentColumns) -> pl.DataFrame:
     import polars as pl
 
     dom = pl.col(cols.domain).first() if cols.domain in segments.columns else pl.lit(None, dtype=pl.String)
-    ddp = pl.col(S.DDP)
+    ddp = pl.col(schema.DDP)
     return segments.group_by(cols.document, maintain_order=True).agg(
         dom.alias(cols.domain),
         pl.len().alias("n_segments"),
-        pl.col(S.N_SENTENCES).sum().cast(pl.Int64).alias("n_sentences"),
+        pl.col(schema.N_SENTENCES).sum().cast(pl.Int64).alias("n_sentences"),
         ddp.max().cast(pl.Int64).alias("max_ddp"),
         ddp.cast(pl.Float64).mean().alias("mean_ddp"),
         *((ddp >= t).cast(pl.Float64).mean().alias(f"share_ddp_ge_{t}") for t in SHARE_THRESHOLDS),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..anchors import rules as R
+from ..anchors.rules import RuleSet, get_rules
 from ..errors import DDPDataError
 from ..io.segments import ROW, SegmentColumns
 from .parse import Parser
@@ -37,7 +37,7 @@ class Settings:
 
     distance: str = "chained"
     sentence_unit: str = "sentence"
-    rules: R.RuleSet = R.get_rules(None)
+    rules: RuleSet = get_rules(None)
     n_threads: int = 1
 
 

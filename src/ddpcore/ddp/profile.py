@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import __version__
-from .. import schema as S
-from ..anchors import rules as R
+from .. import __version__, schema
+from ..anchors.rules import KIND_NAMES, RuleSet, get_rules  # noqa: F401  (KIND_NAMES re-exported)
 from ..errors import DDPUsageError
 from ..io.segments import ROW, SegmentColumns, read_segments
 
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 Distance = Literal["chained", "nearest"]
 SentenceUnit = Literal["sentence", "segment"]
 SIGNATURE_KEY = "ddpcore.signature"
-KIND_NAMES = ("entity", "pronoun", "noun")
 
 
 @dataclass(frozen=True)
@@ -48,8 +46,8 @@ class ProfileResult:
     signature: dict[str, Any] = field(default_factory=dict)
 
     def summary(self, by: str | None = None) -> pl.DataFrame:
-        return summarize(self.segments, by=by or self.signature.get("columns", {}).get("domain", S.DOMAIN),
-                         document=self.signature.get("columns", {}).get("document", S.DOCUMENT_ID))
+        return summarize(self.segments, by=by or self.signature.get("columns", {}).get("domain", schema.DOMAIN),
+                         document=self.signature.get("columns", {}).get("document", schema.DOCUMENT_ID))
 
     def signature_json(self) -> str:
         return json.dumps(self.signature, sort_keys=True)
@@ -58,13 +56,13 @@ class ProfileResult:
 def profile_anchors(
     source: Any,
     *,
-    document: str = S.DOCUMENT_ID,
-    segment: str = S.SEGMENT_ID,
-    text: str = S.SOURCE,
-    domain: str = S.DOMAIN,
+    document: str = schema.DOCUMENT_ID,
+    segment: str = schema.SEGMENT_ID,
+    text: str = schema.SOURCE,
+    domain: str = schema.DOMAIN,
     distance: Distance = "chained",
     pipeline: str | None = None,
-    rules: str | R.RuleSet | None = None,
+    rules: str | RuleSet | None = None,
     sentence_unit: SentenceUnit = "sentence",
     n_process: int | str = 1,
     n_threads: int = 1,
@@ -130,7 +128,7 @@ def profile_anchors(
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D205")
     if sentence_unit not in ("sentence", "segment"):
         raise DDPUsageError(f"sentence_unit must be 'sentence' or 'segment', not {sentence_unit!r}", code="D206")
-    ruleset = R.get_rules(rules)
+    ruleset = get_rules(rules)
     cols = SegmentColumns(document, segment, text, domain)
     name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
     if engine != "local":
@@ -206,7 +204,7 @@ def profile(source: Any, **kwargs: Any) -> pl.DataFrame:
     return profile_anchors(source, **kwargs).segments
 
 
-def summarize(segments: pl.DataFrame, *, by: str | None = S.DOMAIN, document: str = S.DOCUMENT_ID) -> pl.DataFrame:
+def summarize(segments: pl.DataFrame, *, by: str | None = schema.DOMAIN, document: str = schema.DOCUMENT_ID) -> pl.DataFrame:
     """Per-group DDP summary of a segment table: documents, segments, mean / median / p90 /
     max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row.
 
@@ -217,11 +215,11 @@ def summarize(segments: pl.DataFrame, *, by: str | None = S.DOMAIN, document: st
     aggs = [
         pl.col(document).n_unique().alias("documents"),
         pl.len().alias("segments"),
-        pl.col(S.DDP).mean().alias("mean_ddp"),
-        pl.col(S.DDP).median().alias("median_ddp"),
-        pl.col(S.DDP).quantile(0.9, "linear").alias("p90_ddp"),
-        pl.col(S.DDP).max().alias("max_ddp"),
-        (pl.col(S.DDP) == 0).mean().alias("zero_ddp_share"),
+        pl.col(schema.DDP).mean().alias("mean_ddp"),
+        pl.col(schema.DDP).median().alias("median_ddp"),
+        pl.col(schema.DDP).quantile(0.9, "linear").alias("p90_ddp"),
+        pl.col(schema.DDP).max().alias("max_ddp"),
+        (pl.col(schema.DDP) == 0).mean().alias("zero_ddp_share"),
     ]
     total = segments.select(pl.lit("all").alias("group"), *aggs)
     if by is None or by not in segments.columns:

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
-from .. import schema as S
+from .. import schema
 from ..errors import DDPDataError, DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
 from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
@@ -487,7 +487,7 @@ def profile_ray(
                 for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
                     _write_part(parts / f"{res.k:06d}.{role}.parquet", df)
                 rows = res.segments[ROW]
-                words = int(res.segments[S.N_TOKENS].sum())
+                words = int(res.segments[schema.N_TOKENS].sum())
                 write_json_atomic(parts / f"{res.k:06d}.done", {
                     "segments": res.segments.height, "anchors": res.anchors.height,
                     "min_row": int(rows.min()), "max_row": int(rows.max()), "words": words})

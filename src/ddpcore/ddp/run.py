@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
-from .. import schema as S
+from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
 from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
@@ -528,7 +528,7 @@ def profile_to_files(
                 rows = res.segments[ROW]
                 marker = {"segments": res.segments.height, "anchors": res.anchors.height,
                           "min_row": int(rows.min()), "max_row": int(rows.max()),
-                          "words": int(res.segments[S.N_TOKENS].sum())}
+                          "words": int(res.segments[schema.N_TOKENS].sum())}
                 if "pipeline_info" not in journal:
                     journal["pipeline_info"] = parser.info()
                     write_json_atomic(journal_path, journal)
@@ -658,7 +658,7 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
     sig_json = json.dumps(signature, sort_keys=True)
     markers = [json.loads((parts / f"{k:06d}.done").read_text()) for k in range(n_batches)]
     n_anchors = sum(m["anchors"] for m in markers)
-    keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, S.DDP]) if c]
+    keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, schema.DDP]) if c]
     summary_parts: list[pl.DataFrame] = []
     with contextlib.ExitStack() as stack:
         for role in ROLES:
@@ -674,7 +674,7 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
                 sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
             else:
                 sink = None
-            schema = pl.read_parquet_schema(files[0]) if files else None
+            shard_schema = pl.read_parquet_schema(files[0]) if files else None
             if role == "segments":
                 for lo in range(0, n_rows, ASSEMBLE_ROWS):
                     hi = lo + ASSEMBLE_ROWS
@@ -687,8 +687,9 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
                     summary_parts.append(piece.select([c for c in keep if c in piece.columns]))
                     if sink is not None:
                         sink.write(piece)
-                empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in schema.items()}
-                         if doc_rows is not None else {k: v for k, v in schema.items() if k != ROW}) if schema else None
+                empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in shard_schema.items()}
+                         if doc_rows is not None else {k: v for k, v in shard_schema.items() if k != ROW}
+                         ) if shard_schema else None
             else:
                 for f in files:
                     if sink is not None:
@@ -698,7 +699,8 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
                                                                .alias(SHARD_DOC_ROW)),
                                                on=cols.document, how="left", maintain_order="left")
                         sink.write(piece)
-                empty = ({**schema, SHARD_DOC_ROW: pl.Int64} if doc_rows is not None else schema) if schema else None
+                empty = ({**shard_schema, SHARD_DOC_ROW: pl.Int64} if doc_rows is not None else shard_schema
+                         ) if shard_schema else None
             if sink is not None:
                 sink.close(empty_schema=empty)
             if target is not None and target.sidecar is not None:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
-from .. import schema as S
+from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns, check_unique_ids
 
@@ -101,7 +101,7 @@ def profile_columns(signature: dict[str, Any], *, document: str | None = None, s
 
 
 def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = None, *,
-                 need: Sequence[str] = (S.DDP, S.FIRST_SENTENCE, S.N_SENTENCES)) -> Profile:
+                 need: Sequence[str] = (schema.DDP, schema.FIRST_SENTENCE, schema.N_SENTENCES)) -> Profile:
     """Read a ``ddp profile`` segment table (Parquet, or a text format with its sidecar).
 
     Only the id, domain and ``need`` columns are read. Missing columns -> D635 (exit 3).
@@ -134,8 +134,8 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
             code="D635")
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
-    if df[S.DDP].null_count() if S.DDP in df.columns else 0:
-        df = df.with_columns(pl.col(S.DDP).fill_null(0))
+    if df[schema.DDP].null_count() if schema.DDP in df.columns else 0:
+        df = df.with_columns(pl.col(schema.DDP).fill_null(0))
     return Profile(df, cols, sig, str(p))
 
 
@@ -275,9 +275,9 @@ def match_profile(index: InputIndex, prof: Profile) -> Matched:
     doc_code = remap[doc.astype(np.int64) - 1]
     return Matched(
         doc=doc_code.astype(np.int64),
-        ddp=j[S.DDP].fill_null(0).to_numpy().astype(np.int64),
-        first_sentence=j[S.FIRST_SENTENCE].fill_null(0).to_numpy().astype(np.int64),
-        n_sentences=j[S.N_SENTENCES].fill_null(0).to_numpy().astype(np.int64),
+        ddp=j[schema.DDP].fill_null(0).to_numpy().astype(np.int64),
+        first_sentence=j[schema.FIRST_SENTENCE].fill_null(0).to_numpy().astype(np.int64),
+        n_sentences=j[schema.N_SENTENCES].fill_null(0).to_numpy().astype(np.int64),
         domain=j[cols.domain].cast(pl.String).to_numpy() if cols.domain in j.columns else np.full(j.height, None),
         ids=index.ids,
     )
