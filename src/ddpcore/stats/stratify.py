@@ -285,8 +285,12 @@ def _groups(frame: pl.DataFrame, by: list[str], edges: np.ndarray, n_boot: int, 
     import polars as pl
 
     if by:
-        frame = frame.sort(by, nulls_last=True, maintain_order=True)
+        # groups in first-appearance order (rows keep the scores' order inside each), then the few
+        # groups sorted by their key (nulls last): no sort of the whole table
         parts = frame.partition_by(by, maintain_order=True, as_dict=False)
+        keys = pl.DataFrame([p.select(by).row(0) for p in parts], schema=frame.select(by).schema, orient="row")
+        order = keys.with_row_index("__k").sort(by, nulls_last=True, maintain_order=True)["__k"].to_list()
+        parts = [parts[i] for i in order]
     else:
         parts = [frame]
     res = []
