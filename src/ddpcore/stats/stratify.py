@@ -14,7 +14,8 @@ sentences, domain) to a table of per-segment scores and reports, per group of ``
   replicate's bin mean is (sum of the drawn documents' scores in the bin) / (their count); replicates
   that draw no document with a score in the bin are left out of that bin's CI; the CI is
   ``numpy.nanpercentile(..., [2.5, 97.5])`` (linear interpolation). One draw of documents serves every
-  bin of a replicate. A bin without scores has ``n`` 0 and null mean and CI; a bin whose scores all
+  bin of a replicate, and every group with the same set of documents (e.g. all systems of a test set:
+  the same seed gives them the same draws, so their CIs are those of separate runs). A bin without scores has ``n`` 0 and null mean and CI; a bin whose scores all
   come from one document has a mean and a null CI (resampling one document cannot give an interval);
 - ``lowess``: the LOWESS curve of score on DDP with statsmodels' defaults (``frac`` 2/3, 3
   robustness iterations, ``delta`` 0; :func:`ddpcore.stats.lowess`), reported at the distinct DDP
@@ -227,10 +228,12 @@ def _nan_none(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.ndarray, n_boot: int, seed: int,
-                 lowess_max: int, threads: int | None) -> dict[str, Any]:
-    """Statistics of one group: arrays (n,) of document codes (0..n_docs-1), DDP and score."""
-    from .bootstrap import resample_sums
+def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.ndarray, seed: int,
+                 lowess_max: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
+    """Statistics of one group but the CIs: arrays (n,) of global document codes, DDP and score.
+
+    Returns (partial result, ``present`` (bool, (n_docs_global,)): the group's documents = its
+    resampling units, and their per-bin score sums and counts, each (n_present, n_bins))."""
     from .correlation import spearman
     from .lowess import lowess
 
@@ -248,25 +251,7 @@ def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.
     cell = doc[inb] * n_bins + b[inb]
     sums = np.bincount(cell, weights=score[inb], minlength=n_docs * n_bins).reshape(n_docs, n_bins)
     cnts = np.bincount(cell, minlength=n_docs * n_bins).reshape(n_docs, n_bins).astype(np.float64)
-    present = np.bincount(doc, minlength=n_docs) > 0  # the group's documents = its resampling units
-    sums, cnts = sums[present], cnts[present]
-    n_docs = int(present.sum())
-    tot_s, tot_c = sums.sum(axis=0), cnts.sum(axis=0)
-    lo = hi = np.full(n_bins, np.nan)
-    if n_boot > 0 and n_docs >= 1:
-        rep = resample_sums(np.hstack([sums, cnts]), n_boot=n_boot, seed=seed, threads=threads)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = rep[:, :n_bins] / rep[:, n_bins:]
-        means[rep[:, n_bins:] == 0] = np.nan
-        ok = ((cnts > 0).sum(axis=0) >= 2) & ~np.isnan(means).all(axis=0)  # a one-document bin has no CI
-        lo, hi = np.full(n_bins, np.nan), np.full(n_bins, np.nan)
-        if ok.any():
-            q = np.nanpercentile(means[:, ok], [2.5, 97.5], axis=0)
-            lo[ok], hi[ok] = q[0], q[1]
-    out["bins"] = [{"low": float(edges[i]), "high": float(edges[i + 1]), "n": int(tot_c[i]),
-                    "mean": _nan_none(tot_s[i] / tot_c[i]) if tot_c[i] else None,
-                    "ci_low": _nan_none(lo[i]) if tot_c[i] else None,
-                    "ci_high": _nan_none(hi[i]) if tot_c[i] else None} for i in range(n_bins)]
+    present = np.bincount(doc, minlength=n_docs) > 0
     x, y = ddp.astype(np.float64), score
     if n > lowess_max:
         pick = np.sort(np.random.Generator(np.random.PCG64(seed)).choice(n, lowess_max, replace=False))
@@ -277,6 +262,32 @@ def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.
         out["lowess"] = {"x": fit.x[first].tolist(), "y": fit.fitted[first].tolist()}
     else:
         out["lowess"] = {"x": x.tolist(), "y": y.tolist()}
+    return out, present, sums[present], cnts[present]
+
+
+def _cis(sums: list[np.ndarray], cnts: list[np.ndarray], n_boot: int, seed: int,
+         threads: int | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Document-bootstrap 95 % CIs of the bin means of groups that share their documents (the same
+    units, so one resampling serves them all: replicate r draws the same documents for every group,
+    and identical count columns are summed once). Each sums/cnts array is (n_units, n_bins); returns
+    (ci_low, ci_high) per group, NaN where a bin has fewer than two documents."""
+    from .bootstrap import resample_sums
+
+    n_bins = sums[0].shape[1]
+    vals = np.hstack([np.hstack([s, c]) for s, c in zip(sums, cnts)])
+    rep = resample_sums(vals, n_boot=n_boot, seed=seed, threads=threads)
+    out = []
+    for k, c in enumerate(cnts):
+        r = rep[:, 2 * n_bins * k: 2 * n_bins * (k + 1)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = r[:, :n_bins] / r[:, n_bins:]
+        means[r[:, n_bins:] == 0] = np.nan
+        ok = ((c > 0).sum(axis=0) >= 2) & ~np.isnan(means).all(axis=0)  # a one-document bin has no CI
+        lo, hi = np.full(n_bins, np.nan), np.full(n_bins, np.nan)
+        if ok.any():
+            q = np.nanpercentile(means[:, ok], [2.5, 97.5], axis=0)
+            lo[ok], hi[ok] = q[0], q[1]
+        out.append((lo, hi))
     return out
 
 
@@ -293,14 +304,33 @@ def _groups(frame: pl.DataFrame, by: list[str], edges: np.ndarray, n_boot: int, 
         parts = [parts[i] for i in order]
     else:
         parts = [frame]
-    res = []
+    n_bins = edges.size - 1
+    res, units, sums, cnts = [], [], [], []
     for g in parts:  # one iteration per group (systems x metrics), not per row
-        doc = g[DOCK].to_numpy().astype(np.int64)  # global document codes (empty ones are dropped below)
-        stats = _group_stats(doc, g[DDPK].to_numpy(), g[SCORE].to_numpy().astype(np.float64), edges, n_boot, seed,
-                             lowess_max, threads)
+        doc = g[DOCK].to_numpy().astype(np.int64)  # global document codes
+        stats, present, s_, c_ = _group_stats(doc, g[DDPK].to_numpy(), g[SCORE].to_numpy().astype(np.float64),
+                                              edges, seed, lowess_max)
         key = {b: g[b][0] for b in by}
         res.append({**{k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in key.items()},
                     **stats})
+        units.append(np.flatnonzero(present).tobytes())
+        sums.append(s_)
+        cnts.append(c_)
+    cis: list[tuple[np.ndarray, np.ndarray]] = [(np.full(n_bins, np.nan), np.full(n_bins, np.nan))] * len(parts)
+    if n_boot > 0:
+        batches: dict[bytes, list[int]] = {}
+        for k, u in enumerate(units):
+            batches.setdefault(u, []).append(k)
+        for ks in batches.values():  # one resampling per set of documents (usually one for all groups)
+            for k, ci in zip(ks, _cis([sums[k] for k in ks], [cnts[k] for k in ks], n_boot, seed, threads)):
+                cis[k] = ci
+    for r, s_, c_, (lo, hi) in zip(res, sums, cnts, cis):
+        tot_s, tot_c = s_.sum(axis=0), c_.sum(axis=0)
+        r["bins"] = [{"low": float(edges[i]), "high": float(edges[i + 1]), "n": int(tot_c[i]),
+                      "mean": _nan_none(tot_s[i] / tot_c[i]) if tot_c[i] else None,
+                      "ci_low": _nan_none(lo[i]) if tot_c[i] else None,
+                      "ci_high": _nan_none(hi[i]) if tot_c[i] else None} for i in range(n_bins)]
+        r["lowess"] = r.pop("lowess")  # key order: by columns, n, spearman, bins, lowess
     return res
 
 
