@@ -247,3 +247,39 @@ def test_old_module_paths_still_work_with_a_deprecation_warning():
         with pytest.warns(DeprecationWarning, match="deprecated"):
             mod = importlib.import_module(old)
         assert getattr(mod, name) is getattr(new, name)
+
+
+#: The en_core_web_sm 3.8.0 parses the hand derivations above rest on, written out: per text (parsed as
+#: one unit), its entities (text, label), its number of sentences and its NOUN/PRON tokens (text, POS, dep).
+#: If the pinned model ever parses differently, this test names the text instead of a DDP value failing.
+PARSES = {
+    "It is raining today.": ([("today", "DATE")], 1, [("It", "PRON", "nsubj"), ("today", "NOUN", "npadvmod")]),
+    "When Anna arrived, she sat down.": ([("Anna", "PERSON")], 1, [("she", "PRON", "nsubj")]),
+    "The committee met in Berlin. Berlin was cold.": ([("Berlin", "GPE"), ("Berlin", "GPE")], 2,
+                                                      [("committee", "NOUN", "nsubj")]),
+    "The town was quiet.": ([], 1, [("town", "NOUN", "nsubj")]),
+    "Berlin looked grey.": ([("Berlin", "GPE")], 1, []),
+    "Maria Lopez opened the shop.": ([("Maria Lopez", "PERSON")], 1, [("shop", "NOUN", "dobj")]),
+    "The weather was cold. The streets were empty.": ([], 2, [("weather", "NOUN", "nsubj"),
+                                                              ("streets", "NOUN", "nsubj")]),
+    "Later she closed it.": ([], 1, [("she", "PRON", "nsubj"), ("it", "PRON", "dobj")]),
+    "John Smith arrived in the morning.": ([("John Smith", "PERSON"), ("the morning", "TIME")], 1,
+                                           [("morning", "NOUN", "pobj")]),
+    "The rain stopped.": ([], 1, [("rain", "NOUN", "nsubj")]),
+    "Smith smiled at everyone.": ([("Smith", "PERSON")], 1, [("everyone", "PRON", "pobj")]),
+    "John Brown and Mary Smith arrived.": ([("John Brown", "PERSON"), ("Mary Smith", "PERSON")], 1, []),
+    "He smiled.": ([], 1, [("He", "PRON", "nsubj")]),
+    "John Smith met Mrs. Griffin in the garden.": ([("John Smith", "PERSON"), ("Griffin", "PERSON")], 1,
+                                                   [("garden", "NOUN", "pobj")]),
+    "The weather was cold.": ([], 1, [("weather", "NOUN", "nsubj")]),
+    "She smiled at him.": ([], 1, [("She", "PRON", "nsubj"), ("him", "PRON", "pobj")]),
+}
+
+
+@pytest.mark.parametrize("text", list(PARSES))
+def test_parses_behind_the_hand_derivations(nlp, text):
+    ents, n_sents, nouns_prons = PARSES[text]
+    doc = nlp(text)
+    assert [(e.text, e.label_) for e in doc.ents] == ents
+    assert len(list(doc.sents)) == n_sents
+    assert [(t.text, t.pos_, t.dep_) for t in doc if t.pos_ in ("NOUN", "PRON")] == nouns_prons
