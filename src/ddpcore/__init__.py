@@ -4,7 +4,8 @@
 first use. Public entry points::
 
     ddpcore.profile(table_or_path, ...) -> polars.DataFrame     # segment-level DDP
-    ddpcore.profile_anchors(...) -> (segments, anchors)
+    ddpcore.profile_anchors(...) -> ProfileResult               # .segments, .anchors, .sentences, .signature
+    ddpcore.explain(path, document_id=..., segment_id=...)     # why one segment has its DDP
     ddpcore.stats                                              # statistics engine
 
 Importing ``polars`` before or after ``ddpcore`` and then calling any ddpcore function
