@@ -366,7 +366,9 @@ class Criteria:
 
 def check_domains(m: Matched, domains: Sequence[str]) -> None:
     """Unknown ``--domain`` values -> D639 listing the profile's domains."""
-    have = sorted({str(d) for d in m.domain if d is not None})
+    import polars as pl
+
+    have = sorted(pl.Series(m.domain, dtype=pl.String).drop_nulls().unique().to_list())  # no loop over rows
     bad = [d for d in domains if d not in have]
     if bad:
         raise DDPUsageError(f"--domain {bad[0]}: not a domain of the profile; domains: {', '.join(have) or '(none)'}",
