@@ -213,9 +213,19 @@ def run_one(copy: Path, python: str, m: Mutant, full: bool, timeout: float) -> d
                 saved.append((a, dst))
         path.write_text(original.replace(m.old, m.new), encoding="utf-8")
         if is_pyx:
+            # the edited .pyx must be newer than its .cpp/.so, or cythonize and build_ext skip it
+            newest = max(a.stat().st_mtime for a, _ in saved) if saved else 0.0
+            stamp = max(time.time(), newest + 2)
+            os.utime(path, (stamp, stamp))
             ok, secs, log = build(copy, python)
             if not ok:
                 row.update(status="BUILD-FAILED", detail=log.strip().splitlines()[-1][:80] if log.strip() else "")
+                return row
+            # prove the mutant was compiled: Cython copies each source line into the generated .cpp
+            cpp = (copy / m.file).with_suffix(".cpp").read_text(encoding="utf-8", errors="replace")
+            probe = m.new.strip().splitlines()[-1].strip()
+            if probe not in cpp:
+                row.update(status="NOT-BUILT", detail=f"{probe!r} not in the generated .cpp")
                 return row
         cmd = [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=--benchmark-disable",
                *m.tests]
@@ -243,15 +253,23 @@ def run_one(copy: Path, python: str, m: Mutant, full: bool, timeout: float) -> d
         if saved:
             for a, dst in saved:
                 shutil.copy2(dst, a)
-            # restored artifacts must be newer than the restored .pyx, or the next build redoes them
-            now = time.time() + 1
+            # restored artifacts newer than the restored .pyx (so nothing is rebuilt), never in the future
+            now = time.time()
+            os.utime(path, (now - 10, now - 10))
             for a, _ in saved:
                 os.utime(a, (now, now))
             shutil.rmtree(backup, ignore_errors=True)
         row["seconds"] = round(time.monotonic() - t0, 1)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(f"mutants: signal {signum}")  # so run_one's finally restores the copy
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--copy", type=Path, default=DEFAULT_COPY, help="private worktree (created when missing)")
     ap.add_argument("--python", default=str(REPO / ".venv/bin/python"))
