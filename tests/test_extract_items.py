@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ddpcore.anchors import rules as R
 from ddpcore.anchors.spacy_extract import TokenArrays, pos_id, string_hashes
 from ddpcore.ddp import stages
-from oracle import extract_items_oracle, items_to_arrays, sentence_starts_oracle
+from oracle import extract_items_oracle, items_to_arrays, key_hash, sentence_starts_oracle
 
 ARRAYS = ("token", "end_token", "kind", "label", "compat", "key", "last", "n_key", "gender")
 
@@ -240,3 +240,25 @@ def test_find_items_matches_oracle_on_wmt25(wmt25_parse, rules_name, has_parser)
     assert len(expected["token"]) > 1000  # the first six documents hold thousands of items
     assert set(np.unique(expected["kind"])) == {0, 1, 2}
     _assert_items_equal(got, expected)
+
+
+def _tok(lower, pos="PROPN", tag="NNP", dep="nsubj", head=0, iob="O", ent="", unit_start=False):
+    return dict(lower=lower, pos=pos, tag=tag, dep=dep, head=head, iob=iob, ent=ent, unit_start=unit_start,
+                sent_start=1 if unit_start else -1)
+
+
+def test_title_never_crosses_a_unit_start():
+    """By hand (refined): "Mrs." ends one line and "Griffin" (B-PERSON) starts the next. A line break ends
+    a sentence, so Mrs. is not Griffin's title: gender 0 and the key is (griffin) alone. The same two
+    tokens on one line: gender FEM_SG (2) and the key (mrs., griffin) (key_with_title)."""
+    for same_unit, gender in ((False, 0), (True, 2)):
+        tokens = [_tok("mrs.", unit_start=True, head=0), _tok("griffin", iob="B", ent="PERSON", head=1,
+                                                              unit_start=not same_unit)]
+        n_per_unit = [2] if same_unit else [1, 1]
+        toks, index = _stage_inputs(tokens, [0] * len(n_per_unit), n_per_unit)
+        got = stages.find_items(toks, index, stages.RuleArrays.compile(R.REFINED))
+        assert got["kind"].tolist() == [0] and got["gender"].tolist() == [gender]
+        words = ["mrs.", "griffin"] if same_unit else ["griffin"]
+        assert got["key"].tolist() == [key_hash([_sid(w) for w in words])]  # splitmix64 chain of the key words
+        expected = items_to_arrays(extract_items_oracle(tokens, R.REFINED), _sid)
+        _assert_items_equal(got, expected)
