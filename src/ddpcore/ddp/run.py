@@ -36,7 +36,7 @@ from .. import __version__
 from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
-from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
+from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
 from .parse import Parser
 from .sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
 from .stages import Batch
@@ -171,23 +171,43 @@ def pl_int64() -> Any:
 def _plan(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int, shard: tuple[int, int] | None = None
           ) -> pl.DataFrame:
     """Order the id index (documents by first appearance, segments by id), keep the documents
-    of ``shard`` = (i, N) if given, and number batches."""
+    of ``shard`` = (i, N) if given, and number batches.
+
+    Returns a compact numeric frame in processing order: ``ROW`` (u32), ``DOC`` (document
+    ordinal by first appearance), ``SEGKEY``, ``__doc_row`` (first input row of the
+    document), ``__batch`` and ``__units``; document ids stay in the id index only. Built
+    with numpy on integer codes (one hash of each distinct document id), so planning a
+    million segments costs tens of MB, not copies of the id strings.
+    """
     import polars as pl
 
-    from .sources import CHARS
+    from .driver import segment_keys
+    from .sources import CHARS, UNITS
 
-    ordered = order_segments(ids, cols)
-    first_row = ordered.group_by(DOC).agg(pl.col(ROW).min().alias("__doc_row"))
-    ordered = ordered.join(first_row, on=DOC, how="left")
+    row = ids[ROW].to_numpy().astype(np.int64)
+    docs = ids[cols.document]
+    uniq = docs.unique(maintain_order=True)  # first-appearance order
+    doc = docs.replace_strict(uniq, pl.int_range(0, uniq.len(), eager=True), return_dtype=pl.Int64).to_numpy()
+    segkey = segment_keys(ids, cols).to_numpy()
+    order = np.lexsort((row, segkey, doc))
+    doc_row = np.full(uniq.len(), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(doc_row, doc, row)
     if shard is not None:
-        mine = shard_of_documents(ordered[cols.document], shard[1]) == shard[0]
-        n_docs = int(ordered[DOC].max()) + 1
-        ordered = ordered.filter(pl.Series(mine))
-        if ordered.height == 0:
+        mine = shard_of_documents(uniq, shard[1]) == shard[0]
+        order = order[mine[doc[order]]]
+        if len(order) == 0:
             raise DDPUsageError(f"--shard {shard[0]}/{shard[1]}: no document of the input hashes to this shard "
-                                f"(the input has {n_docs} documents); use fewer shards", code="D174")
-    batch = document_batches(ordered[DOC].to_numpy().astype(np.int64), ordered[CHARS].to_numpy(), batch_chars)
-    return ordered.with_columns(pl.Series("__batch", batch))
+                                f"(the input has {uniq.len()} documents); use fewer shards", code="D174")
+    doc_o = doc[order]
+    batch = document_batches(doc_o, ids[CHARS].to_numpy()[order], batch_chars)
+    return pl.DataFrame({
+        ROW: row[order].astype(np.uint32),
+        DOC: doc_o,
+        SEGKEY: segkey[order],
+        "__doc_row": doc_row[doc_o],
+        "__batch": batch,
+        "__units": ids[UNITS].to_numpy()[order].astype(np.int64),
+    })
 
 
 def _batch_frames(staged: StagedInput, plan: pl.DataFrame, todo: Sequence[int]) -> Iterator[Batch]:
@@ -560,7 +580,8 @@ def profile_to_files(
                 **extra,
                 **(parse_fn.signature() if hasattr(parse_fn, "signature") else {}),  # parse cache hits/misses
             }
-            doc_rows = plan.select(cols.document, "__doc_row").unique(cols.document) if shard else None
+            doc_rows = (staged.ids.group_by(cols.document, maintain_order=True)
+                        .agg(pl.col(ROW).min().cast(pl.Int64).alias("__doc_row")) if shard else None)
             summary, n_anchors = _assemble(parts, n_batches, targets, signature, staged.n_rows, summary_by, cols,
                                            atomic_path, doc_rows)
     except _Stop as exc:
@@ -645,6 +666,24 @@ def _write_documents(stack: contextlib.ExitStack, parts: Path, n_batches: int, t
         side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
 
 
+def _summary_columns(piece: pl.DataFrame, keep: list[str], document: str) -> pl.DataFrame:
+    """What the summary needs of a piece of the segment table, compactly: the document id as a
+    64-bit hash (only counted), the grouping column as categories, DDP as int32."""
+    import polars as pl
+
+    exprs = []
+    for c in keep:
+        if c not in piece.columns:
+            continue
+        if c == document:
+            exprs.append(pl.col(c).hash(seed=0))
+        elif c == schema.DDP:
+            exprs.append(pl.col(c).cast(pl.Int32))
+        else:
+            exprs.append(pl.col(c).cast(pl.String).cast(pl.Categorical))
+    return piece.select(exprs)
+
+
 def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], signature: dict[str, Any],
               n_rows: int, summary_by: str | None, cols: SegmentColumns, atomic_path: Any,
               doc_rows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
@@ -684,7 +723,7 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
                     piece = pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect().sort(ROW)
                     piece = (piece.rename({ROW: SHARD_ROW}).with_columns(pl.col(SHARD_ROW).cast(pl.Int64))
                              if doc_rows is not None else piece.drop(ROW))
-                    summary_parts.append(piece.select([c for c in keep if c in piece.columns]))
+                    summary_parts.append(_summary_columns(piece, keep, cols.document))
                     if sink is not None:
                         sink.write(piece)
                 empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in shard_schema.items()}
