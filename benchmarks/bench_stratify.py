@@ -67,9 +67,10 @@ def make_jsonl(folder: Path, n_rows: int = N_SEG) -> tuple[Path, Path]:
     if not src.exists():
         doc = np.arange(n_rows) // SEG_PER_DOC
         pl.DataFrame({"document_id": pl.Series(doc).cast(pl.String), "segment_id": np.arange(n_rows) % SEG_PER_DOC,
-                      "source": pl.format("Segment {} of a synthetic document, with a little text to copy.",
-                                          pl.int_range(n_rows, eager=True)),
-                      "domain": "x"}).write_ndjson(src)
+                      "i": np.arange(n_rows)}).select(
+            "document_id", "segment_id",
+            pl.format("Segment {} of a synthetic document, with a little text to copy.", "i").alias("source"),
+            pl.lit("x").alias("domain")).write_ndjson(src)
     return src, prof
 
 
