@@ -151,6 +151,12 @@ def test_oracle_hand_example():
     ]
     assert items[0]["key_parts"] == (("word", "mrs."), ("word", "the"), ("word", "griffin"))
     assert items[0]["gender"] == 2 and items[0]["n_key"] == 3
+    # ... and the kernel, through find_items, on the same unit
+    for t in tokens:
+        t["sent_start"] = 1 if t["unit_start"] else -1
+    toks, index = _stage_inputs(tokens, [0], [len(tokens)])
+    got = stages.find_items(toks, index, stages.RuleArrays.compile(R.REFINED))
+    _assert_items_equal(got, items_to_arrays(items, _sid))
 
 
 @settings(max_examples=300, deadline=None)
