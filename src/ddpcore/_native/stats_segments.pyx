@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3
 """Segmented per-group moments over rows already sorted by group (``tost_grouped``).
 
 When a table's rows come grouped (every group's rows contiguous, groups in ascending key
