@@ -47,8 +47,9 @@ if TYPE_CHECKING:
     from ..io.outputs import OutputTarget
 
 JOURNAL_VERSION = 1
-#: rows of the segment output assembled at a time
-ASSEMBLE_ROWS = 100_000
+#: rows of the segment output assembled at a time (the segment table carries the input text:
+#: 20,000 rows of long paragraphs are ~10 MB; larger pieces made the assembly the memory peak)
+ASSEMBLE_ROWS = 20_000
 #: below this many characters of text ``-j auto`` uses one process (see docs: worker start-up
 #: and model loading cost about as much as parsing this much text on one core)
 AUTO_MIN_CHARS = 300_000
@@ -516,6 +517,8 @@ def profile_to_files(
             from .sources import CHARS
 
             n_proc = resolve_n_process(n_process, int(staged.ids[CHARS].sum()))
+            if shard is None:  # the plan has what the run needs: keep only the row count of the id index
+                staged.ids = staged.ids.select(ROW)
             seg_per_batch = plan.group_by("__batch").len().sort("__batch")["len"].to_numpy()
             done_segments = int(seg_per_batch[done].sum()) if done else 0
             if done:
