@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-f", "--format", dest="output_format", choices=("json", "tsv", "text"), default="json",
                    help="output format (stdout, or -o)")
     p.add_argument("-o", "--output", default=None, metavar="PATH",
-                   help="write the result to PATH (.json or .tsv; a TSV gets PATH.signature.json) instead of stdout")
+                   help="write the result to PATH (.json or .tsv; the signature also goes to PATH.signature.json) "
+                        "instead of stdout")
     p.set_defaults(func=run)
 
 

@@ -15,7 +15,8 @@ sentences, domain) to a table of per-segment scores and reports, per group of ``
   that draw no document with a score in the bin are left out of that bin's CI; the CI is
   ``numpy.nanpercentile(..., [2.5, 97.5])`` (linear interpolation). One draw of documents serves every
   bin of a replicate, and every group with the same set of documents (e.g. all systems of a test set:
-  the same seed gives them the same draws, so their CIs are those of separate runs). A bin without scores has ``n`` 0 and null mean and CI; a bin whose scores all
+  the same seed gives them the same draws, so their CIs are those of separate runs). A bin without
+  scores has ``n`` 0 and null mean and CI; a bin whose scores all
   come from one document has a mean and a null CI (resampling one document cannot give an interval);
 - ``lowess``: the LOWESS curve of score on DDP with statsmodels' defaults (``frac`` 2/3, 3
   robustness iterations, ``delta`` 0; :func:`ddpcore.stats.lowess`), reported at the distinct DDP
@@ -154,7 +155,6 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
         if not (sschema[c].is_numeric() or sschema[c] == pl.Null):
             raise DDPDataError(f"{sname}, column '{c}': scores must be numbers, found {sschema[c]}", code="D654")
     multi = len(score_cols) > 1
-    skey = {sc for _, sc in keys}
     avail_by = [c for c in sschema if c not in score_cols] + ([METRIC] if multi else []) + \
         [c for c in pschema if c not in sschema and c not in (S.DDP,)]
     for b in list(by) + list(extra_keys):
@@ -174,7 +174,8 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
     pk = [pc for pc, _ in keys]
     # the profile (one row per segment) is small: collect it with integer document codes (sorted id
     # order, the bootstrap's unit order) and row numbers, so the 10 M-row join carries no strings
-    prof_df = plf.select(*dict.fromkeys(pk + [cols.document] + p_by), pl.col(S.DDP).cast(pl.Int64).alias(DDPK)).collect()
+    prof_df = plf.select(*dict.fromkeys(pk + [cols.document] + p_by),
+                         pl.col(S.DDP).cast(pl.Int64).alias(DDPK)).collect()
     prof_df = prof_df.with_columns(
         (pl.col(cols.document).rank("dense") - 1).cast(pl.UInt32).alias(DOCK),
         pl.int_range(pl.len(), dtype=pl.UInt32).alias(SEGK), pl.lit(True).alias("__hit"))
