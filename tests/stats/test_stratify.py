@@ -142,6 +142,16 @@ def test_gap_is_paired_difference(small) -> None:
     assert [b["mean"] for b in g["bins"]] == [0.0, 0.0, 15.0]
 
 
+def test_gap_refuses_ambiguous_pairs(small, tmp_path: Path) -> None:
+    p, s, prof, scores = small
+    two = tmp_path / "two.csv"  # two language pairs, lp not in --by: S and T rows cannot be paired one to one
+    pl.concat([scores.with_columns(pl.lit(lp).alias("lp")) for lp in ("en-cs", "en-ja")]).write_csv(two)
+    with pytest.raises(DDPUsageError, match=r"D655.*system 'S' scores 5 segment\(s\) more than once.*to --by"):
+        stratify(p, two, "score", by=["system"], gap=["S", "T"], n_boot=0)
+    r = stratify(p, two, "score", by=["system", "lp"], gap=["S", "T"], n_boot=0)
+    assert [(g["system"], g["lp"], g["n"]) for g in r["gaps"]] == [("S - T", "en-cs", 5), ("S - T", "en-ja", 5)]
+
+
 def test_domain_from_profile_and_on_other_names(small, tmp_path: Path) -> None:
     p, s, prof, scores = small
     renamed = tmp_path / "renamed.tsv"

@@ -379,6 +379,13 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
         key = [c for c in f.columns if c not in (gcol, SCORE, "__g")]  # segment, document, DDP, other by columns
         fa = f.filter(pl.col("__g") == a).select(*key, pl.col(SCORE).alias("__a"))
         fb = f.filter(pl.col("__g") == b).select(*key, pl.col(SCORE).alias("__b"))
+        for side, fx in ((a, fa), (b, fb)):
+            dup = fx.filter(pl.struct(key).is_duplicated())
+            if dup.height:
+                raise DDPUsageError(
+                    f"--gap {a},{b}: {gcol} {side!r} scores {dup.select(SEGK).n_unique()} segment(s) more than once "
+                    f"({dup.height} rows) within the other --by columns, so A and B cannot be paired; add the column "
+                    "that tells them apart (e.g. lp, annotator) to --by", code="D655")
         paired = fa.join(fb, on=key, how="inner", nulls_equal=True, maintain_order="left").with_columns(
             (pl.col("__a") - pl.col("__b")).alias(SCORE), pl.lit(f"{a} - {b}").alias(gcol))
         if paired.height == 0:
