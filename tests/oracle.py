@@ -266,6 +266,6 @@ def items_to_arrays(items, string_id):
     return {
         "token": col("token", np.int64), "end_token": col("end_token", np.int64), "kind": col("kind", np.int8),
         "label": col("label", np.int16), "compat": col("compat", np.uint8),
-        "key": np.array(key, dtype=np.uint64), "last": np.array(last, dtype=np.uint64),
+        "key": np.array(key, dtype=np.uint64), "last_token_key": np.array(last, dtype=np.uint64),
         "n_key": col("n_key", np.int16), "gender": col("gender", np.uint8),
     }

@@ -23,7 +23,7 @@ from ddpcore.anchors.spacy_extract import TokenArrays, pos_id, string_hashes
 from ddpcore.ddp import stages
 from oracle import extract_items_oracle, items_to_arrays, key_hash, sentence_starts_oracle
 
-ARRAYS = ("token", "end_token", "kind", "label", "compat", "key", "last", "n_key", "gender")
+ARRAYS = ("token", "end_token", "kind", "label", "compat", "key", "last_token_key", "n_key", "gender")
 
 LOWERS = (
     "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "themselves", "i", "you", "this", "who",
@@ -100,6 +100,7 @@ def _first_names(rules):
 
 
 def _assert_items_equal(got, expected):
+    assert set(ARRAYS) <= set(got)
     for name in ARRAYS:
         assert got[name].dtype == expected[name].dtype, name
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
