@@ -269,3 +269,41 @@ def test_title_never_crosses_a_unit_start():
         assert got["key"].tolist() == [key_hash([_sid(w) for w in words])]  # splitmix64 chain of the key words
         expected = items_to_arrays(extract_items_oracle(tokens, R.REFINED), _sid)
         _assert_items_equal(got, expected)
+
+
+def test_first_name_after_a_genderless_title():
+    """By hand (refined-names): "Dr. Mary Smith" (B-I-I PERSON). "Dr." is a title that tells no gender (0),
+    so the first name, the key token after the title, decides: "mary" is FEM_SG on the census lists
+    (gender 2). Without the title ("Mary Smith") the first key token is the name: also 2."""
+    assert R.first_name_genders()["mary"] == R.FEM_SG and dict(R.TITLES)["dr."] == 0
+    for words in (["dr.", "mary", "smith"], ["mary", "smith"]):
+        tokens = [_tok(w, iob="B" if k == 0 else "I", ent="PERSON", unit_start=k == 0) for k, w in enumerate(words)]
+        toks, index = _stage_inputs(tokens, [0], [len(tokens)])
+        got = stages.find_items(toks, index, stages.RuleArrays.compile(R.REFINED_NAMES))
+        assert got["gender"].tolist() == [R.FEM_SG]
+        expected = extract_items_oracle(tokens, R.REFINED_NAMES, first_names=R.first_name_genders())
+        _assert_items_equal(got, items_to_arrays(expected, _sid))
+
+
+def test_conj_of_a_chunk_head_is_a_head_noun():
+    """By hand: "cats and dogs sleep" with dogs conj -> cats (nsubj): both are head nouns (PL, NNS)."""
+    tokens = [_tok("cats", pos="NOUN", tag="NNS", dep="nsubj", head=3, unit_start=True),
+              _tok("and", pos="CCONJ", tag="CC", dep="cc", head=0),
+              _tok("dogs", pos="NOUN", tag="NNS", dep="conj", head=0),
+              _tok("sleep", pos="VERB", tag="VBP", dep="ROOT", head=3)]
+    toks, index = _stage_inputs(tokens, [0], [len(tokens)])
+    got = stages.find_items(toks, index, stages.RuleArrays.compile(R.PAPER))
+    assert got["token"].tolist() == [0, 2] and got["kind"].tolist() == [2, 2] and got["compat"].tolist() == [8, 8]
+    _assert_items_equal(got, items_to_arrays(extract_items_oracle(tokens, R.PAPER), _sid))
+
+
+def test_adjective_skip_only_for_one_token_mentions():
+    """By hand (refined skips adjectival NORP): "American" (ADJ, B-NORP) is dropped; "American people"
+    (B-I NORP, two key tokens) stays a mention."""
+    for words, n_items in ((["american"], 0), (["american", "people"], 1)):
+        tokens = [_tok(w, pos="ADJ" if k == 0 else "NOUN", iob="B" if k == 0 else "I", ent="NORP", unit_start=k == 0)
+                  for k, w in enumerate(words)]
+        toks, index = _stage_inputs(tokens, [0], [len(tokens)])
+        got = stages.find_items(toks, index, stages.RuleArrays.compile(R.REFINED))
+        assert len(got["kind"]) == n_items
+        _assert_items_equal(got, items_to_arrays(extract_items_oracle(tokens, R.REFINED), _sid))
