@@ -283,3 +283,28 @@ def test_parses_behind_the_hand_derivations(nlp, text):
     assert [(e.text, e.label_) for e in doc.ents] == ents
     assert len(list(doc.sents)) == n_sents
     assert [(t.text, t.pos_, t.dep_) for t in doc if t.pos_ in ("NOUN", "PRON")] == nouns_prons
+
+
+#: README "Bundled WMT25 result" table: domain -> rules -> (docs, segments, mean, median, p90, max, zero-DDP %)
+README_WMT25 = {
+    "literary": {"refined": (2, 85, 224.3, 218, 415.4, 483, 0.0), "paper": (2, 85, 225.4, 218, 415.4, 483, 0.0)},
+    "news": {"refined": (14, 94, 10.3, 6, 25.7, 43, 17.0), "paper": (14, 94, 10.3, 6, 25.7, 43, 17.0)},
+    "social": {"refined": (9, 91, 18.3, 3, 51.0, 204, 26.4), "paper": (9, 91, 22.4, 3, 62.0, 204, 25.3)},
+    "speech": {"refined": (62, 62, 1.8, 1, 3.9, 11, 14.5), "paper": (62, 62, 1.9, 1, 4.9, 11, 14.5)},
+}
+
+
+@pytest.mark.slow
+def test_bundled_wmt25_matches_the_readme_table(nlp):
+    """Every figure of the README table, at the rounding it is quoted at (p90: linear interpolation)."""
+    from ddpcore.cli._common import bundled_default
+
+    for rules in ("refined", "paper"):
+        seg = profile_anchors(bundled_default(), nlp=nlp, rules=rules).segments
+        for domain, quoted in README_WMT25.items():
+            x = np.sort(seg.filter(pl.col("domain") == domain)["ddp"].to_numpy())
+            h = (len(x) - 1) * 0.9  # p90, Hyndman-Fan 7 by hand
+            p90 = x[int(h)] + (h - int(h)) * (x[min(int(h) + 1, len(x) - 1)] - x[int(h)])
+            got = (seg.filter(pl.col("domain") == domain)["document_id"].n_unique(), len(x), round(x.mean(), 1),
+                   float(np.median(x)), round(p90, 1), int(x.max()), round(100 * (x == 0).mean(), 1))
+            assert got == quoted[rules], (domain, rules)
