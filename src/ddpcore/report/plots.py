@@ -1,0 +1,357 @@
+"""Figures of a DDP profile and of ``ddp stratify`` results (matplotlib, Agg backend).
+
+- :func:`hist_figure`: segments per DDP value (sentences), optionally one outlined histogram per domain;
+- :func:`ecdf_figure`: the share of segments with DDP <= x, optionally one curve per domain;
+- :func:`curves_figure`: per stratify group, the binned mean score with its 95 % CI bar and the LOWESS
+  curve, on a symlog DDP axis (0 and 300 sentences on one readable axis).
+
+Colours: the Okabe-Ito colour-blind-safe palette (:data:`PALETTE`). matplotlib is imported lazily;
+without it :func:`pyplot` raises a one-line D670 usage error naming ``pip install 'ddpcore[plot]'``.
+
+Error codes: D670 matplotlib missing, D671 the plot input lacks a needed column / is not a stratify
+result, D672 unknown output extension for a figure, D673 ``--by`` column missing, D674 nothing to plot.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import schema
+from ..errors import DDPDataError, DDPUsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: Okabe & Ito (2008), black moved last and yellow (low contrast on white) next to last
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+FIGURE_FORMATS = ("png", "svg")
+SIGNATURE_KEY = "ddpcore.signature"
+INSTALL_HINT = "pip install 'ddpcore[plot]'"
+RC = {
+    "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9,
+    "xtick.labelsize": 10, "ytick.labelsize": 10, "axes.spines.top": False, "axes.spines.right": False,
+    "axes.grid": True, "grid.alpha": 0.3, "svg.fonttype": "none", "svg.hashsalt": "ddpcore",
+}
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or a D670 usage error when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise DDPUsageError(f"plots need matplotlib, which is not installed; install it with `{INSTALL_HINT}`",
+                            code="D670") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def figure_format(path: str | os.PathLike[str], option: str = "-o/--output") -> str:
+    """``png`` or ``svg`` from the extension, else a D672 usage error."""
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in FIGURE_FORMATS:
+        what = f"unknown figure format (extension '.{ext}')" if ext else "no extension"
+        raise DDPUsageError(f"{option} {path}: {what}; use .png or .svg", code="D672")
+    return ext
+
+
+def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The run signature of a Parquet output (``{}`` when absent or not Parquet)."""
+    p = Path(path)
+    try:
+        if p.suffix.lower() == ".parquet":
+            from ..io.tables import read_parquet_metadata
+
+            raw = read_parquet_metadata(p).get(SIGNATURE_KEY)
+        else:
+            from ..io.outputs import sidecar_path
+
+            side = sidecar_path(p)
+            raw = side.read_text(encoding="utf-8") if side.exists() else None
+        return json.loads(raw) if raw else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def load_profile(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """The segment table of ``ddp profile`` and its signature; D671 without a ``ddp`` column."""
+    from ..io.tables import read_table
+
+    df = read_table(Path(path))
+    if schema.DDP not in df.columns:
+        raise DDPDataError(f"{path}: no '{schema.DDP}' column; give the segment table written by `ddp profile` "
+                           f"(columns: {', '.join(df.columns[:20])})", code="D671")
+    return df, read_signature(path)
+
+
+def load_stratify(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A ``ddp stratify`` JSON result; D671 when it is not one."""
+    try:
+        res = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DDPDataError(f"{path}: not a readable `ddp stratify` JSON file ({exc})", code="D671") from None
+    if not isinstance(res, dict) or not isinstance(res.get("groups"), list) or \
+            any(not isinstance(g, dict) or "bins" not in g for g in res["groups"]):
+        raise DDPDataError(f"{path}: not a `ddp stratify` JSON result (needs a 'groups' list with 'bins'); "
+                           "write one with `ddp stratify ... -f json -o FILE.json`", code="D671")
+    return res
+
+
+def _groups_of(df: pl.DataFrame, by: str | None) -> list[tuple[str, Any]]:
+    import numpy as np
+    import polars as pl
+
+    if by is None:
+        return [("all segments", df[schema.DDP].drop_nulls().to_numpy().astype(np.float64))]
+    if by not in df.columns:
+        raise DDPUsageError(f"--by {by}: no such column; available: {', '.join(df.columns)}", code="D673")
+    g = df.with_columns(pl.col(by).cast(pl.String).fill_null("(none)").alias("__g"))
+    out = []
+    for name in sorted(g["__g"].unique().to_list()):
+        out.append((name, g.filter(pl.col("__g") == name)[schema.DDP].drop_nulls().to_numpy().astype(np.float64)))
+    return out
+
+
+def _title_suffix(df: pl.DataFrame, signature: dict[str, Any]) -> str:
+    docs = signature.get("columns", {}).get("document", schema.DOCUMENT_ID)
+    nd = df[docs].n_unique() if docs in df.columns else None
+    return f"{df.height:,} segments" + (f", {nd:,} documents" if nd is not None else "")
+
+
+def hist_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str, Any] | None = None,
+                title: str | None = None) -> Any:
+    """Histogram of segment DDP (one bar per DDP value up to 60 values, wider bins beyond)."""
+    import numpy as np
+
+    plt = pyplot()
+    groups = _groups_of(df, by)
+    vals = np.concatenate([v for _, v in groups]) if groups else np.array([])
+    if vals.size == 0:
+        raise DDPDataError("no segments with a DDP value to plot", code="D674")
+    top = int(vals.max())
+    width = max(1, math.ceil((top + 1) / 60))
+    edges = np.arange(0, top + width + 1, width, dtype=np.float64) - 0.5
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
+        if by is None:
+            ax.hist(vals, bins=edges, color=PALETTE[0], edgecolor="white", linewidth=0.5, label="all segments")
+        else:
+            for i, (name, v) in enumerate(groups):
+                ax.hist(v, bins=edges, histtype="step", linewidth=2.0, color=PALETTE[i % len(PALETTE)],
+                        label=f"{name} (n={v.size:,})")
+            ax.legend(title=by, frameon=False)
+        ax.set_xlabel("DDP (sentences)" + (f"; bins of {width} sentences" if width > 1 else ""))
+        ax.set_ylabel("segments")
+        ax.set_xlim(left=-0.5 - width * 0.5)
+        ax.set_title(title or f"DDP distribution ({_title_suffix(df, signature or {})})")
+    return fig
+
+
+def ecdf_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str, Any] | None = None,
+                title: str | None = None) -> Any:
+    """Empirical CDF of segment DDP: the share of segments with DDP <= x."""
+    import numpy as np
+
+    plt = pyplot()
+    groups = _groups_of(df, by)
+    if not any(v.size for _, v in groups):
+        raise DDPDataError("no segments with a DDP value to plot", code="D674")
+    xmax = max(float(v.max()) for _, v in groups if v.size)
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
+        for i, (name, v) in enumerate(groups):
+            if v.size == 0:
+                continue
+            x = np.sort(v)
+            y = np.arange(1, x.size + 1) / x.size
+            x = np.concatenate([[x[0]], x, [xmax]])  # every curve runs on to the largest DDP at 1
+            y = np.concatenate([[0.0], y, [1.0]])
+            ax.step(x, y, where="post", linewidth=2.0, color=PALETTE[i % len(PALETTE)],
+                    label=name if by is None else f"{name} (n={v.size:,})")
+        if by is not None:
+            ax.legend(title=by, frameon=False, loc="lower right")
+        ax.set_xlabel("DDP (sentences)")
+        ax.set_ylabel("share of segments with DDP ≤ x")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(title or f"DDP cumulative distribution ({_title_suffix(df, signature or {})})")
+    return fig
+
+
+def _group_name(g: dict[str, Any], cols: list[str]) -> str:
+    return ", ".join(f"{g.get(c)}" for c in cols) or "all"
+
+
+def _bin_centre(low: float, high: float, xmax: float) -> tuple[float, float]:
+    """Centre of ``[low, high)`` on the symlog(linthresh=1) axis, and the drawn right edge."""
+    hi = high if math.isfinite(high) else max(xmax, low * 2.0, low + 1.0)
+
+    def t(x: float) -> float:
+        return x if x <= 1 else 1.0 + math.log10(x)
+
+    def inv(y: float) -> float:
+        return y if y <= 1 else 10 ** (y - 1.0)
+
+    return inv((t(low) + t(hi)) / 2.0), hi
+
+
+def curves_figure(result: dict[str, Any], *, title: str | None = None, max_panels: int = 60) -> Any:
+    """Binned mean score with 95 % CI bars and the LOWESS curve, per stratify group (and gap).
+
+    The first ``by`` column gives the series of a panel (one colour each, up to 8); the other ``by``
+    columns give the panels (e.g. ``--by system,metric``: one panel per metric, one colour per system).
+    With more than 8 series in a panel every group gets a panel of its own.
+    """
+    plt = pyplot()
+    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
+
+    sig = result.get("signature", {}) or {}
+    by = list(sig.get("by") or [])
+    gap = sig.get("gap") or None
+    items: list[tuple[str, str, dict[str, Any]]] = []  # (panel, series, group)
+    kinds = [("groups", "")] + ([("gaps", "gap ")] if result.get("gaps") else [])
+    gcols = [gap["col"]] + [c for c in by if c != gap["col"]] if gap else by
+    for kind, prefix in kinds:
+        cols = gcols if kind == "gaps" else by
+        for g in result.get(kind, []):
+            series = str(g.get(cols[0])) if cols else "all"
+            panel = prefix + (_group_name(g, cols[1:]) if len(cols) > 1 else (prefix and series or "scores"))
+            if kind == "gaps" and len(cols) <= 1:
+                panel = f"gap {series}"
+            items.append((panel, series, g))
+    if not items:
+        raise DDPDataError("the stratify result has no groups to plot", code="D674")
+    panels: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for panel, series, g in items:
+        panels.setdefault(panel, []).append((series, g))
+    if max(len(v) for v in panels.values()) > len(PALETTE):
+        panels = {}
+        for panel, series, g in items:
+            panels.setdefault(panel if panel == series else f"{series} | {panel}", []).append((series, g))
+    names = list(panels)
+    if len(names) > max_panels:
+        raise DDPUsageError(f"{len(names)} panels is too many to read in one figure (at most {max_panels}); "
+                            "stratify fewer groups (e.g. fewer --by columns) or filter the scores first",
+                            code="D675")
+    ncols = 1 if len(names) == 1 else 2 if len(names) <= 4 else 3
+    nrows = math.ceil(len(names) / ncols)
+    score = sig.get("score_col", "score")
+    score = ", ".join(score) if isinstance(score, list) else str(score)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols + (1.5 if ncols == 1 else 0), 3.9 * nrows),
+                                 layout="constrained", squeeze=False)
+        for ax in axes.flat[len(names):]:
+            ax.set_visible(False)
+        for ax, name in zip(axes.flat, names):
+            xmax = 1.0
+            for _, g in panels[name]:
+                xs = (g.get("lowess") or {}).get("x") or []
+                xmax = max([xmax, *[float(x) for x in xs if x is not None]])
+            for i, (series, g) in enumerate(panels[name]):
+                colour = PALETTE[i % len(PALETTE)]
+                bx, by_, lo, hi, left, right = [], [], [], [], [], []
+                for b in g["bins"]:
+                    if b.get("mean") is None:
+                        continue
+                    c, right_edge = _bin_centre(float(b["low"]), float(b["high"]), xmax)
+                    bx.append(c)
+                    by_.append(b["mean"])
+                    lo.append(b["mean"] - b["ci_low"] if b.get("ci_low") is not None else 0.0)
+                    hi.append(b["ci_high"] - b["mean"] if b.get("ci_high") is not None else 0.0)
+                    left.append(c - float(b["low"]))
+                    right.append(right_edge - c)
+                rho = (g.get("spearman") or {}).get("rho")
+                label = f"{series} (ρ={rho:+.2f})" if rho is not None else series
+                if bx:
+                    ax.errorbar(bx, by_, yerr=[lo, hi], fmt="o", color=colour, markersize=6, capsize=4,
+                                elinewidth=1.6, label=label)
+                    ax.errorbar(bx, by_, xerr=[left, right], fmt="none", color=colour, alpha=0.35, elinewidth=1.0)
+                lw = g.get("lowess") or {}
+                if lw.get("x"):
+                    ax.plot(lw["x"], lw["y"], color=colour, linewidth=1.8, linestyle="-" if bx else "--",
+                            label=None if bx else label)
+            if name.startswith("gap "):
+                ax.axhline(0.0, color="#555555", linewidth=0.8, linestyle=":")
+            ax.set_xscale("symlog", linthresh=1.0)
+            ax.set_xlim(left=-0.1)
+            ticks = [t for t in (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if t <= xmax * 1.5]
+            ax.xaxis.set_major_locator(FixedLocator(ticks))
+            ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_title(name if len(names) > 1 or name not in ("scores", "all") else f"{score} by DDP")
+            ax.set_xlabel("DDP (sentences, symlog scale)")
+            ylab = score if "," not in score else "score"
+            ax.set_ylabel(f"mean {ylab}" if not name.startswith("gap ") else f"{ylab} difference")
+            ax.legend(frameon=False, fontsize=8, title=by[0] if by and len(panels[name]) > 1 else None)
+        fig.suptitle(title or (f"{score} by DDP: bin means with 95% document-bootstrap CIs and LOWESS"),
+                     fontsize=13)
+    return fig
+
+
+def save_figure(fig: Any, dest: str | os.PathLike[str], fmt: str | None = None) -> Path:
+    """Write ``fig`` atomically (PNG at 120 dpi, or SVG with text as text) and close it."""
+    from ..io.tables import atomic_path
+
+    plt = pyplot()
+    fmt = fmt or figure_format(dest)
+    try:
+        with atomic_path(dest) as tmp, plt.rc_context(RC):
+            fig.savefig(tmp, format=fmt, dpi=120, metadata={"Date": None} if fmt == "svg" else None)
+    finally:
+        plt.close(fig)
+    return Path(dest)
+
+
+def svg_text(fig: Any) -> str:
+    """``fig`` as an inline ``<svg>`` element (no XML prolog/doctype), for HTML; closes the figure."""
+    plt = pyplot()
+    buf = io.StringIO()
+    try:
+        with plt.rc_context(RC):
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+    finally:
+        plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+__all__ = ["PALETTE", "curves_figure", "ecdf_figure", "figure_format", "hist_figure", "load_profile",
+           "load_stratify", "save_figure", "svg_text"]
+
+
+def check_file_output(option: str, path: str | os.PathLike[str], inputs: list[Any],
+                      exts: tuple[str, ...]) -> Path:
+    """Check a figure/HTML output before any work, as :func:`ddpcore.io.outputs.check_outputs` does for
+    tables: the extension (D672), not an existing folder (D676), the parent folder exists and is
+    writable (D677), and it is not one of the inputs (D678; same resolved path or same inode)."""
+    from ..io.outputs import _identity, _same
+
+    p = Path(path)
+    if str(path) == "-":
+        raise DDPUsageError(f"{option} -: cannot write this output to standard output; give a file name "
+                            f"({', '.join('.' + e for e in exts)})", code="D672")
+    if p.is_dir():
+        raise DDPUsageError(f"{option} {p}: is an existing folder; give a file name inside it", code="D676")
+    ext = p.suffix.lower().lstrip(".")
+    if ext not in exts:
+        what = f"unknown output format (extension '.{ext}')" if ext else "no extension"
+        raise DDPUsageError(f"{option} {p}: {what}; use {', '.join('.' + e for e in exts)}", code="D672")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise DDPUsageError(f"{option} {p}: the folder {parent} does not exist (or is a file); create it first "
+                            f"(mkdir -p {parent})", code="D677")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DDPUsageError(f"{option} {p}: the folder {parent} is not writable; choose another folder",
+                            code="D677")
+    me = _identity(p)
+    for inp in inputs:
+        if inp is None or str(inp) in ("", "-"):
+            continue
+        if _same(me, _identity(Path(inp))):
+            raise DDPUsageError(f"{option} {p}: this is the input file {inp}; writing it would destroy the input, "
+                                "choose another output name", code="D678")
+    return p
