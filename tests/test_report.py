@@ -146,3 +146,100 @@ def test_plot_without_matplotlib(profile, tmp_path: Path, monkeypatch, capsys) -
     assert main(["plot", str(p), "--kind", "hist", "-o", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err
     assert "[D670]" in err and "pip install 'ddpcore[plot]'" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- report
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _chromium(tmp: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
+    prof = tmp / f"chrome-profile-{len(list(tmp.glob('chrome-profile-*')))}"
+    return subprocess.run([CHROMIUM, *CHROME_FLAGS, f"--user-data-dir={prof}", *extra, url],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _console_messages(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln]
+
+
+def test_report_html_content(profile, tmp_path: Path, capsys) -> None:
+    p, a = profile
+    j = stratify_json(p, tmp_path / "strat.json")
+    out = tmp_path / "report.html"
+    assert main(["report", str(p), "--anchors", str(a), "--stratify", str(j), "--top", "3", "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3  # hist, ECDF, curves
+    # self-contained: no external script, stylesheet, image or font
+    assert not re.search(r"<(script|link|img|iframe)\b", page) and "@import" not in page
+    assert not re.search(r"url\((?!#)", page) and not re.search(r"(src|href)=\"(?!#)", page)
+    # the per-domain table (summarize) and the signature
+    assert "<td>news</td>" in page and "<td>fiction</td>" in page and "&quot;rules&quot;: &quot;refined&quot;" in page
+    # top segments: a/2 (DDP 4), b/1 (DDP 3), a/1 (DDP 2), text escaped, anchor + antecedent highlighted
+    order = [page.index(f"document <b>{d}</b>, segment <b>{s}</b>") for d, s in (("a", 2), ("b", 1), ("a", 1))]
+    assert order == sorted(order) and "segment <b>0</b>" not in page
+    assert "&lt;Bob&gt;" in page and "<Bob>" not in page and "She &amp; he" in page
+    assert re.search(r'<mark class="anchor"[^>]*>Alice</mark> called', page)
+    assert re.search(r'<mark class="antecedent"[^>]*>Alice Smith</mark> met', page)  # context of a/2: segment 0
+    assert re.search(r'<mark class="anchor"[^>]*>He</mark> woke', page)
+    # without anchors/stratify: still a report, with a note
+    out2 = tmp_path / "plain.html"
+    assert main(["report", str(p), "-o", str(out2)]) == 0
+    plain = out2.read_text(encoding="utf-8")
+    assert plain.count("<svg") == 2 and "--anchors ANCHORS.parquet" in plain and "<mark class=\"anchor\" title" not in plain
+
+
+def test_report_bad_usage(profile, tmp_path: Path, capsys) -> None:
+    p, a = profile
+    assert main(["report", str(p), "-o", str(tmp_path / "r.pdf")]) == 2
+    assert "[D672]" in capsys.readouterr().err
+    assert main(["report", str(p), "--anchors", str(a), "-o", str(a)]) == 2
+    err = capsys.readouterr().err
+    assert "[D672]" in err  # .parquet is not .html; an input named .html is refused as D678:
+    h = tmp_path / "in.html"
+    h.write_text("x")
+    assert main(["report", str(p), "--stratify", str(h), "-o", str(h)]) == 2
+    assert "[D678]" in capsys.readouterr().err
+    assert main(["report", str(p), "--top", "0", "-o", str(tmp_path / "r.html")]) == 2
+    assert "[D679]" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
+    bad = write_parquet(pl.DataFrame({"document_id": ["a"], "x": [1]}), tmp_path / "bad.parquet")
+    assert main(["report", str(p), "--anchors", str(bad), "-o", str(tmp_path / "r.html")]) == 3
+    assert "[D680]" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (Debian package 'chromium'; "
+                                             ".ci/run installs it when apt-get is available)")
+def test_report_in_headless_chromium(profile, tmp_path: Path) -> None:
+    from matplotlib.image import imread
+
+    p, a = profile
+    j = stratify_json(p, tmp_path / "strat.json")
+    out = tmp_path / "report.html"
+    assert main(["report", str(p), "--anchors", str(a), "--stratify", str(j), "-o", str(out)]) == 0
+    url = out.resolve().as_uri()
+    # the detector works: a page with a console error is caught
+    bad = tmp_path / "bad.html"
+    bad.write_text('<html><body><script>console.error("ddpcore-probe")</script></body></html>')
+    probe = _chromium(tmp_path, bad.resolve().as_uri(), "--enable-logging=stderr", "--v=0", "--dump-dom")
+    assert any("ddpcore-probe" in m for m in _console_messages(probe.stderr)), probe.stderr[-2000:]
+    # the report: loads (DOM dumped), no console message at all, the SVG plots are in the DOM
+    run = _chromium(tmp_path, url, "--enable-logging=stderr", "--v=0", "--dump-dom")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert _console_messages(run.stderr) == []
+    dom = run.stdout
+    assert dom.count("<svg") == 3 and 'id="fig-hist"' in dom and 'id="fig-curves"' in dom
+    assert dom.count("<path") > 20 and 'class="anchor"' in dom
+    # the screenshot is not blank: the top of the page (table + histogram) has plenty of non-white pixels,
+    # and the palette's blue is drawn
+    shot = tmp_path / "shot.png"
+    run = _chromium(tmp_path, url, f"--screenshot={shot}", "--window-size=1200,2000", "--hide-scrollbars")
+    assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
+    img = imread(str(shot))[..., :3]
+    assert img.shape[:2] == (2000, 1200)
+    non_white = (img < 0.9).any(axis=2).mean()
+    assert non_white > 0.02, non_white
+    blue = (abs(img[..., 0] - 0x00 / 255) < 0.08) & (abs(img[..., 1] - 0x72 / 255) < 0.08) \
+        & (abs(img[..., 2] - 0xB2 / 255) < 0.08)
+    assert blue.sum() > 200, int(blue.sum())

@@ -316,7 +316,9 @@ def svg_text(fig: Any) -> str:
     finally:
         plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    a, b = text.find("<metadata>"), text.find("</metadata>")
+    return text[:a] + text[b + len("</metadata>"):] if 0 <= a < b else text
 
 
 __all__ = ["PALETTE", "curves_figure", "ecdf_figure", "figure_format", "hist_figure", "load_profile",

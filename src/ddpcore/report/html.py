@@ -1,0 +1,212 @@
+"""``ddp report``: one self-contained HTML file (inline CSS and inline SVG, nothing fetched) with the
+per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments with the anchor and the
+antecedent that set each DDP highlighted (what ``ddp explain`` shows), the stratify curves when given, and
+the run signature. All text from the data is escaped with :func:`html.escape`.
+
+Error codes: D679 ``--top`` not positive, D680 the anchors table lacks needed columns, D681 the anchors
+table does not belong to the profile (no anchor of any top segment while the segment has anchors).
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+from .. import schema as S
+from ..errors import DDPDataError, DDPUsageError
+from . import plots
+
+if TYPE_CHECKING:
+    import polars as pl
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;max-width:1100px;
+ padding:0 1em;color:#1a1a1a;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.92em}th,td{padding:.25em .7em;border-bottom:1px solid #e4e4e4}
+th{text-align:left;background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.all td{font-weight:600;border-top:2px solid #999}
+figure{margin:1em 0}figure svg{max-width:100%;height:auto}
+.seg{border:1px solid #ddd;border-radius:6px;padding:.6em .9em;margin:.8em 0;background:#fcfcfc}
+.seg .meta{font-size:.88em;color:#444;margin-bottom:.3em}.seg .text{white-space:pre-wrap;max-height:16em;
+ overflow:auto}
+mark.anchor{background:#E69F00;color:#000;padding:0 .15em;border-radius:3px;font-weight:600}
+mark.antecedent{background:#56B4E9;color:#000;padding:0 .15em;border-radius:3px;font-weight:600}
+.ctx{font-size:.9em;color:#333;border-left:3px solid #56B4E9;padding-left:.6em;margin-top:.4em;
+ white-space:pre-wrap;max-height:10em;overflow:auto}
+pre.sig{background:#f6f6f6;padding:.8em;font-size:.82em;overflow:auto;white-space:pre-wrap}
+.legend mark{font-size:.9em}.note{color:#555;font-size:.9em}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _num(v: Any, digits: int = 1) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else _e(v)
+
+
+def summary_table(df: pl.DataFrame, signature: dict[str, Any]) -> str:
+    from ..ddp.profile import summarize
+
+    cols = signature.get("columns", {}) or {}
+    dom = cols.get("domain") or S.DOMAIN
+    doc = cols.get("document") or S.DOCUMENT_ID
+    t = summarize(df, by=dom if dom in df.columns else None, document=doc)
+    head = ["domain", "documents", "segments", "mean DDP", "median DDP", "p90 DDP", "max DDP", "zero-DDP share"]
+    rows = []
+    for r in t.iter_rows(named=True):
+        cls = ' class="all"' if r["group"] == "all" else ""
+        cells = [f"<td>{_e(r['group'])}</td>"] + [
+            f'<td class="num">{_num(r[k])}</td>' for k in ("documents", "segments", "mean_ddp", "median_ddp",
+                                                            "p90_ddp", "max_ddp")]
+        z = r["zero_ddp_share"]
+        cells.append(f'<td class="num">{"" if z is None else f"{100 * z:.1f}%"}</td>')
+        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    return ("<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>"
+            + '<p class="note">DDP in sentences: how far back a segment must look to resolve its named entities '
+              "and pronouns.</p>")
+
+
+def _highlight(text: str, spans: list[tuple[int, int, str, str]]) -> str:
+    """Escape ``text`` and wrap the (start, end, css class, title) spans in ``<mark>`` (overlaps skipped)."""
+    out, pos = [], 0
+    for start, end, cls, title in sorted(spans):
+        if start < pos or end <= start or end > len(text):
+            continue
+        out.append(_e(text[pos:start]))
+        out.append(f'<mark class="{cls}" title="{_e(title)}">{_e(text[start:end])}</mark>')
+        pos = end
+    out.append(_e(text[pos:]))
+    return "".join(out)
+
+
+def _find(text: str, needle: str | None) -> tuple[int, int] | None:
+    if not needle:
+        return None
+    i = text.find(needle)
+    return (i, i + len(needle)) if i >= 0 else None
+
+
+def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict[str, Any], k: int) -> str:
+    import polars as pl
+
+    cols = signature.get("columns", {}) or {}
+    doc, seg = cols.get("document") or S.DOCUMENT_ID, cols.get("segment") or S.SEGMENT_ID
+    txt, dom = cols.get("text") or S.SOURCE, cols.get("domain") or S.DOMAIN
+    if doc not in df.columns or seg not in df.columns:
+        raise DDPDataError(f"the profile has no '{doc}'/'{seg}' columns; give the segment table of `ddp profile`",
+                           code="D671")
+    if anchors is not None:
+        need = [S.DOCUMENT_ID, S.SEGMENT_ID, S.TEXT, S.CHAR_START, S.CHAR_END, S.ANTECEDENT_TEXT,
+                S.ANTECEDENT_SENTENCE, S.DISTANCE_SENTENCES, S.SENTENCE]
+        miss = [c for c in need if c not in anchors.columns]
+        if miss:
+            raise DDPDataError(f"--anchors: missing column(s) {', '.join(miss)}; give the --anchors table of "
+                               "`ddp profile`", code="D680")
+    top = (df.with_row_index("__row").filter(pl.col(S.DDP).is_not_null())
+           .sort([S.DDP, "__row"], descending=[True, False]).head(k))
+    has_text = txt in df.columns
+    parts = ['<p class="legend"><mark class="anchor">anchor</mark> the mention that sets the DDP; '
+             '<mark class="antecedent">antecedent</mark> the earlier mention it resolves to.</p>']
+    if anchors is None:
+        parts.append('<p class="note">Give <code>--anchors ANCHORS.parquet</code> (written by <code>ddp profile '
+                     '--anchors</code>) to highlight the anchor and antecedent of each segment.</p>')
+    for r in top.iter_rows(named=True):
+        d, s_id, ddp = r[doc], r[seg], r[S.DDP]
+        text = str(r[txt]) if has_text and r[txt] is not None else ""
+        meta = (f"document <b>{_e(d)}</b>, segment <b>{_e(s_id)}</b>"
+                + (f", domain {_e(r[dom])}" if dom in df.columns else "") + f": <b>DDP {_e(ddp)}</b> sentence(s)")
+        spans: list[tuple[int, int, str, str]] = []
+        extra = []
+        if anchors is not None:
+            a = anchors.filter((pl.col(S.DOCUMENT_ID).cast(pl.String) == str(d))
+                               & (pl.col(S.SEGMENT_ID).cast(pl.String) == str(s_id)))
+            setting = a.filter(pl.col(S.DISTANCE_SENTENCES) == ddp) if ddp and ddp > 0 else a.head(0)
+            for ar in setting.iter_rows(named=True):
+                spans.append((int(ar[S.CHAR_START]), int(ar[S.CHAR_END]), "anchor",
+                              f"anchor (sentence {ar[S.SENTENCE]}), distance {ddp}"))
+                ant, ant_s = ar[S.ANTECEDENT_TEXT], ar[S.ANTECEDENT_SENTENCE]
+                # the antecedent: in this segment's text if its sentence is here, else in the segment holding it
+                first = r.get(S.FIRST_SENTENCE)
+                here = first is not None and ant_s is not None and first <= ant_s < first + (r.get(S.N_SENTENCES) or 0)
+                line = (f"<b>{_e(ar[S.TEXT])}</b> (sentence {_e(ar[S.SENTENCE])}) &rarr; antecedent "
+                        f"<b>{_e(ant)}</b> (sentence {_e(ant_s)}), distance {_e(ddp)}")
+                if here:
+                    hit = _find(text[: int(ar[S.CHAR_START])], ant) or _find(text, ant)
+                    if hit:
+                        spans.append((*hit, "antecedent", f"antecedent (sentence {ant_s})"))
+                    extra.append(f"<div>{line}</div>")
+                elif ant_s is not None and ant_s >= 0 and S.FIRST_SENTENCE in df.columns and has_text:
+                    src = df.filter((pl.col(doc).cast(pl.String) == str(d)) & (pl.col(S.FIRST_SENTENCE) <= ant_s)
+                                    ).sort(S.FIRST_SENTENCE).tail(1)
+                    if src.height:
+                        ctx = str(src[txt][0] or "")
+                        hit = _find(ctx, ant)
+                        body = _highlight(ctx, [(*hit, "antecedent", f"antecedent (sentence {ant_s})")]) \
+                            if hit else _e(ctx)
+                        extra.append(f"<div>{line}, in segment {_e(src[seg][0])}:</div><div class=\"ctx\">{body}</div>")
+                    else:
+                        extra.append(f"<div>{line}</div>")
+                else:
+                    extra.append(f"<div>{line}</div>")
+            if anchors is not None and setting.height == 0 and ddp and ddp > 0:
+                extra.append('<div class="note">no anchor with this distance in the anchors table (is it the '
+                             "anchors table of this profile?)</div>")
+        body = _highlight(text, spans) if text else '<span class="note">(the profile has no text column)</span>'
+        parts.append(f'<div class="seg"><div class="meta">{meta}</div><div class="text">{body}</div>'
+                     + "".join(extra) + "</div>")
+    return "".join(parts)
+
+
+def render(profile: str, *, stratify: str | None = None, anchors: str | None = None, top: int = 10,
+           title: str | None = None) -> str:
+    """The report as an HTML string."""
+    import polars as pl
+
+    if top < 1:
+        raise DDPUsageError(f"--top must be at least 1, got {top}", code="D679")
+    df, sig = plots.load_profile(profile)
+    anc = None
+    if anchors is not None:
+        from ..io.tables import read_table
+        from pathlib import Path
+
+        anc = read_table(Path(anchors))
+    strat = plots.load_stratify(stratify) if stratify is not None else None
+    dom = (sig.get("columns", {}) or {}).get("domain") or S.DOMAIN
+    by = dom if dom in df.columns and df[dom].n_unique() > 1 else None
+    hist = plots.svg_text(plots.hist_figure(df, by=by, signature=sig))
+    ecdf = plots.svg_text(plots.ecdf_figure(df, by=by, signature=sig))
+    head = title or f"DDP report: {profile}"
+    body = [f"<h1>{_e(head)}</h1>",
+            f'<p class="note">{df.height:,} segments; written by ddpcore {_e(sig.get("ddpcore", ""))}; '
+            f"distance {_e(sig.get('distance', ''))}, rules {_e(sig.get('rules', ''))}, pipeline "
+            f"{_e(sig.get('pipeline_name', ''))} {_e(sig.get('pipeline_version', ''))}</p>",
+            "<h2>DDP per domain</h2>", summary_table(df, sig),
+            "<h2>DDP distribution</h2>", f'<figure id="fig-hist">{hist}</figure>', f'<figure id="fig-ecdf">{ecdf}</figure>',
+            f"<h2>Top {min(top, df.height)} segments by DDP</h2>", top_segments(df, anc, sig, top)]
+    if strat is not None:
+        curves = plots.svg_text(plots.curves_figure(strat))
+        body += ["<h2>Scores by DDP (ddp stratify)</h2>", f'<figure id="fig-curves">{curves}</figure>']
+    body += ["<h2>Run signature</h2>",
+             f'<pre class="sig">{_e(json.dumps(sig, indent=2, sort_keys=True, default=str)) if sig else "(none recorded)"}</pre>']
+    del pl
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(head)}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def write_report(dest: str, profile: str, **kwargs: Any) -> None:
+    from ..io.tables import atomic_path
+
+    text = render(profile, **kwargs)
+    with atomic_path(dest) as tmp:
+        tmp.write_text(text, encoding="utf-8")
