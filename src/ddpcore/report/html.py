@@ -3,8 +3,8 @@ per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments
 antecedent that set each DDP highlighted (what ``ddp explain`` shows), the stratify curves when given, and
 the run signature. All text from the data is escaped with :func:`html.escape`.
 
-Error codes: D679 ``--top`` not positive, D680 the anchors table lacks needed columns, D681 the anchors
-table does not belong to the profile (no anchor of any top segment while the segment has anchors).
+Error codes: D679 ``--top`` not positive, D680 the anchors table lacks needed columns. An anchors table of
+another run is not an error: the segment says that no anchor with its DDP distance was found.
 """
 from __future__ import annotations
 
