@@ -134,7 +134,12 @@ def part_b(tmp: Path, n_segments: int, repeats: int, rows: list) -> None:
 
 
 def part_c(tmp: Path, words: int, rows: list) -> None:
+    import polars as pl
+
     df, n_words = litbank_segments(words)
+    # documents of 50 paragraphs (a novel is one document, and a batch never splits a document)
+    df = df.with_columns((pl.col("document_id") + "-" + (pl.col("segment_id") // 50).cast(pl.String))
+                         .alias("document_id"))
     path = tmp / "resume.parquet"
     df.write_parquet(path)
     out = tmp / "r.parquet"

@@ -97,7 +97,7 @@ def profile_anchors(
         segment share its index): used to align with gold sentences.
     n_process : int | "auto"
         spaCy worker processes (``"auto"``: every available core for inputs of at least
-        300,000 characters, else 1). ``n_threads``: threads of the distance kernel.
+        150,000 characters, else 1). ``n_threads``: threads of the distance kernel.
     progress : bool
         Show a progress bar (stderr) while parsing.
     nlp : spacy.Language, optional

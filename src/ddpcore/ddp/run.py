@@ -50,9 +50,10 @@ JOURNAL_VERSION = 1
 #: rows of the segment output assembled at a time (the segment table carries the input text:
 #: 20,000 rows of long paragraphs are ~10 MB; larger pieces made the assembly the memory peak)
 ASSEMBLE_ROWS = 20_000
-#: below this many characters of text ``-j auto`` uses one process (see docs: worker start-up
-#: and model loading cost about as much as parsing this much text on one core)
-AUTO_MIN_CHARS = 300_000
+#: below this many characters of text ``-j auto`` uses one process. Measured on 2 quiet cores
+#: (``benchmarks/scale_table.py`` part d, LitBank, no cache): -j 2 vs -j 1 was 0.83x at 50 k
+#: characters, 1.11x at 100 k, 1.67x at 200 k: break-even near 75 k; 150 k keeps a margin
+AUTO_MIN_CHARS = 150_000
 ROLES = ("segments", "anchors", "sentences")
 #: ordering keys kept in shard outputs (``--shard``) for ``ddp merge``
 SHARD_ROW = "input_row"
