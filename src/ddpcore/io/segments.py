@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
-from .tables import decode_utf8, read_table, require_columns
+from .tables import read_table, require_columns
 
 if TYPE_CHECKING:
     import polars as pl
 
 ROW = "__row"
-_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 
 
 @dataclass(frozen=True)
@@ -54,26 +52,11 @@ def read_text_folder(folder: Path, cols: SegmentColumns) -> pl.DataFrame:
 
 
 def iter_text_folder(folder: Path, cols: SegmentColumns) -> Iterator[pl.DataFrame]:
-    """:func:`read_text_folder` one document (file) at a time, in file-name order."""
-    import polars as pl
+    """:func:`read_text_folder` one document (file) at a time, in file-name order (the
+    ``lines`` mode of :func:`ddpcore.io.readers.iter_txt_folder`, the one folder reader)."""
+    from .readers import iter_txt_folder
 
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".txt")
-    if not files:
-        raise DDPDataError(f"{folder}: no .txt documents found in this folder", code="D120")
-    for path in files:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise DDPDataError(f"{path}: cannot read file ({exc.strerror})", code="D102") from None
-        text = decode_utf8(raw, path).replace("\r\n", "\n").replace("\r", "\n")
-        parts = [p.strip("\n") for p in _BLANK_LINE.split(text)]
-        parts = [p for p in parts if p.strip()]
-        if not parts:
-            raise DDPDataError(f"{path}: the document is empty; remove it or add text", code="D121")
-        yield pl.DataFrame(
-            {cols.document: [path.stem] * len(parts), cols.segment: list(range(len(parts))), cols.text: parts},
-            schema={cols.document: pl.String, cols.segment: pl.Int64, cols.text: pl.String},
-        )
+    return iter_txt_folder(folder, cols, "lines")
 
 
 def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, require_domain: bool = False,
