@@ -57,14 +57,18 @@ def _read_bytes(path: Path) -> bytes:
     if path.suffix.lower() == ".gz":
         try:
             data = gzip.decompress(data)
-        except EOFError:
-            raise DDPDataError(
-                f"{path}: the gzip file is truncated (incomplete download or copy?); recreate or re-download it",
-                code="D103",
-            ) from None
-        except (OSError, zlib.error) as exc:
-            raise DDPDataError(f"{path}: not a valid gzip file ({exc}); recreate it with gzip", code="D103") from None
+        except (EOFError, OSError, zlib.error) as exc:
+            raise _gzip_error(path, exc) from None
     return data
+
+
+def _gzip_error(path: Path, exc: BaseException) -> DDPDataError:
+    """D103 for a truncated (EOFError) or otherwise invalid gzip file."""
+    if isinstance(exc, EOFError):
+        return DDPDataError(
+            f"{path}: the gzip file is truncated (incomplete download or copy?); recreate or re-download it",
+            code="D103")
+    return DDPDataError(f"{path}: not a valid gzip file ({exc}); recreate it with gzip", code="D103")
 
 
 def decode_utf8(data: bytes, path: Path | str, first_line: int = 1) -> str:
@@ -233,13 +237,8 @@ def _open_binary(path: Path) -> Any:
 def _read_block(fh: Any, path: Path, size: int) -> bytes:
     try:
         return fh.read(size)
-    except EOFError:
-        raise DDPDataError(
-            f"{path}: the gzip file is truncated (incomplete download or copy?); recreate or re-download it",
-            code="D103",
-        ) from None
-    except (OSError, zlib.error) as exc:
-        raise DDPDataError(f"{path}: not a valid gzip file ({exc}); recreate it with gzip", code="D103") from None
+    except (EOFError, OSError, zlib.error) as exc:
+        raise _gzip_error(path, exc) from None
 
 
 def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
