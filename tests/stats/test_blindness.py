@@ -121,3 +121,26 @@ def test_cli_formats_and_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(args + ["-f", "text", "--fail-on", "blind"]) == 1
     cap = capsys.readouterr()
     assert cap.err.count("\n") == 1 and "gate blind failed" in cap.err
+
+
+def test_columns_and_deprecated_keywords_agree() -> None:
+    """Renamed columns through ``columns=TableColumns(...)`` give the same verdict and TOST as the
+    canonical names; the old ``score=``/``document=`` keywords still work for one release and warn;
+    the default call warns nothing."""
+    import warnings
+
+    from ddpcore.stats import TableColumns
+
+    df = simulate_scores(20, 4, 5, shift=0.0, seed=3)
+    renamed = df.rename({"score": "s", "document_id": "doc"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        base = blindness(df, margin=3, **FAST)
+        new = blindness(renamed, margin=3, columns=TableColumns(score="s", document="doc"), **FAST)
+    with pytest.warns(DeprecationWarning, match="blindness"):
+        old = blindness(renamed, margin=3, score="s", document="doc", **FAST)
+    for r in (new, old):
+        assert r.verdict == base.verdict
+        assert r.evidence["tost"] == base.evidence["tost"]
+    with pytest.raises(DDPUsageError, match="not both"):
+        blindness(renamed, margin=3, columns=TableColumns(score="s"), document="doc", **FAST)

@@ -81,12 +81,14 @@ def run_blindness(args: argparse.Namespace) -> int:
 
     targets = check_outputs([("-o/--output", args.output)], [args.table], formats=("json",))
     from ..stats.blindness import blindness
+    from ..stats.columns import TableColumns
 
     res = blindness(args.table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, unit=args.unit,
                     method=args.method, n_boot=args.n_boot, n_boot_cluster=args.n_boot_cluster, seed=args.seed,
                     alpha=args.alpha, tau_min=args.tau_min, confidence=args.confidence, seg=args.seg,
-                    attribute=args.attribute, exclude_systems=args.exclude_system, document=args.document,
-                    segment=args.segment, system=args.system, condition=args.condition, score=args.score,
+                    attribute=args.attribute, exclude_systems=args.exclude_system,
+                    columns=TableColumns(document=args.document, segment=args.segment, system=args.system,
+                                         condition=args.condition, score=args.score),
                     source_system=args.source_system, spans=args.spans, text=args.text, nan_policy=args.nan_policy,
                     threads=args.threads)
     payload = res.to_dict()

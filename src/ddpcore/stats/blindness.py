@@ -52,6 +52,7 @@ import numpy as np
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._table import json_safe, load_long_table, signature
+from .columns import TableColumns, resolve_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -151,11 +152,7 @@ def blindness(
     seg: str | None = "SEG",
     attribute: Literal["auto", "source", "nominal"] = "auto",
     exclude_systems: Sequence[str] = (),
-    document: str = schema.DOCUMENT_ID,
-    segment: str = schema.SEGMENT_ID,
-    system: str = schema.SYSTEM,
-    condition: str = schema.CONDITION,
-    score: str = schema.SCORE,
+    columns: TableColumns | None = None,
     source_system: str = "source_system",
     spans: str | None = "error_spans",
     text: str | None = "target_text",
@@ -163,6 +160,7 @@ def blindness(
     threads: int | None = 1,
     max_memory: Any = None,
     max_seconds: Any = None,
+    **legacy_columns: str,
 ) -> BlindnessResult:
     """Run the battery on a long score table and return the verdict (module docstring).
 
@@ -182,6 +180,9 @@ def blindness(
     attribute : MIX rows scored for their ``source_system`` ("source"), their system column
         ("nominal") or "auto" (source when the column exists)
     exclude_systems : systems left out of rankings and clusters (e.g. the reference)
+    columns : :class:`~ddpcore.stats.TableColumns`, the document, segment, system, condition and
+        score columns (the old ``document=`` ... keywords still work for one release, with a
+        ``DeprecationWarning``)
     spans, text : spans column (list of {span_start, span_end}) and target-text column for the
         boundary span rate; skipped when absent (``None`` = never)
     threads : OpenMP threads of the tau and span resampling kernels; results are identical for any
@@ -201,8 +202,9 @@ def blindness(
     a, b = str(a), str(b)
     if a == b:
         raise DDPUsageError(f"the two conditions must differ (both are {a!r}; --a/--b)", code="D510")
-    df = load_long_table(table, document=document, segment=segment, system=system, annotator=None,
-                         condition=condition, score=score, nan_policy=nan_policy,
+    cols = resolve_columns(columns, legacy_columns, func="blindness",
+                           allowed=("document", "segment", "system", "condition", "score"))
+    df = load_long_table(table, columns=dataclasses.replace(cols, annotator=None), nan_policy=nan_policy,
                          required=("document", "segment", "system", "condition", "score"))
     df = df.with_columns(pl.col(schema.CONDITION).cast(pl.String), pl.col(schema.SYSTEM).cast(pl.String))
     found = sorted(df[schema.CONDITION].unique().to_list())
@@ -266,7 +268,7 @@ def blindness(
     # ---- 3. clusters
     clusters: dict[str, Any] | None = None
     if n_sys >= 2:
-        kw = dict(n_boot=n_boot_cluster, seed=seed, alpha=0.05, annotator=None, max_memory=max_memory,
+        kw = dict(n_boot=n_boot_cluster, seed=seed, alpha=0.05, columns=TableColumns(annotator=None), max_memory=max_memory,
                   max_seconds=max_seconds)
         ca = cluster_systems(two, method, condition_value=a, **kw)  # type: ignore[arg-type]
         cb = cluster_systems(two, method, condition_value=b, **kw)  # type: ignore[arg-type]
