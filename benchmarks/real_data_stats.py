@@ -145,7 +145,7 @@ def esa_battery(n_boot_tau: int = 10_000, n_boot_cluster: int = 1000, seed: int 
                                   n_boot=10_000, seed=seed)
     out["errors"]["boundary_difference"] = {"difference": bd.difference, "ci_low": bd.ci_low, "ci_high": bd.ci_high,
                                             "n_units": bd.n_units}
-    items = raw.with_columns(pl.format("{}#{}", "segment_id", "system").alias("item"))
+    items = raw.with_columns(pl.format("{}#{}#{}", "document_id", "segment_id", "system").alias("item"))
     timing = annotation_time_per_segment(items, task=["condition", "login"], time=["time_start", "time_end"], segment="item")
     out["seconds_per_segment"] = {c: float(timing.filter(pl.col("condition") == c)["seconds_per_segment"].median())
                                   for c in ("ESA-1", "ESA-2")}

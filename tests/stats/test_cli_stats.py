@@ -194,7 +194,7 @@ def test_bad_input_exit_codes(capsys, esa_table, tmp_path):
     assert code == 3 and "D301" in err and "engine" in err
     nan = tmp_path / "nan.csv"
     pl.read_csv(esa_table, infer_schema_length=None).with_columns(
-        pl.when(pl.col("segment_id") == 29).then(None).otherwise(pl.col("score")).alias("score")).write_csv(nan)
+        pl.when((pl.col("document_id") == "cnn.151755") & (pl.col("segment_id") == 0)).then(None).otherwise(pl.col("score")).alias("score")).write_csv(nan)
     code, _, err = run(capsys, "cluster", str(nan), "--in", "ESA-1")
     assert code == 3 and "D302" in err
     code, _, _ = run(capsys, "cluster", str(nan), "--in", "ESA-1", "--nan-policy", "omit", "--method", "wmt24")

@@ -88,8 +88,12 @@ def test_esa_rules_on_hand_built_folder(tmp_path):
     before = _snapshot(folder)
     df = read_esa_wmt23(folder, conditions=("ESA-1",))
     assert _snapshot(folder) == before  # nothing written into the data folder
-    rows = {(r["segment_id"], r["system"]): r for r in df.iter_rows(named=True)}
+    rows = {(r["line_id"], r["system"]): r for r in df.iter_rows(named=True)}
     assert set(rows) == {(0, "sys1"), (1, "sys1"), (2, "sys2")}  # BAD, tutorial, #duplicate dropped
+    # the key convention: segment_id = position within the document. en-de.docs above reads
+    # docA, docA, docB, so lines 0, 1, 2 are docA #0, docA #1, docB #0 (counted by hand)
+    assert {k: (r["document_id"], r["segment_id"]) for k, r in rows.items()} == {
+        (0, "sys1"): ("docA", 0), (1, "sys1"): ("docA", 1), (2, "sys2"): ("docB", 0)}
     assert rows[(1, "sys1")]["score"] == 70.0  # same login: newer end_time kept
     assert rows[(2, "sys2")]["score"] == 65.0 and rows[(2, "sys2")]["annotator"] == "u3"  # unmapped login kept
     a = rows[(0, "sys1")]
@@ -106,6 +110,8 @@ def test_esa_wide_only_conditions_and_errors(tmp_path):
     both = read_esa_wmt23(folder, conditions=("ESA-1", "ESAAI-1"))
     ai = both.filter(pl.col("condition") == "ESAAI-1")
     assert ai.height == 1 and ai["annotator"].null_count() == 1 and ai["score"][0] == 66.5
+    # the TSV row "1 news docA sys1": seg_idx 1 is line 1 = the second line of docA
+    assert ai.select("document_id", "segment_id", "line_id").row(0) == ("docA", 1, 1)
     assert both["condition"].to_list()[:3] == ["ESA-1"] * 3  # ordered as requested
     with pytest.raises(DDPUsageError, match="D155"):
         read_esa_wmt23(folder, conditions=("ESA-9",))
@@ -129,7 +135,38 @@ def test_esa_unknown_item_is_a_data_error(tmp_path):
         read_esa_wmt23(folder, conditions=("ESA-1",))
 
 
+def test_esa_wide_tsv_of_another_test_set_is_refused(tmp_path):
+    folder = _esa_folder(tmp_path)
+    tsv = folder / "esa_wmt23_en-de_scores_wide.tsv"
+    tsv.write_text(tsv.read_text().replace("2\tsocial\tdocB", "2\tsocial\tdocC"))
+    with pytest.raises(DDPDataError, match=r"D186.*line 4, column 'doc': line 2 belongs to document docB"):
+        read_esa_wmt23_wide(folder, ["ESA-1"])
+    tsv.write_text(tsv.read_text().replace("2\tsocial\tdocC", "7\tsocial\tdocB"))
+    with pytest.raises(DDPDataError, match=r"D186.*column 'seg_idx': '7' is not a line"):
+        read_esa_wmt23(folder, conditions=("ESAAI-1",))
+    # the TSV given as a file finds the archive (and its en-de.docs) beside it
+    tsv.write_text(tsv.read_text().replace("7\tsocial\tdocB", "2\tsocial\tdocB"))
+    assert read_esa_wmt23_wide(tsv, ["ESA-1"])["segment_id"].to_list() == [0, 1, 0]
+
+
 # --------------------------------------------------------------------------- ESA WMT23: fixture
+
+
+def _docs_lines(tar_path: Path) -> list[str]:
+    """The document id of each WMT23 line, read straight from en-de.docs in the archive."""
+    with tarfile.open(tar_path, "r:xz") as tar:
+        raw = tar.extractfile("data/mt-metrics-eval-v2/wmt23/documents/en-de.docs").read()  # type: ignore[union-attr]
+    return [line.split("\t")[1] for line in raw.decode().splitlines()]
+
+
+def _expected_keys(doc_of_line: list[str]) -> dict[int, tuple[str, int]]:
+    """line -> (document, position within the document), by a plain count (the test's oracle)."""
+    seen: dict[str, int] = {}
+    out = {}
+    for line, doc in enumerate(doc_of_line):
+        out[line] = (doc, seen.get(doc, 0))
+        seen[doc] = seen.get(doc, 0) + 1
+    return out
 
 
 def test_esa_fixture_matches_wide_tsv():
@@ -137,10 +174,15 @@ def test_esa_fixture_matches_wide_tsv():
     raw = read_esa_wmt23(folder)
     wide = read_esa_wmt23_wide(folder, ["ESA-1", "ESA-2"])
     assert raw.group_by("condition").len().sort("condition")["len"].to_list() == [312, 312]
-    joined = raw.join(wide, on=["segment_id", "system", "condition"], how="full", suffix="_w")
+    expected = _expected_keys(_docs_lines(folder / "errorspanannotation_wmt23_en-de_data.tar.xz"))
+    for table in (raw, wide):
+        got = table.select("line_id", "document_id", "segment_id").unique()
+        assert {r[0]: (r[1], r[2]) for r in got.iter_rows()} == {k: expected[k] for k in got["line_id"].to_list()}
+    assert raw["segment_id"].max() < raw["line_id"].max()  # positions, not global lines
+    joined = raw.join(wide, on=["document_id", "segment_id", "system", "condition"], how="full", suffix="_w")
     assert joined["score"].null_count() == 0 and joined["score_w"].null_count() == 0
     assert (joined["score"] == joined["score_w"]).all()
-    assert (joined["document_id"] == joined["document_id_w"]).all()
+    assert (joined["line_id"] == joined["line_id_w"]).all()
     pools = raw.group_by("condition").agg(pl.col("annotator").unique()).sort("condition")
     esa1, esa2 = (set(x) for x in pools["annotator"].to_list())
     assert esa1.isdisjoint(esa2)
@@ -148,6 +190,29 @@ def test_esa_fixture_matches_wide_tsv():
     assert spans.height > 0
     assert (spans["span_start"] < spans["span_end"]).all()
     assert (spans["span_end"] <= spans["target_text"].str.len_chars()).all()
+
+
+def test_esa_fixture_joins_a_profile_reader_with_no_glue(tmp_path):
+    """The ESA rows join the segments of `ddp profile --reader lines` (the profile's reader) on
+    document_id + segment_id, and line_id agrees row by row. The WMT23 source text is not in the
+    fixture; the key convention depends on the .docs file only, so a placeholder source of the
+    same length is profiled-read here."""
+    from ddpcore.io.readers import iter_aligned_lines
+    from ddpcore.io.segments import SegmentColumns
+
+    folder = FIXTURES / "esa-wmt23-ende-mini"
+    doc_of_line = _docs_lines(folder / "errorspanannotation_wmt23_en-de_data.tar.xz")
+    with tarfile.open(folder / "errorspanannotation_wmt23_en-de_data.tar.xz", "r:xz") as tar:
+        (tmp_path / "en-de.docs").write_bytes(
+            tar.extractfile("data/mt-metrics-eval-v2/wmt23/documents/en-de.docs").read())  # type: ignore[union-attr]
+    (tmp_path / "en-de.txt").write_text("".join(f"line {i}\n" for i in range(len(doc_of_line))))
+    seg = pl.concat(list(iter_aligned_lines(tmp_path / "en-de.txt", tmp_path / "en-de.docs", SegmentColumns(),
+                                            wmt24=True)))
+    raw = read_esa_wmt23(folder)
+    joined = raw.join(seg, on=["document_id", "segment_id"], how="left", suffix="_p")
+    assert joined["line_id_p"].null_count() == 0  # every annotation finds its segment
+    assert (joined["line_id"] == joined["line_id_p"]).all()
+    assert (joined["source"] == "line " + joined["line_id"].cast(pl.String)).all()  # the placeholder of that line
 
 
 # --------------------------------------------------------------------------- WMT24: rules
@@ -261,15 +326,44 @@ def test_full_esa_matches_wide_tsv_and_source_counts():
     counts = dict(raw.group_by("condition").len().iter_rows())
     # SOURCE.md: ESA-1, ESA-2, MQM-1 cover 2,691 items; ESA-IAA and MQM-IAA 984
     assert counts == {"ESA-1": 2691, "ESA-2": 2691, "MQM-1": 2691, "ESA-IAA": 984, "MQM-IAA": 984}
-    joined = raw.join(wide, on=["segment_id", "system", "condition"], how="full", suffix="_w")
+    joined = raw.join(wide, on=["document_id", "segment_id", "system", "condition"], how="full", suffix="_w")
     assert joined["score"].null_count() == 0 and joined["score_w"].null_count() == 0
     assert (joined["score"] - joined["score_w"]).abs().max() == 0.0
+    assert (joined["line_id"] == joined["line_id_w"]).all()
     pools = {c: set(raw.filter(pl.col("condition") == c)["annotator"].unique()) for c in ("ESA-1", "ESA-2")}
     # SOURCE.md: ESA (8 people) and ESA2 (10 people) have no annotator in common
     assert (len(pools["ESA-1"]), len(pools["ESA-2"])) == (8, 10)
     assert pools["ESA-1"].isdisjoint(pools["ESA-2"])
     e1 = raw.filter(pl.col("condition") == "ESA-1")
-    assert e1["document_id"].n_unique() == 71 and e1["segment_id"].n_unique() == 207
+    assert e1["document_id"].n_unique() == 71 and e1["line_id"].n_unique() == 207
+    assert e1.select("document_id", "segment_id").n_unique() == 207
+    expected = _expected_keys(_docs_lines(folder / "errorspanannotation_wmt23_en-de_data.tar.xz"))
+    assert all(expected[line] == (d, s) for line, d, s in raw.select("line_id", "document_id", "segment_id").unique()
+               .iter_rows())
+
+
+@pytest.mark.shared_data
+@needs_shared
+def test_full_esa_joins_the_wmt23_source_read_as_ddp_profile_reads_it(tmp_path):
+    """`ddp profile sources/en-de.txt --reader wmt24 --docs documents/en-de.docs` (its reader, no
+    spaCy): every ESA annotation joins its segment on document_id + segment_id; line_id and domain
+    agree row by row."""
+    from ddpcore.io.readers import iter_aligned_lines
+    from ddpcore.io.segments import SegmentColumns
+
+    folder = SHARED / "esa-wmt23-ende"
+    names = {"src": "data/mt-metrics-eval-v2/wmt23/sources/en-de.txt",
+             "docs": "data/mt-metrics-eval-v2/wmt23/documents/en-de.docs"}
+    with tarfile.open(folder / "errorspanannotation_wmt23_en-de_data.tar.xz", "r:xz") as tar:
+        for key, name in names.items():
+            (tmp_path / f"en-de.{'txt' if key == 'src' else 'docs'}").write_bytes(tar.extractfile(name).read())  # type: ignore[union-attr]
+    seg = pl.concat(list(iter_aligned_lines(tmp_path / "en-de.txt", tmp_path / "en-de.docs", SegmentColumns(),
+                                            wmt24=True)))
+    assert seg.height == 557  # SOURCE.md: 557 segments, no canary line in WMT23
+    raw = read_esa_wmt23(folder, conditions=("ESA-1", "MQM-1"))
+    joined = raw.join(seg, on=["document_id", "segment_id"], how="left", suffix="_p")
+    assert joined["line_id_p"].null_count() == 0 and (joined["line_id"] == joined["line_id_p"]).all()
+    assert (joined["domain"] == joined["domain_p"]).all()
 
 
 @pytest.mark.shared_data
