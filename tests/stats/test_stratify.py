@@ -196,3 +196,44 @@ def test_cli_json_shape_tsv_text(small, tmp_path: Path, capsys) -> None:
     assert (tmp_path / "res.tsv.signature.json").exists()
     r = stratify(p, s, "score", by=["system"], n_boot=10)
     assert "Spearman rho" in to_text(r) and len(to_tsv(r).splitlines()) == 1 + 2 * 5
+
+
+def test_by_a_real_metric_column(small, tmp_path: Path, capsys) -> None:
+    """A long scores table (system, metric, score rows) groups by its own 'metric' column; it gives the
+    groups the stacked form of the same scores (two --score-col columns) gives."""
+    p, s, prof, scores = small
+    long = pl.concat([scores.with_columns(pl.lit("m1").alias("metric")),
+                      scores.with_columns(pl.lit("m2").alias("metric"), (pl.col("score") / 10).alias("score"))])
+    lpath = tmp_path / "long.csv"
+    long.write_csv(lpath)
+    r = stratify(p, lpath, "score", by=["system", "metric"], bins=[0, 1, 5, math.inf], n_boot=100, seed=2)
+    assert [(g["system"], g["metric"], g["n"]) for g in r["groups"]] == [
+        ("S", "m1", 5), ("S", "m2", 5), ("T", "m1", 5), ("T", "m2", 5)]
+    # by hand (the fixture's S scores 90, 80, 70, 60, 50 at DDP 0, 2, 7, 0, 20; m2 = m1 / 10):
+    # [0,1): (90+60)/2 = 75, [1,5): 80, [5,inf): (70+50)/2 = 60
+    assert [b["mean"] for b in r["groups"][0]["bins"]] == [75.0, 80.0, 60.0]
+    assert [b["mean"] for b in r["groups"][1]["bins"]] == [7.5, 8.0, 6.0]
+    wide = tmp_path / "wide.csv"
+    scores.with_columns((pl.col("score") / 10).alias("m2")).rename({"score": "m1"}).write_csv(wide)
+    stacked = stratify(p, wide, ["m1", "m2"], by=["system", "metric"], bins=[0, 1, 5, math.inf], n_boot=100, seed=2)
+    assert stacked["groups"] == r["groups"]
+    # --gap pairs systems within each metric
+    g = stratify(p, lpath, "score", by=["system", "metric"], bins=[0, 1, 5, math.inf], gap=["S", "T"], n_boot=0)
+    # S - T per segment (fixture): a0 5, a1 0, a2 10, b0 -5, b1 20 -> [0,1): 0, [1,5): 0, [5,inf): 15; m2: / 10
+    assert [(x["metric"], [b["mean"] for b in x["bins"]]) for x in g["gaps"]] == [
+        ("m1", [0.0, 0.0, 15.0]), ("m2", [0.0, 0.0, 1.5])]
+    # the CLI, as in the issue: --by system,metric
+    assert main(["stratify", str(p), str(lpath), "--score-col", "score", "--by", "system,metric", "--n-boot", "0",
+                 "-f", "tsv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("kind\tsystem\tmetric\tn")
+
+
+def test_stacked_score_columns_and_a_real_metric_column_are_ambiguous(small, tmp_path: Path) -> None:
+    p, s, prof, scores = small
+    wide = tmp_path / "wide.csv"
+    scores.with_columns(pl.col("score").alias("m2"), pl.lit("x").alias("metric")).write_csv(wide)
+    with pytest.raises(DDPUsageError, match=r"D560.*--by metric: ambiguous: .*wide\.csv has a column 'metric'"):
+        stratify(p, wide, ["score", "m2"], by=["system", "metric"], n_boot=0)
+    # without --by metric there is nothing to confuse; one score column groups by the real column
+    assert len(stratify(p, wide, ["score", "m2"], by=["system"], n_boot=0)["groups"]) == 2
+    assert [g["metric"] for g in stratify(p, wide, "score", by=["metric"], n_boot=0)["groups"]] == ["x"]

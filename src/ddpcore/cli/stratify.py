@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("profile", metavar="DDP", help="`ddp profile` segment table (.parquet, or a text format)")
     p.add_argument("scores", metavar="SCORES", help="per-segment scores (.parquet, .csv, .tsv, .jsonl, .json; .gz)")
     p.add_argument("--score-col", required=True, type=_csv, metavar="C[,C...]",
-                   help="score column; several columns are stacked into a 'metric' column usable in --by")
+                   help="score column; several columns are stacked into a 'metric' column usable in --by (a "
+                        "long table with its own 'metric' column: give its one score column and --by system,metric)")
     p.add_argument("--by", type=_csv, default=[], metavar="COLS",
                    help="group columns of SCORES (or of the profile, e.g. domain), e.g. system,metric,domain")
     p.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",

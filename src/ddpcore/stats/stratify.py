@@ -23,6 +23,11 @@ sentences, domain) to a table of per-segment scores and reports, per group of ``
   values (tied x share one fit, as in statsmodels). A group with more than ``lowess_max_points``
   points is fitted on a seeded uniform subsample of that many points (recorded in the signature).
 
+Several score columns are stacked into a ``metric`` column usable in ``by`` (a scores table that
+already has a ``metric`` column then needs one score column: ``--by metric`` would be ambiguous,
+D560); with one score column, ``metric`` is an ordinary column of the scores (a long table of
+system, metric, score rows).
+
 With ``gap=(A, B)`` the same is computed for the score difference A − B between two values of
 ``gap_col`` (default: the first ``by`` column), paired on the join keys and the other ``by`` columns.
 
@@ -155,6 +160,12 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
         if not (sschema[c].is_numeric() or sschema[c] == pl.Null):
             raise DDPDataError(f"{sname}, column '{c}': scores must be numbers, found {sschema[c]}", code="D654")
     multi = len(score_cols) > 1
+    if multi and METRIC in list(by) + list(extra_keys) and (METRIC in sschema or METRIC in pschema):
+        where = sname if METRIC in sschema else str(ppath)
+        raise DDPUsageError(
+            f"--by {METRIC}: ambiguous: {where} has a column '{METRIC}', and the {len(score_cols)} --score-col columns "
+            f"({', '.join(score_cols)}) are stacked into a '{METRIC}' column too; give one --score-col to group by the "
+            f"existing column, or rename it", code="D560")
     avail_by = [c for c in sschema if c not in score_cols] + ([METRIC] if multi else []) + \
         [c for c in pschema if c not in sschema and c not in (S.DDP,)]
     for b in list(by) + list(extra_keys):
@@ -164,7 +175,8 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
     s_by = [b for b in dict.fromkeys(list(by) + list(extra_keys)) if b in sschema or (multi and b == METRIC)]
     p_by = [b for b in dict.fromkeys(list(by) + list(extra_keys)) if b not in s_by]
     # scores: keys, by columns, one score column (unpivoted when several)
-    base = [sc for _, sc in keys] + [b for b in s_by if b != METRIC]
+    # METRIC is the stacked pseudo-column only with several score columns; otherwise a real column
+    base = [sc for _, sc in keys] + [b for b in s_by if not (multi and b == METRIC)]
     if multi:
         slong = slf.select(*dict.fromkeys(base), *score_cols).unpivot(
             index=list(dict.fromkeys(base)), on=list(score_cols), variable_name=METRIC, value_name=SCORE)
