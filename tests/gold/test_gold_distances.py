@@ -39,7 +39,8 @@ def tiny() -> GoldCorpus:
 
 @pytest.mark.parametrize(("distance", "restricted"), list(HAND))
 def test_hand_worked_document(tiny: GoldCorpus, distance: str, restricted: bool) -> None:
-    g = compute_gold_distances(tiny, distance=distance, restricted=restricted)  # type: ignore[arg-type]
+    scope = "restricted" if restricted else "full"
+    g = compute_gold_distances(tiny, distance=distance, gold_scope=scope)  # type: ignore[arg-type]
     part0 = g.filter(pl.col("document_id") == DOC)
     assert part0["gold_distance"].to_list() == HAND[(distance, restricted)]
     # part 001 is its own document: s1 "Spain ... him" both reach back one sentence
@@ -81,11 +82,20 @@ def test_matches_naive_oracle(mentions: list, distance: str, restricted: bool) -
             "chain_id": [m[2] for m in mentions], "mention_type": [m[3] for m in mentions],
         }, schema={"document_id": pl.String, "sentence": pl.Int32, "chain_id": pl.String, "mention_type": pl.String}),
     )
-    got = compute_gold_distances(corpus, distance=distance, restricted=restricted)  # type: ignore[arg-type]
+    got = compute_gold_distances(corpus, distance=distance,  # type: ignore[arg-type]
+                                 gold_scope="restricted" if restricted else "full")
     want = naive_gold_distances(mentions, sentences, distance=distance, restricted=restricted)
     assert dict(zip(zip(got["document_id"], got["sentence"]), got["gold_distance"])) == want
     if distance == "chained":
         # restricting the gold can only shorten chained distances (fewer anaphors, later first mentions)
         full = compute_gold_distances(corpus, distance="chained")["gold_distance"]
-        part = compute_gold_distances(corpus, distance="chained", restricted=True)["gold_distance"]
+        part = compute_gold_distances(corpus, distance="chained", gold_scope="restricted")["gold_distance"]
         assert (part <= full).all()
+
+
+def test_deprecated_restricted_keyword(tiny: GoldCorpus) -> None:
+    """``restricted=True`` (before gold_scope) still works for one release, with a DeprecationWarning."""
+    with pytest.warns(DeprecationWarning, match="gold_scope='restricted'"):
+        old = compute_gold_distances(tiny, distance="chained", restricted=True)
+    new = compute_gold_distances(tiny, distance="chained", gold_scope="restricted")
+    assert old["gold_distance"].to_list() == new["gold_distance"].to_list()

@@ -6,6 +6,7 @@ import argparse
 from ._common import HelpFormatter, add_extraction_options
 
 GOLD_FORMATS = ("litbank", "conllu", "conll2012")
+GOLD_SCOPES = ("full", "restricted", "ddp")  # = ddpcore.ddp.validate.GOLD_SCOPES (not imported: keeps --help fast)
 OUTPUT_FORMATS = ("json", "text")
 PLOT_EXTENSIONS = (".png", ".pdf", ".svg")
 
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Compare DDP with gold coreference distances, one gold sentence = one segment. The gold distance "
             "of a sentence mirrors --distance: over its mentions whose chain was mentioned in an earlier "
             "sentence, the distance back to the chain's first mention (chained) or to its latest earlier "
-            "mention (nearest); 0 if none. Prints Pearson r, Spearman rho, the shares of under/exact/over "
+            "mention (nearest); 0 if none; --gold-scope chooses which gold mentions count. Prints Pearson r, Spearman rho, the shares of under/exact/over "
             "estimates and the mean signed error (DDP - gold, sentences) per genre and overall."
         ),
         formatter_class=HelpFormatter,
@@ -28,8 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gold-format", dest="gold_format", choices=GOLD_FORMATS, default=None,
                    help="gold format (default: detected from file names: .conllu, .ann+.txt, *_brat.conll, "
                         "*.conll/*_conll)")
+    p.add_argument("--gold-scope", dest="gold_scope", type=_gold_scope, default=None, metavar="{full,restricted,ddp}",
+                   help="which gold mentions count (default: full): full = every mention; restricted = proper-name "
+                        "and pronoun mentions only; ddp = the kinds DDP anchors (named mentions and 3rd-person "
+                        "pronouns count, nominal mentions are antecedents only, 1st/2nd-person pronouns are removed)")
     p.add_argument("--restricted", action="store_true",
-                   help="restricted gold: keep only proper-name and pronoun mentions (the types DDP models)")
+                   help="deprecated: use --gold-scope restricted")
     p.add_argument("--strict", action="store_true",
                    help="fail on unbalanced gold coreference brackets instead of dropping the mention with a warning")
     add_extraction_options(p)
@@ -47,6 +52,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write the over-estimated segments with the anchor responsible (.csv, .tsv, .jsonl, .parquet)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no warnings on stderr")
     p.set_defaults(func=run)
+
+
+def _gold_scope(text: str) -> str:
+    """argparse type of --gold-scope: an unknown value is a one-line usage error (exit 2)."""
+    if text not in GOLD_SCOPES:
+        raise argparse.ArgumentTypeError(f"[D230] unknown gold scope {text!r}; choose one of: {', '.join(GOLD_SCOPES)}")
+    return text
+
+
+def _resolve_scope(args: argparse.Namespace, warn) -> str:  # type: ignore[no-untyped-def]
+    """The gold scope from --gold-scope and the deprecated --restricted."""
+    from ..errors import DDPUsageError
+
+    if not args.restricted:
+        return args.gold_scope or "full"
+    warn("--restricted is deprecated and will be removed in the next release; use --gold-scope restricted")
+    if args.gold_scope not in (None, "restricted"):
+        raise DDPUsageError(f"--restricted and --gold-scope {args.gold_scope} disagree; give only --gold-scope",
+                            code="D232")
+    return "restricted"
 
 
 def _resolve_formats(args: argparse.Namespace, warn) -> tuple[str | None, str]:  # type: ignore[no-untyped-def]
@@ -118,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"ddp validate: warning: {message}", file=sys.stderr)
 
     gold_format, output_format = _resolve_formats(args, warn)
+    gold_scope = _resolve_scope(args, warn)
     check_validate_outputs(args.gold, args.over_estimates, args.plot)
     if args.plot:  # fail before the long run if matplotlib is missing
         try:
@@ -135,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         distance=args.distance,
         pipeline=args.pipeline,
         rules=args.rules,
-        restricted=args.restricted,
+        gold_scope=gold_scope,
         n_process=args.n_process,
         batch_size=args.batch_size,
         progress=not args.quiet and sys.stderr.isatty(),

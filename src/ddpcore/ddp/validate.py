@@ -15,9 +15,22 @@ Gold distance of a sentence *s* (in sentences), mirroring the DDP distance mode:
 * 0 when no mention of *s* belongs to a chain that was mentioned before *s*.
 
 Mentions in the same sentence never count as antecedents (a distance of 0 is "no distance").
-The *restricted* gold first drops every mention whose type DDP does not model (keeps ``PROP``
-and ``PRON``; common-noun ``NOM`` mentions are removed as anaphors **and** as antecedents), then
-applies the same definition.
+
+The gold *scope* (``gold_scope=``, CLI ``--gold-scope``) says which gold mentions take part
+(:func:`scope_gold_mentions`); each remaining mention either *counts* (its sentence gets its
+distance) or is an *antecedent only* (it can be the chain's first or previous mention):
+
+* ``full``: every mention counts;
+* ``restricted``: ``PROP`` and ``PRON`` mentions count; common-noun ``NOM`` mentions are removed
+  as anaphors **and** as antecedents;
+* ``ddp``: the mentions of the kinds DDP anchors count — named (``PROP``) mentions of an entity
+  type DDP's labels cover (every type but the temporal and numeric ones; untyped golds: a head
+  that is not a month or weekday name) and third-person pronouns of DDP's pronoun list
+  (:data:`ddpcore.anchors.rules.PRONOUN_GROUPS`); first- and second-person pronoun mentions are
+  removed from their chains; every other mention (nominal, named with a temporal type, other
+  pronouns such as "one") is an antecedent only.
+
+The definitions, with examples from each gold format, are in docs/validation.md ("Gold scope").
 """
 from __future__ import annotations
 
@@ -32,14 +45,21 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import __version__, schema
+from ..anchors.rules import PRONOUN_GROUPS
 from ..errors import DDPDataError, DDPUsageError
-from ..io.gold import CHAIN_ID, GENRE, MENTION_TYPE, N_TOKENS, TOKEN_END, TOKEN_START, TOKENS, GoldCorpus, read_gold
+from ..io.gold import (
+    CHAIN_ID, ENTITY_TYPE, GENRE, HEAD_TEXT, MENTION_TYPE, N_TOKENS, TOKEN_END, TOKEN_START, TOKENS, GoldCorpus,
+    read_gold,
+)
 from ._correlation import correlation
 
 if TYPE_CHECKING:
     import polars as pl
 
 Distance = Literal["chained", "nearest"]
+GoldScope = Literal["full", "restricted", "ddp"]
+#: the gold scopes, in the order reports list them
+GOLD_SCOPES: tuple[str, ...] = ("full", "restricted", "ddp")
 
 # ---- validation column names
 GOLD_DISTANCE = "gold_distance"  # in sentences
@@ -47,6 +67,28 @@ GOLD_CHAIN_ID = "gold_chain_id"  # chain that gives the sentence its gold distan
 GOLD_REFERENCE_SENTENCE = "gold_reference_sentence"  # sentence the gold distance is measured to (-1 if none)
 ERROR = "error"  # ddp - gold_distance, in sentences
 RESTRICTED_TYPES = ("PROP", "PRON")
+COUNTED = "counted"  # scoped mentions: the mention's sentence gets its distance (else: antecedent only)
+
+# ---- the DDP scope (docs/validation.md, "Gold scope"); head words are compared lower-cased, with
+# ’ read as ' and a trailing "." removed ("I." in LitBank)
+#: first- and second-person pronoun heads: such PRON mentions leave their chains in the ``ddp`` scope
+#: ("'s" is the "us" of "let's", the only place a gold types "'s" as a personal pronoun)
+FIRST_SECOND_PERSON: frozenset[str] = frozenset(
+    """i me my mine myself we us our ours ourselves ourself 's you your yours yourself yourselves y'all thee thou
+    thy thine thyself ye ya yeh yer y' ee 'ee u ur""".split()
+)
+#: third-person pronoun heads that count in the ``ddp`` scope: exactly the pronoun anchors of DDP
+DDP_PRONOUNS: frozenset[str] = frozenset(PRONOUN_GROUPS)
+#: gold entity types (lower-cased) outside DDP's labels: temporal and numeric (spaCy DATE, TIME,
+#: CARDINAL, QUANTITY, MONEY, PERCENT, ORDINAL); named mentions of other types count
+NON_DDP_ENTITY_TYPES: frozenset[str] = frozenset(
+    ("time", "date", "quantity", "money", "percent", "cardinal", "ordinal", "number", "numeric")
+)
+#: heads of untyped named mentions that are temporal (DATE in the NER scheme DDP uses), not anchors
+TEMPORAL_HEADS: frozenset[str] = frozenset(
+    """january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -115,6 +157,80 @@ class ValidationResult:
         }
 
 
+# --------------------------------------------------------------------------- gold scope
+
+
+def resolve_gold_scope(gold_scope: str | None, restricted: bool = False) -> GoldScope:
+    """The gold scope from ``gold_scope`` and the deprecated ``restricted`` flag.
+
+    ``None`` means ``"full"``; ``restricted=True`` means ``"restricted"`` (with a
+    :class:`DeprecationWarning` from the public callers) and contradicts ``gold_scope="ddp"``.
+    Raises :class:`DDPUsageError` D230 for an unknown scope, D232 for the contradiction.
+    """
+    if gold_scope is not None and gold_scope not in GOLD_SCOPES:
+        raise DDPUsageError(f"unknown gold scope {gold_scope!r}; choose one of: {', '.join(GOLD_SCOPES)}", code="D230")
+    if restricted:
+        if gold_scope == "ddp":
+            raise DDPUsageError("restricted=True and gold_scope='ddp' disagree; give only gold_scope", code="D232")
+        return "restricted"
+    return gold_scope or "full"  # type: ignore[return-value]
+
+
+def _warn_restricted(restricted: bool) -> None:
+    if restricted:
+        import warnings
+
+        warnings.warn("restricted=True is deprecated and will be removed in the next release; use gold_scope='restricted'",
+                      DeprecationWarning, stacklevel=3)
+
+
+def scope_gold_mentions(mentions: pl.DataFrame, gold_scope: GoldScope = "full") -> pl.DataFrame:
+    """The gold mentions that take part in ``gold_scope``, with a boolean ``counted`` column.
+
+    Parameters
+    ----------
+    mentions : polars.DataFrame
+        :attr:`GoldCorpus.mentions` (one row per mention). ``full`` and ``restricted`` need
+        ``mention_type``; ``ddp`` also needs ``entity_type`` and ``head_text``.
+    gold_scope : ``"full" | "restricted" | "ddp"``
+
+    Returns
+    -------
+    polars.DataFrame
+        The kept mentions (same columns, same order) plus ``counted``: true when the mention's
+        sentence gets a distance from it, false when it is an antecedent only. Removed mentions
+        (``restricted``: NOM; ``ddp``: first/second-person pronouns) are absent.
+    """
+    import polars as pl
+
+    scope = resolve_gold_scope(gold_scope)
+    if scope == "full":
+        return mentions.with_columns(pl.lit(True).alias(COUNTED))
+    if scope == "restricted":
+        return mentions.filter(pl.col(MENTION_TYPE).is_in(RESTRICTED_TYPES)).with_columns(pl.lit(True).alias(COUNTED))
+    missing = [c for c in (MENTION_TYPE, ENTITY_TYPE, HEAD_TEXT) if c not in mentions.columns]
+    if missing:
+        raise DDPDataError(
+            f"gold mentions lack column(s) {', '.join(missing)}, which the ddp gold scope reads; "
+            "read the gold with ddpcore.io.gold.read_gold",
+            code="D231",
+        )
+    head = pl.col(HEAD_TEXT).str.to_lowercase().str.replace_all("’", "'")
+    head = pl.when(head.str.len_chars() > 1).then(head.str.strip_suffix(".")).otherwise(head)
+    mtype, etype = pl.col(MENTION_TYPE), pl.col(ENTITY_TYPE).str.to_lowercase()
+    pron, prop = mtype == "PRON", mtype == "PROP"
+    named_in_scope = pl.when(etype.is_null()).then(~head.is_in(list(TEMPORAL_HEADS))).otherwise(
+        ~etype.is_in(list(NON_DDP_ENTITY_TYPES))
+    )
+    counted = (pron & head.is_in(list(DDP_PRONOUNS))) | (prop & named_in_scope)
+    dropped = pron & head.is_in(list(FIRST_SECOND_PERSON))
+    return (
+        mentions.with_columns(counted.fill_null(False).alias(COUNTED), dropped.fill_null(False).alias("_dropped"))
+        .filter(~pl.col("_dropped"))
+        .drop("_dropped")
+    )
+
+
 # --------------------------------------------------------------------------- gold distances
 
 
@@ -122,9 +238,15 @@ def compute_gold_distances(
     corpus: GoldCorpus,
     *,
     distance: Distance = "chained",
+    gold_scope: GoldScope = "full",
     restricted: bool = False,
 ) -> pl.DataFrame:
     """Gold distance of every gold sentence (definition in the module docstring).
+
+    ``gold_scope`` chooses the mentions (:func:`scope_gold_mentions`); the distance of a sentence
+    is the maximum over its *counted* mentions, measured back to the chain's first (chained) or
+    previous (nearest) *kept* mention. ``restricted=True`` is the deprecated spelling of
+    ``gold_scope="restricted"``.
 
     Returns
     -------
@@ -137,20 +259,25 @@ def compute_gold_distances(
 
     if distance not in ("chained", "nearest"):
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D420")
+    _warn_restricted(restricted)
+    scope = resolve_gold_scope(gold_scope, restricted)
     doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
-    mentions = corpus.mentions
-    if restricted:
-        mentions = mentions.filter(pl.col(MENTION_TYPE).is_in(RESTRICTED_TYPES))
-    # one row per (chain, sentence holding a mention of it), sorted so that group-wise
-    # min / shift see each chain's sentences in document order
-    occ = mentions.select(doc, CHAIN_ID, pl.col(sent).cast(pl.Int64)).unique().sort(doc, CHAIN_ID, sent)
+    mentions = scope_gold_mentions(corpus.mentions, scope)
+    # one row per (chain, sentence holding a kept mention of it; counted = one of them counts),
+    # sorted so that group-wise min / shift see each chain's sentences in document order
+    occ = (
+        mentions.select(doc, CHAIN_ID, pl.col(sent).cast(pl.Int64), COUNTED)
+        .group_by(doc, CHAIN_ID, sent)
+        .agg(pl.col(COUNTED).any())
+        .sort(doc, CHAIN_ID, sent)
+    )
     if distance == "chained":
         ref = pl.col(sent).min().over(doc, CHAIN_ID)
     else:
         ref = pl.col(sent).shift(1).over(doc, CHAIN_ID)
     occ = occ.with_columns(ref.alias(GOLD_REFERENCE_SENTENCE))
     occ = occ.with_columns((pl.col(sent) - pl.col(GOLD_REFERENCE_SENTENCE)).alias(GOLD_DISTANCE))
-    occ = occ.filter(pl.col(GOLD_DISTANCE) > 0)
+    occ = occ.filter(pl.col(COUNTED) & (pl.col(GOLD_DISTANCE) > 0))
     best = (
         occ.sort([doc, sent, GOLD_DISTANCE, CHAIN_ID], descending=[False, False, True, False])
         .group_by([doc, sent], maintain_order=True)
@@ -213,6 +340,7 @@ def compare_with_gold(
     anchors: pl.DataFrame | None = None,
     *,
     corpus: GoldCorpus | None = None,
+    gold_scope: GoldScope = "full",
     restricted: bool = False,
     signature: dict[str, Any] | None = None,
     timing: dict[str, float] | None = None,
@@ -232,11 +360,14 @@ def compare_with_gold(
     corpus : GoldCorpus, optional
         The gold the distances came from: adds the sentence text to each over-estimate and a
         diagnosis of its responsible anchor (see :func:`_diagnose`).
-    restricted : bool
-        Whether ``gold`` is the restricted gold (the diagnosis then uses PROP/PRON mentions only).
+    gold_scope : ``"full" | "restricted" | "ddp"``
+        The scope ``gold`` was computed in; the diagnosis of over-estimates uses that scope's
+        kept mentions. ``restricted=True`` is the deprecated spelling of ``gold_scope="restricted"``.
     """
     import polars as pl
 
+    _warn_restricted(restricted)
+    scope = resolve_gold_scope(gold_scope, restricted)
     doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
     for col in (doc, schema.SEGMENT_ID, schema.DDP):
         if col not in segments.columns:
@@ -291,7 +422,7 @@ def compare_with_gold(
             corpus.sentences.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), schema.TEXT, TOKENS),
             on=[doc, sent], how="left", maintain_order="left",
         )
-        over = _diagnose(over, corpus, restricted=restricted).drop(TOKENS)
+        over = _diagnose(over, corpus, gold_scope=scope).drop(TOKENS)
     cause_keys = ["anchor_kind", "anchor_label", schema.ANTECEDENT_KIND] + ([DIAGNOSIS] if DIAGNOSIS in over.columns else [])
     causes = (
         over.group_by(cause_keys)
@@ -326,7 +457,7 @@ def _token_index(text: str, tokens: list[str], char_start: int) -> int:
     return found
 
 
-def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, restricted: bool) -> pl.DataFrame:
+def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, gold_scope: GoldScope) -> pl.DataFrame:
     """Classify each over-estimate by its responsible anchor against the gold mentions.
 
     ``not_in_gold``: no gold mention covers the anchor's first token (an anchor the gold does not
@@ -334,7 +465,9 @@ def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, restricted: bool) -> pl
     gold scheme); ``linked_too_far``: the anchor is a gold mention, but DDP measures it to a
     sentence before its gold chain's first mention (a pronoun linked to the wrong name, two
     entities merged under one key); ``unaligned``: the anchor could not be placed on gold tokens.
-    Adds ``anchor_gold_chain`` and ``diagnosis``. Runs over the over-estimated rows only.
+    Gold mentions are those kept in ``gold_scope`` (a first/second-person pronoun removed by the
+    ``ddp`` scope covers nothing). Adds ``anchor_gold_chain`` and ``diagnosis``. Runs over the
+    over-estimated rows only.
     """
     import polars as pl
 
@@ -347,10 +480,7 @@ def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, restricted: bool) -> pl
         for txt, toks, cs in zip(over[schema.TEXT].to_list(), over[TOKENS].to_list(), over[schema.CHAR_START].to_list())
     ]
     over = over.with_columns(pl.Series("_tok", tok, dtype=pl.Int64), pl.int_range(pl.len()).alias("_row"))
-    mentions = corpus.mentions
-    if restricted:
-        mentions = mentions.filter(pl.col(MENTION_TYPE).is_in(RESTRICTED_TYPES))
-    mentions = mentions.select(
+    mentions = scope_gold_mentions(corpus.mentions, gold_scope).select(
         pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), TOKEN_START, TOKEN_END, CHAIN_ID,
         pl.col(sent).min().over(doc, CHAIN_ID).cast(pl.Int64).alias("_first"),
     )
@@ -385,6 +515,7 @@ def validate(
     distance: Distance = "chained",
     pipeline: str | None = None,
     rules: str | None = None,
+    gold_scope: GoldScope = "full",
     restricted: bool = False,
     n_process: int = 1,
     batch_size: int = 256,
@@ -406,8 +537,13 @@ def validate(
     rules : str, optional
         Anchor rule set forwarded to :func:`ddpcore.ddp.profile.profile_anchors` (``"paper"`` = the
         foundation spec).
+    gold_scope : ``"full" | "restricted" | "ddp"``
+        Which gold mentions count (module docstring; docs/validation.md "Gold scope"): every
+        mention (``full``), proper-name and pronoun mentions only (``restricted``), or the kinds
+        DDP anchors (``ddp``: named mentions and third-person pronouns count, nominal mentions are
+        antecedents only, first/second-person pronouns are removed). Unknown value: D230.
     restricted : bool
-        Compare with the restricted gold (proper-name and pronoun mentions only).
+        Deprecated spelling of ``gold_scope="restricted"`` (DeprecationWarning; removed next release).
     n_process : int
         spaCy worker processes.
     batch_size : int
@@ -417,8 +553,10 @@ def validate(
     strict : bool
         Raise on unbalanced gold coreference brackets instead of dropping the mention.
     """
+    _warn_restricted(restricted)
+    scope = resolve_gold_scope(gold_scope, restricted)
     corpus = read_gold(gold_paths, format=format, strict=strict)
-    gold = compute_gold_distances(corpus, distance=distance, restricted=restricted)
+    gold = compute_gold_distances(corpus, distance=distance, gold_scope=scope)
     run, timing = profile_gold(
         corpus, distance=distance, pipeline=pipeline, rules=rules, n_process=n_process, batch_size=batch_size,
         progress=progress,
@@ -432,7 +570,8 @@ def validate(
             "documents": corpus.n_documents,
             "sentences": corpus.sentences.height,
             "mentions": corpus.mentions.height,
-            "restricted": restricted,
+            "scope": scope,
+            "restricted": scope == "restricted",  # kept one release for readers of older signatures
             "distance": distance,
             "repaired_brackets": len(corpus.warnings),
             "warnings": list(corpus.warnings[:20]),
@@ -444,7 +583,7 @@ def validate(
         run.segments,
         run.anchors,
         corpus=corpus,
-        restricted=restricted,
+        gold_scope=scope,
         signature=signature,
         timing=timing,
     )
@@ -503,13 +642,23 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def _scope_name(gold_signature: dict[str, Any]) -> str:
+    return str(gold_signature.get("scope") or ("restricted" if gold_signature.get("restricted") else "full"))
+
+
+def _scope_title(gold_signature: dict[str, Any]) -> str:
+    return {
+        "full": "full gold", "restricted": "restricted gold (PROP+PRON)",
+        "ddp": "DDP-scope gold (named + 3rd-person pronoun mentions count)",
+    }.get(_scope_name(gold_signature), _scope_name(gold_signature))
+
+
 def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> str:
     """A readable report: metrics by genre and overall, the causes of over-estimates and the
     largest over-estimated segments."""
     g = result.signature.get("gold", {})
     title = (
-        f"DDP vs gold distance ({g.get('distance', '?')} distance, "
-        f"{'restricted gold (PROP+PRON)' if g.get('restricted') else 'full gold'}; "
+        f"DDP vs gold distance ({g.get('distance', '?')} distance, {_scope_title(g)}; "
         f"{result.overall.n_segments} gold sentences, {g.get('documents', '?')} documents)"
     )
     head = f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}{'under':>8}{'exact':>8}{'over':>8}{'mean err':>10}"
@@ -584,7 +733,7 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
     g = result.signature.get("gold", {})
     ax.set_xlabel("gold distance (sentences)")
     ax.set_ylabel("DDP (sentences)")
-    ax.set_title(f"DDP vs gold ({g.get('distance', '')}, {'restricted' if g.get('restricted') else 'full'} gold)")
+    ax.set_title(f"DDP vs gold ({g.get('distance', '')}, {_scope_name(g)} gold scope)")
     ax.legend(fontsize=7, markerscale=2)
     fig.tight_layout()
     dest = os.fspath(path)

@@ -20,6 +20,11 @@ first token whose head lies outside the span); CoNLL-2012 has no dependencies, s
 the last token before the first preposition, verb, wh-word, comma or colon of the span. LitBank's
 CoNLL form has no POS column at all: there the type comes from word forms (a closed pronoun
 list; a capitalised head that is not a sentence-initial function word is ``PROP``).
+
+Every mention also records its head token (``head_token``, ``head_text``), found by the rule of
+its format above; LitBank (both forms, no dependencies or POS) takes the word-form head: the last
+token before the first comma, colon, semicolon, ``of``, ``who``, ``which``... of the span. The
+DDP-scope gold (:mod:`ddpcore.ddp.validate`) reads the person of a pronoun from it.
 """
 from __future__ import annotations
 
@@ -50,6 +55,8 @@ TOKEN_END = "token_end"  # exclusive end (token_start + length)
 CHAIN_ID = "chain_id"  # coreference chain, unique within its document
 MENTION_TYPE = "mention_type"  # PROP | NOM | PRON
 ENTITY_TYPE = "entity_type"  # corpus entity type (LitBank PER/LOC..., GUM person/place...) or null
+HEAD_TOKEN = "head_token"  # 0-based index (within the sentence) of the mention's head token
+HEAD_TEXT = "head_text"  # word form of the head token, as in the gold
 MENTION_TYPES = ("PROP", "NOM", "PRON")
 
 #: genre given to LitBank documents (the corpus is all fiction and has no genre metadata)
@@ -74,7 +81,8 @@ class GoldCorpus:
         One row per gold mention: ``document_id``, ``sentence`` (sentence the mention starts
         in), ``token_start``/``token_end`` (int32, token offsets within that sentence, end
         exclusive), ``chain_id`` (str; a mention outside every chain gets its own chain),
-        ``mention_type`` (``PROP``/``NOM``/``PRON``), ``entity_type`` (str or null), ``text``.
+        ``mention_type`` (``PROP``/``NOM``/``PRON``), ``entity_type`` (str or null), ``text``,
+        ``head_token`` (int32, index of the head token within the sentence) and ``head_text``.
     formats : tuple[str, ...]
         The formats that were read, in order of first use.
     warnings : tuple[str, ...]
@@ -412,6 +420,7 @@ def read_gold(
         schema={
             DOCUMENT_ID: pl.String, SENTENCE: pl.Int32, TOKEN_START: pl.Int32, TOKEN_END: pl.Int32,
             CHAIN_ID: pl.String, MENTION_TYPE: pl.String, ENTITY_TYPE: pl.String, TEXT: pl.String,
+            HEAD_TOKEN: pl.Int32, HEAD_TEXT: pl.String,
         },
     )
     return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(used_formats), warnings=tuple(warnings))
@@ -553,10 +562,14 @@ def _sentence_row(doc_id: str, index: int, genre: str, tokens: list[str], label:
     }
 
 
-def _mention_row(doc_id: str, sent: int, start: int, end: int, chain: str, mtype: str, etype: str | None, tokens: list[str]) -> dict[str, Any]:
+def _mention_row(
+    doc_id: str, sent: int, start: int, end: int, chain: str, mtype: str, etype: str | None, tokens: list[str], head: int
+) -> dict[str, Any]:
+    """One mention; ``head`` is the head token's index within the sentence (``start <= head < end``)."""
     return {
         DOCUMENT_ID: doc_id, SENTENCE: sent, TOKEN_START: start, TOKEN_END: end, CHAIN_ID: chain,
         MENTION_TYPE: mtype, ENTITY_TYPE: etype, TEXT: " ".join(tokens[start:end]),
+        HEAD_TOKEN: head, HEAD_TEXT: tokens[head],
     }
 
 
@@ -568,15 +581,20 @@ def _type_from_tags(xpos: str, upos: str = "_", feats: str = "_") -> str:
     return "NOM"
 
 
+def _head_from_words(words: list[str]) -> int:
+    """Head of a span without POS or dependencies (LitBank): the last token before the first comma,
+    semicolon, colon or post-modifier word (of, who, which, that, whom, whose, in, at, with, from, on)."""
+    for i, w in enumerate(words):
+        if i > 0 and (w in (",", ";", ":") or w.lower() in ("of", "who", "which", "that", "whom", "whose", "in", "at", "with", "from", "on")):
+            return i - 1
+    return len(words) - 1
+
+
 def _type_from_words(words: list[str], sentence_initial: bool) -> str:
     """Mention type when no POS tags exist (LitBank CoNLL): closed pronoun list + capitalisation."""
     if len(words) == 1 and words[0].lower() in _PERSONAL_PRONOUNS:
         return "PRON"
-    head_i = len(words) - 1
-    for i, w in enumerate(words):
-        if i > 0 and (w in (",", ";", ":") or w.lower() in ("of", "who", "which", "that", "whom", "whose", "in", "at", "with", "from", "on")):
-            head_i = i - 1
-            break
+    head_i = _head_from_words(words)
     head = words[head_i]
     if head[:1].isupper() and head.lower() not in _PERSONAL_PRONOUNS:
         if head_i == 0 and sentence_initial and head.lower() in _FUNCTION_WORDS:
@@ -640,7 +658,8 @@ def _read_litbank_brat(ann: _Member, txt: _Member) -> list[_Doc]:
     mention_rows = []
     for tid, (s, a, b, mtype, etype, _line) in sorted(spans.items(), key=lambda kv: kv[1][:3]):
         chain = chains.get(tid, f"_singleton_{tid}")
-        mention_rows.append(_mention_row(doc_id, s, a, b, chain, mtype, etype, sentences[s]))
+        mention_rows.append(_mention_row(doc_id, s, a, b, chain, mtype, etype, sentences[s],
+                                         a + _head_from_words(sentences[s][a:b])))
     return [(doc_id, sent_rows, mention_rows)]
 
 
@@ -692,10 +711,12 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
         no_pos = all(p in ("_", "-", "") for p in pos)
         for chain, a, b in state.pop("pending", []):
             if no_pos:
+                head = a + _head_from_words(words[a:b])
                 mtype = _type_from_words(words[a:b], a == 0)
             else:
-                mtype = _type_from_tags(pos[a + _conll_head(pos[a:b])])
-            state["ments"].append(_mention_row(state["doc_id"], idx, a, b, chain, mtype, None, words))
+                head = a + _conll_head(pos[a:b])
+                mtype = _type_from_tags(pos[head])
+            state["ments"].append(_mention_row(state["doc_id"], idx, a, b, chain, mtype, None, words, head))
         state["words"], state["pos"] = [], []
 
     def finish(lineno: int) -> None:
@@ -846,7 +867,7 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
             span_heads = [k for k in range(a, b) if not (a < heads[k] <= b)]  # heads are 1-based, 0 = root
             h = span_heads[0] if span_heads else a
             mtype = _type_from_tags(sent["xpos"][h], sent["upos"][h], sent["feats"][h])
-            doc["ments"].append(_mention_row(doc["doc_id"], idx, a, b, eid, mtype, etype, forms))
+            doc["ments"].append(_mention_row(doc["doc_id"], idx, a, b, eid, mtype, etype, forms, h))
         sent.clear()
 
     def finish_doc(lineno: int) -> None:
@@ -942,5 +963,5 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
 
 __all__ = [
     "GoldCorpus", "GoldReader", "GOLD_READERS", "read_gold", "FORMATS", "GENRE", "TOKENS", "N_TOKENS", "SOURCE_FILE",
-    "TOKEN_START", "TOKEN_END", "CHAIN_ID", "MENTION_TYPE", "ENTITY_TYPE", "MENTION_TYPES",
+    "TOKEN_START", "TOKEN_END", "CHAIN_ID", "MENTION_TYPE", "ENTITY_TYPE", "MENTION_TYPES", "HEAD_TOKEN", "HEAD_TEXT",
 ]
