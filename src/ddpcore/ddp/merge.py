@@ -1,10 +1,15 @@
 """``ddp merge``: rebuild the outputs of an unsharded run from the shards of ``ddp profile --shard i/N``.
 
-Each shard holds whole documents (documents are hashed to shards), so merging is ordering:
-segments by ``input_row`` (input order), anchors and sentences by ``document_first_row`` (the
-document order of an unsharded run: documents by first appearance), keeping each shard's own
-order within a document. The ordering keys are dropped and the signature loses its shard.
-Shards must come from the same input and settings, and all N shards must be given once.
+Each shard holds whole documents (documents are hashed to shards by their id,
+:func:`ddpcore.ddp.run.shard_of_documents`, before batches are cut), so merging is ordering:
+segments by ``input_row`` (input order), anchors, sentences and documents (``--documents``, one
+row per document, :mod:`ddpcore.ddp.documents`) by ``document_first_row`` (the document order of
+an unsharded run: documents by first appearance), keeping each shard's own order within a
+document. A document's row is therefore complete in its one shard and is copied, not recomputed;
+a document found in two documents shards is refused (D187). Documents shards written before they
+carried ``document_first_row`` are ordered from the segment shards when those are given (else
+D187). The ordering keys are dropped and the signature loses its shard. Shards must come from the
+same input and settings, and all N shards must be given once.
 """
 from __future__ import annotations
 
@@ -40,9 +45,44 @@ def _read_meta(path: Path) -> tuple[dict[str, Any], str]:
     return sig, meta[TABLE_KEY]
 
 
+def _documents_order(files: list[str], seg_files: list[str] | None, document: str) -> Any:
+    """The merged documents table, in the document order of an unsharded run.
+
+    ``files``: the documents shards (one row per document); ``seg_files``: the segment shards if
+    given (their ``input_row`` orders documents shards that lack ``document_first_row``)."""
+    import polars as pl
+
+    from .run import SHARD_DOC_ROW, SHARD_ROW
+
+    frames = [pl.read_parquet(f).with_columns(pl.lit(i, dtype=pl.Int64).alias("__shard"))
+              for i, f in enumerate(files)]
+    docs = pl.concat(frames, how="vertical_relaxed")
+    dup = docs.filter(pl.col(document).is_duplicated())
+    if dup.height:
+        first = dup[document][0]
+        where = sorted(dup.filter(pl.col(document) == first)["__shard"].to_list())
+        raise DDPDataError(f"document {first!r} has a row in two documents shards ({files[where[0]]} and "
+                           f"{files[where[1]]}); a document belongs to one shard, so these are not the shards of one "
+                           "`ddp profile --shard i/N --documents` run", code="D187")
+    if SHARD_DOC_ROW not in docs.columns or docs[SHARD_DOC_ROW].null_count():
+        if seg_files is None:
+            raise DDPUsageError(f"{files[0]}: this documents shard has no '{SHARD_DOC_ROW}' column (written by an "
+                                "older ddpcore); give the segment shards of the same run too, so the document order "
+                                "can be recovered", code="D187")
+        first_rows = (pl.scan_parquet(seg_files).group_by(document)
+                      .agg(pl.col(SHARD_ROW).min().cast(pl.Int64).alias("__first")).collect())
+        docs = docs.join(first_rows, on=document, how="left", maintain_order="left")
+        if docs["__first"].null_count():
+            missing = docs.filter(pl.col("__first").is_null())[document][0]
+            raise DDPDataError(f"document {missing!r} of the documents shards has no segment in the segment shards; "
+                               "give the shards of one run", code="D187")
+        docs = docs.drop([c for c in (SHARD_DOC_ROW,) if c in docs.columns]).rename({"__first": SHARD_DOC_ROW})
+    return docs.sort(SHARD_DOC_ROW, maintain_order=True).drop(SHARD_DOC_ROW, "__shard")
+
+
 def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, Any]) -> dict[str, Any]:
     """Merge shard tables into ``outputs`` (role → :class:`~ddpcore.io.outputs.OutputTarget`;
-    roles ``segments``, ``anchors``, ``sentences``). Returns the merged signature.
+    roles ``segments``, ``anchors``, ``sentences``, ``documents``). Returns the merged signature.
 
     Every role given in ``outputs`` needs all N shards of that table among ``shards``; the
     shards of a role are told apart by their metadata, so their order on the command line
@@ -82,7 +122,13 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
         if missing:
             raise DDPUsageError(f"the {role} table lacks shard(s) {', '.join(f'{i}/{n_total}' for i in missing)}; "
                                 f"give all {n_total} shards", code="D177")
-    extra = sorted(set(by_role) - {r for r, t in outputs.items() if t is not None})
+    wanted = {r for r, t in outputs.items() if t is not None}
+    if "documents" in wanted and "segments" not in wanted and "segments" in by_role:
+        from .run import SHARD_DOC_ROW
+
+        if any(SHARD_DOC_ROW not in pl.read_parquet_schema(f) for f in by_role.get("documents", {}).values()):
+            wanted.add("segments")  # older documents shards: the segment shards give their order
+    extra = sorted(set(by_role) - wanted)
     if extra:
         raise DDPUsageError(f"shards of the {extra[0]} table were given but no output for them "
                             f"({'-o' if extra[0] == 'segments' else '--' + extra[0]} PATH)", code="D177")
@@ -93,6 +139,12 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
         if target is None:
             continue
         files = [str(by_role[role][i]) for i in range(n_total)]
+        if role == "documents":
+            segs = [str(by_role["segments"][i]) for i in range(n_total)] if len(by_role.get("segments", {})) == n_total \
+                else None
+            document = (reference.get("columns") or {}).get("document", "document_id")
+            with_sidecars.append((target, _documents_order(files, segs, document)))
+            continue
         key = SHARD_ROW if role == "segments" else SHARD_DOC_ROW
         # ordering keys are small; the sort is by them alone, stable within a shard's document
         lf = pl.scan_parquet(files)

@@ -649,8 +649,10 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
 
 
 def _write_documents(stack: contextlib.ExitStack, parts: Path, n_batches: int, target: OutputTarget,
-                     signature: dict[str, Any], cols: SegmentColumns, atomic_path: Any) -> None:
-    """The ``--documents`` table from the segment parts (:func:`ddpcore.ddp.documents.document_rows`)."""
+                     signature: dict[str, Any], cols: SegmentColumns, atomic_path: Any,
+                     doc_rows: pl.DataFrame | None = None) -> None:
+    """The ``--documents`` table from the segment parts (:func:`ddpcore.ddp.documents.document_rows`);
+    a shard run (``doc_rows``) keeps ``document_first_row`` for ``ddp merge``, as anchors do."""
     import polars as pl
 
     from .documents import document_rows
@@ -662,6 +664,9 @@ def _write_documents(stack: contextlib.ExitStack, parts: Path, n_batches: int, t
     for k in range(n_batches):
         seg = pl.read_parquet(parts / f"{k:06d}.segments.parquet")
         rows = document_rows(seg, cols)
+        if doc_rows is not None:
+            rows = rows.join(doc_rows.select(cols.document, pl.col("__doc_row").cast(pl.Int64).alias(SHARD_DOC_ROW)),
+                             on=cols.document, how="left", maintain_order="left")
         empty = rows.schema
         sink.write(rows)
     sink.close(empty_schema=empty)
@@ -750,5 +755,5 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
                 side = stack.enter_context(atomic_path(target.sidecar))
                 side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
         if targets.get("documents") is not None:  # one row per document, batch by batch (whole documents)
-            _write_documents(stack, parts, n_batches, targets["documents"], signature, cols, atomic_path)
+            _write_documents(stack, parts, n_batches, targets["documents"], signature, cols, atomic_path, doc_rows)
     return pl.concat(summary_parts) if summary_parts else pl.DataFrame(), n_anchors
