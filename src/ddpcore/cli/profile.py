@@ -68,6 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Ray cluster to run on with --engine ray (HOST:6379, ray://HOST:10001 or auto; default "
                         "$RAY_ADDRESS, else a local Ray on the available cores)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output (same as --progress none)")
+    p.add_argument("--profile-time", action="store_true",
+                   help="after the run, print to stderr the seconds spent in each spaCy component (summed over the "
+                        "parse processes) and in each ddpcore stage (read, parse, sentences, extract, link, "
+                        "distances, assemble, write): what a --pipeline preset buys on your text (local engine)")
     p.set_defaults(func=run)
 
 
@@ -105,10 +109,12 @@ def _shard_arg(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
     import json
     import shlex
     import sys
 
+    from ..ddp import stage_times
     from ..anchors.rules import get_rules
     from ..ddp.driver import Settings
     from ..ddp.cache import cache_wrapper, stderr_warn
@@ -138,14 +144,19 @@ def run(args: argparse.Namespace) -> int:
         progress = "bar" if sys.stderr.isatty() else "none"
     argv = [a for a in sys.argv[1:] if a != "--resume"]
     hint = "rerun with --resume: ddp " + " ".join(shlex.quote(a) for a in argv) + " --resume"
+    if args.profile_time and args.engine != "local":
+        raise DDPUsageError("--profile-time times the local engine's processes; drop it or use --engine local",
+                            code="D211")
+    timing = stage_times.record() if args.profile_time else contextlib.nullcontext()
     try:
-        report = (profile_to_files if args.engine == "local" else _ray_runner(args))(
-            source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
-            batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
-            summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,
-            parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=stderr_warn("ddp profile")),
-            **reader_kwargs(args), warn=stderr_warn("ddp profile"),
-        )
+        with timing as times:
+            report = (profile_to_files if args.engine == "local" else _ray_runner(args))(
+                source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
+                batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
+                summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,
+                parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=stderr_warn("ddp profile")),
+                **reader_kwargs(args), warn=stderr_warn("ddp profile"),
+            )
     except RunInterrupted as exc:
         print(f"ddp profile: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -167,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
         print(text, file=sys.stderr)
     else:
         _write_stdout(lambda fh: fh.write((text + "\n").encode()))
+    if args.profile_time:
+        print(stage_times.format_times(times, n_process=signature.get("n_process")), file=sys.stderr)
     return 0
 
 

@@ -18,6 +18,7 @@ from ..anchors.rules import RuleSet, get_rules
 from ..errors import DDPDataError
 from ..io.segments import ROW, SegmentColumns
 from .parse import Parser
+from .stage_times import stage
 from .stages import DOC, Batch, RuleArrays, Units, run_stages, split_units
 
 if TYPE_CHECKING:
@@ -166,7 +167,8 @@ def iter_profile(
     def do_parse(job: tuple[Batch, Units, Any]) -> Any:
         if parsing is not None:
             parsing(job[2])
-        return parse_fn(job[1].texts, progress)
+        with stage("parse"):
+            return parse_fn(job[1].texts, progress)
 
     rule_arrays: RuleArrays | None = None
 

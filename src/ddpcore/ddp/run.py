@@ -36,6 +36,7 @@ from .. import __version__
 from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
+from . import stage_times
 from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
 from .parse import Parser
 from .sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
@@ -496,8 +497,9 @@ def profile_to_files(
             # ---- stage the input (or reload the staged input of the interrupted run)
             staged = _load_staged(journal, work, cols, name)
             if staged is None:
-                staged = stage_input(source, cols, work, name=name, reader=reader, docs=docs_path,
-                                     txt_mode=txt_mode, warn=warn)
+                with stage_times.stage("read"):
+                    staged = stage_input(source, cols, work, name=name, reader=reader, docs=docs_path,
+                                         txt_mode=txt_mode, warn=warn)
                 ids_path = work / "ids.parquet"
                 staged.ids.write_parquet(ids_path)
                 pl.DataFrame(schema=staged.schema).write_parquet(work / "schema.parquet")
@@ -547,8 +549,9 @@ def profile_to_files(
                                    parsing=parsing, prefetch=n_proc > 1)
             for k in todo:
                 res = next(results)
-                for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
-                    _write_part(parts / f"{k:06d}.{role}.parquet", df)
+                with stage_times.stage("write"):
+                    for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
+                        _write_part(parts / f"{k:06d}.{role}.parquet", df)
                 rows = res.segments[ROW]
                 marker = {"segments": res.segments.height, "anchors": res.anchors.height,
                           "min_row": int(rows.min()), "max_row": int(rows.max()),
@@ -586,8 +589,9 @@ def profile_to_files(
             }
             doc_rows = (staged.ids.group_by(cols.document, maintain_order=True)
                         .agg(pl.col(ROW).min().cast(pl.Int64).alias("__doc_row")) if shard else None)
-            summary, n_anchors = _assemble(parts, n_batches, targets, signature, staged.n_rows, summary_by, cols,
-                                           atomic_path, doc_rows)
+            with stage_times.stage("write"):
+                summary, n_anchors = _assemble(parts, n_batches, targets, signature, staged.n_rows, summary_by, cols,
+                                               atomic_path, doc_rows)
     except _Stop as exc:
         stop = exc
     except DDPError:

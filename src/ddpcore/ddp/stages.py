@@ -32,6 +32,7 @@ from .. import schema
 from ..anchors.rules import FEM_SG, GROUP_NAMES, KIND_NAMES, MASC_SG, RuleSet
 from ..io.segments import ROW, SegmentColumns
 from .extract import RuleTables, TokenColumns, extract_items, refinement_tables, rule_tables  # noqa: F401
+from .stage_times import timed_stage
 
 if TYPE_CHECKING:
     import polars as pl
@@ -175,6 +176,7 @@ def split_units(texts: pl.Series) -> Units:
     )
 
 
+@timed_stage("sentences")
 def number_sentences(
     toks: TokenArrays, units: Units, seg_doc: np.ndarray, *, sentence_unit: str, pos_space: int
 ) -> TokenIndex:
@@ -227,6 +229,7 @@ def number_sentences(
     )
 
 
+@timed_stage("extract")
 def find_items(toks: TokenArrays, index: TokenIndex, rule_arrays: RuleArrays) -> dict[str, np.ndarray]:
     """Items of the batch in token order: entity mentions (kind 0), pronouns (1) and head
     nouns (2), each with its first token, end token, label/group, compatibility bits and key
@@ -252,6 +255,7 @@ def _apply_entity_gender(items: dict[str, np.ndarray], ent_id: np.ndarray, n_ent
     items["compat"] = np.where(set_, eg | np.uint8(extra), items["compat"]).astype(np.uint8)
 
 
+@timed_stage("link")
 def link_entities(
     items: dict[str, np.ndarray], index: TokenIndex, seg_doc: np.ndarray, rules: RuleSet
 ) -> Entities:
@@ -271,6 +275,7 @@ def link_entities(
     return Entities(entity__item=ent_id, n_entities=int(n_ent), doc_offsets=offsets)
 
 
+@timed_stage("distances")
 def measure_distances(
     items: dict[str, np.ndarray], index: TokenIndex, entities: Entities, n_seg: int, *,
     distance: str, n_threads: int = 1,
@@ -287,6 +292,7 @@ def measure_distances(
     return Distances(dist, ante, ref, ddp_seg, ddp_sent)
 
 
+@timed_stage("assemble")
 def build_tables(
     batch: Batch,
     toks: TokenArrays,
