@@ -124,8 +124,6 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
                                 f"give all {n_total} shards", code="D177")
     wanted = {r for r, t in outputs.items() if t is not None}
     if "documents" in wanted and "segments" not in wanted and "segments" in by_role:
-        from .run import SHARD_DOC_ROW
-
         if any(SHARD_DOC_ROW not in pl.read_parquet_schema(f) for f in by_role.get("documents", {}).values()):
             wanted.add("segments")  # older documents shards: the segment shards give their order
     extra = sorted(set(by_role) - wanted)
