@@ -118,6 +118,84 @@ def test_plot_curves(profile, tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == PNG_MAGIC
 
 
+def many_groups_json(profile_path: Path, path: Path, n_systems: int = 20) -> Path:
+    """A real `ddp stratify` result of n_systems x 2 metrics (--by system,metric), as a long scores table."""
+    from ddpcore.stats.stratify import dumps, stratify
+
+    rows = []
+    for k in range(n_systems):
+        for m, scale in (("m1", 1.0), ("m2", 0.01)):
+            for j, (d, s) in enumerate(zip(["a", "a", "a", "b", "b"], [0, 1, 2, 0, 1])):
+                rows.append({"system": f"sys{k:02d}", "metric": m, "document_id": d, "segment_id": s,
+                             "score": scale * (50.0 + k + 7 * j - (3 * j if k % 2 else 0))})
+    scores = path.with_suffix(".scores.csv")
+    pl.DataFrame(rows).write_csv(scores)
+    res = stratify(profile_path, scores, "score", by=["system", "metric"], bins=[0, 1, 5, math.inf], n_boot=50, seed=1)
+    path.write_text(dumps(res), encoding="utf-8")
+    return path
+
+
+def test_plot_curves_many_groups_are_split_and_paged(profile, tmp_path: Path, capsys) -> None:
+    from ddpcore.report.plots import curve_pages, curve_panels, curves_figures, load_stratify
+
+    j = many_groups_json(profile[0], tmp_path / "many.json")
+    # 20 systems x 2 metrics: each metric panel has 20 series > 8 colours -> 3 panels of 8, 8, 4 systems
+    # (systems sorted by name: sys00-sys07, sys08-sys15, sys16-sys19); --max-panels 4 -> one metric per page
+    out = tmp_path / "curves.svg"
+    assert main(["plot", str(j), "--kind", "curves", "--max-panels", "4", "-o", str(out)]) == 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "wrote 2 figures" in err and "curves-p01.svg ... curves-p02.svg" in err
+    assert "40 groups in 6 panels, at most 4 per figure" in err and "more than 8 system values (up to 20)" in err
+    assert not out.exists() and sorted(x.name for x in tmp_path.glob("curves*")) == ["curves-p01.svg", "curves-p02.svg"]
+    for page, metric in ((1, "m1"), (2, "m2")):
+        words = svg_texts(tmp_path / f"curves-p0{page}.svg")
+        assert f"(page {page} of 2)" in words
+        assert [f"{metric} [system {a}-{b} of 20]" in words for a, b in ((1, 8), (9, 16), (17, 20))] == [True] * 3
+        # every system is in the legends of its metric's page once
+        assert sorted(re.findall(r"(sys\d\d) \(ρ=", words)) == [f"sys{k:02d}" for k in range(20)]
+    # the parts of one metric share their y range
+    res = load_stratify(j)
+    layout = curve_panels(res)
+    assert [len(v) for v in layout.panels.values()] == [8, 8, 4, 8, 8, 4]
+    assert curve_pages(layout, 4) == [list(layout.panels)[:3], list(layout.panels)[3:]]
+    assert curve_pages(layout, 12) == [list(layout.panels)]
+    names = list(layout.panels)  # a family larger than a page fills whole pages; the next family starts anew
+    assert curve_pages(layout, 2) == [names[0:2], names[2:3], names[3:5], names[5:6]]
+    figs = curves_figures(res, max_panels=4)
+    try:
+        for fig in figs:
+            lims = {ax.get_ylim() for ax in fig.axes if ax.get_visible()}
+            assert len(lims) == 1, lims
+        assert figs[0].axes[0].get_ylim() != figs[1].axes[0].get_ylim()  # m2 is on another scale
+    finally:
+        import matplotlib.pyplot as plt
+
+        for fig in figs:
+            plt.close(fig)
+    # the default (12 panels per figure) fits: -o itself is written, and the note says what was split
+    png = tmp_path / "one.png"
+    assert main(["plot", str(j), "--kind", "curves", "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == PNG_MAGIC and "in 6 panel(s)" in capsys.readouterr().err
+    # the report embeds every page
+    from ddpcore.report.html import render
+
+    page = render(str(profile[0]), stratify=str(j), top=2)
+    assert 'id="fig-curves"' in page and 'id="fig-curves-2"' not in page
+    assert main(["plot", str(j), "--kind", "curves", "--max-panels", "0", "-o", str(tmp_path / "z.png")]) == 2
+    assert "[D561]" in capsys.readouterr().err and not list(tmp_path.glob("z*"))
+    assert main(["plot", str(profile[0]), "--kind", "hist", "--max-panels", "3", "-o", str(tmp_path / "z.png")]) == 2
+    assert "[D561]" in capsys.readouterr().err
+
+
+def test_curves_figure_keeps_its_panel_limit(profile, tmp_path: Path) -> None:
+    from ddpcore.errors import DDPUsageError
+    from ddpcore.report.plots import curves_figure, load_stratify
+
+    res = load_stratify(many_groups_json(profile[0], tmp_path / "many.json"))
+    with pytest.raises(DDPUsageError, match=r"D675.*6 panels.*--max-panels"):
+        curves_figure(res, max_panels=5)
+
+
 def test_plot_bad_usage(profile, tmp_path: Path, capsys) -> None:
     p, _ = profile
     assert main(["plot", str(p), "--kind", "hist", "-o", str(tmp_path / "x.pdf")]) == 2

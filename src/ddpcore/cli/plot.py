@@ -12,7 +12,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Draw a figure (.png or .svg, from the -o extension). --kind hist|ecdf: the DDP distribution of a "
             "`ddp profile` segment table (--by domain: one curve per domain). --kind curves: a `ddp stratify` JSON "
-            "result: per group the binned mean score with its 95%% CI bar and the LOWESS curve. Needs matplotlib: "
+            "result: per group the binned mean score with its 95%% CI bar and the LOWESS curve; the first --by column of "
+            "the stratify run gives the coloured series of a panel (at most 8: a panel with more is split into "
+            "panels of 8 that share one y range), the other --by columns give the panels; with more panels than "
+            "--max-panels the figure is paged: -o curves.png writes curves-p01.png, curves-p02.png, ... (one line "
+            "on stderr lists them and says what was split). Needs matplotlib: "
             "pip install 'ddpcore[plot]'. Exit codes: 0 ok, 2 usage, 3 bad data."),
         formatter_class=HelpFormatter)
     p.add_argument("input", metavar="INPUT", help="DDP.parquet (segment table of `ddp profile`) for hist/ecdf; "
@@ -21,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--by", default=None, metavar="COL",
                    help="hist/ecdf: one curve per value of this profile column (e.g. domain)")
     p.add_argument("--title", default=None, help="figure title (default: describes the data)")
+    p.add_argument("--max-panels", type=int, default=None, metavar="N",
+                   help="curves: at most N panels per figure; more panels go to further figures named "
+                        "STEM-p01.EXT, STEM-p02.EXT, ... beside -o (default: 12, a 3 x 4 grid)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="output figure: FILE.png or FILE.svg")
     p.set_defaults(func=run)
 
@@ -32,30 +39,35 @@ def run(args: argparse.Namespace) -> int:
     from ..report import plots
 
     out = plots.check_file_output("-o/--output", args.output, [args.input], plots.FIGURE_FORMATS)
+    if args.max_panels is not None and args.kind != "curves":
+        raise DDPUsageError("--max-panels applies to --kind curves", code="D561")
+    max_panels = plots.MAX_PANELS if args.max_panels is None else args.max_panels
+    if max_panels < 1:  # before anything is read
+        raise DDPUsageError(f"--max-panels must be at least 1, got {max_panels}", code="D561")
     plots.pyplot()  # a missing matplotlib fails before reading anything
     if args.kind == "curves":
         if args.by:
             raise DDPUsageError("--by applies to --kind hist/ecdf; the curves follow the stratify --by groups",
                                 code="D673")
         res = plots.load_stratify(args.input)
-        fig = plots.curves_figure(res, title=args.title)
-        what = f"{len(res['groups']) + len(res.get('gaps', []))} groups"
-    else:
-        if str(args.input).lower().endswith(".json") and not str(args.input).lower().endswith(".signature.json"):
-            import json
+        written = plots.write_curves(res, out, title=args.title, max_panels=max_panels, inputs=[args.input])
+        print(f"ddp plot: {written.note()}", file=sys.stderr)
+        return 0
+    if str(args.input).lower().endswith(".json") and not str(args.input).lower().endswith(".signature.json"):
+        import json
 
-            try:
-                with open(args.input, encoding="utf-8") as fh:
-                    is_strat = isinstance(json.load(fh), dict)
-            except (OSError, ValueError):
-                is_strat = False
-            if is_strat:
-                raise DDPUsageError(f"{args.input} looks like a `ddp stratify` result; use --kind curves",
-                                    code="D673")
-        df, sig = plots.load_profile(args.input)
-        make = plots.hist_figure if args.kind == "hist" else plots.ecdf_figure
-        fig = make(df, by=args.by, signature=sig, title=args.title)
-        what = f"{df.height} segments"
+        try:
+            with open(args.input, encoding="utf-8") as fh:
+                is_strat = isinstance(json.load(fh), dict)
+        except (OSError, ValueError):
+            is_strat = False
+        if is_strat:
+            raise DDPUsageError(f"{args.input} looks like a `ddp stratify` result; use --kind curves",
+                                code="D673")
+    df, sig = plots.load_profile(args.input)
+    make = plots.hist_figure if args.kind == "hist" else plots.ecdf_figure
+    fig = make(df, by=args.by, signature=sig, title=args.title)
+    what = f"{df.height} segments"
     plots.save_figure(fig, out)
     print(f"ddp plot: wrote {out} ({args.kind}, {what})", file=sys.stderr)
     return 0

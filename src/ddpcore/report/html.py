@@ -194,8 +194,9 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
             "<h2>DDP distribution</h2>", f'<figure id="fig-hist">{hist}</figure>', f'<figure id="fig-ecdf">{ecdf}</figure>',
             f"<h2>Top {min(top, df.height)} segments by DDP</h2>", top_segments(df, anc, sig, top)]
     if strat is not None:
-        curves = plots.svg_text(plots.curves_figure(strat))
-        body += ["<h2>Scores by DDP (ddp stratify)</h2>", f'<figure id="fig-curves">{curves}</figure>']
+        body.append("<h2>Scores by DDP (ddp stratify)</h2>")
+        for k, fig in enumerate(plots.curves_figures(strat)):  # pages of at most plots.MAX_PANELS panels
+            body.append(f'<figure id="fig-curves{"" if k == 0 else f"-{k + 1}"}">{plots.svg_text(fig)}</figure>')
     body += ["<h2>Run signature</h2>",
              f'<pre class="sig">{_e(json.dumps(sig, indent=2, sort_keys=True, default=str)) if sig else "(none recorded)"}</pre>']
     del pl

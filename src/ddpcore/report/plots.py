@@ -2,14 +2,17 @@
 
 - :func:`hist_figure`: segments per DDP value (sentences), optionally one outlined histogram per domain;
 - :func:`ecdf_figure`: the share of segments with DDP <= x, optionally one curve per domain;
-- :func:`curves_figure`: per stratify group, the binned mean score with its 95 % CI bar and the LOWESS
-  curve, on a symlog DDP axis (0 and 300 sentences on one readable axis).
+- :func:`curves_figures`: per stratify group, the binned mean score with its 95 % CI bar and the LOWESS
+  curve, on a symlog DDP axis (0 and 300 sentences on one readable axis); at most 8 series per panel
+  (a larger panel is split, its parts sharing one y range) and at most :data:`MAX_PANELS` panels per
+  figure (more go to further pages: :func:`page_paths` names their files ``STEM-p01.EXT`` ...).
 
 Colours: the Okabe-Ito colour-blind-safe palette (:data:`PALETTE`). matplotlib is imported lazily;
 without it :func:`pyplot` raises a one-line D670 usage error naming ``pip install 'ddpcore[plot]'``.
 
 Error codes: D670 matplotlib missing, D671 the plot input lacks a needed column / is not a stratify
-result, D672 unknown output extension for a figure, D673 ``--by`` column missing, D674 nothing to plot.
+result, D672 unknown output extension for a figure, D673 ``--by`` column missing, D674 nothing to plot,
+D675 more panels than one figure holds (:func:`curves_figure`), D561 ``--max-panels`` below 1.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import io
 import json
 import math
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -199,16 +204,32 @@ def _bin_centre(low: float, high: float, xmax: float) -> tuple[float, float]:
     return inv((t(low) + t(hi)) / 2.0), hi
 
 
-def curves_figure(result: dict[str, Any], *, title: str | None = None, max_panels: int = 60) -> Any:
-    """Binned mean score with 95 % CI bars and the LOWESS curve, per stratify group (and gap).
+#: panels per figure of ``ddp plot --kind curves`` (3 columns x 4 rows); more go to further pages
+MAX_PANELS = 12
 
-    The first ``by`` column gives the series of a panel (one colour each, up to 8); the other ``by``
-    columns give the panels (e.g. ``--by system,metric``: one panel per metric, one colour per system).
-    With more than 8 series in a panel every group gets a panel of its own.
+
+@dataclass(frozen=True)
+class CurvePanels:
+    """The panels of a stratify result, in drawing order.
+
+    ``panels`` maps a panel title to its series ``[(series name, group dict)]`` (at most
+    ``len(PALETTE)`` each); ``family`` maps a panel title to the panel it was split from (the
+    chunks of one split panel share their y range); ``split`` says what was split, for the
+    one-line note (``None`` when nothing was)."""
+
+    panels: dict[str, list[tuple[str, dict[str, Any]]]]
+    family: dict[str, str]
+    split: str | None
+
+
+def curve_panels(result: dict[str, Any]) -> CurvePanels:
+    """Lay a ``ddp stratify`` result out in panels.
+
+    The first ``by`` column gives the series of a panel (one colour each); the other ``by`` columns
+    give the panels (e.g. ``--by system,metric``: one panel per metric, one colour per system). A
+    panel with more series than the palette has colours (8) is split into consecutive panels of at
+    most 8 series each, titled ``<panel> [<column> 1-8 of 36]``; they share one y range.
     """
-    plt = pyplot()
-    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
-
     sig = result.get("signature", {}) or {}
     by = list(sig.get("by") or [])
     gap = sig.get("gap") or None
@@ -225,24 +246,116 @@ def curves_figure(result: dict[str, Any], *, title: str | None = None, max_panel
             items.append((panel, series, g))
     if not items:
         raise DDPDataError("the stratify result has no groups to plot", code="D674")
-    panels: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    base: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for panel, series, g in items:
-        panels.setdefault(panel, []).append((series, g))
-    if max(len(v) for v in panels.values()) > len(PALETTE):
-        panels = {}
-        for panel, series, g in items:
-            panels.setdefault(panel if panel == series else f"{series} | {panel}", []).append((series, g))
-    names = list(panels)
-    if len(names) > max_panels:
-        raise DDPUsageError(f"{len(names)} panels is too many to read in one figure (at most {max_panels}); "
-                            "stratify fewer groups (e.g. fewer --by columns) or filter the scores first",
-                            code="D675")
-    ncols = 1 if len(names) == 1 else 2 if len(names) <= 4 else 3
+        base.setdefault(panel, []).append((series, g))
+    panels: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    family: dict[str, str] = {}
+    k = len(PALETTE)
+    split = [(name, len(v)) for name, v in base.items() if len(v) > k]
+    for name, series in base.items():
+        if len(series) <= k:
+            panels[name], family[name] = series, name
+            continue
+        what = by[0] if by else "series"
+        for lo in range(0, len(series), k):
+            hi = min(lo + k, len(series))
+            title = f"{name} [{what} {lo + 1}-{hi} of {len(series)}]" if name not in ("scores", "all") else \
+                f"{what} {lo + 1}-{hi} of {len(series)}"
+            panels[title], family[title] = series[lo:hi], name
+    note = None
+    if split:
+        most = max(n for _, n in split)
+        note = (f"{len(split)} panel(s) with more than {k} {by[0] if by else 'series'} values (up to {most}) split "
+                f"into panels of at most {k}")
+    return CurvePanels(panels, family, note)
+
+
+def curve_pages(layout: CurvePanels, max_panels: int = MAX_PANELS) -> list[list[str]]:
+    """The panel titles of each figure, in order, at most ``max_panels`` (>= 1) per figure.
+
+    The parts of a split panel (one metric's systems 1-8, 9-16, ...) stay on one page when they fit
+    on one: pages are filled panel family by panel family, a family that does not fit on the rest
+    of a page starts a new one, and a family larger than a page fills whole pages."""
+    if max_panels < 1:
+        raise DDPUsageError(f"--max-panels must be at least 1, got {max_panels}", code="D561")
+    families: dict[str, list[str]] = {}
+    for name in layout.panels:
+        families.setdefault(layout.family[name], []).append(name)
+    pages: list[list[str]] = []
+    cur: list[str] = []
+    for names in families.values():
+        if cur and len(cur) + len(names) > max_panels:
+            pages.append(cur)
+            cur = []
+        for name in names:
+            if len(cur) == max_panels:
+                pages.append(cur)
+                cur = []
+            cur.append(name)
+    if cur:
+        pages.append(cur)
+    return [pg for pg in pages if pg]
+
+
+def _y_range(series: list[tuple[str, dict[str, Any]]]) -> tuple[float, float] | None:
+    ys: list[float] = []
+    for _, g in series:
+        for b in g["bins"]:
+            ys += [float(b[key]) for key in ("mean", "ci_low", "ci_high") if b.get(key) is not None]
+        ys += [float(y) for y in (g.get("lowess") or {}).get("y") or [] if y is not None]
+    ys = [y for y in ys if math.isfinite(y)]
+    if not ys:
+        return None
+    lo, hi = min(ys), max(ys)
+    pad = (hi - lo) * 0.06 or abs(hi) * 0.06 or 1.0
+    return lo - pad, hi + pad
+
+
+def curves_figures(result: dict[str, Any], *, title: str | None = None, max_panels: int = MAX_PANELS) -> list[Any]:
+    """Binned mean score with 95 % CI bars and the LOWESS curve, per stratify group (and gap): one
+    figure per page of at most ``max_panels`` panels (:func:`curve_panels` lays them out; every page
+    has the same grid, and the title of a page says "page k of n" when there are several)."""
+    layout = curve_panels(result)
+    pages = curve_pages(layout, max_panels)
+    ncols = _ncols(min(len(layout.panels), max_panels))
+    return [_curves_page(result, layout, names, ncols, title, (k + 1, len(pages)))
+            for k, names in enumerate(pages)]
+
+
+def curves_figure(result: dict[str, Any], *, title: str | None = None, max_panels: int = 60) -> Any:
+    """One figure of every panel of :func:`curves_figures`; more than ``max_panels`` panels is a D675
+    usage error (use :func:`curves_figures` to page them)."""
+    layout = curve_panels(result)
+    if len(layout.panels) > max_panels:
+        raise DDPUsageError(f"{len(layout.panels)} panels is too many to read in one figure (at most {max_panels}); "
+                            "plot them on several pages (ddp plot --kind curves --max-panels N) or stratify fewer "
+                            "groups", code="D675")
+    names = list(layout.panels)
+    return _curves_page(result, layout, names, _ncols(len(names)), title, (1, 1))
+
+
+def _ncols(n: int) -> int:
+    return 1 if n == 1 else 2 if n <= 4 else 3
+
+
+def _curves_page(result: dict[str, Any], layout: CurvePanels, names: list[str], ncols: int, title: str | None,
+                 page: tuple[int, int]) -> Any:
+    plt = pyplot()
+    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
+
+    sig = result.get("signature", {}) or {}
+    by = list(sig.get("by") or [])
+    panels = layout.panels
     nrows = math.ceil(len(names) / ncols)
     score = sig.get("score_col", "score")
     score = ", ".join(score) if isinstance(score, list) else str(score)
+    shared = {fam: _y_range([s for n, v in panels.items() if layout.family[n] == fam for s in v])
+              for fam in set(layout.family.values()) if list(layout.family.values()).count(fam) > 1}
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols + (1.5 if ncols == 1 else 0), 3.9 * nrows),
+        below = any(len(panels[n]) > 2 for n in names)  # legends under the axes need room
+        fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols + (1.5 if ncols == 1 else 0),
+                                                        (4.8 if below else 3.9) * nrows),
                                  layout="constrained", squeeze=False)
         for ax in axes.flat[len(names):]:
             ax.set_visible(False)
@@ -276,20 +389,96 @@ def curves_figure(result: dict[str, Any], *, title: str | None = None, max_panel
                             label=None if bx else label)
             if name.startswith("gap "):
                 ax.axhline(0.0, color="#555555", linewidth=0.8, linestyle=":")
+            yr = shared.get(layout.family[name])
+            if yr is not None:
+                ax.set_ylim(*yr)
             ax.set_xscale("symlog", linthresh=1.0)
             ax.set_xlim(left=-0.1)
             ticks = [t for t in (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if t <= xmax * 1.5]
             ax.xaxis.set_major_locator(FixedLocator(ticks))
             ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
             ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_title(name if len(names) > 1 or name not in ("scores", "all") else f"{score} by DDP")
+            ax.set_title(name if len(panels) > 1 or name not in ("scores", "all") else f"{score} by DDP")
             ax.set_xlabel("DDP (sentences, symlog scale)")
             ylab = score if "," not in score else "score"
             ax.set_ylabel(f"mean {ylab}" if not name.startswith("gap ") else f"{ylab} difference")
-            ax.legend(frameon=False, fontsize=8, title=by[0] if by and len(panels[name]) > 1 else None)
-        fig.suptitle(title or (f"{score} by DDP: bin means with 95% document-bootstrap CIs and LOWESS"),
-                     fontsize=13)
+            legend_title = by[0] if by and len(panels[name]) > 1 else None
+            if len(panels[name]) > 2:  # below the axes, where it covers no point
+                ax.legend(frameon=False, fontsize=8, title=legend_title, title_fontsize=8, loc="upper center",
+                          bbox_to_anchor=(0.5, -0.2), ncols=2, borderaxespad=0.0, columnspacing=1.2)
+            else:
+                ax.legend(frameon=False, fontsize=8, title=legend_title)
+        what = score if "," not in score else f"{len(sig.get('score_col') or [])} score columns"
+        head = title or f"{what} by DDP: bin means with 95% document-bootstrap CIs and LOWESS"
+        fig.suptitle(head + (f" (page {page[0]} of {page[1]})" if page[1] > 1 else ""), fontsize=13)
     return fig
+
+
+def page_paths(dest: str | os.PathLike[str], n_pages: int) -> list[Path]:
+    """Where the pages of a figure go: ``dest`` itself for one page, else ``STEM-p01.EXT`` ...
+    ``STEM-pNN.EXT`` beside it (zero-padded to the width of ``n_pages``, at least 2 digits)."""
+    d = Path(dest)
+    if n_pages <= 1:
+        return [d]
+    width = max(2, len(str(n_pages)))
+    return [d.with_name(f"{d.stem}-p{k:0{width}d}{d.suffix}") for k in range(1, n_pages + 1)]
+
+
+@dataclass(frozen=True)
+class CurvesWritten:
+    """What :func:`write_curves` wrote: the figure files (one per page), the number of stratify groups
+    (and gaps), of panels, the panels per figure and what was split (``None``: nothing)."""
+
+    paths: list[Path]
+    n_groups: int
+    n_panels: int
+    max_panels: int
+    split: str | None
+
+    def note(self) -> str:
+        """One line for stderr."""
+        split = f"; {self.split.replace(' split', ' were split')}" if self.split else ""
+        if len(self.paths) == 1:
+            return f"wrote {self.paths[0]} (curves: {self.n_groups} groups in {self.n_panels} panel(s){split})"
+        return (f"wrote {len(self.paths)} figures {self.paths[0]} ... {self.paths[-1].name} (curves: {self.n_groups} "
+                f"groups in {self.n_panels} panels, at most {self.max_panels} per figure, --max-panels{split})")
+
+
+def write_curves(result: dict[str, Any], dest: str | os.PathLike[str], *, title: str | None = None,
+                 max_panels: int = MAX_PANELS, inputs: Sequence[Any] = ()) -> CurvesWritten:
+    """Draw the curves of a stratify result and write them: to ``dest`` when they fit on one figure,
+    else to the pages :func:`page_paths` names (each checked as ``dest`` was, before drawing)."""
+    layout = curve_panels(result)
+    pages = curve_pages(layout, max_panels)
+    dests = page_paths(dest, len(pages))
+    if len(dests) > 1:
+        for d in dests:
+            check_file_output("-o/--output", d, list(inputs), FIGURE_FORMATS)
+    figs = curves_figures(result, title=title, max_panels=max_panels)
+    save_figures(figs, dests)
+    return CurvesWritten(dests, len(result.get("groups", [])) + len(result.get("gaps", []) or []),
+                         len(layout.panels), max_panels, layout.split)
+
+
+def save_figures(figs: list[Any], dests: list[Path], fmt: str | None = None) -> list[Path]:
+    """Write several figures, each atomically; they appear together (renamed after every one was
+    drawn), and every figure is closed."""
+    import contextlib
+
+    from ..io.tables import atomic_path
+
+    plt = pyplot()
+    try:
+        with contextlib.ExitStack() as stack:
+            for fig, dest in zip(figs, dests):
+                tmp = stack.enter_context(atomic_path(dest))
+                f = fmt or figure_format(dest)
+                with plt.rc_context(RC):
+                    fig.savefig(tmp, format=f, dpi=120, metadata={"Date": None} if f == "svg" else None)
+    finally:
+        for fig in figs:
+            plt.close(fig)
+    return list(dests)
 
 
 def save_figure(fig: Any, dest: str | os.PathLike[str], fmt: str | None = None) -> Path:
@@ -321,8 +510,9 @@ def svg_text(fig: Any) -> str:
     return text[:a] + text[b + len("</metadata>"):] if 0 <= a < b else text
 
 
-__all__ = ["PALETTE", "curves_figure", "ecdf_figure", "figure_format", "hist_figure", "load_profile",
-           "load_stratify", "save_figure", "svg_text"]
+__all__ = ["MAX_PANELS", "PALETTE", "CurvePanels", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
+           "ecdf_figure", "figure_format", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
+           "save_figures", "svg_text", "write_curves"]
 
 
 def check_file_output(option: str, path: str | os.PathLike[str], inputs: list[Any],
