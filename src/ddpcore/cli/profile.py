@@ -64,6 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="local: this machine (-j processes); ray: the same stages on Ray actors, one spaCy pipeline "
                         "per actor, -j actors (auto = the cluster's CPUs), same output; needs "
                         "pip install 'ddpcore[ray]'; no --resume, --shard or parse cache")
+    e.add_argument("--start-method", choices=("fork", "spawn"), default=None,
+                   help="how -j N > 1 starts its worker processes (local engine): fork = load the spaCy pipeline "
+                        "once and fork the workers from this process (they share its memory and start at once; "
+                        "the default on Linux), spawn = fresh processes that each load the pipeline (the default "
+                        "elsewhere). Default: $DDPCORE_START_METHOD if set")
     e.add_argument("--address", default=None, metavar="ADDR",
                    help="Ray cluster to run on with --engine ray (HOST:6379, ray://HOST:10001 or auto; default "
                         "$RAY_ADDRESS, else a local Ray on the available cores)")

@@ -56,6 +56,10 @@ ASSEMBLE_ROWS = 20_000
 #: characters, 1.11x at 100 k, 1.67x at 200 k: break-even near 75 k; 150 k keeps a margin
 AUTO_MIN_CHARS = 150_000
 ROLES = ("segments", "anchors", "sentences")
+#: with -j N > 1, start the workers before the input is staged (spawn: the worker processes; fork:
+#: the pipeline loads in a background thread), so the start-up overlaps the staging I/O
+#: (``benchmarks/startup_table.py``); False = at the first parse
+START_WORKERS_EARLY = True
 #: ordering keys kept in shard outputs (``--shard``) for ``ddp merge``
 SHARD_ROW = "input_row"
 SHARD_DOC_ROW = "document_first_row"
@@ -424,6 +428,7 @@ def profile_to_files(
     docs: str | os.PathLike[str] | None = None,
     txt_mode: str = "lines",
     warn: Callable[[str], None] | None = None,
+    start_method: str | None = None,
 ) -> RunReport:
     """Profile ``source`` into the output ``targets`` (roles ``segments``, ``anchors``,
     ``sentences``; checked with :func:`ddpcore.io.outputs.check_outputs`) in bounded memory.
@@ -494,6 +499,10 @@ def profile_to_files(
     report_progress: Progress | None = None
     try:
         with _signals_raise():
+            if START_WORKERS_EARLY and not resume and n_process != "auto" and resolve_n_process(n_process, 0) > 1:
+                # -j N: the workers start (or the pipeline loads, to fork them) while the input is staged
+                parser = Parser(pipeline, n_process=int(n_process), batch_size=batch_size, start_method=start_method)
+                parser.start()
             # ---- stage the input (or reload the staged input of the interrupted run)
             staged = _load_staged(journal, work, cols, name)
             if staged is None:
@@ -530,7 +539,10 @@ def profile_to_files(
                 for note in notes[-1:]:
                     print(f"ddp profile: {note}", file=sys.stderr, flush=True)
             report_progress = Progress(progress, plan.height, done_segments=done_segments)
-            parser = Parser(pipeline, n_process=n_proc, batch_size=batch_size)
+            if parser is None:
+                parser = Parser(pipeline, n_process=n_proc, batch_size=batch_size, start_method=start_method)
+                if todo and START_WORKERS_EARLY:
+                    parser.start()
             parse_fn = parse_wrapper(parser) if parse_wrapper is not None else None
             prog = report_progress
             batch_units = dict(zip(*np.unique(plan["__batch"].to_numpy(), return_counts=True)))
