@@ -31,22 +31,25 @@ def add_segment_columns(p: argparse.ArgumentParser, *, from_signature: bool = Fa
     add("--domain-col", "domain", "domain column (optional in the input)")
 
 
-def add_reader_options(p: argparse.ArgumentParser) -> None:
-    """``--reader/--docs/--txt-mode``: how INPUT is read (:mod:`ddpcore.io.readers`)."""
+def add_reader_options(p: argparse.ArgumentParser, *, from_signature: bool = False) -> None:
+    """``--reader/--docs/--txt-mode``: how INPUT is read (:mod:`ddpcore.io.readers`). With
+    ``from_signature`` (explain) the defaults are ``None``: the recorded signature, else the usual."""
     g = p.add_argument_group("input format")
-    g.add_argument("--reader", choices=("table", "wmt24", "wmt25", "lines"), default="table",
+    sig = " (default: from the output's signature, else %s)" if from_signature else ""
+    g.add_argument("--reader", choices=("table", "wmt24", "wmt25", "lines"), default=None if from_signature else "table",
                    help="table: a JSONL/CSV/TSV/JSON/Parquet table or a folder of .txt documents; wmt24: the WMT24 "
                         "source .txt (one segment per line) with its .docs file, canary line dropped; wmt25: the "
                         "WMT25 documents JSONL (doc_id, domain, src_text; paragraphs split on blank lines); lines: "
                         "one segment per line with a .docs file. Segment ids are positions within the document; "
-                        "wmt24/lines add line_id (0-based line of the file)")
+                        "wmt24/lines add line_id (0-based line of the file)" + (sig % "table" if sig else ""))
     g.add_argument("--docs", default=None, metavar="PATH",
                    help="the .docs file of --reader wmt24/lines: 'domain<TAB>doc_id' (or 'doc_id') per line, aligned "
-                        "with the source (default: beside the source with the same stem)")
-    g.add_argument("--txt-mode", choices=("lines", "paragraphs"), default="lines",
+                        "with the source (default: " + ("from the output's signature, else " if sig else "") +
+                        "beside the source with the same stem)")
+    g.add_argument("--txt-mode", choices=("lines", "paragraphs"), default=None if from_signature else "lines",
                    help="folder of .txt documents (blank line = segment boundary): lines keeps each line of a "
                         "segment as a sentence boundary; paragraphs joins the lines of a segment with spaces (for "
-                        "hard-wrapped text)")
+                        "hard-wrapped text)" + (sig % "lines" if sig else ""))
 
 
 def reader_kwargs(args: argparse.Namespace) -> dict[str, object]:

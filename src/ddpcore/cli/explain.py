@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_extraction_options, add_segment_columns
+from ._common import HelpFormatter, add_extraction_options, add_reader_options, add_segment_columns
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,8 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "For one segment, list each anchor (named entity / pronoun + group), its antecedent (text and "
             "sentence) and its distance, so you can see why the DDP is what it is. SOURCE is an output of "
             "`ddp profile` (Parquet, or a text table with its .signature.json sidecar: its rules, distance, "
-            "pipeline and columns are reused unless given here) or an input table/folder. Only the segment's "
-            "document is parsed."
+            "pipeline, columns and reader settings (--reader, --docs, --txt-mode) are reused unless given here; "
+            "its source text is re-parsed, or, when it has none, its recorded input is read again as the profile "
+            "read it) or an input: a table/folder, or any --reader input. Only the segment's document is parsed."
         ),
         formatter_class=HelpFormatter,
     )
@@ -23,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--document", required=True, metavar="ID", help="document id (a value; --document-col names the column)")
     p.add_argument("--segment", required=True, metavar="ID",
                    help="segment id within the document (a value; --segment-col names the column)")
+    add_reader_options(p, from_signature=True)
     add_segment_columns(p, from_signature=True)
     add_extraction_options(p, from_signature=True)
     p.add_argument("-f", "--format", choices=("text", "json"), default="text", help="output format")
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
     # only options given on the command line; the output's recorded signature fills the rest
     given = {"document": args.document_col, "segment": args.segment_col, "text": args.text_col,
-             "domain": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules}
+             "domain": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules,
+             "reader": args.reader, "docs": args.docs, "txt_mode": args.txt_mode}
     kwargs = {k: v for k, v in given.items() if v is not None}
     result = explain(args.source, document_id=args.document, segment_id=args.segment, n_process=args.n_process,
                      batch_size=args.batch_size, **kwargs)
@@ -47,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         cols = [f"{k} {v!r}" for k, v in result.inherited.items() if k in ("document", "segment", "text", "domain")]
         if cols:
             shown = ", ".join([*([shown] if shown else []), "columns " + ", ".join(cols)])
+        read = [f"{k.replace('_', '-')} {v!r}" for k, v in result.inherited.items() if k in ("reader", "docs", "txt_mode")]
+        if read:
+            shown = ", ".join([*([shown] if shown else []), *read])
         print(f"using {shown} from {result.settings_from}", file=sys.stderr)
     out = json.dumps(result.to_dict(), indent=2, default=str) if args.format == "json" else result.to_text()
     _write_stdout(lambda fh: fh.write((out + "\n").encode()))

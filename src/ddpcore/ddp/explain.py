@@ -5,6 +5,7 @@ import json
 import os
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import schema
@@ -80,16 +81,72 @@ class ExplainResult:
         return "\n".join(lines)
 
 
+#: the reader settings of ``explain`` (``ddp explain --reader/--docs/--txt-mode``)
+READER_KEYS = ("reader", "docs", "txt_mode")
+
+
+def _locate(recorded: str, output: Any) -> Path | None:
+    """A path recorded in an output's signature: as recorded (relative to the working folder), else
+    relative to the output's folder, else beside the output by its name; None when none exists."""
+    rec = Path(recorded)
+    base = Path(output).parent
+    for cand in (rec, base / rec, base / rec.name):
+        if cand.exists():
+            return cand
+    return None
+
+
+def _recorded_input(output: Any, sig: dict[str, Any], table: pl.DataFrame, cols: SegmentColumns,
+                    read_opts: dict[str, Any], document: Any) -> pl.DataFrame:
+    """The segments of the input recorded in ``sig``, read with ``read_opts``; checked against the
+    output's own rows of ``document`` (the same segment ids)."""
+    import polars as pl
+
+    from .sources import read_input
+
+    name = sig.get("input")
+    where = _locate(str(name), output) if name and name != "<table>" else None
+    if where is None:
+        raise DDPDataError(
+            f"{output}: has no text column '{cols.text}' to re-parse, and its input {name!r} (from its signature) is "
+            f"not found as recorded or beside it; run `ddp explain` on the input itself (with the reader options of "
+            "the profile run)", code="D188")
+    opts = dict(read_opts)
+    if opts.get("docs") is not None:
+        docs = _locate(str(opts["docs"]), output)
+        if docs is None:
+            raise DDPDataError(f"{output}: the .docs file {opts['docs']!r} of its input (from its signature) is not "
+                               "found as recorded or beside it; pass it with --docs PATH", code="D188")
+        opts["docs"] = docs
+    df = read_input(where, cols, **opts).drop(ROW)
+    key = [c for c in (cols.document, cols.segment) if c in table.columns]
+    if len(key) == 2:
+        mine = table.filter(pl.col(cols.document).cast(pl.String) == str(document))[cols.segment].cast(pl.String)
+        theirs = df.filter(pl.col(cols.document).cast(pl.String) == str(document))[cols.segment].cast(pl.String)
+        if mine.len() and sorted(mine.to_list()) != sorted(theirs.to_list()):
+            raise DDPDataError(
+                f"{where}: document {document!r} has {theirs.len()} segment(s) here but {mine.len()} in {output}; "
+                "this is not the input the output was made from (or it was read with other reader options)",
+                code="D189")
+    return df
+
+
 def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = None, **kwargs: Any) -> ExplainResult:
     """Explain the DDP of segment ``segment_id`` of document ``document_id`` (ids, matched as strings).
 
-    ``source`` is an input segment table/folder, or an output of ``ddp profile``: a Parquet
-    file (signature in its metadata) or a CSV/TSV/JSONL/JSON file with its
-    ``<file>.signature.json`` sidecar. The recorded signature supplies the distance mode,
-    rules, pipeline and column names not given in ``kwargs`` (``document=``, ``segment=``,
-    ``text=``, ``domain=`` name columns; ``distance=``, ``rules=``, ``pipeline=``...), and the
-    carried-through source text is re-parsed; ``ExplainResult.inherited`` says which
-    settings came from where. Only the segment's document is parsed.
+    ``source`` is an input (a segment table or ``.txt`` folder, or any input of a ``reader=``:
+    ``"wmt24"``/``"lines"`` with ``docs=``, ``"wmt25"``; ``txt_mode=`` for folders, as
+    :func:`ddpcore.ddp.sources.read_input`), or an output of ``ddp profile``: a Parquet file
+    (signature in its metadata) or a CSV/TSV/JSONL/JSON file with its ``<file>.signature.json``
+    sidecar. The recorded signature supplies the distance mode, rules, pipeline, column names
+    and reader settings not given in ``kwargs`` (``document=``, ``segment=``, ``text=``,
+    ``domain=`` name columns; ``distance=``, ``rules=``, ``pipeline=``, ``reader=``, ``docs=``,
+    ``txt_mode=``...); ``ExplainResult.inherited`` says which settings came from where. The
+    output's carried-through source text (what the reader made of the input) is re-parsed; an
+    output without its text column is explained from the recorded input, read again with the
+    recorded reader settings (found as recorded, or beside the output; D188 when it is not
+    there, D189 when it does not hold the output's segments of the document). Only the
+    segment's document is parsed.
 
     As everywhere else, ``document=`` and ``segment=`` name columns; the ids are
     ``document_id=`` and ``segment_id=``. The old call ``explain(source, document, segment)``
@@ -136,6 +193,7 @@ def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = N
                 raise DDPDataError(f"{side}: not a signature (expected a JSON object)", code="D103")
             settings_from = str(side)
     inherited: dict[str, Any] = {}
+    read_opts = {k: opts.pop(k) for k in READER_KEYS if k in opts}  # how the input is read, not parse settings
     if sig is not None:
         recorded = {key: sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
         recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
@@ -144,14 +202,22 @@ def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = N
         for key, value in recorded.items():
             if key not in opts and value is not None:
                 opts[key] = inherited[key] = value
+        rec = sig.get("reader") or {}
+        for key, value in (("reader", rec.get("name")), ("docs", rec.get("docs")), ("txt_mode", rec.get("txt_mode"))):
+            if key not in read_opts and value is not None:
+                read_opts[key] = inherited[key] = value
         table = read_table(source)
     opts = {k: v for k, v in opts.items() if v is not None}
     doc_col = opts.get("document", schema.DOCUMENT_ID)
     seg_col = opts.get("segment", schema.SEGMENT_ID)
-    from ..io.segments import read_segments
+    from .sources import read_input
 
     cols = SegmentColumns(doc_col, seg_col, opts.get("text", schema.SOURCE), opts.get("domain", schema.DOMAIN))
-    df = read_segments(table, cols).drop(ROW)
+    if sig is not None and cols.text not in table.columns:
+        # an output without its text: explain from the recorded input, read as the run read it
+        df = _recorded_input(source, sig, table, cols, read_opts, document)
+    else:
+        df = read_input(table, cols, **(read_opts if sig is None else {})).drop(ROW)
     sub = df.filter(pl.col(doc_col).cast(pl.String) == str(document))
     if sub.height == 0:
         ids = df[doc_col].unique(maintain_order=True)
