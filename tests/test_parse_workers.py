@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -112,7 +113,7 @@ def test_workers_parse_exactly_what_one_process_parses(method, nlp, monkeypatch)
 
 
 @pytest.mark.spacy_model
-def test_the_forked_worker_path_needs_neither_polars_nor_pyarrow_nor_the_kernels(nlp):
+def test_the_forked_worker_path_needs_neither_polars_nor_pyarrow(nlp):
     # a forked worker runs _forked_init and _forked_parse; here they run in a process where those
     # modules cannot be imported (the pipeline is loaded first: the parent does that before fork)
     texts = ["Mary met John. She liked him.", "It rained."]
@@ -121,7 +122,7 @@ def test_the_forked_worker_path_needs_neither_polars_nor_pyarrow_nor_the_kernels
         "from ddpcore.anchors.spacy_extract import load_pipeline\n"
         "from ddpcore.ddp import parse as P\n"
         "nlp = load_pipeline(None)\n"
-        "for m in ('polars', 'pyarrow', 'ddpcore._native'):\n"
+        "for m in ('polars', 'pyarrow'):\n"
         "    sys.modules.pop(m, None)\n"
         "    sys.modules[m] = None\n"
         "P._forked_init(nlp, os.getppid())\n"
@@ -134,6 +135,33 @@ def test_the_forked_worker_path_needs_neither_polars_nor_pyarrow_nor_the_kernels
     ref = X._parse_chunk(nlp, texts, 256)  # the same texts through nlp.pipe in this process
     assert got == {f: getattr(ref, f).tolist() for f in ref.__dataclass_fields__}
     assert got["n_tokens__unit"] == [8, 3]
+
+
+@pytest.mark.spacy_model
+@pytest.mark.skipif(not LINUX, reason="fork is the default on Linux only")
+def test_forked_workers_parse_after_the_parent_ran_polars_and_openmp_threads():
+    """libgomp and polars' pool do not survive fork(): a child that entered an OpenMP region or a
+    polars query after its parent did would hang. The ``fast`` preset runs a compiled kernel in
+    the worker (the attribute ruler), so this is the path that could."""
+    from ddpcore._native import load
+
+    fast = X.load_pipeline("fast")
+    texts = _mini_texts()
+    ref = X._parse_chunk(fast, texts, 256)
+    pl.DataFrame({"g": np.arange(200_000) % 7, "x": np.arange(200_000)}).group_by("g").agg(pl.col("x").sum())
+    flip = np.ones((64, 50), dtype=np.uint8)
+    load("stats_cluster").sign_flip_sums(flip, np.ones((50, 30)), np.zeros((64, 30)), 2)  # 2 OpenMP threads
+    done: dict[str, X.TokenArrays] = {}
+    with P.Parser("fast", n_process=2, start_method="fork", nlp=fast) as parser:
+        parser._ensure_pool()  # fork from this thread: libgomp's thread pool belongs to the thread that ran it
+        t = threading.Thread(target=lambda: done.setdefault("arr", parser.parse(texts)), daemon=True)
+        t.start()
+        t.join(timeout=120)
+        if t.is_alive():
+            for proc in parser._pool._processes.values():
+                proc.kill()
+            pytest.fail("forked workers hung (they entered an OpenMP region or polars after the parent did)")
+    _assert_same_arrays(ref, done["arr"])
 
 
 @pytest.mark.spacy_model

@@ -65,7 +65,9 @@ def _worker_ready() -> int:  # pragma: no cover - runs in workers
 #: modules a forked worker must never use: their thread pools (polars' rayon pool, Arrow's) are
 #: gone in the child, and a call that waits on them never returns (a polars group-by in a child
 #: forked after the parent ran one hangs). A forked worker finds them unimportable, so a stray
-#: ``import polars`` in the parse path fails loudly instead of hanging.
+#: ``import polars`` in the parse path fails loudly instead of hanging. The same holds for
+#: OpenMP (libgomp): the kernels a worker runs (the compiled attribute ruler of the ``fast``
+#: preset) have no parallel region, and must not get one (tests/test_parse_workers.py).
 FORK_UNSAFE_MODULES = ("polars", "pyarrow")
 #: the pipeline a forked worker parses with (set by its initializer from the parent's copy)
 _FORKED_NLP: Any = None
