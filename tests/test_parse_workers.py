@@ -181,6 +181,8 @@ def test_forked_workers_ignore_sigint_and_end_on_sigterm(nlp):
                 and parser._pool._processes[pids[0]].is_alive():
             time.sleep(0.05)
         assert not parser._pool._processes[pids[0]].is_alive()
+        with pytest.raises(DDPUsageError, match=r"^\[D209\] a spaCy worker process died .*Retry with n_process=1"):
+            parser.parse(["It rained."])
 
 
 @pytest.mark.spacy_model

@@ -309,13 +309,13 @@ class Parser:
                     progress(len(chunk))
         except BrokenProcessPool as exc:
             self._pool = None
-            hint = ("put the call under `if __name__ == \"__main__\":` (worker processes are spawned and re-import "
-                    "the script); otherwise " if self.start_method == "spawn" else "")
-            raise DDPUsageError(
-                f"a spaCy worker process died ({exc}). If you call ddpcore with n_process > 1 from a script, "
-                f"{hint}retry with n_process=1 to see the underlying error",
-                code="D209",
-            ) from None
+            if self.start_method == "spawn":
+                msg = ("If you call ddpcore with n_process > 1 from a script, put the call under `if __name__ == "
+                       "\"__main__\":` (worker processes are spawned and re-import the script); otherwise retry with "
+                       "n_process=1 to see the underlying error")
+            else:
+                msg = "Retry with n_process=1 (-j 1) to see the underlying error"
+            raise DDPUsageError(f"a spaCy worker process died ({exc}). {msg}", code="D209") from None
         return X.TokenArrays.concat(parts)
 
 
