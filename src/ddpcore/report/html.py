@@ -195,7 +195,8 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
             f"<h2>Top {min(top, df.height)} segments by DDP</h2>", top_segments(df, anc, sig, top)]
     if strat is not None:
         body.append("<h2>Scores by DDP (ddp stratify)</h2>")
-        for k, fig in enumerate(plots.curves_figures(strat)):  # pages of at most plots.MAX_PANELS panels
+        # pages of at most 4 panels (2 x 2): a page is drawn near its own width in the page, so text stays legible
+        for k, fig in enumerate(plots.curves_figures(strat, max_panels=REPORT_PANELS)):
             body.append(f'<figure id="fig-curves{"" if k == 0 else f"-{k + 1}"}">{plots.svg_text(fig)}</figure>')
     body += ["<h2>Run signature</h2>",
              f'<pre class="sig">{_e(json.dumps(sig, indent=2, sort_keys=True, default=str)) if sig else "(none recorded)"}</pre>']
@@ -203,6 +204,10 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_e(head)}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+#: stratify-curve panels per figure in the report
+REPORT_PANELS = 4
 
 
 def write_report(dest: str, profile: str, **kwargs: Any) -> None:
