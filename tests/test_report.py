@@ -176,11 +176,12 @@ def test_plot_curves_many_groups_are_split_and_paged(profile, tmp_path: Path, ca
     png = tmp_path / "one.png"
     assert main(["plot", str(j), "--kind", "curves", "-o", str(png)]) == 0
     assert png.read_bytes()[:8] == PNG_MAGIC and "in 6 panel(s)" in capsys.readouterr().err
-    # the report embeds every page
-    from ddpcore.report.html import render
+    # the report embeds every page: 4 panels per figure there, so one metric (3 panels) per figure
+    from ddpcore.report.html import REPORT_PANELS, render
 
     page = render(str(profile[0]), stratify=str(j), top=2)
-    assert 'id="fig-curves"' in page and 'id="fig-curves-2"' not in page
+    assert REPORT_PANELS == 4 and page.count('<figure id="fig-curves') == 2
+    assert 'id="fig-curves"' in page and 'id="fig-curves-2"' in page and "(page 2 of 2)" in page
     assert main(["plot", str(j), "--kind", "curves", "--max-panels", "0", "-o", str(tmp_path / "z.png")]) == 2
     assert "[D561]" in capsys.readouterr().err and not list(tmp_path.glob("z*"))
     assert main(["plot", str(profile[0]), "--kind", "hist", "--max-panels", "3", "-o", str(tmp_path / "z.png")]) == 2
