@@ -180,8 +180,8 @@ def _warn_restricted(restricted: bool) -> None:
     if restricted:
         import warnings
 
-        warnings.warn("restricted=True is deprecated and will be removed in the next release; use gold_scope='restricted'",
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn("restricted=True is deprecated and will be removed in the next release; "
+                      "use gold_scope='restricted'", DeprecationWarning, stacklevel=3)
 
 
 def scope_gold_mentions(mentions: pl.DataFrame, gold_scope: GoldScope = "full") -> pl.DataFrame:
