@@ -155,6 +155,9 @@ class RuleSet:
     key_with_title: bool = False
     #: head-noun chains: 0 none (paper: head nouns never chain), 1 singular person nouns, 2 all
     chain_nouns: int = 0
+    #: weights of the trained antecedent scorer (a file name in ddpcore/anchors/data or a path);
+    #: empty: links by rule (ddpcore.ddp.antecedent)
+    antecedent_model: str = ""
     description: str = ""
 
     def to_dict(self) -> dict[str, object]:
@@ -189,7 +192,22 @@ REFINED_NAMES = RuleSet(
     }
 )
 
-RULE_SETS: dict[str, RuleSet] = {"paper": PAPER, "refined": REFINED, "refined-names": REFINED_NAMES}
+LEARNED = RuleSet(
+    **{
+        **{f: getattr(REFINED_NAMES, f) for f in REFINED_NAMES.__dataclass_fields__},
+        "name": "learned",
+        "antecedent_model": "antecedent_weights.json",
+        "description": (
+            "refined-names anchors + a trained antecedent scorer (logistic, GUM train; weights "
+            "ddpcore/anchors/data/antecedent_weights.json): each pronoun and named mention links to its "
+            "best-scoring earlier entity mention or head noun above a threshold, else the rule's distance 1 / a "
+            "first mention"
+        ),
+    }
+)
+
+RULE_SETS: dict[str, RuleSet] = {"paper": PAPER, "refined": REFINED, "refined-names": REFINED_NAMES,
+                                 "learned": LEARNED}
 #: the default since validation against LitBank / GUM / OntoGUM (README, docs/validation.md)
 DEFAULT_RULES = "refined"
 
@@ -248,9 +266,16 @@ def get_rules(name: str | RuleSet | None) -> RuleSet:
     from ..errors import DDPUsageError
 
     if isinstance(name, RuleSet):
-        return name
-    key = DEFAULT_RULES if name is None else name
-    try:
-        return RULE_SETS[key]
-    except KeyError:
-        raise DDPUsageError(f"unknown rule set {name!r}; choose one of: {', '.join(RULE_SETS)}", code="D201") from None
+        rules = name
+    else:
+        key = DEFAULT_RULES if name is None else name
+        try:
+            rules = RULE_SETS[key]
+        except KeyError:
+            raise DDPUsageError(f"unknown rule set {name!r}; choose one of: {', '.join(RULE_SETS)}",
+                                code="D201") from None
+    if rules.antecedent_model:
+        from ..ddp.antecedent import model_for
+
+        model_for(rules)  # a weights file that does not fit the kernel fails here (D240-D249), before any parse
+    return rules

@@ -10,6 +10,8 @@ same order::
     find_items       token columns + rules    -> items (anchors, head nouns)  dict of arrays
     link_entities    items                    -> entity ids                   Entities
     measure_distances items + entities        -> distances, DDP               Distances
+      (rule set with a trained scorer: link_learned scores candidates, links and measures instead;
+       ddpcore.ddp.antecedent)
     build_tables     all of the above         -> segments, anchors, sentences polars frames
 
 Shapes use thinc-style axis suffixes where they help: ``__seg`` (segments of the batch),
@@ -139,11 +141,18 @@ class RuleArrays:
 
     rules: RuleSet
     tables: RuleTables
+    #: (AntecedentModel, AntecedentTables) of a rule set with a trained antecedent scorer, else None
+    antecedent: tuple[Any, Any] | None = None
 
     @classmethod
     def compile(cls, rules: RuleSet, *, has_parser: bool = True) -> RuleArrays:
         """``has_parser=False`` (the ``fast`` preset) takes head nouns from tags."""
-        return cls(rules, RuleTables.compile(rules, has_parser=has_parser))
+        antecedent = None
+        if rules.antecedent_model:
+            from .antecedent import AntecedentTables, model_for
+
+            antecedent = (model_for(rules), AntecedentTables.compile(rules))
+        return cls(rules, RuleTables.compile(rules, has_parser=has_parser), antecedent)
 
 
 # ------------------------------------------------------------------------------ stages
@@ -443,5 +452,13 @@ def run_stages(
     index = number_sentences(toks, units, seg_doc, sentence_unit=sentence_unit, pos_space=pos_space)
     items = find_items(toks, index, rule_arrays)
     entities = link_entities(items, index, seg_doc, rule_arrays.rules)
-    distances = measure_distances(items, index, entities, batch.n_segments, distance=distance, n_threads=n_threads)
+    if rule_arrays.antecedent is not None:
+        # rule set "learned": scored links replace the rule's (ddpcore.ddp.antecedent)
+        from .antecedent import link_learned
+
+        model, tables = rule_arrays.antecedent
+        entities, distances = link_learned(items, index, entities, toks, seg_doc, batch.n_segments, model, tables,
+                                           distance=distance, n_threads=n_threads)
+    else:
+        distances = measure_distances(items, index, entities, batch.n_segments, distance=distance, n_threads=n_threads)
     return build_tables(batch, toks, index, items, entities, distances, rule_arrays.rules, pos_space=pos_space)
