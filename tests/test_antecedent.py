@@ -386,3 +386,31 @@ def test_retraining_reproduces_the_packaged_weights(shared_data):
                            "-o", str(PACKAGED), "--check"], capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "identical after retraining" in proc.stdout
+
+
+@pytest.mark.shared_data
+@pytest.mark.spacy_model
+def test_learned_worked_example(shared_data, nlp):
+    """The paper's worked example (WMT24 forever_snow chunk 2, line ids 923-925; tests/test_paper_examples.py)
+    under the shipped ``learned`` weights, measured: 1 -> 53 -> 2. 923: both "They" (s54) score below the
+    pronoun threshold (0.25), so they keep today's distance 1 and nothing longer is linked; 924: "Ivory"
+    (s61) -> the entity Ivory first named in s8 (53); 925: "They" again unlinked, "him" (s62) -> "Aquilo"
+    (s61), a name the name model linked to "the king" (s60): 62 - 60 = 2. The paper reads 6 -> 53 -> 54."""
+    import polars as pl
+
+    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.ddp.sources import read_input
+
+    src = shared_data / "wmt24-genmt" / "wmt24_en_source.txt"
+    table = read_input(src, reader="wmt24")
+    doc = "test-en-literary_forever_snow_chunk_2_words_986"
+    part = table.filter((pl.col("document_id") == doc) & (pl.col("line_id") <= 925))
+    run = profile_anchors(part.select("document_id", "segment_id", "source", "domain", "line_id"), rules="learned",
+                          nlp=nlp, cache=False)
+    got = {}
+    for line in (923, 924, 925):
+        seg = run.segments.filter(pl.col("line_id") == line).row(0, named=True)
+        a = (run.anchors.filter((pl.col("segment_id") == seg["segment_id"])
+                                & (pl.col("distance_sentences") == seg["ddp"])).sort("anchor_index").row(0, named=True))
+        got[line] = (seg["ddp"], a["text"], a["antecedent_text"], a["antecedent_sentence"])
+    assert got == {923: (1, "They", None, -1), 924: (53, "Ivory", "Ivory", 59), 925: (2, "him", "Aquilo", 61)}
