@@ -133,8 +133,6 @@ def parse_corpus(corpus: Any, pipeline: str | None, n_process: int) -> tuple[Any
 def align_items(corpus: Any, batch: Any, index: Any, items: dict[str, np.ndarray]) -> np.ndarray:
     """Gold chain number (int64, -1 none) of every item: the smallest gold mention of the item's
     sentence that covers the gold tokens under the item's first and last character."""
-    import polars as pl
-
     from ddpcore import schema
     from ddpcore.io.gold import CHAIN_ID, TOKEN_END, TOKEN_START, TOKENS
 
