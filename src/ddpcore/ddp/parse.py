@@ -1,13 +1,20 @@
 """The parse stage: parse units → :class:`~ddpcore.anchors.spacy_extract.TokenArrays`.
 
 A :class:`Parser` lives for a whole run, so a streaming run over many batches loads the
-spaCy pipeline once (in-process) or once per worker (``n_process > 1``: spawned worker
-processes that stay up between batches). The pipeline is loaded lazily, on the first
-batch that needs parsing, so a run whose every unit is served from the parse cache never
-loads it.
+spaCy pipeline once (in-process) or starts its worker processes once (``n_process > 1``:
+they stay up between batches). The pipeline is loaded lazily, on the first batch that needs
+parsing, so a run whose every unit is served from the parse cache never loads it, unless
+:meth:`Parser.start` asks for the start-up to begin early.
 
-Worker processes watch their parent: when it dies (SIGKILL included) they exit within
-about a second instead of lingering with a loaded model.
+Workers start in one of two ways (``start_method``, ``--start-method``,
+``$DDPCORE_START_METHOD``): ``fork`` (the default on Linux) loads the pipeline once in this
+process and forks the workers from it, so they parse at once and share the model's memory;
+``spawn`` starts fresh interpreters that each import spaCy and load the pipeline (about
+1–3 s each on 2 cores). ``benchmarks/startup_table.py`` compares them.
+
+Worker processes ignore SIGINT (Ctrl-C reaches the whole process group; the parent stops
+them), end on SIGTERM, and watch their parent: when it dies (SIGKILL included) they exit
+within about a second instead of lingering with a loaded model.
 """
 from __future__ import annotations
 
@@ -218,7 +225,9 @@ class Parser:
             for _ in range(self.n_process):  # one task per worker: each submit starts a process
                 pool.submit(_worker_ready)
         elif self._loader is None and self._nlp is None:
-            self._loader = threading.Thread(target=self._load_in_background, name="ddp-load", daemon=True)
+            # not a daemon: a run that stops during the load (bad data, Ctrl-C) exits once the load is
+            # over, never with a thread inside spaCy's (C++) module initialisation
+            self._loader = threading.Thread(target=self._load_in_background, name="ddp-load")
             self._loader.start()
 
     def _load_in_background(self) -> None:

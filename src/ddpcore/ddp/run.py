@@ -56,9 +56,10 @@ ASSEMBLE_ROWS = 20_000
 #: characters, 1.11x at 100 k, 1.67x at 200 k: break-even near 75 k; 150 k keeps a margin
 AUTO_MIN_CHARS = 150_000
 ROLES = ("segments", "anchors", "sentences")
-#: with -j N > 1, start the workers before the input is staged (spawn: the worker processes; fork:
-#: the pipeline loads in a background thread), so the start-up overlaps the staging I/O
-#: (``benchmarks/startup_table.py``); False = at the first parse
+#: with -j N > 1 and no parse cache, start the workers before the input is staged (spawn: the
+#: worker processes; fork: the pipeline loads in a background thread), so the start-up overlaps
+#: the staging I/O (``benchmarks/startup_table.py``); False = at the first parse. With a cache,
+#: a re-run may parse nothing: the workers start at the first line the cache lacks.
 START_WORKERS_EARLY = True
 #: ordering keys kept in shard outputs (``--shard``) for ``ddp merge``
 SHARD_ROW = "input_row"
@@ -499,8 +500,10 @@ def profile_to_files(
     report_progress: Progress | None = None
     try:
         with _signals_raise():
-            if START_WORKERS_EARLY and not resume and n_process != "auto" and resolve_n_process(n_process, 0) > 1:
-                # -j N: the workers start (or the pipeline loads, to fork them) while the input is staged
+            if (START_WORKERS_EARLY and parse_wrapper is None and not resume and n_process != "auto"
+                    and resolve_n_process(n_process, 0) > 1):
+                # -j N without a parse cache (every line gets parsed): the workers start (or the pipeline
+                # loads, to fork them) while the input is staged. With a cache they start at the first miss.
                 parser = Parser(pipeline, n_process=int(n_process), batch_size=batch_size, start_method=start_method)
                 parser.start()
             # ---- stage the input (or reload the staged input of the interrupted run)
@@ -541,8 +544,6 @@ def profile_to_files(
             report_progress = Progress(progress, plan.height, done_segments=done_segments)
             if parser is None:
                 parser = Parser(pipeline, n_process=n_proc, batch_size=batch_size, start_method=start_method)
-                if todo and START_WORKERS_EARLY:
-                    parser.start()
             parse_fn = parse_wrapper(parser) if parse_wrapper is not None else None
             prog = report_progress
             batch_units = dict(zip(*np.unique(plan["__batch"].to_numpy(), return_counts=True)))
