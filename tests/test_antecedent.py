@@ -277,6 +277,11 @@ def test_packaged_weights_load_and_fit_the_kernel():
     assert doc["features"] == list(FEATURES) and doc["layout_version"] == A.feature_layout()[0]
     assert doc["recipe"]["data"]["sha256"] and doc["recipe"]["sklearn"] and "seed" in doc["recipe"]
     assert R.get_rules("learned") is R.LEARNED
+    # the signature pins the weights: the rule set's description names the shipped file's sha256
+    import hashlib
+
+    assert hashlib.sha256(PACKAGED.read_bytes()).hexdigest() == R.LEARNED_WEIGHTS_SHA256
+    assert R.LEARNED_WEIGHTS_SHA256[:16] in R.LEARNED.description
 
 
 @pytest.mark.parametrize("edit, code, words", [

@@ -192,6 +192,10 @@ REFINED_NAMES = RuleSet(
     }
 )
 
+#: sha256 of the shipped weights of rule set "learned" (in its description, so every signature pins the weights;
+#: tests/test_antecedent.py checks it against the file)
+LEARNED_WEIGHTS_SHA256 = "aafee9c690830db5f86467e6252857a662342ac7334653bacefc05d6a5d68e13"
+
 LEARNED = RuleSet(
     **{
         **{f: getattr(REFINED_NAMES, f) for f in REFINED_NAMES.__dataclass_fields__},
@@ -199,9 +203,9 @@ LEARNED = RuleSet(
         "antecedent_model": "antecedent_weights.json",
         "description": (
             "refined-names anchors + a trained antecedent scorer (logistic, GUM train; weights "
-            "ddpcore/anchors/data/antecedent_weights.json): each pronoun and named mention links to its "
-            "best-scoring earlier entity mention or head noun above a threshold, else the rule's distance 1 / a "
-            "first mention"
+            f"ddpcore/anchors/data/antecedent_weights.json, sha256 {LEARNED_WEIGHTS_SHA256[:16]}): each pronoun and "
+            "named mention links to its best-scoring earlier entity mention or head noun above a threshold, else "
+            "the rule's distance 1 / a first mention"
         ),
     }
 )
