@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import re
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
+import ddpcore.data
 from ddpcore.anchors import spacy_extract as X
-from ddpcore.anchors.pos_rules import compile_pos_rules
-from ddpcore.data import __file__ as _data_init
+from ddpcore.anchors.pos_rules import apply_pos_rules, compile_pos_rules
 from ddpcore.errors import DDPUsageError
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-WMT25 = __import__("pathlib").Path(_data_init).with_name("wmt25_en_source.jsonl")
+WMT25 = Path(ddpcore.data.__file__).with_name("wmt25_en_source.jsonl")
 #: POS classes DDP reads (pronouns, head nouns, noun runs without a parser, whitespace, adjectival NORP)
 DDP_CLASSES = ("PRON", "NOUN", "PROPN", "SPACE", "ADJ")
 
@@ -201,10 +202,10 @@ def test_a_pipeline_with_other_patterns_gets_its_own_mapping(nlp):
     # the same words under en_core_web_sm's patterns: "blorp" (NN) is a NOUN there, not a PRON
     sm = nlp.get_pipe("attribute_ruler").patterns
     sm_rules = compile_pos_rules(sm, pos_id=X.pos_id, hashes=X.string_hashes)
-    docs = list(tiny.pipe(["blorp"]))
-    attrs = docs[0].to_array([__import__("spacy").attrs.IDS[a] for a in sm_rules.attrs])
-    from ddpcore.anchors.pos_rules import apply_pos_rules
+    from spacy.attrs import IDS
 
+    docs = list(tiny.pipe(["blorp"]))
+    attrs = docs[0].to_array([IDS[a] for a in sm_rules.attrs])
     pos, _, _ = apply_pos_rules(sm_rules, attrs, np.array([1]), np.zeros(1, np.int32), X.string_hashes(["NN"]),
                                 np.zeros(1, np.uint64))
     assert _pos_names(pos)[0] == "NOUN"
