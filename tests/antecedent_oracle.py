@@ -175,13 +175,33 @@ def candidate_matrix(cols: Any, attrs: tuple[list[int], ...], names: tuple[str, 
     return offsets, anchors, cands, X
 
 
+ABSTAIN = -2
+
+
+def rule_choice(cols: Any, a: int, cands: list[int]) -> int:
+    """Today's linking rule among the listed candidates (nearest first): a pronoun's first candidate
+    whose compatibility bits hold its group bit, a name's first candidate of its rule entity; -1 none."""
+    for c in cands:
+        if cols.kind[a] == PRONOUN:
+            if int(cols.compat[c]) & int(cols.label[a]):
+                return c
+        elif cols.entity[a] >= 0 and cols.entity[a] == cols.entity[c]:
+            return c
+    return -1
+
+
 def link(cols: Any, offsets: list[int], anchors: list[int], cands: list[int], X: np.ndarray,
-         weights: np.ndarray, bias: np.ndarray, threshold: np.ndarray) -> tuple[list[int], list[float]]:
-    """Best candidate per anchor (ties: the nearest, listed first) linked when sigmoid > threshold."""
+         weights: np.ndarray, bias: np.ndarray, threshold: np.ndarray, fallback: Any = (0, 0),
+         abstain: Any = (0.0, 0.0)) -> tuple[list[int], list[float]]:
+    """Best candidate per anchor (ties: the nearest, listed first) linked when sigmoid > threshold;
+    otherwise ABSTAIN when abstain[m] > 0 and (no candidate or sigmoid < abstain[m]); otherwise the
+    rule's choice when fallback[m]; otherwise -1."""
     n = len(cols.kind)
     links, scores = [-1] * n, [-1.0] * n
     for j, a in enumerate(anchors):
         m = 0 if cols.kind[a] == PRONOUN else 1
+        mine = cands[offsets[j]:offsets[j + 1]]
+        below = rule_choice(cols, a, mine) if fallback[m] else -1
         best, best_s = -1, None
         for r in range(offsets[j], offsets[j + 1]):
             s = float(bias[m])
@@ -191,11 +211,16 @@ def link(cols: Any, offsets: list[int], anchors: list[int], cands: list[int], X:
                 best, best_s = cands[r], s
         if best_s is None:
             scores[a] = 0.0
+            links[a] = ABSTAIN if abstain[m] > 0 else below
             continue
         p = 1.0 / (1.0 + math.exp(-best_s))
         scores[a] = p
         if p > threshold[m]:
             links[a] = best
+        elif abstain[m] > 0 and p < abstain[m]:
+            links[a] = ABSTAIN
+        else:
+            links[a] = below
     return links, scores
 
 
@@ -216,6 +241,8 @@ def learned_distances(kind: list[int], sentence: list[int], links: list[int], se
             continue
         if kind[i] == ENTITY:
             cluster[i] = cluster[link_]
+        if link_ == ABSTAIN:  # pronoun the model abstains on: no anchor, no distance
+            continue
         if link_ < 0:  # pronoun without link: today's rule
             dist[i] = 1
             continue

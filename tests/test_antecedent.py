@@ -118,6 +118,21 @@ def test_link_and_threshold_by_hand():
     link, score = A.link_antecedents(cols, attrs, tables(), model)
     assert link.tolist() == [-1, 0, -1]
     assert score.tolist() == pytest.approx([0.0, 1 / (1 + math.exp(-2)), 1 / (1 + math.exp(1))], abs=1e-6)
+    # fallback "rule" for pronouns: "she" (p 0.269 < 0.5) takes the rule's choice, the most recent
+    # candidate whose compatibility holds FEM_SG: John Smith (MASC_SG | FEM_SG), item 0
+    fb = dataclasses.replace(model, fallback=np.array([1, 0], np.uint8))
+    assert A.link_antecedents(cols, attrs, tables(), fb)[0].tolist() == [-1, 0, 0]
+    # abstain at 0.3 (> 0.269): "she" is no anchor (-2) whatever the fallback; "he" (0.881) still links
+    ab = dataclasses.replace(fb, abstain=np.array([0.3, 0.0]))
+    assert A.link_antecedents(cols, attrs, tables(), ab)[0].tolist() == [-1, 0, A._kernel().ABSTAIN]
+    assert A._kernel().ABSTAIN == -2
+    # abstain at 0.25 (< 0.269): "she" falls back to the rule again
+    ab2 = dataclasses.replace(fb, abstain=np.array([0.25, 0.0]))
+    assert A.link_antecedents(cols, attrs, tables(), ab2)[0].tolist() == [-1, 0, 0]
+    # the same decisions from the CSR path
+    m = A.candidate_features(cols, attrs, tables(), max_sentences=10)
+    assert A.score_candidates(m, cols.kind, ab)[0].tolist() == [-1, 0, -2]
+    assert A.score_candidates(m, cols.kind, fb)[0].tolist() == [-1, 0, 0]
 
 
 def test_learned_distances_by_hand():
@@ -133,6 +148,10 @@ def test_learned_distances_by_hand():
     assert cl.tolist() == [0, -1, 1, 0, -1] and dseg.tolist() == [0, 1, 0, 3, 3]
     d, *_ = k.learned_distances(off, kind, sent, np.array([-1, -1, -1, -1, -1], np.int32), seg, seg, 5, 5, True)
     assert d.tolist() == [-1, 1, -1, -1, 1]  # unlinked pronouns keep today's distance 1
+    d, a, r, _, dseg, _ = k.learned_distances(off, kind, sent, np.array([-1, -2, -1, 0, -2], np.int32), seg, seg, 5, 5,
+                                              False)
+    # abstained pronouns (-2) measure nothing: distance -1, no antecedent, no DDP
+    assert d.tolist() == [-1, -1, -1, 3, -1] and a.tolist() == [-1, -1, -1, 0, -1] and dseg.tolist() == [0, 0, 0, 3, 0]
 
 
 # ------------------------------------------------------------------------------ hypothesis
@@ -211,18 +230,22 @@ def test_candidate_features_match_oracle(cols, cap):
 
 @settings(max_examples=200, deadline=None)
 @given(cols=batches(), cap=st.integers(0, 6), seed=st.integers(0, 2**32 - 1),
-       thr=st.sampled_from((0.25, 0.5, 0.75)))
-def test_links_match_oracle(cols, cap, seed, thr):
+       thr=st.sampled_from((0.25, 0.5, 0.75)), fallback=st.tuples(st.integers(0, 1), st.integers(0, 1)),
+       abstain=st.tuples(st.sampled_from((0.0, 0.5, 1.0)), st.sampled_from((0.0, 0.5, 1.0))))
+def test_links_match_oracle(cols, cap, seed, thr, fallback, abstain):
     rng = np.random.default_rng(seed)
     w = rng.integers(-8, 9, size=(2, len(FEATURES))) / 4.0
-    model = A.AntecedentModel(w, rng.integers(-8, 9, size=2) / 4.0, np.array([thr, 1 - thr]), max_sentences=cap)
+    # abstain levels as fractions of each row's threshold (0: never abstain)
+    ab = np.array([abstain[0] * thr, abstain[1] * (1 - thr)])
+    model = A.AntecedentModel(w, rng.integers(-8, 9, size=2) / 4.0, np.array([thr, 1 - thr]), max_sentences=cap,
+                              fallback=np.array(fallback, np.uint8), abstain=ab)
     attrs = A.item_attributes(cols, tables())
     fused, fused_score = A.link_antecedents(cols, attrs, tables(), model)
     fused2, _ = A.link_antecedents(cols, attrs, tables(), model, n_threads=2)
     m = A.candidate_features(cols, attrs, tables(), max_sentences=cap)
     csr, csr_score = A.score_candidates(m, cols.kind, model)
     links, scores = O.link(cols, m.offsets__anchor.tolist(), m.anchor__anchor.tolist(), m.candidate__cand.tolist(),
-                           m.X__cand_feat, model.weights, model.bias, model.threshold)
+                           m.X__cand_feat, model.weights, model.bias, model.threshold, model.fallback, model.abstain)
     assert fused.tolist() == links == csr.tolist() == fused2.tolist()
     np.testing.assert_allclose(fused_score, np.array(scores), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(fused_score, csr_score)
@@ -237,7 +260,8 @@ def test_learned_distances_match_oracle(data, nearest):
     links = []
     for i in range(n):
         earlier = [j for j in range(i) if kind[j] != 1]
-        links.append(data.draw(st.sampled_from([-1, *earlier])) if kind[i] != 2 and earlier else -1)
+        none = [-1, -2] if kind[i] == 1 else [-1]  # -2: a pronoun the model abstains on
+        links.append(data.draw(st.sampled_from([*none, *earlier])) if kind[i] != 2 else -1)
     n_seg = max(sent, default=0) + 1
     seg = [s // 2 for s in sent]
     k = A._kernel()
@@ -282,6 +306,20 @@ def test_packaged_weights_load_and_fit_the_kernel():
 
     assert hashlib.sha256(PACKAGED.read_bytes()).hexdigest() == R.LEARNED_WEIGHTS_SHA256
     assert R.LEARNED_WEIGHTS_SHA256[:16] in R.LEARNED.description
+    # version 2 (chosen on GUM dev): pronouns below the threshold take the rule's antecedent, below
+    # the abstain level they are no anchor; names below the threshold are first mentions
+    assert doc["model_version"] == 2
+    assert model.fallback.tolist() == [1, 0] and 0 < model.abstain[0] <= model.threshold[0] and model.abstain[1] == 0
+
+
+def test_weights_without_fallback_keep_version_1_behaviour(tmp_path):
+    """A file without ``fallback``/``abstain`` (version 1) loads as unlinked below the threshold, never abstaining."""
+    doc = json.loads(PACKAGED.read_text())
+    for m in doc["models"].values():
+        m.pop("fallback", None)
+        m.pop("abstain", None)
+    model = A.load_antecedent_model(_write(tmp_path, doc))
+    assert model.fallback.tolist() == [0, 0] and model.abstain.tolist() == [0.0, 0.0]
 
 
 @pytest.mark.parametrize("edit, code, words", [
@@ -295,6 +333,12 @@ def test_packaged_weights_load_and_fit_the_kernel():
     (lambda d: d.update(labels=["PERSON"]), "D245", "labels"),
     (lambda d: d.pop("models"), "D241", "lacks"),
     (lambda d: d.update(format="other"), "D241", "format"),
+    (lambda d: d["models"]["pronoun"].update(fallback="nearest"), "D246", "fallback 'nearest'"),
+    (lambda d: d["models"]["name"].update(fallback="distance1"), "D246", "'first_mention' or 'rule'"),
+    (lambda d: d["models"]["pronoun"].update(abstain=0.9), "D246", "abstain 0.9"),
+    (lambda d: d["models"]["pronoun"].update(abstain=-0.1), "D246", "abstain -0.1"),
+    (lambda d: d["models"]["pronoun"].update(abstain="low"), "D246", "abstain 'low'"),
+    (lambda d: d["models"]["name"].update(abstain=0.1), "D246", "names never abstain"),
 ])
 def test_mismatched_weights_fail_at_load(tmp_path, edit, code, words):
     doc = json.loads(PACKAGED.read_text())
@@ -397,10 +441,11 @@ def test_retraining_reproduces_the_packaged_weights(shared_data):
 @pytest.mark.spacy_model
 def test_learned_worked_example(shared_data, nlp):
     """The paper's worked example (WMT24 forever_snow chunk 2, line ids 923-925; tests/test_paper_examples.py)
-    under the shipped ``learned`` weights, measured: 1 -> 53 -> 2. 923: both "They" (s54) score below the
-    pronoun threshold (0.25), so they keep today's distance 1 and nothing longer is linked; 924: "Ivory"
-    (s61) -> the entity Ivory first named in s8 (53); 925: "They" again unlinked, "him" (s62) -> "Aquilo"
-    (s61), a name the name model linked to "the king" (s60): 62 - 60 = 2. The paper reads 6 -> 53 -> 54."""
+    under the shipped ``learned`` weights (version 2), measured: 1 -> 53 -> 54. 923: the "They" of s54 scores
+    below the pronoun abstain level (0.1): no anchor; "It" (s57) scores below the 0.25 threshold and falls back
+    to the rule's antecedent "sight" (s56): 1; 924: "Ivory" (s61) -> the entity Ivory first named in s8 (53);
+    925: "They" (s62) below the threshold falls back to the rule's antecedent "Ivory" (s59), chained to s8: 54
+    (the paper's reading). Version 1 gave 1 -> 53 -> 2. The paper reads 6 -> 53 -> 54."""
     import polars as pl
 
     from ddpcore.ddp.profile import profile_anchors
@@ -418,4 +463,6 @@ def test_learned_worked_example(shared_data, nlp):
         a = (run.anchors.filter((pl.col("segment_id") == seg["segment_id"])
                                 & (pl.col("distance_sentences") == seg["ddp"])).sort("anchor_index").row(0, named=True))
         got[line] = (seg["ddp"], a["text"], a["antecedent_text"], a["antecedent_sentence"])
-    assert got == {923: (1, "They", None, -1), 924: (53, "Ivory", "Ivory", 59), 925: (2, "him", "Aquilo", 61)}
+    assert got == {923: (1, "It", "sight", 56), 924: (53, "Ivory", "Ivory", 59), 925: (54, "They", "Ivory", 59)}
+    they = run.anchors.filter((pl.col("sentence") == 54) & (pl.col("text") == "They")).row(0, named=True)
+    assert they["distance_sentences"] == -1 and they["antecedent_text"] is None  # abstained: no anchor

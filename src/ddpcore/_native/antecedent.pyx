@@ -7,7 +7,8 @@ Each (anchor, candidate) pair is described by the features of :data:`FEATURES` (
 computed from the item arrays of :func:`ddpcore._native.ddp_kernels.extract_items` and the
 token columns. A linear model (one weight row per anchor kind: 0 pronoun, 1 name) scores
 every candidate; an anchor links to its best candidate when the logistic of that score
-exceeds the anchor kind's threshold.
+exceeds the anchor kind's threshold, otherwise (weights files with ``fallback: rule``) to the
+candidate today's linking rule picks, or to none.
 
 Entry points (all take flat arrays through two grouped objects, ``cols`` and ``tables``;
 :mod:`ddpcore.ddp.antecedent` builds and checks them):
@@ -41,6 +42,7 @@ cnp.import_array()
 DEF KIND_ENTITY = 0
 DEF KIND_PRONOUN = 1
 DEF KIND_NOUN = 2
+DEF ABSTAIN_LINK = -2
 
 # group bits (ddpcore.anchors.rules)
 DEF MASC_SG = 1
@@ -65,6 +67,9 @@ DEF N_LABELS = 11
 
 #: version of the feature layout below; a weights file must name the same version
 LAYOUT_VERSION = 1
+#: ``link__item`` value of a pronoun the model abstains on (best probability below the model's
+#: ``abstain`` level, or no candidate): it measures no distance (-1), so it sets no DDP
+ABSTAIN = ABSTAIN_LINK
 #: entity labels of the one-hot block, in rule-set order (ddpcore.anchors.rules.ENTITY_LABELS)
 LABELS = ("PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE")
 #: feature names, in column order (a = anchor, c = candidate; ds = sentence distance)
@@ -345,11 +350,13 @@ cdef struct DocScratch:
 cdef int32_t _doc_pass(const ItemView* v, int64_t start, int64_t stop, int32_t max_sentences,
                        DocScratch s, bint emit, const int64_t* cand_offset, int32_t* cand_item,
                        float* X, const double* w, const double* bias, const double* thr_logit,
+                       const uint8_t* fallback, const double* abst_logit, const uint8_t* abstains,
                        int32_t* link, float* score) noexcept nogil:
     """One document: enumerate every anchor's candidates (nearest first). With ``emit`` write
     their features into ``X`` (rows from ``cand_offset[a]``); with ``w`` score them and write
-    the best link. Returns the number of candidates of the document."""
-    cdef Py_ssize_t a, c, i
+    the best link (:func:`_decide`).
+    Returns the number of candidates of the document."""
+    cdef Py_ssize_t a, c, i, rule_c
     cdef int32_t rank, n_cand = 0, sal, e
     cdef bint seen_compatible, rc, first_m, last_m
     cdef float row[N_FEATURES]
@@ -376,6 +383,7 @@ cdef int32_t _doc_pass(const ItemView* v, int64_t start, int64_t stop, int32_t m
         seen_compatible = False
         best = -1
         best_sc = 0.0
+        rule_c = -1
         row_at = cand_offset[a] if emit else 0
         c = a - 1
         while c >= start and v.sent[a] - v.sent[c] <= max_sentences:
@@ -386,6 +394,7 @@ cdef int32_t _doc_pass(const ItemView* v, int64_t start, int64_t stop, int32_t m
             if not seen_compatible and _compatible(v, a, c):
                 rc = True
                 seen_compatible = True
+                rule_c = c
             e = v.ent[c]
             if e >= 0:
                 sal = s.count[e]
@@ -410,12 +419,33 @@ cdef int32_t _doc_pass(const ItemView* v, int64_t start, int64_t stop, int32_t m
             c -= 1
         n_cand += rank
         if w != NULL:
-            if best >= 0 and best_sc > thr_logit[m]:
-                link[a] = <int32_t>best
-            else:
-                link[a] = -1
+            link[a] = _decide(best, best_sc, rule_c, thr_logit[m], fallback[m], abstains[m], abst_logit[m])
             score[a] = <float>(1.0 / (1.0 + exp(-best_sc))) if best >= 0 else 0.0
     return n_cand
+
+
+cdef inline int32_t _decide(Py_ssize_t best, double best_sc, Py_ssize_t rule_c, double thr_logit, uint8_t fallback,
+                           uint8_t abstains, double abst_logit) noexcept nogil:
+    """The link of one anchor: its best candidate when the score exceeds the threshold; else
+    ABSTAIN when the model abstains (``abstains``) and the best score is below the abstain level
+    or there is no candidate; else the rule's choice (the most recent compatible candidate) when
+    ``fallback`` and there is one; else -1."""
+    if best >= 0 and best_sc > thr_logit:
+        return <int32_t>best
+    if abstains != 0 and (best < 0 or best_sc < abst_logit):
+        return ABSTAIN_LINK
+    if fallback != 0 and rule_c >= 0:
+        return <int32_t>rule_c
+    return -1
+
+
+def _logits(const double[::1] p):
+    """log(p / (1 - p)) of each probability (-inf for 0)."""
+    out = np.full(2, -np.inf)
+    for m in range(2):
+        if p[m] > 0.0:
+            out[m] = np.log(p[m] / (1.0 - p[m]))
+    return out
 
 
 cdef DocScratch _scratch(Py_ssize_t n_entities):
@@ -514,7 +544,7 @@ def candidate_features(cols, role, quote, title, reflexive, Py_ssize_t n_entitie
         with nogil:
             for d in range(offsets.shape[0] - 1):
                 _doc_pass(&v, offsets[d], offsets[d + 1], max_sentences, s, True, &io[0], cand_p, X_p,
-                          NULL, NULL, NULL, NULL, NULL)
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
     finally:
         _free(s)
     return offsets_anchor, anchors, cand, X
@@ -522,13 +552,19 @@ def candidate_features(cols, role, quote, title, reflexive, Py_ssize_t n_entitie
 
 def link_antecedents(cols, role, quote, title, reflexive, Py_ssize_t n_entities, int32_t max_sentences,
                      uint8_t person_noun_compat, const double[:, ::1] weights, const double[::1] bias,
-                     const double[::1] threshold, int n_threads=1):
+                     const double[::1] threshold, const uint8_t[::1] fallback, const double[::1] abstain,
+                     int n_threads=1):
     """Score every anchor's candidates with the linear model and pick the links.
 
     Inputs as :func:`candidate_features`; ``weights`` (2, n_features) float64 (row 0 pronouns,
-    row 1 names), ``bias`` (2,), ``threshold`` (2,) probabilities in (0, 1). The features are
-    computed one row at a time (no matrix). The best candidate (highest score; ties: the
-    nearest) becomes the link when ``1 / (1 + exp(-score)) > threshold``.
+    row 1 names), ``bias`` (2,), ``threshold`` (2,) probabilities in (0, 1), ``fallback`` (2,)
+    uint8 per row. The features are computed one row at a time (no matrix). The best candidate
+    (highest score; ties: the nearest) becomes the link when ``1 / (1 + exp(-score)) >
+    threshold``; otherwise, when ``fallback`` is 1, the rule's choice (the candidate of feature
+    ``rule_choice``: a pronoun's most recent compatible candidate, a name's most recent mention
+    of its rule-based entity) when there is one, else no link (-1). ``abstain`` (2,) probabilities
+    in [0, threshold]: above 0, an anchor whose best probability is below it (or that has no
+    candidate) gets ``ABSTAIN`` (-2) instead: the model declines to anchor it.
 
     Returns ``(link__item int32 (-1: no link, or not an anchor), score__item float32 (the
     best candidate's probability, 0 without candidates, -1 for non-anchors))``. Documents run
@@ -541,9 +577,14 @@ def link_antecedents(cols, role, quote, title, reflexive, Py_ssize_t n_entities,
     if n == 0:
         return link, score
     cdef double thr_logit[2]
+    cdef double abst_logit[2]
+    cdef uint8_t abstains[2]
     cdef int m
+    al = _logits(abstain)
     for m in range(2):
         thr_logit[m] = np.log(threshold[m] / (1.0 - threshold[m]))
+        abst_logit[m] = al[m]
+        abstains[m] = abstain[m] > 0.0
     cdef ItemView v = _view(cols, role, quote, title, reflexive, person_noun_compat)
     cdef DocScratch s = _scratch(n_entities)
     cdef int32_t[::1] link_v = link
@@ -553,7 +594,8 @@ def link_antecedents(cols, role, quote, title, reflexive, Py_ssize_t n_entities,
         with nogil:
             for d in prange(offsets.shape[0] - 1, num_threads=max(n_threads, 1), schedule="dynamic", chunksize=16):
                 _doc_pass(&v, offsets[d], offsets[d + 1], max_sentences, s, False, NULL, NULL, NULL,
-                          &weights[0, 0], &bias[0], &thr_logit[0], &link_v[0], &score_v[0])
+                          &weights[0, 0], &bias[0], &thr_logit[0], &fallback[0], &abst_logit[0], &abstains[0],
+                          &link_v[0], &score_v[0])
     finally:
         _free(s)
     return link, score
@@ -562,11 +604,13 @@ def link_antecedents(cols, role, quote, title, reflexive, Py_ssize_t n_entities,
 def score_candidates(const int64_t[::1] offsets__anchor, const int32_t[::1] anchor__anchor,
                      const int32_t[::1] candidate__cand, const float[:, ::1] X, const int8_t[::1] model__anchor,
                      const double[:, ::1] weights, const double[::1] bias, const double[::1] threshold,
+                     const uint8_t[::1] fallback, const double[::1] abstain, Py_ssize_t rule_col,
                      Py_ssize_t n_items):
     """:func:`link_antecedents` on a CSR matrix from :func:`candidate_features`:
-    ``model__anchor`` (n_anchors,) 0 pronoun / 1 name. Returns ``(link__item, score__item)``."""
+    ``model__anchor`` (n_anchors,) 0 pronoun / 1 name; the rule's choice (the fallback) is the
+    candidate whose column ``rule_col`` is 1. Returns ``(link__item, score__item)``."""
     cdef Py_ssize_t n_anchors = anchor__anchor.shape[0]
-    cdef Py_ssize_t j, r, f, best
+    cdef Py_ssize_t j, r, f, best, rule_c
     cdef int m
     cdef double sc, best_sc, tl
     link = np.full(n_items, -1, dtype=np.int32)
@@ -575,22 +619,29 @@ def score_candidates(const int64_t[::1] offsets__anchor, const int32_t[::1] anch
     cdef float[::1] score_v = score
     cdef Py_ssize_t n_feat = X.shape[1]
     cdef double thr_logit[2]
+    cdef double abst_logit[2]
+    cdef uint8_t abstains[2]
+    al = _logits(abstain)
     for m in range(2):
         thr_logit[m] = np.log(threshold[m] / (1.0 - threshold[m]))
+        abst_logit[m] = al[m]
+        abstains[m] = abstain[m] > 0.0
     for j in range(n_anchors):
         m = model__anchor[j]
         tl = thr_logit[m]
         best = -1
         best_sc = 0.0
+        rule_c = -1
         for r in range(offsets__anchor[j], offsets__anchor[j + 1]):
+            if rule_c < 0 and X[r, rule_col] != 0:
+                rule_c = candidate__cand[r]
             sc = bias[m]
             for f in range(n_feat):
                 sc = sc + weights[m, f] * X[r, f]
             if best < 0 or sc > best_sc:
                 best = candidate__cand[r]
                 best_sc = sc
-        if best >= 0 and best_sc > tl:
-            link_v[anchor__anchor[j]] = <int32_t>best
+        link_v[anchor__anchor[j]] = _decide(best, best_sc, rule_c, tl, fallback[m], abstains[m], abst_logit[m])
         score_v[anchor__anchor[j]] = <float>(1.0 / (1.0 + exp(-best_sc))) if best >= 0 else 0.0
     return link, score
 
@@ -612,7 +663,8 @@ def learned_distances(
     without one), a head noun starts its own cluster, a pronoun takes its link's cluster.
     Distance of a linked anchor: to the first item of the link's cluster (``nearest``: to the
     link itself); an unlinked entity mention is a first mention (-1); an unlinked pronoun
-    gets 1 (today's rule when nothing compatible precedes it); head nouns -1.
+    gets 1 (today's rule when nothing compatible precedes it), an ABSTAIN pronoun -1 (no
+    distance, no DDP); head nouns -1.
 
     Returns ``(distance__item int32, antecedent__item int32, reference__item int32,
     cluster__item int32 (-1 for pronouns), ddp__segment int32[n_segments],
@@ -661,7 +713,7 @@ def learned_distances(
                     r = l if nearest else first[cl[l]]
                     d = sentence__item[i] - sentence__item[r]
                     ante[i] = l
-                else:
+                elif l != ABSTAIN_LINK:
                     d = 1
             dist[i] = d
             ref[i] = r

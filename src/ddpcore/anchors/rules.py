@@ -194,7 +194,7 @@ REFINED_NAMES = RuleSet(
 
 #: sha256 of the shipped weights of rule set "learned" (in its description, so every signature pins the weights;
 #: tests/test_antecedent.py checks it against the file)
-LEARNED_WEIGHTS_SHA256 = "aafee9c690830db5f86467e6252857a662342ac7334653bacefc05d6a5d68e13"
+LEARNED_WEIGHTS_SHA256 = "7d4b3e12ca1af84527e24620cd0b635c5532af9145fb60645728ff9fddba3176"
 
 LEARNED = RuleSet(
     **{
@@ -204,8 +204,9 @@ LEARNED = RuleSet(
         "description": (
             "refined-names anchors + a trained antecedent scorer (logistic, GUM train; weights "
             f"ddpcore/anchors/data/antecedent_weights.json, sha256 {LEARNED_WEIGHTS_SHA256[:16]}): each pronoun and "
-            "named mention links to its best-scoring earlier entity mention or head noun above a threshold, else "
-            "the rule's distance 1 / a first mention"
+            "named mention links to its best-scoring earlier entity mention or head noun above a threshold; below "
+            "it a pronoun takes the rule's antecedent (distance 1 without one) or, scoring very low, is no anchor, "
+            "and a name is a first mention (weights version 2)"
         ),
     }
 )

@@ -36,6 +36,10 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "anchors" / "data"
 WEIGHTS_FORMAT = "ddpcore-antecedent-weights"
 #: anchor kinds of the two weight rows
 MODEL_ROWS: tuple[str, ...] = ("pronoun", "name")
+#: what an anchor whose best candidate scores below the threshold gets, per weight row: the value
+#: with index 0 leaves it unlinked (a pronoun: distance 1; a name: a first mention; the meaning of
+#: a file without the field, i.e. weights version 1), ``"rule"`` links it to today's rule's choice
+FALLBACKS: tuple[tuple[str, str], ...] = (("distance1", "rule"), ("first_mention", "rule"))
 
 #: dependency labels of the syntactic roles (spaCy's English labels)
 SUBJECT_DEPS = ("nsubj", "nsubjpass", "csubj", "csubjpass", "expl")
@@ -67,19 +71,26 @@ def feature_layout() -> tuple[int, tuple[str, ...], tuple[str, ...]]:
 class AntecedentModel:
     """A loaded weights file: ``weights`` (2, n_features) float64 (row 0 pronouns, row 1 names),
     ``bias`` (2,), ``threshold`` (2,) probabilities in (0, 1), ``max_sentences`` the candidate
-    cap (sentences back), ``sha256`` of the file, ``recipe`` how it was made."""
+    cap (sentences back), ``fallback`` (2,) uint8 (1: below the threshold, link to the rule's
+    choice; 0: leave unlinked; see :data:`FALLBACKS`), ``abstain`` (2,) probabilities in [0,
+    threshold] (above 0: an anchor whose best candidate scores below it, or that has none, is no
+    anchor; names: always 0), ``sha256`` of the file, ``recipe`` how it was made."""
 
     weights: np.ndarray
     bias: np.ndarray
     threshold: np.ndarray
     max_sentences: int
+    fallback: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.uint8))
+    abstain: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.float64))
     path: str = ""
     sha256: str = ""
     recipe: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"weights_file": os.path.basename(self.path), "sha256": self.sha256,
-                "threshold": [float(t) for t in self.threshold], "max_sentences": self.max_sentences}
+                "threshold": [float(t) for t in self.threshold], "max_sentences": self.max_sentences,
+                "fallback": [FALLBACKS[r][int(f)] for r, f in enumerate(self.fallback)],
+                "abstain": [float(a) for a in self.abstain]}
 
 
 def weights_path(name: str) -> Path:
@@ -98,7 +109,9 @@ def load_antecedent_model(path: str | os.PathLike[str]) -> AntecedentModel:
     Raises :class:`DDPDataError` with one line naming the file: D240 unreadable, D241 not a
     weights file (bad JSON or missing fields), D242 another layout version, D243 other feature
     names or order, D244 a weight row of the wrong length or a non-finite value, a threshold
-    outside (0, 1) or a negative cap, D245 entity labels other than the kernel's.
+    outside (0, 1) or a negative cap, D245 entity labels other than the kernel's, D246 a
+    ``fallback`` other than those of :data:`FALLBACKS` (a model without one: unlinked) or an
+    ``abstain`` level outside [0, threshold] (names: only 0; a model without one: 0, never).
     """
     p = Path(path)
     try:
@@ -137,8 +150,16 @@ def load_antecedent_model(path: str | os.PathLike[str]) -> AntecedentModel:
     weights = np.zeros((len(MODEL_ROWS), len(features)), dtype=np.float64)
     bias = np.zeros(len(MODEL_ROWS), dtype=np.float64)
     threshold = np.zeros(len(MODEL_ROWS), dtype=np.float64)
+    fallback = np.zeros(len(MODEL_ROWS), dtype=np.uint8)
+    abstain = np.zeros(len(MODEL_ROWS), dtype=np.float64)
     for r, name in enumerate(MODEL_ROWS):
         m = models[name]
+        fb = m.get("fallback", FALLBACKS[r][0]) if isinstance(m, dict) else FALLBACKS[r][0]
+        if fb not in FALLBACKS[r]:
+            raise _bad(p, f"model {name!r} fallback {fb!r} is not one of {' or '.join(map(repr, FALLBACKS[r]))}",
+                       "D246")
+        fallback[r] = FALLBACKS[r].index(fb)
+        ab = m.get("abstain", 0.0) if isinstance(m, dict) else 0.0
         try:
             w = np.asarray(m["weights"], dtype=np.float64)
             bias[r] = float(m["bias"])
@@ -151,12 +172,18 @@ def load_antecedent_model(path: str | os.PathLike[str]) -> AntecedentModel:
             raise _bad(p, f"model {name!r} has a non-finite weight or bias", "D244")
         if not 0.0 < threshold[r] < 1.0:
             raise _bad(p, f"model {name!r} threshold {threshold[r]} is outside (0, 1)", "D244")
+        if isinstance(ab, bool) or not isinstance(ab, (int, float)) or not 0.0 <= ab <= threshold[r] \
+                or (name != "pronoun" and ab != 0):
+            limit = f"[0, {threshold[r]}] (the threshold)" if name == "pronoun" else "0 (names never abstain)"
+            raise _bad(p, f"model {name!r} abstain {ab!r} must be a number in {limit}", "D246")
+        abstain[r] = float(ab)
         weights[r] = w
     cap = doc["max_sentences"]
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 0:
         raise _bad(p, f"max_sentences must be an integer >= 0, got {cap!r}", "D244")
-    return AntecedentModel(weights=weights, bias=bias, threshold=threshold, max_sentences=cap, path=str(p),
-                           sha256=hashlib.sha256(raw).hexdigest(), recipe=dict(doc.get("recipe") or {}))
+    return AntecedentModel(weights=weights, bias=bias, threshold=threshold, max_sentences=cap, fallback=fallback,
+                           abstain=abstain, path=str(p), sha256=hashlib.sha256(raw).hexdigest(),
+                           recipe=dict(doc.get("recipe") or {}))
 
 
 _MODELS: dict[tuple[str, int, int], AntecedentModel] = {}
@@ -350,11 +377,14 @@ def candidate_features(cols: AntecedentColumns, attrs: ItemAttributes, tables: A
 def link_antecedents(cols: AntecedentColumns, attrs: ItemAttributes, tables: AntecedentTables,
                      model: AntecedentModel, *, n_threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """``(link__item int32, score__item float32)``: each anchor's best candidate above its
-    threshold (-1: none) and that candidate's probability (see the kernel)."""
+    threshold, else -2 (``ABSTAIN``, no anchor) when the model abstains, else the rule's choice
+    when the model falls back to the rule, else -1; and the best candidate's probability (see
+    the kernel)."""
     return _kernel().link_antecedents(
         cols, attrs.role, attrs.quote, attrs.title, attrs.reflexive, cols.n_entities, int(model.max_sentences),
         int(tables.person_noun_compat), np.ascontiguousarray(model.weights, dtype=np.float64),
         np.ascontiguousarray(model.bias, dtype=np.float64), np.ascontiguousarray(model.threshold, dtype=np.float64),
+        np.ascontiguousarray(model.fallback, dtype=np.uint8), np.ascontiguousarray(model.abstain, dtype=np.float64),
         n_threads)
 
 
@@ -364,7 +394,8 @@ def score_candidates(matrix: CandidateMatrix, kind__item: np.ndarray, model: Ant
     return _kernel().score_candidates(
         matrix.offsets__anchor, matrix.anchor__anchor, matrix.candidate__cand, matrix.X__cand_feat, model_row,
         np.ascontiguousarray(model.weights, dtype=np.float64), np.ascontiguousarray(model.bias, dtype=np.float64),
-        np.ascontiguousarray(model.threshold, dtype=np.float64), int(kind__item.shape[0]))
+        np.ascontiguousarray(model.threshold, dtype=np.float64), np.ascontiguousarray(model.fallback, dtype=np.uint8),
+        np.ascontiguousarray(model.abstain, dtype=np.float64), int(feature_layout()[1].index("rule_choice")), int(kind__item.shape[0]))
 
 
 def learned_distances(cols: AntecedentColumns, link__item: np.ndarray, index: TokenIndex, n_seg: int, *,
