@@ -475,7 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     text = json.dumps(out, indent=1, sort_keys=False) + "\n"
     dest = Path(args.output)
-    print(f"# chosen C={C} thresholds pronoun {tp} name {tn} fallback {fb} abstain {ab}: dev r {m.pearson:.4f}, over {m.share_over:.4f} "
+    print(f"# chosen C={C} thresholds pronoun {tp} name {tn} fallback {fb} abstain {ab}: dev r {m.pearson:.4f}, "
+          f"over {m.share_over:.4f} "
           f"(refined r {base.pearson:.4f}, over {base.share_over:.4f})", file=sys.stderr)
     if args.check:
         old = dest.read_text(encoding="utf-8") if dest.exists() else ""

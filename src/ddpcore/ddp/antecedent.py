@@ -395,7 +395,8 @@ def score_candidates(matrix: CandidateMatrix, kind__item: np.ndarray, model: Ant
         matrix.offsets__anchor, matrix.anchor__anchor, matrix.candidate__cand, matrix.X__cand_feat, model_row,
         np.ascontiguousarray(model.weights, dtype=np.float64), np.ascontiguousarray(model.bias, dtype=np.float64),
         np.ascontiguousarray(model.threshold, dtype=np.float64), np.ascontiguousarray(model.fallback, dtype=np.uint8),
-        np.ascontiguousarray(model.abstain, dtype=np.float64), int(feature_layout()[1].index("rule_choice")), int(kind__item.shape[0]))
+        np.ascontiguousarray(model.abstain, dtype=np.float64), int(feature_layout()[1].index("rule_choice")),
+        int(kind__item.shape[0]))
 
 
 def learned_distances(cols: AntecedentColumns, link__item: np.ndarray, index: TokenIndex, n_seg: int, *,
