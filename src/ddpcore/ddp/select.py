@@ -144,15 +144,17 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
 
 @dataclass
 class InputIndex:
-    """One row per input row in input order: ``ROW`` (0-based), the two id columns and, for the
-    line-aligned readers, ``line_id``; ``fmt`` is the input's format (``jsonl|csv|tsv|json|parquet``,
-    ``lines`` for ``--reader wmt24|lines``, ``wmt25`` for the WMT25 documents JSONL)."""
+    """What pass 2 needs of the input: ``n_rows``; ``ids``, for the line-aligned readers the
+    ``line_id`` column (0-based line of each row, shape (n_rows,)), else an empty frame; ``fmt``
+    is the input's format (``jsonl|csv|tsv|json|parquet``, ``lines`` for ``--reader wmt24|lines``,
+    ``wmt25`` for the WMT25 documents JSONL)."""
 
     ids: pl.DataFrame
     fmt: str
     path: Path
     reader: str = "table"
     docs: Path | None = None
+    n_rows: int = 0
 
 
 def input_format(source: str | os.PathLike[str]) -> str:
@@ -167,54 +169,13 @@ def input_format(source: str | os.PathLike[str]) -> str:
     return detect_format(p)
 
 
-def index_input(source: str | os.PathLike[str], cols: SegmentColumns, *, reader: str = "table",
-                docs: str | os.PathLike[str] | None = None) -> InputIndex:
-    """Pass 1: the id index of ``source``, read in chunks through the profile's readers
-    (:func:`ddpcore.ddp.sources.iter_input_chunks`, ``reader``/``docs`` as ``ddp profile``); only
-    ids (and ``line_id``) are kept."""
-    import polars as pl
-
-    from ..io.segments import _check_path, _check_id_types
-    from ..io.tables import require_columns
-    from .sources import iter_input_chunks, resolve_docs
-
-    p = Path(source)
-    _check_path(p)
-    if reader in ("wmt24", "lines"):
-        fmt = "lines"
-    elif reader == "wmt25":
-        fmt = "wmt25"
-    else:
-        fmt = input_format(p)
-    docs_path = resolve_docs(p, reader, docs)
-    parts: list[pl.DataFrame] = []
-    offset = 0
-    for raw, _ in iter_input_chunks(p, cols, reader=reader, docs=docs_path):
-        if raw.height == 0:
-            continue
-        require_columns(raw, [cols.document, cols.segment], str(p), flags=cols.flags())
-        raw = _check_id_types(raw, cols, str(p), offset)
-        extra = ["line_id"] if fmt == "lines" else []
-        part = raw.select(cols.document, cols.segment, *extra).with_row_index(ROW, offset=offset)
-        nulls = part.filter(pl.col(cols.document).is_null() | pl.col(cols.segment).is_null())
-        if nulls.height:
-            raise DDPDataError(f"{p}, row {int(nulls[ROW][0]) + 1}: missing document or segment id; every row "
-                               "needs both", code="D112")
-        parts.append(part)
-        offset += raw.height
-    if not parts:
-        raise DDPDataError(f"{p}: the table has no rows", code="D106")
-    ids = pl.concat(parts, how="vertical_relaxed")
-    check_unique_ids(ids, cols, str(p))
-    return InputIndex(ids, fmt, p, reader, docs_path)
-
-
 @dataclass
 class Matched:
     """The profile columns of every input row, in input order (arrays of shape (n_rows,)).
 
     ``doc``: document code (0.. in order of first appearance); ``ddp``, ``first_sentence``,
-    ``n_sentences`` in sentences; ``domain``: domain strings (object array, may hold None)."""
+    ``n_sentences`` in sentences; ``domain``: domain strings (object array, may hold None; one
+    shared string object per distinct domain, so 8 bytes per row)."""
 
     doc: np.ndarray
     ddp: np.ndarray
@@ -228,58 +189,231 @@ class Matched:
         return int(self.doc.size)
 
 
-def _key(s: pl.Series) -> pl.Series:
+#: seed of the 64-bit row hash of (document, segment) ids (polars ``hash_rows``; a retry adds 7919)
+_HASH_SEED = 0
+
+
+def _id_hash(df: pl.DataFrame, cols: SegmentColumns, attempt: int = 0) -> np.ndarray:
+    """64-bit hash of each row's (document, segment) ids, both read as text (so an integer id
+    matches the same id stored as text, as a join on text keys would). Shape (n,), uint64."""
     import polars as pl
 
-    return s.cast(pl.String)
+    keys = df.select(pl.col(cols.document).cast(pl.String), pl.col(cols.segment).cast(pl.String))
+    return keys.hash_rows(seed=_HASH_SEED + 7919 * attempt).to_numpy()
 
 
-def match_profile(index: InputIndex, prof: Profile) -> Matched:
-    """Align the profile to the input rows. Ids compare as text when their types differ
-    (an integer segment id in CSV matches the same id in Parquet)."""
+def _same_ids(a: pl.DataFrame, b: pl.DataFrame, cols: SegmentColumns) -> np.ndarray:
+    """Row-wise exact equality of the (document, segment) ids of ``a`` and ``b`` read as text (bool, (n,))."""
+    import polars as pl
+
+    eq = [(a[c].cast(pl.String) == b[c].cast(pl.String)).fill_null(False).to_numpy() for c in
+          (cols.document, cols.segment)]
+    return eq[0] & eq[1]
+
+
+@dataclass
+class _ProfileKeys:
+    """The profile's ids as a sorted hash array: ``h_sorted`` (uint64, (n_profile,)),
+    ``order`` (profile row of each sorted hash), the ``attempt`` (hash seed) used, and the
+    first duplicated profile row (``dup``: -1 for none)."""
+
+    h_sorted: np.ndarray
+    order: np.ndarray
+    attempt: int
+    dup: int
+
+
+def _profile_keys(prof: Profile) -> _ProfileKeys:
+    """Hash the profile ids; a hash shared by two different ids (a collision, chance about
+    n²/2⁶⁵) makes it hash again with another seed. Exact duplicates are found on the rows of
+    shared hashes only (no whole-table hash table)."""
     import polars as pl
 
     cols = prof.cols
-    left = index.ids
-    right = prof.frame
-    for c in (cols.document, cols.segment):
-        if left[c].dtype != right[c].dtype:
-            left = left.with_columns(_key(left[c]))
-            right = right.with_columns(_key(right[c]))
-    dup = right.filter(pl.struct(cols.document, cols.segment).is_duplicated())
-    if dup.height:
-        raise DDPDataError(f"--profile {prof.path}: document {dup[cols.document][0]!r}, segment "
-                           f"{dup[cols.segment][0]!r} appears more than once; use the segment table of one "
-                           "`ddp profile` run", code="D637")
-    right = right.with_columns(pl.lit(True).alias("__in_profile"))
-    j = left.join(right, on=[cols.document, cols.segment], how="left", maintain_order="left")
-    miss = j.filter(pl.col("__in_profile").is_null())
-    if miss.height:
-        r = miss.row(0, named=True)
+    ids = prof.frame.select(cols.document, cols.segment)
+    for attempt in range(8):
+        h = _id_hash(ids, cols, attempt)
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
+        same = np.flatnonzero(hs[1:] == hs[:-1])
+        if same.size == 0:
+            return _ProfileKeys(hs, order, attempt, -1)
+        rows = np.unique(np.r_[order[same], order[same + 1]])  # profile rows that share a hash, in order
+        sub = ids[rows].with_columns(pl.Series("__r", rows))
+        keyed = sub.select(pl.col(cols.document).cast(pl.String), pl.col(cols.segment).cast(pl.String), "__r")
+        true_dup = keyed.filter(pl.struct(cols.document, cols.segment).is_duplicated())
+        n_true = true_dup.select(pl.struct(cols.document, cols.segment).n_unique()).item() if true_dup.height else 0
+        groups = np.unique(hs[np.r_[same, same + 1]]).size
+        if n_true == groups:  # every shared hash is a real duplicate
+            return _ProfileKeys(hs, order, attempt, int(true_dup["__r"].min()))
+    raise DDPDataError(f"--profile {prof.path}: cannot index its ids (repeated hash collisions)", code="D637")
+
+
+def _input_ids(source: Path, cols: SegmentColumns, rows: np.ndarray, reader: str, docs: Path | None
+               ) -> pl.DataFrame:
+    """``ROW`` and the id columns of the input rows ``rows`` (sorted, 0-based), read again in chunks
+    (error paths only)."""
+    import polars as pl
+
+    from ..io.segments import _check_id_types
+    from .sources import iter_input_chunks
+
+    parts, offset = [], 0
+    for raw, _ in iter_input_chunks(source, cols, reader=reader, docs=docs):
+        if raw.height == 0:
+            continue
+        raw = _check_id_types(raw, cols, str(source), offset)
+        lo, hi = np.searchsorted(rows, [offset, offset + raw.height])
+        if hi > lo:
+            part = raw.select(cols.document, cols.segment).with_row_index(ROW, offset=offset)
+            parts.append(part[rows[lo:hi] - offset])
+        offset += raw.height
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def _shown(value: Any, dtype: Any, other: Any) -> Any:
+    """An id as a join on mismatched types showed it: as text when the two sides' types differ."""
+    return str(value) if dtype != other and value is not None else value
+
+
+def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: str = "table",
+                    docs: str | os.PathLike[str] | None = None) -> tuple[InputIndex, Matched]:
+    """Pass 1: read ``source`` in chunks through the profile's readers
+    (:func:`ddpcore.ddp.sources.iter_input_chunks`, ``reader``/``docs`` as ``ddp profile``) and
+    find each row's profile row on the spot: the chunk's ids are hashed (64-bit, as text), looked up
+    in the profile's sorted hashes and checked exactly against the profile ids found. Kept per input
+    row: the matched profile row (int64) and, for ``lines``, the line number; nothing else of the
+    input. Ids compare as text (an integer segment id in CSV matches the same id in Parquet).
+
+    Errors, in this order: D106 (no rows), D112 (a missing id), D113 (an input id twice), D637 (a
+    profile id twice), D636 (input rows not in the profile), D637 (profile rows not in the input).
+    """
+    import polars as pl
+
+    from ..io.segments import _check_id_types, _check_path
+    from ..io.tables import require_columns
+    from .sources import iter_input_chunks, resolve_docs
+
+    cols = prof.cols
+    p = Path(source)
+    _check_path(p)
+    if reader in ("wmt24", "lines"):
+        fmt = "lines"
+    elif reader == "wmt25":
+        fmt = "wmt25"
+    else:
+        fmt = input_format(p)
+    docs_path = resolve_docs(p, reader, docs)
+    keys = _profile_keys(prof)
+    n_prof = prof.frame.height
+    pids = prof.frame.select(cols.document, cols.segment)
+    prows: list[np.ndarray] = []
+    lines: list[np.ndarray] = []
+    miss_rows: list[np.ndarray] = []
+    miss_hash: list[np.ndarray] = []
+    first_miss: dict[str, Any] | None = None
+    in_types: dict[str, Any] = {}
+    offset = 0
+    for raw, _ in iter_input_chunks(p, cols, reader=reader, docs=docs_path):
+        if raw.height == 0:
+            continue
+        require_columns(raw, [cols.document, cols.segment], str(p), flags=cols.flags())
+        raw = _check_id_types(raw, cols, str(p), offset)
+        idc = raw.select(cols.document, cols.segment)
+        null = (idc[cols.document].is_null() | idc[cols.segment].is_null()).to_numpy()
+        if null.any():
+            raise DDPDataError(f"{p}, row {offset + int(np.flatnonzero(null)[0]) + 1}: missing document or segment "
+                               "id; every row needs both", code="D112")
+        for c in (cols.document, cols.segment):
+            in_types.setdefault(c, idc[c].dtype)
+        h = _id_hash(idc, cols, keys.attempt)
+        pos = np.minimum(np.searchsorted(keys.h_sorted, h), max(n_prof - 1, 0))
+        prow = np.full(h.size, -1, dtype=np.int64)
+        if n_prof:
+            hit = keys.h_sorted[pos] == h
+            cand = keys.order[pos[hit]]
+            ok = _same_ids(idc.filter(pl.Series(hit)), pids[cand], cols)
+            prow[np.flatnonzero(hit)[ok]] = cand[ok]
+        miss = np.flatnonzero(prow < 0)
+        if miss.size:
+            if first_miss is None:
+                r = idc.row(int(miss[0]), named=True)
+                first_miss = {"row": offset + int(miss[0]), **r}
+            miss_rows.append(miss + offset)
+            miss_hash.append(h[miss])
+        prows.append(prow)
+        if fmt == "lines":
+            lines.append(raw["line_id"].to_numpy().astype(np.int64))
+        offset += raw.height
+    if offset == 0:
+        raise DDPDataError(f"{p}: the table has no rows", code="D106")
+    prow = np.concatenate(prows)
+    del prows
+    # D113: matched rows sharing a profile row are the same id; missing rows sharing a hash may be
+    counts = np.bincount(prow[prow >= 0], minlength=n_prof)
+    cand = np.flatnonzero((prow >= 0) & (counts[np.maximum(prow, 0)] > 1))
+    if miss_rows:
+        mr, mh = np.concatenate(miss_rows), np.concatenate(miss_hash)
+        o = np.argsort(mh, kind="stable")
+        same = np.flatnonzero(mh[o][1:] == mh[o][:-1])
+        cand = np.union1d(cand, mr[np.r_[o[same], o[same + 1]]]) if same.size else cand
+    if cand.size:
+        check_unique_ids(_input_ids(p, cols, np.sort(cand), reader, docs_path), cols, str(p))
+    if keys.dup >= 0:
+        r = pids.row(keys.dup, named=True)
+        dt = prof.frame.schema
+        raise DDPDataError(f"--profile {prof.path}: document "
+                           f"{_shown(r[cols.document], dt[cols.document], in_types[cols.document])!r}, segment "
+                           f"{_shown(r[cols.segment], dt[cols.segment], in_types[cols.segment])!r} appears more than "
+                           "once; use the segment table of one `ddp profile` run", code="D637")
+    if first_miss is not None:
+        n_miss = int(sum(m.size for m in miss_rows))
+        dt = prof.frame.schema
+        d = _shown(first_miss[cols.document], in_types[cols.document], dt[cols.document])
+        s = _shown(first_miss[cols.segment], in_types[cols.segment], dt[cols.segment])
         raise DDPDataError(
-            f"{index.path}, row {r[ROW] + 1}: document {r[cols.document]!r}, segment {r[cols.segment]!r} is not in "
-            f"the profile {prof.path} ({miss.height} input row(s) missing); the profile was made from another "
+            f"{p}, row {first_miss['row'] + 1}: document {d!r}, segment {s!r} is not in "
+            f"the profile {prof.path} ({n_miss} input row(s) missing); the profile was made from another "
             "input: run `ddp profile` on this input", code="D636")
-    if j.height != right.height:
-        extra = right.join(left, on=[cols.document, cols.segment], how="anti")
-        r = extra.row(0, named=True)
+    unmatched = np.flatnonzero(counts == 0)
+    if unmatched.size:
+        r = pids.row(int(unmatched[0]), named=True)
+        dt = prof.frame.schema
+        d = _shown(r[cols.document], dt[cols.document], in_types[cols.document])
+        s = _shown(r[cols.segment], dt[cols.segment], in_types[cols.segment])
         raise DDPDataError(
-            f"--profile {prof.path}: document {r[cols.document]!r}, segment {r[cols.segment]!r} is not in the input "
-            f"{index.path} ({extra.height} profile row(s) missing from it); the profile was made from another "
+            f"--profile {prof.path}: document {d!r}, segment {s!r} is not in the input "
+            f"{p} ({unmatched.size} profile row(s) missing from it); the profile was made from another "
             "input: run `ddp profile` on this input", code="D637")
-    doc = j[cols.document].rank("dense").to_numpy()  # codes, replaced by first-appearance order below
-    _, first = np.unique(doc, return_index=True)
+    ids = pl.DataFrame({"line_id": np.concatenate(lines)}) if fmt == "lines" else pl.DataFrame()
+    index = InputIndex(ids, fmt, p, reader, docs_path, n_rows=offset)
+    return index, _matched(prof, prow, ids)
+
+
+def _matched(prof: Profile, prow: np.ndarray, ids: pl.DataFrame) -> Matched:
+    """The profile columns at the profile rows ``prow`` (one per input row, int64 (n,))."""
+    import polars as pl
+
+    f = prof.frame
+    cols = prof.cols
+    pdoc = f[cols.document].rank("dense").to_numpy().astype(np.int64) - 1  # profile document codes
+    doc = pdoc[prow]
+    del pdoc
+    _, first = np.unique(doc, return_index=True)  # codes, replaced by first-appearance order
     order = np.argsort(first, kind="stable")
     remap = np.empty_like(order)
     remap[order] = np.arange(order.size)
-    doc_code = remap[doc.astype(np.int64) - 1]
+    doc = remap[doc]
+    dom = f[cols.domain].cast(pl.String)
+    code = dom.rank("dense").fill_null(0).to_numpy().astype(np.int64)  # 0: no domain, k: k-th domain in order
+    names = np.array([None, *dom.drop_nulls().unique().sort().to_list()], dtype=object)
     return Matched(
-        doc=doc_code.astype(np.int64),
-        ddp=j[schema.DDP].fill_null(0).to_numpy().astype(np.int64),
-        first_sentence=j[schema.FIRST_SENTENCE].fill_null(0).to_numpy().astype(np.int64),
-        n_sentences=j[schema.N_SENTENCES].fill_null(0).to_numpy().astype(np.int64),
-        domain=j[cols.domain].cast(pl.String).to_numpy() if cols.domain in j.columns else np.full(j.height, None),
-        ids=index.ids,
+        doc=doc.astype(np.int64),
+        ddp=f[schema.DDP].fill_null(0).to_numpy().astype(np.int64)[prow],
+        first_sentence=f[schema.FIRST_SENTENCE].fill_null(0).to_numpy().astype(np.int64)[prow],
+        n_sentences=f[schema.N_SENTENCES].fill_null(0).to_numpy().astype(np.int64)[prow],
+        domain=names[code[prow]],
+        ids=ids,
     )
 
 
@@ -613,8 +747,8 @@ def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
     prof_sig = read_signature(Path(profile))
     cols = cols or profile_columns(prof_sig)
     prof = load_profile(profile, cols)
-    index = index_input(source, cols, reader=reader, docs=docs)
-    return index, prof, match_profile(index, prof)
+    index, m = index_and_match(source, prof, reader=reader, docs=docs)
+    return index, prof, m
 
 
 def count_lines(path: Path) -> int:
@@ -742,5 +876,5 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
     return SelectResult(keep, summary, sig)
 
 
-__all__ = ["Criteria", "Matched", "Profile", "SelectResult", "context_mask", "index_input", "load_profile",
-           "match_profile", "record_bounds", "select", "select_mask", "write_selected"]
+__all__ = ["Criteria", "Matched", "Profile", "SelectResult", "context_mask", "index_and_match", "load_profile",
+           "record_bounds", "select", "select_mask", "write_selected"]
