@@ -231,10 +231,11 @@ def _profile_keys(prof: Profile) -> _ProfileKeys:
 
     cols = prof.cols
     ids = prof.frame.select(cols.document, cols.segment)
+    step = 1 << 19  # profile rows hashed at a time (bounds the text copies of integer ids)
     for attempt in range(8):
-        h = _id_hash(ids, cols, attempt)
-        order = np.argsort(h, kind="stable")
-        hs = h[order]
+        hs = np.concatenate([_id_hash(ids.slice(i, step), cols, attempt) for i in range(0, max(ids.height, 1), step)])
+        order = np.argsort(hs, kind="stable")
+        hs.sort()  # in place: hs[k] is the hash of profile row order[k]
         same = np.flatnonzero(hs[1:] == hs[:-1])
         if same.size == 0:
             return _ProfileKeys(hs, order, attempt, -1)
@@ -347,6 +348,8 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
         offset += raw.height
     if offset == 0:
         raise DDPDataError(f"{p}: the table has no rows", code="D106")
+    prof_dup = keys.dup
+    del keys  # the sorted hashes are not needed after pass 1
     prow = np.concatenate(prows)
     del prows
     # D113: matched rows sharing a profile row are the same id; missing rows sharing a hash may be
@@ -359,8 +362,8 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
         cand = np.union1d(cand, mr[np.r_[o[same], o[same + 1]]]) if same.size else cand
     if cand.size:
         check_unique_ids(_input_ids(p, cols, np.sort(cand), reader, docs_path), cols, str(p))
-    if keys.dup >= 0:
-        r = pids.row(keys.dup, named=True)
+    if prof_dup >= 0:
+        r = pids.row(prof_dup, named=True)
         dt = prof.frame.schema
         raise DDPDataError(f"--profile {prof.path}: document "
                            f"{_shown(r[cols.document], dt[cols.document], in_types[cols.document])!r}, segment "
@@ -390,31 +393,51 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
     return index, _matched(prof, prow, ids)
 
 
+def _codes(s: pl.Series) -> np.ndarray:
+    """An integer code per value of ``s`` (equal values, equal codes; read as text), -1 for null;
+    no sort and no whole-column copy (a categorical with its own categories). Shape (n,), int64."""
+    import polars as pl
+
+    cat = s.cast(pl.String).cast(pl.Categorical(pl.Categories.random()))
+    return cat.to_physical().fill_null(-1).to_numpy().astype(np.int64)
+
+
 def _matched(prof: Profile, prow: np.ndarray, ids: pl.DataFrame) -> Matched:
-    """The profile columns at the profile rows ``prow`` (one per input row, int64 (n,))."""
+    """The profile columns at the profile rows ``prow`` (one per input row, int64 (n,)). Arrays
+    are made one at a time so that at most one profile-length temporary exists besides them."""
     import polars as pl
 
     f = prof.frame
     cols = prof.cols
-    pdoc = f[cols.document].rank("dense").to_numpy().astype(np.int64) - 1  # profile document codes
-    doc = pdoc[prow]
-    del pdoc
-    _, first = np.unique(doc, return_index=True)  # codes, replaced by first-appearance order
-    order = np.argsort(first, kind="stable")
-    remap = np.empty_like(order)
-    remap[order] = np.arange(order.size)
-    doc = remap[doc]
-    dom = f[cols.domain].cast(pl.String)
-    code = dom.rank("dense").fill_null(0).to_numpy().astype(np.int64)  # 0: no domain, k: k-th domain in order
-    names = np.array([None, *dom.drop_nulls().unique().sort().to_list()], dtype=object)
-    return Matched(
-        doc=doc.astype(np.int64),
-        ddp=f[schema.DDP].fill_null(0).to_numpy().astype(np.int64)[prow],
-        first_sentence=f[schema.FIRST_SENTENCE].fill_null(0).to_numpy().astype(np.int64)[prow],
-        n_sentences=f[schema.N_SENTENCES].fill_null(0).to_numpy().astype(np.int64)[prow],
-        domain=names[code[prow]],
-        ids=ids,
-    )
+    doc = _codes(f[cols.document])[prow]  # profile document codes of the input rows
+    n = doc.size
+    first = np.full(int(doc.max()) + 1 if n else 0, n, dtype=np.int64)
+    np.minimum.at(first, doc, np.arange(n, dtype=np.int64))  # first input row of each document
+    remap = np.empty(first.size, dtype=np.int64)
+    remap[np.argsort(first, kind="stable")] = np.arange(first.size)
+    doc = remap[doc]  # codes in order of first appearance in the input
+    dom_s = f[cols.domain]
+    dom = _codes(dom_s)
+    at = np.flatnonzero(_first_of(dom))
+    names = np.full(int(dom.max(initial=-1)) + 2, None, dtype=object)  # names[code + 1]; names[0] = None
+    names[dom[at] + 1] = np.array(dom_s[at].cast(pl.String).to_list(), dtype=object)
+    domain = names[dom[prow] + 1]
+    del dom
+
+    def col(name: str) -> np.ndarray:
+        return np.asarray(f[name].fill_null(0).to_numpy(), dtype=np.int64)[prow]
+
+    return Matched(doc=doc, ddp=col(schema.DDP), first_sentence=col(schema.FIRST_SENTENCE),
+                   n_sentences=col(schema.N_SENTENCES), domain=domain, ids=ids)
+
+
+def _first_of(codes: np.ndarray) -> np.ndarray:
+    """Bool (n,): the first row of each code."""
+    seen = np.full(int(codes.max(initial=-1)) + 2, codes.size, dtype=np.int64)
+    np.minimum.at(seen, codes + 1, np.arange(codes.size, dtype=np.int64))
+    out = np.zeros(codes.size, dtype=bool)
+    out[seen[seen < codes.size]] = True
+    return out
 
 
 # ----------------------------------------------------------------------------- selection
@@ -748,6 +771,7 @@ def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
     cols = cols or profile_columns(prof_sig)
     prof = load_profile(profile, cols)
     index, m = index_and_match(source, prof, reader=reader, docs=docs)
+    prof.frame = prof.frame.clear()  # its rows are in ``m`` now; keep the schema, free the memory
     return index, prof, m
 
 
