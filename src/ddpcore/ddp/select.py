@@ -470,19 +470,26 @@ def context_mask(m: Matched, selected: np.ndarray) -> np.ndarray:
     n = m.n
     if n == 0 or not selected.any():
         return selected.copy()
-    order = np.lexsort((np.arange(n), m.first_sentence, m.doc))
+    order = np.lexsort((m.first_sentence, m.doc))  # lexsort is stable: ties stay in input order
     doc_s = m.doc[order]
     fs_s = m.first_sentence[order]
     span = int(max(fs_s.max(initial=0), 0)) + 2
     key = doc_s * span + fs_s
-    target = doc_s * span + np.clip(fs_s - m.ddp[order], 0, None)
+    target = doc_s * span  # temporaries are reused in place: the arrays of shape (n,) stay few
+    fs_s -= m.ddp[order]
+    np.clip(fs_s, 0, None, out=fs_s)
+    target += fs_s
+    del fs_s
     start = np.searchsorted(key, target, side="right") - 1
-    doc_start = np.searchsorted(doc_s, doc_s, side="left")
-    start = np.maximum(start, doc_start)
-    pos = np.arange(n)
+    del key, target
+    np.maximum(start, np.searchsorted(doc_s, doc_s, side="left"), out=start)
+    del doc_s
     sel_s = selected[order]
-    diff = np.bincount(start[sel_s], minlength=n + 1) - np.bincount(pos[sel_s] + 1, minlength=n + 1)
+    pos = np.flatnonzero(sel_s)
+    diff = np.bincount(start[sel_s], minlength=n + 1) - np.bincount(pos + 1, minlength=n + 1)
+    del start, pos, sel_s
     keep_s = np.cumsum(diff[:n]) > 0
+    del diff
     out = np.zeros(n, dtype=bool)
     out[order] = keep_s
     return out | selected
@@ -568,11 +575,16 @@ def ddp_distribution(ddp: np.ndarray) -> dict[str, Any]:
             "share_ge_15": round(float((x >= 15).mean()), 4)}
 
 
+def _n_distinct(codes: np.ndarray) -> int:
+    """Distinct values of non-negative integer codes (no sorted copy: a count per code)."""
+    return int(np.count_nonzero(np.bincount(codes))) if codes.size else 0
+
+
 def keep_summary(m: Matched, keep: np.ndarray) -> dict[str, Any]:
     """Documents and segments before and after, and the DDP distributions."""
     return {
-        "before": {"documents": int(np.unique(m.doc).size), **ddp_distribution(m.ddp)},
-        "after": {"documents": int(np.unique(m.doc[keep]).size), **ddp_distribution(m.ddp[keep])},
+        "before": {"documents": _n_distinct(m.doc), **ddp_distribution(m.ddp)},
+        "after": {"documents": _n_distinct(m.doc[keep]), **ddp_distribution(m.ddp[keep])},
     }
 
 
