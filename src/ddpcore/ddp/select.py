@@ -4,10 +4,13 @@
 the input and never hold its texts in memory:
 
 1. **Index.** The input is read chunk by chunk through :func:`ddpcore.ddp.sources.iter_input_chunks`
-   (the profile's batch reader); only the ids of each row are kept (an id index, a few bytes per
-   row). The index is matched to the DDP profile on (document id, segment id): an input row
-   without a profile row, or a profile row without an input row, is a D636/D637 data error that
-   names the first such id (the profile was made from another input).
+   (the profile's batch reader). Each chunk's (document id, segment id) pairs are hashed (64 bits,
+   ids read as text), looked up in the profile's sorted hashes and checked exactly against the
+   profile ids found (:func:`index_and_match`); only the matched profile row (8 bytes per input
+   row) is kept, no ids or texts. An input row without a profile row, or a profile row without an
+   input row, is a D636/D637 data error that names the first such id (the profile was made from
+   another input). Memory: one chunk, the profile's columns, and a few numpy arrays of shape
+   (n_rows,) (the profile columns per input row, the keep mask).
 2. **Copy.** The selection is a boolean mask over input rows, computed with numpy on the matched
    profile columns (``ddp``, ``first_sentence``, ``n_sentences``, domain). The input is then read
    again as bytes, in 4 MiB blocks, and the selected rows are copied as they are: JSONL lines and
