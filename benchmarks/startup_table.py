@@ -16,10 +16,10 @@ Alternatives (``-j 2`` unless said):
   (ddpcore before issue 11, section 3);
 - (b) fork, at the first parse: the driver loads the pipeline, then forks the workers
   (copy-on-write);
-- (c) = (a) or (b) with each worker's first chunk capped at ``--first-chunk`` characters;
+- (c) = (a) or (b) with each worker's first chunk capped at ``--first-chunk`` characters; the
+  fork variant is ``ddp profile``'s default on Linux;
 - (d) started before the input is staged: spawn starts the workers, fork loads the pipeline in a
-  background thread (both with the small first chunks); the fork variant is ``ddp profile``'s
-  default on Linux.
+  background thread (both with the small first chunks).
 
 The alternatives are selected inside the measured process through the module settings they
 differ in (``ddpcore.ddp.run.START_WORKERS_EARLY``, ``ddpcore.ddp.parse.FIRST_CHUNK_CHARS``)
@@ -92,11 +92,11 @@ def variants(first_chunk: int) -> list[tuple[str, dict]]:
         ("(b) fork at the first parse", dict(j=2, method="fork", early=False, first_chunk=None)),
         (f"(c) spawn at the first parse, first chunks {first_chunk:,} chars",
          dict(j=2, method="spawn", early=False, first_chunk=first_chunk)),
-        (f"(c) fork at the first parse, first chunks {first_chunk:,} chars",
+        (f"(c) fork at the first parse, first chunks {first_chunk:,} chars (default)",
          dict(j=2, method="fork", early=False, first_chunk=first_chunk)),
         ("(d) spawn started before staging, small first chunks",
          dict(j=2, method="spawn", early=True, first_chunk=first_chunk)),
-        ("(d) fork, pipeline loaded while staging, small first chunks (default)",
+        ("(d) fork, pipeline loaded while staging, small first chunks",
          dict(j=2, method="fork", early=True, first_chunk=first_chunk)),
     ]
 

@@ -188,12 +188,15 @@ def test_forked_workers_ignore_sigint_and_end_on_sigterm(nlp):
 @pytest.mark.spacy_model
 @pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="fork is the default on Linux only")
-def test_profile_j2_writes_what_one_process_computes(tmp_path, nlp, monkeypatch):
+@pytest.mark.parametrize("early", [False, True], ids=["at-first-parse", "loaded-while-staging"])
+def test_profile_j2_writes_what_one_process_computes(tmp_path, nlp, monkeypatch, early):
     from ddpcore.cli.main import main
+    from ddpcore.ddp import run
     from ddpcore.ddp.profile import profile_anchors
 
     monkeypatch.delenv(P.START_METHOD_ENV, raising=False)
     monkeypatch.setattr(P, "FIRST_CHUNK_CHARS", 1_000)
+    monkeypatch.setattr(run, "START_WORKERS_EARLY", early)  # early: the pipeline loads in a thread, then fork
     out = [tmp_path / f"{t}.parquet" for t in ("seg", "anc", "sent")]
     rc = main(["profile", str(MINI), "-o", str(out[0]), "--anchors", str(out[1]), "--sentences", str(out[2]),
                "-q", "-j", "2", "--no-cache", "--batch-chars", "3000", "-f", "json"])

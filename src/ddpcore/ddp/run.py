@@ -58,9 +58,10 @@ AUTO_MIN_CHARS = 150_000
 ROLES = ("segments", "anchors", "sentences")
 #: with -j N > 1 and no parse cache, start the workers before the input is staged (spawn: the
 #: worker processes; fork: the pipeline loads in a background thread), so the start-up overlaps
-#: the staging I/O (``benchmarks/startup_table.py``); False = at the first parse. With a cache,
-#: a re-run may parse nothing: the workers start at the first line the cache lacks.
-START_WORKERS_EARLY = True
+#: the staging. Off: it bought nothing measurable (``benchmarks/startup_table.py``, 150 k words
+#: of LitBank on 2 quiet cores: 32.4 s with fork, 31.0 s without; staging takes well under a
+#: second). With a cache a re-run may parse nothing, so it never applies there.
+START_WORKERS_EARLY = False
 #: ordering keys kept in shard outputs (``--shard``) for ``ddp merge``
 SHARD_ROW = "input_row"
 SHARD_DOC_ROW = "document_first_row"
