@@ -134,7 +134,7 @@ def extract_items_oracle(tokens, rules, *, has_parser=True, first_names=None):
     key_parts`` (tuple of strings / label numbers, None when the item has no key), ``last_part``,
     ``n_key``, ``gender``.
     """
-    from ddpcore.anchors.rules import GROUP_BIT, NEUT_SG
+    from ddpcore.anchors.rules import ADDRESS_NOUNS, GROUP_BIT, NEUT_SG
 
     labels = list(rules.entity_labels)
     compat_of = _lookup(rules.label_compat)
@@ -215,9 +215,24 @@ def extract_items_oracle(tokens, rules, *, has_parser=True, first_names=None):
         if t["pos"] != "NOUN":
             continue
         if not has_parser:
-            # no parse: the last NOUN of a run of NOUN/PROPN tokens within a unit
-            nxt = tokens[i + 1] if i + 1 < n else None
-            head_noun = nxt is None or nxt["unit_start"] or nxt["pos"] not in ("NOUN", "PROPN")
+            # no parse: the last NOUN of a run of NOUN/PROPN tokens within a unit ...
+            nxt = tokens[i + 1] if i + 1 < n and not tokens[i + 1]["unit_start"] else None
+            head_noun = nxt is None or nxt["pos"] not in ("NOUN", "PROPN")
+            # ... not before a hyphen ("ear-ring") or a possessive marker ("the man's") ...
+            if nxt is not None and nxt["tag"] in ("HYPH", "POS"):
+                head_noun = False
+            # ... and not a term of address between punctuation ("Yes, my dear sir.")
+            if head_noun and t["lower"] in ADDRESS_NOUNS and (nxt is None or nxt["pos"] == "PUNCT"):
+                # the phrase before the noun: a maximal run of nouns, adjectives, determiners,
+                # numbers and possessive pronouns within the unit
+                phrase_start = i
+                while (not tokens[phrase_start]["unit_start"] and phrase_start > 0
+                       and (tokens[phrase_start - 1]["pos"] in ("NOUN", "PROPN", "ADJ", "DET", "NUM")
+                            or tokens[phrase_start - 1]["tag"] == "PRP$")):
+                    phrase_start -= 1
+                before = None if (phrase_start == 0 or tokens[phrase_start]["unit_start"]) else tokens[phrase_start - 1]
+                if before is None or before["pos"] == "PUNCT":
+                    head_noun = False
         elif t["dep"] in rules.np_deps:
             head_noun = True
         elif t["dep"] == "conj":

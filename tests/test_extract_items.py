@@ -28,10 +28,10 @@ ARRAYS = ("token", "end_token", "kind", "label", "compat", "key", "last_token_ke
 LOWERS = (
     "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "themselves", "i", "you", "this", "who",
     "the", "'s", "'", "\u2019s", "mr.", "mrs.", "lady", "dr.", "sir", "man", "woman", "sitter", "king", "house",
-    "dogs", "john", "mary", "smith", "american", "and", " ", "  ",
+    "dogs", "john", "mary", "smith", "american", "and", " ", "  ", "dear", "ma\u2019am", ",", "-", "two",
 )
-POS = ("PRON", "NOUN", "PROPN", "SPACE", "ADJ", "VERB", "DET", "CCONJ")
-TAGS = ("NN", "NNS", "NNP", "NNPS", "PRP", "JJ", "_SP")
+POS = ("PRON", "NOUN", "PROPN", "SPACE", "ADJ", "VERB", "DET", "CCONJ", "PUNCT", "NUM")
+TAGS = ("NN", "NNS", "NNP", "NNPS", "PRP", "JJ", "_SP", "HYPH", "POS", "PRP$")
 DEPS = ("nsubj", "dobj", "pobj", "conj", "expl", "amod", "ROOT", "det", "compound", "poss", "appos")
 IOB_CODE = {"": 0, "I": 1, "O": 2, "B": 3}
 ENTS = ("PERSON", "ORG", "NORP", "GPE", "DATE", "")
@@ -307,3 +307,37 @@ def test_adjective_skip_only_for_one_token_mentions():
         got = stages.find_items(toks, index, stages.RuleArrays.compile(R.REFINED))
         assert len(got["kind"]) == n_items
         _assert_items_equal(got, items_to_arrays(extract_items_oracle(tokens, R.REFINED), _sid))
+
+
+def _fast_heads(words):
+    """Head-noun tokens the kernel finds without a parse (the ``fast`` preset) in one unit of
+    ``words`` = [(lower, pos, tag)], checked against the oracle as well."""
+    tokens = [_tok(w, pos=p, tag=t, dep="", unit_start=k == 0) for k, (w, p, t) in enumerate(words)]
+    toks, index = _stage_inputs(tokens, [0], [len(tokens)])
+    got = stages.find_items(toks, index, stages.RuleArrays.compile(R.PAPER, has_parser=False))
+    _assert_items_equal(got, items_to_arrays(extract_items_oracle(tokens, R.PAPER, has_parser=False), _sid))
+    return got["token"][got["kind"] == 2].tolist()
+
+
+N, PU = ("NOUN", "NN"), ("PUNCT", ",")
+
+
+def test_heads_from_tags_skip_compounds_possessives_and_vocatives():
+    """By hand, head nouns without a parse (the last noun of a noun run, the rule's version 2):
+    "the man 's hat" -> only "hat" (3): "man" is before a possessive marker (tag POS);
+    "an ear - ring" -> only "ring" (3): "ear" is before a hyphen (tag HYPH);
+    "yes , my dear sir ." -> none: "sir" is a term of address between punctuation, and "dear"
+    (NOUN here) is followed by a noun; "the sir ." at the start of a unit -> none;
+    "I saw the sir ." -> "sir" (3): the word before its phrase is a verb, not punctuation;
+    "yes , sir" ending the unit -> none; "yes , sir and" -> "sir" (2): not followed by punctuation;
+    "yes , the man ." -> "man" (3): not a term of address."""
+    det, prp_poss, verb = ("DET", "DT"), ("PRON", "PRP$"), ("VERB", "VBD")
+    assert _fast_heads([("the", *det), ("man", *N), ("'s", "PART", "POS"), ("hat", *N)]) == [3]
+    assert _fast_heads([("an", *det), ("ear", *N), ("-", "PUNCT", "HYPH"), ("ring", *N)]) == [3]
+    assert _fast_heads([("yes", "INTJ", "UH"), (",", *PU), ("my", *prp_poss), ("dear", *N), ("sir", *N),
+                        (".", "PUNCT", ".")]) == []
+    assert _fast_heads([("the", *det), ("sir", *N), (".", "PUNCT", ".")]) == []
+    assert _fast_heads([("i", "PRON", "PRP"), ("saw", *verb), ("the", *det), ("sir", *N), (".", "PUNCT", ".")]) == [3]
+    assert _fast_heads([("yes", "INTJ", "UH"), (",", *PU), ("sir", *N)]) == []
+    assert _fast_heads([("yes", "INTJ", "UH"), (",", *PU), ("sir", *N), ("and", "CCONJ", "CC")]) == [2]
+    assert _fast_heads([("yes", "INTJ", "UH"), (",", *PU), ("the", *det), ("man", *N), (".", "PUNCT", ".")]) == [3]

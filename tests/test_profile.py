@@ -229,6 +229,8 @@ def test_fast_preset_has_no_parser_and_still_finds_anchors():
     r = profile_anchors(_doc(DOC_BERLIN), nlp=fast, pipeline="fast")
     assert r.segments["ddp"].to_list() == [1, 0, 3]
     assert r.signature["has_parser"] is False
+    assert r.signature["head_nouns"] == "tags v2"  # the head-noun rule without a parse is recorded
+    assert profile_anchors(_doc(DOC_BERLIN)).signature["head_nouns"] == "dependency labels"
 
 
 def test_old_module_paths_still_work_with_a_deprecation_warning():

@@ -84,7 +84,12 @@ def extract_items(tokens, tables):
     ``chain_nouns`` (1: singular person nouns, 2: every head noun) gives head nouns a key,
     so repeated nouns ("the man ... the man") form chains that pronoun links can follow.
     Without a dependency parse (``heads_from_tags``), a head noun is the last ``NOUN`` of
-    a run of nouns/proper nouns. Refinements: ``key_with_title`` puts a title token into the key ("Mrs. Griffin" differs
+    a run of nouns/proper nouns, unless the next token of its unit is tagged ``HYPH``
+    (``tag_hyph``: "ear-ring") or ``POS`` (``tag_possessive``: "the man's"), or the noun is a
+    term of address (``address_hashes``: "sir") in a vocative frame: the next token is
+    punctuation (``pos_punct``) or the unit ends, and the first token before the noun's
+    phrase (skipping ``NOUN``/``PROPN``/``ADJ``/``DET``/``NUM`` and ``PRP$``) is punctuation
+    or the unit starts ("Yes, my dear sir."). Refinements: ``key_with_title`` puts a title token into the key ("Mrs. Griffin" differs
     from "Griffin"); ``key_with_label`` makes the label part of the key; ``label_skip_adj[l]``
     drops one-token mentions of label ``l`` whose token is an adjective ("American").
     Empty refinement tables (``title_hashes``, ``name_hashes``, ``label_skip_adj``) switch
@@ -132,6 +137,14 @@ def extract_items(tokens, tables):
     cdef bint heads_from_tags = tables.heads_from_tags
     cdef int32_t pos_propn = tables.pos_propn
     cdef int chain_nouns = tables.chain_nouns
+    # head nouns from tags (heads_from_tags)
+    cdef uint64_t tag_hyph = tables.tag_hyph
+    cdef uint64_t tag_possessive = tables.tag_possessive
+    cdef uint64_t tag_prp_poss = tables.tag_prp_poss
+    cdef int32_t pos_punct = tables.pos_punct
+    cdef int32_t pos_det = tables.pos_det
+    cdef int32_t pos_num = tables.pos_num
+    cdef const uint64_t[::1] address_hashes = tables.address_hashes
 
     cdef Py_ssize_t n = lower__tok.shape[0]
     cdef unordered_map[uint64_t, int64_t] pron_map = _map_of(pronoun_hashes, pronoun_group_bits)
@@ -140,6 +153,8 @@ def extract_items(tokens, tables):
     cdef unordered_set[uint64_t] person_nouns = _set_of(person_noun_hashes)
     cdef unordered_set[uint64_t] drop_lead = _set_of(drop_leading_hashes)
     cdef unordered_set[uint64_t] drop_trail = _set_of(drop_trailing_hashes)
+    cdef unordered_set[uint64_t] address = _set_of(address_hashes)
+    cdef int32_t p
     cdef Py_ssize_t i, j, k, end, key_start, key_end, h, steps, title_tok
     cdef unordered_map[uint64_t, int64_t] title_map
     cdef unordered_map[uint64_t, int64_t] name_map
@@ -252,9 +267,26 @@ def extract_items(tokens, tables):
                 continue
             if pos__tok[i] == pos_noun:
                 if heads_from_tags:
-                    # no dependency parse (fast preset): the last noun of a run of nouns
+                    # no dependency parse (fast preset): the last noun of a run of nouns ...
                     is_root = (i + 1 >= n or unit_start__tok[i + 1]
                                or (pos__tok[i + 1] != pos_noun and pos__tok[i + 1] != pos_propn))
+                    # ... not followed by a hyphen (compound) or a possessive marker ...
+                    if is_root and i + 1 < n and not unit_start__tok[i + 1] and (
+                            tag__tok[i + 1] == tag_hyph or tag__tok[i + 1] == tag_possessive):
+                        is_root = False
+                    # ... and not a term of address between punctuation (a vocative)
+                    if is_root and address.count(lower__tok[i]) and (
+                            i + 1 >= n or unit_start__tok[i + 1] or pos__tok[i + 1] == pos_punct):
+                        j = i
+                        while j > 0 and not unit_start__tok[j]:
+                            p = pos__tok[j - 1]
+                            if (p == pos_noun or p == pos_propn or p == pos_adj or p == pos_det or p == pos_num
+                                    or tag__tok[j - 1] == tag_prp_poss):
+                                j -= 1
+                            else:
+                                break
+                        if j == 0 or unit_start__tok[j] or pos__tok[j - 1] == pos_punct:
+                            is_root = False
                 else:
                     is_root = np_deps.count(dep__tok[i]) > 0
                 if not heads_from_tags and not is_root and dep__tok[i] == dep_conj:

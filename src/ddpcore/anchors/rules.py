@@ -65,6 +65,14 @@ LABEL_COMPAT.update({"PERSON": MASC_SG | FEM_SG | PL, "ORG": NEUT_SG | PL, "NORP
 #: dependency labels of noun-chunk heads (spaCy's English noun_chunks set)
 NP_DEPS: tuple[str, ...] = ("nsubj", "nsubjpass", "dobj", "pobj", "pcomp", "dative", "appos", "attr", "oprd", "ROOT")
 
+#: terms of address: without a dependency parse (the ``fast`` preset) such a noun between
+#: punctuation ("Yes, sir." / "..., my dear sir, ...") is a vocative, not a head noun. Chosen on
+#: 24,777 nouns of 20 LitBank novels (8,000 words from each of novels 2-21, parsed by
+#: en_core_web_sm): in that frame the parser gives "sir" a noun-phrase label 19 % of the time,
+#: "dear" 44 %, "ma'am" 50 % (4 times), "madam" 50 % (twice); the other person nouns seen at
+#: least 4 times in that frame 71-100 %
+ADDRESS_NOUNS: tuple[str, ...] = ("sir", "dear", "madam", "ma'am", "ma\u2019am")
+
 #: singular common nouns that denote persons (antecedents for he/she as well as it)
 PERSON_NOUNS: tuple[str, ...] = (
     "man", "woman", "boy", "girl", "child", "kid", "baby", "person", "king", "queen", "prince", "princess",

@@ -169,6 +169,15 @@ class RuleTables:
     heads_from_tags: bool = False
     pos_propn: int = -1
     chain_nouns: int = 0
+    #: head nouns from tags (``heads_from_tags``): tags and POS ids that end a head noun's run
+    #: or frame a vocative, and the terms of address (``ADDRESS_NOUNS``)
+    tag_hyph: int = 0
+    tag_possessive: int = 0
+    tag_prp_poss: int = 0
+    pos_punct: int = -1
+    pos_det: int = -1
+    pos_num: int = -1
+    address_hashes: np.ndarray = field(default_factory=_no_hashes)
 
     #: (hashes, values) pairs of equal length
     PAIRS: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -214,6 +223,19 @@ class RuleTables:
                 raise ValueError(f"RuleTables.{name} must be an 8-bit mask (0..255), got {getattr(self, name)}")
         if self.chain_nouns not in (0, 1, 2):
             raise ValueError(f"RuleTables.chain_nouns must be 0, 1 or 2, got {self.chain_nouns}")
+
+
+#: version of the head-noun rule without a dependency parse (``heads_from_tags``): 1 the last
+#: noun of a noun run; 2 also not before a hyphen or a possessive marker, and not a term of
+#: address between punctuation (:data:`ddpcore.anchors.rules.ADDRESS_NOUNS`)
+HEADS_FROM_TAGS_VERSION = 2
+
+
+def head_noun_source(info: dict[str, Any]) -> str:
+    """What a run's head nouns come from, for its signature (``info``: the pipeline info)."""
+    if info.get("has_parser", True):
+        return "dependency labels"
+    return f"tags v{HEADS_FROM_TAGS_VERSION}"
 
 
 def rule_tables(rules: RuleSet) -> dict[str, Any]:
@@ -264,7 +286,12 @@ def refinement_tables(rules: RuleSet, *, has_parser: bool = True) -> dict[str, A
     out["key_with_title"] = rules.key_with_title
     out["chain_nouns"] = rules.chain_nouns
     if not has_parser:
-        out.update(heads_from_tags=True, pos_propn=pos_id("PROPN"))
+        from ..anchors.rules import ADDRESS_NOUNS
+
+        hyph, possessive, prp_poss = (int(h) for h in string_hashes(["HYPH", "POS", "PRP$"]))
+        out.update(heads_from_tags=True, pos_propn=pos_id("PROPN"), pos_adj=pos_id("ADJ"), pos_det=pos_id("DET"),
+                   pos_num=pos_id("NUM"), pos_punct=pos_id("PUNCT"), tag_hyph=hyph, tag_possessive=possessive,
+                   tag_prp_poss=prp_poss, address_hashes=string_hashes(list(ADDRESS_NOUNS)))
     return out
 
 

@@ -20,6 +20,7 @@ from .. import __version__, schema
 from ..anchors.rules import KIND_NAMES, RuleSet, get_rules  # noqa: F401  (KIND_NAMES re-exported)
 from ..errors import DDPUsageError
 from ..io.segments import ROW, SegmentColumns, read_segments
+from .extract import head_noun_source
 
 if TYPE_CHECKING:
     import polars as pl
@@ -179,6 +180,7 @@ def profile_anchors(
         "distance": distance,
         "rules": ruleset.name,
         "rules_description": ruleset.description,
+        "head_nouns": head_noun_source(info),
         "sentence_unit": sentence_unit,
         "columns": {"document": document, "segment": segment, "text": text, "domain": domain},
         **(cached.signature() if cached is not None else {}),

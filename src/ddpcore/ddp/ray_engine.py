@@ -53,6 +53,7 @@ from .. import schema
 from ..errors import DDPDataError, DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
 from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
+from .extract import head_noun_source
 from .stages import Batch
 
 if TYPE_CHECKING:
@@ -352,6 +353,7 @@ def signature_of(info: dict[str, Any], settings: Settings, cols: SegmentColumns,
         "distance": settings.distance,
         "rules": settings.rules.name,
         "rules_description": settings.rules.description,
+        "head_nouns": head_noun_source(info),
         "sentence_unit": settings.sentence_unit,
         "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
     }

@@ -38,6 +38,7 @@ from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
 from . import stage_times
 from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
+from .extract import head_noun_source
 from .parse import Parser
 from .sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
 from .stages import Batch
@@ -593,6 +594,7 @@ def profile_to_files(
                 "distance": settings.distance,
                 "rules": settings.rules.name,
                 "rules_description": settings.rules.description,
+                "head_nouns": head_noun_source(info),
                 "sentence_unit": settings.sentence_unit,
                 "columns": jsettings["columns"],
                 "input": name,
