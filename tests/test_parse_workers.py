@@ -243,3 +243,29 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.spacy_model
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_a_pipeline_error_in_a_worker_keeps_its_own_code(tmp_path, method):
+    """A pipeline folder without NER or a sentence splitter is refused when it loads ([D204]). Under
+    spawn the workers load it: the parent must report the loader's [D204], not a dead pool ([D209]).
+    Under fork the parent loads it before forking, so the same error comes from the parent."""
+    import spacy
+
+    path = tmp_path / "blank_en"
+    spacy.blank("en").to_disk(path)
+    with pytest.raises(DDPUsageError, match=r"^\[D204\] spaCy pipeline .* lacks the components DDP needs: ner"):
+        with P.Parser(n_process=2, start_method=method, pipeline=str(path)) as parser:
+            parser.parse(["One sentence.", "Another one."])
+
+
+def test_ddp_errors_keep_their_code_and_class_across_processes():
+    """Pickling (how a worker's error reaches the parent) keeps class, code and message."""
+    import pickle
+
+    from ddpcore.errors import DDPDataError
+
+    for err in (DDPUsageError("bad pattern", code="D210"), DDPDataError("bad row")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and back.code == err.code and str(back) == str(err)

@@ -24,7 +24,13 @@ class DDPError(Exception):
     def __init__(self, message: str, *, code: str | None = None) -> None:
         if code is not None:
             self.code = code
+        self.message = message
         super().__init__(f"[{self.code}] {message}")
+
+    def __reduce__(self) -> tuple:
+        # keeps the code when the error crosses a process boundary (a worker's error re-raised
+        # in the parent); the default would rebuild it from the formatted text, under the class code
+        return (_rebuild, (type(self), self.message, self.code))
 
 
 class DDPUsageError(DDPError):
@@ -43,6 +49,10 @@ class DDPNativeError(DDPError, ImportError):
     """The compiled kernels are missing (package installed without building)."""
 
     code = "D900"
+
+
+def _rebuild(cls: type[DDPError], message: str, code: str) -> DDPError:
+    return cls(message, code=code)
 
 
 def where(path: str | Path | None, row: int | None = None, column: str | None = None) -> str:

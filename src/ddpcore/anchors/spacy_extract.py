@@ -409,19 +409,33 @@ def _timed_pipe(nlp: Any, texts: Sequence[str], batch_size: int, clock: _Compone
 
 # ---------------------------------------------------------------- worker processes
 _WORKER_NLP: Any = None
+#: a ddpcore error raised while a spawned worker loaded its pipeline (a bad pattern, D210): kept
+#: and raised by the worker's tasks, so that the parent reports it rather than a dead pool (D209)
+_WORKER_ERROR: Exception | None = None
 
 
 def _worker_init(name: str | None) -> None:
-    global _WORKER_NLP
+    global _WORKER_NLP, _WORKER_ERROR
+    from ..errors import DDPError
+
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
-    _WORKER_NLP = load_pipeline(name)
+    try:
+        _WORKER_NLP = load_pipeline(name)
+    except DDPError as exc:
+        _WORKER_ERROR = exc
+
+
+def _worker_nlp() -> Any:
+    if _WORKER_ERROR is not None:
+        raise _WORKER_ERROR
+    return _WORKER_NLP
 
 
 def _worker_parse(args: tuple[Sequence[str], int]) -> TokenArrays:
     texts, batch_size = args
-    return _parse_chunk(_WORKER_NLP, texts, batch_size)
+    return _parse_chunk(_worker_nlp(), texts, batch_size)
 
 
 def _worker_info(name: str | None) -> dict[str, Any]:
-    return pipeline_info(_WORKER_NLP, name)
+    return pipeline_info(_worker_nlp(), name)
