@@ -1,6 +1,7 @@
 """Extractor presets: words/s and agreement with the default, on real text (issues 4 and 11).
 
     python benchmarks/presets_table.py [--repeats 3] [--rules paper] [--litbank-words 40000] [--presets default,fast,md]
+                                       [--paired-chunks 24 --chunk-rounds 2]
 
 For each corpus (the bundled WMT25 English source; the first LitBank novels from the shared
 data folder, paragraphs as segments) every preset profiles the corpus end to end in one
@@ -11,7 +12,10 @@ nouns from tags); md = en_core_web_md, if installed. The presets run in rounds (
 md, default, fast, md, ...) so that load from other jobs hits them alike; the table gives the
 median words/s of the rounds and the median of the per-round ratios to the default, with the
 load average before and after, and the same from the process's CPU time (less sensitive to a
-busy machine than the wall time).
+busy machine than the wall time), and the ratio of the fastest runs (the least disturbed: on the
+shared 2-core machine the same parse of the same text in one process takes 6.9-10.2 CPU seconds
+from one repetition to the next, so a single round says little). ``--paired-chunks`` adds a
+table timed on blocks of each corpus, the presets back to back.
 
 The agreement table compares each preset's run with the default's (paper Appendix A.3 via
 ``ddpcore.ddp.agree``) and their anchors: entity and pronoun anchors (document, segment, kind,
@@ -66,12 +70,46 @@ def anchor_agreement(base, other) -> dict[str, int]:
     }
 
 
+def paired_chunk_rows(cname, df, nlps, args, profile_anchors) -> list[str]:
+    """Speed of each preset against the default on consecutive blocks of ``df``, timed in pairs."""
+    n = df.height
+    k = max(1, min(args.paired_chunks, n))
+    bounds = [round(i * n / k) for i in range(k + 1)]
+    secs: dict[str, list[float]] = {p: [] for p in nlps}
+    words = 0
+    flip = False
+    for _ in range(args.chunk_rounds):
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            block = df.slice(a, b - a)
+            words += int(block["source"].str.split(" ").list.len().sum())
+            order = list(nlps)[::-1] if flip else list(nlps)
+            flip = not flip
+            for preset in order:
+                t0 = time.perf_counter()
+                profile_anchors(block, nlp=nlps[preset], pipeline=preset, rules=args.rules, cache=False)
+                secs[preset].append(time.perf_counter() - t0)
+    rows = []
+    for preset in nlps:
+        total = sum(secs[preset])
+        if preset == "default":
+            rows.append(f"| {cname} | default | {words / total:,.0f} | 1.00 | 1.00 |")
+            continue
+        ratios = sorted(d / f for d, f in zip(secs["default"], secs[preset]))
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+        rows.append(f"| {cname} | {preset} | {words / total:,.0f} | {statistics.median(ratios):.2f} "
+                    f"({q[0]:.2f}-{q[2]:.2f}) | {sum(secs['default']) / total:.2f} |")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3, help="rounds (each preset once per round)")
     ap.add_argument("--rules", default=None)
     ap.add_argument("--litbank-words", type=int, default=40_000)
     ap.add_argument("--presets", default="default,fast,md")
+    ap.add_argument("--paired-chunks", type=int, default=0,
+                    help="also time N blocks of each corpus preset against preset, back to back (0: off)")
+    ap.add_argument("--chunk-rounds", type=int, default=1, help="times each block is timed (--paired-chunks)")
     args = ap.parse_args()
 
     import polars as pl
@@ -92,7 +130,7 @@ def main() -> None:
         except DDPUsageError as exc:
             print(f"{preset}: not installed ({exc})", file=sys.stderr)
     print(f"load average before: {_load()} (1/5/15 min), {os.cpu_count()} CPUs")
-    speed_rows, agree_rows = [], []
+    speed_rows, agree_rows, paired_rows = [], [], []
     for cname, df in corpora.items():
         words = int(df["source"].str.split(" ").list.len().sum())
         secs: dict[str, list[float]] = {p: [] for p in nlps}
@@ -106,6 +144,8 @@ def main() -> None:
                 results[preset] = profile_anchors(df, nlp=nlp, pipeline=preset, rules=args.rules, cache=False)
                 secs[preset].append(time.perf_counter() - t0)
                 cpu[preset].append(time.process_time() - c0)
+        if args.paired_chunks and "default" in nlps:
+            paired_rows.extend(paired_chunk_rows(cname, df, nlps, args, profile_anchors))
         for preset in nlps:
             rate = words / statistics.median(secs[preset])
             ratios = [a / b for a, b in zip(secs["default"], secs[preset])] if "default" in secs else []
@@ -114,8 +154,9 @@ def main() -> None:
             cpu_rate = words / statistics.median(cpu[preset])
             cpu_ratio = (f"{statistics.median(a / b for a, b in zip(cpu['default'], cpu[preset])):.2f}"
                          if "default" in cpu else "—")
+            fastest = (f"{min(secs['default']) / min(secs[preset]):.2f}" if "default" in secs else "—")
             speed_rows.append(f"| {cname} ({words:,} words) | {preset} | {rate:,.0f} | {runs} | {ratio} | "
-                              f"{cpu_rate:,.0f} | {cpu_ratio} |")
+                              f"{fastest} | {cpu_rate:,.0f} | {cpu_ratio} |")
             if preset == "default" or "default" not in results:
                 continue
             base, res = results["default"], results[preset]
@@ -132,10 +173,19 @@ def main() -> None:
     print(f"load average after: {_load()}")
     print(f"\nrounds: {args.repeats}; rules {args.rules or 'refined (default)'}; one process, pipeline loaded, "
           "no parse cache\n")
-    print("| corpus | preset | words/s (median) | seconds per run | vs default (median of rounds) | words per CPU "
-          "second (median) | vs default, CPU |")
-    print("|---|---|---|---|---|---|---|")
+    print("| corpus | preset | words/s (median) | seconds per run | vs default (median of rounds) | vs default "
+          "(fastest runs) | words per CPU second (median) | vs default, CPU |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(speed_rows))
+    if paired_rows:
+        print(f"\npaired chunks: each corpus cut into {args.paired_chunks} blocks of consecutive segments; every block "
+              f"is profiled by each preset back to back (the order alternating), {args.chunk_rounds} time(s); the ratio "
+              "is the median of the per-block ratios, so a slow phase of the shared machine hits both presets of a "
+              "pair alike\n")
+        print("| corpus | preset | words/s (total words / summed seconds) | vs default: median of block ratios "
+              "(p25-p75) | vs default: summed seconds |")
+        print("|---|---|---|---|---|")
+        print("\n".join(paired_rows))
     print("\n| corpus | preset | Pearson r | Spearman ρ | identical | within ±5 | domain order kept | anchors "
           "(default) | entity anchors in one run only | pronoun anchors in one run only | anchors in another "
           "sentence | documents with the same sentence splits | segments whose DDP differs: in those documents "

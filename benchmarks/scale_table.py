@@ -165,10 +165,14 @@ def part_c(tmp: Path, words: int, rows: list) -> None:
                  f"{resumed:.1f} s to finish", f"full run {full:.1f} s; ratio {resumed / full:.2f}"))
 
 
+#: input sizes of part (d), characters
+D_SIZES = (25_000, 50_000, 75_000, 100_000, 150_000, 200_000, 400_000, 800_000)
+
+
 def part_d(tmp: Path, repeats: int, rows: list) -> None:
     df, _ = litbank_segments(200_000)
     chars = df["source"].str.len_chars().cum_sum()
-    for size in (50_000, 100_000, 200_000, 400_000, 800_000):
+    for size in D_SIZES:
         sub = df.filter(chars <= size)
         path = tmp / f"d{size}.parquet"
         sub.write_parquet(path)
@@ -176,6 +180,7 @@ def part_d(tmp: Path, repeats: int, rows: list) -> None:
         for j in (1, 2):
             t[j] = med([measured(ddp(str(path), "-o", str(tmp / f"d{j}.parquet"), "-q", "-j", str(j),
                                      "--no-cache"))["seconds"] for _ in range(repeats)])
+        # the start method -j 2 used (fork on Linux unless DDPCORE_START_METHOD says otherwise)
         rows.append((f"(d) {size:,} characters ({sub.height:,} segments): -j 1 vs -j 2",
                      f"{t[1]:.1f} s vs {t[2]:.1f} s", f"-j 2 speed-up {t[1] / t[2]:.2f}x"))
 

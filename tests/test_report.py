@@ -135,6 +135,30 @@ def many_groups_json(profile_path: Path, path: Path, n_systems: int = 20) -> Pat
     return path
 
 
+def test_plot_curves_removes_the_pages_of_an_earlier_longer_run(profile, tmp_path: Path, capsys) -> None:
+    """4 pages (--max-panels 2 on 6 panels: 2+1+2+1), then 2 pages, then everything on one figure:
+    each run leaves exactly its own figures; an unrelated file beside them is kept."""
+    j = many_groups_json(profile[0], tmp_path / "many.json")
+    out = tmp_path / "curves.svg"
+    other = tmp_path / "curves-notes.svg"
+    other.write_text("<svg/>", encoding="utf-8")
+
+    def figures():
+        return sorted(x.name for x in tmp_path.glob("curves*.svg") if x != other)
+
+    assert main(["plot", str(j), "--kind", "curves", "--max-panels", "2", "-o", str(out)]) == 0
+    assert figures() == [f"curves-p0{k}.svg" for k in range(1, 5)]
+    capsys.readouterr()
+    assert main(["plot", str(j), "--kind", "curves", "--max-panels", "4", "-o", str(out)]) == 0
+    assert figures() == ["curves-p01.svg", "curves-p02.svg"]
+    assert "removed 2 stale figure(s) of an earlier run" in capsys.readouterr().err
+    assert main(["plot", str(j), "--kind", "curves", "--max-panels", "12", "-o", str(out)]) == 0
+    assert figures() == ["curves.svg"] and other.exists()
+    assert "removed 2 stale figure(s)" in capsys.readouterr().err
+    assert main(["plot", str(j), "--kind", "curves", "--max-panels", "4", "-o", str(out)]) == 0
+    assert figures() == ["curves-p01.svg", "curves-p02.svg"]  # the single figure is replaced by pages
+
+
 def test_plot_curves_many_groups_are_split_and_paged(profile, tmp_path: Path, capsys) -> None:
     from ddpcore.report.plots import curve_pages, curve_panels, curves_figures, load_stratify
 

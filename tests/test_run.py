@@ -80,8 +80,15 @@ def test_auto_processes_depend_on_input_size(monkeypatch):
     import ddpcore.ddp.run as run
 
     monkeypatch.setattr(run, "available_cores", lambda: 2)
-    assert resolve_n_process("auto", run.AUTO_MIN_CHARS - 1) == 1
-    assert resolve_n_process("auto", run.AUTO_MIN_CHARS) == 2
+    monkeypatch.delenv("DDPCORE_START_METHOD", raising=False)
+    for method, threshold in (("fork", 50_000), ("spawn", 150_000)):  # benchmarks/scale_table.py part d
+        assert run.AUTO_MIN_CHARS[method] == threshold
+        assert resolve_n_process("auto", threshold - 1, method) == 1
+        assert resolve_n_process("auto", threshold, method) == 2
+    monkeypatch.setenv("DDPCORE_START_METHOD", "spawn")  # the environment decides when no method is given
+    assert resolve_n_process("auto", 100_000) == 1
+    monkeypatch.setenv("DDPCORE_START_METHOD", "fork")
+    assert resolve_n_process("auto", 100_000) == 2
     assert resolve_n_process(3, 10) == 3
     monkeypatch.setattr(run, "available_cores", lambda: 1)
     assert resolve_n_process("auto", 10**9) == 1

@@ -74,7 +74,8 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "(default: refined)")
     g.add_argument("-j", "--n-process", type=n_process_arg, default=1 if from_signature else "auto", metavar="N",
                    help="spaCy worker processes: a number, or 'auto' = every available core when the input has at "
-                        "least 150,000 characters, else 1. Workers are forked from the loaded pipeline on Linux and "
+                        "least 50,000 characters (150,000 with spawned workers), else 1. Workers are forked from "
+                        "the loaded pipeline on Linux and "
                         "spawned elsewhere (DDPCORE_START_METHOD=fork|spawn; ddp profile --start-method); Python scripts "
                         "that call ddpcore with spawned workers "
                         "need the `if __name__ == \"__main__\":` guard")

@@ -98,7 +98,8 @@ def profile_anchors(
         segment share its index): used to align with gold sentences.
     n_process : int | "auto"
         spaCy worker processes (``"auto"``: every available core for inputs of at least
-        150,000 characters, else 1). ``n_threads``: threads of the distance kernel.
+        50,000 characters with forked workers, the Linux default, or 150,000 with spawned ones,
+        else 1; :data:`ddpcore.ddp.run.AUTO_MIN_CHARS`). ``n_threads``: threads of the distance kernel.
     progress : bool
         Show a progress bar (stderr) while parsing.
     nlp : spacy.Language, optional

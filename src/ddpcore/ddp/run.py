@@ -52,10 +52,13 @@ JOURNAL_VERSION = 1
 #: rows of the segment output assembled at a time (the segment table carries the input text:
 #: 20,000 rows of long paragraphs are ~10 MB; larger pieces made the assembly the memory peak)
 ASSEMBLE_ROWS = 20_000
-#: below this many characters of text ``-j auto`` uses one process. Measured on 2 quiet cores
-#: (``benchmarks/scale_table.py`` part d, LitBank, no cache): -j 2 vs -j 1 was 0.83x at 50 k
-#: characters, 1.11x at 100 k, 1.67x at 200 k: break-even near 75 k; 150 k keeps a margin
-AUTO_MIN_CHARS = 150_000
+#: below this many characters of text ``-j auto`` uses one process, by how workers start.
+#: Measured on 2 quiet cores (``benchmarks/scale_table.py`` part d, LitBank, no cache, median of 3):
+#: spawned workers (each imports spaCy and loads the pipeline): -j 2 vs -j 1 was 0.83x at 50 k
+#: characters, 1.11x at 100 k, 1.67x at 200 k, break-even near 75 k, so 150 k keeps a margin;
+#: forked workers (the pipeline loaded once, small first chunks): 1.19x at 25 k, 1.34x at 50 k,
+#: 1.40x at 75 k, 1.52x at 100 k, 1.57x at 150 k: -j 2 already wins at 25 k; 50 k keeps a margin
+AUTO_MIN_CHARS: dict[str, int] = {"fork": 50_000, "spawn": 150_000}
 ROLES = ("segments", "anchors", "sentences")
 #: with -j N > 1 and no parse cache, start the workers before the input is staged (spawn: the
 #: worker processes; fork: the pipeline loads in a background thread), so the start-up overlaps
@@ -104,12 +107,15 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def resolve_n_process(n_process: int | str, total_chars: int) -> int:
-    """``"auto"``: every available core when the input has at least :data:`AUTO_MIN_CHARS`
-    characters, else 1; an integer is taken as given (≥ 1)."""
+def resolve_n_process(n_process: int | str, total_chars: int, start_method: str | None = None) -> int:
+    """``"auto"``: every available core when the input has at least :data:`AUTO_MIN_CHARS` characters
+    for the workers' start method (``start_method``, else ``$DDPCORE_START_METHOD``, else the
+    platform's: fork on Linux), else 1; an integer is taken as given (≥ 1)."""
     if n_process == "auto":
+        from .parse import resolve_start_method
+
         cores = available_cores()
-        return cores if (cores > 1 and total_chars >= AUTO_MIN_CHARS) else 1
+        return cores if (cores > 1 and total_chars >= AUTO_MIN_CHARS[resolve_start_method(start_method)]) else 1
     n = int(n_process)
     if n < 1:
         raise DDPUsageError("-j/--n-process must be 'auto' or at least 1", code="D207")
@@ -533,7 +539,7 @@ def profile_to_files(
             todo = [k for k in range(n_batches) if k not in done_set]
             from .sources import CHARS
 
-            n_proc = resolve_n_process(n_process, int(staged.ids[CHARS].sum()))
+            n_proc = resolve_n_process(n_process, int(staged.ids[CHARS].sum()), start_method)
             if shard is None:  # the plan has what the run needs: keep only the row count of the id index
                 staged.ids = staged.ids.select(ROW)
             seg_per_batch = plan.group_by("__batch").len().sort("__batch")["len"].to_numpy()

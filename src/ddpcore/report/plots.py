@@ -434,14 +434,34 @@ class CurvesWritten:
     n_panels: int
     max_panels: int
     split: str | None
+    #: figures of an earlier run at this output that this run did not rewrite, deleted
+    removed: tuple[Path, ...] = ()
 
     def note(self) -> str:
         """One line for stderr."""
         split = f"; {self.split.replace(' split', ' were split')}" if self.split else ""
+        gone = f"; removed {len(self.removed)} stale figure(s) of an earlier run" if self.removed else ""
         if len(self.paths) == 1:
-            return f"wrote {self.paths[0]} (curves: {self.n_groups} groups in {self.n_panels} panel(s){split})"
+            return f"wrote {self.paths[0]} (curves: {self.n_groups} groups in {self.n_panels} panel(s){split}){gone}"
         return (f"wrote {len(self.paths)} figures {self.paths[0]} ... {self.paths[-1].name} (curves: {self.n_groups} "
-                f"groups in {self.n_panels} panels, at most {self.max_panels} per figure, --max-panels{split})")
+                f"groups in {self.n_panels} panels, at most {self.max_panels} per figure, --max-panels{split}){gone}")
+
+
+def stale_pages(dest: str | os.PathLike[str], written: Sequence[Path], inputs: Sequence[Any] = ()) -> list[Path]:
+    """Figures an earlier run left at the output ``dest`` that the pages ``written`` now replace:
+    ``STEM-pNN.EXT`` files (:func:`page_paths`) beside ``dest`` that were not written, and ``dest``
+    itself when this run wrote pages instead. Input files are never listed."""
+    import re
+
+    d = Path(dest)
+    keep = {Path(p).resolve() for p in written}
+    keep |= {Path(x).resolve() for x in inputs if isinstance(x, (str, os.PathLike))}
+    pattern = re.compile(rf"^{re.escape(d.stem)}-p\d{{2,}}{re.escape(d.suffix)}$")
+    parent = d.parent if str(d.parent) else Path(".")
+    found = [p for p in parent.iterdir() if pattern.match(p.name)] if parent.is_dir() else []
+    if len(written) > 1:
+        found.append(d)
+    return sorted(p for p in found if p.is_file() and not p.is_symlink() and p.resolve() not in keep)
 
 
 def write_curves(result: dict[str, Any], dest: str | os.PathLike[str], *, title: str | None = None,
@@ -456,8 +476,11 @@ def write_curves(result: dict[str, Any], dest: str | os.PathLike[str], *, title:
             check_file_output("-o/--output", d, list(inputs), FIGURE_FORMATS)
     figs = curves_figures(result, title=title, max_panels=max_panels)
     save_figures(figs, dests)
+    removed = stale_pages(dest, dests, inputs)
+    for p in removed:  # only once every new page is in place
+        p.unlink(missing_ok=True)
     return CurvesWritten(dests, len(result.get("groups", [])) + len(result.get("gaps", []) or []),
-                         len(layout.panels), max_panels, layout.split)
+                         len(layout.panels), max_panels, layout.split, tuple(removed))
 
 
 def save_figures(figs: list[Any], dests: list[Path], fmt: str | None = None) -> list[Path]:
@@ -512,7 +535,7 @@ def svg_text(fig: Any) -> str:
 
 __all__ = ["MAX_PANELS", "PALETTE", "CurvePanels", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
            "ecdf_figure", "figure_format", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
-           "save_figures", "svg_text", "write_curves"]
+           "save_figures", "stale_pages", "svg_text", "write_curves"]
 
 
 def check_file_output(option: str, path: str | os.PathLike[str], inputs: list[Any],
