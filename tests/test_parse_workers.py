@@ -269,3 +269,25 @@ def test_ddp_errors_keep_their_code_and_class_across_processes():
     for err in (DDPUsageError("bad pattern", code="D210"), DDPDataError("bad row")):
         back = pickle.loads(pickle.dumps(err))
         assert type(back) is type(err) and back.code == err.code and str(back) == str(err)
+
+
+@pytest.mark.spacy_model
+@pytest.mark.skipif(not LINUX, reason="fork is the default on Linux only")
+def test_profile_anchors_forks_workers_from_the_callers_pipeline(monkeypatch):
+    """A caller's loaded ``fast`` pipeline, with ``pipeline`` left unset (which names the default):
+    forked workers must parse with that object (no parser: the signature says so, and the output is
+    the one-process output), not load the default pipeline by name."""
+    from polars.testing import assert_frame_equal as _eq
+
+    from ddpcore.ddp.profile import profile_anchors
+
+    monkeypatch.delenv(P.START_METHOD_ENV, raising=False)
+    fast = X.load_pipeline("fast")
+    df = pl.DataFrame({"document_id": ["d"] * 6, "segment_id": list(range(6)),
+                       "source": ["Mary met John in Paris. She liked him."] * 6})
+    one = profile_anchors(df, nlp=fast, n_process=1)
+    two = profile_anchors(df, nlp=fast, n_process=2)
+    assert one.signature["has_parser"] is False and two.signature["has_parser"] is False
+    assert "parser" not in two.signature["components"]
+    _eq(one.segments, two.segments)
+    _eq(one.anchors, two.anchors)

@@ -103,7 +103,8 @@ def profile_anchors(
     progress : bool
         Show a progress bar (stderr) while parsing.
     nlp : spacy.Language, optional
-        An already loaded pipeline (used when ``n_process == 1``).
+        An already loaded pipeline: it parses when ``n_process == 1``, and forked workers (the
+        Linux default) parse with it too; spawned workers load ``pipeline`` by name instead.
     engine : "local" | "ray"
         ``ray`` runs the same stages on Ray actors (``pip install 'ddpcore[ray]'``): ``n_process``
         is then the number of actors (``"auto"``: the cluster's CPUs), ``address`` the Ray cluster
@@ -123,7 +124,7 @@ def profile_anchors(
     from .. import namespace  # noqa: F401  (registers DataFrame.ddp)
     from .cache import cache_wrapper
     from .driver import BATCH_CHARS, Settings, batches_from_frame, iter_profile, order_segments
-    from .parse import Parser
+    from .parse import Parser, resolve_start_method
     from .run import resolve_n_process
 
     if distance not in ("chained", "nearest"):
@@ -157,8 +158,10 @@ def profile_anchors(
     tick: Callable[[int], None] | None = bar.update if bar is not None else None
     seg_parts, anc_parts, sent_parts = [], [], []
     try:
+        # a caller's loaded pipeline parses in this process, and in forked workers (which share it);
+        # spawned workers load the pipeline by name
         with Parser(pipeline, n_process=n_process, batch_size=batch_size,
-                    nlp=nlp if n_process == 1 else None) as parser:
+                    nlp=nlp if (n_process == 1 or resolve_start_method() == "fork") else None) as parser:
             wrapper = cache_wrapper(cache)
             cached = wrapper(parser) if wrapper is not None else None
             for res in iter_profile(batches_from_frame(df, cols, BATCH_CHARS), parser, settings,
