@@ -82,7 +82,7 @@ def _genre_only(corpus: GoldCorpus, genre: str | None) -> GoldCorpus:
     """The documents of one genre (documents are profiled independently, so their figures do not change)."""
     if genre is None:
         return corpus
-    docs = corpus.sentences.filter(pl.col("genre") == genre)["document_id"].unique()
+    docs = corpus.sentences.filter(pl.col("genre") == genre)["document_id"].unique().to_list()
     return GoldCorpus(corpus.sentences.filter(pl.col("document_id").is_in(docs)),
                       corpus.mentions.filter(pl.col("document_id").is_in(docs)), corpus.formats, corpus.warnings)
 

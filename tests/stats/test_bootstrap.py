@@ -16,6 +16,7 @@ from stats_oracles import bootstrap_tau_loop, percentile_type7, synthetic_long_t
 
 from ddpcore._native import load
 from ddpcore.errors import DDPDataError, DDPUsageError
+from ddpcore.stats import TableColumns
 from ddpcore.stats.bootstrap import (
     bootstrap_system_means,
     bootstrap_tau,
@@ -186,7 +187,7 @@ def test_bad_input(table, tmp_path):
     with pytest.raises(DDPUsageError, match="n_boot=4 but indices has 5 rows"):
         bootstrap_tau(table, "DOC", "MIX", n_boot=4, indices=np.zeros((5, 10), dtype=int))
     with pytest.raises(DDPDataError, match=r"\[D301\].*'doc'.*--document"):
-        bootstrap_tau(table, "DOC", "MIX", document="doc", n_boot=5)
+        bootstrap_tau(table, "DOC", "MIX", columns=TableColumns(document="doc"), n_boot=5)
     with pytest.raises(DDPDataError, match="D310"):
         bootstrap_tau(table.filter(pl.col("system") == "sys0"), "DOC", "MIX", n_boot=5)
     with pytest.raises(DDPUsageError, match="weighting='document'"):
@@ -199,7 +200,8 @@ def test_column_keywords_and_files(table, tmp_path):
     renamed = table.rename({"document_id": "doc", "system": "sys", "score": "esa", "condition": "cond"})
     path = tmp_path / "t.tsv"
     renamed.write_csv(path, separator="\t")
-    a = bootstrap_tau(path, "DOC", "MIX", n_boot=50, seed=2, document="doc", system="sys", score="esa", condition="cond")
+    a = bootstrap_tau(path, "DOC", "MIX", n_boot=50, seed=2,
+                      columns=TableColumns(document="doc", system="sys", score="esa", condition="cond"))
     b = bootstrap_tau(table, "DOC", "MIX", n_boot=50, seed=2)
     assert np.array_equal(a.replicates, b.replicates, equal_nan=True) and a.tau == b.tau
     c = bootstrap_tau(table.to_pandas(), "DOC", "MIX", n_boot=50, seed=2)

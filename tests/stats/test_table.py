@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpcore.errors import DDPDataError, DDPUsageError
+from ddpcore.stats import TableColumns
 from ddpcore.stats._table import factorize, json_safe, load_long_table, pair_conditions
 
 
@@ -26,26 +27,26 @@ def table(**over) -> pl.DataFrame:
 
 def test_load_renames_and_accepts_all_inputs(tmp_path):
     df = table().rename({"document_id": "doc", "score": "esa"})
-    out = load_long_table(df, document="doc", score="esa")
+    out = load_long_table(df, columns=TableColumns(document="doc", score="esa"))
     assert out.columns[:2] == ["document_id", "segment_id"] and "score" in out.columns
     assert out.schema["score"] == pl.Float64
     for other in (df.to_pandas(), df.to_arrow()):
-        assert load_long_table(other, document="doc", score="esa").equals(out)
+        assert load_long_table(other, columns=TableColumns(document="doc", score="esa")).equals(out)
     path = tmp_path / "t.csv"
     df.write_csv(path)
-    assert load_long_table(path, document="doc", score="esa").equals(out)
+    assert load_long_table(path, columns=TableColumns(document="doc", score="esa")).equals(out)
 
 
 def test_missing_columns_name_the_flag():
     with pytest.raises(DDPDataError, match=r"\[D301\].*document column 'doc'.*--document-col NAME.*available columns"):
-        load_long_table(table(), document="doc")
+        load_long_table(table(), columns=TableColumns(document="doc"))
     with pytest.raises(DDPDataError, match=r"\[D301\].*annotator column 'rater'"):
-        load_long_table(table(), annotator="rater")
+        load_long_table(table(), columns=TableColumns(annotator="rater"))
     # the default annotator name may be absent: the table just has no annotator column
     out = load_long_table(table().drop("annotator"))
     assert "annotator" not in out.columns
     # annotator=None: no annotator role, so pairing falls back to items (document, segment, system)
-    no_ann = load_long_table(table(), annotator=None)
+    no_ann = load_long_table(table(), columns=TableColumns(annotator=None))
     assert "annotator" not in no_ann.columns
     assert pair_conditions(no_ann, "DOC", "MIX").columns[:3] == ["document_id", "segment_id", "system"]
 
