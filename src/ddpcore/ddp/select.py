@@ -280,6 +280,11 @@ def _shown(value: Any, dtype: Any, other: Any) -> Any:
     return str(value) if dtype != other and value is not None else value
 
 
+def _shown_key(row: dict[str, Any], cols: Any, types: Any, other: Any) -> tuple[Any, Any]:
+    """(document, segment) of ``row`` (whose columns have ``types``) as :func:`_shown` shows them."""
+    return tuple(_shown(row[c], types[c], other[c]) for c in (cols.document, cols.segment))  # type: ignore[return-value]
+
+
 def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: str = "table",
                     docs: str | os.PathLike[str] | None = None) -> tuple[InputIndex, Matched]:
     """Pass 1: read ``source`` in chunks through the profile's readers
@@ -367,16 +372,12 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
         check_unique_ids(_input_ids(p, cols, np.sort(cand), reader, docs_path), cols, str(p))
     if prof_dup >= 0:
         r = pids.row(prof_dup, named=True)
-        dt = prof.frame.schema
-        raise DDPDataError(f"--profile {prof.path}: document "
-                           f"{_shown(r[cols.document], dt[cols.document], in_types[cols.document])!r}, segment "
-                           f"{_shown(r[cols.segment], dt[cols.segment], in_types[cols.segment])!r} appears more than "
+        d, s = _shown_key(r, cols, prof.frame.schema, in_types)
+        raise DDPDataError(f"--profile {prof.path}: document {d!r}, segment {s!r} appears more than "
                            "once; use the segment table of one `ddp profile` run", code="D637")
     if first_miss is not None:
         n_miss = int(sum(m.size for m in miss_rows))
-        dt = prof.frame.schema
-        d = _shown(first_miss[cols.document], in_types[cols.document], dt[cols.document])
-        s = _shown(first_miss[cols.segment], in_types[cols.segment], dt[cols.segment])
+        d, s = _shown_key(first_miss, cols, in_types, prof.frame.schema)
         raise DDPDataError(
             f"{p}, row {first_miss['row'] + 1}: document {d!r}, segment {s!r} is not in "
             f"the profile {prof.path} ({n_miss} input row(s) missing); the profile was made from another "
@@ -384,9 +385,7 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
     unmatched = np.flatnonzero(counts == 0)
     if unmatched.size:
         r = pids.row(int(unmatched[0]), named=True)
-        dt = prof.frame.schema
-        d = _shown(r[cols.document], dt[cols.document], in_types[cols.document])
-        s = _shown(r[cols.segment], dt[cols.segment], in_types[cols.segment])
+        d, s = _shown_key(r, cols, prof.frame.schema, in_types)
         raise DDPDataError(
             f"--profile {prof.path}: document {d!r}, segment {s!r} is not in the input "
             f"{p} ({unmatched.size} profile row(s) missing from it); the profile was made from another "
