@@ -27,6 +27,7 @@ Error codes (all :class:`~ddpcore.errors.DDPUsageError`, CLI exit code 2):
 - D134 two outputs on one path (one would overwrite the other)
 - D135 ``-`` (standard output) not allowed here (binary format, or more than one output to stdout)
 - D136 compressed Parquet name (``.parquet.gz``): Parquet is compressed internally
+- D760 the output lies inside a run's work folder (``.NAME.ddp-work/``), which the run deletes
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ PathArg = Union[str, "os.PathLike[str]"]
 #: formats that can be written (``.gz`` allowed for the text ones)
 ALL_FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
 TEXT_FORMATS = ("csv", "tsv", "jsonl", "json")
+#: suffix of the work folder of a long run (``.<output>.ddp-work``, :func:`ddpcore.ddp.run.work_dir_for`)
+WORK_SUFFIX = ".ddp-work"
 #: suffix of the signature sidecar written next to text-format outputs
 SIDECAR_SUFFIX = ".signature.json"
 STDOUT = "-"
@@ -128,7 +131,7 @@ def check_outputs(
         Also reserve ``<output>.signature.json`` of every text-format file output: no
         other output and no input may be that path.
 
-    Checks, in order, for each output: it is not an existing folder (D132), the extension
+    Checks, in order, for each output: it is not inside a run's work folder (D760), not an existing folder (D132), the extension
     names an allowed format (D101; ``.parquet.gz`` D136), the parent folder exists and is a
     folder (D130) and is writable (D131), it is not an input (D133); then no
     two outputs (or sidecars) share a path (D134) and ``-`` is used at most once and only
@@ -198,8 +201,34 @@ def check_outputs(
     return targets
 
 
+def inside_work_folder(path: PathArg) -> Path | None:
+    """The work folder (``.NAME.ddp-work``) that ``path`` lies in, spelled or resolved, else ``None``.
+
+    A long run removes its work folder when it finishes (and a run without ``--resume``
+    removes the one an interrupted run left), so a file written there is lost.
+    """
+    p = Path(path)
+    candidates = [Path(os.path.abspath(p))]
+    try:
+        candidates.append(p.resolve(strict=False))
+    except (OSError, RuntimeError):
+        pass
+    for c in candidates:
+        for folder in c.parents:
+            if folder.name.startswith(".") and folder.name.endswith(WORK_SUFFIX):
+                return folder
+    return None
+
+
 def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarget:
     gz = path.suffix.lower() == ".gz"
+    work = inside_work_folder(path)
+    if work is not None:
+        raise DDPUsageError(
+            f"{option} {path}: this is inside the work folder {work} of a ddp run, which the run deletes when it "
+            "ends; write the output somewhere else",
+            code="D760",
+        )
     if path.is_dir():
         raise DDPUsageError(
             f"{option} {path}: is an existing folder; give a file name inside it (e.g. {path / 'ddp.parquet'})",
