@@ -18,8 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Join the DDP profile to per-segment scores (automatic metrics or human scores) and report per group "
             "(--by): n, Spearman rho between DDP and the score with its p, per DDP bin the mean score with a "
             "document-bootstrap 95%% CI, and a LOWESS curve (statsmodels defaults). Inner join on the profile's "
-            "document and segment columns (--on for other names); unmatched rows and null scores are counted "
-            "(--strict-join: an error). Exit codes: 0 ok, 2 usage, 3 bad data."),
+            "document and segment columns (--on for other names). When more than --max-unjoined (1%%) of the "
+            "score rows or of the profile segments do not join, or of the scores are null, it stops with an error "
+            "naming the first unmatched keys (--allow-partial-join: go on with the matched rows); any row left out "
+            "is a warning on stderr and is counted in signature.join. Exit codes: 0 ok, 2 usage, 3 bad data."),
         formatter_class=HelpFormatter)
     p.add_argument("profile", metavar="DDP", help="`ddp profile` segment table (.parquet, or a text format)")
     p.add_argument("scores", metavar="SCORES", help="per-segment scores (.parquet, .csv, .tsv, .jsonl, .json; .gz)")
@@ -33,8 +35,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--on", type=_csv, default=None, metavar="COLS",
                    help="join columns: DOC,SEG = the scores' names of the profile's document and segment columns, "
                         "or PROFILE_COL=SCORES_COL pairs (e.g. line_id=line_id) (default: the profile's id names)")
+    p.add_argument("--max-unjoined", type=float, default=0.01, metavar="SHARE",
+                   help="largest share of the score rows without a profile segment, of the profile segments without "
+                        "a score row, and of null or non-finite scores accepted (default 0.01 = 1%%); above it: "
+                        "error D710/D711 (exit 3) unless --allow-partial-join")
+    p.add_argument("--allow-partial-join", action="store_true",
+                   help="stratify the matched rows even when more than --max-unjoined of a side does not join "
+                        "(the rows left out are still a warning and are counted in signature.join)")
     p.add_argument("--strict-join", action="store_true",
-                   help="a score row without a profile segment, or a null score, is an error (exit 3)")
+                   help="any score row without a profile segment, or a null score, is an error (exit 3)")
     p.add_argument("--gap", type=_csv, default=None, metavar="A,B",
                    help="also stratify the score difference A - B between two values of --gap-col (paired per segment)")
     p.add_argument("--gap-col", default=None, metavar="COL", help="column holding A and B (default: first --by column)")
@@ -65,13 +74,16 @@ def run(args: argparse.Namespace) -> int:
                                   formats=("json", "tsv"), sidecars=True)
     res = stratify(args.profile, args.scores, args.score_col, by=args.by, bins=edges, on=args.on, gap=args.gap,
                    gap_col=args.gap_col, n_boot=args.n_boot, seed=args.seed, strict_join=args.strict_join,
-                   lowess_max_points=args.lowess_max_points, threads=args.threads)
+                   lowess_max_points=args.lowess_max_points, threads=args.threads,
+                   max_unjoined=args.max_unjoined, allow_partial_join=args.allow_partial_join)
     fmt = target.format if target is not None else args.output_format
     text = dumps(res) if fmt == "json" else to_tsv(res) if fmt == "tsv" else to_text(res)
     j = res["signature"]["join"]
     note = (f"ddp stratify: join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile "
-            f"segment, {j['null_scores']} null scores; {j['profile_segments_without_score']} of "
-            f"{j['profile_segments']} profile segments without a score")
+            f"segment, {j['null_scores']} null scores; {j['unmatched_profile_segments']} of "
+            f"{j['profile_segments']} profile segments without a score row")
+    for w in res["signature"].get("warnings", []):
+        print(f"ddp stratify: warning: {w}", file=sys.stderr)
     if target is None:
         sys.stdout.write(text)
     else:

@@ -52,6 +52,7 @@ import numpy as np
 from .. import __version__
 from .. import schema as S
 from ..errors import DDPDataError, DDPUsageError
+from ._table import MAX_ABS_SCORE
 
 if TYPE_CHECKING:
     import polars as pl
@@ -64,6 +65,44 @@ DOCK = "__doc"
 DDPK = "__ddp"
 SEGK = "__seg"
 LOWESS_MAX_POINTS = 20_000
+#: default largest share of either side of the join (score rows, profile segments) and of null scores
+#: that may stay unmatched without ``allow_partial_join`` (D710, D711)
+MAX_UNJOINED = 0.01
+#: unmatched keys named in messages and in ``signature["join"]``
+FIRST_KEYS = 5
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.3g} %"
+
+
+def _keys_dict(row: dict[str, Any], cols: Sequence[str]) -> dict[str, Any]:
+    return {c: row[c] for c in cols}
+
+
+def _keys_text(row: dict[str, Any], cols: Sequence[str]) -> str:
+    return ", ".join(f"{c}={row[c]!r}" for c in cols)
+
+
+def _first_text(keys: list[dict[str, Any]], k: int = 3) -> str:
+    return "; ".join(_keys_text(r, list(r)) for r in keys[:k]) + (" ..." if len(keys) > k else "")
+
+
+def _raise_too_large(slf: pl.LazyFrame, sname: str, score_cols: Sequence[str]) -> None:
+    """D360 naming the first row (1-based, in file order) and column with a finite |score| > MAX_ABS_SCORE."""
+    import polars as pl
+
+    cond = [(pl.col(c).cast(pl.Float64).abs() > MAX_ABS_SCORE) & pl.col(c).cast(pl.Float64).is_finite()
+            for c in score_cols]
+    hit = (slf.with_row_index("__row", offset=1).filter(pl.any_horizontal(cond))
+           .select("__row", *score_cols).head(1).collect())
+    row = hit.row(0, named=True) if hit.height else None
+    col = next((c for c in score_cols if row is not None and row[c] is not None and math.isfinite(row[c])
+                and abs(row[c]) > MAX_ABS_SCORE), score_cols[0])
+    where = f"{sname}, row {row['__row']}, column '{col}': score {row[col]:g}" if row else f"{sname}: a score"
+    raise DDPDataError(
+        f"{where} is too large in magnitude (|score| > {MAX_ABS_SCORE:g}; sums, means and the LOWESS fit would "
+        "overflow); rescale the score column (e.g. divide it by a power of ten)", code="D360")
 
 
 def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
@@ -120,10 +159,12 @@ class _Prepared:
     by: list[str]
     join: dict[str, Any]
     prof_signature: dict[str, Any]
+    warnings: list[str]
 
 
 def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[str], by: Sequence[str],
-             on: Sequence[str] | None, strict_join: bool, extra_keys: Sequence[str] = ()) -> _Prepared:
+             on: Sequence[str] | None, strict_join: bool, extra_keys: Sequence[str] = (), *,
+             max_unjoined: float = MAX_UNJOINED, allow_partial_join: bool = False) -> _Prepared:
     import polars as pl
 
     from ..ddp.select import profile_columns, read_signature
@@ -192,6 +233,15 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
         (pl.col(cols.document).rank("dense") - 1).cast(pl.UInt32).alias(DOCK),
         pl.int_range(pl.len(), dtype=pl.UInt32).alias(SEGK), pl.lit(True).alias("__hit"))
     n_prof = prof_df.height
+    # a profile key twice would pair each of its score rows with two DDP values (counted twice)
+    pdup = prof_df.filter(pl.struct(pk).is_duplicated()) if pk else prof_df.head(0)
+    if pdup.height:
+        first = pdup.row(0, named=True)
+        same = prof_df.filter(pl.all_horizontal([pl.col(c) == first[c] for c in pk])).height
+        raise DDPDataError(
+            f"{ppath}: the join key ({_keys_text(first, pk)}) is on {same} profile rows ({pdup.height} rows share "
+            "a key with another row), so a score row would join twice; join on columns that name one segment each "
+            "(--on) or give the segment table of one `ddp profile` run", code="D712")
     # ids compare as text when the two sides' types differ
     lk, rk = [], []
     for (pc, sc) in keys:
@@ -206,16 +256,47 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
                         maintain_order="left")  # deterministic row order: float sums, LOWESS ties
     finite = (pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()).fill_null(False)
     keep_cols = [b if b in s_by else (f"{b}__prof" if b in sschema else b) for b in s_by + p_by]
-    full = joined.select(*[pl.col(k).alias(b) for k, b in zip(keep_cols, s_by + p_by)], DOCK, SEGK, DDPK, SCORE,
-                         pl.col("__hit").is_not_null().alias("__hit"), finite.alias("__ok")).collect()
-    good = full["__hit"] & full["__ok"]
+    skeys = list(dict.fromkeys(sc for _, sc in keys))
+    # one pass: the join (no strings) and, from the same plan, the first unmatched keys and null-score rows
+    full_lf = joined.select(*[pl.col(k).alias(b) for k, b in zip(keep_cols, s_by + p_by)], DOCK, SEGK, DDPK, SCORE,
+                            pl.col("__hit").is_not_null().alias("__hit"), finite.alias("__ok"))
+    miss_lf = (joined.filter(pl.col("__hit").is_null()).select(*skeys).unique(maintain_order=True)
+               .head(FIRST_KEYS))
+    null_lf = joined.filter(pl.col("__hit").is_not_null() & ~finite).select(*skeys).head(FIRST_KEYS)
+    try:
+        full, miss_df, null_df = pl.collect_all([full_lf, miss_lf, null_lf])
+    except Exception as exc:  # noqa: BLE001
+        raise DDPDataError(f"{sname}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
+    hit = full["__hit"]
+    no_ddp = full["__hit"] & full[DDPK].is_null()  # a profile segment without a DDP value
+    good = hit & full["__ok"] & ~no_ddp
+    n_unmatched = int((~hit).sum())
+    n_null = int((hit & ~full["__ok"]).sum())
+    n_no_ddp = int((no_ddp & full["__ok"]).sum())
+    big = good & (full[SCORE].abs() > MAX_ABS_SCORE)
+    if big.any():
+        _raise_too_large(slf, sname, score_cols)
     frame = full.filter(good).drop("__hit", "__ok")
-    n_unmatched = int((~full["__hit"]).sum())
-    n_null = int((full["__hit"] & ~full["__ok"]).sum())
-    join = {"on": [{"profile": pc, "scores": sc} for pc, sc in keys], "score_rows": int(full.height),
-            "unmatched_score_rows": n_unmatched, "null_scores": n_null,
-            "profile_segments": int(n_prof), "profile_segments_without_score": int(n_prof - frame[SEGK].n_unique()),
-            "documents": int(frame[DOCK].n_unique())}
+    matched_segs = full.filter(hit)[SEGK].unique()
+    n_prof_unmatched = int(n_prof - matched_segs.len())
+    prof_miss = prof_df.filter(~pl.col(SEGK).is_in(matched_segs.implode())).head(FIRST_KEYS) \
+        if n_prof_unmatched else prof_df.head(0)
+    n_rows = int(full.height)
+    join = {"on": [{"profile": pc, "scores": sc} for pc, sc in keys], "score_rows": n_rows,
+            "matched_score_rows": n_rows - n_unmatched, "unmatched_score_rows": n_unmatched,
+            "unmatched_score_share": (n_unmatched / n_rows) if n_rows else 0.0,
+            "first_unmatched_score_keys": [_keys_dict(r, skeys) for r in miss_df.iter_rows(named=True)],
+            "null_scores": n_null, "null_score_share": (n_null / n_rows) if n_rows else 0.0,
+            "first_null_score_keys": [_keys_dict(r, skeys) for r in null_df.iter_rows(named=True)],
+            "scores_on_segments_without_ddp": n_no_ddp,
+            "profile_segments": int(n_prof), "matched_profile_segments": int(n_prof - n_prof_unmatched),
+            "unmatched_profile_segments": n_prof_unmatched,
+            "unmatched_profile_share": (n_prof_unmatched / n_prof) if n_prof else 0.0,
+            "first_unmatched_profile_keys": [_keys_dict(r, pk) for r in prof_miss.iter_rows(named=True)],
+            "profile_segments_without_score": int(n_prof - frame[SEGK].n_unique()),
+            "documents": int(frame[DOCK].n_unique()),
+            "used_score_rows": int(frame.height),
+            "max_unjoined": float(max_unjoined), "allow_partial_join": bool(allow_partial_join)}
     del full
     if strict_join and (n_unmatched or n_null):
         bad = joined.filter(pl.col("__hit").is_null() | ~finite).head(1).collect().row(0, named=True)
@@ -224,11 +305,45 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
         raise DDPDataError(
             f"--strict-join: score row ({ids}) {what} ({n_unmatched} unmatched row(s), "
             f"{n_null} null score(s)); drop --strict-join to count and skip them", code="D653")
-    if frame.height == 0:
+    if frame.height == 0 and n_unmatched == n_rows:
         raise DDPDataError(f"no score row of {sname} matches a segment of the profile {ppath} (join on "
                            f"{', '.join(f'{p}={s}' for p, s in keys)}); check --on and that the profile is of the "
                            "scored source", code="D656")
-    return _Prepared(frame, list(by), join, psig)
+    # the join must cover both sides, but for a small share (--max-unjoined)
+    sides = []
+    if n_unmatched and join["unmatched_score_share"] > max_unjoined:
+        sides.append(f"{n_unmatched:,} of {n_rows:,} score rows of {sname} ({_pct(join['unmatched_score_share'])}) "
+                     f"have no profile segment (first: {_first_text(join['first_unmatched_score_keys'])})")
+    if n_prof_unmatched and join["unmatched_profile_share"] > max_unjoined:
+        sides.append(f"{n_prof_unmatched:,} of {n_prof:,} segments of the profile {ppath} "
+                     f"({_pct(join['unmatched_profile_share'])}) have no score row (first: "
+                     f"{_first_text(join['first_unmatched_profile_keys'])})")
+    if sides and not allow_partial_join:
+        raise DDPDataError(
+            f"join on {', '.join(f'{p}={s}' for p, s in keys)}: " + "; ".join(sides)
+            + f"; more than --max-unjoined {max_unjoined:g} of a side: check the ids (--on, a prefix one side lacks) "
+            "or give --allow-partial-join to stratify the matched rows only", code="D710")
+    if n_null and join["null_score_share"] > max_unjoined and not allow_partial_join:
+        raise DDPDataError(
+            f"{sname}: {n_null:,} of {n_rows:,} score rows ({_pct(join['null_score_share'])}) have a null or "
+            f"non-finite score (first: {_first_text(join['first_null_score_keys'])}), more than --max-unjoined "
+            f"{max_unjoined:g}; fill or drop them, or give --allow-partial-join to leave them out", code="D711")
+    if frame.height == 0:
+        raise DDPDataError(f"{sname}: no matched score row has a finite score and a profile DDP; nothing to "
+                           "stratify", code="D711")
+    warnings = []
+    if n_unmatched:
+        warnings.append(f"{n_unmatched:,} of {n_rows:,} score rows ({_pct(join['unmatched_score_share'])}) have no "
+                        f"profile segment and are left out (first: {_first_text(join['first_unmatched_score_keys'])})")
+    if n_prof_unmatched:
+        warnings.append(f"{n_prof_unmatched:,} of {n_prof:,} profile segments ({_pct(join['unmatched_profile_share'])})"
+                        f" have no score row (first: {_first_text(join['first_unmatched_profile_keys'])})")
+    if n_null:
+        warnings.append(f"{n_null:,} null or non-finite score(s) left out (first: "
+                        f"{_first_text(join['first_null_score_keys'])})")
+    if n_no_ddp:
+        warnings.append(f"{n_no_ddp:,} score row(s) on profile segments without a DDP value left out")
+    return _Prepared(frame, list(by), join, psig, warnings)
 
 
 def _bins_of(ddp: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -351,7 +466,8 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
              by: Sequence[str] = (), bins: Sequence[float] = DEFAULT_BINS, on: Sequence[str] | None = None,
              gap: Sequence[str] | None = None, gap_col: str | None = None, n_boot: int = 10_000, seed: int = 0,
              strict_join: bool = False, lowess_max_points: int = LOWESS_MAX_POINTS,
-             threads: int | None = None) -> dict[str, Any]:
+             threads: int | None = None, max_unjoined: float = MAX_UNJOINED,
+             allow_partial_join: bool = False) -> dict[str, Any]:
     """Join DDP to scores and stratify; returns the JSON-ready dict
     ``{"groups": [...], ("gaps": [...],) "signature": {...}}`` described in the module docstring."""
     import polars as pl
@@ -365,6 +481,9 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
         raise DDPUsageError(f"--n-boot and --seed must be >= 0, got {n_boot} and {seed}", code="D657")
     if lowess_max_points < 2:
         raise DDPUsageError("--lowess-max-points must be at least 2", code="D657")
+    if not (isinstance(max_unjoined, (int, float)) and 0.0 <= max_unjoined <= 1.0):
+        raise DDPUsageError(f"--max-unjoined must be a share between 0 and 1 (0.01 = 1 %), got {max_unjoined}",
+                            code="D713")
     gcol = None
     if gap is not None:
         if len(gap) != 2:
@@ -373,7 +492,8 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
         if gcol is None:
             raise DDPUsageError("--gap A,B needs the column holding A and B: --by (its first column) or --gap-col",
                                 code="D655")
-    prep = _prepare(profile, scores, score_cols, by, on, strict_join, extra_keys=[gcol] if gcol else [])
+    prep = _prepare(profile, scores, score_cols, by, on, strict_join, extra_keys=[gcol] if gcol else [],
+                    max_unjoined=float(max_unjoined), allow_partial_join=allow_partial_join)
     groups = _groups(prep.frame, by, edges, n_boot, seed, lowess_max_points, threads)
     result: dict[str, Any] = {"groups": groups}
     if gap is not None and gcol is not None:
@@ -417,7 +537,7 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
         "lowess": {"frac": 2.0 / 3.0, "it": 3, "delta": 0.0, "max_points": int(lowess_max_points),
                    "subsample": "numpy Generator(PCG64(seed)).choice(n, max_points, replace=False)"},
         "gap": ({"col": gcol, "a": str(gap[0]), "b": str(gap[1])} if gap is not None else None),
-        "join": prep.join, "profile_signature": prep.prof_signature,
+        "join": prep.join, "warnings": prep.warnings, "profile_signature": prep.prof_signature,
     }
     return result
 
