@@ -186,6 +186,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pair-annotator", action=argparse.BooleanOptionalAction, default=None,
                    help="pair observations on the annotator too (default: yes when the column exists, "
                         "except --method wmt24)")
+    p.add_argument("--min-pairs", type=int, default=None, metavar="N",
+                   help="wmt25, wmt24, permutation: warn (and record in pair_floor and the signature) when a "
+                        "system comparison rests on fewer than N paired observations; default 100, 0 = no floor")
     p.add_argument("--fail-on", choices=("different",), default=None,
                    help="with --a/--b: exit 1 when the two conditions cluster the systems differently")
     _add_budget(p)
@@ -325,7 +328,7 @@ def _undefined(what: str, hint: str) -> None:
 
 
 def _sig_line(sig: dict[str, Any]) -> str:
-    keys = ("method", "n_boot", "seed", "unit", "alpha", "ddpcore")
+    keys = ("method", "n_boot", "seed", "unit", "alpha", "min_pairs", "ddpcore")
     return "signature: " + ", ".join(f"{k}={sig[k]}" for k in keys if sig.get(k) is not None)
 
 
@@ -460,7 +463,18 @@ def _cluster_text(res: Any) -> str:
             lines.append(f"  {k:>3}  {b:>2}-{w:<2}  {s:<28} {res.means[s]:8.3f}")
         if k < len(res.clusters):
             lines.append("  " + "-" * 46)
+    floor = res.pair_floor
+    if floor is not None:
+        lines.append(f"pairs per comparison: min {floor['n_pairs_min']}, max {floor['n_pairs_max']}; "
+                     f"{floor['n_below']} of {floor['n_comparisons']} below --min-pairs {floor['min_pairs']}")
+    for c in res.rank_conflicts:
+        lines.append(f"rank conflict: {c['reason']}")
     return "\n".join(lines)
+
+
+def _cluster_warnings(res: Any, label: str = "") -> None:
+    for w in res.warnings:
+        print(f"ddp stats cluster: warning: {label}{w}", file=sys.stderr)
 
 
 def run_cluster(args: argparse.Namespace) -> int:
@@ -477,15 +491,18 @@ def run_cluster(args: argparse.Namespace) -> int:
     table = _input(args, [c for c in conds if c is not None])
     kw = dict(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed, unit=args.unit, by_domain=args.by_domain,
               pair_annotator=args.pair_annotator, columns=_columns(args), nan_policy=args.nan_policy, progress=_progress(args), max_memory=args.max_memory,
-              max_seconds=args.max_seconds)
+              max_seconds=args.max_seconds, min_pairs=args.min_pairs)
     if args.a is None:
         res = cluster_systems(table, args.method, condition_value=args.condition_value, **kw)
         d = res.to_dict()
+        _cluster_warnings(res)
         _emit(args, d, _cluster_text(res) + "\n" + _sig_line(res.signature), _cluster_rows(res))
         return 0
     ra = cluster_systems(table, args.method, condition_value=args.a, **kw)
     rb = cluster_systems(table, args.method, condition_value=args.b, **kw)
     cmp = compare_clusters(ra, rb)
+    _cluster_warnings(ra, f"{args.a}: ")
+    _cluster_warnings(rb, f"{args.b}: ")
     payload = {"condition_a": str(args.a), "condition_b": str(args.b), "clusters_a": ra.to_dict(),
                "clusters_b": rb.to_dict(), "comparison": cmp.to_dict(),
                "signature": dict(ra.signature, condition=None, condition_a=str(args.a), condition_b=str(args.b))}

@@ -80,6 +80,12 @@ if TYPE_CHECKING:
 Method = Literal["bootstrap", "wmt25", "wmt24", "permutation"]
 Alternative = Literal["two-sided", "greater", "less"]
 
+#: default floor of paired observations per system comparison (``min_pairs``, ``--min-pairs``)
+MIN_PAIRS = 100
+
+_COUNT_RULE = ("best = 1 + systems above significantly better, worst = S - systems below significantly worse; "
+               "cluster cut where no range crosses")
+
 #: rows of the sign matrix drawn per block by the permutation test; fixed so that a seed
 #: gives the same answer whatever the problem size
 _PERM_BLOCK = 64
@@ -106,6 +112,12 @@ class ClusterResult:
     alpha: float
     n_rows: int
     signature: dict[str, Any]
+    #: paired methods: the pairs-per-comparison floor and the comparisons below it (None: bootstrap)
+    pair_floor: dict[str, Any] | None = None
+    #: where the rank ranges cannot follow the listing order (non-transitive significance), and why
+    rank_conflicts: tuple[dict[str, Any], ...] = ()
+    #: one line per fallback/thin sample that changes what is measured (the CLI prints them on stderr)
+    warnings: tuple[str, ...] = ()
 
     def cluster_of(self, system: str) -> int:
         """1-based index of the cluster holding ``system``."""
@@ -132,6 +144,9 @@ class ClusterResult:
             "n_pairs": self.n_pairs,
             "alpha": self.alpha,
             "n_rows": self.n_rows,
+            "pair_floor": self.pair_floor,
+            "rank_conflicts": list(self.rank_conflicts),
+            "warnings": list(self.warnings),
             "signature": self.signature,
         })
 
@@ -580,17 +595,17 @@ def _clusters_straddle(p: np.ndarray, alpha: float, strict_greater: bool) -> lis
     return [int(c) for c in range(s - 1) if prefix[c] <= c]
 
 
-def _ranges_wmt25(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    s = p.shape[0]
-    sig = p < alpha  # sig[a, b]: a significantly better than b
-    pos = np.arange(s)
-    above = sig & (pos[:, None] < pos[None, :])  # [k, i]: k above i and better
-    kmax = np.where(above, pos[:, None], -1).max(axis=0)
-    best = kmax + 2
-    below = sig & (pos[:, None] < pos[None, :])  # [i, k]: i better than k below it
-    kmin = np.where(below, pos[None, :], s).min(axis=1)
-    worst = kmin
-    return best, worst
+def _ranges_count(sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """WMT rank ranges from ``sig[k, i]`` (position k significantly better than position i):
+    best = 1 + number of systems above that are significantly better, worst = S - number of
+    systems below that are significantly worse (i.e. the number not significantly worse).
+
+    Counting only systems above (below) keeps every system's own position inside its range;
+    a lower-listed system that a one-sided test calls better is reported by
+    :func:`_rank_conflicts` instead."""
+    s = sig.shape[0]
+    upper = np.triu(sig, k=1)  # [k, i]: k above i and significantly better
+    return 1 + upper.sum(axis=0), s - upper.sum(axis=1)
 
 
 def _cuts_from_ranges(best: np.ndarray, worst: np.ndarray) -> list[int]:
@@ -600,6 +615,69 @@ def _cuts_from_ranges(best: np.ndarray, worst: np.ndarray) -> list[int]:
     pre = np.maximum.accumulate(worst)
     suf = np.minimum.accumulate(best[::-1])[::-1]
     return [c for c in range(s - 1) if pre[c] <= c + 1 and suf[c + 1] > c + 1]
+
+
+def _rank_conflicts(names: list[str], best: np.ndarray, worst: np.ndarray, sig: np.ndarray,
+                    n: np.ndarray, one_sided: bool) -> list[dict[str, Any]]:
+    """Where the rank ranges cannot follow the listing (mean) order, and why.
+
+    ``order``: system a is listed above b but b has the better best or worst rank; the witness
+    c is a system significantly better than a but not than b (best rank), or one that b beats
+    significantly and a does not (worst rank): significance is not transitive, typically
+    because each comparison rests on different (few) paired observations. ``inverted``: a
+    one-sided test calls the lower-listed system b significantly better than a. Vectorised
+    over the S x S x S witness cube (S = number of systems)."""
+    s = len(names)
+    pos = np.arange(s)
+    above = pos[:, None] < pos[None, :]  # [i, j]: i listed above j
+    order_pairs = above & ((best[None, :] < best[:, None]) | (worst[None, :] < worst[:, None]))
+    # best witness for (i, j): k above i, sig[k, i] and not sig[k, j]
+    wb = (sig[:, :, None] & ~sig[:, None, :]) & (pos[:, None, None] < pos[None, :, None])  # [k, i, j]
+    # worst witness for (i, j): k below j, sig[j, k] and not sig[i, k]
+    ww = (sig.T[:, None, :] & ~sig.T[:, :, None]) & (pos[:, None, None] > pos[None, None, :])  # [k, i, j]
+    out: list[dict[str, Any]] = []
+    for i, j in zip(*np.nonzero(order_pairs)):  # the few conflicting pairs: output formatting only
+        a, b = names[i], names[j]
+        head = f"{a} (ranks {best[i]}-{worst[i]}) is listed above {b} (ranks {best[j]}-{worst[j]})"
+        witness = None
+        if best[j] < best[i] and wb[:, i, j].any():
+            k = int(np.argmax(wb[:, i, j]))
+            witness = names[k]
+            why = (f"{witness} is significantly better than {a} (n = {n[k, i]} pairs) but not than {b} "
+                   f"(n = {n[k, j]} pairs)")
+        elif ww[:, i, j].any():
+            k = int(np.argmax(ww[:, i, j]))
+            witness = names[k]
+            why = (f"{b} is significantly better than {witness} (n = {n[j, k]} pairs) but {a} is not "
+                   f"(n = {n[i, k]} pairs)")
+        else:  # e.g. tied means under a two-sided test
+            why = "the significant differences of the two systems do not follow their mean order"
+        out.append({"kind": "order", "above": a, "below": b, "witness": witness,
+                    "reason": f"{head}: {why}; significance is not transitive here"})
+    if one_sided:
+        for i, j in zip(*np.nonzero(above & sig.T)):  # sig[j, i] with j below i
+            a, b = names[i], names[j]
+            out.append({"kind": "inverted", "above": a, "below": b, "witness": None,
+                        "reason": f"{b} has the lower mean but the one-sided test calls it significantly better "
+                                  f"than {a} (n = {n[j, i]} pairs); the ranges count only systems listed above "
+                                  f"(below)"})
+    return out
+
+
+def _pair_floor(names: list[str], n: np.ndarray, floor: int) -> dict[str, Any]:
+    """Comparisons (upper triangle, in order) resting on fewer than ``floor`` paired observations."""
+    s = len(names)
+    ii, jj = _pairs(s)
+    counts = n[ii, jj]
+    thin = np.flatnonzero(counts < floor)
+    return {
+        "min_pairs": int(floor),
+        "n_pairs_min": int(counts.min()) if counts.size else None,
+        "n_pairs_max": int(counts.max()) if counts.size else None,
+        "n_comparisons": int(counts.size),
+        "n_below": int(thin.size),
+        "below": [[names[ii[t]], names[jj[t]], int(counts[t])] for t in thin],
+    }
 
 
 def _greedy_ranks(p: np.ndarray, alpha: float) -> np.ndarray:
@@ -648,7 +726,9 @@ class _Strategy:
 
     ``pvalues(prepared, run)`` -> (p, n), both (S x S) in system-code order; ``ranks`` turns
     the p-values in mean order into rank ranges and cluster cuts; ``test(by_domain)`` is the
-    signature's description of the test. ``resampling``: uses ``n_boot``/``seed`` (and
+    signature's description of the test; ``significance(po, mo, alpha)[k, i]`` is the method's
+    "position k is significantly better than position i" (the rank-conflict report reads it);
+    ``resampling``: uses ``n_boot``/``seed`` (and
     shows a progress bar); ``pairs``: tests paired observations (``pair_annotator`` applies,
     defaulting to ``pair_annotator_default`` when the table has an annotator column);
     ``bootstrap_units``: resamples ``unit``s and accepts ``indices``; ``by_domain``: supports
@@ -656,12 +736,14 @@ class _Strategy:
 
     pvalues: Callable[[_Prepared, _Run], tuple[np.ndarray, np.ndarray]]
     ranks: _Ranker
+    significance: Callable[[np.ndarray, np.ndarray, float], np.ndarray]
     test: Callable[[bool], str]
     resampling: bool
     pairs: bool
     pair_annotator_default: bool
     bootstrap_units: bool = False
     by_domain: bool = False
+    rank_rule: str = _COUNT_RULE
 
 
 def _bootstrap_pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
@@ -684,9 +766,34 @@ def _wilcoxon_pvalues(two_sided: bool) -> Callable[[_Prepared, _Run], tuple[np.n
     return pvalues
 
 
-def _wmt25_ranks(po: np.ndarray, mo: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    best, worst = _ranges_wmt25(po, alpha)
-    return best, worst, _cuts_from_ranges(best, worst)
+def _sig_one_sided(po: np.ndarray, mo: np.ndarray, alpha: float) -> np.ndarray:
+    """sig[k, i]: the one-sided test says position k is better than position i (p < alpha)."""
+    sig = po < alpha
+    np.fill_diagonal(sig, False)
+    return sig
+
+
+def _sig_two_sided(po: np.ndarray, mo: np.ndarray, alpha: float) -> np.ndarray:
+    """sig[k, i]: the pair differs (two-sided p < alpha) and k has the higher mean."""
+    sig = (po < alpha) & (mo[:, None] > mo[None, :])
+    np.fill_diagonal(sig, False)
+    return sig
+
+
+def _sig_greedy(po: np.ndarray, mo: np.ndarray, alpha: float) -> np.ndarray:
+    """mt-metrics-eval's reading (``AssignRanks``): p <= alpha."""
+    sig = po <= alpha
+    np.fill_diagonal(sig, False)
+    return sig
+
+
+def _count_ranks(sig_rule: Callable[[np.ndarray, np.ndarray, float], np.ndarray]) -> _Ranker:
+    """Rank ranges by the WMT count rule (:func:`_ranges_count`) and clusters by the WMT25 cut
+    rule on those ranges (so no range crosses a cluster boundary)."""
+    def ranks(po: np.ndarray, mo: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        best, worst = _ranges_count(sig_rule(po, mo, alpha))
+        return best, worst, _cuts_from_ranges(best, worst)
+    return ranks
 
 
 def _wmt24_ranks(po: np.ndarray, mo: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -709,21 +816,24 @@ def _greedy_rank_ranges(po: np.ndarray, mo: np.ndarray, alpha: float) -> tuple[n
 #: the clustering methods, in the order the CLI and messages list them
 STRATEGIES: dict[str, _Strategy] = {
     "bootstrap": _Strategy(
-        pvalues=_bootstrap_pvalues, ranks=_wmt25_ranks,
+        pvalues=_bootstrap_pvalues, ranks=_count_ranks(_sig_two_sided), significance=_sig_two_sided,
         test=lambda by_domain: "paired percentile bootstrap of mean differences, two-sided",
         resampling=True, pairs=False, pair_annotator_default=True, bootstrap_units=True),
     "wmt25": _Strategy(
-        pvalues=_wilcoxon_pvalues(two_sided=False), ranks=_wmt25_ranks,
+        pvalues=_wilcoxon_pvalues(two_sided=False), ranks=_count_ranks(_sig_one_sided),
+        significance=_sig_one_sided,
         test=lambda by_domain: "Wilcoxon signed-rank, one-sided (greater), scipy defaults",
         resampling=False, pairs=True, pair_annotator_default=True),
     "wmt24": _Strategy(
-        pvalues=_wilcoxon_pvalues(two_sided=True), ranks=_wmt24_ranks,
+        pvalues=_wilcoxon_pvalues(two_sided=True), ranks=_wmt24_ranks, significance=_sig_two_sided,
         test=lambda by_domain: "Wilcoxon signed-rank, two-sided" + (", Stouffer over domains" if by_domain else ""),
-        resampling=False, pairs=True, pair_annotator_default=False, by_domain=True),
+        resampling=False, pairs=True, pair_annotator_default=False, by_domain=True,
+        rank_rule="WMT24 tools.py: (1 + losses, S - wins); cut unless a straddling pair has p > alpha"),
     "permutation": _Strategy(
-        pvalues=_permutation_pvalues, ranks=_greedy_rank_ranges,
+        pvalues=_permutation_pvalues, ranks=_greedy_rank_ranges, significance=_sig_greedy,
         test=lambda by_domain: "paired sign-flip permutation of the mean difference, one-sided",
-        resampling=True, pairs=True, pair_annotator_default=True),
+        resampling=True, pairs=True, pair_annotator_default=True,
+        rank_rule="greedy ranks (mt-metrics-eval AssignRanks); range = the rank's span"),
 }
 METHODS: tuple[str, ...] = tuple(STRATEGIES)
 
@@ -757,6 +867,7 @@ def cluster_systems(
     progress: bool = False,
     max_memory: Any = None,
     max_seconds: Any = None,
+    min_pairs: int | None = None,
     **legacy_columns: str | None,
 ) -> ClusterResult:
     """Rank systems by mean score and cluster them with pairwise significance tests.
@@ -783,6 +894,10 @@ def cluster_systems(
     max_memory, max_seconds : budget of the resampling methods (see :mod:`ddpcore.stats._budget`):
         memory is bounded (blocks), an estimated run time over ``max_seconds`` (measured on the
         first block) stops with D363 before the long part
+    min_pairs : paired methods (wmt25, wmt24, permutation): floor of paired observations per
+        comparison (default :data:`MIN_PAIRS`; 0 = no floor). Comparisons below it are listed in
+        ``pair_floor`` and counted in the signature, with a line in ``warnings``. Not accepted
+        for the bootstrap, which compares unpaired means (D351).
 
     Returns
     -------
@@ -801,6 +916,16 @@ def cluster_systems(
         if isinstance(n_boot, bool) or not hasattr(n_boot, "__index__") or int(n_boot) < 1:
             raise DDPUsageError(f"n_boot must be an integer >= 1, got {n_boot!r} (--n-boot)", code="D351")
         seed = _budget.check_seed(seed)
+    if min_pairs is not None:
+        if not strategy.pairs:
+            paired = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.pairs)
+            raise DDPUsageError(f"min_pairs (a floor of paired observations per comparison) applies to "
+                                f"method={paired} only; the bootstrap compares unpaired means (--min-pairs)",
+                                code="D351")
+        if isinstance(min_pairs, bool) or not hasattr(min_pairs, "__index__") or int(min_pairs) < 0:
+            raise DDPUsageError(f"min_pairs must be an integer >= 0, got {min_pairs!r} (--min-pairs; 0 = no floor)",
+                                code="D351")
+    floor = (MIN_PAIRS if min_pairs is None else int(min_pairs)) if strategy.pairs else None
     budget = _budget.resolve(max_memory, max_seconds, what=f"cluster_systems(method={method!r})")
     if by_domain and not strategy.by_domain:
         with_domains = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.by_domain)
@@ -847,6 +972,23 @@ def cluster_systems(
     mo = means[order]
     names = [pr.systems[k] for k in order]
     best, worst, cuts = strategy.ranks(po, mo, alpha)
+    notes: list[str] = []
+    pair_floor = None
+    if floor is not None:
+        pair_floor = _pair_floor(names, no, floor)
+        if pair_floor["n_below"]:
+            keys = "document, segment and annotator" if pr.pair_annotator else "document and segment"
+            hint = (" (--no-pair-annotator when each annotator saw one system "
+                    "per document)" if pr.pair_annotator else "")
+            notes.append(f"{pair_floor['n_below']} of {pair_floor['n_comparisons']} system comparisons rest on "
+                         f"fewer than {floor} paired observations (min {pair_floor['n_pairs_min']}, pairing on "
+                         f"{keys}): their tests are weak and may disagree with each other; pair on more "
+                         f"observations{hint}, or set the floor with --min-pairs (listed in pair_floor)")
+    conflicts = _rank_conflicts(names, best, worst, strategy.significance(po, mo, alpha), no,
+                                one_sided=strategy.significance is not _sig_two_sided)
+    if conflicts:
+        notes.append(f"{len(conflicts)} rank-range conflict(s) with the listing (mean) order, e.g. "
+                     f"{conflicts[0]['reason']} (all in rank_conflicts)")
     sig = signature(
         method,
         alpha=float(alpha),
@@ -857,6 +999,11 @@ def cluster_systems(
         pair_annotator=pr.pair_annotator if strategy.pairs else None,
         condition=condition_value,
         test=strategy.test(by_domain),
+        rank_rule=strategy.rank_rule,
+        min_pairs=floor,
+        n_pairs_min=pair_floor["n_pairs_min"] if pair_floor else None,
+        n_below_min_pairs=pair_floor["n_below"] if pair_floor else None,
+        n_rank_conflicts=len(conflicts),
     )
     return ClusterResult(
         method=method,
@@ -869,6 +1016,9 @@ def cluster_systems(
         alpha=float(alpha),
         n_rows=pr.n_rows,
         signature=sig,
+        pair_floor=pair_floor,
+        rank_conflicts=tuple(conflicts),
+        warnings=tuple(notes),
     )
 
 
