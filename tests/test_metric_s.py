@@ -8,17 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from ddpcore.errors import DDPUsageError
+from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.scoring import metric_human_consistency, metric_s, read_judgements, summarize
 
 FIXTURE = Path(__file__).parent / "data" / "metric_s_judgements.jsonl"
 
 # (id, accuracy, fluency, appropriateness, total, status, unknown) per mapping
 CODE = [
+    # released code (eval/eval_res.py calculate_score; reads only 问题严重程度 / 判断结果, exact labels):
     # 60 - 5 (普通) - 10 (严重) - 5 (checkpoint 错误) = 40; 20 - 2 - 2 = 16; 20 - 5 = 15; 71
     ("zh-en-01", 40.0, 16.0, 15.0, 71.0, "ok", 0),
-    # 60 - 50 - 10 - 5 = -5 -> 0; 20 - 2 (Minor = an issue) = 18; 20 - 5*5 = -5 -> 0; 18
-    ("en-zh-02", 0.0, 18.0, 0.0, 18.0, "ok", 0),
+    # English key "severity" is unknown to the released code: accuracy 60 - 5 - 5 = 50, checkpoint "result"
+    # unknown 0 -> 50; fluency Minor unknown 0 -> 20; appropriateness 5 x unknown 0 -> 20; 90; 2+1+1+5 = 9 unknown
+    ("en-zh-02", 50.0, 20.0, 20.0, 90.0, "ok", 9),
     # no issues: 60 + 20 + 20 = 100
     ("zh-en-03", 60.0, 20.0, 20.0, 100.0, "ok", 0),
     # 60 - 50 - 50 -> 0; unknown fluency label 模糊 deducts 0 (released code) -> 20; 20; 40
@@ -27,9 +29,8 @@ CODE = [
     ("en-zh-05", 0.0, 0.0, 0.0, 0.0, "instruction_following_failed", 0),
     ("en-zh-06", None, None, None, None, "error", 0),  # judge_error
     ("zh-en-07", None, None, None, None, "error", 0),  # accuracy_items is a string
-    # Minor is unknown to the released accuracy table: -5 -> 55; fluency Major = an issue -2 -> 18;
-    # appropriateness Critical = an issue -5 -> 15; 88
-    ("en-zh-08", 55.0, 18.0, 15.0, 88.0, "ok", 1),
+    # "severity" key unknown everywhere: accuracy -5 -> 55; fluency 0 -> 20; appropriateness 0 -> 20; 95; 3 unknown
+    ("en-zh-08", 55.0, 20.0, 20.0, 95.0, "ok", 3),
     ("9", None, None, None, None, "error", 0),  # not JSON: id = its position
 ]
 PAPER = [
@@ -57,16 +58,20 @@ def test_fixture_scores(mapping, expected):
 
 def test_summary_counts_errors_never_full_marks():
     s = summarize(metric_s(read_judgements(str(FIXTURE))))
-    # 9 rows: 3 errors, 1 instruction-following failure, 6 scored; totals 71+18+100+40+0+88 = 317
+    # 9 rows: 3 errors, 1 instruction-following failure, 6 scored; totals 71+90+100+40+0+95 = 396
     assert (s["n_rows"], s["n_errors"], s["n_instruction_following_failed"], s["n_scored"]) == (9, 3, 1, 6)
-    assert s["mean_total"] == pytest.approx(317 / 6)
-    assert s["n_unknown_labels"] == 2
+    assert s["mean_total"] == pytest.approx(396 / 6)
+    assert s["n_unknown_labels"] == 0 + 9 + 0 + 1 + 3
 
 
 def test_released_code_gotcha_judge_error_is_not_100():
     (row,) = metric_s([{"judge_error": "timeout"}])
     assert row.total is None and row.status == "error"
-    (row,) = metric_s([{}])  # a judge reply listing no issue at all really is 100
+    with pytest.raises(DDPDataError, match=r"\[D740\] record 1: none of accuracy_items"):
+        metric_s([{}])  # no item list at all: not a judge reply (the released code would give 100)
+    with pytest.raises(DDPDataError, match=r"\[D740\] j\.jsonl: line 7 \(id 'q'\)"):
+        metric_s([{"accuracy_items": []}, {"id": "q", "fluency_items": None}], source="j.jsonl", line_numbers=[2, 7])
+    (row,) = metric_s([{"accuracy_items": []}])  # a reply whose lists are empty: no issue listed, 100
     assert row.total == 100.0
 
 
@@ -99,8 +104,6 @@ def test_consistency_errors():
     item, system, metric, human = _consistency_data()
     with pytest.raises(DDPUsageError, match="D554"):
         metric_human_consistency(item, system, metric, human, tie_threshold=-1)
-    from ddpcore.errors import DDPDataError
-
     with pytest.raises(DDPDataError, match="D555"):
         metric_human_consistency(item + ["i1"], system + ["A"], metric + [1], human + [1])
 
@@ -120,3 +123,70 @@ def test_cli_json_and_output(tmp_path):
                           capture_output=True, text=True)
     rows = json.loads(proc.stdout)["rows"]
     assert rows[0]["total"] == 71.0 and rows[5]["total"] is None
+
+
+# --------------------------------------------------------------------------- released code as oracle
+# Expected values of mapping="code" come from tests/discox_oracle.py: a statement-by-statement
+# transcription of the released calculate_score (ByteDance-Seed/DiscoX eval/eval_res.py, commit
+# 5b6fb53494e1cd3303ff3b0935a3f715f28b0929), run on the same item lists.
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from discox_oracle import calculate_score  # noqa: E402
+from ddpcore.scoring import ITEM_KEYS, _LABELS, _VERDICTS  # noqa: E402
+
+# every label either table knows, both spellings, case/whitespace variants, junk and non-strings
+_RELEASED = ["整体无问题", "普通", "Major", "严重", "Critical", "非常严重", "Extremely Critical", "错误", "正确",
+             "无问题", "有问题"]
+LABELS = sorted(set(_RELEASED) | set(_LABELS) | set(_VERDICTS), key=str) + [
+    "major", "MAJOR", "critical", "extremely critical", " 有问题", "有问题 ", "有 问题", "", "模糊", "Minor",
+    "轻微", "None", None, 0, 5, -2, 2.5, True, False]
+KEYS = ["问题严重程度", "判断结果", "severity", "result", "verdict", "问题类型"]
+
+
+def _oracle(record):
+    warnings: list[str] = []
+    lists = [record.get(k) or [] for k in ITEM_KEYS]
+    acc, flu, app = calculate_score(*lists, warnings=warnings)
+    return (float(acc), float(flu), float(app), float(acc + flu + app)), len(warnings)
+
+
+def _ours(record):
+    (row,) = metric_s([record], mapping="code")
+    assert row.status == "ok", row
+    return (row.accuracy, row.fluency, row.appropriateness, row.total), row.n_unknown_labels
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("label", LABELS, ids=repr)
+@pytest.mark.parametrize("dim", ITEM_KEYS)
+def test_code_mapping_matches_released_code_label_by_label(dim, label, key):
+    for n in (1, 3, 30):  # 30 items also exercises the clamp at 0
+        record = {"accuracy_items": [], dim: [{key: label, "问题分析": "x"}] * n}
+        assert _ours(record) == _oracle(record), (dim, label, key, n)
+
+
+def test_code_mapping_item_without_label_key_and_unhashable_labels():
+    for dim in ITEM_KEYS:
+        record = {dim: [{}, {"问题序号": "1"}]}
+        assert _ours(record) == _oracle(record)
+    # a list as label: the released code raises TypeError (unhashable); ddpcore counts it unknown
+    # and deducts as for any unknown label: accuracy -5, the other dimensions 0
+    (row,) = metric_s([{"accuracy_items": [{"问题严重程度": ["严重"]}], "fluency_items": [{"问题严重程度": {}}]}])
+    assert (row.accuracy, row.fluency, row.appropriateness, row.n_unknown_labels) == (55.0, 20.0, 20.0, 2)
+
+
+_item = st.fixed_dictionaries({}, optional={k: st.sampled_from(LABELS) | st.text(max_size=4) for k in KEYS[:4]})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({k: st.lists(_item, max_size=12) for k in ITEM_KEYS}))
+def test_code_mapping_matches_released_code_on_generated_records(record):
+    assert _ours(record) == _oracle(record)
+
+
+def test_fixture_matches_released_code():
+    for rec, (rid, acc, flu, app, total, status, unk) in zip(read_judgements(str(FIXTURE)), CODE):
+        if status == "ok":
+            assert _oracle(rec) == ((acc, flu, app, total), unk), rid

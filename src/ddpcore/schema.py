@@ -46,3 +46,6 @@ SYSTEM = "system"
 ANNOTATOR = "annotator"
 CONDITION = "condition"
 SCORE = "score"
+
+# ---- Parquet file metadata
+SIGNATURE_KEY = "ddpcore.signature"  # key of the JSON signature in every Parquet output's metadata

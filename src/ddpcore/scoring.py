@@ -4,33 +4,39 @@ Metric-S (DiscoX) scores a translation from an LLM judge's item lists: accuracy 
 fluency at 20, appropriateness at 20; each listed issue deducts points by its severity; each
 dimension is clamped at 0; the total is their sum (0-100). Two deduction tables:
 
-``mapping="code"`` (default) -- the released evaluation code (``calculate_score``):
+``mapping="code"`` (default) -- exactly the released evaluation code (DiscoX ``eval/eval_res.py``,
+``calculate_score``): only the keys its judges emit are read (``问题严重程度`` for a severity,
+``判断结果`` for a checkpoint verdict), and a label counts only when it is one of the strings below,
+character for character (no trimming, no case folding):
 
-=================  ===========================================================  =========
-dimension          label (Chinese / English)                                     points
-=================  ===========================================================  =========
-accuracy           整体无问题 (no issue)                                              0
-                   普通 / Major                                                  -5
-                   严重 / Critical                                               -10
-                   非常严重 / Extremely Critical                                  -50
-                   any other label (or none)                                     -5 (unknown)
-checkpoint         错误 / incorrect (failed rubric checkpoint, counts as accuracy)  -5
-                   正确 / correct; any other label                                0
-fluency            有问题 / any severity label above or Minor                      -2
-                   无问题, 整体无问题 / none; any other label                          0
-appropriateness    有问题 / any severity label above or Minor                      -5
-                   无问题, 整体无问题 / none; any other label                          0
-=================  ===========================================================  =========
+=================  ============================================================  =========
+dimension          label                                                         points
+=================  ============================================================  =========
+accuracy           整体无问题                                                        0
+                   普通, Major                                                    -5
+                   严重, Critical                                                 -10
+                   非常严重, Extremely Critical                                   -50
+                   anything else, or no ``问题严重程度`` (unknown)                  -5
+checkpoint         错误 (failed rubric checkpoint, counts as accuracy)            -5
+                   正确                                                            0
+                   anything else, or no ``判断结果`` (unknown)                      0
+fluency            有问题                                                          -2
+                   无问题, 整体无问题                                                0
+                   anything else (Minor, Major, 轻微 ... included; unknown)          0
+appropriateness    有问题                                                          -5
+                   无问题, 整体无问题                                                0
+                   anything else (unknown)                                         0
+=================  ============================================================  =========
 
 ``mapping="paper"`` -- the paper's severities (§3.4): minor 2, major 5, critical 10, extremely
 critical 50, for an item of any dimension that carries a severity label (轻微 / Minor is minor;
 普通 / Major is major). An item without one (有问题) takes its dimension's level from the
 paper's Appendix E: fluency errors minor (2), appropriateness errors major (5). Failed
-checkpoints are major (5); an unknown accuracy label counts as major (5).
+checkpoints are major (5); an unknown accuracy label counts as major (5). Under ``paper``
+labels are matched after trimming and case-folding, the severity is read from ``问题严重程度``
+or ``severity`` and a checkpoint's verdict from ``判断结果``, ``result`` or ``verdict``.
 
-Labels are matched after trimming and case-folding English. The severity is read from
-``问题严重程度`` or ``severity``; a checkpoint's verdict from ``判断结果``, ``result`` or ``verdict``.
-Unknown labels are counted per row (``n_unknown_labels``).
+Unknown labels are counted per row (``n_unknown_labels``) under both mappings.
 
 Rows that cannot be scored are never given marks:
 
@@ -38,7 +44,9 @@ Rows that cannot be scored are never given marks:
   (status ``instruction_following_failed``), as in the released code;
 * ``judge_error`` set, a line that is not a JSON object, or an item list that is not a list of
   objects -- status ``error``, scores null, counted in ``n_errors`` (the released code turns a
-  failed judge call into an empty list, i.e. full marks).
+  failed judge call into an empty list, i.e. full marks);
+* a record with none of the four item lists (absent or null) is not a judge reply at all: a
+  data error ``[D740]`` naming the record, never 100.
 
 Consistency (DiscoX §4.2): both score sets are min-max normalised to [0, 1] with their scale
 ranges; at segment level every pair of systems scored on the same item is compared; a
@@ -80,7 +88,19 @@ _LABELS = {
 _VERDICTS = {"错误": "fail", "incorrect": "fail", "fail": "fail", "failed": "fail", "wrong": "fail",
              "正确": "pass", "correct": "pass", "pass": "pass", "passed": "pass"}
 _PAPER = {_MINOR: 2.0, _MAJOR: 5.0, _CRITICAL: 10.0, _EXTREME: 50.0, _NONE: 0.0}
-_CODE_ACCURACY = {_NONE: 0.0, _MAJOR: 5.0, _CRITICAL: 10.0, _EXTREME: 50.0}
+# mapping="code": the released tables, keyed by the exact label strings the released code
+# accepts, read only from the keys it reads. (dimension -> (item key, {label: points}, default
+# points of a label not in the table)). Points are deductions (positive numbers).
+_CODE_KEY = {"accuracy": "问题严重程度", "checkpoint": "判断结果", "fluency": "问题严重程度",
+             "appropriateness": "问题严重程度"}
+_CODE_TABLE = {
+    "accuracy": {"整体无问题": 0.0, "普通": 5.0, "Major": 5.0, "严重": 10.0, "Critical": 10.0,
+                 "非常严重": 50.0, "Extremely Critical": 50.0},
+    "checkpoint": {"错误": 5.0, "正确": 0.0},
+    "fluency": {"无问题": 0.0, "整体无问题": 0.0, "有问题": 2.0},
+    "appropriateness": {"无问题": 0.0, "整体无问题": 0.0, "有问题": 5.0},
+}
+_CODE_UNKNOWN = {"accuracy": 5.0, "checkpoint": 0.0, "fluency": 0.0, "appropriateness": 0.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,39 +124,57 @@ def _label(item: dict[str, Any], keys: Sequence[str]) -> str | None:
     return None
 
 
+def _code_deduction(dim: str, item: dict[str, Any]) -> tuple[float, bool]:
+    """(points, unknown) under the released tables: exact string labels under the released key."""
+    value = item.get(_CODE_KEY[dim])
+    table = _CODE_TABLE[dim]
+    if isinstance(value, str) and value in table:  # a non-string value is never a label
+        return table[value], False
+    return _CODE_UNKNOWN[dim], True
+
+
 def _deduction(dim: str, item: dict[str, Any], mapping: str) -> tuple[float, bool]:
     """(points deducted, label unknown) for one item of ``dim``."""
+    if mapping == "code":
+        return _code_deduction(dim, item)
     if dim == "checkpoint":
         verdict = _VERDICTS.get(_label(item, VERDICT_KEYS) or "")
         if verdict is None:
-            return 0.0, True  # released code: unknown verdict counts as correct
+            return 0.0, True  # unknown verdict counts as correct
         return (5.0 if verdict == "fail" else 0.0), False
     sev = _LABELS.get(_label(item, SEVERITY_KEYS) or "")
     if dim == "accuracy":
-        if mapping == "code":
-            if sev in _CODE_ACCURACY:
-                return _CODE_ACCURACY[sev], False
-            return 5.0, True  # minor / issue / unknown: released code deducts 5 ("Unknown severity")
         if sev in _PAPER:
             return _PAPER[sev], False
         return 5.0, sev is None
     per_issue = 2.0 if dim == "fluency" else 5.0
     if sev is None:
-        return 0.0, True  # released code: unknown label deducts nothing
+        return 0.0, True  # unknown label deducts nothing
     if sev == _NONE:
         return 0.0, False
-    if mapping == "code" or sev == _ISSUE:
+    if sev == _ISSUE:
         return per_issue, False
     return _PAPER[sev], False
 
 
-def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None = None) -> MetricSRow:
+def _no_lists_error(where: str, record: dict[str, Any]) -> DDPDataError:
+    rid = f" (id {str(record['id'])[:80]!r})" if record.get("id") is not None else ""
+    return DDPDataError(
+        f"{where}{rid}: none of {', '.join(ITEM_KEYS)} is present: not a judge reply, and ddpcore never scores "
+        "it as full marks; give the judge's item lists (an empty list where the judge listed no issue), or set "
+        "judge_error on the record to count it as an error row", code="D740")
+
+
+def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None = None,
+                    where: str | None = None) -> MetricSRow:
     """Metric-S scores of one judgement record (a dict as parsed from one JSONL line).
 
     ``record`` holds ``accuracy_items``, ``checkpoint_items``, ``fluency_items``,
-    ``appropriateness_items`` (lists of objects; absent = empty), optionally
-    ``instruction_following`` and ``judge_error``. Anything else (not a dict, a list that is
-    not a list of objects) gives an error row.
+    ``appropriateness_items`` (lists of objects; one or more may be absent = empty, but not
+    all four), optionally ``instruction_following`` and ``judge_error``. Anything else (not a
+    dict, a list that is not a list of objects) gives an error row. A record with none of the
+    four lists (absent or null) raises ``DDPDataError`` [D740] naming ``where`` (default
+    "record ``row_id``"): the released code's failure mode scores such a reply 100.
     """
     rid = row_id if row_id is not None else str(record.get("id")) if isinstance(record, dict) and "id" in record else ""
     if not isinstance(record, dict):
@@ -145,6 +183,8 @@ def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None =
         return MetricSRow(rid, None, None, None, None, STATUS_ERROR, error=f"judge_error: {record['judge_error']}"[:200])
     if record.get("instruction_following") is False:
         return MetricSRow(rid, 0.0, 0.0, 0.0, 0.0, STATUS_IF_FAILED)
+    if all(record.get(key) is None for key in ITEM_KEYS):
+        raise _no_lists_error(where or f"record {rid or '?'}", record)
     scores = dict(START)
     unknown = 0
     for key in ITEM_KEYS:
@@ -164,25 +204,33 @@ def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None =
     return MetricSRow(rid, acc, flu, app, acc + flu + app, STATUS_OK, n_unknown_labels=unknown)
 
 
-def metric_s(records: Iterable[Any], mapping: Mapping = "code") -> list[MetricSRow]:
+def metric_s(records: Iterable[Any], mapping: Mapping = "code", *, source: str | None = None,
+             line_numbers: Sequence[int] | None = None) -> list[MetricSRow]:
     """Metric-S rows for an iterable of judgement records (dicts; anything else = error row).
 
     Rows without an ``id`` get their 1-based position as id. See the module docstring for the
-    deduction tables (``mapping="code"`` or ``"paper"``).
+    deduction tables (``mapping="code"`` or ``"paper"``). ``source`` and ``line_numbers`` (the
+    file line of each record, as from :func:`read_judgements_lines`) only name the record in a
+    [D740] error.
     """
     if mapping not in ("code", "paper"):
         raise DDPUsageError(f"mapping must be 'code' or 'paper', got {mapping!r} (--mapping)", code="D550")
     out = []
     for i, rec in enumerate(records, 1):
         rid = str(rec["id"]) if isinstance(rec, dict) and rec.get("id") is not None else str(i)
-        out.append(score_judgement(rec, mapping, rid))
+        if line_numbers is not None:
+            where = f"{source or 'input'}: line {line_numbers[i - 1]}"
+        else:
+            where = f"{source + ': ' if source else ''}record {i}"
+        out.append(score_judgement(rec, mapping, rid, where=where))
     return out
 
 
-def read_judgements(path: str) -> list[Any]:
-    """Parse a JSONL file: one record per non-blank line; a line that is not JSON becomes the
-    sentinel ``None`` (scored as an error row). Raises D551 if the file cannot be read or is
-    not UTF-8."""
+def read_judgements_lines(path: str) -> tuple[list[Any], list[int]]:
+    """Parse a JSONL file: one record per non-blank line, with its 1-based line number; a line
+    that is not JSON becomes the sentinel ``None`` (scored as an error row). Raises D551 if the
+    file cannot be read or is not UTF-8, D552 if it holds no record, D741 (naming the line) if
+    a line nests JSON deeper than the parser can follow."""
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
@@ -195,16 +243,27 @@ def read_judgements(path: str) -> list[Any]:
     except OSError as exc:
         raise DDPDataError(f"{path}: cannot be read ({exc.strerror})", code="D551") from None
     records: list[Any] = []
-    for line in lines:
+    numbers: list[int] = []
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             records.append(json.loads(line))
+        except RecursionError:
+            raise DDPDataError(
+                f"{path}: line {n}: JSON nested too deeply for the parser (Python's recursion limit); "
+                "a judge reply is a flat object of item lists - fix or remove the line", code="D741") from None
         except ValueError:
             records.append(None)
+        numbers.append(n)
     if not records:
         raise DDPDataError(f"{path}: no judgements (the file is empty)", code="D552")
-    return records
+    return records, numbers
+
+
+def read_judgements(path: str) -> list[Any]:
+    """The records of :func:`read_judgements_lines` (same errors), without line numbers."""
+    return read_judgements_lines(path)[0]
 
 
 def summarize(rows: Sequence[MetricSRow]) -> dict[str, Any]:
@@ -316,5 +375,5 @@ def metric_human_consistency(
     )
 
 
-__all__ = ["MetricSRow", "metric_s", "score_judgement", "read_judgements", "summarize",
+__all__ = ["MetricSRow", "metric_s", "score_judgement", "read_judgements", "read_judgements_lines", "summarize",
            "ConsistencyResult", "metric_human_consistency"]

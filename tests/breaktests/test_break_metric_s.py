@@ -19,6 +19,23 @@ CASES = [
     # garbage lines are error rows, not a crash and not full marks
     Case("metric-s-garbage-lines", ("metric-s", "g.jsonl", "-f", "text"), 0, "",
          files={"g.jsonl": "[1, 2]\nnull\n{\"accuracy_items\": {\"a\": 1}}\n\"text\"\n"}),
+    # issue 19: a record with no item list at all is not full marks (the released code's failure mode)
+    Case("metric-s-no-item-lists", ("metric-s", "g.jsonl"), 3,
+         r"^ddp metric-s: error: \[D740\] g\.jsonl: line 3 \(id 'b'\): none of accuracy_items, checkpoint_items, "
+         r"fluency_items, appropriateness_items is present",
+         files={"g.jsonl": GOOD + "\n" + '{"id": "b", "fluency_items": null}\n'}),
+    Case("metric-s-no-item-lists-with-output", ("metric-s", "g.jsonl", "-o", "s.parquet"), 3, r"\[D740\] g\.jsonl: line 1",
+         files={"g.jsonl": '{"id": "a", "score": 100}\n' + GOOD}),
+    # issue 19: deep nesting was D999 (RecursionError)
+    Case("metric-s-deep-nesting", ("metric-s", "g.jsonl"), 3,
+         r"^ddp metric-s: error: \[D741\] g\.jsonl: line 2: JSON nested too deeply",
+         files={"g.jsonl": GOOD + '{"accuracy_items": ' + "[" * 100_000 + "]" * 100_000 + "}\n"}),
+    Case("metric-s-deep-nesting-id", ("metric-s", "g.jsonl", "-o", "s.tsv"), 3, r"\[D741\] g\.jsonl: line 1:",
+         files={"g.jsonl": '{"id": ' + '{"a": ' * 5000 + "1" + "}" * 5000 + "}\n"}),
+    # issue 19: unknown labels (here: English key and label, unknown to the released code) are warned about
+    Case("metric-s-unknown-labels-warned", ("metric-s", "g.jsonl", "-f", "text"), 0,
+         r"^ddp metric-s: warning: 2 item label\(s\) unknown to the code mapping \(first on line 1\)",
+         files={"g.jsonl": '{"fluency_items": [{"问题严重程度": "minor"}], "appropriateness_items": [{"severity": "有问题"}]}\n'}),
     Case("metric-s-output-written", ("metric-s", "g.jsonl", "-o", "s.tsv"), 0, "",
          files={"g.jsonl": GOOD}, outputs=("s.tsv", "s.tsv.signature.json")),
 ]

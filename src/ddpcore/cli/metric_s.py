@@ -19,10 +19,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Score each line of JUDGEMENTS.jsonl (a judge's accuracy_items, checkpoint_items, fluency_items, "
             "appropriateness_items; severity labels in Chinese or English) with Metric-S. --mapping code follows "
-            "the released code (-5/-10/-50 per Major/Critical/Extremely Critical accuracy error, -5 per failed "
-            "checkpoint, -2 per fluency issue, -5 per appropriateness issue); --mapping paper uses the paper's "
-            "2/5/10/50. instruction_following: false scores 0; a judge_error or an unparseable line is an error "
-            "row (null scores, counted), never full marks. See docs/metric-s.md."
+            "the released code exactly (its keys 问题严重程度 / 判断结果 and its exact labels: -5/-10/-50 per "
+            "普通/严重/非常严重 (Major/Critical/Extremely Critical) accuracy error, -5 per unknown accuracy label, "
+            "-5 per 错误 checkpoint, -2 per 有问题 fluency item, -5 per 有问题 appropriateness item, any other "
+            "label 0); --mapping paper uses the paper's 2/5/10/50 and also reads English keys and labels. Unknown "
+            "labels are counted and warned about. instruction_following: false scores 0; a judge_error or an "
+            "unparseable line is an error row (null scores, counted); a record with no item list at all is an "
+            "error [D740], never full marks. See docs/metric-s.md."
         ),
         formatter_class=HelpFormatter,
     )
@@ -60,23 +63,47 @@ def _text(summary: dict[str, Any], mapping: str) -> str:
     ]) + "\n"
 
 
+def _warn(summary: dict[str, Any], rows: list[Any], lines: list[int], mapping: str) -> None:
+    """``warning:`` lines for what changes the measurement: unknown labels, error rows."""
+    import sys
+
+    n_unknown = summary["n_unknown_labels"]
+    if n_unknown:
+        first = next(n for r, n in zip(rows, lines) if r.n_unknown_labels)
+        if mapping == "code":
+            rule = ("scored as the released code does: -5 in accuracy, 0 in checkpoint, fluency and appropriateness; "
+                    "it reads only the keys 问题严重程度 / 判断结果 and its exact labels - --mapping paper also "
+                    "reads English keys and labels")
+        else:
+            rule = "scored -5 in accuracy, 0 in checkpoint, fluency and appropriateness"
+        print(f"ddp metric-s: warning: {n_unknown} item label(s) unknown to the {mapping} mapping (first on line "
+              f"{first}), {rule}; counted in n_unknown_labels", file=sys.stderr)
+    if summary["n_errors"]:
+        first = next(n for r, n in zip(rows, lines) if r.status == "error")
+        print(f"ddp metric-s: warning: {summary['n_errors']} of {summary['n_rows']} judgement(s) are error rows "
+              f"(first on line {first}): null scores, left out of the means; counted in n_errors", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
     from ..io.outputs import check_outputs
     from ..io.tables import write_tables_atomic
-    from ..scoring import metric_s, read_judgements, summarize
+    from ..schema import SIGNATURE_KEY
+    from ..scoring import metric_s, read_judgements_lines, summarize
     from ..stats import json_safe, signature
 
     if args.output:
         check_outputs([("-o/--output", args.output)], inputs=[args.judgements], sidecars=True)
-    rows = metric_s(read_judgements(args.judgements), mapping=args.mapping)
+    records, lines = read_judgements_lines(args.judgements)
+    rows = metric_s(records, mapping=args.mapping, source=args.judgements, line_numbers=lines)
     summary = summarize(rows)
+    _warn(summary, rows, lines, args.mapping)
     sig = signature("metric_s", mapping=args.mapping)
     frame = _frame(rows)
     if args.output:
-        write_tables_atomic([(frame, args.output)], metadata={"ddpcore_signature": json.dumps(sig)},
+        write_tables_atomic([(frame, args.output)], metadata={SIGNATURE_KEY: json.dumps(sig)},
                             sidecar=json.dumps(sig, indent=2) + "\n")
         if args.format == "text":
             sys.stdout.write(_text(summary, args.mapping))
