@@ -412,10 +412,126 @@ class _Stop(BaseException):
         self.signum = signum
 
 
+# ------------------------------------------------------------------------------ the lock
+
+#: name of the commit journal in the work folder (:class:`ddpcore.io.outputs.OutputSet`)
+COMMIT_JOURNAL = "commit.json"
+
+
+def lock_path_for(target: Path) -> Path:
+    """The lock of a run whose segment output is ``target``: ``.<name>.ddp-lock`` beside it."""
+    return target.parent / f".{target.name}.ddp-lock"
+
+
+def _proc_start(pid: int) -> str | None:
+    """Start time of process ``pid`` (clock ticks since boot, /proc), ``"Z"`` for a zombie, None if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return "Z" if fields[0] == "Z" else fields[19]
+
+
+def _holder_alive(info: dict[str, Any]) -> bool:
+    """Whether the process that wrote a lock still runs (a dead one, or a reused pid, holds nothing)."""
+    import socket
+
+    if info.get("host") != socket.gethostname():
+        return True  # another machine's run (shared file system): cannot be checked from here
+    pid = int(info.get("pid", -1))
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    start = _proc_start(pid)
+    if start == "Z":
+        return False
+    return not (start is not None and info.get("start") is not None and start != info["start"])
+
+
+class RunLock:
+    """``.<output>.ddp-lock``: one ddp run at a time per segment output.
+
+    Created with O_EXCL and holding the pid, host and process start time of its run; a lock whose
+    process is gone (or whose pid now names another process) is stale and is taken over. A live
+    holder is refused with D762."""
+
+    def __init__(self, target: Path) -> None:
+        self.path = lock_path_for(target)
+        self.target = target
+        self.owned = False
+
+    def acquire(self) -> None:
+        import socket
+
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "start": _proc_start(os.getpid())}
+        for _ in range(5):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    info = json.loads(self.path.read_text(encoding="utf-8"))
+                except FileNotFoundError:
+                    continue
+                except (OSError, ValueError):
+                    # being written this instant, or damaged: damaged only once it is a few seconds old
+                    try:
+                        young = time.time() - self.path.stat().st_mtime < 5.0
+                    except FileNotFoundError:
+                        continue
+                    if young:
+                        time.sleep(0.2)
+                        continue
+                    info = {}
+                if isinstance(info, dict) and info and _holder_alive(info):
+                    where = "" if info.get("host") == me["host"] else f" on {info.get('host')}"
+                    raise DDPUsageError(
+                        f"another ddp run is writing {self.target} (pid {info.get('pid')}{where}); wait for it to finish "
+                        f"or choose another -o (if no such run is alive, delete {self.path})", code="D762") from None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)  # stale: its process is gone
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(me, fh)
+            self.owned = True
+            return
+        raise DDPUsageError(f"could not take the lock {self.path} of {self.target} (other runs keep taking it); "
+                            "wait for them to finish or choose another -o", code="D762")
+
+    def release(self) -> None:
+        if not self.owned:
+            return
+        self.owned = False
+        try:
+            if json.loads(self.path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                os.unlink(self.path)
+        except (OSError, ValueError):
+            pass
+
+
 # ---------------------------------------------------------------------------- the run
 
 
-def profile_to_files(
+def profile_to_files(source: Any, targets: dict[str, OutputTarget], **kwargs: Any) -> RunReport:
+    """Hold the segment output's :class:`RunLock` (D762 while another live run holds it) and run
+    :func:`_profile_run` (every keyword below is passed on).
+    """
+    seg = targets["segments"]
+    lock = RunLock(Path(seg.path)) if seg is not None and seg.path is not None else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        return _profile_run(source, targets, **kwargs)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _profile_run(
     source: Any,
     targets: dict[str, OutputTarget],
     *,
@@ -456,14 +572,25 @@ def profile_to_files(
     """
     import polars as pl
 
-    from ..io.tables import atomic_path
+    from ..io.outputs import OutputSet, recover_commit
+
+    def say(message: str) -> None:
+        if warn is not None:
+            warn(message)
+        else:
+            print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
 
     name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
     seg_target = targets["segments"]
     notes: list[str] = []
     tmp_root: str | None = None
     if seg_target.path is not None:
-        work = work_dir_for(Path(seg_target.path))
+        # absolute, so that --resume from another working folder finds the same work folder and chunks
+        work = work_dir_for(Path(os.path.abspath(seg_target.path)))
+        placed = recover_commit(work / COMMIT_JOURNAL)
+        if placed:
+            say(f"an earlier run was stopped while putting its outputs in place; finished that, so "
+                f"{', '.join(map(str, placed))} now hold(s) that run's complete new output")
     else:
         tmp_root = tempfile.mkdtemp(prefix="ddp-work-")
         work = Path(tmp_root)
@@ -488,8 +615,15 @@ def profile_to_files(
     journal: dict[str, Any] = {}
     if work.exists() and tmp_root is None:
         if resume and journal_path.exists():
-            journal = json.loads(journal_path.read_text(encoding="utf-8"))
-            _compare_journal(journal.get("settings", {}), jsettings, journal_path)
+            journal = _read_journal(journal_path)
+            if journal is None:
+                say(f"--resume: the journal {journal_path} is empty or damaged, so the interrupted run's settings "
+                    "cannot be checked; starting from the beginning")
+                notes.append(f"--resume: the journal {journal_path} was empty or damaged; started from the beginning")
+                shutil.rmtree(work, ignore_errors=True)
+                journal = {}
+            else:
+                _compare_journal(journal.get("settings", {}), jsettings, journal_path)
         else:
             if not resume:
                 notes.append(f"removed the work folder of an earlier interrupted run ({work}); "
@@ -504,6 +638,7 @@ def profile_to_files(
     journal["settings"] = jsettings
 
     stop: _Stop | None = None
+    outs = OutputSet(work / COMMIT_JOURNAL)
     parser: Parser | None = None
     report_progress: Progress | None = None
     try:
@@ -515,10 +650,12 @@ def profile_to_files(
                 parser = Parser(pipeline, n_process=int(n_process), batch_size=batch_size, start_method=start_method)
                 parser.start()
             # ---- stage the input (or reload the staged input of the interrupted run)
-            staged = _load_staged(journal, work, cols, name)
+            staged = _load_staged(journal, work, cols, name, say)
             if staged is None:
                 with stage_times.stage("read"):
-                    staged = stage_input(source, cols, work, name=name, reader=reader, docs=docs_path,
+                    # an absolute path in the chunks of a Parquet input (read in place): --resume from elsewhere
+                    src = Path(os.path.abspath(source)) if isinstance(source, (str, os.PathLike)) else source
+                    staged = stage_input(src, cols, work, name=name, reader=reader, docs=docs_path,
                                          txt_mode=txt_mode, warn=warn)
                 ids_path = work / "ids.parquet"
                 staged.ids.write_parquet(ids_path)
@@ -534,7 +671,7 @@ def profile_to_files(
             if journal.get("n_batches") != n_batches:
                 journal["n_batches"] = n_batches
                 write_json_atomic(journal_path, journal)
-            done = sorted(int(p.name.split(".")[0]) for p in parts.glob("*.done"))
+            done = _finished_batches(parts, n_batches, say)
             done_set = set(done)
             todo = [k for k in range(n_batches) if k not in done_set]
             from .sources import CHARS
@@ -613,7 +750,8 @@ def profile_to_files(
                         .agg(pl.col(ROW).min().cast(pl.Int64).alias("__doc_row")) if shard else None)
             with stage_times.stage("write"):
                 summary, n_anchors = _assemble(parts, n_batches, targets, signature, staged.n_rows, summary_by, cols,
-                                               atomic_path, doc_rows)
+                                               outs.temp, doc_rows)
+                outs.commit()  # every output in place together, or none (D761)
     except _Stop as exc:
         stop = exc
     except DDPError:
@@ -622,6 +760,7 @@ def profile_to_files(
             shutil.rmtree(work, ignore_errors=True)
         raise
     finally:
+        outs.discard()  # temporaries of outputs not put in place
         if parser is not None:
             _kill(parser)
         if report_progress is not None:
@@ -631,6 +770,11 @@ def profile_to_files(
     if stop is not None:
         n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
         what = "SIGTERM" if stop.signum == signal.SIGTERM else "interrupted (SIGINT)"
+        if outs.committed:  # the signal was held back while the outputs were put in place
+            if tmp_root is None:
+                shutil.rmtree(work, ignore_errors=True)
+            raise RunInterrupted(stop.signum, f"{what} while the outputs were put in place: stopped after writing "
+                                 f"all of them completely ({', '.join(map(str, outs.destinations))})")
         if tmp_root is not None:
             msg = f"{what}: stopped; nothing was written (output to stdout cannot be resumed)"
         else:
@@ -659,8 +803,63 @@ def _kill(parser: Parser) -> None:
                 p.kill()
 
 
-def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name: str) -> StagedInput | None:
+def _read_journal(path: Path) -> dict[str, Any] | None:
+    """The journal of an interrupted run, or None if it is empty or damaged (no settings to compare)."""
+    try:
+        journal = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(journal, dict) or not isinstance(journal.get("settings"), dict):
+        return None
+    return journal
+
+
+def _finished_batches(parts: Path, n_batches: int, say: Callable[[str], None]) -> list[int]:
+    """Batches an interrupted run finished whose parts are whole: a readable marker and three
+    readable Parquet parts with the rows the marker counts. A damaged batch (zero-length part,
+    truncated marker...) is removed and said: it is profiled again. One check per batch."""
+    import pyarrow.parquet as pq
+
+    done: list[int] = []
+    for marker in sorted(parts.glob("*.done")):
+        try:
+            k = int(marker.name.split(".")[0])
+        except ValueError:
+            continue
+        try:
+            if k >= n_batches:
+                raise ValueError(f"batch {k} is beyond the plan's {n_batches} batches")
+            m = json.loads(marker.read_text(encoding="utf-8"))
+            int(m["min_row"]), int(m["max_row"]), int(m["words"])
+            for role in ROLES:
+                n = pq.read_metadata(parts / f"{k:06d}.{role}.parquet").num_rows
+                want = m.get(role)
+                if want is not None and int(want) != n:
+                    raise ValueError(f"the {role} part has {n} rows, its marker says {want}")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            say(f"--resume: finished batch {k} of the interrupted run is damaged ({_reason(exc)}); profiling it again")
+            for f in parts.glob(f"{k:06d}.*"):
+                with contextlib.suppress(OSError):
+                    f.unlink()
+            continue
+        done.append(k)
+    return done
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"missing {Path(exc.filename).name if exc.filename else 'file'}"
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} in its marker"
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name: str,
+                 say: Callable[[str], None] | None = None) -> StagedInput | None:
+    """The staged input of the interrupted run, or None to stage the input again (none staged yet;
+    or a chunk, the id index or the schema missing or unreadable, which ``say`` reports)."""
     import polars as pl
+    import pyarrow.parquet as pq
 
     from .sources import Chunk
 
@@ -668,14 +867,27 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
     ids_path = work / "ids.parquet"
     if not st or not ids_path.exists():
         return None
-    ids = pl.read_parquet(ids_path)
-    schema = dict(pl.read_parquet_schema(work / "schema.parquet"))
-    chunks = [Chunk(p, a, b, g) for p, a, b, g in st["chunks"]]
+    try:
+        chunks = [Chunk(p, a, b, g) for p, a, b, g in st["chunks"]]
+        for c in chunks:
+            if c.row_group is None:  # a chunk staged in the work folder holds exactly its rows
+                n = pq.read_metadata(c.path).num_rows
+                if n != c.row_stop - c.row_start:
+                    raise ValueError(f"{Path(c.path).name} has {n} rows, expected {c.row_stop - c.row_start}")
+            elif not Path(c.path).exists():
+                raise FileNotFoundError(2, "no such file", c.path)
+        ids = pl.read_parquet(ids_path)
+        schema = dict(pl.read_parquet_schema(work / "schema.parquet"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if say is not None:
+            say(f"--resume: the staged input of the interrupted run is damaged ({_reason(exc)}); reading the input "
+                "again (its finished batches are kept)")
+        return None
     return StagedInput(chunks, ids, cols, schema, name)
 
 
-def _write_documents(stack: contextlib.ExitStack, parts: Path, n_batches: int, target: OutputTarget,
-                     signature: dict[str, Any], cols: SegmentColumns, atomic_path: Any,
+def _write_documents(parts: Path, n_batches: int, target: OutputTarget,
+                     signature: dict[str, Any], cols: SegmentColumns, temp: Any,
                      doc_rows: pl.DataFrame | None = None) -> None:
     """The ``--documents`` table from the segment parts (:func:`ddpcore.ddp.documents.document_rows`);
     a shard run (``doc_rows``) keeps ``document_first_row`` for ``ddp merge``, as anchors do."""
@@ -685,7 +897,7 @@ def _write_documents(stack: contextlib.ExitStack, parts: Path, n_batches: int, t
 
     meta = {"ddpcore.signature": json.dumps(signature, sort_keys=True), "ddpcore.table": "documents"}
     assert target.path is not None
-    sink = _Sink(stack.enter_context(atomic_path(target.path)), target.format, gzip_=target.gzip, metadata=meta)
+    sink = _Sink(temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
     empty = None
     for k in range(n_batches):
         seg = pl.read_parquet(parts / f"{k:06d}.segments.parquet")
@@ -697,7 +909,7 @@ def _write_documents(stack: contextlib.ExitStack, parts: Path, n_batches: int, t
         sink.write(rows)
     sink.close(empty_schema=empty)
     if target.sidecar is not None:
-        side = stack.enter_context(atomic_path(target.sidecar))
+        side = temp(target.sidecar)
         side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
 
 
@@ -720,9 +932,10 @@ def _summary_columns(piece: pl.DataFrame, keep: list[str], document: str) -> pl.
 
 
 def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], signature: dict[str, Any],
-              n_rows: int, summary_by: str | None, cols: SegmentColumns, atomic_path: Any,
+              n_rows: int, summary_by: str | None, cols: SegmentColumns, temp: Any,
               doc_rows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
-    """Write the outputs from the parts; return the summary frame and the anchor count.
+    """Write the outputs from the parts to temporaries (``temp(dest)``, :meth:`OutputSet.temp`; the
+    caller commits them all together); return the summary frame and the anchor count.
 
     ``doc_rows`` (shard runs: document id → first input row of the document) keeps the
     ordering keys ``input_row``/``document_first_row`` in the outputs for ``ddp merge``.
@@ -734,52 +947,51 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
     n_anchors = sum(m["anchors"] for m in markers)
     keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, schema.DDP]) if c]
     summary_parts: list[pl.DataFrame] = []
-    with contextlib.ExitStack() as stack:
-        for role in ROLES:
-            target = targets.get(role)
-            if target is None and role != "segments":
-                continue
-            files = [parts / f"{k:06d}.{role}.parquet" for k in range(n_batches)]
-            meta = {"ddpcore.signature": sig_json, "ddpcore.table": role}
-            if target is not None and target.path is not None:
-                tmp = stack.enter_context(atomic_path(target.path))
-                sink = _Sink(tmp, target.format, gzip_=target.gzip, metadata=meta)
-            elif target is not None:
-                sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
-            else:
-                sink = None
-            shard_schema = pl.read_parquet_schema(files[0]) if files else None
-            if role == "segments":
-                for lo in range(0, n_rows, ASSEMBLE_ROWS):
-                    hi = lo + ASSEMBLE_ROWS
-                    use = [f for f, m in zip(files, markers) if m["min_row"] < hi and m["max_row"] >= lo]
-                    if not use:
-                        continue
-                    piece = pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect().sort(ROW)
-                    piece = (piece.rename({ROW: SHARD_ROW}).with_columns(pl.col(SHARD_ROW).cast(pl.Int64))
-                             if doc_rows is not None else piece.drop(ROW))
-                    summary_parts.append(_summary_columns(piece, keep, cols.document))
-                    if sink is not None:
-                        sink.write(piece)
-                empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in shard_schema.items()}
-                         if doc_rows is not None else {k: v for k, v in shard_schema.items() if k != ROW}
-                         ) if shard_schema else None
-            else:
-                for f in files:
-                    if sink is not None:
-                        piece = pl.read_parquet(f)
-                        if doc_rows is not None:
-                            piece = piece.join(doc_rows.select(cols.document, pl.col("__doc_row").cast(pl.Int64)
-                                                               .alias(SHARD_DOC_ROW)),
-                                               on=cols.document, how="left", maintain_order="left")
-                        sink.write(piece)
-                empty = ({**shard_schema, SHARD_DOC_ROW: pl.Int64} if doc_rows is not None else shard_schema
-                         ) if shard_schema else None
-            if sink is not None:
-                sink.close(empty_schema=empty)
-            if target is not None and target.sidecar is not None:
-                side = stack.enter_context(atomic_path(target.sidecar))
-                side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-        if targets.get("documents") is not None:  # one row per document, batch by batch (whole documents)
-            _write_documents(stack, parts, n_batches, targets["documents"], signature, cols, atomic_path, doc_rows)
+    for role in ROLES:
+        target = targets.get(role)
+        if target is None and role != "segments":
+            continue
+        files = [parts / f"{k:06d}.{role}.parquet" for k in range(n_batches)]
+        meta = {"ddpcore.signature": sig_json, "ddpcore.table": role}
+        if target is not None and target.path is not None:
+            tmp = temp(target.path)
+            sink = _Sink(tmp, target.format, gzip_=target.gzip, metadata=meta)
+        elif target is not None:
+            sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
+        else:
+            sink = None
+        shard_schema = pl.read_parquet_schema(files[0]) if files else None
+        if role == "segments":
+            for lo in range(0, n_rows, ASSEMBLE_ROWS):
+                hi = lo + ASSEMBLE_ROWS
+                use = [f for f, m in zip(files, markers) if m["min_row"] < hi and m["max_row"] >= lo]
+                if not use:
+                    continue
+                piece = pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect().sort(ROW)
+                piece = (piece.rename({ROW: SHARD_ROW}).with_columns(pl.col(SHARD_ROW).cast(pl.Int64))
+                         if doc_rows is not None else piece.drop(ROW))
+                summary_parts.append(_summary_columns(piece, keep, cols.document))
+                if sink is not None:
+                    sink.write(piece)
+            empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in shard_schema.items()}
+                     if doc_rows is not None else {k: v for k, v in shard_schema.items() if k != ROW}
+                     ) if shard_schema else None
+        else:
+            for f in files:
+                if sink is not None:
+                    piece = pl.read_parquet(f)
+                    if doc_rows is not None:
+                        piece = piece.join(doc_rows.select(cols.document, pl.col("__doc_row").cast(pl.Int64)
+                                                           .alias(SHARD_DOC_ROW)),
+                                           on=cols.document, how="left", maintain_order="left")
+                    sink.write(piece)
+            empty = ({**shard_schema, SHARD_DOC_ROW: pl.Int64} if doc_rows is not None else shard_schema
+                     ) if shard_schema else None
+        if sink is not None:
+            sink.close(empty_schema=empty)
+        if target is not None and target.sidecar is not None:
+            side = temp(target.sidecar)
+            side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    if targets.get("documents") is not None:  # one row per document, batch by batch (whole documents)
+        _write_documents(parts, n_batches, targets["documents"], signature, cols, temp, doc_rows)
     return pl.concat(summary_parts) if summary_parts else pl.DataFrame(), n_anchors

@@ -278,3 +278,177 @@ def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarge
             code="D131",
         )
     return OutputTarget(option, path, fmt, gz)
+
+
+# ------------------------------------------------------------------ all-or-nothing replacement
+
+#: suffix of the copy of an existing output kept while a set of outputs is being replaced
+BACKUP_SUFFIX = ".ddp-old"
+
+
+def _backup_path(dest: Path) -> Path:
+    return dest.with_name(f".{dest.name}{BACKUP_SUFFIX}")
+
+
+def _write_json(path: Path, obj: object) -> None:
+    import json
+
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, sort_keys=True, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+class OutputSet:
+    """Several outputs written to temporary files and put in place together, all or nothing.
+
+    ``temp(dest)`` gives a temporary path beside ``dest`` (an output or its sidecar) to write;
+    :meth:`commit` then replaces every destination. The commit first records every
+    ``(temporary, destination)`` pair in ``journal`` (JSON, written with fsync), keeps a hard link
+    (else a copy) of every existing destination as ``.NAME.ddp-old``, and only then renames the
+    temporaries over the destinations, with SIGINT/SIGTERM held back meanwhile. If a rename fails,
+    the destinations already replaced get their old files back and :class:`~ddpcore.errors.DDPError`
+    D761 says that nothing was changed (or, if restoring failed too, exactly which outputs are new and
+    which old). If the process is killed mid-way (SIGKILL, power), the journal stays:
+    :func:`recover_commit` at the next start finishes the replacement (every temporary is complete
+    before the journal is written), so the outputs are then all new. :meth:`discard` removes the
+    temporaries of an unfinished set.
+    """
+
+    def __init__(self, journal: PathArg) -> None:
+        self.journal = Path(journal)
+        self.entries: list[tuple[Path, Path]] = []
+        self.committed = False
+
+    def temp(self, dest: PathArg) -> Path:
+        import tempfile
+
+        dest = Path(dest)
+        remove_stale_temps(dest)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if str(dest.parent) else ".")
+        os.close(fd)
+        self.entries.append((Path(os.path.abspath(tmp)), Path(os.path.abspath(dest))))
+        return Path(tmp)
+
+    @property
+    def destinations(self) -> list[Path]:
+        return [d for _, d in self.entries]
+
+    def discard(self) -> None:
+        if self.committed:
+            return
+        for tmp, _ in self.entries:
+            _remove(tmp)
+
+    def commit(self) -> None:
+        import signal
+        import threading
+
+        umask = os.umask(0)
+        os.umask(umask)
+        for tmp, _ in self.entries:
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give what open() would
+        main = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+        held = {signal.SIGINT, signal.SIGTERM}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, held) if main else None
+        try:
+            backups = {dest: _backup_path(dest) for _, dest in self.entries if os.path.lexists(dest)}
+            done: list[Path] = []
+            try:
+                # the journal first: whatever happens after it, recover_commit can finish and clean up
+                _write_json(self.journal, {"pid": os.getpid(), "entries": [
+                    {"tmp": str(t), "dest": str(d), "backup": str(backups[d]) if d in backups else None}
+                    for t, d in self.entries]})
+                for dest, bak in backups.items():
+                    _remove(bak)
+                    try:
+                        os.link(dest, bak)
+                    except OSError:  # no hard links on this file system: a copy
+                        import shutil
+
+                        shutil.copy2(dest, bak)
+                for tmp, dest in self.entries:
+                    os.replace(tmp, dest)
+                    done.append(dest)
+            except OSError as exc:
+                self._roll_back(done, backups, exc)
+            for bak in backups.values():
+                _remove(bak)
+            _remove(self.journal)
+            self.committed = True
+        finally:
+            if old_mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # a held SIGTERM arrives now
+
+    def _roll_back(self, done: list[Path], backups: dict[Path, Path], exc: OSError) -> None:
+        from ..errors import DDPError
+
+        failed: list[str] = []
+        for dest in done:
+            try:
+                if dest in backups:
+                    os.replace(backups[dest], dest)
+                else:
+                    os.unlink(dest)
+            except OSError:
+                failed.append(str(dest))
+        for tmp, _ in self.entries:
+            _remove(tmp)
+        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+        names = ", ".join(str(d) for d in self.destinations)
+        if not failed:
+            for bak in backups.values():
+                _remove(bak)
+            _remove(self.journal)
+            raise DDPError(f"could not put the outputs in place ({reason}); no output was changed ({names} are as "
+                           "before); fix the cause and rerun", code="D761") from None
+        _remove(self.journal)  # the temporaries are gone: nothing to roll forward; the backups below stay
+        for dest, bak in backups.items():
+            if str(dest) not in failed:
+                _remove(bak)
+        kept = ", ".join(f"{d} (old file kept as {_backup_path(Path(d))})" for d in failed if Path(d) in backups)
+        new_only = [d for d in failed if Path(d) not in backups]
+        old = [str(d) for d in self.destinations if str(d) not in failed]
+        raise DDPError(f"could not put the outputs in place ({reason}) nor restore them: NEW (this run): "
+                       f"{', '.join(failed)}; OLD or absent: {', '.join(old) or 'none'}"
+                       + (f"; restore by hand: {kept}" if kept else "")
+                       + (f"; delete {', '.join(new_only)}" if new_only else ""), code="D761") from None
+
+
+def recover_commit(journal: PathArg) -> list[Path]:
+    """Finish the replacement recorded in ``journal`` by a run killed while renaming its outputs.
+
+    Every temporary in the journal is complete (it is written before the journal), so the
+    replacement is rolled forward: the outputs are then all new. Returns the destinations that
+    this call put in place (empty if there was no pending replacement).
+    """
+    import json
+
+    journal = Path(journal)
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+        entries = [(Path(e["tmp"]), Path(e["dest"]), e.get("backup")) for e in data["entries"]]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError):  # not a journal this code wrote: nothing to roll forward
+        _remove(journal)
+        return []
+    placed: list[Path] = []
+    for tmp, dest, _ in entries:
+        if tmp.exists():
+            os.replace(tmp, dest)
+            placed.append(dest)
+    for _, _, bak in entries:
+        if bak:
+            _remove(Path(bak))
+    _remove(journal)
+    return placed
