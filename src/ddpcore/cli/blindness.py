@@ -24,8 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
             "TOST of mean(A - B), Kendall tau between the A and B system rankings with a document-bootstrap CI, "
             "system clusters in both conditions, the boundary-localised error-span rate (when a spans column is "
             "present) and score recoverability R^2 (when a SEG condition is present); then the power of the "
-            "paired TOST and a verdict: blind, sensitive or inconclusive. Exit codes: 0 ok, 1 --fail-on gate "
-            "failed, 2 usage, 3 bad data. See docs/mix-blindness.md."))
+            "paired TOST and a verdict: blind, sensitive or inconclusive. "
+            "Columns: every verdict needs document_id, segment_id, system, condition and score (--*-col); "
+            "the paired design of the study (a DOC-MIX pair holds the same translation) also needs "
+            "source_system on the MIX rows (written by ddp mix): without it --attribute auto falls back to "
+            "nominal with a warning (--strict: exit 3, D700). Optional evidence, not part of the verdict: "
+            "error_spans + target_text (span rate), a SEG condition (R^2). Every fallback, dropped row or "
+            "undefined ranking is a 'warning:' line on stderr and in the JSON 'warnings'; --strict makes "
+            "each an error. Exit codes: 0 ok, 1 --fail-on gate failed, 2 usage, 3 bad data. "
+            "See docs/mix-blindness.md."))
     p.add_argument("table", metavar="SCORES", help="long score table (.csv .tsv .jsonl .json .parquet; .gz for text)")
     p.add_argument("--a", default="DOC", metavar="COND", help="coherent condition (value of the condition column)")
     p.add_argument("--b", default="MIX", metavar="COND", help="MIX condition")
@@ -42,11 +49,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=0.05, help="level of each one-sided TOST test and of the power")
     p.add_argument("--tau-min", type=float, default=0.667, help="rankings differ when the tau CI lies below it")
     p.add_argument("--confidence", type=float, default=0.95, help="tau CI level")
-    p.add_argument("--seg", default="SEG", metavar="COND",
-                   help="isolated-segment condition for the recoverability R^2 (used when present)")
+    p.add_argument("--seg", default=None, metavar="COND",
+                   help="isolated-segment condition for the recoverability R^2; default SEG, used when present; "
+                        "given explicitly, a missing condition is an error (D705)")
     p.add_argument("--attribute", choices=("auto", "source", "nominal"), default="auto",
-                   help="score MIX rows for their source system (source), their system column (nominal), or "
-                        "source when the source-system column exists (auto)")
+                   help="score MIX rows for their source system (source; the column must exist, D301), their "
+                        "system column (nominal), or source when the source-system column exists (auto; the "
+                        "fallback to nominal is a warning, an error with --strict). JSON: attribute_used, "
+                        "attribute_reason")
+    p.add_argument("--strict", action="store_true",
+                   help="make every warning an error (exit 3): the --attribute auto fallback and MIX rows "
+                        "without a source system (D700), an undefined ranking or fewer than 2 systems (D702), "
+                        "rows dropped by --nan-policy omit or unpaired keys (D703)")
     p.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
                    help="leave a system out (repeatable), e.g. refA")
     p.add_argument("--threads", type=int, default=1, metavar="N",
@@ -58,13 +72,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--system-col", dest="system", default="system", metavar="NAME", help="system column")
     c.add_argument("--condition-col", dest="condition", default="condition", metavar="NAME", help="condition column")
     c.add_argument("--score-col", dest="score", default="score", metavar="NAME", help="score column")
-    c.add_argument("--source-system-col", dest="source_system", default="source_system", metavar="NAME",
-                   help="MIX rows: the system that produced the segment (written by ddp mix)")
-    c.add_argument("--spans-col", dest="spans", default="error_spans", metavar="NAME",
-                   help="error spans (list of {span_start, span_end}); the span rate is skipped when absent")
-    c.add_argument("--text-col", dest="text", default="target_text", metavar="NAME",
-                   help="target text (segment length for the span positions)")
-    c.add_argument("--nan-policy", choices=("raise", "omit"), default="raise", help="missing score: error or drop")
+    c.add_argument("--source-system-col", dest="source_system", default=None, metavar="NAME",
+                   help="MIX rows: the system that produced the segment (written by ddp mix); default "
+                        "source_system; given explicitly, a missing column is an error (D301)")
+    c.add_argument("--spans-col", dest="spans", default=None, metavar="NAME",
+                   help="error spans (list of {span_start, span_end}); default error_spans, the span rate is "
+                        "skipped when absent; given explicitly, a missing column is an error (D301)")
+    c.add_argument("--text-col", dest="text", default=None, metavar="NAME",
+                   help="target text (segment length for the span positions); default target_text")
+    c.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
+                   help="missing score: error (D302) or drop the row (a warning with the count; JSON n_omitted)")
+    from .stats import _add_budget
+
+    _add_budget(p)
     o = p.add_argument_group("output")
     o.add_argument("-f", "--format", dest="output_format", choices=("json", "text", "markdown"), default="json",
                    help="output on stdout")
@@ -83,14 +103,23 @@ def run_blindness(args: argparse.Namespace) -> int:
     from ..stats.blindness import blindness
     from ..stats.columns import TableColumns
 
+    explicit = {"seg": args.seg, "source_system": args.source_system, "spans": args.spans, "text": args.text}
+    defaults = {"seg": "SEG", "source_system": "source_system", "spans": "error_spans", "text": "target_text"}
+    given = {k: (v if v is not None else defaults[k]) for k, v in explicit.items()}
+
+    def warn(message: str) -> None:
+        print(f"ddp blindness: warning: {message}", file=sys.stderr)
+
     res = blindness(args.table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, unit=args.unit,
                     method=args.method, n_boot=args.n_boot, n_boot_cluster=args.n_boot_cluster, seed=args.seed,
-                    alpha=args.alpha, tau_min=args.tau_min, confidence=args.confidence, seg=args.seg,
+                    alpha=args.alpha, tau_min=args.tau_min, confidence=args.confidence, seg=given["seg"],
                     attribute=args.attribute, exclude_systems=args.exclude_system,
                     columns=TableColumns(document=args.document, segment=args.segment, system=args.system,
                                          condition=args.condition, score=args.score),
-                    source_system=args.source_system, spans=args.spans, text=args.text, nan_policy=args.nan_policy,
-                    threads=args.threads)
+                    source_system=given["source_system"], spans=given["spans"], text=given["text"],
+                    nan_policy=args.nan_policy, threads=args.threads, max_memory=args.max_memory,
+                    max_seconds=args.max_seconds, strict=args.strict,
+                    required=[k for k, v in explicit.items() if v is not None], warn=warn)
     payload = res.to_dict()
     failed = args.fail_on is not None and res.verdict == args.fail_on
     if args.fail_on:
@@ -130,6 +159,14 @@ def _f(x: Any, nd: int = 3) -> str:
     return f"{x:.{nd}f}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2e}"
 
 
+def _pct(x: Any) -> str:
+    return "—" if x is None else f"{100 * x:.1f} %"
+
+
+def _pts(x: Any) -> str:
+    return "—" if x is None else f"{100 * x:+.1f}"
+
+
 def rows(payload: dict[str, Any]) -> list[tuple[str, str]]:
     """(statistic, value) rows of the text and Markdown tables."""
     ev = payload["evidence"]
@@ -147,22 +184,32 @@ def rows(payload: dict[str, Any]) -> list[tuple[str, str]]:
         ("pairs for 80 % power", _f(pw["n_needed"])),
         ("smallest difference detected with 80 % power (two-sided t)", _f(pw["mdd_80"])),
     ]
+    if payload.get("attribute_reason"):
+        out.append((f"{b} rows scored for", f"{payload.get('attribute_used')} ({payload['attribute_reason']})"))
     r = ev.get("ranking")
     if r:
-        out.append((f"Kendall tau-b, {len(r['systems'])} systems", f"{_f(r['tau'])}, {100 * r['confidence']:g} % CI "
-                    f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}] ({r['n_boot']:,} document resamples), "
-                    f"{100 * r['share_below_tau_min']:.1f} % of replicates < {r['tau_min']:g}"))
+        if r.get("tau") is None or r.get("ci_low") is None or r.get("ci_high") is None:
+            value = f"undefined ({r.get('tau_undefined_reason') or 'tied system means'})"
+        else:
+            value = (f"{_f(r['tau'])}, {100 * r['confidence']:g} % CI [{_f(r['ci_low'])}, {_f(r['ci_high'])}] "
+                     f"({r['n_boot']:,} document resamples), {_pct(r['share_below_tau_min'])} of replicates < "
+                     f"{r['tau_min']:g}")
+            if r.get("tau_undefined_reason"):
+                value += f"; {r['tau_undefined_reason']}"
+        out.append((f"Kendall tau-b, {len(r['systems'])} systems", value))
     c = ev.get("clusters")
     if c:
         out.append((f"clusters ({c['method']})", f"{len(c['clusters_a'])} / {len(c['clusters_b'])}; same: "
                     f"{_f(c['same_clusters'])}; moved: {', '.join(c['comparison']['moved']) or 'none'}"))
     s = ev.get("boundary_spans")
     if s:
-        out.append(("boundary-localised span rate", f"{100 * s['rate_a']:.1f} % vs {100 * s['rate_b']:.1f} %, "
-                    f"difference {100 * s['difference']:+.1f} pts [{100 * s['ci_low']:+.1f}, {100 * s['ci_high']:+.1f}]"))
+        out.append(("boundary-localised span rate", f"{_pct(s['rate_a'])} vs {_pct(s['rate_b'])}, difference "
+                    f"{_pts(s['difference'])} pts [{_pts(s['ci_low'])}, {_pts(s['ci_high'])}]"))
     rec = ev.get("recoverability")
     if rec:
         out.append(("recoverability R²", ", ".join(f"{k} {_f(v['r2'])}" for k, v in rec.items())))
+    for w in payload.get("warnings") or []:
+        out.append(("warning", w))
     out.append(("reasons", "; ".join(payload["reasons"])))
     return out
 

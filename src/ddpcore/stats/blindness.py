@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 Verdict = Literal["blind", "sensitive", "inconclusive"]
 VERDICTS = ("blind", "sensitive", "inconclusive")
+#: optional inputs that ``required=`` (the CLI: a flag given explicitly) turns into errors when absent
+_OPTIONAL_INPUTS = ("source_system", "spans", "text", "seg")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +75,9 @@ class BlindnessResult:
     n_needed: int | None
     evidence: dict[str, Any]
     signature: dict[str, Any]
+    attribute_used: str = "nominal"  # which system a MIX row was scored for: "source" or "nominal"
+    attribute_reason: str = ""  # why (the --attribute asked for, the column found or the fallback)
+    warnings: list[str] = dataclasses.field(default_factory=list)  # every warning of the run, in order
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(dataclasses.asdict(self))
@@ -160,6 +165,9 @@ def blindness(
     threads: int | None = 1,
     max_memory: Any = None,
     max_seconds: Any = None,
+    strict: bool = False,
+    required: Sequence[str] = (),
+    warn: Callable[[str], None] | None = None,
     **legacy_columns: str,
 ) -> BlindnessResult:
     """Run the battery on a long score table and return the verdict (module docstring).
@@ -178,8 +186,9 @@ def blindness(
     tau_min, confidence : ranking threshold and tau CI level
     seg : a condition scored on isolated segments; when present, recoverability R^2 is reported
     attribute : MIX rows scored for their ``source_system`` ("source"), their system column
-        ("nominal") or "auto" (source when the column exists)
-    exclude_systems : systems left out of rankings and clusters (e.g. the reference)
+        ("nominal") or "auto" (source when the column exists; the fallback to nominal is a warning)
+    exclude_systems : systems left out of the whole battery (e.g. the reference); each must occur
+        in the table (D704)
     columns : :class:`~ddpcore.stats.TableColumns`, the document, segment, system, condition and
         score columns (the old ``document=`` ... keywords still work for one release, with a
         ``DeprecationWarning``)
@@ -188,9 +197,23 @@ def blindness(
     threads : OpenMP threads of the tau and span resampling kernels; results are identical for any
         value. Default 1: on a busy 2-core machine two threads were 3-9x slower (spin-waiting at the
         block barriers) and used 3-4x the CPU time; ``None`` or 0 = the OpenMP default.
+    max_memory, max_seconds : budget of the whole battery (:mod:`ddpcore.stats._budget`; bytes or
+        "8G", seconds; 0 = no limit). Each resampling part (tau, the two clusterings, the span
+        rate) may use the time left divided by the parts left; over it, D363 names the flag
+        (``--n-boot`` / ``--n-boot-cluster``) and the count that fits; memory over the limit: D362.
+    strict : every warning (a fallback, dropped rows, an undefined ranking) becomes a
+        :class:`DDPDataError` (D700-D703) instead.
+    required : optional inputs the caller asked for explicitly, any of "source_system", "spans",
+        "text", "seg": a missing column is D301 (naming the columns that exist), a missing
+        ``seg`` condition D705, instead of being skipped.
+    warn : called with each warning (the CLI prints ``warning: ...``); default
+        :func:`warnings.warn` (``UserWarning``). Warnings are also in ``result.warnings``.
     """
+    import time
+
     import polars as pl
 
+    from . import _budget
     from .bootstrap import bootstrap_tau
     from .clustering import cluster_systems, compare_clusters
     from .power import tost_power_analysis
@@ -198,14 +221,46 @@ def blindness(
     from .tost import tost_paired
 
     _check_options(margin, margin_sd, alpha, tau_min, confidence, unit, attribute)
+    unknown_req = [r for r in required if r not in _OPTIONAL_INPUTS]
+    if unknown_req:
+        raise DDPUsageError(f"required= takes {', '.join(_OPTIONAL_INPUTS)}; got {unknown_req}", code="D510")
+    n_boot = _budget.check_n_boot(n_boot, "--n-boot")
+    n_boot_cluster = _budget.check_n_boot(n_boot_cluster, "--n-boot-cluster")
+    seed = _budget.check_seed(seed)
+    budget = _budget.resolve(max_memory, max_seconds, what="blindness")
+    t_start = time.perf_counter()
     threads = None if not threads else int(threads)
     a, b = str(a), str(b)
     if a == b:
         raise DDPUsageError(f"the two conditions must differ (both are {a!r}; --a/--b)", code="D510")
+    notes: list[str] = []
+
+    def note(message: str, code: str, fix: str) -> None:
+        """A warning, or with ``strict`` the coded data error."""
+        if strict:
+            raise DDPDataError(f"{message}; --strict makes this an error: {fix}", code=code)
+        notes.append(message)
+        if warn is None:
+            import warnings
+
+            warnings.warn(message, UserWarning, stacklevel=3)
+        else:
+            warn(message)
+
     cols = resolve_columns(columns, legacy_columns, func="blindness",
                            allowed=("document", "segment", "system", "condition", "score"))
+    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    n_rows_in: int | None = None
+    if nan_policy == "omit":
+        from ._frames import as_frame
+
+        n_rows_in = as_frame(table).height
     df = load_long_table(table, columns=dataclasses.replace(cols, annotator=None), nan_policy=nan_policy,
                          required=("document", "segment", "system", "condition", "score"))
+    n_omitted = 0 if n_rows_in is None else n_rows_in - df.height
+    if n_omitted:
+        note(f"{n_omitted:,} row(s) with a missing (null/NaN) score dropped (--nan-policy omit); the battery uses "
+             f"the other {df.height:,} rows", "D703", "fill or remove those scores, or drop --strict")
     df = df.with_columns(pl.col(schema.CONDITION).cast(pl.String), pl.col(schema.SYSTEM).cast(pl.String))
     found = sorted(df[schema.CONDITION].unique().to_list())
     missing = [c for c in (a, b) if c not in found]
@@ -214,16 +269,67 @@ def blindness(
             f"the score table needs both conditions {a!r} and {b!r}; missing {', '.join(map(repr, missing))}; "
             f"condition values found: {', '.join(map(repr, found)) or 'none'} (--a/--b, --condition-col)",
             code="D511")
-    use_source = attribute == "source" or (attribute == "auto" and source_system in df.columns)
-    if attribute == "source" and source_system not in df.columns:
-        raise DDPUsageError(f"attribute='source' needs the column '{source_system}' (--source-system-col)",
-                            code="D510")
+
+    def need_column(col: str | None, what: str, flag: str) -> None:
+        if col is None or col not in df.columns:
+            raise DDPDataError(
+                f"{source}: the {what} column '{col}' ({flag}) is missing; available columns: "
+                f"{', '.join(df.columns)}", code="D301")
+
+    # ---- explicitly requested optional inputs must exist
+    if "source_system" in required or attribute == "source":
+        need_column(source_system, "source-system", "--source-system-col")
+    if "spans" in required or "text" in required:
+        need_column(spans, "error-spans", "--spans-col")
+        need_column(text, "target-text", "--text-col")
+    if "seg" in required:
+        if seg is None or str(seg) in (a, b):
+            raise DDPUsageError(f"--seg {seg!r} must be a condition other than --a {a!r} and --b {b!r}",
+                                code="D510")
+        if str(seg) not in found:
+            raise DDPDataError(
+                f"{source}: no row has condition {str(seg)!r} (--seg); condition values found: "
+                f"{', '.join(map(repr, found))}; leave --seg out to skip the recoverability R^2", code="D705")
+    # ---- which system a MIX row is scored for
+    attribute_nominal_rows = 0
+    if attribute == "nominal":
+        use_source = False
+        attribute_reason = "--attribute nominal: every row is scored for its system column"
+    elif source_system in df.columns:
+        use_source = True
+        attribute_reason = (f"--attribute {attribute}: {b} rows are scored for the system that produced their "
+                            f"segment (column '{source_system}')")
+        is_b = pl.col(schema.CONDITION) == b
+        attribute_nominal_rows = int(df.select((is_b & pl.col(source_system).is_null()).sum()).item())
+        if attribute_nominal_rows:
+            n_b = int(df.select(is_b.sum()).item())
+            attribute_reason += f"; {attribute_nominal_rows:,} {b} row(s) without one keep their system column"
+            note(f"{attribute_nominal_rows:,} of {n_b:,} {b} rows have no '{source_system}' value; they are scored "
+                 f"for their system column (nominal) while the others are scored for their source system",
+                 "D700", f"fill '{source_system}' for every {b} row (ddp mix writes it), or give --attribute nominal")
+    else:
+        use_source = False
+        attribute_reason = (f"--attribute auto fell back to nominal: the table has no '{source_system}' column "
+                            f"(columns: {', '.join(df.columns)}), so {b} rows are scored for their system column "
+                            "and a pair no longer holds the same translation")
+        note(attribute_reason + f"; give --attribute nominal to choose this, or --source-system-col NAME",
+             "D700", f"add the '{source_system}' column (ddp mix writes it), name it with --source-system-col, "
+                     "or give --attribute nominal")
+    attribute_used = "source" if use_source else "nominal"
     if use_source:
         df = df.with_columns(
             pl.when(pl.col(schema.CONDITION) == b).then(pl.col(source_system).cast(pl.String).fill_null(
                 pl.col(schema.SYSTEM))).otherwise(pl.col(schema.SYSTEM)).alias(schema.SYSTEM))
     if exclude_systems:
-        df = df.filter(~pl.col(schema.SYSTEM).is_in([str(s) for s in exclude_systems]))
+        excl = [str(s) for s in exclude_systems]
+        present = set(df[schema.SYSTEM].unique().to_list())
+        absent = [s for s in excl if s not in present]
+        if absent:
+            raise DDPDataError(
+                f"{source}: --exclude-system {', '.join(map(repr, absent))}: no such system in the table"
+                f"{' (after attributing ' + b + ' rows to ' + repr(source_system) + ')' if use_source else ''}; "
+                f"systems: {', '.join(sorted(present))}", code="D704")
+        df = df.filter(~pl.col(schema.SYSTEM).is_in(excl))
     cond = pl.col(schema.CONDITION)
     pool = set(df.filter(cond == a)[schema.SYSTEM].unique().to_list())
     stray = df.filter((cond == b) & ~pl.col(schema.SYSTEM).is_in(sorted(pool)))
@@ -240,6 +346,13 @@ def blindness(
         raise DDPDataError(
             f"{xa.size} {unit} pair(s) of {a} and {b} (rows sharing document"
             f"{', segment' if unit == 'segment' else ''} and system); the paired TOST needs at least 2", code="D513")
+    key = f"(document{', segment' if unit == 'segment' else ''}, system)"
+    if unpaired_b:
+        note(f"{unpaired_b:,} {b} {key} key(s) have no {a} row and are left out of the paired TOST "
+             f"({xa.size:,} pairs used)", "D703", f"score those translations under {a} too, or drop --strict")
+    if unpaired_a and not use_source:
+        note(f"{unpaired_a:,} {a} {key} key(s) have no {b} row and are left out of the paired TOST "
+             f"({xa.size:,} pairs used)", "D703", f"score those documents under {b} too, or drop --strict")
     d = xa - xb
     sd = float(d.std(ddof=1))
     if margin is not None:
@@ -253,41 +366,114 @@ def blindness(
     beyond = bool(tost.ci_low > eps or tost.ci_high < -eps)
     # ---- 6. power (before the resampling: cheap)
     pw = tost_power_analysis(tost.n, sd, -eps, eps, alpha=alpha)
-    # ---- 2. rankings
     two = df.filter(cond.is_in([a, b]))
     n_sys = len(pool)
+    skipped: dict[str, str] = {}
+    # ---- 4. span tables (cheap; resampled below)
+    sa = sb = None
+    if not (spans and text):
+        skipped["boundary_spans"] = "spans=None or text=None"
+    elif spans not in df.columns or text not in df.columns:
+        skipped["boundary_spans"] = f"no '{spans}' and '{text}' columns (--spans-col, --text-col)"
+    else:
+        sa, sb = _spans(df, a, spans, text), _spans(df, b, spans, text)
+        if not (sa.height and sb.height):
+            empty = [c for c, s in ((a, sa), (b, sb)) if not s.height]
+            skipped["boundary_spans"] = f"no error span under {' and '.join(empty)}"
+            if "spans" in required:  # asked for explicitly: say so (the default is to skip quietly)
+                note(f"the boundary span rate is skipped: no error span under {' and '.join(empty)} in '{spans}'",
+                     "D703", "check --spans-col and --a/--b")
+            sa = sb = None
+    # ---- budget of the resampling parts: each gets the time left / the parts left
+    parts: list[str] = []
+    if n_sys >= 2:
+        parts.append("tau")
+        if method in ("bootstrap", "permutation"):
+            parts += ["clusters " + a, "clusters " + b]
+    if sa is not None:
+        parts.append("span rate")
+
+    def resampled(part: str, flag: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        left_parts = len(parts) - parts.index(part)
+        if math.isinf(budget.max_seconds):
+            limit: float = 0.0  # no limit
+        else:
+            left = budget.max_seconds - (time.perf_counter() - t_start)
+            if left <= 0:
+                raise DDPUsageError(
+                    f"blindness: the time limit of {_budget.fmt_seconds(budget.max_seconds)} is used up before the "
+                    f"{part} ({left_parts} resampling part(s) left); lower --n-boot / --n-boot-cluster, or raise "
+                    "--max-seconds S (0 = no limit)", code="D363")
+            limit = left / left_parts
+        try:
+            return fn(*args, max_memory=budget.max_memory, max_seconds=limit, **kw)
+        except DDPUsageError as exc:
+            if exc.code not in ("D362", "D363"):
+                raise
+            msg = exc.message.replace("lower --n-boot ", f"lower {flag} ")
+            share = ""
+            if exc.code == "D363" and left_parts > 1:
+                share = (f" (the {part}'s share of the {_budget.fmt_seconds(budget.max_seconds)} battery budget: "
+                         f"the time left split over {left_parts} resampling parts)")
+            raise DDPUsageError(f"blindness {part} ({flag} {n_boot if flag == '--n-boot' else n_boot_cluster:,}): "
+                                f"{msg}{share}", code=exc.code) from None
+
+    # ---- 2. rankings
     ranking: dict[str, Any] | None = None
     rank_differ = False
+    rank_undefined = ""
     if n_sys >= 2:
-        tau = bootstrap_tau(two, a, b, unit="document", n_boot=n_boot, seed=seed, tau_min=tau_min,
-                            confidence=confidence, threads=threads, max_memory=max_memory, max_seconds=max_seconds)
+        tau = resampled("tau", "--n-boot", bootstrap_tau, two, a, b, unit="document", n_boot=n_boot, seed=seed,
+                        tau_min=tau_min, confidence=confidence, threads=threads)
         ranking = {k: v for k, v in tau.to_dict().items() if k not in ("means_a", "means_b")}
         ranking["means_a"], ranking["means_b"] = tau.means_a, tau.means_b
         rank_differ = bool(math.isfinite(tau.ci_high) and tau.ci_high < tau_min)
         ranking["rankings_differ"] = rank_differ
+        if not all(math.isfinite(x) for x in (tau.tau, tau.ci_low, tau.ci_high)):
+            tied = [c for c, m in ((a, tau.means_a), (b, tau.means_b)) if len(set(m.values())) <= 1]
+            rank_undefined = (f"all {' and all '.join(tied)} system means are tied" if tied else
+                              f"{tau.n_undefined:,} of {n_boot:,} replicates undefined (tied system means)")
+            ranking["tau_undefined_reason"] = rank_undefined
+            note(f"Kendall tau between the {a} and {b} rankings is undefined ({rank_undefined}); the rankings cannot "
+                 "be compared, so the verdict cannot be blind", "D702",
+                 "check that the score column varies between systems (--score-col)")
+        elif tau.n_undefined:
+            ranking["tau_undefined_reason"] = (f"{tau.n_undefined:,} of {n_boot:,} replicates undefined (a system "
+                                               "without rows in the resample, or tied system means); left out of "
+                                               "the CI")
+            note(f"the tau CI rests on {n_boot - tau.n_undefined:,} of {n_boot:,} document resamples: "
+                 + ranking["tau_undefined_reason"], "D702", "use more documents, or drop --strict")
+    else:
+        skipped["ranking"] = skipped["clusters"] = f"{n_sys} {a} system(s); rankings need at least 2"
+        note(f"{n_sys} {a} system(s): no ranking and no clusters; the verdict rests on the paired TOST alone",
+             "D702", "score at least 2 systems")
     # ---- 3. clusters
     clusters: dict[str, Any] | None = None
     if n_sys >= 2:
-        kw = dict(n_boot=n_boot_cluster, seed=seed, alpha=0.05, columns=TableColumns(annotator=None), max_memory=max_memory,
-                  max_seconds=max_seconds)
-        ca = cluster_systems(two, method, condition_value=a, **kw)  # type: ignore[arg-type]
-        cb = cluster_systems(two, method, condition_value=b, **kw)  # type: ignore[arg-type]
+        kw = dict(n_boot=n_boot_cluster, seed=seed, alpha=0.05, columns=TableColumns(annotator=None))
+        if method in ("bootstrap", "permutation"):
+            ca = resampled("clusters " + a, "--n-boot-cluster", cluster_systems, two, method, condition_value=a, **kw)
+            cb = resampled("clusters " + b, "--n-boot-cluster", cluster_systems, two, method, condition_value=b, **kw)
+        else:
+            ca = cluster_systems(two, method, condition_value=a, **kw)  # type: ignore[arg-type]
+            cb = cluster_systems(two, method, condition_value=b, **kw)  # type: ignore[arg-type]
         cmp = compare_clusters(ca, cb)
         clusters = {"method": method, "clusters_a": [list(c) for c in ca.clusters],
                     "clusters_b": [list(c) for c in cb.clusters], "comparison": cmp.to_dict(),
                     "same_clusters": cmp.same_clusters, "n_boot": n_boot_cluster}
     # ---- 4. spans
     span_ev: dict[str, Any] | None = None
-    if spans and text and spans in df.columns and text in df.columns:
-        sa, sb = _spans(df, a, spans, text), _spans(df, b, spans, text)
-        if sa.height and sb.height:
-            br = boundary_rate_difference(sa, sb, n_boot=n_boot, seed=seed, confidence=confidence, threads=threads,
-                                          max_memory=max_memory, max_seconds=max_seconds)
-            span_ev = br.to_dict()
+    if sa is not None and sb is not None:
+        br = resampled("span rate", "--n-boot", boundary_rate_difference, sa, sb, n_boot=n_boot, seed=seed,
+                       confidence=confidence, threads=threads)
+        span_ev = br.to_dict()
     # ---- 5. recoverability
     rec: dict[str, Any] | None = None
     if seg is not None and str(seg) in found and str(seg) not in (a, b):
         rec = {f"{seg}->{c}": score_recoverability_r2(df, predictor=str(seg), target=c).to_dict() for c in (a, b)}
+    else:
+        skipped["recoverability"] = (f"no {str(seg)!r} condition (--seg)" if seg is not None and str(seg) not in
+                                     (a, b) else "seg=None or equal to a/b")
     # ---- verdict
     reasons: list[str] = []
     pct = f"{100 * (1 - 2 * alpha):g}%"
@@ -299,14 +485,18 @@ def blindness(
                        f"tau_min {tau_min:g}")
     if reasons:
         verdict: Verdict = "sensitive"
+    elif tost.equivalent and rank_undefined:
+        verdict = "inconclusive"
+        reasons.append(f"TOST: {ci} inside ±{eps:.4g} (p = {tost.p_value:.3g}), but the rankings cannot be "
+                       f"compared: tau undefined ({rank_undefined})")
     elif tost.equivalent:
         verdict = "blind"
         reasons.append(f"TOST: {ci} inside ±{eps:.4g} (p = {tost.p_value:.3g})")
-        if ranking is not None and ranking["ci_high"] is not None:
+        if ranking is not None:
             reasons.append(f"rankings do not differ: tau {ranking['tau']:.3f}, CI upper bound "
                            f"{ranking['ci_high']:.3f} >= tau_min {tau_min:g}")
-        elif ranking is not None:
-            reasons.append("rankings: tau or its CI undefined (tied system means); not counted against equivalence")
+        else:
+            reasons.append(f"rankings not compared ({n_sys} system)")
     else:
         verdict = "inconclusive"
         reasons.append(f"TOST not equivalent ({ci} not inside ±{eps:.4g}, p = {tost.p_value:.3g}) and not wholly "
@@ -325,16 +515,22 @@ def blindness(
         "clusters": clusters,
         "boundary_spans": span_ev,
         "recoverability": rec,
+        "skipped": skipped,
         "n_systems": n_sys,
-        "n_documents": int(df.filter(cond.is_in([a, b]))[schema.DOCUMENT_ID].n_unique()),
-        "attribute": "source" if use_source else "nominal",
+        "n_documents": int(two[schema.DOCUMENT_ID].n_unique()),
+        "n_omitted": n_omitted,
+        "attribute": attribute_used,
+        "attribute_nominal_rows": attribute_nominal_rows,
     }
     sig = signature("blindness", condition_a=a, condition_b=b, margin=margin, margin_sd=margin_sd, margin_abs=eps,
                     unit=unit, cluster_method=method, n_boot=int(n_boot), n_boot_cluster=int(n_boot_cluster), seed=int(seed),
                     alpha=float(alpha), tau_min=float(tau_min), confidence=float(confidence),
-                    attribute="source" if use_source else "nominal", exclude_systems=[str(s) for s in exclude_systems],
+                    attribute=attribute_used, attribute_requested=attribute,
+                    exclude_systems=[str(s) for s in exclude_systems], nan_policy=nan_policy, n_omitted=n_omitted,
+                    strict=bool(strict), n_warnings=len(notes),
                     tau_unit="document", power="exact paired TOST power at true difference 0; mdd two-sided t")
-    return BlindnessResult(verdict, reasons, a, b, pw.power, pw.n_needed, evidence, sig)
+    return BlindnessResult(verdict, reasons, a, b, pw.power, pw.n_needed, evidence, sig,
+                           attribute_used=attribute_used, attribute_reason=attribute_reason, warnings=notes)
 
 
 def simulate_scores(
