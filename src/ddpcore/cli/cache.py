@@ -1,7 +1,7 @@
 """``ddp cache info`` and ``ddp cache clear``: the parse cache of ``ddp profile``.
 
 Errors: D180 the cache path is not a folder, D181 ``--pipeline`` matches no cache folder,
-D182 a cache folder cannot be removed.
+D182 a cache folder cannot be removed, D750 the folder is not a ddpcore parse cache (nothing removed).
 """
 from __future__ import annotations
 
@@ -30,7 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     info.set_defaults(func=run_info)
     clear = csub.add_parser("clear", help="remove cached parses", formatter_class=HelpFormatter,
                             description="Remove the cached parses (every pipeline, or one with --pipeline). "
-                                        "Only folders written by ddpcore are removed.")
+                                        "Only what ddpcore wrote is removed: the pipeline folders it "
+                                        "marked (or, for caches older than the marker, folders whose name, "
+                                        "info.json and shard checksums match its layout), and in them only its own "
+                                        "files; a folder that is not a parse cache is refused (D750).")
     clear.add_argument("--cache", default=None, metavar="DIR", help="cache folder (default: the user cache folder)")
     clear.add_argument("--pipeline", default=None, metavar="FOLDER",
                        help="remove only this pipeline folder, or every folder of a pipeline name such as "
@@ -76,7 +79,9 @@ def run_info(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(summary, indent=2))
         return 0
-    lines = [f"parse cache: {root}  ({summary['source']}{'' if summary['exists'] else ', not created yet'})",
+    state = ("" if summary["is_cache"] else ", not a ddpcore parse cache: `ddp cache clear` refuses it"
+             ) if summary["exists"] else ", not created yet"
+    lines = [f"parse cache: {root}  ({summary['source']}{state})",
              f"{summary['units']:,} cached lines in {summary['shards']:,} shards, {_size(summary['bytes'])}"]
     for pl in summary["pipelines"]:
         name = f"{pl['pipeline_name'] or '?'} {pl['pipeline_version'] or ''}".strip()
@@ -90,20 +95,28 @@ def run_info(args: argparse.Namespace) -> int:
 
 def run_clear(args: argparse.Namespace) -> int:
     import json
+    import sys
 
     from ..ddp.cache import clear_cache
     from ..errors import DDPUsageError
 
     root = _root(args)
     try:
-        removed, freed = clear_cache(root, args.pipeline)
+        report = clear_cache(root, args.pipeline)
     except OSError as exc:
         raise DDPUsageError(f"cannot remove cached parses under {root}: {exc.strerror or exc}", code="D182") from None
-    if args.pipeline is not None and removed == 0:
+    if args.pipeline is not None and report.removed == 0:
         raise DDPUsageError(f"--pipeline {args.pipeline}: no such pipeline folder in the cache {root}; "
                             "`ddp cache info` lists them", code="D181")
+    if report.kept:
+        names = ", ".join(str(p.relative_to(root)) for p in report.kept[:5])
+        more = f" and {len(report.kept) - 5} more" if len(report.kept) > 5 else ""
+        print(f"ddp cache clear: warning: kept {len(report.kept)} entr{'y' if len(report.kept) == 1 else 'ies'} "
+              f"ddpcore did not write (or that fail their checksum) in the cache's pipeline folders: {names}{more}",
+              file=sys.stderr)
     if args.format == "json":
-        print(json.dumps({"dir": str(root), "removed_folders": removed, "bytes_freed": freed}))
+        print(json.dumps({"dir": str(root), "removed_folders": report.removed, "bytes_freed": report.freed,
+                          "kept": [str(p) for p in report.kept]}))
     else:
-        print(f"removed {removed} pipeline folder(s) from {root} ({_size(freed)} freed)")
+        print(f"removed {report.removed} pipeline folder(s) from {root} ({_size(report.freed)} freed)")
     return 0

@@ -159,7 +159,9 @@ def run(args: argparse.Namespace) -> int:
                 source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
                 batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
                 summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,
-                parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=stderr_warn("ddp profile")),
+                parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=stderr_warn("ddp profile"),
+                                            outputs=[p for t in checked for p in (t.path, t.sidecar)],
+                                            inputs=[source, args.docs]),
                 **reader_kwargs(args), warn=stderr_warn("ddp profile"),
             )
     except RunInterrupted as exc:

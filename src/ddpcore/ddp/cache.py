@@ -8,10 +8,24 @@ mode, segmentation or corpus.
 
 Layout under the cache folder (:func:`ddpcore.config.cache_dir`, ``--cache DIR``)::
 
+    ddpcore-cache.json                           marker: this folder is a ddpcore parse cache
     <pipeline_name>-<version>-<fingerprint>/     one folder per pipeline fingerprint
+        ddpcore-pipeline.json   marker: the folder's fingerprint (the folder name is its id)
         info.json        pipeline_info of the pipeline (a fully cached run needs no spaCy)
         strings.json     spaCy string/POS ids the rule sets use (spaCy-version specific)
         <time>-<pid>-<rand>.parquet   immutable shards, written to a temp file and renamed
+
+``info.json`` and ``strings.json`` carry a BLAKE2b ``checksum`` of their content; one that
+does not match (a flipped bit or flag) or cannot be read is reported once (``warning:``),
+ignored (the pipeline details come from the pipeline, the ids from spaCy: the answer is the
+uncached one) and written again. Files written before checksums existed are ignored the same
+way, without a warning.
+
+``ddp cache clear`` (:func:`clear_cache`) removes only what ddpcore wrote: in a folder with
+the marker, the files of this layout (names as above); in a folder written before markers
+existed, only if its name is a fingerprint id and its ``info.json`` has that fingerprint or a
+shard there passes its checksum, and then only the layout's files (shards checksum-verified).
+Anything else stays; a folder that is not a cache is refused (``[D750]``).
 
 The fingerprint is a hash of the pipeline's canonical name, version and enabled components (plus
 the compiled attribute ruler's version when POS comes from it: the ``fast`` preset),
@@ -33,6 +47,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -60,6 +75,17 @@ SHARD_META_KEY = b"ddpcore.cache"
 INFO_FILE = "info.json"
 STRINGS_FILE = "strings.json"
 SHARD_SUFFIX = ".parquet"
+#: marker of a cache root folder and of a pipeline folder (written when the folder is first used)
+ROOT_MARKER = "ddpcore-cache.json"
+FOLDER_MARKER = "ddpcore-pipeline.json"
+ROOT_MARKER_KIND = "ddpcore parse cache"
+FOLDER_MARKER_KIND = "ddpcore parse cache pipeline folder"
+#: names ddpcore writes inside a pipeline folder (shards, temp files of shards/JSON files, write probes)
+SHARD_NAME = re.compile(r"[0-9a-f]+-[0-9]+-[0-9a-f]{8}\.parquet")
+TEMP_NAME = re.compile(r"\.(?:[0-9a-f]+-[0-9]+-[0-9a-f]{8}|(?:info|strings|ddpcore-pipeline|ddpcore-cache)\.json\."
+                       r"[0-9]+\.[0-9a-f]{8}|probe-[0-9]+-[0-9a-f]{8})(?:\.tmp)?")
+#: a pipeline folder's name (:func:`fingerprint_id`)
+FOLDER_NAME = re.compile(r"[A-Za-z0-9._]+-[^/\\]*-[0-9a-f]{16}")
 #: token attributes stored per unit (``n_tokens__unit`` is the ``n_tokens`` column)
 TOKEN_FIELDS: tuple[str, ...] = ("lower", "pos", "tag", "dep", "head", "iob", "enttype", "sent_start", "idx", "end")
 TOKEN_DTYPES: dict[str, Any] = {
@@ -324,6 +350,54 @@ def _write_json_atomic(path: Path, data: Any) -> None:
             tmp.unlink()
 
 
+#: key of the checksum inside ``info.json`` and ``strings.json``
+JSON_CHECKSUM_KEY = "checksum"
+
+
+def _json_checksum(data: dict[str, Any]) -> str:
+    """BLAKE2b of the canonical JSON of ``data`` (keys sorted, no spaces), without its checksum."""
+    body = {k: v for k, v in data.items() if k != JSON_CHECKSUM_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.blake2b(text.encode("ascii"), digest_size=16).hexdigest()
+
+
+def write_checked_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` plus its checksum (temp file + rename)."""
+    _write_json_atomic(path, {**data, JSON_CHECKSUM_KEY: _json_checksum(data)})
+
+
+def read_checked_json(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """``(data, status)`` of a checksummed JSON file: status ``ok`` (data without its checksum),
+    ``missing``, ``legacy`` (written before checksums: not trusted, data None), ``corrupted``
+    (unreadable, not a JSON object, or a checksum that does not match: data None)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError:
+        return None, "corrupted"
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, "corrupted"
+    if not isinstance(data, dict):
+        return None, "corrupted"
+    if JSON_CHECKSUM_KEY not in data:
+        return None, "legacy"
+    if data[JSON_CHECKSUM_KEY] != _json_checksum(data):
+        return None, "corrupted"
+    return {k: v for k, v in data.items() if k != JSON_CHECKSUM_KEY}, "ok"
+
+
+def shard_files(folder: Path) -> list[Path]:
+    """The shards of a pipeline folder: files named as :func:`write_shard` names them (any other
+    ``.parquet`` file there is not ddpcore's and is never read, counted or removed)."""
+    try:
+        return sorted(p for p in folder.iterdir() if SHARD_NAME.fullmatch(p.name) and p.is_file())
+    except OSError:
+        return []
+
+
 # ------------------------------------------------------------------------------ store
 
 
@@ -337,10 +411,11 @@ class _Store:
         self.warn = warn
         self.shards: list[Path] = []
         self.dead: set[int] = set()
+        self.dropped: list[str] = []
         self._decoded: OrderedDict[int, TokenArrays] = OrderedDict()
         self._decoded_bytes = 0
         parts = []
-        for path in sorted(folder.glob(f"*{SHARD_SUFFIX}")):
+        for path in shard_files(folder):
             try:
                 keys = read_shard_keys(path)
             except ShardError as exc:
@@ -362,6 +437,7 @@ class _Store:
                             schema={"k0": pl.UInt64, "k1": pl.UInt64, "shard": pl.Int32, "row": pl.Int64})
 
     def _drop(self, path: Path, why: str) -> None:
+        self.dropped.append(path.name)
         self.warn(f"parse cache shard {path} is corrupted ({why}); removed, its units are parsed again")
         with contextlib.suppress(OSError):
             path.unlink()
@@ -458,6 +534,7 @@ class CachedParse:
     _strings_saved: int = -1
     _warmed: bool = False
     _seen: set[str] = field(default_factory=set)
+    corrupted: list[str] = field(default_factory=list)
 
     # -- set-up (on the first call, so opening the cache costs nothing when nothing is parsed)
     def _open(self) -> None:
@@ -472,34 +549,51 @@ class CachedParse:
             probe = folder / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             probe.write_bytes(b"")
             probe.unlink()
+            _mark(self.root, folder, fp)
         except OSError as exc:
             self.enabled = False
             self.warn(f"cannot write the parse cache at {self.root} ({exc.strerror or exc}); running without the "
                       "cache (choose another folder with --cache DIR or DDPCORE_CACHE, or --no-cache)")
             return
         self._folder = folder
-        info_path = folder / INFO_FILE
-        with contextlib.suppress(OSError, ValueError):
-            info = json.loads(info_path.read_text(encoding="utf-8"))
-            if fingerprint_from_info(info) == fp:
-                info["pipeline"] = self.parser.pipeline or "default"
-                self.parser.provide_info(info)
-                self._info_saved = True
-        with contextlib.suppress(OSError, ValueError):
-            strings = json.loads((folder / STRINGS_FILE).read_text(encoding="utf-8"))
-            if strings.get("spacy") == fp["spacy"]:
-                for k, v in strings.get("strings", {}).items():
-                    X.STRING_IDS.setdefault(k, int(v))
-                for k, v in strings.get("pos", {}).items():
-                    X.POS_IDS.setdefault(k, int(v))
-                self._strings_saved = len(X.STRING_IDS) + len(X.POS_IDS)
+        info, status = read_checked_json(folder / INFO_FILE)
+        if status == "corrupted":
+            self._corrupted(folder / INFO_FILE, "the pipeline's details are read from the pipeline")
+        if info is not None and fingerprint_from_info(info) == fp:
+            info["pipeline"] = self.parser.pipeline or "default"
+            self.parser.provide_info(info)
+            self._info_saved = True
+        strings, status = read_checked_json(folder / STRINGS_FILE)
+        if status == "corrupted":
+            self._corrupted(folder / STRINGS_FILE, "the spaCy ids come from spaCy")
+        if strings is not None and strings.get("spacy") == fp["spacy"]:
+            try:
+                ids = {str(k): int(v) for k, v in strings.get("strings", {}).items()}
+                pos = {str(k): int(v) for k, v in strings.get("pos", {}).items()}
+            except (AttributeError, TypeError, ValueError):  # a checksummed file of another shape: not ours
+                ids, pos = {}, {}
+            for k, v in ids.items():
+                X.STRING_IDS.setdefault(k, v)
+            for k, v in pos.items():
+                X.POS_IDS.setdefault(k, v)
+            self._strings_saved = len(X.STRING_IDS) + len(X.POS_IDS)
         self._spacy_version = fp["spacy"]
         self._store = _Store(folder, self.warn)
 
+    def _corrupted(self, path: Path, fallback: str) -> None:
+        self.corrupted.append(path.name)
+        self.warn(f"parse cache file {path} is corrupted (checksum mismatch or unreadable); ignored: {fallback}, "
+                  "and the file is written again")
+
     def signature(self) -> dict[str, Any]:
-        """The ``cache`` entry of a run signature."""
-        return {"cache": {"hits": self.hits, "misses": self.misses,
-                          "dir": str(self.root) if self.enabled else None}}
+        """The ``cache`` entry of a run signature (``corrupted``: the cache files found corrupted and
+        not used, only when there were any)."""
+        entry: dict[str, Any] = {"hits": self.hits, "misses": self.misses,
+                                 "dir": str(self.root) if self.enabled else None}
+        dropped = self.corrupted + (self._store.dropped if self._store is not None else [])
+        if dropped:
+            entry["corrupted"] = sorted(dropped)
+        return {"cache": entry}
 
     # -- the parse function
     def __call__(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> TokenArrays:
@@ -552,15 +646,19 @@ class CachedParse:
         assert self._store is not None and self._folder is not None
         try:
             self._store.store(keys, parsed)
-            if not self._info_saved:
-                _write_json_atomic(self._folder / INFO_FILE, self.parser.info())
-                self._info_saved = True
+            self._save_info()
             self._save_strings()
         except OSError as exc:
             self.warn(f"cannot write the parse cache at {self.root} ({exc.strerror or exc}); new parses of this "
                       "run are not stored")
             self._store = None
             self.enabled = False
+
+    def _save_info(self) -> None:
+        if not self._info_saved:
+            assert self._folder is not None
+            write_checked_json(self._folder / INFO_FILE, self.parser.info())
+            self._info_saved = True
 
     def _save_strings(self) -> None:
         """Record the spaCy ids every built-in rule set needs (spaCy is imported by now)."""
@@ -581,27 +679,29 @@ class CachedParse:
             return
         assert self._folder is not None
         path = self._folder / STRINGS_FILE
-        old: dict[str, Any] = {}
-        with contextlib.suppress(OSError, ValueError):
-            old = json.loads(path.read_text(encoding="utf-8"))
-        if old.get("spacy") != self._spacy_version:
+        old, _ = read_checked_json(path)  # (a concurrent run's ids; a corrupted or legacy file is replaced)
+        if old is None or old.get("spacy") != self._spacy_version:
             old = {}
         data = {"spacy": self._spacy_version, "strings": {**old.get("strings", {}), **X.STRING_IDS},
                 "pos": {**old.get("pos", {}), **X.POS_IDS}}
-        _write_json_atomic(path, data)
+        write_checked_json(path, data)
         self._strings_saved = count
 
     def flush(self) -> None:
         """Save spaCy ids computed after the last store (called at the end of a run)."""
         if self._folder is not None and self.enabled:
             with contextlib.suppress(OSError):
+                self._save_info()  # (a corrupted or legacy info.json of a fully cached run; info is known by now)
                 self._save_strings()
 
 
 def cache_wrapper(cache: str | os.PathLike[str] | bool | None, *,
-                  warn: Callable[[str], None] = default_warn) -> Callable[[Parser], CachedParse] | None:
+                  warn: Callable[[str], None] = default_warn, outputs: Sequence[Any] = (),
+                  inputs: Sequence[Any] = ()) -> Callable[[Parser], CachedParse] | None:
     """A ``parse_wrapper`` for :func:`~ddpcore.ddp.run.profile_to_files` (None when ``cache``
-    is False): ``wrapper(parser)`` returns the :class:`CachedParse` of that parser."""
+    is False): ``wrapper(parser)`` returns the :class:`CachedParse` of that parser. The cache
+    folder is checked against the run's ``outputs`` and ``inputs`` now (:func:`check_cache_path`)."""
+    check_cache_path(cache, outputs=outputs, inputs=inputs)
     root = resolve_cache(cache)
     if root is None:
         return None
@@ -615,60 +715,205 @@ def cache_wrapper(cache: str | os.PathLike[str] | bool | None, *,
 # ------------------------------------------------------------------------- maintenance
 
 
+def _mark(root: Path, folder: Path, fp: dict[str, Any]) -> None:
+    """Write the root and pipeline-folder markers that are missing (raises OSError)."""
+    if not (root / ROOT_MARKER).exists():
+        write_checked_json(root / ROOT_MARKER, {"kind": ROOT_MARKER_KIND, "format": CACHE_FORMAT})
+    if not (folder / FOLDER_MARKER).exists():
+        write_checked_json(folder / FOLDER_MARKER, {"kind": FOLDER_MARKER_KIND, "fingerprint": fp})
+
+
+def is_marked_root(root: Path) -> bool:
+    """Whether ``root`` carries the cache marker ddpcore writes when it first uses a cache folder."""
+    marker, _ = read_checked_json(root / ROOT_MARKER)
+    return marker is not None and marker.get("kind") == ROOT_MARKER_KIND
+
+
+def _any_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file with or without a checksum (None if unreadable): for recognising folders only."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def folder_kind(folder: Path) -> str | None:
+    """``marked`` (a pipeline folder with ddpcore's marker, whose fingerprint is the folder's
+    name), ``legacy`` (written before markers existed: its name is a fingerprint id and its
+    ``info.json`` has that fingerprint, or one of its shards passes its checksum) or None (not a
+    folder ddpcore wrote: never read as a cache, never cleared)."""
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    marker, _ = read_checked_json(folder / FOLDER_MARKER)
+    fp = marker.get("fingerprint") if marker is not None and marker.get("kind") == FOLDER_MARKER_KIND else None
+    if isinstance(fp, dict) and fingerprint_id(fp) == folder.name:
+        return "marked"
+    if not FOLDER_NAME.fullmatch(folder.name):
+        return None
+    info = _any_json(folder / INFO_FILE)
+    if info is not None:
+        with contextlib.suppress(Exception):
+            if fingerprint_id(fingerprint_from_info(info)) == folder.name:
+                return "legacy"
+    for shard in shard_files(folder):
+        try:
+            read_shard(shard)
+        except ShardError:
+            continue
+        return "legacy"
+    return None
+
+
+def cache_folders(root: Path) -> list[tuple[Path, str]]:
+    """The pipeline folders of ``root`` ddpcore wrote, with their :func:`folder_kind`."""
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in sorted(root.iterdir()):
+        kind = folder_kind(folder)
+        if kind is not None:
+            found.append((folder, kind))
+    return found
+
+
+def _owned_files(folder: Path, kind: str) -> tuple[list[Path], list[Path]]:
+    """(files of the cache layout ddpcore wrote, every other entry) in a recognised pipeline folder.
+    In a ``legacy`` folder a shard counts as ddpcore's only if it passes its checksum."""
+    owned, other = [], []
+    fixed = {INFO_FILE, STRINGS_FILE} | ({FOLDER_MARKER} if kind == "marked" else set())
+    for p in sorted(folder.iterdir()):
+        name = p.name
+        ours = p.is_file() and not p.is_symlink() and (
+            name in fixed or TEMP_NAME.fullmatch(name) is not None or SHARD_NAME.fullmatch(name) is not None)
+        if ours and kind == "legacy" and SHARD_NAME.fullmatch(name):
+            try:
+                read_shard(p)
+            except ShardError:
+                ours = False
+        (owned if ours else other).append(p)
+    return owned, other
+
+
 def cache_summary(root: Path) -> dict[str, Any]:
-    """What :func:`cache_info` reports: location, shard/unit counts and bytes per pipeline folder."""
+    """What :func:`cache_info` reports: location, shard/unit counts and bytes per pipeline folder
+    (only the folders ddpcore wrote, :func:`cache_folders`; ``is_cache``: the folder has the cache
+    marker or such a folder)."""
     import pyarrow.parquet as pq
 
     pipelines = []
-    if root.is_dir():
-        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-            shards = sorted(folder.glob(f"*{SHARD_SUFFIX}"))
-            units = tokens = bad = 0
-            for s in shards:
-                try:
-                    md = pq.read_metadata(s)
-                    meta = json.loads((md.metadata or {})[SHARD_META_KEY])
-                    units += int(meta["units"])
-                    tokens += int(meta["tokens"])
-                except Exception:  # unreadable: counted, reported
-                    bad += 1
-            size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
-            info: dict[str, Any] = {}
-            with contextlib.suppress(OSError, ValueError):
-                info = json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
-            pipelines.append({
-                "folder": folder.name, "pipeline_name": info.get("pipeline_name"),
-                "pipeline_version": info.get("pipeline_version"), "spacy": info.get("spacy"),
-                "components": info.get("components"), "shards": len(shards), "units": units, "tokens": tokens,
-                "unreadable_shards": bad, "bytes": size,
-            })
-    return {"dir": str(root), "exists": root.is_dir(), "format": CACHE_FORMAT,
-            "units": sum(p["units"] for p in pipelines), "shards": sum(p["shards"] for p in pipelines),
-            "bytes": sum(p["bytes"] for p in pipelines), "pipelines": pipelines}
+    folders = cache_folders(root)
+    for folder, kind in folders:
+        shards = shard_files(folder)
+        units = tokens = bad = 0
+        for s in shards:
+            try:
+                md = pq.read_metadata(s)
+                meta = json.loads((md.metadata or {})[SHARD_META_KEY])
+                units += int(meta["units"])
+                tokens += int(meta["tokens"])
+            except Exception:  # unreadable: counted, reported
+                bad += 1
+        owned, _ = _owned_files(folder, kind) if kind == "marked" else ([*shards, folder / INFO_FILE,
+                                                                            folder / STRINGS_FILE], [])
+        size = sum(f.stat().st_size for f in owned if f.is_file())
+        info = _any_json(folder / INFO_FILE) or {}
+        pipelines.append({
+            "folder": folder.name, "pipeline_name": info.get("pipeline_name"),
+            "pipeline_version": info.get("pipeline_version"), "spacy": info.get("spacy"),
+            "components": info.get("components"), "shards": len(shards), "units": units, "tokens": tokens,
+            "unreadable_shards": bad, "bytes": size, "marked": kind == "marked",
+        })
+    return {"dir": str(root), "exists": root.is_dir(), "is_cache": is_marked_root(root) or bool(folders),
+            "format": CACHE_FORMAT, "units": sum(p["units"] for p in pipelines),
+            "shards": sum(p["shards"] for p in pipelines), "bytes": sum(p["bytes"] for p in pipelines),
+            "pipelines": pipelines}
 
 
-def clear_cache(root: Path, pipeline_folder: str | None = None) -> tuple[int, int]:
-    """Remove the cache's pipeline folders (or the one named ``pipeline_folder``, or those whose
-    pipeline name starts with it); returns (folders removed, bytes freed)."""
-    import shutil
+@dataclass
+class ClearReport:
+    """What :func:`clear_cache` did: pipeline folders cleared, bytes freed, and the entries it kept in
+    them because ddpcore did not write them (or, in a folder older than the marker, a shard that
+    fails its checksum)."""
 
+    removed: int = 0
+    freed: int = 0
+    kept: list[Path] = field(default_factory=list)
+
+
+def clear_cache(root: Path, pipeline_folder: str | None = None) -> ClearReport:
+    """Remove the parses of the cache's pipeline folders (or of the one named ``pipeline_folder``,
+    or of those whose pipeline name starts with it): only the files ddpcore wrote
+    (:func:`folder_kind`, :func:`_owned_files`); a folder left empty is removed too, any other
+    file stays. Raises ``[D750]`` (nothing removed) when ``root`` exists, is not empty and is not
+    a ddpcore cache (no marker, no pipeline folder ddpcore wrote)."""
+    from ..errors import DDPUsageError
+
+    report = ClearReport()
     if not root.is_dir():
-        return 0, 0
-    removed = freed = 0
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        return report
+    folders = cache_folders(root)
+    if not folders and not is_marked_root(root) and any(root.iterdir()):
+        raise DDPUsageError(
+            f"{root} is not a ddpcore parse cache (no {ROOT_MARKER} marker and no pipeline folder written by "
+            "ddpcore); nothing removed. Check --cache DIR / $DDPCORE_CACHE (`ddp cache info` shows the folder)",
+            code="D750")
+    for folder, kind in folders:
         if pipeline_folder is not None and not (folder.name == pipeline_folder
                                                 or folder.name.startswith(pipeline_folder + "-")):
             continue
-        if not (folder / INFO_FILE).exists() and not any(folder.glob(f"*{SHARD_SUFFIX}")):
-            continue  # not a cache folder: never remove what ddpcore did not write
-        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-        shutil.rmtree(folder)
-        removed += 1
-        freed += size
-    return removed, freed
+        owned, other = _owned_files(folder, kind)
+        # the marker goes last: an interrupted clear leaves a folder that is still recognised
+        owned.sort(key=lambda p: p.name == FOLDER_MARKER)
+        for f in owned:
+            size = f.stat().st_size
+            f.unlink()
+            report.freed += size
+        report.removed += 1
+        if other:
+            report.kept.extend(other)
+        else:
+            folder.rmdir()
+    return report
+
+
+def check_cache_path(cache: str | os.PathLike[str] | bool | None, *, outputs: Sequence[Any] = (),
+                     inputs: Sequence[Any] = (), option: str = "--cache") -> None:
+    """Refuse, before any work, a cache folder that is one of the run's outputs (or inside one)
+    or one of its inputs: ``[D751]``. ``outputs``/``inputs``: paths (None skipped)."""
+    from ..errors import DDPUsageError
+
+    root = resolve_cache(cache)
+    if root is None:
+        return
+
+    def ident(p: Path) -> tuple[str, tuple[int, int] | None]:
+        try:
+            resolved = str(p.resolve(strict=False))
+        except (OSError, RuntimeError):
+            resolved = os.path.abspath(p)
+        try:
+            st = os.stat(p)
+            return resolved, (st.st_dev, st.st_ino)
+        except OSError:
+            return resolved, None
+
+    mine = ident(root)
+    ancestors = {ident(p)[0] for p in [root, *root.parents]}
+    for role, paths in (("output", outputs), ("input", inputs)):
+        for p in paths:
+            if p is None or str(p) in ("", "-"):
+                continue
+            other = ident(Path(os.fspath(p)).expanduser())
+            same = other[0] == mine[0] or (other[1] is not None and other[1] == mine[1])
+            if same or (role == "output" and other[0] in ancestors):
+                raise DDPUsageError(
+                    f"{option} {root} is {'the' if same else 'inside the'} {role} path {p}; the parse cache is a "
+                    f"folder of its own: pass another --cache DIR (or --no-cache)", code="D751")
 
 
 __all__ = [
-    "CACHE_FORMAT", "CachedParse", "cache_wrapper", "cache_summary", "clear_cache", "fingerprint_from_info",
+    "CACHE_FORMAT", "CachedParse", "ClearReport", "cache_folders", "cache_wrapper", "cache_summary", "check_cache_path",
+    "clear_cache", "fingerprint_from_info", "folder_kind",
     "fingerprint_id", "gather_units", "resolve_cache", "static_fingerprint", "take_units", "unit_keys",
 ]
