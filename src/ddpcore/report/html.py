@@ -37,6 +37,8 @@ mark.antecedent{background:#56B4E9;color:#000;padding:0 .15em;border-radius:3px;
  white-space:pre-wrap;max-height:10em;overflow:auto}
 pre.sig{background:#f6f6f6;padding:.8em;font-size:.82em;overflow:auto;white-space:pre-wrap}
 .legend mark{font-size:.9em}.note{color:#555;font-size:.9em}
+.warn{color:#8a4b00;background:#fff4e0;border-left:3px solid #E69F00;padding:.3em .6em;font-size:.92em}
+h3{font-size:1.05em;margin-top:1.2em}
 """
 
 
@@ -166,6 +168,105 @@ def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict
     return "".join(parts)
 
 
+def _g(v: Any) -> str:
+    """A score statistic with 4 significant digits ('' for null)."""
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return ""
+    return f"{v:.4g}"
+
+
+def _share(v: Any) -> str:
+    return f"{100 * v:.3g}%" if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
+
+
+def _keys(keys: Any) -> str:
+    if not isinstance(keys, list) or not keys:
+        return ""
+    return "; ".join(", ".join(f"{_e(k)}={_e(repr(v))}" for k, v in r.items()) for r in keys if isinstance(r, dict))
+
+
+def stratify_join_table(j: dict[str, Any]) -> str:
+    """The join accounting of a ``ddp stratify`` result (``signature.join``), both sides."""
+    if not isinstance(j, dict) or not j:
+        return '<p class="note">The stratify result records no join accounting.</p>'
+    on = ", ".join(f"{_e(o.get('profile'))}={_e(o.get('scores'))}" for o in j.get("on", []) if isinstance(o, dict))
+    n_rows, n_prof = j.get("score_rows"), j.get("profile_segments")
+    un_s, un_p = j.get("unmatched_score_rows"), j.get("unmatched_profile_segments",
+                                                         j.get("profile_segments_without_score"))
+    rows = [("score rows", n_rows, (n_rows - un_s) if isinstance(n_rows, int) and isinstance(un_s, int) else None,
+             un_s, j.get("unmatched_score_share"), _keys(j.get("first_unmatched_score_keys"))),
+            ("profile segments", n_prof,
+             (n_prof - un_p) if isinstance(n_prof, int) and isinstance(un_p, int) else None,
+             un_p, j.get("unmatched_profile_share"), _keys(j.get("first_unmatched_profile_keys"))),
+            ("null or non-finite scores", n_rows, None, j.get("null_scores"), j.get("null_score_share"),
+             _keys(j.get("first_null_score_keys")))]
+    head = ["side", "rows", "matched", "unmatched / left out", "share", "first unmatched keys"]
+    body = "".join(
+        f"<tr><td>{_e(side)}</td><td class=\"num\">{_num(n)}</td><td class=\"num\">{_num(m)}</td>"
+        f"<td class=\"num\">{_num(u)}</td><td class=\"num\">{_share(sh)}</td><td>{k}</td></tr>"
+        for side, n, m, u, sh, k in rows)
+    mu = j.get("max_unjoined")
+    policy = (f"--max-unjoined {_e(mu)}" if mu is not None else "no --max-unjoined gate recorded (older result)") + \
+        ("; --allow-partial-join" if j.get("allow_partial_join") else "")
+    used = j.get("used_score_rows")
+    return ('<table class="join"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+            + body + "</tbody></table>"
+            + f'<p class="note">Join on {on or "(not recorded)"}; {policy}; '
+            + (f"{_num(used)} score rows used, " if used is not None else "")
+            + f"{_num(j.get('documents'))} documents.</p>")
+
+
+def stratify_bin_table(res: dict[str, Any]) -> str:
+    """Per group (and gap) and DDP bin: n, mean and 95 % CI, with the group's Spearman rho."""
+    sig = res.get("signature", {}) or {}
+    by = [c for c in (sig.get("by") or []) if isinstance(c, str)]
+    gcol = (sig.get("gap") or {}).get("col") if isinstance(sig.get("gap"), dict) else None
+    cols = by + ([gcol] if gcol and gcol not in by else [])
+    head = [*(cols or ["group"]), "n", "Spearman ρ (p)", "DDP bin", "bin n", "mean", "95% CI"]
+    no_ci = "no CI (--n-boot 0)" if sig.get("n_boot") == 0 else "no CI (one document)"
+    rows = []
+    for kind in ("groups", "gaps"):
+        for g in res.get(kind, []) or []:
+            if not isinstance(g, dict):
+                continue
+            bins = [b for b in g.get("bins", []) if isinstance(b, dict)]
+            sp = g.get("spearman") or {}
+            rho, p = sp.get("rho"), sp.get("p")
+            rs = "n/a" if not isinstance(rho, (int, float)) else f"{rho:+.3f}" + \
+                (f" ({p:.2g})" if isinstance(p, (int, float)) else "")
+            span = f' rowspan="{max(len(bins), 1)}"'
+            lead = "".join(f"<td{span}>{_e(g.get(c))}</td>" for c in cols) if cols else \
+                f"<td{span}>{'gap' if kind == 'gaps' else 'all'}</td>"
+            lead += f'<td class="num"{span}>{_num(g.get("n"))}</td><td class="num"{span}>{_e(rs)}</td>'
+            for i, b in enumerate(bins or [{}]):
+                lo, hi = b.get("low"), b.get("high")
+                hi_s = "∞" if hi in ("inf", None) or (isinstance(hi, float) and math.isinf(hi)) else f"{hi:g}"
+                lo_s = f"{lo:g}" if isinstance(lo, (int, float)) else _e(lo)
+                ci = (f"[{_g(b.get('ci_low'))}, {_g(b.get('ci_high'))}]" if b.get("ci_low") is not None
+                      else "" if b.get("mean") is None else no_ci)
+                rows.append(f"<tr>{lead if i == 0 else ''}<td>[{lo_s}, {_e(hi_s)})</td>"
+                            f'<td class="num">{_num(b.get("n"))}</td><td class="num">{_g(b.get("mean"))}</td>'
+                            f'<td class="num">{_e(ci)}</td></tr>')
+    return ('<table class="bins"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def stratify_section(res: dict[str, Any]) -> str:
+    """The numbers of a ``ddp stratify`` result: warnings, join accounting, the bin table, n_boot and seed."""
+    sig = res.get("signature", {}) or {}
+    warn = [w for w in (sig.get("warnings") or []) if isinstance(w, str)]
+    parts = [f'<p class="warn">warning: {_e(w)}</p>' for w in warn]
+    parts.append("<h3>Join</h3>")
+    parts.append(stratify_join_table(sig.get("join") or {}))
+    parts.append("<h3>Mean score per DDP bin</h3>")
+    nb, seed = sig.get("n_boot"), sig.get("seed")
+    parts.append(f'<p class="note">CIs: {_e(sig.get("ci", "document bootstrap, 95% percentile"))}; n_boot '
+                 f"{_e(nb if nb is not None else '(not recorded)')}, seed {_e(seed if seed is not None else '(not recorded)')}; "
+                 f"score column {_e(sig.get('score_col'))}.</p>")
+    parts.append(stratify_bin_table(res))
+    return "".join(parts)
+
+
 def render(profile: str, *, stratify: str | None = None, anchors: str | None = None, top: int = 10,
            title: str | None = None) -> str:
     """The report as an HTML string."""
@@ -195,6 +296,7 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
             f"<h2>Top {min(top, df.height)} segments by DDP</h2>", top_segments(df, anc, sig, top)]
     if strat is not None:
         body.append("<h2>Scores by DDP (ddp stratify)</h2>")
+        body.append(stratify_section(strat))
         # pages of at most 4 panels (2 x 2): a page is drawn near its own width in the page, so text stays legible
         for k, fig in enumerate(plots.curves_figures(strat, max_panels=REPORT_PANELS)):
             body.append(f'<figure id="fig-curves{"" if k == 0 else f"-{k + 1}"}">{plots.svg_text(fig)}</figure>')
