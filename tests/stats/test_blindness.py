@@ -111,7 +111,8 @@ def test_cli_formats_and_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     src = tmp_path / "s.csv"
     simulate_scores(20, 3, 5, seed=1).write_csv(src)
     out = tmp_path / "r.json"
-    args = ["blindness", str(src), "--margin", "3", "--n-boot", "300", "--n-boot-cluster", "100"]
+    # simulated scores have no source_system column: --attribute nominal says so (auto would warn)
+    args = ["blindness", str(src), "--margin", "3", "--n-boot", "300", "--n-boot-cluster", "100", "--attribute", "nominal"]
     assert main(args + ["-o", str(out)]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["verdict"] == "blind" and "signature" in payload and json.loads(out.read_text()) == payload
