@@ -160,6 +160,7 @@ class _Prepared:
     join: dict[str, Any]
     prof_signature: dict[str, Any]
     warnings: list[str]
+    prof_keys: pl.DataFrame  # the profile's join key columns and SEGK
 
 
 def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[str], by: Sequence[str],
@@ -343,7 +344,36 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
                         f"{_first_text(join['first_null_score_keys'])})")
     if n_no_ddp:
         warnings.append(f"{n_no_ddp:,} score row(s) on profile segments without a DDP value left out")
-    return _Prepared(frame, list(by), join, psig, warnings)
+    return _Prepared(frame, list(by), join, psig, warnings, prof_df.select(*dict.fromkeys(pk), SEGK))
+
+
+def _rows_per_segment(prep: _Prepared, by: list[str]) -> None:
+    """Score rows per profile segment within each group, into ``prep.join`` (min, max, groups where they
+    differ). Rows of one segment are pooled as separate points: equal counts (e.g. every system scores
+    every segment) weigh segments alike; unequal counts (a repeated row, a system missing some segments)
+    weigh some segments more, which is a warning naming the first such group and segment."""
+    import polars as pl
+
+    f = prep.frame
+    per = f.group_by([*by, SEGK]).len("__n")
+    rng = per.group_by(by).agg(pl.col("__n").min().alias("__min"), pl.col("__n").max().alias("__max")) if by \
+        else per.select(pl.col("__n").min().alias("__min"), pl.col("__n").max().alias("__max"))
+    uneven = rng.filter(pl.col("__min") != pl.col("__max"))
+    prep.join["rows_per_segment"] = {"min": int(rng["__min"].min()), "max": int(rng["__max"].max()),
+                                     "groups_with_unequal_counts": int(uneven.height), "groups": int(rng.height)}
+    if uneven.height:
+        u = uneven.sort(by, nulls_last=True).row(0, named=True) if by else uneven.row(0, named=True)
+        cond = [pl.col(b) == u[b] if u[b] is not None else pl.col(b).is_null() for b in by]
+        top = per.filter(*cond).sort(["__n", SEGK], descending=[True, False]).row(0, named=True) if by else \
+            per.sort(["__n", SEGK], descending=[True, False]).row(0, named=True)
+        where = ", ".join(f"{b}={u[b]!r}" for b in by) or "all rows"
+        hit = prep.prof_keys.filter(pl.col(SEGK) == top[SEGK])
+        seg_key = {c: v for c, v in hit.row(0, named=True).items() if c != SEGK} if hit.height else {}
+        prep.warnings.append(
+            f"{uneven.height} of {rng.height} group(s) score some segments more often than others, so those segments "
+            f"weigh more in the bin means (first: {where}: {u['__min']} to {u['__max']} rows per segment, e.g. "
+            f"({_keys_text(seg_key, list(seg_key)) or 'segment ' + str(top[SEGK])}) {top['__n']} times); "
+            "add the column that tells the rows apart (e.g. system, annotator) to --by, or drop repeated rows")
 
 
 def _bins_of(ddp: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -494,6 +524,7 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
                                 code="D655")
     prep = _prepare(profile, scores, score_cols, by, on, strict_join, extra_keys=[gcol] if gcol else [],
                     max_unjoined=float(max_unjoined), allow_partial_join=allow_partial_join)
+    _rows_per_segment(prep, by)
     groups = _groups(prep.frame, by, edges, n_boot, seed, lowess_max_points, threads)
     result: dict[str, Any] = {"groups": groups}
     if gap is not None and gcol is not None:
