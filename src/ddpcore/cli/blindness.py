@@ -107,8 +107,7 @@ def run_blindness(args: argparse.Namespace) -> int:
     defaults = {"seg": "SEG", "source_system": "source_system", "spans": "error_spans", "text": "target_text"}
     given = {k: (v if v is not None else defaults[k]) for k, v in explicit.items()}
 
-    def warn(message: str) -> None:
-        print(f"ddp blindness: warning: {message}", file=sys.stderr)
+    pending: list[str] = []  # printed once the battery has run: a failing run prints its one error line only
 
     res = blindness(args.table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, unit=args.unit,
                     method=args.method, n_boot=args.n_boot, n_boot_cluster=args.n_boot_cluster, seed=args.seed,
@@ -119,7 +118,9 @@ def run_blindness(args: argparse.Namespace) -> int:
                     source_system=given["source_system"], spans=given["spans"], text=given["text"],
                     nan_policy=args.nan_policy, threads=args.threads, max_memory=args.max_memory,
                     max_seconds=args.max_seconds, strict=args.strict,
-                    required=[k for k, v in explicit.items() if v is not None], warn=warn)
+                    required=[k for k, v in explicit.items() if v is not None], warn=pending.append)
+    for message in pending:
+        print(f"ddp blindness: warning: {message}", file=sys.stderr)
     payload = res.to_dict()
     failed = args.fail_on is not None and res.verdict == args.fail_on
     if args.fail_on:
