@@ -315,7 +315,7 @@ class OutputSet:
     :meth:`commit` then replaces every destination. The commit first records every
     ``(temporary, destination)`` pair in ``journal`` (JSON, written with fsync), keeps a hard link
     (else a copy) of every existing destination as ``.NAME.ddp-old``, and only then renames the
-    temporaries over the destinations, with SIGINT/SIGTERM held back meanwhile. If a rename fails,
+    temporaries over the destinations, with SIGINT/SIGTERM held back meanwhile (delivered once all are in place). If a rename fails,
     the destinations already replaced get their old files back and :class:`~ddpcore.errors.DDPError`
     D761 says that nothing was changed (or, if restoring failed too, exactly which outputs are new and
     which old). If the process is killed mid-way (SIGKILL, power), the journal stays:
@@ -357,9 +357,14 @@ class OutputSet:
         os.umask(umask)
         for tmp, _ in self.entries:
             os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give what open() would
-        main = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
-        held = {signal.SIGINT, signal.SIGTERM}
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, held) if main else None
+        # SIGINT/SIGTERM are held back, not masked: a mask binds one thread, and the kernel hands a
+        # process signal to any thread that does not mask it (polars' pool, a parse helper)
+        main = threading.current_thread() is threading.main_thread()
+        held = (signal.SIGINT, signal.SIGTERM)
+        pending: list[int] = []
+        old = {s: signal.getsignal(s) for s in held} if main else {}
+        for s in old:
+            signal.signal(s, lambda signum, frame: pending.append(signum))
         try:
             backups = {dest: _backup_path(dest) for _, dest in self.entries if os.path.lexists(dest)}
             done: list[Path] = []
@@ -386,8 +391,14 @@ class OutputSet:
             _remove(self.journal)
             self.committed = True
         finally:
-            if old_mask is not None:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # a held SIGTERM arrives now
+            for s, h in old.items():
+                signal.signal(s, h)
+            if pending:  # a held signal arrives now, to the handler it was meant for
+                h = old[pending[0]]
+                if callable(h):
+                    h(pending[0], None)
+                elif h == signal.SIG_DFL:
+                    os.kill(os.getpid(), pending[0])
 
     def _roll_back(self, done: list[Path], backups: dict[Path, Path], exc: OSError) -> None:
         from ..errors import DDPError
