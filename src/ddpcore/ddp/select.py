@@ -23,8 +23,12 @@ the input and never hold its texts in memory:
 Row boundaries are found without a Python loop over rows: JSONL rows are the lines holding a
 non-blank byte (blank lines are skipped, as the readers do); a CSV record ends at a newline with
 an even number of ``"`` before it in the record (RFC 4180 quoting; ``""`` counts twice); TSV is
-read without quoting, so every newline ends a record (CSV blank lines are records, as polars
-reads them). Pass 2 checks that it found as many records as pass 1 read rows (D638 otherwise).
+quoted the same way (as pandas ``to_csv(sep="\\t")`` and polars ``write_csv(separator="\\t")``
+write it, and as the readers read it), so a quoted tab or line break stays inside its record (CSV
+and TSV blank lines are records, as polars reads them). A UTF-8 BOM belongs to the first line:
+it is copied with the CSV/TSV header, and with the first JSONL line when that row is kept (the
+readers parse the ids without it). Pass 2 checks that it found as many records as pass 1 read
+rows (D638 otherwise).
 
 Selection (:func:`select_mask`): a unit is a segment (``level="segment"``, value = its DDP) or a
 document (``level="document"``, value = the max DDP of its segments; whole documents are kept).
@@ -614,8 +618,10 @@ def _open_in(path: Path) -> Any:
     return _open_binary(path)
 
 
-def record_bounds(data: bytes, fmt: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """Record boundaries of ``data`` (a block that starts at a record start).
+def record_bounds(data: bytes, fmt: str, quoted: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
+    """Record boundaries of ``data`` (a block that starts at a record start); CSV/TSV newlines
+    inside quotes do not end a record unless the file is not ``quoted``
+    (:func:`ddpcore.io.tables.has_quoted_fields`: no field starts with ``"``, every quote is literal).
 
     Returns ``(starts, ends, cut)``: byte offsets of every complete record ``[start, end)`` (the
     newline included), and ``cut`` = the offset where the incomplete tail begins (``len(data)``
@@ -623,7 +629,7 @@ def record_bounds(data: bytes, fmt: str) -> tuple[np.ndarray, np.ndarray, int]:
     """
     a = np.frombuffer(data, dtype=np.uint8)
     nl = np.flatnonzero(a == 10)
-    if fmt == "csv" and nl.size:
+    if fmt in ("csv", "tsv") and quoted and nl.size:
         q = np.cumsum(a == 34, dtype=np.int64)
         nl = nl[(q[nl] & 1) == 0]
     ends = nl + 1
@@ -632,11 +638,15 @@ def record_bounds(data: bytes, fmt: str) -> tuple[np.ndarray, np.ndarray, int]:
     return starts.astype(np.int64), ends.astype(np.int64), cut
 
 
-def _rows_of_records(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, fmt: str) -> np.ndarray:
-    """Which records are table rows (bool): JSONL skips lines of whitespace only."""
+def _rows_of_records(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, fmt: str, bom: int = 0) -> np.ndarray:
+    """Which records are table rows (bool): JSONL skips lines of whitespace only (``bom``: bytes
+    of a UTF-8 BOM at the start of ``a``, not counted as content of the first line)."""
     if fmt != "jsonl" or starts.size == 0:
         return np.ones(starts.size, dtype=bool)
-    first = a[starts]
+    if bom and starts[0] == 0:
+        starts = starts.copy()
+        starts[0] = bom
+    first = a[np.minimum(starts, a.size - 1)]
     blank_first = (first == 32) | (first == 9) | (first == 10) | (first == 13) | (first == 12) | (first == 11)
     if not blank_first.any():  # a JSON line starts with '{': the usual case needs no byte scan
         return np.ones(starts.size, dtype=bool)
@@ -659,33 +669,32 @@ def iter_selected_bytes(path: Path, fmt: str, keep: np.ndarray, n_rows: int,
                         block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
     """Pass 2 for JSONL/CSV/TSV and plain ``lines`` (every line a row, no header): yield the header
     (CSV/TSV) and the bytes of the kept rows, in
-    input order, read in blocks of ``block_bytes``. A UTF-8 BOM at the start is kept with the header
-    (CSV/TSV) or dropped (JSONL, as the reader does; it is not part of a row)."""
-    from ..io.tables import _read_block
+    input order, read in blocks of ``block_bytes``. A UTF-8 BOM at the start belongs to the first
+    line: it is kept with the header (CSV/TSV) and with the first line (JSONL, ``lines``) when that
+    row is kept, so every record is copied byte for byte; it does not make a blank line a row."""
+    from ..io.tables import _read_block, delimited_quoting
 
+    quoted = fmt in ("csv", "tsv") and delimited_quoting(path, fmt)  # as the readers read it
     row = 0
     carry = b""
     header_done = fmt in ("jsonl", "lines")
-    first = True
+    at_start = True  # ``data`` begins at byte 0 of the file
     with _open_in(path) as fh:
         while True:
             block = _read_block(fh, path, block_bytes)
             data = carry + block
-            if first and data:
-                first = False
-                if fmt == "jsonl" and data.startswith(b"\xef\xbb\xbf"):
-                    data = data[3:]
+            bom = 3 if at_start and data.startswith(b"\xef\xbb\xbf") else 0
             fake_nl = not block and bool(data) and not data.endswith(b"\n")
             if fake_nl:
                 data += b"\n"  # the last record has no newline: add one to find it, dropped on output
-            starts, ends, cut = record_bounds(data, fmt)
+            starts, ends, cut = record_bounds(data, fmt, quoted)
             if not header_done and starts.size:
                 hdr_end = int(ends[0])
                 yield data[:hdr_end - 1] if (fake_nl and hdr_end == len(data)) else data[:hdr_end]
                 header_done = True
                 starts, ends = starts[1:], ends[1:]
             a = np.frombuffer(data, dtype=np.uint8)
-            is_row = _rows_of_records(a, starts, ends, fmt)
+            is_row = _rows_of_records(a, starts, ends, fmt, bom)
             rs, re_ = starts[is_row], ends[is_row]
             k = rs.size
             if row + k > n_rows:
@@ -699,6 +708,7 @@ def iter_selected_bytes(path: Path, fmt: str, keep: np.ndarray, n_rows: int,
                     out = out[:-1]
                 yield out
             row += k
+            at_start = at_start and cut == 0
             carry = data[cut:]
             if not block:
                 break

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import json
 import os
 import re
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DDPDataError, DDPUsageError, where
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 
 TEXT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
@@ -86,6 +86,235 @@ def decode_utf8(data: bytes, path: Path | str, first_line: int = 1) -> str:
         ) from None
 
 
+#: bytes looked at by :func:`check_text_head` before a text table is read
+HEAD_BYTES = 1 << 16
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed", "add .gz to its name"),
+          (b"PAR1", "a Parquet file", "name it .parquet"),
+          (b"PK\x03\x04", "a ZIP archive", "unpack it first"),
+          (b"\xff\xfe", "UTF-16 text", "re-encode it as UTF-8 (e.g. `iconv -f utf-16 -t utf-8`)"),
+          (b"\xfe\xff", "UTF-16 text", "re-encode it as UTF-8 (e.g. `iconv -f utf-16 -t utf-8`)"))
+
+
+def _sparse_note(path: Path) -> str:
+    """`` (the file is N bytes, M of them on disk: a sparse file)`` when it is, else ``""``."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    on_disk = getattr(st, "st_blocks", None)
+    if on_disk is None or st.st_size < (1 << 20) or on_disk * 512 >= st.st_size // 8:
+        return ""
+    return f" (the file is {st.st_size:,} bytes, {on_disk * 512:,} of them on disk: a sparse file)"
+
+
+def check_binary(data: bytes, path: Path, offset: int = 0) -> None:
+    """Refuse binary content in a text table: a NUL byte in ``data`` (a block of the file read from
+    byte ``offset``; decompressed bytes for ``.gz``) is D730 naming its byte offset, and, at the
+    start of the file, the signature of another format (gzip, Parquet, ZIP, UTF-16) is D731."""
+    if offset == 0:
+        for magic, what, todo in _MAGIC:
+            if data.startswith(magic) and not (magic == b"\x1f\x8b" and path.suffix.lower() == ".gz"):
+                raise DDPDataError(f"{path}: byte offset 0: the file is {what}, not the UTF-8 text its name "
+                                   f"({path.suffix or 'no extension'}) says; {todo}", code="D731")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        gz = " of the decompressed data" if path.suffix.lower() == ".gz" else ""
+        raise DDPDataError(
+            f"{path}: byte offset {offset + nul:,}{gz}: a NUL byte, so this is binary data, not a text table"
+            f"{_sparse_note(path)}; give the table as UTF-8 text (or as .parquet)", code="D730")
+
+
+def check_text_head(path: Path) -> None:
+    """Look at the first :data:`HEAD_BYTES` of a text table before reading it (within a millisecond
+    even for a huge file): binary content is D730/D731 (:func:`check_binary`)."""
+    with _open_binary(path) as fh:
+        head = _read_block(fh, path, HEAD_BYTES)
+    check_binary(head, path)
+
+
+# ----------------------------------------------------------------------------- CSV/TSV records
+
+_WS_CR = 13
+#: a CSV/TSV record longer than this is refused (an unterminated quote would otherwise read on to the end)
+MAX_RECORD_BYTES = 1 << 28
+_QUOTE = 34
+_NL = 10
+
+
+class DelimitedScan:
+    """Check CSV/TSV quoting and field counts block by block (RFC 4180, the way
+    ``pandas.to_csv`` and ``polars.write_csv`` write both CSV and TSV: a field holding the
+    separator, a ``"`` or a line break is enclosed in ``"`` and its quotes are doubled).
+
+    ``quoted`` (:func:`has_quoted_fields`: some field starts with ``"``): a separator or newline
+    is part of the table structure when an even number of ``"`` precedes it; an opening ``"``
+    must start a field, a closing ``"`` must end one. Not ``quoted`` (no field starts with
+    ``"``, e.g. a plain TSV export): every ``"`` is a literal character, as pandas reads such a
+    file, and every newline ends a record. Feed the file with :meth:`feed` (blocks in order,
+    ``final=True`` for the last) and it raises D103 naming the line (and byte column) of the
+    first unterminated quote, stray quote or record whose field count differs from the
+    header's. Blank lines are left to the table reader (it reads them as rows of nulls). numpy
+    on byte positions: no Python loop over rows.
+    """
+
+    def __init__(self, fmt: str, path: Path, quoted: bool = True) -> None:
+        self.fmt = fmt
+        self.sep = ord("," if fmt == "csv" else "\t")
+        self.path = path
+        self.quoted = quoted
+        self.line = 1  # physical line of the next block's first byte
+        self.header: int | None = None
+        self.first = True
+        self.carry = b""
+
+    def _err(self, a: np.ndarray, nl: np.ndarray, pos: int, what: str) -> DDPDataError:
+        import numpy as np
+
+        k = int(np.searchsorted(nl, pos))
+        col = pos - (int(nl[k - 1]) + 1 if k else 0) + 1
+        return DDPDataError(f"{self.path}: line {self.line + k}, byte column {col}: {what}", code="D103")
+
+    def feed(self, block: bytes, final: bool = False) -> None:
+        import numpy as np
+
+        data = self.carry + block
+        if self.first and data:
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            self.first = False
+        a = np.frombuffer(data, dtype=np.uint8)
+        q = np.flatnonzero(a == _QUOTE) if self.quoted else np.zeros(0, dtype=np.intp)
+        nl = np.flatnonzero(a == _NL)
+        nl_s = nl[(np.searchsorted(q, nl) & 1) == 0] if q.size else nl
+        cut = len(data) if final else (int(nl_s[-1]) + 1 if nl_s.size else 0)
+        # quotes up to the cut, plus (at the end of the file) an unclosed last one
+        self._check_quotes(a, q if final else q[q < cut], nl)
+        if final and q.size & 1:
+            raise self._err(a, nl, int(q[-1]), "a quoted field opened here is never closed (an unterminated \"); "
+                            "close it, or double a \" inside a quoted field")
+        if not final and len(data) - cut > MAX_RECORD_BYTES:
+            opened = int(q[np.searchsorted(q, cut)]) if q.size and q[-1] >= cut else cut
+            raise self._err(a, nl, opened, f"a record (or a quoted field opened here) runs over "
+                            f"{MAX_RECORD_BYTES >> 20} MiB without ending; an unterminated \"?")
+        self._check_fields(a[:cut], q[q < cut], nl[nl < cut], nl_s[nl_s < cut], at_eof=final)
+        self.line += int(np.count_nonzero(nl < cut))
+        self.carry = data[cut:]
+
+    def _check_quotes(self, a: np.ndarray, q: np.ndarray, nl: np.ndarray) -> None:
+        import numpy as np
+
+        n = a.size
+        if q.size == 0:
+            return
+        sep = self.sep
+        opening, closing = q[0::2], q[1::2]
+        prev = a[np.maximum(opening - 1, 0)]
+        bad_o = (opening > 0) & (prev != sep) & (prev != _NL) & (prev != _QUOTE)
+        nxt = a[np.minimum(closing + 1, n - 1)]
+        bad_c = (closing + 1 < n) & (nxt != sep) & (nxt != _NL) & (nxt != _WS_CR) & (nxt != _QUOTE)
+        first_o = int(opening[bad_o][0]) if bad_o.any() else n
+        first_c = int(closing[bad_c][0]) if bad_c.any() else n
+        if first_o < first_c:
+            raise self._err(a, nl, first_o, "a \" inside an unquoted field; a field that holds a \" must be "
+                            "quoted as a whole with its quotes doubled (\"5\"\" screen\"), as pandas "
+                            "to_csv and polars write_csv write it")
+        if first_c < n:
+            raise self._err(a, nl, first_c, "text after the closing \" of a quoted field; a \" inside a "
+                            "quoted field must be doubled (\"\")")
+
+    def _check_fields(self, a: np.ndarray, q: np.ndarray, nl: np.ndarray, nl_s: np.ndarray, at_eof: bool) -> None:
+        import numpy as np
+
+        n = a.size
+        if n == 0:
+            return
+        ends = nl_s + 1
+        if at_eof and (ends.size == 0 or ends[-1] < n):
+            ends = np.r_[ends, n]
+        if ends.size == 0:
+            return
+        starts = np.r_[0, ends[:-1]]
+        seps = np.flatnonzero(a == self.sep)
+        if q.size and seps.size:
+            seps = seps[(np.searchsorted(q, seps) & 1) == 0]
+        fields = np.bincount(np.searchsorted(ends, seps, side="right"), minlength=ends.size)[: ends.size] + 1
+        length = ends - starts - (a[ends - 1] == _NL)
+        blank = (length == 0) | ((length == 1) & (a[starts] == _WS_CR))
+        if self.header is None:
+            self.header = int(fields[0])
+        bad = np.flatnonzero((fields != self.header) & ~blank)
+        if bad.size:
+            i = int(bad[0])
+            k = int(fields[i])
+            unit = "tab" if self.fmt == "tsv" else "comma"
+            raise self._err(a, nl, int(starts[i]), f"{k} field{'s' if k != 1 else ''} where the header has "
+                            f"{self.header}; quote fields that hold a {unit}, a \" or a line break with \" "
+                            "(as pandas to_csv and polars write_csv do)")
+
+
+def has_quoted_fields(data: bytes, fmt: str, at_start: bool = True) -> bool:
+    """Whether some field of ``data`` (a block of a CSV/TSV file; ``at_start``: from its first
+    byte) starts with ``"``: a ``"`` after the separator, after a newline, or first in the file
+    (after a BOM). Such a file is read with quoting (:class:`DelimitedScan`); without one, every
+    ``"`` is a literal character and reading with or without quoting gives the same values."""
+    import numpy as np
+
+    if at_start:
+        data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+        if data.startswith(b'"'):
+            return True
+    a = np.frombuffer(data, dtype=np.uint8)
+    q = np.flatnonzero(a[1:] == _QUOTE)  # q + 1 is a quote, q its previous byte
+    if q.size == 0:
+        return False
+    prev = a[q]
+    return bool(((prev == _NL) | (prev == ord("," if fmt == "csv" else "\t"))).any())
+
+
+def check_delimited(data: bytes, fmt: str, path: Path) -> bool:
+    """:class:`DelimitedScan` of a whole CSV/TSV file held in memory (``data`` without the BOM);
+    returns whether it is read with quoting (:func:`has_quoted_fields`)."""
+    quoted = has_quoted_fields(data, fmt)
+    DelimitedScan(fmt, path, quoted).feed(data, final=True)
+    return quoted
+
+
+def _blocks(path: Path, block_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """``(block, byte offset)`` of a file (``.gz``: decompressed), the last block empty."""
+    offset = 0
+    with _open_binary(path) as fh:
+        while True:
+            block = _read_block(fh, path, block_bytes)
+            yield block, offset
+            offset += len(block)
+            if not block:
+                return
+
+
+def delimited_quoting(path: Path, fmt: str, block_bytes: int = 16 << 20) -> bool:
+    """:func:`has_quoted_fields` of a whole CSV/TSV file, read block by block; binary content is
+    refused on the way (D730/D731)."""
+    tail = b""
+    for block, offset in _blocks(path, block_bytes):
+        check_binary(block, path, offset)
+        if has_quoted_fields(tail + block, fmt, at_start=offset == 0):
+            return True
+        tail = block[-1:]
+    return False
+
+
+def scan_delimited_file(path: Path, fmt: str, block_bytes: int = 16 << 20) -> bool:
+    """Check a CSV/TSV file (``.gz`` allowed) block by block before it is read in chunks: binary
+    content (D730/D731), quoting and field counts (D103, :class:`DelimitedScan`). Returns
+    whether the file is read with quoting (:func:`delimited_quoting`)."""
+    quoted = delimited_quoting(path, fmt, block_bytes)
+    scan = DelimitedScan(fmt, path, quoted)
+    for block, offset in _blocks(path, block_bytes):
+        check_binary(block, path, offset)
+        scan.feed(block, final=not block)
+    return quoted
+
+
 def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
     """Read ``source`` (path or in-memory table) into a polars DataFrame.
 
@@ -119,18 +348,18 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
             return pl.read_parquet(path)
         except Exception as exc:  # polars raises several exception types here
             raise DDPDataError(f"{path}: not a readable Parquet file ({exc})", code="D103") from None
-    text = decode_utf8(_read_bytes(path), path)
+    check_text_head(path)
+    data = _read_bytes(path)
+    check_binary(data, path)
+    text = decode_utf8(data, path)
     if not text.strip():
         raise DDPDataError(f"{path}: the file is empty", code="D106")
     if fmt in ("csv", "tsv"):
         sep = "," if fmt == "csv" else "\t"
+        raw = text.encode()
+        quoted = check_delimited(raw, fmt, path)
         try:
-            return pl.read_csv(
-                io.StringIO(text).read().encode(),
-                separator=sep,
-                infer_schema_length=10000,
-                quote_char='"' if fmt == "csv" else None,
-            )
+            return pl.read_csv(raw, separator=sep, infer_schema_length=10000, quote_char='"' if quoted else None)
         except Exception as exc:
             raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
     if fmt == "json":
@@ -255,9 +484,13 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
     line = 1
     carry = b""
     seen_rows = False
+    offset = 0
+    check_text_head(path)  # binary content fails within a millisecond, before a large block is read
     with _open_binary(path) as fh:
         while True:
             block = _read_block(fh, path, size)
+            check_binary(block, path, offset)
+            offset += len(block)
             data = carry + block
             if not block:
                 carry = b""
@@ -288,19 +521,23 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
 
 def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000) -> Iterator[tuple[pl.DataFrame, None]]:
     """Read a CSV/TSV file (``.gz`` allowed) in chunks of ``chunk_rows`` rows with the column
-    types :func:`read_table` infers (first 10,000 rows); on a parse error the whole-file
-    reader is run to name the problem as it does."""
+    types :func:`read_table` infers (first 10,000 rows). CSV and TSV follow the same quoting
+    rules (RFC 4180 with the separator of the format: what ``pandas.to_csv(sep="\\t")`` and
+    ``polars.write_csv(separator="\\t")`` write). The file is first checked block by block
+    (:func:`scan_delimited_file`: binary content, unterminated or stray quotes, field counts,
+    each naming the line); on a parse error the whole-file reader is run to name the problem."""
     import polars as pl
 
     sep = "," if fmt == "csv" else "\t"
     with _open_binary(path) as fh:  # existence, permissions, gzip and UTF-8 of the first block
-        head = _read_block(fh, path, 1 << 16)
+        head = _read_block(fh, path, HEAD_BYTES)
+    check_binary(head, path)
     decode_utf8(head[: head.rfind(b"\n") + 1] if b"\n" in head else head, path)
     if not head.strip():
         raise DDPDataError(f"{path}: the file is empty", code="D106")
+    quoted = scan_delimited_file(path, fmt)  # quoting, field counts and NUL bytes, naming the line
     try:
-        lf = pl.scan_csv(path, separator=sep, infer_schema_length=10000,
-                         quote_char='"' if fmt == "csv" else None)
+        lf = pl.scan_csv(path, separator=sep, infer_schema_length=10000, quote_char='"' if quoted else None)
         for df in lf.collect_batches(chunk_size=chunk_rows):
             yield df, None
     except DDPDataError:
