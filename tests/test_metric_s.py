@@ -62,6 +62,8 @@ def test_summary_counts_errors_never_full_marks():
     assert (s["n_rows"], s["n_errors"], s["n_instruction_following_failed"], s["n_scored"]) == (9, 3, 1, 6)
     assert s["mean_total"] == pytest.approx(396 / 6)
     assert s["n_unknown_labels"] == 0 + 9 + 0 + 1 + 3
+    # zh-en-04 has no checkpoint_items / appropriateness_items, en-zh-08 no checkpoint_items (read as empty)
+    assert s["n_rows_missing_lists"] == 2
 
 
 def test_released_code_gotcha_judge_error_is_not_100():

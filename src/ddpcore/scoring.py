@@ -115,6 +115,8 @@ class MetricSRow:
     status: str
     n_unknown_labels: int = 0
     error: str | None = None
+    #: item lists absent or null in a scored record (read as empty: full marks in that dimension)
+    missing_lists: tuple[str, ...] = ()
 
 
 def _label(item: dict[str, Any], keys: Sequence[str]) -> str | None:
@@ -201,7 +203,9 @@ def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None =
             scores[target] -= pts
             unknown += int(unk)
     acc, flu, app = (max(scores[d], 0.0) for d in DIMENSIONS)
-    return MetricSRow(rid, acc, flu, app, acc + flu + app, STATUS_OK, n_unknown_labels=unknown)
+    missing = tuple(key for key in ITEM_KEYS if record.get(key) is None)
+    return MetricSRow(rid, acc, flu, app, acc + flu + app, STATUS_OK, n_unknown_labels=unknown,
+                      missing_lists=missing)
 
 
 def metric_s(records: Iterable[Any], mapping: Mapping = "code", *, source: str | None = None,
@@ -278,6 +282,7 @@ def summarize(rows: Sequence[MetricSRow]) -> dict[str, Any]:
         "n_errors": sum(r.status == STATUS_ERROR for r in rows),
         "n_instruction_following_failed": sum(r.status == STATUS_IF_FAILED for r in rows),
         "n_unknown_labels": sum(r.n_unknown_labels for r in rows),
+        "n_rows_missing_lists": sum(bool(r.missing_lists) for r in rows),
         "mean_accuracy": mean("accuracy"), "mean_fluency": mean("fluency"),
         "mean_appropriateness": mean("appropriateness"), "mean_total": mean("total"),
     }

@@ -36,6 +36,9 @@ CASES = [
     Case("metric-s-unknown-labels-warned", ("metric-s", "g.jsonl", "-f", "text"), 0,
          r"^ddp metric-s: warning: 2 item label\(s\) unknown to the code mapping \(first on line 1\)",
          files={"g.jsonl": '{"fluency_items": [{"问题严重程度": "minor"}], "appropriateness_items": [{"severity": "有问题"}]}\n'}),
+    Case("metric-s-missing-lists-warned", ("metric-s", "g.jsonl"), 0,
+         r"^ddp metric-s: warning: 1 scored judgement\(s\) lack some item lists \(first on line 1: checkpoint_items, "
+         r"fluency_items, appropriateness_items\)", files={"g.jsonl": GOOD}),
     Case("metric-s-output-written", ("metric-s", "g.jsonl", "-o", "s.tsv"), 0, "",
          files={"g.jsonl": GOOD}, outputs=("s.tsv", "s.tsv.signature.json")),
 ]

@@ -57,7 +57,8 @@ def _text(summary: dict[str, Any], mapping: str) -> str:
     return "\n".join([
         f"Metric-S ({mapping} mapping): {summary['n_rows']} judgements, {summary['n_scored']} scored, "
         f"{summary['n_errors']} error rows, {summary['n_instruction_following_failed']} instruction-following "
-        f"failures (scored 0), {summary['n_unknown_labels']} unknown labels",
+        f"failures (scored 0), {summary['n_unknown_labels']} unknown labels, {summary['n_rows_missing_lists']} "
+        "judgements lacking some item lists",
         f"mean total {f(summary['mean_total'])} (accuracy {f(summary['mean_accuracy'])}, fluency "
         f"{f(summary['mean_fluency'])}, appropriateness {f(summary['mean_appropriateness'])})",
     ]) + "\n"
@@ -78,6 +79,11 @@ def _warn(summary: dict[str, Any], rows: list[Any], lines: list[int], mapping: s
             rule = "scored -5 in accuracy, 0 in checkpoint, fluency and appropriateness"
         print(f"ddp metric-s: warning: {n_unknown} item label(s) unknown to the {mapping} mapping (first on line "
               f"{first}), {rule}; counted in n_unknown_labels", file=sys.stderr)
+    if summary["n_rows_missing_lists"]:
+        r, n = next((r, n) for r, n in zip(rows, lines) if r.missing_lists)
+        print(f"ddp metric-s: warning: {summary['n_rows_missing_lists']} scored judgement(s) lack some item lists "
+              f"(first on line {n}: {', '.join(r.missing_lists)}), read as empty lists (no deduction in that "
+              "dimension); counted in n_rows_missing_lists", file=sys.stderr)
     if summary["n_errors"]:
         first = next(n for r, n in zip(rows, lines) if r.status == "error")
         print(f"ddp metric-s: warning: {summary['n_errors']} of {summary['n_rows']} judgement(s) are error rows "
