@@ -99,7 +99,8 @@ def _ray_runner(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         return profile_ray(source, targets, cols=cols, settings=settings, pipeline=pipeline, n_actors=n_process,
                            address=args.address, batch_chars=None if batch_chars == BATCH_CHARS else batch_chars,
                            batch_size=batch_size, progress=progress, summary_by=summary_by, source_name=source_name,
-                           reader_options={"reader": reader, "docs": docs, "txt_mode": txt_mode, "warn": warn})
+                           reader_options={"reader": reader, "docs": docs, "txt_mode": txt_mode, "warn": warn},
+                           quiet=args.quiet)
     return run_ray
 
 

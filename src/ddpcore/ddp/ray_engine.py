@@ -91,8 +91,9 @@ def import_ray() -> Any:
     return ray
 
 
-def _quiet_ray(ray: Any, progress: bool) -> None:
-    """Ray Data's progress bars, INFO and WARNING lines off (ddpcore reports progress itself)."""
+def _quiet_ray(ray: Any, quiet: bool = False) -> None:
+    """Ray Data's progress bars, INFO and WARNING lines off (ddpcore reports progress itself);
+    ``quiet``: its ERROR lines too (``-q``)."""
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     with contextlib.suppress(AttributeError):
@@ -100,50 +101,183 @@ def _quiet_ray(ray: Any, progress: bool) -> None:
     with contextlib.suppress(AttributeError):
         ctx.enable_operator_progress_bars = False
     for name in ("ray", "ray.data", "ray.data._internal"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger(name).setLevel(logging.CRITICAL if quiet else logging.ERROR)
+
+
+#: environment of ``ray.init`` while it starts a local Ray: no C++ stack dumps on SIGTERM (the
+#: driver's SIGTERM is handled by ddpcore: one line, exit 143)
+_INIT_ENV = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+#: ... and, under ``-q``, only fatal lines from Ray's C++ core (its ``E`` lines go to the driver's stderr)
+_QUIET_ENV = {"RAY_BACKEND_LOG_LEVEL": "fatal"}
+#: prefix of the work folders of Ray runs; the folder holds an ``owner`` file (``PID:START``)
+WORK_PREFIX = ".ddp-ray-work-"
+
+
+class Reaper:
+    """A watchdog process (:mod:`ddpcore.ddp.ray_reaper`) that ends the local Ray started by this
+    process and removes ``work`` when this process ends — also when it is killed with SIGKILL,
+    which no handler sees. :meth:`close` ends it normally (it then cleans up what is left)."""
+
+    def __init__(self, work: Path | None = None) -> None:
+        import subprocess
+        import sys
+
+        from . import ray_reaper
+
+        self.token = ray_reaper.owner_token()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", ray_reaper.__file__, self.token, str(work) if work is not None else ""],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def close(self, timeout: float = 5.0) -> None:
+        import subprocess
+
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout)
+
+
+def remove_stale_work(folder: Path) -> list[str]:
+    """Remove the Ray work folders in ``folder`` whose owner process is gone (a run killed with
+    SIGKILL together with its watchdog), and end the Ray processes that run left. Returns their names."""
+    from . import ray_reaper
+
+    removed = []
+    for work in sorted(folder.glob(WORK_PREFIX + "*")):  # one iteration per stale folder
+        try:
+            token = (work / "owner").read_text().strip()
+        except OSError:
+            continue  # a run that is still creating it, or not a ddpcore Ray folder
+        if not token or ray_reaper.owner_alive(token):
+            continue
+        ray_reaper.kill_marked(token)
+        shutil.rmtree(work, ignore_errors=True)
+        removed.append(work.name)
+    return removed
 
 
 @contextlib.contextmanager
-def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[Any]:
+def _init_environment(quiet: bool, owner: str | None) -> Iterator[None]:
+    """Environment (and, under ``quiet``, stderr) of the process while ``ray.init`` runs.
+
+    ``owner`` marks every process of the local Ray (``DDPCORE_RAY_OWNER``, inherited by the GCS
+    and raylet, and from the raylet by agents and workers) for the :class:`Reaper`. Under
+    ``quiet`` file descriptor 2 points at devnull: Ray's core prints a line on start-up that no
+    setting turns off.
+    """
+    from .ray_reaper import OWNER_ENV
+
+    env = dict(_INIT_ENV, **(_QUIET_ENV if quiet else {}))
+    if owner is not None:
+        env[OWNER_ENV] = owner
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        if k == OWNER_ENV or k not in os.environ:  # the user's own Ray settings win
+            os.environ[k] = v
+    fd_saved = None
+    if quiet:
+        import sys
+
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        with contextlib.suppress(OSError):
+            fd_saved = os.dup(2)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+    try:
+        yield
+    finally:
+        if fd_saved is not None:
+            os.dup2(fd_saved, 2)
+            os.close(fd_saved)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, num_cpus: int | None = None, *, quiet: bool = False,
+                reaper: Reaper | None = None, own_signals: bool = False) -> Iterator[Any]:
     """Connect to Ray for one run and yield the ``ray`` module.
 
     An already initialised Ray (``ray.init`` called by the caller) is used as it is and left
     running. Otherwise ``address`` (default ``$RAY_ADDRESS``) names the cluster to join
     (``"auto"``, ``HOST:6379`` or ``ray://HOST:10001``); without one a local Ray is started
-    with ``num_cpus`` CPUs (default: the available cores) and shut down afterwards.
+    with ``num_cpus`` CPUs (default: the available cores) and shut down afterwards. A local
+    Ray is owned by this process: a :class:`Reaper` (``reaper``, or one made here) ends its
+    processes when this process ends, SIGKILL included.
+
+    ``quiet``: nothing of Ray on stderr (``ddp profile -q``). ``own_signals``: the SIGINT and
+    SIGTERM handlers in effect before ``ray.init`` are put back after it (``ray.init`` replaces
+    SIGTERM's with one that exits 15); a SIGTERM while ``ray.init`` runs raises ``_Stop``.
     """
+    import signal
+
+    from .run import _Stop
+
     ray = import_ray()
     if ray.is_initialized():
-        _quiet_ray(ray, False)
+        _quiet_ray(ray, quiet)
         yield ray
         return
     from .run import available_cores
 
     addr = address or os.environ.get("RAY_ADDRESS") or None
-    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                                  configure_logging=True)
+    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
+                                  logging_level=logging.CRITICAL if quiet else logging.ERROR, configure_logging=True)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if own_signals else {}
+    own_reaper = None
+    if not addr and reaper is None:
+        reaper = own_reaper = Reaper()
     try:
-        if addr:
-            _check_reachable(addr)
-            ray.init(address=addr, **kwargs)
-        else:
-            env = os.environ.pop("RAY_ADDRESS", None)  # an empty RAY_ADDRESS must not mean "connect"
+        try:
+            if addr:
+                _check_reachable(addr)
+                with _init_environment(quiet, None):
+                    ray.init(address=addr, **kwargs)
+            else:
+                env = os.environ.pop("RAY_ADDRESS", None)  # an empty RAY_ADDRESS must not mean "connect"
+                try:
+                    with _init_environment(quiet, reaper.token if reaper is not None else None):
+                        ray.init(num_cpus=num_cpus or available_cores(), **kwargs)
+                finally:
+                    if env is not None:
+                        os.environ["RAY_ADDRESS"] = env
+        except SystemExit as exc:  # ray.init's own SIGTERM handler: sys.exit(15)
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            if own_signals and exc.code == signal.SIGTERM:
+                raise _Stop(signal.SIGTERM) from None
+            raise
+        except Exception as exc:  # ConnectionError, RuntimeError, ValueError... depending on the Ray version
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            where = f"the Ray cluster at {addr}" if addr else "a local Ray instance"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DDPUsageError(
+                f"cannot start or join {where} ({first}); start a cluster with `ray start --head` and pass its "
+                "address with --address or RAY_ADDRESS, or leave both unset for a local Ray", code="D191") from None
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        _quiet_ray(ray, quiet)
+        try:
+            yield ray
+        finally:
+            for s in handlers:  # a second signal must not cut the shutdown short
+                signal.signal(s, signal.SIG_IGN)
             try:
-                ray.init(num_cpus=num_cpus or available_cores(), **kwargs)
+                ray.shutdown()
             finally:
-                if env is not None:
-                    os.environ["RAY_ADDRESS"] = env
-    except Exception as exc:  # ConnectionError, RuntimeError, ValueError... depending on the Ray version
-        where = f"the Ray cluster at {addr}" if addr else "a local Ray instance"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DDPUsageError(
-            f"cannot start or join {where} ({first}); start a cluster with `ray start --head` and pass its "
-            "address with --address or RAY_ADDRESS, or leave both unset for a local Ray", code="D191") from None
-    _quiet_ray(ray, False)
-    try:
-        yield ray
+                for s, h in handlers.items():
+                    signal.signal(s, h)
     finally:
-        ray.shutdown()
+        if own_reaper is not None:
+            own_reaper.close()
 
 
 def _check_reachable(addr: str, timeout: float = 5.0) -> None:
@@ -446,6 +580,7 @@ def profile_ray(
     summary_by: str | None = None,
     source_name: str | None = None,
     reader_options: dict[str, Any] | None = None,
+    quiet: bool = False,
 ) -> RunReport:
     """``ddp profile --engine ray``: profile ``source`` on Ray actors into the output ``targets``
     (roles ``segments``, ``anchors``, ``sentences``, as for
@@ -457,57 +592,94 @@ def profile_ray(
     available cores). ``batch_chars``: characters per batch of whole documents (default:
     about four batches per actor, see :func:`auto_batch_chars`). ``progress``: ``bar``,
     ``plain`` or ``none`` (advances as batches finish). The input is staged in a temporary
-    work folder beside the segment output, removed at the end (no ``--resume``).
+    work folder beside the segment output, removed at the end (no ``--resume``), also when
+    this process is killed (a :class:`Reaper` watches it); work folders of killed runs whose
+    watchdog died too are removed by the next run in the same folder (a note says so).
+    ``quiet``: nothing of Ray on stderr. SIGINT and SIGTERM stop the run and shut Ray down:
+    :class:`~ddpcore.ddp.run.RunInterrupted` (exit 130 / 143 on the command line).
     """
-    from ..io.tables import atomic_path
-    from .run import Progress, RunReport, _assemble, _write_part
+    from ..io.outputs import OutputSet
+    from .run import (COMMIT_JOURNAL, Progress, RunInterrupted, RunReport, _assemble, _signals_raise, _Stop,
+                      _write_part)
     from .sources import CHARS, stage_input, write_json_atomic
 
     name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
     check_pipeline(pipeline)
     seg_target = targets["segments"]
     parent = Path(seg_target.path).parent if seg_target is not None and seg_target.path is not None else None
-    work = Path(tempfile.mkdtemp(prefix=".ddp-ray-work-", dir=parent))
+    notes = []
+    stale = remove_stale_work(Path(parent) if parent is not None else Path(tempfile.gettempdir()))
+    if stale:
+        notes.append(f"removed {len(stale)} work folder(s) left by killed Ray run(s): {', '.join(stale)}")
     report_progress: Progress | None = None
-    try:
-        staged = stage_input(source, cols, work, name=name, **(reader_options or {}))  # reader=, docs=, txt_mode=
-        if summary_by is not None and summary_by not in staged.schema:
-            raise DDPUsageError(f"--summary-by {summary_by}: no such column in {name}; available columns: "
-                                f"{', '.join(staged.schema)}", code="D137")
-        with ray_session(address) as ray:
-            n = resolve_actors(n_actors, ray)
-            chars = batch_chars or auto_batch_chars(int(staged.ids[CHARS].sum()), n)
-            plan = _plan_batches(staged.ids, cols, chars)
-            n_batches = int(plan[BATCH].max()) + 1
-            seg_per_batch = np.bincount(plan[BATCH].to_numpy(), minlength=n_batches)
-            parts = work / "parts"
-            parts.mkdir()
-            report_progress = Progress(progress, plan.height)
-            info: dict[str, Any] = {}
-            for res in run_batches(ray, _staged_batches(staged, plan), cols=cols, settings=settings,
-                                   pipeline=pipeline, n_actors=n, batch_size=batch_size, source_name=name):
-                for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
-                    _write_part(parts / f"{res.k:06d}.{role}.parquet", df)
-                rows = res.segments[ROW]
-                words = int(res.segments[schema.N_TOKENS].sum())
-                write_json_atomic(parts / f"{res.k:06d}.done", {
-                    "segments": res.segments.height, "anchors": res.anchors.height,
-                    "min_row": int(rows.min()), "max_row": int(rows.max()), "words": words})
-                info = info or res.info
-                report_progress.advance(float(seg_per_batch[res.k]))
-                report_progress.add_words(words)
-            report_progress.close()
-            report_progress = None
-        signature = signature_of(info, settings, cols, n_actors=min(n, n_batches), n_batches=n_batches,
-                                 input_name=name)
-        summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, summary_by, cols,
-                                       atomic_path)
-    finally:
-        if report_progress is not None:
-            report_progress.close()
-        shutil.rmtree(work, ignore_errors=True)
+    stop: _Stop | None = None
+    reaper: Reaper | None = None
+    work: Path | None = None
+    outs: OutputSet | None = None
+    with _signals_raise():
+        try:
+            from .ray_reaper import owner_token
+
+            work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=parent))
+            (work / "owner").write_text(owner_token() + "\n")
+            outs = OutputSet(work / COMMIT_JOURNAL)
+            # the watchdog ends the local Ray and removes the work folder if this process is killed
+            reaper = Reaper(work) if not (address or os.environ.get("RAY_ADDRESS")) else None
+            staged = stage_input(source, cols, work, name=name, **(reader_options or {}))  # reader=, docs=, txt_mode=
+            if summary_by is not None and summary_by not in staged.schema:
+                raise DDPUsageError(f"--summary-by {summary_by}: no such column in {name}; available columns: "
+                                    f"{', '.join(staged.schema)}", code="D137")
+            with ray_session(address, quiet=quiet, reaper=reaper, own_signals=True) as ray:
+                n = resolve_actors(n_actors, ray)
+                chars = batch_chars or auto_batch_chars(int(staged.ids[CHARS].sum()), n)
+                plan = _plan_batches(staged.ids, cols, chars)
+                n_batches = int(plan[BATCH].max()) + 1
+                seg_per_batch = np.bincount(plan[BATCH].to_numpy(), minlength=n_batches)
+                parts = work / "parts"
+                parts.mkdir()
+                report_progress = Progress(progress, plan.height)
+                info: dict[str, Any] = {}
+                for res in run_batches(ray, _staged_batches(staged, plan), cols=cols, settings=settings,
+                                       pipeline=pipeline, n_actors=n, batch_size=batch_size, source_name=name):
+                    for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
+                        _write_part(parts / f"{res.k:06d}.{role}.parquet", df)
+                    rows = res.segments[ROW]
+                    words = int(res.segments[schema.N_TOKENS].sum())
+                    write_json_atomic(parts / f"{res.k:06d}.done", {
+                        "segments": res.segments.height, "anchors": res.anchors.height,
+                        "min_row": int(rows.min()), "max_row": int(rows.max()), "words": words})
+                    info = info or res.info
+                    report_progress.advance(float(seg_per_batch[res.k]))
+                    report_progress.add_words(words)
+                report_progress.close()
+                report_progress = None
+            signature = signature_of(info, settings, cols, n_actors=min(n, n_batches), n_batches=n_batches,
+                                     input_name=name)
+            summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, summary_by, cols,
+                                           outs.temp)
+            outs.commit()  # every output in place together, or none (D761)
+        except _Stop as exc:
+            stop = exc
+        finally:
+            if outs is not None:
+                outs.discard()  # temporaries of outputs not put in place
+            if report_progress is not None:
+                report_progress.close()
+            if work is not None:
+                shutil.rmtree(work, ignore_errors=True)
+            if reaper is not None:
+                reaper.close()
+    if stop is not None:
+        import signal
+
+        what = "SIGTERM" if stop.signum == signal.SIGTERM else "interrupted (SIGINT)"
+        if outs is not None and outs.committed:  # the signal was held back while the outputs were put in place
+            raise RunInterrupted(stop.signum, f"{what} while the outputs were put in place: stopped after writing "
+                                 f"all of them completely ({', '.join(map(str, outs.destinations))})")
+        raise RunInterrupted(stop.signum, f"{what}: stopped the Ray run; no output was written (a Ray run cannot "
+                                          "be resumed: run the command again)")
     return RunReport(signature=signature, summary_frame=summary, n_segments=plan.height, n_anchors=n_anchors,
-                     n_batches=n_batches)
+                     n_batches=n_batches, notes=notes)
 
 
 def engine_arg(engine: str) -> str:
