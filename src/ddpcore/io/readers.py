@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
-from .tables import _open_binary, _read_block, decode_utf8
+from .tables import _open_binary, _read_block, check_binary, check_text_head, decode_utf8
 
 if TYPE_CHECKING:
     import polars as pl
@@ -97,14 +97,19 @@ def default_docs(source: Path) -> Path:
 def iter_line_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[pl.Series]:
     """The lines of a text file (``.gz`` allowed) as string Series of whole lines, block by
     block: no line terminator (``\\n``; a trailing ``\\r`` is removed too), no empty last line
-    for a file that ends with a newline. Invalid UTF-8 is D104 naming the line."""
+    for a file that ends with a newline. Invalid UTF-8 is D104 naming the line; a NUL byte
+    (binary data) is D730 naming its byte offset."""
     import polars as pl
 
     carry = b""
     line = 1
+    offset = 0
+    check_text_head(path)  # binary content (NUL bytes) fails before a large block is read
     with _open_binary(path) as fh:
         while True:
             block = _read_block(fh, path, block_bytes)
+            check_binary(block, path, offset)
+            offset += len(block)
             data = carry + block
             if block:
                 cut = data.rfind(b"\n")
@@ -317,6 +322,7 @@ def iter_txt_folder(folder: Path, cols: SegmentColumns, txt_mode: str = "lines",
             raw = path.read_bytes()
         except OSError as exc:
             raise DDPDataError(f"{path}: cannot read file ({exc.strerror})", code="D102") from None
+        check_binary(raw, path)
         text = decode_utf8(raw, path).replace("\r\n", "\n").replace("\r", "\n")
         parts = [p.strip("\n") for p in _BLANK_LINE.split(text)]
         parts = [p for p in parts if p.strip()]
