@@ -192,3 +192,13 @@ def test_fixture_matches_released_code():
     for rec, (rid, acc, flu, app, total, status, unk) in zip(read_judgements(str(FIXTURE)), CODE):
         if status == "ok":
             assert _oracle(rec) == ((acc, flu, app, total), unk), rid
+
+
+def test_issue19_minor_in_fluency_and_appropriateness():
+    # issue 19: ddpcore scored this 83 (fluency/appropriateness deducted for any severity label); the
+    # released code deducts there only for 有问题: 60 - 5 - 5 = 50, 20, 20 -> 90 (oracle agrees)
+    record = {"accuracy_items": [{"问题严重程度": "普通"}] * 2, "fluency_items": [{"问题严重程度": "minor"}],
+              "appropriateness_items": [{"问题严重程度": "minor"}]}
+    assert _ours(record) == _oracle(record) == ((50.0, 20.0, 20.0, 90.0), 2)
+    (row,) = metric_s([record], mapping="paper")  # the paper's table: minor is 2 in every dimension
+    assert (row.fluency, row.appropriateness, row.total) == (18.0, 18.0, 86.0)
