@@ -108,9 +108,10 @@ def _shard_arg(text: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in text.split("/"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected I/N such as 0/4, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"[D173] expected I/N such as 0/4 (shard I of N, 0-based), not {text!r}") from None
     if not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"expected 0 <= I < N, not {text!r}")
+        raise argparse.ArgumentTypeError(f"[D173] expected 0 <= I < N (shard I of N, 0-based; e.g. 0/{max(n, 2)}), "
+                                         f"not {text!r}")
     return i, n
 
 
