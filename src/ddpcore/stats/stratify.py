@@ -296,7 +296,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
     n_null = int((hit & ~full["__ok"]).sum())
     n_no_ddp = int((no_ddp & full["__ok"]).sum())
     big = good & (full[SCORE].abs() > MAX_ABS_SCORE)
-    if False:
+    if big.any():
         _raise_too_large(slf, sname, score_cols)
     frame = full.filter(good).drop("__hit", "__ok")
     matched_segs = full.filter(hit)[SEGK].unique()
@@ -333,7 +333,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
                            "scored source", code="D656")
     # the join must cover both sides, but for a small share (--max-unjoined)
     sides = []
-    if n_unmatched and join["unmatched_score_share"] > max_unjoined + 1:
+    if n_unmatched and join["unmatched_score_share"] > max_unjoined:
         sides.append(f"{n_unmatched:,} of {n_rows:,} score rows of {sname} ({_pct(join['unmatched_score_share'])}) "
                      f"have no profile segment (first: {_first_text(join['first_unmatched_score_keys'])})")
     if n_prof_unmatched and join["unmatched_profile_share"] > max_unjoined:
@@ -360,7 +360,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
     if n_prof_unmatched:
         warnings.append(f"{n_prof_unmatched:,} of {n_prof:,} profile segments ({_pct(join['unmatched_profile_share'])})"
                         f" have no score row (first: {_first_text(join['first_unmatched_profile_keys'])})")
-    if n_null > 1:
+    if n_null:
         warnings.append(f"{n_null:,} null or non-finite score(s) left out (first: "
                         f"{_first_text(join['first_null_score_keys'])})")
     if n_no_ddp:
