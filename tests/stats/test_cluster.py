@@ -56,19 +56,13 @@ def _order(means: dict[str, float]) -> list[str]:
 
 
 def _walk_ranges(order: list[str], better) -> list[tuple[int, int]]:
-    """WMT25 05-compute_clusters.py rank ranges, as a plain loop."""
+    """WMT count-rule rank ranges (issue 19), as a plain loop: best = 1 + systems above that are
+    significantly better, worst = S - systems below that are significantly worse. (The name is
+    historical: the WMT25 script's walk gave the same ranges on these well-separated tables.)"""
     out = []
     for i, a in enumerate(order):
-        lo = i + 1
-        for b in reversed(order[:i]):
-            if better(b, a):
-                break
-            lo -= 1
-        hi = i + 1
-        for b in order[i + 1:]:
-            if better(a, b):
-                break
-            hi += 1
+        lo = 1 + sum(1 for b in order[:i] if better(b, a))
+        hi = len(order) - sum(1 for b in order[i + 1:] if better(a, b))
         out.append((lo, hi))
     return out
 

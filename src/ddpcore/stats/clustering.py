@@ -12,19 +12,20 @@ of four pairwise procedures. Every pair is tested in one vectorised pass over fl
     (i, j) with replicate differences ``delta_b = mean_i - mean_j`` the two-sided p-value is
     ``p = min(1, 2 * min(#{delta_b <= 0}, #{delta_b >= 0}) / B)`` over the B replicates where
     both systems have rows, i.e. the smallest level at which the percentile interval of the
-    difference excludes 0. A pair differs when ``p < alpha``. Rank ranges and clusters
-    follow the WMT25 rules below (the paper follows the WMT25 findings), with "significantly
-    better" read as ``p < alpha`` for a system higher in the mean order.
+    difference excludes 0. A pair differs when ``p < alpha``. Rank ranges follow the WMT
+    count rule and clusters the WMT25 cut (below), with "significantly better" read as
+    ``p < alpha`` for the system with the higher mean.
 
 ``method="wmt25"`` (wmt-conference/wmt25-general-mt ``humeval/05-compute_clusters.py``)
     Paired differences ``x_i - x_j`` over the observations both systems have; one-sided
     Wilcoxon signed-rank test (``alternative="greater"``, scipy's defaults: zeros dropped,
     no continuity correction, scipy's exact/permutation/normal choice), ``p[i, j] < alpha``
-    means i is better than j. Rank range of the system at position k (0-based): the best
-    rank walks upwards from k+1 while the system above is *not* significantly better, the
-    worst rank walks downwards while the system is *not* significantly better than the one
-    below. A cluster ends after position c when every system up to c has worst rank <= c
-    and every later system has best rank > c.
+    means i is better than j. Rank range (WMT count rule): best = 1 + the number of systems
+    listed above that are significantly better, worst = S - the number listed below that are
+    significantly worse. (The WMT25 script walks from the system's position instead; the two
+    agree when significance is transitive.) A cluster ends after position c when every
+    system up to c has worst rank <= c and every later system has best rank > c, so no range
+    crosses a cluster.
 
 ``method="wmt24"`` (wmt-conference/wmt24-news-systems ``humeval/tools.py``)
     Two-sided Wilcoxon on paired differences; with ``by_domain=True`` one test per domain
@@ -54,6 +55,13 @@ default (``None``) pairs on the annotator when the column exists, except for
 sees one system per document (ESA WMT23, WMT24) annotator pairs across systems barely
 exist: use ``pair_annotator=False`` there. A pair of systems without any shared
 observation gets ``p = 1`` (no evidence of a difference); ``n_pairs`` reports the counts.
+
+Thin pairs and rank conflicts: for the paired methods ``min_pairs`` (default
+:data:`MIN_PAIRS` = 100) is a floor of paired observations per comparison; the comparisons
+below it are listed in ``ClusterResult.pair_floor``, counted in the signature and announced in
+``warnings``. Where significance is not transitive a rank range cannot follow the listing
+(mean) order; ``rank_conflicts`` names each such pair and a witness system (see
+:func:`_rank_conflicts`), also announced in ``warnings``.
 
 Wilcoxon p-values equal ``scipy.stats.wilcoxon(d, alternative=...)`` (scipy 1.17 rules,
 checked in tests), except that a sample with no non-zero difference gets ``p = 1`` where
