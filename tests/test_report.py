@@ -294,6 +294,35 @@ def test_report_html_content(profile, tmp_path: Path, capsys) -> None:
     assert plain.count("<svg") == 2 and "--anchors ANCHORS.parquet" in plain and "<mark class=\"anchor\" title" not in plain
 
 
+def _top_section(page: str) -> str:
+    start = page.index("<h2>Top ")
+    end = page.find("<h2>", start + 1)
+    return page[start:end if end >= 0 else len(page)]
+
+
+def test_report_anchors_with_the_profiles_own_id_columns(profile, tmp_path: Path, capsys) -> None:
+    # `ddp profile --document-col doc --segment-col seg` names the id columns doc/seg in both tables and
+    # in the signature; the report was refused with D680 (missing document_id, segment_id)
+    p, a = profile
+    ref = tmp_path / "ref.html"
+    assert main(["report", str(p), "--anchors", str(a), "-o", str(ref)]) == 0
+    sig = {**SIG, "columns": {**SIG["columns"], "document": "doc", "segment": "seg"}}
+    names = {"document_id": "doc", "segment_id": "seg"}
+    p2 = write_parquet(pl.read_parquet(p).rename(names), tmp_path / "custom.parquet", sig)
+    a2 = write_parquet(pl.read_parquet(a).rename(names), tmp_path / "custom_anchors.parquet",
+                       {**sig, "table": "anchors"})
+    out = tmp_path / "custom.html"
+    assert main(["report", str(p2), "--anchors", str(a2), "-o", str(out)]) == 0, capsys.readouterr().err
+    page = out.read_text(encoding="utf-8")
+    # the same segments with the same anchors and antecedents highlighted as under the default names
+    assert _top_section(page) == _top_section(ref.read_text(encoding="utf-8"))
+    assert re.search(r'<mark class="anchor"[^>]*>Alice</mark> called', page)
+    assert page.count('<mark class="anchor"') == 3  # the three anchors the reference highlights
+    # an anchors table that lacks the profile's id columns is still refused, naming them
+    assert main(["report", str(p2), "--anchors", str(a), "-o", str(tmp_path / "bad.html")]) == 3
+    assert re.search(r"\[D680\] --anchors: missing column\(s\) doc, seg", capsys.readouterr().err)
+
+
 def test_report_bad_usage(profile, tmp_path: Path, capsys) -> None:
     p, a = profile
     assert main(["report", str(p), "-o", str(tmp_path / "r.pdf")]) == 2

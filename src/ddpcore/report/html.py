@@ -107,7 +107,8 @@ def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict
         raise DDPDataError(f"the profile has no '{doc}'/'{seg}' columns; give the segment table of `ddp profile`",
                            code="D671")
     if anchors is not None:
-        need = [S.DOCUMENT_ID, S.SEGMENT_ID, S.TEXT, S.CHAR_START, S.CHAR_END, S.ANTECEDENT_TEXT,
+        # the anchors table names its id columns as the profile does (--document-col/--segment-col: signature)
+        need = [doc, seg, S.TEXT, S.CHAR_START, S.CHAR_END, S.ANTECEDENT_TEXT,
                 S.ANTECEDENT_SENTENCE, S.DISTANCE_SENTENCES, S.SENTENCE]
         miss = [c for c in need if c not in anchors.columns]
         if miss:
@@ -129,8 +130,8 @@ def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict
         spans: list[tuple[int, int, str, str]] = []
         extra = []
         if anchors is not None:
-            a = anchors.filter((pl.col(S.DOCUMENT_ID).cast(pl.String) == str(d))
-                               & (pl.col(S.SEGMENT_ID).cast(pl.String) == str(s_id)))
+            a = anchors.filter((pl.col(doc).cast(pl.String) == str(d))
+                               & (pl.col(seg).cast(pl.String) == str(s_id)))
             setting = a.filter(pl.col(S.DISTANCE_SENTENCES) == ddp) if ddp and ddp > 0 else a.head(0)
             for ar in setting.iter_rows(named=True):
                 spans.append((int(ar[S.CHAR_START]), int(ar[S.CHAR_END]), "anchor",
