@@ -7,7 +7,10 @@ tests of the error paths and of the batching helpers need no Ray.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +208,116 @@ def test_an_unreachable_cluster_is_a_usage_error_not_a_dead_process(tmp_path):
                         "--address", "127.0.0.1:1", "-o", str(tmp_path / "o.parquet")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "[D191]" in r.stderr and "127.0.0.1:1" in r.stderr
+
+
+# ------------------------------------------------- interruption, -q and clean-up (issue 19)
+
+
+def _ray_cmd(tmp_path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "ddpcore.cli.main", "profile", str(MINI), "--engine", "ray", "-j", "2",
+            "-o", str(tmp_path / "o.parquet"), *extra]
+
+
+def _wait_for_ray(proc: subprocess.Popen, tmp_path: Path, timeout: float = 240.0) -> str:
+    """Wait until the run's work folder exists and its local Ray runs (a raylet carries the run's
+    owner mark); return the owner token."""
+    import time
+
+    from ddpcore.ddp import ray_reaper
+
+    deadline = time.monotonic() + timeout
+    token = ""
+    while time.monotonic() < deadline and proc.poll() is None:
+        owners = list(tmp_path.glob(".ddp-ray-work-*/owner"))
+        token = owners[0].read_text().strip() if owners else ""
+        if token and len(ray_reaper.marked_pids(token)) >= 3:  # gcs, raylet, an agent...
+            time.sleep(2.0)
+            return token
+        time.sleep(0.3)
+    pytest.fail(f"the Ray run did not start within {timeout} s (exit {proc.poll()})")
+
+
+def _no_ray_left(token: str, tmp_path: Path, within: float = 20.0) -> None:
+    import time
+
+    from ddpcore.ddp import ray_reaper
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and (ray_reaper.marked_pids(token) or list(tmp_path.glob(".ddp-ray-*"))):
+        time.sleep(0.5)
+    left = ray_reaper.marked_pids(token)
+    for pid in left:  # do not leak them into the rest of the session
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+    assert not left, f"Ray processes of the run still alive {within} s after it ended: {left}"
+    assert not list(tmp_path.glob(".ddp-ray-*")), "the work folder was left behind"
+
+
+@pytest.mark.spacy_model
+@pytest.mark.slow
+def test_a_quiet_ray_run_prints_nothing_on_stderr(tmp_path):
+    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+    r = subprocess.run(_ray_cmd(tmp_path, "-q"), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # before: Ray's C++ core printed "[... E ...] core_worker.cc: Actor ... has constructor arguments ..."
+    assert r.stderr == ""
+    assert "20 segments" in r.stdout and (tmp_path / "o.parquet").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.parquet"]
+
+
+@pytest.mark.spacy_model
+@pytest.mark.slow
+@pytest.mark.parametrize(("signum", "code", "what"), [(15, 143, "SIGTERM"), (2, 130, r"interrupted \(SIGINT\)")])
+def test_a_signal_shuts_ray_down_and_exits_with_one_line(tmp_path, signum, code, what):
+    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+    proc = subprocess.Popen(_ray_cmd(tmp_path, "-q"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        token = _wait_for_ray(proc, tmp_path)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # before: exit 15 and Ray's "*** SIGTERM received ... PC: @ ..." stack dumps
+    assert proc.returncode == code, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and re.match(rf"ddp profile: {what}: stopped the Ray run; no output was written", lines[0])
+    assert not (tmp_path / "o.parquet").exists()
+    _no_ray_left(token, tmp_path, within=20.0)
+
+
+@pytest.mark.spacy_model
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_ray_process_and_no_work_folder(tmp_path):
+    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+    proc = subprocess.Popen(_ray_cmd(tmp_path, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        token = _wait_for_ray(proc, tmp_path)
+        proc.kill()  # SIGKILL: no handler of the driver runs
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # before: the raylet's DashboardAgent and RuntimeEnvAgent stayed alive, and the work folder
+    _no_ray_left(token, tmp_path, within=20.0)
+
+
+def test_a_rerun_removes_the_work_folders_of_dead_runs_only(tmp_path):
+    from ddpcore.ddp import ray_reaper
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / ".ddp-ray-work-1-stale"
+    stale.mkdir()
+    (stale / "owner").write_text(f"{dead.pid}:12345\n")  # the pid has exited
+    (stale / "parts").mkdir()
+    live = tmp_path / ".ddp-ray-work-2-live"
+    live.mkdir()
+    (live / "owner").write_text(ray_reaper.owner_token() + "\n")  # this process: alive
+    reused = tmp_path / ".ddp-ray-work-3-reused"
+    reused.mkdir()  # this pid, but another start time: the pid was reused, its owner is gone
+    (reused / "owner").write_text(f"{os.getpid()}:1\n")
+    creating = tmp_path / ".ddp-ray-work-4-new"
+    creating.mkdir()  # no owner file yet: a run creating it
+    assert RE.remove_stale_work(tmp_path) == [stale.name, reused.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, creating.name]
