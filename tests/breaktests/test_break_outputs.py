@@ -198,3 +198,201 @@ def test_sigterm_during_the_renames_is_held_until_all_are_in_place(tmp_path, old
     assert main(_profile_argv(ref)) == 0
     assert _tables(tmp_path) == _tables(ref)
     assert _left_over(tmp_path) == ["ref"]
+
+
+# ---------------------------------------------------------------- item 3: two runs on one output
+
+def _lock_of(pid: int) -> str:
+    import socket
+
+    from ddpcore.ddp.run import _proc_start
+
+    return json.dumps({"pid": pid, "host": socket.gethostname(), "start": _proc_start(pid)})
+
+
+def test_a_live_run_holds_the_output(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "in.jsonl").write_text(JSONL)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = tmp_path / ".o.parquet.ddp-lock"
+        lock.write_text(_lock_of(holder.pid))
+        (tmp_path / ".o.parquet.ddp-work").mkdir()  # the live run's work folder: must survive
+        (tmp_path / ".o.parquet.ddp-work" / "journal.json").write_text("{}")
+        case = C("live-lock", ["profile", "in.jsonl", "-o", "o.parquet"], 2,
+                 rf"\[D762\] another ddp run is writing o\.parquet \(pid {holder.pid}\); wait for it to finish or "
+                 r"choose another -o")
+        run_case(case, tmp_path)  # exit 2, one line, lock and work folder untouched, nothing new
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_dead_runs_lock_is_taken_over(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "in.jsonl").write_text(JSONL)
+    lock = tmp_path / ".o.parquet.ddp-lock"
+    lock.write_text(_lock_of(dead.pid))
+    r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", "in.jsonl", "-o", "o.parquet", "-q",
+                        "-j", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=FAST)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "o.parquet"]  # the stale lock is gone
+
+
+def test_a_reused_pid_does_not_hold_the_lock(tmp_path: Path) -> None:
+    from ddpcore.ddp.run import RunLock
+
+    import socket
+
+    lock = tmp_path / ".o.parquet.ddp-lock"
+    # our own pid, alive, but with another start time: the run that wrote the lock is gone
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "start": "1"}))
+    rl = RunLock(tmp_path / "o.parquet")
+    rl.acquire()
+    assert json.loads(lock.read_text())["start"] != "1"
+    rl.release()
+    assert not lock.exists()
+
+
+@pytest.mark.spacy_model
+@pytest.mark.slow
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    wmt25 = Path(__file__).parents[2] / "src" / "ddpcore" / "data" / "wmt25_en_source.jsonl"
+    argv = [sys.executable, "-m", "ddpcore.cli.main", "profile", str(wmt25), "-o", "o.parquet", "-q", "-j", "1",
+            "--no-cache", "--batch-chars", "20000"]
+    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 60
+        while not (tmp_path / ".o.parquet.ddp-work" / "parts").exists() and first.poll() is None:
+            assert time.monotonic() < end
+            time.sleep(0.05)
+        second = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=FAST)
+        assert first.poll() is None, "the first run ended before the second started: test not exercised"
+        assert second.returncode == 2, second.stderr
+        assert f"[D762] another ddp run is writing o.parquet (pid {first.pid})" in second.stderr
+        _, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err.decode()
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.parquet"]
+
+
+# ---------------------------------------------------------------- item 4: damaged --resume state
+
+
+def _interrupted(tmp: Path, source: Path, out: Path, n_done: int = 2) -> Path:
+    """Leave the work folder of a run that crashed after ``n_done`` batches (as test_run.py does)."""
+    from ddpcore.anchors.rules import get_rules
+    from ddpcore.ddp.driver import Settings
+    from ddpcore.ddp.run import ROLES, profile_to_files, work_dir_for
+    from ddpcore.io.outputs import check_outputs
+    from ddpcore.io.segments import SegmentColumns
+
+    calls = {"n": 0}
+
+    def wrap(parser):  # type: ignore[no-untyped-def]
+        def parse(texts, progress=None):  # type: ignore[no-untyped-def]
+            if calls["n"] >= n_done:
+                raise RuntimeError("simulated crash")
+            calls["n"] += 1
+            return parser.parse(texts, progress)
+        return parse
+
+    names = [out, out.with_name("a.csv"), out.with_name("s.parquet")]
+    t = check_outputs([("-o", names[0]), ("--anchors", names[1]), ("--sentences", names[2])], [source])
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        profile_to_files(source, dict(zip(ROLES, t)), cols=SegmentColumns(), settings=Settings(rules=get_rules(None)),
+                         n_process=1, batch_chars=1500, parse_wrapper=wrap)
+    work = work_dir_for(Path(os.path.abspath(out)))
+    assert len(list((work / "parts").glob("*.done"))) == n_done
+    return work
+
+
+def _resume(cwd: Path, out: str, source: str, capsys) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    from ddpcore.cli.main import main
+
+    os.chdir(cwd)
+    capsys.readouterr()
+    code = main(["profile", source, "-q", "-j", "1", "--batch-chars", "1500", "-o", out, "--anchors",
+                 str(Path(out).with_name("a.csv")), "--sentences", str(Path(out).with_name("s.parquet")), "--resume"])
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture()
+def reference(tmp_path_factory) -> dict[str, object]:
+    """The outputs of an uninterrupted run (the oracle for every resumed run below)."""
+    from ddpcore.cli.main import main
+
+    ref = tmp_path_factory.mktemp("ref")
+    assert main(_profile_argv(ref)) == 0
+    return _tables(ref)
+
+
+@pytest.mark.spacy_model
+def test_resume_from_another_working_folder(tmp_path, monkeypatch, capsys, reference):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(MINI.read_bytes())
+    for staged_source in (src, tmp_path / "in.parquet"):  # a staged input and a Parquet input read in place
+        if staged_source.suffix == ".parquet":
+            pl.read_ndjson(src).write_parquet(staged_source, row_group_size=4)
+            for f in tmp_path.iterdir():
+                if f.name in OUTS:
+                    f.unlink()
+        monkeypatch.chdir(a)
+        _interrupted(a, Path("..") / staged_source.name, Path("../o.parquet"))
+        code, err = _resume(b, "../o.parquet", str(Path("..") / staged_source.name), capsys)
+        assert code == 0, err
+        assert "D999" not in err
+        got = _tables(tmp_path)
+        assert got == reference, staged_source.name
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a", "b", "in.jsonl", *OUTS]
+                                                                    + (["in.parquet"] if staged_source.suffix ==
+                                                                       ".parquet" else []))
+
+
+@pytest.mark.spacy_model
+@pytest.mark.parametrize("damage", ["empty-journal", "journal-without-settings", "zero-length-part",
+                                    "zero-length-marker", "missing-part", "missing-staged-chunk",
+                                    "zero-length-staged-chunk", "zero-length-id-index"])
+def test_damaged_resume_state_is_redone_not_a_crash(tmp_path, monkeypatch, capsys, reference, damage):
+    monkeypatch.chdir(tmp_path)
+    work = _interrupted(tmp_path, MINI, tmp_path / "o.parquet")
+    parts = work / "parts"
+    target = {
+        "empty-journal": work / "journal.json",
+        "zero-length-part": parts / "000001.anchors.parquet",
+        "zero-length-marker": parts / "000000.done",
+        "missing-part": parts / "000000.sentences.parquet",
+        "missing-staged-chunk": work / "staged" / "000000.parquet",
+        "zero-length-staged-chunk": work / "staged" / "000000.parquet",
+        "zero-length-id-index": work / "ids.parquet",
+    }.get(damage)
+    if damage == "journal-without-settings":
+        (work / "journal.json").write_text("{}")
+    elif damage.startswith("missing"):
+        target.unlink()
+    else:
+        target.write_bytes(b"")
+    code, err = _resume(tmp_path, str(tmp_path / "o.parquet"), str(MINI), capsys)
+    assert code == 0, err
+    warnings = [ln for ln in err.splitlines() if "warning:" in ln]
+    assert len(warnings) == 1 and "--resume" in warnings[0], err
+    expect = {"empty-journal": "journal", "journal-without-settings": "journal", "zero-length-part": "batch 1",
+              "zero-length-marker": "batch 0", "missing-part": "batch 0", "missing-staged-chunk": "staged input",
+              "zero-length-staged-chunk": "staged input", "zero-length-id-index": "staged input"}[damage]
+    assert expect in warnings[0], err
+    assert _tables(tmp_path) == reference
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(OUTS)

@@ -878,7 +878,7 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
                 raise FileNotFoundError(2, "no such file", c.path)
         ids = pl.read_parquet(ids_path)
         schema = dict(pl.read_parquet_schema(work / "schema.parquet"))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
         if say is not None:
             say(f"--resume: the staged input of the interrupted run is damaged ({_reason(exc)}); reading the input "
                 "again (its finished batches are kept)")
