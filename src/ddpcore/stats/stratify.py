@@ -444,6 +444,14 @@ def _group_stats(doc: np.ndarray, ddp: np.ndarray, score: np.ndarray, edges: np.
     return out, present, sums[present], cnts[present]
 
 
+def _pow2_scale(a: np.ndarray) -> float:
+    """1.0, or the power of two 2**-e that brings max |a| to at most 1 when it is above 2**300 (about 2e90)."""
+    m = float(np.abs(a).max()) if a.size else 0.0
+    if not m > 2.0 ** 300:
+        return 1.0
+    return 2.0 ** -math.frexp(m)[1]
+
+
 def _cis(sums: list[np.ndarray], cnts: list[np.ndarray], n_boot: int, seed: int,
          threads: int | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Document-bootstrap 95 % CIs of the bin means of groups that share their documents (the same
@@ -453,13 +461,16 @@ def _cis(sums: list[np.ndarray], cnts: list[np.ndarray], n_boot: int, seed: int,
     from .bootstrap import resample_sums
 
     n_bins = sums[0].shape[1]
-    vals = np.hstack([np.hstack([s, c]) for s, c in zip(sums, cnts)])
+    # a document's bin sum of scores near MAX_ABS_SCORE can exceed what resample_sums accepts: such a
+    # group's sums are scaled by a power of two (exact in binary floating point) and its means scaled back
+    scales = [_pow2_scale(s) for s in sums]
+    vals = np.hstack([np.hstack([s * f, c]) for s, c, f in zip(sums, cnts, scales)])
     rep = resample_sums(vals, n_boot=n_boot, seed=seed, threads=threads)
     out = []
     for k, c in enumerate(cnts):
         r = rep[:, 2 * n_bins * k: 2 * n_bins * (k + 1)]
         with np.errstate(invalid="ignore", divide="ignore"):
-            means = r[:, :n_bins] / r[:, n_bins:]
+            means = (r[:, :n_bins] / r[:, n_bins:]) / scales[k]
         means[r[:, n_bins:] == 0] = np.nan
         ok = ((c > 0).sum(axis=0) >= 2) & ~np.isnan(means).all(axis=0)  # a one-document bin has no CI
         lo, hi = np.full(n_bins, np.nan), np.full(n_bins, np.nan)
