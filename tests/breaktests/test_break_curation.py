@@ -103,7 +103,28 @@ CASES = [
          r"\[D653\].*document_id='zz'", files={**FILES, "s.csv": SCORES + "X,zz,0,1\n"}),
     Case("stratify-nothing-joins", STR + ("--score-col", "score"), 3, r"\[D656\]",
          files={**FILES, "s.csv": "system,document_id,segment_id,score\nX,q,0,1\n"}),
-    Case("stratify-text-score", STR + ("--score-col", "system"), 3, r"\[D654\]", files=FILES),
+    Case("stratify-text-score", STR + ("--score-col", "system"), 3,
+         r"\[D654\] s\.csv, row 1, column 'system': 'X' is not a number", files=FILES),
+    # issue 19: D654 names the row of the first value that is not a number
+    Case("stratify-na-score-row", STR + ("--score-col", "score"), 3,
+         r"\[D654\] s\.csv, row 9, column 'score': 'n/a' is not a number",
+         files={**FILES, "s.csv": SCORES + "X,zz,0,n/a\n"}),
+    # issue 19: TSV scores quoted as pandas/polars write them; an unparseable one names the line
+    Case("stratify-tsv-unterminated", ("stratify", "ddp.parquet", "s.tsv", "--score-col", "score"), 3,
+         r"\[D103\] s\.tsv: line 3, byte column 5: a quoted field opened here is never closed",
+         files={**FILES, "s.tsv": "document_id\tsegment_id\tscore\na\t0\t1\na\t1\t\"2\nb\t0\t3\n"}),
+    # issue 19: select of a TSV: quoting and field counts checked, naming the line
+    Case("select-tsv-short-row", ("select", "in.tsv", "--profile", "ddp.parquet", "--min-ddp", "1", "-o", "o.tsv"), 3,
+         r"\[D103\] in\.tsv: line 5, byte column 1: 3 fields where the header has 4",
+         files={**FILES, "in.tsv": "document_id\tsegment_id\tsource\tdomain\na\t0\t\"x\ty\"\tnews\n"
+                                   "a\t1\t\"two\nlines\"\tnews\nb\t0\tnews\nb\t1\tz\tnews\n"}),
+    Case("select-tsv-stray-quote", ("select", "in.tsv", "--profile", "ddp.parquet", "--min-ddp", "1", "-o", "o.tsv"),
+         3, r"\[D103\] in\.tsv: line 3, byte column 6: a \" inside an unquoted field",
+         files={**FILES, "in.tsv": "document_id\tsegment_id\tsource\tdomain\na\t0\t\"x\"\tnews\n"
+                                   "a\t1\t5\" tv\tnews\nb\t0\tw\tnews\nb\t1\tz\tnews\n"}),
+    Case("select-jsonl-nul", ("select", "in.jsonl", "--profile", "ddp.parquet", "--min-ddp", "1", "-o", "o.jsonl"), 3,
+         r"\[D730\] in\.jsonl: byte offset 12: a NUL byte",
+         files={**FILES, "in.jsonl": JSONL.encode()[:12] + b"\x00" * 64 + JSONL.encode()[12:]}),
     Case("stratify-gap-unknown", STR + ("--score-col", "score", "--by", "system", "--gap", "X,Q"), 2,
          r"\[D655\].*'Q'", files=FILES),
     Case("stratify-output-is-input", STR + ("--score-col", "score", "-o", "s.csv"), 2, r"\[D101\]|\[D133\]",
