@@ -235,10 +235,11 @@ def blindness(
         raise DDPUsageError(f"the two conditions must differ (both are {a!r}; --a/--b)", code="D510")
     notes: list[str] = []
 
-    def note(message: str, code: str, fix: str) -> None:
-        """A warning, or with ``strict`` the coded data error."""
+    def note(message: str, code: str, fix: str, hint: str = "") -> None:
+        """A warning (``message; hint``), or with ``strict`` the coded data error (``message; fix``)."""
         if strict:
             raise DDPDataError(f"{message}; --strict makes this an error: {fix}", code=code)
+        message = f"{message}; {hint}" if hint else message
         notes.append(message)
         if warn is None:
             import warnings
@@ -312,9 +313,9 @@ def blindness(
         attribute_reason = (f"--attribute auto fell back to nominal: the table has no '{source_system}' column "
                             f"(columns: {', '.join(df.columns)}), so {b} rows are scored for their system column "
                             "and a pair no longer holds the same translation")
-        note(attribute_reason + f"; give --attribute nominal to choose this, or --source-system-col NAME",
-             "D700", f"add the '{source_system}' column (ddp mix writes it), name it with --source-system-col, "
-                     "or give --attribute nominal")
+        note(attribute_reason, "D700",
+             f"add the '{source_system}' column (ddp mix writes it), name it with --source-system-col, or give "
+             "--attribute nominal", hint="give --attribute nominal to choose this, or --source-system-col NAME")
     attribute_used = "source" if use_source else "nominal"
     if use_source:
         df = df.with_columns(
