@@ -38,7 +38,13 @@ produced its segment (``source_system``, written by ``ddp mix``). ``attribute="s
 scores each MIX row for the system that produced it, so DOC and MIX pairs hold the *same
 translation* in a coherent vs an incoherent document (the paired design of seed 001);
 ``"nominal"`` keeps the system column; ``"auto"`` (default) is ``source`` when the table has
-the column. Either way every MIX system must be one of the DOC systems (D512).
+the column, and otherwise falls back to ``nominal`` with a warning (``strict=True``: D700). The
+result says which was used and why (``attribute_used``, ``attribute_reason``). Either way every
+MIX system must be one of the DOC systems (D512).
+
+**Nothing changes in silence** (issue 19): every fallback, dropped row or undefined ranking is a
+warning (``warn=``, ``result.warnings``) and, with ``strict=True``, a coded error (D700-D703);
+see docs/mix-blindness.md.
 """
 from __future__ import annotations
 
