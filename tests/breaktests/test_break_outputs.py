@@ -396,3 +396,61 @@ def test_damaged_resume_state_is_redone_not_a_crash(tmp_path, monkeypatch, capsy
     assert expect in warnings[0], err
     assert _tables(tmp_path) == reference
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(OUTS)
+
+
+# ---------------------------------------------------------------- item 5: merge of shards of a changed input
+
+
+@pytest.mark.spacy_model
+def test_merge_refuses_shards_of_a_changed_input(tmp_path, monkeypatch, capsys):
+    import hashlib
+    import pyarrow.parquet as pq
+
+    from ddpcore.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(MINI.read_bytes())
+    argv = ["profile", "in.jsonl", "-q", "-j", "1", "--shard"]
+    assert main([*argv, "0/2", "-o", "s0.parquet"]) == 0
+    # the recorded fingerprint is the SHA-256 of the input's bytes (hashlib here, independently)
+    sig = json.loads(pq.read_schema("s0.parquet").metadata[b"ddpcore.signature"])
+    assert sig["input_sha256"] == hashlib.sha256(MINI.read_bytes()).hexdigest()
+    # same input again: the shards merge
+    assert main([*argv, "1/2", "-o", "s1.parquet"]) == 0
+    capsys.readouterr()
+    assert main(["merge", "s0.parquet", "s1.parquet", "-o", "m.parquet", "-q"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # the input changes (one word of a document in shard 0) before shard 1 runs: same path, same settings
+    rows = pl.read_ndjson(src)
+    rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.col("source") + " Indeed.")
+                      .otherwise(pl.col("source")).alias("source")).write_ndjson(src)
+    assert main([*argv, "1/2", "-o", "s1.parquet"]) == 0
+    capsys.readouterr()
+    assert main(["merge", "s0.parquet", "s1.parquet", "-o", "m2.parquet", "-q"]) == 3
+    err = capsys.readouterr().err
+    assert "[D176]" in err and "different input" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m2.parquet").exists()
+
+
+def test_merge_of_shards_without_a_fingerprint_warns_and_records_it(tmp_path, capsys):
+    from ddpcore.cli.main import main
+
+    def shard(i: int, doc: str) -> None:
+        sig = {"shard": f"{i}/2", "distance": "chained", "input": "in.jsonl", "columns": {"document": "document_id"}}
+        df = pl.DataFrame({"document_id": [doc], "segment_id": [0], "ddp": [1], "input_row": [i]})
+        import pyarrow.parquet as pq
+
+        t = df.to_arrow()
+        t = t.replace_schema_metadata({"ddpcore.signature": json.dumps(sig), "ddpcore.table": "segments"})
+        pq.write_table(t, tmp_path / f"s{i}.parquet")
+
+    shard(0, "a")
+    shard(1, "b")
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "s0.parquet"), str(tmp_path / "s1.parquet"), "-o",
+                 str(tmp_path / "m.csv"), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "ddp merge: warning:" in err and "not checked" in err, err
+    sig = json.loads((tmp_path / "m.csv.signature.json").read_text())
+    assert sig["input_check"].startswith("none")

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Combine the Parquet shards written by `ddp profile --shard I/N` (one run per shard, e.g. a Slurm job "
             "array) into the tables an unsharded run writes: segments in input order, anchors, sentences and "
             "documents (--documents: one row per document) in document order. SHARD files are told apart by their metadata (table and shard), in any order; all N "
-            "shards of each table are needed, from runs with the same input and settings."
+            "shards of each table are needed, from runs with the same input (each shard records the SHA-256 of its input; shards of a changed input are refused, D176) and settings."
         ),
         formatter_class=HelpFormatter,
     )
@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     checked = {t.option: t for t in check_outputs(options, args.shards, stdout_format="jsonl", sidecars=True)}
     targets = {role: checked.get(opt)
                for role, (opt, _) in zip(("segments", "anchors", "sentences", "documents"), options)}
-    sig = merge_shards(args.shards, targets)
+    def warn(message: str) -> None:
+        print(f"ddp merge: warning: {message}", file=sys.stderr, flush=True)
+
+    sig = merge_shards(args.shards, targets, warn=warn)
     if not args.quiet:
         names = [str(t.path) if t.path else "<stdout>" for t in targets.values() if t is not None]
         print(f"ddp merge: merged {sig['merged_shards']} shards into {', '.join(names)}", file=sys.stderr)

@@ -9,13 +9,14 @@ document. A document's row is therefore complete in its one shard and is copied,
 a document found in two documents shards is refused (D187). Documents shards written before they
 carried ``document_first_row`` are ordered from the segment shards when those are given (else
 D187). The ordering keys are dropped and the signature loses its shard. Shards must come from the
-same input and settings, and all N shards must be given once.
+same input (the SHA-256 of its bytes, recorded by each shard: D176 if they differ) and settings, and
+all N shards must be given once.
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,8 @@ def _documents_order(files: list[str], seg_files: list[str] | None, document: st
     return docs.sort(SHARD_DOC_ROW, maintain_order=True).drop(SHARD_DOC_ROW, "__shard")
 
 
-def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, Any]) -> dict[str, Any]:
+def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, Any],
+                 warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Merge shard tables into ``outputs`` (role → :class:`~ddpcore.io.outputs.OutputTarget`;
     roles ``segments``, ``anchors``, ``sentences``, ``documents``). Returns the merged signature.
 
@@ -91,8 +93,9 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
     import polars as pl
 
     from ..io.tables import atomic_path
-    from .run import SHARD_DOC_ROW, SHARD_ROW, _Sink
+    from .run import INPUT_DIGEST, SHARD_DOC_ROW, SHARD_ROW, _Sink
 
+    first: Path | None = None
     by_role: dict[str, dict[int, Path]] = {}
     reference: dict[str, Any] | None = None
     n_total: int | None = None
@@ -102,9 +105,13 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
         i, n = (int(x) for x in str(sig["shard"]).split("/"))
         common = {k: v for k, v in sig.items() if k not in _VARYING}
         if reference is None:
-            reference, n_total = common, n
+            reference, n_total, first = common, n, path
         else:
             diff = sorted(k for k in set(reference) | set(common) if reference.get(k) != common.get(k))
+            if INPUT_DIGEST in diff:
+                raise DDPDataError(f"{path}: shard made from a different input than {first} (the SHA-256 of the input "
+                                   "differs: the input changed between the shard runs); rerun every shard on the same "
+                                   "input, then merge", code="D176")
             if diff or n != n_total:
                 what = diff[0] if diff else "number of shards"
                 raise DDPDataError(f"{path}: shard of another run ({what} differs from the first shard's); merge only "
@@ -131,6 +138,11 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
         raise DDPUsageError(f"shards of the {extra[0]} table were given but no output for them "
                             f"({'-o' if extra[0] == 'segments' else '--' + extra[0]} PATH)", code="D177")
     signature = {**reference, "merged_shards": n_total}
+    if INPUT_DIGEST not in reference:  # shards of an older ddpcore: the input cannot be compared
+        signature["input_check"] = "none (shards without input_sha256)"
+        if warn is not None:
+            warn("the shards carry no input fingerprint (written by an older ddpcore), so whether they were made "
+                 "from the same input is not checked; recorded as input_check in the signature")
     sig_json = json.dumps(signature, sort_keys=True)
     with_sidecars = []
     for role, target in outputs.items():

@@ -71,6 +71,36 @@ SHARD_ROW = "input_row"
 SHARD_DOC_ROW = "document_first_row"
 
 
+#: signature key of a shard's input content (SHA-256), compared by ``ddp merge``
+INPUT_DIGEST = "input_sha256"
+
+
+def input_digest(source: str | os.PathLike[str], docs: str | os.PathLike[str] | None = None) -> str:
+    """SHA-256 of the input's bytes (a folder: of its ``.txt`` files, names, sizes and contents, in
+    name order; with ``docs``, of the ``.docs`` file too). Shards of one job array may run on machines
+    whose copies differ in modification time, so the content is what identifies the input."""
+    import hashlib
+
+    h = hashlib.sha256()
+    p = Path(source)
+    files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".txt") if p.is_dir() else [p]
+    if docs is not None:
+        files.append(Path(docs))
+    several = p.is_dir() or len(files) > 1  # one file: the plain SHA-256 of its bytes (sha256sum)
+    try:
+        for f in files:
+            if several:
+                h.update(f.name.encode("utf-8") + b"\0" + str(f.stat().st_size).encode() + b"\0")
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+    except OSError as exc:
+        from ..errors import DDPDataError
+
+        raise DDPDataError(f"{exc.filename or p}: cannot read ({exc.strerror})", code="D102") from None
+    return h.hexdigest()
+
+
 class RunInterrupted(BaseException):
     """SIGINT/SIGTERM stopped a run; ``exit_code`` is 130 or 143; ``message`` says how to resume."""
 
@@ -610,6 +640,8 @@ def _profile_run(
             raise DDPUsageError(f"--shard writes Parquet shards for `ddp merge`; give {bad[0]} a .parquet name",
                                 code="D173")
         extra["shard"] = f"{shard[0]}/{shard[1]}"
+        if isinstance(source, (str, os.PathLike)):  # ddp merge refuses shards of different inputs (D176)
+            extra[INPUT_DIGEST] = input_digest(source, docs_path)
     jsettings = _journal_settings(settings, cols, pipeline, batch_chars, fingerprint, extra)
     journal_path = work / "journal.json"
     journal: dict[str, Any] = {}
