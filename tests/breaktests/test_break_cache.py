@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -144,7 +143,7 @@ def test_cache_clear_of_a_clean_cache_removes_the_folder(tmp_path, legacy):
     assert not folder.exists()
     # a second clear: still a cache (its marker, if any), nothing to remove
     r = _ddp("cache", "clear", "--cache", str(cache))
-    assert r.returncode == (0 if not legacy else 0), r.stderr
+    assert r.returncode == 0 and "removed 0 pipeline folder(s)" in r.stdout, r.stderr
 
 
 def test_legacy_folder_keeps_a_shard_that_fails_its_checksum(tmp_path):
@@ -225,7 +224,8 @@ def _sig(path: Path) -> dict:
 
 
 @pytest.mark.spacy_model
-def test_flips_in_strings_and_info_give_the_uncached_answer(tmp_path):
+@pytest.mark.parametrize("which", ["strings", "info"])
+def test_flips_in_strings_and_info_give_the_uncached_answer(tmp_path, which):
     """A bit flip in strings.json (an id the rules use) and a flag flip in info.json (has_parser)
     each give the answer of an uncached run and one warning, never another DDP."""
     import polars as pl
@@ -248,19 +248,23 @@ def test_flips_in_strings_and_info_give_the_uncached_answer(tmp_path):
         "info": (C.INFO_FILE, '"has_parser": true', '"has_parser": false'),
     }
     for i, (what, (name, old, new)) in enumerate(flips.items()):
+        if what != which:
+            continue
         (folder / C.STRINGS_FILE).write_bytes(good_strings)
         (folder / C.INFO_FILE).write_bytes(good_info)
         _flip_json(folder / name, old, new)
         out = tmp_path / f"out{i}.parquet"
         r = _ddp("profile", str(MINI), "-o", str(out), "-q", "-j", "1", "--cache", str(cache))
         assert r.returncode == 0, r.stderr
+        # without the checksum: the strings flip gives DDP 107 instead of 134 on this file, the info flip
+        # records has_parser false (and would take head nouns from tags) - measured with the check removed
+        assert pl.read_parquet(out).equals(pl.read_parquet(ref)), what
+        sig = _sig(out)
+        assert {k: v for k, v in sig.items() if k != "cache"} == _sig(ref), what
         warn = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert len(warn) == 1 and warn[0].startswith("ddp profile: warning: parse cache file") and name in warn[0], (
             what, r.stderr)
-        assert pl.read_parquet(out).equals(pl.read_parquet(ref)), what
-        sig = _sig(out)
         assert sig["cache"]["corrupted"] == [name] and sig["cache"]["misses"] == 0, what
-        assert {k: v for k, v in sig.items() if k != "cache"} == _sig(ref), what
         # written again: the next run is clean
         assert C.read_checked_json(folder / name)[1] == "ok", what
 
