@@ -66,6 +66,9 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
     t.add_argument("--confidence", type=float, default=0.95, help="confidence level of the CIs, in (0, 1)")
     t.add_argument("--alpha", type=float, default=0.05, help="significance level (after correction)")
     t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
+    from .stats import _add_budget
+
+    _add_budget(p)
     o = p.add_argument_group("output")
     o.add_argument("-f", "--format", dest="output_format", choices=FORMATS, default="json", help="output on stdout")
     o.add_argument("--fail-on", choices=("worse", "not-better"), default=None,
@@ -86,7 +89,8 @@ def run_compare(args: argparse.Namespace) -> int:
         args.table, args.baseline, metrics=_append_csv(args.metrics) or ["score"], unit=args.unit, test=args.test,
         n_boot=args.n_boot, n_ar=args.n_ar, seed=args.seed, correction=args.correction,
         confidence=args.confidence, alpha=args.alpha, lower_is_better=_append_csv(args.lower_is_better),
-        exclude_systems=args.exclude_system, threads=args.threads,
+        exclude_systems=args.exclude_system, threads=args.threads, max_memory=args.max_memory,
+        max_seconds=args.max_seconds,
         columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
     )
     payload = res.to_dict()

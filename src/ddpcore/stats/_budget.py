@@ -2,7 +2,8 @@
 
 Every resampling entry point (``bootstrap_tau``, ``bootstrap_system_means``,
 ``resample_sums``, ``resample_indices``, ``cluster_systems`` with ``method="bootstrap"`` or
-``"permutation"``, ``boundary_rate_difference``) checks its budget *before* the work:
+``"permutation"``, ``boundary_rate_difference``, ``compare_arrays`` / ``compare_systems`` for
+both ``n_boot`` and ``n_ar``) checks its budget *before* the work:
 
 * **memory**: ``fixed + n_boot * bytes_per_replicate`` (the arrays the function keeps per
   replicate, e.g. 8 bytes per tau replicate, plus its bounded block buffers) must not exceed
@@ -80,6 +81,8 @@ class Budget:
     max_seconds: float
     what: str = "resampling"
     flag: str = "--n-boot"
+    #: the name of the replicate count in messages (``n_boot``, ``n_ar``)
+    count: str = "n_boot"
     _t0: float = field(default_factory=time.perf_counter)
 
     def check_memory(self, n_boot: int, bytes_per_replicate: float, fixed: float = 0.0) -> float:
@@ -89,7 +92,7 @@ class Budget:
             fit = int((self.max_memory - fixed) // bytes_per_replicate) if bytes_per_replicate > 0 else 0
             hint = (f"lower {self.flag} to at most {fit:,}" if fit >= 1 else "use a smaller table")
             raise DDPUsageError(
-                f"{self.what} with n_boot={int(n_boot):,} needs about {fmt_bytes(need)} of memory, over the "
+                f"{self.what} with {self.count}={int(n_boot):,} needs about {fmt_bytes(need)} of memory, over the "
                 f"limit of {fmt_bytes(self.max_memory)}; {hint}, or raise the limit with --max-memory SIZE "
                 "(max_memory= in Python, or DDPCORE_MAX_MEMORY; 0 = no limit)",
                 code="D362",
@@ -109,7 +112,7 @@ class Budget:
         if estimate > self.max_seconds:
             fit = max(1, int(self.max_seconds / per))
             raise DDPUsageError(
-                f"{self.what} with n_boot={int(total):,} would take about {fmt_seconds(estimate)} "
+                f"{self.what} with {self.count}={int(total):,} would take about {fmt_seconds(estimate)} "
                 f"({per * 1e6:.3g} us per replicate, measured on the first {done:,}), over the limit of "
                 f"{fmt_seconds(self.max_seconds)}; lower {self.flag} to about {fit:,}, or raise the limit with "
                 "--max-seconds S (max_seconds= in Python, or DDPCORE_MAX_SECONDS; 0 = no limit)",

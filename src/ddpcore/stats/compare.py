@@ -57,6 +57,7 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
+from . import _budget
 from .columns import TableColumns, resolve_columns
 
 if TYPE_CHECKING:
@@ -84,6 +85,9 @@ ERROR_CODES = {
     "D397": "bad indices / ar_keep matrix (shape, range, dtype)",
     "D398": "empty table",
     "D399": "null document/segment/system value",
+    "D720": "a mean, difference or CI is beyond the float64 range (|value| > 1.8e308): rescale the metric",
+    "D721": "a metric column spans more magnitudes than float64 can sum (max |score| above 2**500 and non-zero "
+            "scores that would lose their digits): rescale or split the metric",
 }
 
 #: generator descriptions recorded in signatures
@@ -383,6 +387,9 @@ def compare_arrays(
     ar_keep: npt.ArrayLike | None = None,
     confidence: float = 0.95,
     threads: int | None = None,
+    max_memory: Any = None,
+    max_seconds: Any = None,
+    scale_exp: npt.ArrayLike | None = None,
 ) -> ArrayComparison:
     """Paired bootstrap and AR of every system against system ``baseline`` on flat arrays.
 
@@ -397,6 +404,16 @@ def compare_arrays(
     indices, ar_keep
         Explicit bootstrap draws (n_boot, n_units) and AR keep masks (n_ar, n_units); they
         replace the seeded generators (and fix ``n_boot`` / ``n_ar`` to their row counts).
+    max_memory, max_seconds
+        Budget (:mod:`ddpcore.stats._budget`): the bootstrap keeps every replicate (about
+        ``8 * (n_cols + 6 * n_metrics * n_systems)`` bytes each), checked before allocating
+        (D362); a short pilot of each generator is timed and a run whose extrapolated time is
+        over ``max_seconds`` stops with D363 before the long part.
+    scale_exp
+        Per metric, the sums are given in units of ``2**scale_exp`` (default 0); means, CIs and
+        differences are returned in the original units. Sums above 2**500 in magnitude are
+        scaled down by a power of two here too (exact; p-values do not depend on the scale), so
+        inputs near 1e308 cannot overflow; a result beyond the float64 range is D720.
 
     Returns
     -------
@@ -417,6 +434,13 @@ def compare_arrays(
     if not 0 <= int(baseline) < n_sys:
         raise DDPUsageError(f"baseline column {baseline} out of range for {n_sys} systems", code="D390")
     _check_options(test, "none", confidence, 0.5, "document")
+    if not (np.isfinite(vals).all() and np.isfinite(cnt).all()):
+        raise DDPDataError("sums and counts must be finite numbers (a NaN or infinite entry)", code="D394")
+    exp = np.zeros(n_met, dtype=np.int64) if scale_exp is None else np.asarray(scale_exp, dtype=np.int64).reshape(-1)
+    if exp.shape[0] != n_met:
+        raise DDPDataError(f"scale_exp has {exp.shape[0]} entries for {n_met} metrics", code="D397")
+    vals, extra = _scale_down(vals, axis=(0, 2), what="sums")
+    exp = exp + extra
     bl = int(baseline)
     n_total = float(cnt.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -427,13 +451,24 @@ def compare_arrays(
     flat[:, -1] = cnt
     kern = load("stats_compare")
     nt = 0 if threads is None else int(threads)
+    budget = _budget.resolve(max_memory, max_seconds, what=f"compare (test={test!r}, {n_units:,} units)")
+    n_cols_pad = ((flat.shape[1] + 7) // 8) * 8
     if indices is not None:
         idx = _check_indices(indices, n_units)
+        budget.check_memory(idx.shape[0], 8.0 * (n_cols_pad + 6 * n_met * n_sys), fixed=3 * flat.nbytes)
         reps = _bootstrap_sums(kern, flat, idx.shape[0], None, idx, nt)
     else:
         n_boot = _check_count(n_boot, "n_boot", "--n-boot")
         _ar_bitgen(seed)  # validates the seed
-        reps = _bootstrap_sums(kern, flat, n_boot, _pcg64_halves(np.random.PCG64(seed)), None, nt)
+        budget.check_memory(n_boot, 8.0 * (n_cols_pad + 6 * n_met * n_sys), fixed=3 * flat.nbytes)
+        halves = _pcg64_halves(np.random.PCG64(seed))
+        # pilot: the first replicates of the same stream (row-major), timed before the long run
+        pilot = _pilot_size(n_boot, n_units * n_cols_pad)
+        if pilot < n_boot:
+            budget.start()
+            _bootstrap_sums(kern, flat, pilot, halves, None, nt)
+            budget.check_time(pilot, n_boot)
+        reps = _bootstrap_sums(kern, flat, n_boot, halves, None, nt)
     b = reps.shape[0]
     with np.errstate(invalid="ignore", divide="ignore"):
         means = reps[:, :-1] / reps[:, -1:]  # (B, M*S)
@@ -465,14 +500,71 @@ def compare_arrays(
         else:
             t = _check_count(n_ar, "n_ar", "--n-ar")
             bits, halves = None, _pcg64_halves(_ar_bitgen(seed))
+            pilot = _pilot_size(t, n_units * max(1, d.shape[1]))
+            if pilot < t:
+                ar_budget = dataclasses.replace(budget, flag="--n-ar", count="n_ar")
+                ar_budget.start()
+                _ar_counts(kern, d, pilot, None, halves, nt)
+                ar_budget.check_time(pilot, t)
         counts_ar = _ar_counts(kern, d, t, bits, halves, nt)
         p_ar = np.full((n_met, n_sys), np.nan)
         p_ar[:, others] = ((counts_ar + 1.0) / (t + 1.0)).reshape(n_met, len(others))
         p_ar[identical] = 1.0
         p_ar[:, bl] = np.nan
+    if exp.any():
+        score, boot_mean, ci_low, ci_high, diff, dlo, dhi = _scale_up(
+            exp, score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff, diff_ci_low=dlo,
+            diff_ci_high=dhi)
     return ArrayComparison(score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff,
                            diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar, identical=identical,
                            n_boot=b, n_ar=t)
+
+
+#: above this magnitude sums of scores (and differences of sums) can overflow float64
+_SCALE_ABOVE = 2.0 ** 500
+
+
+def _scale_down(v: np.ndarray, axis: tuple[int, ...] | None, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``v`` with each metric (the axis not in ``axis``) multiplied by ``2**-e`` where its max |v|
+    is above 2**500 (e = that max's binary exponent, so the max drops below 1), and the ``e``
+    per metric (0 = unchanged). Exact (only exponents change) unless a value falls into the
+    subnormal range; one that would lose more than 2**-30 of its value there is D721."""
+    mx = np.abs(v).max(axis=axis) if v.size else np.zeros(v.shape[1] if v.ndim > 1 else 1)
+    mx = np.atleast_1d(mx)
+    big = mx > _SCALE_ABOVE
+    e = np.zeros(mx.shape[0], dtype=np.int64)
+    if not big.any():
+        return v, e
+    e[big] = np.frexp(mx[big])[1]
+    shape = (1, -1, 1) if v.ndim == 3 else (-1,)
+    scaled = np.ldexp(v, -e.reshape(shape))
+    with np.errstate(over="ignore", invalid="ignore"):
+        lost = np.abs(np.ldexp(scaled, e.reshape(shape)) - v) > 2.0 ** -30 * np.abs(v)
+    if lost.any():
+        small = float(np.abs(v[lost]).min())
+        raise DDPDataError(f"{what}: a metric holds scores near {float(mx[big].max()):.3g} and non-zero scores as "
+                           f"small as {small:.3g}; float64 cannot hold both in one sum (the small ones would lose "
+                           "their digits); rescale or split the metric column", code="D721")
+    return scaled, e
+
+
+def _scale_up(exp: np.ndarray, **arrays: np.ndarray) -> list[np.ndarray]:
+    """Each (M, S) array times ``2**exp`` per metric row; D720 when a value leaves the float64 range."""
+    out = []
+    for name, a in arrays.items():
+        with np.errstate(over="ignore"):
+            u = np.ldexp(a, exp.reshape(-1, *([1] * (a.ndim - 1))))
+        if (np.isinf(u) & np.isfinite(a)).any():
+            raise DDPDataError(f"the {name.replace('_', ' ')} of a system is beyond the float64 range (|value| > "
+                               "1.8e308); rescale the metric column (e.g. divide it by 1e10) and compare again",
+                               code="D720")
+        out.append(u)
+    return out
+
+
+def _pilot_size(n: int, cost_per_replicate: int) -> int:
+    """Replicates of a timing pilot: about 1.7e7 elementary operations, at least 64, at most n."""
+    return int(min(n, max(64, (1 << 24) // max(1, cost_per_replicate))))
 
 
 def _chunk8(values: np.ndarray) -> np.ndarray:
@@ -528,6 +620,7 @@ class _Prepared:
     systems: list[str]  # baseline first
     unit_keys: Any
     n_segments: int
+    scale_exp: np.ndarray  # (M,): sums are in units of 2**scale_exp (0 = unscaled)
 
 
 def _csv(values: str | Sequence[str] | None) -> list[str]:
@@ -614,6 +707,10 @@ def _prepare(
             raise DDPDataError(f"{source}, row {i + 1}: {what} score in metric column '{m}' for {where(i)} "
                                f"({int(badv.sum())} such row(s)); scores must be finite numbers", code="D394")
         vals.append(v)
+    exps = np.zeros(len(vals), dtype=np.int64)
+    for j, v in enumerate(vals):  # scores near 1e308: exact power-of-two scaling before any sum
+        scaled, e = _scale_down(v, None, f"{source}: metric '{metrics[j]}'")
+        vals[j], exps[j] = scaled, int(e[0])
     item_code, item_keys = factorize(df, keys)
     n_items = item_keys.height
     order = sorted(systems_present)
@@ -662,7 +759,8 @@ def _prepare(
     for j, v in enumerate(vals):
         sums[:, j, :] = np.bincount(ucell, weights=v, minlength=n_units * n_sys).reshape(n_units, n_sys)
     counts = np.bincount(unit_of_item, minlength=n_units).astype(np.float64)
-    return _Prepared(sums=sums, counts=counts, systems=systems, unit_keys=unit_keys, n_segments=n_items)
+    return _Prepared(sums=sums, counts=counts, systems=systems, unit_keys=unit_keys, n_segments=n_items,
+                     scale_exp=exps)
 
 
 # --------------------------------------------------------------------------- public API
@@ -698,6 +796,8 @@ def compare_systems(
     exclude_systems: Sequence[str] = (),
     threads: int | None = None,
     columns: TableColumns | None = None,
+    max_memory: Any = None,
+    max_seconds: Any = None,
     **legacy_columns: str | None,
 ) -> CompareResult:
     """Significance of every system against ``baseline``, for each metric column.
@@ -732,6 +832,8 @@ def compare_systems(
         :class:`~ddpcore.stats.TableColumns`: the document, segment and system columns
         (``segment=None``: document-level rows). The keywords ``document=``, ``segment=``,
         ``system=`` still work for one release (``DeprecationWarning``).
+    max_memory, max_seconds
+        Budget of the resampling (see :func:`compare_arrays`; D362 / D363 before the long part).
 
     Returns
     -------
@@ -756,7 +858,8 @@ def compare_systems(
     prep = _prepare(table, str(baseline), metric_list, unit, cols.document, cols.segment, cols.system, exclude_systems)
     arr = compare_arrays(prep.sums, prep.counts, baseline=0, test=test, n_boot=n_boot, n_ar=n_ar, seed=seed,
                          indices=indices, ar_keep=ar_keep if test != "bootstrap" else None, confidence=confidence,
-                         threads=threads)
+                         threads=threads, max_memory=max_memory, max_seconds=max_seconds,
+                         scale_exp=prep.scale_exp)
     p_bs_adj = adjust_pvalues(arr.p_bootstrap, correction) if arr.p_bootstrap is not None else None
     p_ar_adj = adjust_pvalues(arr.p_ar, correction) if arr.p_ar is not None else None
     decision = np.fmax(p_bs_adj if p_bs_adj is not None else np.full_like(arr.score, np.nan),

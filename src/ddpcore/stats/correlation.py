@@ -252,21 +252,41 @@ def pearson(x: npt.ArrayLike, y: npt.ArrayLike) -> CorrelationResult:
     ----------
     x, y : array_like, shape (n,), n >= 2
 
-    NaN result for a constant input or NaN values (scipy returns NaN there).
+    NaN result for a constant input or NaN values (scipy returns NaN there); an infinite value
+    is D302. Inputs near the float64 limit (e.g. 1e308) are scaled by a power of two first
+    (exact, and r does not depend on scale), so the mean and the deviations cannot overflow.
     """
     xa, ya = _pair(x, y)
     n = xa.size
     if n < 2:
         raise DDPDataError(f"pearson needs at least 2 pairs, got {n}", code="D309")
+    for name, a in (("x", xa), ("y", ya)):
+        inf = np.isinf(a)
+        if inf.any():
+            raise DDPDataError(f"pearson: {name}[{int(np.flatnonzero(inf)[0])}] is infinite; values must be finite "
+                               "numbers", code="D302")
     if np.isnan(xa).any() or np.isnan(ya).any() or (xa == xa[0]).all() or (ya == ya[0]).all():
         return _nan_result(n, "pearson")
-    r = _pearson_r(xa, ya)
+    r = _pearson_r(_unit_scale(xa), _unit_scale(ya))
     from scipy import special
 
     ab = n / 2 - 1
     # Beta(ab, ab) on [-1, 1]: P(|R| >= |r|) = 2 * I_{(1 - |r|)/2}(ab, ab)
     p = 1.0 if n == 2 else float(2 * special.betainc(ab, ab, 0.5 * (1 - abs(r))))
     return CorrelationResult(r, min(p, 1.0), n, "pearson", signature("pearson"))
+
+
+#: above this magnitude sums and differences of a few values can overflow float64
+_SCALE_ABOVE = 2.0 ** 500
+
+
+def _unit_scale(a: np.ndarray) -> np.ndarray:
+    """``a`` times a power of two that brings max|a| below 1 when it is above 2**500 (exact:
+    only the exponent changes), else ``a`` unchanged."""
+    m = float(np.abs(a).max())
+    if not m > _SCALE_ABOVE:
+        return a
+    return np.ldexp(a, -math.frexp(m)[1])
 
 
 def _pearson_r(xa: np.ndarray, ya: np.ndarray) -> float:
