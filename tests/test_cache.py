@@ -471,3 +471,23 @@ def test_ddp_profile_corrupted_cache_and_unwritable_cache(tmp_path):
     assert [ln for ln in r.stderr.splitlines() if ln] == [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(r.stderr.strip().splitlines()) == 1 and "running without the cache" in r.stderr
     assert pl.read_parquet(out).equals(pl.read_parquet(ref))
+
+
+def test_json_files_without_checksum_are_not_trusted_and_rewritten(tmp_path):
+    """info.json/strings.json of a cache written before checksums: ignored without a warning (the
+    details come from the parser), then written again with their checksum."""
+    _fill(tmp_path, ["a b"])
+    (folder,) = [p for p, _ in C.cache_folders(tmp_path)]
+    info = json.loads((folder / C.INFO_FILE).read_text())
+    info.pop(C.JSON_CHECKSUM_KEY)
+    (folder / C.INFO_FILE).write_text(json.dumps({**info, "has_parser": False}))  # untrusted: never read
+    assert C.read_checked_json(folder / C.INFO_FILE) == (None, "legacy")
+    parser = FakeParser()
+    run = C.CachedParse(parser, tmp_path, warn=pytest.fail)
+    assert same_arrays(run(["a b"]), fake_arrays(["a b"])) and run.hits == 1
+    assert parser.info()["has_parser"] is True
+    run.flush()
+    assert C.read_checked_json(folder / C.INFO_FILE) == (FAKE_INFO, "ok")
+    (folder / C.INFO_FILE).write_text("{not json")
+    assert C.read_checked_json(folder / C.INFO_FILE) == (None, "corrupted")
+    assert C.read_checked_json(folder / "absent.json") == (None, "missing")
