@@ -33,8 +33,12 @@ With ``gap=(A, B)`` the same is computed for the score difference A − B betwee
 
 Join: by default on the profile's document and segment columns (names from its signature), which
 the scores must have; ``on`` names other columns. Inner join; score rows without a profile segment,
-null or non-finite scores and profile segments without any score are counted (``signature["join"]``);
-with ``strict_join`` unmatched score rows or null scores are a D653 data error naming the first.
+null or non-finite scores and profile segments without any score are counted with their shares and first
+keys (``signature["join"]``) and each kind left out is a line of ``signature["warnings"]`` (the CLI prints
+them as ``warning:`` lines). More than ``max_unjoined`` (0.01) of the score rows or of the profile
+segments unmatched is D710, of the scores null D711, unless ``allow_partial_join``; a profile key on two
+rows is D712; a finite |score| above 1e100 is D360 (file, row, column). With ``strict_join`` any
+unmatched score row or null score is a D653 data error naming the first.
 The heavy part (scan, join, per-group/document/bin sums) runs in Polars lazy; numpy per group.
 """
 from __future__ import annotations
