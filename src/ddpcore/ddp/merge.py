@@ -92,7 +92,6 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
     """
     import polars as pl
 
-    from ..io.tables import atomic_path
     from .run import INPUT_DIGEST, SHARD_DOC_ROW, SHARD_ROW, _Sink
 
     first: Path | None = None
@@ -139,10 +138,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
                             f"({'-o' if extra[0] == 'segments' else '--' + extra[0]} PATH)", code="D177")
     signature = {**reference, "merged_shards": n_total}
     if INPUT_DIGEST not in reference:  # shards of an older ddpcore: the input cannot be compared
-        signature["input_check"] = "none (shards without input_sha256)"
-        if warn is not None:
-            warn("the shards carry no input fingerprint (written by an older ddpcore), so whether they were made "
-                 "from the same input is not checked; recorded as input_check in the signature")
+        signature["input_check"] = "none (shards without input_sha256)"  # said once the merge is written
     sig_json = json.dumps(signature, sort_keys=True)
     with_sidecars = []
     for role, target in outputs.items():
@@ -160,7 +156,17 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
         lf = pl.scan_parquet(files)
         merged = lf.sort(key, maintain_order=True).drop(key).collect()
         with_sidecars.append((target, merged))
-    with __import__("contextlib").ExitStack() as stack:
+    from ..io.outputs import OutputSet, recover_commit
+
+    files_out = [t.path for t, _ in with_sidecars if t.path is not None]
+    journal = (Path(files_out[0]).parent / f".{Path(files_out[0]).name}.ddp-merge.json") if files_out else None
+    if journal is not None:
+        placed = recover_commit(journal)  # an earlier merge killed while putting its outputs in place
+        if placed and warn is not None:
+            warn(f"an earlier merge was stopped while putting its outputs in place; finished that, so "
+                 f"{', '.join(map(str, placed))} now hold(s) that merge's complete new output")
+    outs = OutputSet(journal) if journal is not None else None
+    try:
         for target, merged in with_sidecars:
             meta = {SIGNATURE_KEY: sig_json, TABLE_KEY: "merged"}
             if target.path is None:
@@ -168,11 +174,20 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
 
                 sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
             else:
-                sink = _Sink(stack.enter_context(atomic_path(target.path)), target.format, gzip_=target.gzip,
-                             metadata=meta)
+                assert outs is not None
+                sink = _Sink(outs.temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
             sink.write(merged)
             sink.close(empty_schema=merged.schema)
             if target.sidecar is not None:
-                stack.enter_context(atomic_path(target.sidecar)).write_text(
-                    json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+                assert outs is not None
+                outs.temp(target.sidecar).write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n",
+                                                     encoding="utf-8")
+        if outs is not None:
+            outs.commit()  # every merged table in place together, or none (D761)
+    finally:
+        if outs is not None:
+            outs.discard()
+    if "input_check" in signature and warn is not None:
+        warn("the shards carry no input fingerprint (written by an older ddpcore), so whether they were made "
+             "from the same input is not checked; recorded as input_check in the signature")
     return signature
