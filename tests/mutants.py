@@ -17,7 +17,9 @@ Usage (from the repository root; pytest does not collect this file)::
     .venv/bin/python tests/mutants.py --only M05 M07        # a few
     .venv/bin/python tests/mutants.py --full                # each surviving mutant also against the whole suite
 
-Exit status: 0 all mutants caught, 1 a survivor (or a mutant whose tests errored), 2 a mutant that no
+A mutant whose tests run out of time (``--timeout``, or a test failing only by a timeout) is
+reported as ``TIMEOUT`` and counted apart from the kills: a hang is not a caught bug.
+Exit status: 0 all mutants caught, 1 a survivor, a timeout or a mutant whose tests errored, 2 a mutant that no
 longer applies or a broken set-up. A kernel mutant costs one rebuild of its module (minutes on a loaded
 2-core machine); the Python mutants cost only their tests.
 """
@@ -117,6 +119,21 @@ MUTANTS: tuple[Mutant, ...] = (
            "r / (6.0 * med)",
            "r / (4.0 * med)",
            ("tests/stats/test_lowess.py",)),
+    # ---- issue 19: boundaries the suite let through ---------------------------------------------
+    Mutant("M16", "spearman refuses exactly 2 pairs (n < 2 -> n <= 2)", "src/ddpcore/stats/correlation.py",
+           "    if n < 2:\n        raise DDPDataError(f\"spearman needs",
+           "    if n <= 2:\n        raise DDPDataError(f\"spearman needs",
+           ("tests/test_mutant_killers.py",)),
+    Mutant("M17", "tost_n_needed accepts power = 1.0", "src/ddpcore/stats/power.py",
+           "    if not 0.0 < power < 1.0:\n        raise DDPUsageError(f\"power must be in (0, 1), got {power}\", "
+           "code=\"D520\")\n    if not low < true_diff < high:",
+           "    if not 0.0 < power <= 1.0:\n        raise DDPUsageError(f\"power must be in (0, 1), got {power}\", "
+           "code=\"D520\")\n    if not low < true_diff < high:",
+           ("tests/test_mutant_killers.py",)),
+    Mutant("M18", "annotation timing accepts max_gap = 0", "src/ddpcore/stats/timing.py",
+           "if not max_gap > 0:",
+           "if not max_gap >= 0:",
+           ("tests/test_mutant_killers.py",)),
 )
 
 
@@ -234,10 +251,13 @@ def run_one(copy: Path, python: str, m: Mutant, full: bool, timeout: float) -> d
                                stderr=subprocess.STDOUT, timeout=timeout)
             rc, out = r.returncode, r.stdout
         except subprocess.TimeoutExpired:
-            rc, out = 124, "timeout"
+            rc, out = 124, f"timeout after {timeout:g} s"
         last = out.strip().splitlines()[-1] if out.strip() else ""
         failed = [ln.split(" - ")[0].replace("FAILED ", "") for ln in out.splitlines() if ln.startswith("FAILED ")]
-        if rc == 1:
+        if rc == 124 or (rc == 1 and _only_timeouts(out)):
+            # a hang is not a kill: the tests did not show a wrong answer, they ran out of time
+            row.update(status="TIMEOUT", detail=(failed[0] + ": timed out" if failed else last)[:90])
+        elif rc == 1:
             row.update(status="caught", detail=(failed[0] if failed else last)[:90])
         elif rc == 0:
             row.update(status="SURVIVED", detail=last[:90])
@@ -260,6 +280,31 @@ def run_one(copy: Path, python: str, m: Mutant, full: bool, timeout: float) -> d
                 os.utime(a, (now, now))
             shutil.rmtree(backup, ignore_errors=True)
         row["seconds"] = round(time.monotonic() - t0, 1)
+
+
+#: how a test that ran out of time shows in pytest's output (subprocess timeouts of the break-test
+#: harness, pytest-timeout): such a failure is a TIMEOUT, not a kill
+_TIMEOUT_MARKS = ("subprocess.TimeoutExpired", "TimeoutExpired:", "Failed: Timeout")
+
+
+def _only_timeouts(out: str) -> bool:
+    """True when every failure in a pytest run's output is a timeout (see :data:`_TIMEOUT_MARKS`)."""
+    blocks = out.split("\n_____")[1:] or [out]  # one block per failure report ("_____ test_x _____")
+    return all(any(m in b for m in _TIMEOUT_MARKS) for b in blocks)
+
+
+def _summary(rows: list[dict]) -> tuple[str, list[str]]:
+    """'k/n caught' plus survivors and timeouts counted apart (a timeout is not a kill), and the
+    ids not caught."""
+    caught = [r["id"] for r in rows if r["status"] == "caught"]
+    timeouts = [r["id"] for r in rows if r["status"] == "TIMEOUT"]
+    others = [r["id"] for r in rows if r["status"] not in ("caught", "TIMEOUT")]
+    text = f"{len(caught)}/{len(rows)} caught"
+    if others:
+        text += f"; survived or errored: {' '.join(others)}"
+    if timeouts:
+        text += f"; timeout (survived, not a kill): {' '.join(timeouts)}"
+    return text, others + timeouts
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -313,8 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['id']} | {r['what']} | {r['tests']} | {r['status']} | {r['detail']} | {r['seconds']} |")
-    survivors = [r["id"] for r in rows if r["status"] != "caught"]
-    print(f"\n{len(rows) - len(survivors)}/{len(rows)} caught" + (f"; not caught: {' '.join(survivors)}" if survivors else ""))
+    text, survivors = _summary(rows)
+    print("\n" + text)
     return 1 if survivors else 0
 
 

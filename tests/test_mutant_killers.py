@@ -101,3 +101,54 @@ def test_entity_key_drops_a_leading_the(nlp):
     assert ents["entity_id"].n_unique() == 1
     assert ents["distance_sentences"].to_list() == [-1, 1]
     assert r.segments["ddp"].to_list() == [1]
+
+
+# --------------------------------------------------------------------------- issue 19: boundaries (M16-M18)
+
+
+def test_spearman_on_exactly_two_pairs_matches_scipy():
+    # M16 (n < 2 -> n <= 2): two pairs are the smallest valid input. scipy.stats.spearmanr gives
+    # rho = +-1 (0.9999999999999999 by its product-moment arithmetic) and p = NaN (0 degrees of freedom)
+    from ddpcore.errors import DDPDataError
+    from ddpcore.stats import spearman
+
+    for y in ([3.0, 5.0], [5.0, 3.0]):
+        ref = stats.spearmanr([1.0, 2.0], y)
+        res = spearman([1.0, 2.0], y)
+        assert res.n == 2
+        assert res.statistic == pytest.approx(float(ref.statistic), abs=1e-15)
+        assert np.isnan(res.p_value) and np.isnan(ref.pvalue)
+    with pytest.raises(DDPDataError, match=r"\[D309\].*at least 2 pairs, got 1"):
+        spearman([1.0], [2.0])
+
+
+def test_tost_n_needed_refuses_power_one_and_accepts_just_below():
+    # M17 (0 < power < 1 -> 0 < power <= 1): power 1 is never reached by a finite sample
+    from ddpcore.errors import DDPUsageError
+    from ddpcore.stats.power import tost_n_needed, tost_power
+
+    for bad in (1.0, 0.0, 1.5):
+        with pytest.raises(DDPUsageError, match=r"\[D520\].*power must be in \(0, 1\)"):
+            tost_n_needed(1.0, -0.5, 0.5, power=bad)
+    n = tost_n_needed(1.0, -0.5, 0.5, power=0.999)
+    # the smallest n: its power reaches 0.999, n - 1's does not (tost_power is checked against
+    # the exact TOST power integral elsewhere, tests/stats/test_power.py)
+    assert tost_power(n, 1.0, -0.5, 0.5) >= 0.999 > tost_power(n - 1, 1.0, -0.5, 0.5)
+
+
+def test_timing_refuses_max_gap_zero_and_accepts_a_tiny_positive_gap():
+    # M18 (max_gap > 0 -> max_gap >= 0): a zero gap limit would drop every gap silently
+    from ddpcore.errors import DDPUsageError
+    from ddpcore.stats.timing import annotation_time_per_segment
+
+    df = pl.DataFrame({"task_id": ["t", "t", "t", "u", "u"], "segment_id": [0, 1, 1, 0, 0],
+                       "timestamp": [0.0, 0.5, 2.5, 10.0, 10.0]})
+    for bad in (0, 0.0, -1.0):
+        with pytest.raises(DDPUsageError, match=r"\[D311\].*max_gap must be positive"):
+            annotation_time_per_segment(df, max_gap=bad)
+    out = annotation_time_per_segment(df, max_gap=1.0).sort("task_id")
+    # by hand: task t gaps 0.5 (kept) and 2.0 (dropped) over 2 segments; task u one gap of 0 s
+    assert out["active_seconds"].to_list() == [0.5, 0.0]
+    assert out["n_gaps_dropped"].to_list() == [1, 0]
+    tiny = annotation_time_per_segment(df, max_gap=1e-9).sort("task_id")
+    assert tiny["n_gaps_dropped"].to_list() == [2, 0] and tiny["active_seconds"].to_list() == [0.0, 0.0]
