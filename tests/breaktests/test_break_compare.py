@@ -59,6 +59,14 @@ CASES = [
     Case("compare-file-missing", ("stats", "compare", "nope.csv", "--baseline", "base"), 3, r"\[D\d+\].*nope\.csv"),
     Case("compare-gate-worse", CMD + ("--fail-on", "worse", "--correction", "none", "--alpha", "0.5"), 1,
          r"--fail-on worse: .*B \(score -1", files={"s.csv": GOOD}),
+    # issue 19: the budget (was MemoryError -> D999) and results beyond float64 (were inf with exit 0)
+    Case("compare-n-boot-1e9-memory", ("stats", "compare", "s.csv", "--baseline", "base", "--n-boot", "1000000000"), 2,
+         r"\[D362\].*n_boot=1,000,000,000.*--n-boot", files={"s.csv": GOOD}),
+    Case("compare-n-ar-time", ("stats", "compare", "s.csv", "--baseline", "base", "--n-ar", "1000000000",
+                               "--max-seconds", "0.05"), 2, r"\[D363\].*n_ar=1,000,000,000.*--n-ar",
+         files={"s.csv": GOOD}),
+    Case("compare-diff-beyond-float64", CMD, 3, r"\[D720\].*float64 range",
+         files={"s.csv": _rows({"base": ["-1.7e308"] * 4, "A": ["1.7e308"] * 4})}),
     Case("compare-gate-ok", CMD + ("--fail-on", "worse", "-f", "text", "--exclude-system", "B"), 0, "",
          files={"s.csv": GOOD}),
 ]
