@@ -34,10 +34,11 @@ The definitions, with examples from each gold format, are in docs/validation.md 
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -589,6 +590,79 @@ def validate(
     )
 
 
+@contextlib.contextmanager
+def _workers_end_on_interrupt() -> Iterator[None]:
+    """On Ctrl-C, end the spaCy worker processes started inside the block at once.
+
+    The parse workers ignore SIGINT, and the main thread waits for their results on a lock that a
+    signal does not interrupt when the kernel hands SIGINT to another thread (the pool's manager
+    thread, a polars thread): Python's handler, and so KeyboardInterrupt, then waited for the chunk
+    in progress (up to 200,000 characters; 30 s and more on a busy machine), and the interpreter's
+    exit waited for the workers again. Here a watcher thread reads the signal wake-up socket and
+    ends the workers the moment SIGINT arrives, which wakes the main thread. Only processes
+    started inside the block are ended (a caller's own child processes are left alone).
+    """
+    import multiprocessing
+    import signal
+    import socket
+    import threading
+
+    before = {p.pid for p in multiprocessing.active_children()}
+
+    def end_workers() -> None:
+        procs = [p for p in multiprocessing.active_children() if p.pid not in before]
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.terminate()
+        deadline = time.monotonic() + 2.0
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(max(0.0, deadline - time.monotonic()))
+                if p.is_alive():
+                    p.kill()
+
+    watcher = None
+    if threading.current_thread() is threading.main_thread() and callable(signal.getsignal(signal.SIGINT)):
+        r, w = socket.socketpair()
+        w.setblocking(False)
+        old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+        if old_fd != -1:  # someone else's wake-up fd (an event loop): leave it in place
+            signal.set_wakeup_fd(old_fd)
+            r.close()
+            w.close()
+        else:
+            done = threading.Event()
+
+            def watch() -> None:
+                while not done.is_set():
+                    try:
+                        data = r.recv(64)
+                    except OSError:
+                        return
+                    if not data or done.is_set():
+                        return
+                    if signal.SIGINT in data:
+                        end_workers()
+                        return
+
+            watcher = threading.Thread(target=watch, name="ddp-validate-interrupt", daemon=True)
+            watcher.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        end_workers()
+        raise
+    finally:
+        if watcher is not None:
+            signal.set_wakeup_fd(-1)
+            done.set()
+            with contextlib.suppress(OSError):
+                w.send(b"\0")  # wakes the watcher, which sees ``done``
+            watcher.join(5.0)
+            r.close()
+            w.close()
+
+
 def profile_gold(
     corpus: GoldCorpus,
     *,
@@ -625,7 +699,8 @@ def profile_gold(
         kwargs["rules"] = rules
     words = int(corpus.sentences[N_TOKENS].sum())
     t0 = time.perf_counter()
-    run = profile_anchors(table, **kwargs)
+    with _workers_end_on_interrupt():
+        run = profile_anchors(table, **kwargs)
     seconds = time.perf_counter() - t0
     timing = {
         "words": float(words),
