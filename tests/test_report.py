@@ -103,6 +103,93 @@ def test_plot_profile_png_and_svg(profile, tmp_path: Path, kind: str, capsys) ->
     assert not list(tmp_path.glob(".*.tmp"))  # atomic write left no temp file
 
 
+SVG_NS = "{http://www.w3.org/2000/svg}"
+DC_NS = "{http://purl.org/dc/elements/1.1/}"
+
+
+def _bare(elem):
+    """``elem`` with whitespace-only text and tails dropped (layout whitespace is not content)."""
+    for e in elem.iter():
+        if e.text is not None and not e.text.strip():
+            e.text = None
+        if e.tail is not None and not e.tail.strip():
+            e.tail = None
+    return elem
+
+
+@pytest.mark.parametrize("kind", ["hist", "ecdf"])
+def test_plot_writes_its_signature_into_the_figure(profile, tmp_path: Path, kind: str) -> None:
+    import xml.etree.ElementTree as ET
+
+    from PIL import Image
+
+    from ddpcore import __version__
+
+    p, _ = profile
+    want = {"ddpcore": __version__, "figure": kind, "input": str(p), "input_signature": SIG}
+    svg = tmp_path / f"{kind}.svg"
+    assert main(["plot", str(p), "--kind", kind, "-o", str(svg)]) == 0
+    root = ET.parse(svg).getroot()  # the written file is well-formed XML
+    assert root.tag == f"{SVG_NS}svg"
+    meta = root.findall(f"{SVG_NS}metadata")
+    assert len(meta) == 1
+    desc = meta[0].find(f".//{DC_NS}description")
+    assert desc is not None and json.loads(desc.text) == want
+    assert meta[0].find(f".//{DC_NS}date") is None  # no date: the same input gives the same file
+    png = tmp_path / f"{kind}.png"
+    assert main(["plot", str(p), "--kind", kind, "-o", str(png)]) == 0
+    with Image.open(png) as im:
+        assert json.loads(im.text["ddpcore.signature"]) == want
+
+
+def test_plot_curves_pages_carry_the_stratify_signature(profile, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    j = stratify_json(profile[0], tmp_path / "strat.json")
+    out = tmp_path / "curves.svg"
+    assert main(["plot", str(j), "--kind", "curves", "-o", str(out)]) == 0
+    desc = ET.parse(out).getroot().find(f"{SVG_NS}metadata//{DC_NS}description")
+    got = json.loads(desc.text)
+    assert got["figure"] == "curves" and got["input"] == str(j)
+    assert got["input_signature"] == json.loads(j.read_text(encoding="utf-8"))["signature"]
+
+
+def test_inline_svg_is_the_written_svg_without_its_metadata(profile, tmp_path: Path) -> None:
+    """``svg_text`` (the figures inlined in the HTML report) cuts out exactly the ``<metadata>`` element:
+    the rest equals the SVG file ``save_figure`` writes of the same figure, element for element."""
+    import xml.etree.ElementTree as ET
+
+    from ddpcore.report import plots
+
+    df, sig = plots.load_profile(profile[0])
+    full = tmp_path / "full.svg"
+    plots.save_figure(plots.hist_figure(df, by="domain", signature=sig), full, signature={"k": "v"})
+    inline = plots.svg_text(plots.hist_figure(df, by="domain", signature=sig))
+    assert inline.startswith("<svg") and inline.rstrip().endswith("</svg>")
+    got = ET.fromstring(inline)  # well-formed: no stray piece of the cut
+    assert got.find(f".//{SVG_NS}metadata") is None and "metadata" not in inline
+    ref = ET.parse(full).getroot()
+    ref.remove(ref.find(f"{SVG_NS}metadata"))
+    assert ET.tostring(_bare(got)) == ET.tostring(_bare(ref))
+    # and every figure inlined in the report parses the same way
+    out = tmp_path / "report.html"
+    assert main(["report", str(profile[0]), "-o", str(out)]) == 0
+    blocks = re.findall(r"<svg\b.*?</svg>", out.read_text(encoding="utf-8"), flags=re.S)
+    assert len(blocks) == 2
+    for b in blocks:
+        assert ET.fromstring(b).find(f".//{SVG_NS}metadata") is None
+
+
+def test_the_signature_of_a_pq_profile_is_read(profile, tmp_path: Path) -> None:
+    from ddpcore.report import plots
+
+    pq_file = tmp_path / "ddp.PQ"
+    shutil.copy(profile[0], pq_file)
+    # the reader takes .pq (any case) as Parquet; the signature reader now follows the same rule
+    assert plots.read_signature(pq_file) == SIG
+    assert plots.load_profile(pq_file)[1] == SIG
+
+
 def test_plot_curves(profile, tmp_path: Path) -> None:
     j = stratify_json(profile[0], tmp_path / "strat.json")
     out = tmp_path / "curves.svg"

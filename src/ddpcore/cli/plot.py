@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
             raise DDPUsageError("--by applies to --kind hist/ecdf; the curves follow the stratify --by groups",
                                 code="D673")
         res = plots.load_stratify(args.input)
-        written = plots.write_curves(res, out, title=args.title, max_panels=max_panels, inputs=[args.input])
+        written = plots.write_curves(res, out, title=args.title, max_panels=max_panels, inputs=[args.input],
+                                     signature=plots.figure_signature("curves", args.input, res.get("signature") or {}))
         print(f"ddp plot: {written.note()}", file=sys.stderr)
         return 0
     if str(args.input).lower().endswith(".json") and not str(args.input).lower().endswith(".signature.json"):
@@ -68,6 +69,6 @@ def run(args: argparse.Namespace) -> int:
     make = plots.hist_figure if args.kind == "hist" else plots.ecdf_figure
     fig = make(df, by=args.by, signature=sig, title=args.title)
     what = f"{df.height} segments"
-    plots.save_figure(fig, out)
+    plots.save_figure(fig, out, signature=plots.figure_signature(args.kind, args.input, sig))
     print(f"ddp plot: wrote {out} ({args.kind}, {what})", file=sys.stderr)
     return 0

@@ -66,21 +66,39 @@ def figure_format(path: str | os.PathLike[str], option: str = "-o/--output") -> 
 
 
 def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The run signature of a Parquet output (``{}`` when absent or not Parquet)."""
+    """The run signature of a ``ddp profile`` output: the Parquet metadata, or a text format's
+    ``.signature.json`` sidecar (``{}`` when absent or unreadable). The format is told from the
+    name as :func:`ddpcore.io.tables.read_table` tells it (``.parquet`` and ``.pq``, any case)."""
+    from ..io.outputs import sidecar_path
+    from ..io.tables import detect_format, read_parquet_metadata
+
     p = Path(path)
     try:
-        if p.suffix.lower() == ".parquet":
-            from ..io.tables import read_parquet_metadata
-
+        if detect_format(p) == "parquet":
             raw = read_parquet_metadata(p).get(SIGNATURE_KEY)
         else:
-            from ..io.outputs import sidecar_path
-
             side = sidecar_path(p)
             raw = side.read_text(encoding="utf-8") if side.exists() else None
         return json.loads(raw) if raw else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, DDPUsageError, DDPDataError):
         return {}
+
+
+def figure_signature(kind: str, input_path: str | os.PathLike[str] | None, source: dict[str, Any]) -> dict[str, Any]:
+    """The signature a figure carries: ddpcore version, figure kind, input and the input's own signature."""
+    from .. import __version__
+
+    return {"ddpcore": __version__, "figure": kind, "input": None if input_path is None else str(input_path),
+            "input_signature": source}
+
+
+def _save_metadata(fmt: str, signature: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``savefig(metadata=)``: no date in SVG (reproducible files); the signature as JSON in the SVG
+    ``<metadata>`` (``dc:description``) or in a PNG text chunk ``ddpcore.signature``."""
+    sig = json.dumps(signature, sort_keys=True) if signature is not None else None  # ASCII: PNG text is latin-1
+    if fmt == "svg":
+        return {"Date": None, **({"Description": sig} if sig is not None else {})}
+    return {SIGNATURE_KEY: sig} if sig is not None else None
 
 
 def load_profile(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
@@ -465,7 +483,8 @@ def stale_pages(dest: str | os.PathLike[str], written: Sequence[Path], inputs: S
 
 
 def write_curves(result: dict[str, Any], dest: str | os.PathLike[str], *, title: str | None = None,
-                 max_panels: int = MAX_PANELS, inputs: Sequence[Any] = ()) -> CurvesWritten:
+                 max_panels: int = MAX_PANELS, inputs: Sequence[Any] = (),
+                 signature: dict[str, Any] | None = None) -> CurvesWritten:
     """Draw the curves of a stratify result and write them: to ``dest`` when they fit on one figure,
     else to the pages :func:`page_paths` names (each checked as ``dest`` was, before drawing)."""
     layout = curve_panels(result)
@@ -475,7 +494,7 @@ def write_curves(result: dict[str, Any], dest: str | os.PathLike[str], *, title:
         for d in dests:
             check_file_output("-o/--output", d, list(inputs), FIGURE_FORMATS)
     figs = curves_figures(result, title=title, max_panels=max_panels)
-    save_figures(figs, dests)
+    save_figures(figs, dests, signature=signature)
     removed = stale_pages(dest, dests, inputs)
     for p in removed:  # only once every new page is in place
         p.unlink(missing_ok=True)
@@ -483,9 +502,10 @@ def write_curves(result: dict[str, Any], dest: str | os.PathLike[str], *, title:
                          len(layout.panels), max_panels, layout.split, tuple(removed))
 
 
-def save_figures(figs: list[Any], dests: list[Path], fmt: str | None = None) -> list[Path]:
+def save_figures(figs: list[Any], dests: list[Path], fmt: str | None = None,
+                 signature: dict[str, Any] | None = None) -> list[Path]:
     """Write several figures, each atomically; they appear together (renamed after every one was
-    drawn), and every figure is closed."""
+    drawn), and every figure is closed. ``signature`` is embedded in each (:func:`_save_metadata`)."""
     import contextlib
 
     from ..io.tables import atomic_path
@@ -497,29 +517,32 @@ def save_figures(figs: list[Any], dests: list[Path], fmt: str | None = None) -> 
                 tmp = stack.enter_context(atomic_path(dest))
                 f = fmt or figure_format(dest)
                 with plt.rc_context(RC):
-                    fig.savefig(tmp, format=f, dpi=120, metadata={"Date": None} if f == "svg" else None)
+                    fig.savefig(tmp, format=f, dpi=120, metadata=_save_metadata(f, signature))
     finally:
         for fig in figs:
             plt.close(fig)
     return list(dests)
 
 
-def save_figure(fig: Any, dest: str | os.PathLike[str], fmt: str | None = None) -> Path:
-    """Write ``fig`` atomically (PNG at 120 dpi, or SVG with text as text) and close it."""
+def save_figure(fig: Any, dest: str | os.PathLike[str], fmt: str | None = None,
+                signature: dict[str, Any] | None = None) -> Path:
+    """Write ``fig`` atomically (PNG at 120 dpi, or SVG with text as text) and close it; ``signature``
+    is embedded (SVG ``<metadata>``, PNG text chunk ``ddpcore.signature``)."""
     from ..io.tables import atomic_path
 
     plt = pyplot()
     fmt = fmt or figure_format(dest)
     try:
         with atomic_path(dest) as tmp, plt.rc_context(RC):
-            fig.savefig(tmp, format=fmt, dpi=120, metadata={"Date": None} if fmt == "svg" else None)
+            fig.savefig(tmp, format=fmt, dpi=120, metadata=_save_metadata(fmt, signature))
     finally:
         plt.close(fig)
     return Path(dest)
 
 
 def svg_text(fig: Any) -> str:
-    """``fig`` as an inline ``<svg>`` element (no XML prolog/doctype), for HTML; closes the figure."""
+    """``fig`` as an inline ``<svg>`` element (no XML prolog/doctype, no ``<metadata>``: the report
+    carries the signature itself), for HTML; closes the figure."""
     plt = pyplot()
     buf = io.StringIO()
     try:
@@ -534,7 +557,7 @@ def svg_text(fig: Any) -> str:
 
 
 __all__ = ["MAX_PANELS", "PALETTE", "CurvePanels", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
-           "ecdf_figure", "figure_format", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
+           "ecdf_figure", "figure_format", "figure_signature", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
            "save_figures", "stale_pages", "svg_text", "write_curves"]
 
 
