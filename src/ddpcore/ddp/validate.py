@@ -622,7 +622,9 @@ def _workers_end_on_interrupt() -> Iterator[None]:
                     p.kill()
 
     watcher = None
-    if threading.current_thread() is threading.main_thread() and callable(signal.getsignal(signal.SIGINT)):
+    # only where Ctrl-C means KeyboardInterrupt (a caller's own SIGINT handler may mean something else)
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         r, w = socket.socketpair()
         w.setblocking(False)
         old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
