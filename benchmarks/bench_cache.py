@@ -57,9 +57,9 @@ def test_profile_parsing(benchmark, nlp):
 def test_cached_parse_lookup_litbank(benchmark, nlp, tmp_path):
     if not NOVELS.exists():
         pytest.skip("LitBank novels absent")
-    from ddpcore.ddp.cache import CachedParse
-    from ddpcore.ddp.parse import Parser
-    from ddpcore.ddp.stages import split_units
+    from ddpcore.pipeline.cache import CachedParse
+    from ddpcore.pipeline.parse import Parser
+    from ddpcore.pipeline.stages import split_units
 
     df, _ = litbank_segments(40_000)
     texts = split_units(df["source"]).texts

@@ -80,7 +80,7 @@ def nlp():
 
 @pytest.mark.benchmark(group="parse vs profile (bundled WMT25, 36.8 k words)")
 def test_bare_nlp_pipe(benchmark, wmt25, nlp):
-    from ddpcore.ddp.stages import split_units
+    from ddpcore.pipeline.stages import split_units
 
     texts = split_units(wmt25["source"]).texts
     benchmark.pedantic(lambda: [None for _ in nlp.pipe(texts, batch_size=256)], rounds=3, iterations=1)
@@ -88,6 +88,6 @@ def test_bare_nlp_pipe(benchmark, wmt25, nlp):
 
 @pytest.mark.benchmark(group="parse vs profile (bundled WMT25, 36.8 k words)")
 def test_profile_anchors(benchmark, wmt25, nlp):
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     benchmark.pedantic(profile_anchors, args=(wmt25,), kwargs={"nlp": nlp}, rounds=3, iterations=1)

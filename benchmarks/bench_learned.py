@@ -33,8 +33,8 @@ RULES = ("refined", "learned")
 
 def _parsed_batch(df: Any) -> tuple[Any, Any, Any]:
     from ddpcore.anchors.spacy_extract import _parse_chunk, load_pipeline
-    from ddpcore.ddp import stages
-    from ddpcore.ddp.driver import batches_from_frame, order_segments
+    from ddpcore.pipeline import stages
+    from ddpcore.engines.local import batches_from_frame, order_segments
     from ddpcore.io.segments import ROW, SegmentColumns
     import polars as pl
 
@@ -57,7 +57,7 @@ def wmt25():
 @pytest.mark.parametrize("rules", RULES)
 def test_stages_after_parse(benchmark, wmt25, rules):
     from ddpcore.anchors.rules import get_rules
-    from ddpcore.ddp.stages import RuleArrays, run_stages
+    from ddpcore.pipeline.stages import RuleArrays, run_stages
 
     batch, units, toks = wmt25
     ra = RuleArrays.compile(get_rules(rules))
@@ -76,7 +76,7 @@ def main() -> int:
     import polars as pl
 
     from ddpcore.anchors.spacy_extract import load_pipeline
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     corpora = {"WMT25 source": pl.read_ndjson(BUNDLED)}
     if NOVELS.exists():

@@ -48,8 +48,8 @@ def main() -> None:
         import polars as pl
 
         from ddpcore.anchors.spacy_extract import load_pipeline
-        from ddpcore.ddp.stages import split_units
-        from ddpcore.ddp.profile import profile_anchors
+        from ddpcore.pipeline.stages import split_units
+        from ddpcore.api import profile_anchors
 
         df, words = litbank_segments(args.words)
         nlp = load_pipeline(None)

@@ -42,7 +42,7 @@ def read_gap(path: Path) -> pl.DataFrame:
 
 def predict(gap: pl.DataFrame, rules: str, n_process: int) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Per GAP row: ``pred_A``, ``pred_B`` (bool) and ``pronoun_is_anchor``."""
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     table = gap.select(pl.col("ID").alias("document_id"), pl.lit(0).alias("segment_id"), pl.col("Text").alias("source"))
     run = profile_anchors(table, rules=rules, n_process=n_process)

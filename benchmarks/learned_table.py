@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-import ddpcore.ddp.validate as V
+import ddpcore.gold.validate as V
 from ddpcore import schema
 from ddpcore.io.gold import GENRE, GoldCorpus, read_gold
 
@@ -61,7 +61,7 @@ def _pct(x: float) -> str:
 
 def wmt25_table(n_process: int) -> list[dict[str, Any]]:
     from ddpcore.cli._common import bundled_default
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     res = profile_anchors(bundled_default(), rules="learned", n_process=n_process)
     return res.summary().to_dicts()

@@ -18,7 +18,7 @@ from one repetition to the next, so a single round says little). ``--paired-chun
 table timed on blocks of each corpus, the presets back to back.
 
 The agreement table compares each preset's run with the default's (paper Appendix A.3 via
-``ddpcore.ddp.agree``) and their anchors: entity and pronoun anchors (document, segment, kind,
+``ddpcore.gold.agree``) and their anchors: entity and pronoun anchors (document, segment, kind,
 label, characters) found by only one of the two runs, anchors whose sentence number differs,
 and segments whose DDP differs although every sentence boundary of their document agrees.
 """
@@ -115,8 +115,8 @@ def main() -> None:
     import polars as pl
 
     from ddpcore.anchors.spacy_extract import load_pipeline
-    from ddpcore.ddp.agree import agree
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.gold.agree import agree
+    from ddpcore.api import profile_anchors
     from ddpcore.errors import DDPUsageError
 
     corpora = {"WMT25 source": pl.read_ndjson(BUNDLED)}

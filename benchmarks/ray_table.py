@@ -9,7 +9,7 @@ of ``--repeats`` runs of wall time:
 - ``local``: ``ddp profile IN -o OUT --engine local -j CPUS --no-cache`` (whole process);
 - ``ray``: ``ddp profile IN -o OUT --engine ray -j CPUS`` (whole process: starts a local Ray
   with ``CPUS`` CPUs, ``CPUS`` actors, shuts Ray down);
-- ``ray, Ray running``: :func:`ddpcore.ddp.ray_engine.profile_ray` in a process where
+- ``ray, Ray running``: :func:`ddpcore.engines.ray_engine.profile_ray` in a process where
   ``ray.init(num_cpus=CPUS)`` was already called (actor start and pipeline load included,
   Ray start not).
 
@@ -72,8 +72,8 @@ def main() -> None:
 
     import ray
 
-    from ddpcore.ddp.driver import Settings
-    from ddpcore.ddp.ray_engine import profile_ray
+    from ddpcore.engines.local import Settings
+    from ddpcore.engines.ray_engine import profile_ray
     from ddpcore.io.outputs import check_outputs
     from ddpcore.io.segments import SegmentColumns
 

@@ -53,7 +53,7 @@ def main() -> None:
     args = ap.parse_args()
     from ddpcore.io.wmt_outputs import read_wmt_outputs
     from ddpcore.stats.blindness import blindness
-    from ddpcore.stats.mix import build_mix
+    from ddpcore.curate.mix import build_mix
 
     w24 = args.root / "wmt24-genmt"
     results: dict[str, object] = {}

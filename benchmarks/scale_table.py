@@ -62,7 +62,7 @@ def bare_pipe(path: Path, n_process: int) -> list[str]:
     code = (
         "import sys, polars as pl\n"
         "from ddpcore.anchors.spacy_extract import load_pipeline\n"
-        "from ddpcore.ddp.stages import split_units\n"
+        "from ddpcore.pipeline.stages import split_units\n"
         "if __name__ == '__main__':\n"
         f"    texts = split_units(pl.read_parquet({str(path)!r})['source']).texts\n"
         "    nlp = load_pipeline(None)\n"

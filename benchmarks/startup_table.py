@@ -22,7 +22,7 @@ Alternatives (``-j 2`` unless said):
   background thread (both with the small first chunks).
 
 The alternatives are selected inside the measured process through the module settings they
-differ in (``ddpcore.ddp.run.START_WORKERS_EARLY``, ``ddpcore.ddp.parse.FIRST_CHUNK_CHARS``)
+differ in (``ddpcore.engines.run.START_WORKERS_EARLY``, ``ddpcore.pipeline.parse.FIRST_CHUNK_CHARS``)
 and ``--start-method``. Every output is compared with the ``-j 1`` output (all three tables,
 exact).
 
@@ -33,7 +33,7 @@ in which they took more than ``--others`` of the machine is repeated (up to ``--
 times, then kept and counted). The table reports the medians of the kept runs, how many were
 repeated, and the load average.
 
-Part 2, *start-up alone*: a fresh process creates a :class:`~ddpcore.ddp.parse.Parser` and
+Part 2, *start-up alone*: a fresh process creates a :class:`~ddpcore.pipeline.parse.Parser` and
 parses one short line; wall seconds to the result and CPU seconds of all its processes
 (spawn: two spaCy imports and loads; fork: one), for -j 1 (in-process), spawn and fork.
 
@@ -67,8 +67,8 @@ launched = float(sys.argv[1])
 settings = json.loads(sys.argv[2])
 first = []
 if __name__ == "__main__":
-    import ddpcore.ddp.parse as P
-    import ddpcore.ddp.run as R
+    import ddpcore.pipeline.parse as P
+    import ddpcore.engines.run as R
     R.START_WORKERS_EARLY = settings["early"]
     P.FIRST_CHUNK_CHARS = settings["first_chunk"]
     advance = R.Progress.advance
@@ -166,7 +166,7 @@ STARTUP = '''
 import json, os, sys, time
 t0 = time.perf_counter()
 if __name__ == "__main__":
-    from ddpcore.ddp.parse import Parser
+    from ddpcore.pipeline.parse import Parser
     n, method = int(sys.argv[1]), sys.argv[2]
     parser = Parser(n_process=n, start_method=method)
     parser.start()  # as ddp profile -j N does: every worker starts

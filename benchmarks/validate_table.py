@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import ddpcore.ddp.validate as V
+import ddpcore.gold.validate as V
 import polars as pl
 from ddpcore.io.gold import read_gold
 

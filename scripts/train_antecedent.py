@@ -56,7 +56,7 @@ DEFAULT_OUT = REPO / "src" / "ddpcore" / "anchors" / "data" / "antecedent_weight
 MODEL_VERSION = 2
 C_GRID = (0.01, 0.1, 1.0, 10.0)
 #: below-threshold behaviour per anchor kind (pronoun, name): 0 unlinked (version 1: a pronoun gets
-#: distance 1, a name is a first mention), 1 today's rule's antecedent (ddpcore.ddp.antecedent.FALLBACKS);
+#: distance 1, a name is a first mention), 1 today's rule's antecedent (ddpcore.pipeline.antecedent.FALLBACKS);
 #: names stay unlinked (their rule fallback changed nothing on dev in a first exploration)
 FALLBACK_GRID = ((0, 0), (1, 0))
 #: pronoun abstain levels (0: never; else a pronoun whose best probability is below it is no anchor), <= threshold
@@ -121,10 +121,10 @@ def parse_corpus(corpus: Any, pipeline: str | None, n_process: int) -> tuple[Any
     import polars as pl
 
     from ddpcore import schema
-    from ddpcore.ddp.cache import cache_wrapper
-    from ddpcore.ddp.driver import batches_from_frame, order_segments
-    from ddpcore.ddp.parse import Parser
-    from ddpcore.ddp.stages import split_units
+    from ddpcore.pipeline.cache import cache_wrapper
+    from ddpcore.engines.local import batches_from_frame, order_segments
+    from ddpcore.pipeline.parse import Parser
+    from ddpcore.pipeline.stages import split_units
     from ddpcore.io.gold import GENRE
     from ddpcore.io.segments import ROW, SegmentColumns
 
@@ -204,8 +204,8 @@ def learned_rules() -> Any:
 
 
 def prepare(corpus: Any, pipeline: str | None, n_process: int) -> Prepared:
-    from ddpcore.ddp.antecedent import AntecedentColumns, AntecedentTables, item_attributes
-    from ddpcore.ddp.stages import RuleArrays, RuleTables, find_items, link_entities, number_sentences
+    from ddpcore.pipeline.antecedent import AntecedentColumns, AntecedentTables, item_attributes
+    from ddpcore.pipeline.stages import RuleArrays, RuleTables, find_items, link_entities, number_sentences
 
     batch, units, toks, info = parse_corpus(corpus, pipeline, n_process)
     rules = learned_rules()
@@ -222,7 +222,7 @@ def prepare(corpus: Any, pipeline: str | None, n_process: int) -> Prepared:
 
 def candidates(prep: Prepared, max_sentences: int) -> tuple[Any, np.ndarray]:
     """The candidate matrix and its labels (1: anchor and candidate in one gold chain)."""
-    from ddpcore.ddp.antecedent import AntecedentTables, candidate_features
+    from ddpcore.pipeline.antecedent import AntecedentTables, candidate_features
 
     m = candidate_features(prep.cols, prep.attrs, AntecedentTables.compile(learned_rules()),
                            max_sentences=max_sentences)
@@ -280,7 +280,7 @@ def gold_vector(prep: Prepared) -> np.ndarray:
     """Gold distance (``ddp`` scope, chained) of every segment of the batch, in batch order."""
     import polars as pl
 
-    import ddpcore.ddp.validate as V
+    import ddpcore.gold.validate as V
     from ddpcore import schema
 
     gold = V.compute_gold_distances(prep.corpus, distance=DISTANCE, gold_scope=SCOPE)
@@ -291,7 +291,7 @@ def gold_vector(prep: Prepared) -> np.ndarray:
 
 
 def metrics_of(gold: np.ndarray, ddp__seg: np.ndarray) -> Any:
-    import ddpcore.ddp.validate as V
+    import ddpcore.gold.validate as V
 
     return V.compute_gold_metrics(ddp__seg, gold)
 
@@ -299,7 +299,7 @@ def metrics_of(gold: np.ndarray, ddp__seg: np.ndarray) -> Any:
 def rule_ddp(prep: Prepared, rules_name: str) -> np.ndarray:
     """DDP per segment of a rule-based rule set on the same parse."""
     from ddpcore.anchors.rules import get_rules
-    from ddpcore.ddp.stages import RuleArrays, find_items, link_entities, measure_distances
+    from ddpcore.pipeline.stages import RuleArrays, find_items, link_entities, measure_distances
 
     rules = get_rules(rules_name)
     ra = RuleArrays.compile(rules, has_parser=prep.info["has_parser"])
@@ -309,7 +309,7 @@ def rule_ddp(prep: Prepared, rules_name: str) -> np.ndarray:
 
 
 def learned_ddp(prep: Prepared, link: np.ndarray) -> np.ndarray:
-    from ddpcore.ddp.antecedent import learned_distances
+    from ddpcore.pipeline.antecedent import learned_distances
 
     dist, _ = learned_distances(prep.cols, link, prep.index, prep.batch.n_segments, distance=DISTANCE)
     return dist.ddp__seg
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     import sklearn
 
     from ddpcore import schema
-    from ddpcore.ddp.antecedent import FALLBACKS, MODEL_ROWS, AntecedentModel, feature_layout, score_candidates
+    from ddpcore.pipeline.antecedent import FALLBACKS, MODEL_ROWS, AntecedentModel, feature_layout, score_candidates
     from ddpcore.io.gold import GoldCorpus, read_gold
 
     archive = Path(args.gum)

@@ -16,14 +16,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _LAZY = {
-    "profile": ("ddpcore.ddp.profile", "profile"),
-    "profile_anchors": ("ddpcore.ddp.profile", "profile_anchors"),
-    "ProfileResult": ("ddpcore.ddp.profile", "ProfileResult"),
-    "explain": ("ddpcore.ddp.explain", "explain"),
-    "summarize": ("ddpcore.ddp.profile", "summarize"),
+    "profile": ("ddpcore.api", "profile"),
+    "profile_anchors": ("ddpcore.api", "profile_anchors"),
+    "ProfileResult": ("ddpcore.api", "ProfileResult"),
+    "explain": ("ddpcore.explain", "explain"),
+    "summarize": ("ddpcore.api", "summarize"),
 }
 
 __all__ = ["__version__", *sorted(_LAZY), "stats"]

@@ -27,18 +27,18 @@ class DDPNamespace:
         **kwargs: Any,
     ) -> pl.DataFrame:
         """Segment-level DDP of this frame (one row per row, same order); see ``ddpcore.profile``."""
-        from .ddp.profile import profile
+        from .api import profile
 
         return profile(self._df, text=text, document=document, segment=segment, domain=domain, **kwargs)
 
     def profile_anchors(self, **kwargs: Any) -> Any:
         """Segments, anchors and sentences of this frame; see ``ddpcore.profile_anchors``."""
-        from .ddp.profile import profile_anchors
+        from .api import profile_anchors
 
         return profile_anchors(self._df, **kwargs)
 
     def summarize(self, by: str | None = "domain", document: str = "document_id") -> pl.DataFrame:
         """Per-domain DDP summary of a profiled segment frame (needs a ``ddp`` column)."""
-        from .ddp.profile import summarize
+        from .api import summarize
 
         return summarize(self._df, by=by, document=document)

@@ -5,6 +5,8 @@ sentences, ``ddp`` is always in sentences.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # ---- input table (defaults for the --document/--segment/--text/--domain flags)
 DOCUMENT_ID = "document_id"
 SEGMENT_ID = "segment_id"
@@ -48,4 +50,25 @@ CONDITION = "condition"
 SCORE = "score"
 
 # ---- Parquet file metadata
-SIGNATURE_KEY = "ddpcore.signature"  # key of the JSON signature in every Parquet output's metadata
+#: key of the JSON signature in every Parquet output's schema metadata (text outputs: a sidecar)
+SIGNATURE_KEY = "ddpcore.signature"
+#: Parquet schema metadata key naming the table of a profile output (segments, anchors, sentences, documents)
+TABLE_KEY = "ddpcore.table"
+
+
+@dataclass(frozen=True)
+class SegmentColumns:
+    """Names of the input columns (CLI: --document-col, --segment-col, --text-col, --domain-col)."""
+
+    document: str = "document_id"
+    segment: str = "segment_id"
+    text: str = "source"
+    domain: str = "domain"
+
+    def flags(self) -> dict[str, str]:
+        return {
+            self.document: "--document-col",
+            self.segment: "--segment-col",
+            self.text: "--text-col",
+            self.domain: "--domain-col",
+        }

@@ -11,7 +11,7 @@ exceeds the anchor kind's threshold, otherwise (weights files with ``fallback: r
 candidate today's linking rule picks, or to none.
 
 Entry points (all take flat arrays through two grouped objects, ``cols`` and ``tables``;
-:mod:`ddpcore.ddp.antecedent` builds and checks them):
+:mod:`ddpcore.pipeline.antecedent` builds and checks them):
 
 ``item_attributes``       items + tokens -> per-item syntactic role, quotation, title flags
 ``candidate_features``    -> CSR: ``offsets__anchor`` (n_anchors + 1), ``anchor__anchor``
@@ -24,7 +24,7 @@ Entry points (all take flat arrays through two grouped objects, ``cols`` and ``t
 ``learned_distances``     links -> clusters, per-anchor distances and DDP per sentence/segment
 
 The feature layout (:data:`FEATURES`, :data:`LAYOUT_VERSION`) is the contract with the
-weights file: :func:`ddpcore.ddp.antecedent.load_antecedent_model` refuses a file written for
+weights file: :func:`ddpcore.pipeline.antecedent.load_antecedent_model` refuses a file written for
 another layout. Bump :data:`LAYOUT_VERSION` whenever a feature changes meaning or order.
 The kernels trust their inputs (no bounds checks in release builds); the slow oracle is
 ``tests/antecedent_oracle.py``.

@@ -12,8 +12,8 @@ Array naming: ``X__tok`` is indexed by token, ``X__item`` by item, ``X__doc`` by
 ``offsets__doc`` has ``n_docs + 1`` entries delimiting each document's items.
 
 The kernels are compiled without bounds checks (``setup.py``; ``DDPCORE_DEBUG=1`` turns them
-on): they trust their inputs. The stage functions of :mod:`ddpcore.ddp.stages` build those
-inputs, and :func:`ddpcore.ddp.extract.extract_items` checks the shapes, dtypes and index
+on): they trust their inputs. The stage functions of :mod:`ddpcore.pipeline.stages` build those
+inputs, and :func:`ddpcore.pipeline.extract.extract_items` checks the shapes, dtypes and index
 ranges of ``extract_items``' inputs before calling it. The slow oracles live in
 ``tests/oracle.py``.
 """
@@ -66,9 +66,9 @@ def extract_items(tokens, tables):
     ``tokens`` holds the token columns, each of length ``n_tok`` (attributes ``lower``, ``tag``,
     ``dep``, ``enttype``: uint64 StringStore hashes; ``pos`` int32; ``head`` int64 absolute
     token index; ``iob`` int8; ``unit_start`` uint8), ``tables`` the rule tables of a rule set
-    (:class:`ddpcore.ddp.extract.RuleTables`: hashes from spaCy's StringStore, group bits,
+    (:class:`ddpcore.pipeline.extract.RuleTables`: hashes from spaCy's StringStore, group bits,
     noun compatibility bits and switches). Call it through
-    :func:`ddpcore.ddp.extract.extract_items`, which validates both. Returns a dict of
+    :func:`ddpcore.pipeline.extract.extract_items`, which validates both. Returns a dict of
     item-level arrays:
 
     ``token`` (int64, first token), ``end_token`` (int64, exclusive), ``kind`` (int8: 0

@@ -27,6 +27,7 @@ in full:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from .antecedent_model import AntecedentModel, feature_layout, load_antecedent_model, weights_path
 
 #: pronoun groups, in bit order of the compatibility masks
 GROUPS: tuple[str, ...] = ("MASC_SG", "FEM_SG", "NEUT_SG", "PL")
@@ -164,7 +165,7 @@ class RuleSet:
     #: head-noun chains: 0 none (paper: head nouns never chain), 1 singular person nouns, 2 all
     chain_nouns: int = 0
     #: weights of the trained antecedent scorer (a file name in ddpcore/anchors/data or a path);
-    #: empty: links by rule (ddpcore.ddp.antecedent)
+    #: empty: links by rule (ddpcore.pipeline.antecedent)
     antecedent_model: str = ""
     description: str = ""
 
@@ -253,7 +254,7 @@ def _load_names(min_ratio: float) -> dict[str, int]:
     try:
         import names as names_pkg  # type: ignore[import-untyped]
     except ImportError:
-        from ..errors import DDPUsageError
+        from ..errors import DDPDataError, DDPUsageError
 
         raise DDPUsageError(
             "rule set 'refined-names' needs the package `names` (US census first-name lists, MIT): "
@@ -288,7 +289,26 @@ def get_rules(name: str | RuleSet | None) -> RuleSet:
             raise DDPUsageError(f"unknown rule set {name!r}; choose one of: {', '.join(RULE_SETS)}",
                                 code="D201") from None
     if rules.antecedent_model:
-        from ..ddp.antecedent import model_for
 
         model_for(rules)  # a weights file that does not fit the kernel fails here (D240-D249), before any parse
     return rules
+
+
+_MODELS: dict[tuple[str, int, int], AntecedentModel] = {}
+
+
+def model_for(rules: RuleSet) -> AntecedentModel:
+    """The checked model of ``rules`` (loaded once per file version per process)."""
+    path = weights_path(rules.antecedent_model)
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (str(path), -1, -1)
+    if key not in _MODELS:
+        _, _, labels = feature_layout()
+        if tuple(rules.entity_labels) != labels:
+            raise DDPDataError(f"rule set {rules.name!r}: entity labels {list(rules.entity_labels)} differ from the "
+                               f"antecedent kernel's {list(labels)}; use the default entity labels", code="D245")
+        _MODELS[key] = load_antecedent_model(path)
+    return _MODELS[key]

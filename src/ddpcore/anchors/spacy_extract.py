@@ -1,7 +1,7 @@
 """The spaCy boundary: the only module of ddpcore that imports spaCy.
 
 Texts go in, flat token arrays come out (``Doc.to_array``); no ``Doc`` object leaves a
-worker process. :class:`ddpcore.ddp.parse.Parser` runs the worker functions below in
+worker process. :class:`ddpcore.pipeline.parse.Parser` runs the worker functions below in
 spawned processes (each loading the pipeline once) that return compact numpy arrays.
 """
 from __future__ import annotations
@@ -370,7 +370,7 @@ def _parse_chunk(nlp: Any, texts: Sequence[str], batch_size: int) -> TokenArrays
 
 # ------------------------------------------------------------ time per spaCy component
 #: while set (to a folder), every parse times each spaCy component and writes the totals of its
-#: process to ``<folder>/<pid>.json`` (:func:`ddpcore.ddp.stage_times.record` sets it; worker
+#: process to ``<folder>/<pid>.json`` (:func:`ddpcore.pipeline.stage_times.record` sets it; worker
 #: processes inherit it)
 TIMING_ENV = "DDPCORE_TIMING_DIR"
 #: pseudo-components of the timing table

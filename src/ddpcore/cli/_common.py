@@ -53,7 +53,7 @@ def add_reader_options(p: argparse.ArgumentParser, *, from_signature: bool = Fal
 
 
 def reader_kwargs(args: argparse.Namespace) -> dict[str, object]:
-    """``reader=, docs=, txt_mode=`` of :func:`ddpcore.ddp.sources.iter_input_chunks` from the options."""
+    """``reader=, docs=, txt_mode=`` of :func:`ddpcore.io.sources.iter_input_chunks` from the options."""
     return {"reader": args.reader, "docs": args.docs, "txt_mode": args.txt_mode}
 
 
@@ -102,3 +102,13 @@ def bundled_default() -> str:
     from importlib.resources import files
 
     return str(files("ddpcore") / "data" / "wmt25_en_source.jsonl")
+
+
+def add_budget(p: argparse.ArgumentParser) -> None:
+    b = p.add_argument_group("budget (checked before the long part of the run)")
+    b.add_argument("--max-memory", default=None, metavar="SIZE",
+                   help="refuse (exit 2, D362) when the estimated memory exceeds SIZE, e.g. 8G; default "
+                        "$DDPCORE_MAX_MEMORY or half the physical memory; 0 = no limit")
+    b.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                   help="refuse (exit 2, D363) when the run time, extrapolated from the first block of "
+                        "replicates, exceeds S seconds; default $DDPCORE_MAX_SECONDS or 600; 0 = no limit")

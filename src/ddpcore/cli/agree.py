@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..ddp.agree import agree, format_agreement_text
+    from ..gold.agree import agree, format_agreement_text
 
     result = agree(args.a, args.b, within=args.within, document=args.document_col, segment=args.segment_col,
                    domain=args.domain_col)

@@ -82,9 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="target text (segment length for the span positions); default target_text")
     c.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
                    help="missing score: error (D302) or drop the row (a warning with the count; JSON n_omitted)")
-    from .stats import _add_budget
+    from ._common import add_budget
 
-    _add_budget(p)
+    add_budget(p)
     o = p.add_argument_group("output")
     o.add_argument("-f", "--format", dest="output_format", choices=("json", "text", "markdown"), default="json",
                    help="output on stdout")

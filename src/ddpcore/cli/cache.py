@@ -49,7 +49,7 @@ def _no_action(args: argparse.Namespace) -> int:
 
 
 def _root(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from ..ddp.cache import resolve_cache
+    from ..pipeline.cache import resolve_cache
     from ..errors import DDPUsageError
 
     root = resolve_cache(args.cache if args.cache is not None else True)
@@ -71,7 +71,7 @@ def run_info(args: argparse.Namespace) -> int:
     import json
 
     from ..config import cache_dir_source
-    from ..ddp.cache import cache_summary
+    from ..pipeline.cache import cache_summary
 
     root = _root(args)
     summary = cache_summary(root)
@@ -97,7 +97,7 @@ def run_clear(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from ..ddp.cache import clear_cache
+    from ..pipeline.cache import clear_cache
     from ..errors import DDPUsageError
 
     root = _root(args)

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from ..ddp.explain import explain
+    from ..explain import explain
     from .profile import _write_stdout
 
     # only options given on the command line; the output's recorded signature fills the rest

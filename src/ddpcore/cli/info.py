@@ -91,7 +91,7 @@ def default_pipeline() -> str:
 
 def version_text() -> str:
     """``ddp --version``: ddpcore, spaCy and the default pipeline with its version."""
-    from .. import __version__
+    from .._version import __version__
 
     spacy_v = dist_version("spacy") or "not installed"
     pipe = pipeline_info(default_pipeline())
@@ -164,7 +164,7 @@ def kernel_info() -> dict[str, Any]:
 def collect() -> dict[str, Any]:
     import platform
 
-    from .. import __version__
+    from .._version import __version__
     from ..config import cache_dir, cache_dir_source
 
     versions = {"ddpcore": __version__, "python": platform.python_version()}

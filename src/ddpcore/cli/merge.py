@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..ddp.merge import merge_shards
+    from ..engines.merge import merge_shards
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
 

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from ..io.outputs import check_outputs
     from ..io.tables import write_tables_atomic
     from ..schema import SIGNATURE_KEY
-    from ..scoring import metric_s, read_judgements_lines, summarize
+    from ..stats.metric_s import metric_s, read_judgements_lines, summarize
     from ..stats import json_safe, signature
 
     if args.output:

@@ -1,6 +1,6 @@
 """``ddp mix``: build MIX documents (the counterfactual condition of the ESA blindness study).
 
-The handler calls :func:`ddpcore.stats.mix.build_mix` and writes the MIX table (``-o``) and the
+The handler calls :func:`ddpcore.curate.mix.build_mix` and writes the MIX table (``-o``) and the
 assignment table (``--assignment``) atomically, with the signature (Parquet schema metadata
 ``ddpcore.signature`` or a ``.signature.json`` sidecar). stdout gets a JSON (or text) summary;
 MIX documents shorter than the pool are reported (stderr warning; ``--fail-on infeasible``
@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from ..schema import SIGNATURE_KEY
 
-SIGNATURE_KEY = "ddpcore.signature"
 
 
 def _csv_list(text: str) -> list[str]:
@@ -91,7 +91,7 @@ def run_mix(args: argparse.Namespace) -> int:
         inputs = [args.table]
     targets = check_outputs([("-o/--output", args.output), ("--assignment", args.assignment)], inputs, sidecars=True)
     from ..io.tables import write_tables_atomic
-    from ..stats.mix import build_mix
+    from ..curate.mix import build_mix
 
     if args.reader == "wmt24":
         from ..io.wmt_outputs import read_wmt_outputs

@@ -81,10 +81,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _ray_runner(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """A stand-in for ``profile_to_files`` that runs :func:`ddpcore.ddp.ray_engine.profile_ray`
+    """A stand-in for ``profile_to_files`` that runs :func:`ddpcore.engines.ray_engine.profile_ray`
     (``--batch-chars`` left at its default: the Ray engine sizes batches for its actors)."""
-    from ..ddp.driver import BATCH_CHARS
-    from ..ddp.ray_engine import import_ray, profile_ray
+    from ..engines.local import BATCH_CHARS
+    from ..engines.ray_engine import import_ray, profile_ray
     from ..errors import DDPUsageError
 
     for flag, used in (("--resume", args.resume), ("--shard", args.shard is not None)):
@@ -121,15 +121,15 @@ def run(args: argparse.Namespace) -> int:
     import shlex
     import sys
 
-    from ..ddp import stage_times
+    from ..pipeline import stage_times
     from ..anchors.rules import get_rules
-    from ..ddp.driver import Settings
-    from ..ddp.cache import cache_wrapper, stderr_warn
-    from ..ddp.run import RunInterrupted, profile_to_files
+    from ..engines.local import Settings
+    from ..pipeline.cache import cache_wrapper, stderr_warn
+    from ..engines.run import RunInterrupted, profile_to_files
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
     from ..io.segments import SegmentColumns
-    from ..ddp.profile import summarize
+    from ..api import summarize
 
     source = args.input if args.input is not None else bundled_default()
     if args.batch_chars < 1:

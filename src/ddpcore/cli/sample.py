@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ddp.sample import format_report, parse_bins, sample
-    from ..ddp.select import format_summary
+    from ..curate.sample import format_report, parse_bins, sample
+    from ..curate.select import format_summary
     from ..errors import DDPUsageError
 
     parse_bins(args.bins)

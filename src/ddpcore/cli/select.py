@@ -60,7 +60,7 @@ def cols_from(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """Column names: the flags, else the profile's signature, else the defaults."""
     from pathlib import Path
 
-    from ..ddp.select import profile_columns, read_signature
+    from ..curate.select import profile_columns, read_signature
 
     return profile_columns(read_signature(Path(args.profile)), document=args.document_col,
                            segment=args.segment_col, domain=args.domain_col, text=args.text_col)
@@ -72,7 +72,7 @@ def _check_layout_target(args: argparse.Namespace):  # type: ignore[no-untyped-d
     from pathlib import Path
 
     from ..errors import DDPUsageError
-    from ..io.outputs import _identity, _same
+    from ..io.outputs import file_identity, same_file
 
     out = Path(args.output)
     want = ".jsonl" if args.reader == "wmt25" else ".txt"
@@ -85,21 +85,21 @@ def _check_layout_target(args: argparse.Namespace):  # type: ignore[no-untyped-d
     if not parent.is_dir():
         raise DDPUsageError(f"-o {out}: the folder {parent} does not exist; create it first (mkdir -p {parent})",
                             code="D130")
-    from ..ddp.sources import resolve_docs
+    from ..io.sources import resolve_docs
 
     docs = resolve_docs(args.input, args.reader, args.docs)
     ins = [Path(x) for x in (args.input, args.profile, docs) if x is not None]
     written = [out, out.with_name(out.name + ".signature.json")] + ([out.with_suffix(".docs")] if want == ".txt" else [])
     for w in written:
         for i in ins:
-            if _same(_identity(w), _identity(i)):
+            if same_file(file_identity(w), file_identity(i)):
                 raise DDPUsageError(f"-o {out}: would write {w}, which is the input file {i}; choose another output "
                                     "name", code="D133")
     if args.outputs is not None:
         if args.reader not in ("wmt24", "lines"):
             raise DDPUsageError("--outputs is for --reader wmt24 or lines", code="D645")
         dest = Path(args.outputs_to) if args.outputs_to else out.parent / f"{out.stem}.outputs"
-        if _same(_identity(dest), _identity(Path(args.outputs))):
+        if same_file(file_identity(dest), file_identity(Path(args.outputs))):
             raise DDPUsageError(f"--outputs-to {dest}: is the --outputs folder; the outputs would overwrite "
                                 "themselves, choose another folder", code="D133")
     return out
@@ -109,12 +109,12 @@ def check_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """Check -o before any work: the input's format, not an input, not the profile."""
     from pathlib import Path
 
-    from ..ddp.select import input_format
+    from ..curate.select import input_format
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
-    from ..io.segments import _check_path
+    from ..io.segments import check_input_path
 
-    _check_path(Path(args.input))
+    check_input_path(Path(args.input))
     if getattr(args, "reader", "table") != "table":
         return _check_layout_target(args)
     if args.outputs is not None:
@@ -145,7 +145,7 @@ def emit_summary(args: argparse.Namespace, command: str, text: str, obj: dict) -
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ddp.select import Criteria, format_summary, select
+    from ..curate.select import Criteria, format_summary, select
 
     crit = Criteria(min_ddp=args.min_ddp, max_ddp=args.max_ddp, top_share=args.top_share, level=args.level,
                     domains=tuple(args.domain or ()), with_context=args.with_context)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from ._common import add_budget
 
 READERS = ("table", "esa-wmt23", "wmt24")
 
@@ -51,16 +52,6 @@ class _DeprecatedAlias(argparse.Action):
 def _column(group: Any, new: str, old: str, dest: str, default: str, help: str) -> None:
     group.add_argument(new, dest=dest, default=default, metavar="NAME", help=help)
     group.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, metavar="NAME", help=argparse.SUPPRESS)
-
-
-def _add_budget(p: argparse.ArgumentParser) -> None:
-    b = p.add_argument_group("budget (checked before the long part of the run)")
-    b.add_argument("--max-memory", default=None, metavar="SIZE",
-                   help="refuse (exit 2, D362) when the estimated memory exceeds SIZE, e.g. 8G; default "
-                        "$DDPCORE_MAX_MEMORY or half the physical memory; 0 = no limit")
-    b.add_argument("--max-seconds", type=float, default=None, metavar="S",
-                   help="refuse (exit 2, D363) when the run time, extrapolated from the first block of "
-                        "replicates, exceeds S seconds; default $DDPCORE_MAX_SECONDS or 600; 0 = no limit")
 
 
 def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
@@ -159,7 +150,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="leave a system out of the ranking (repeatable), e.g. refA")
     p.add_argument("--fail-on", choices=("different",), default=None,
                    help="exit 1 when the CI lower bound is below --tau-min (rankings not shown to agree)")
-    _add_budget(p)
+    add_budget(p)
     p.set_defaults(func=run_tau)
 
     # ---- cluster
@@ -191,7 +182,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "system comparison rests on fewer than N paired observations; default 100, 0 = no floor")
     p.add_argument("--fail-on", choices=("different",), default=None,
                    help="with --a/--b: exit 1 when the two conditions cluster the systems differently")
-    _add_budget(p)
+    add_budget(p)
     p.set_defaults(func=run_cluster)
 
     # ---- alpha

@@ -66,9 +66,9 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
     t.add_argument("--confidence", type=float, default=0.95, help="confidence level of the CIs, in (0, 1)")
     t.add_argument("--alpha", type=float, default=0.05, help="significance level (after correction)")
     t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
-    from .stats import _add_budget
+    from ._common import add_budget
 
-    _add_budget(p)
+    add_budget(p)
     o = p.add_argument_group("output")
     o.add_argument("-f", "--format", dest="output_format", choices=FORMATS, default="json", help="output on stdout")
     o.add_argument("--fail-on", choices=("worse", "not-better"), default=None,

@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..ddp.sample import parse_bins
+    from ..curate.sample import parse_bins
     from ..io.outputs import check_outputs
     from ..stats.stratify import dumps, stratify, to_text, to_tsv
 

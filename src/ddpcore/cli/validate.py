@@ -6,7 +6,7 @@ import argparse
 from ._common import HelpFormatter, add_extraction_options
 
 GOLD_FORMATS = ("litbank", "conllu", "conll2012")
-GOLD_SCOPES = ("full", "restricted", "ddp")  # = ddpcore.ddp.validate.GOLD_SCOPES (not imported: keeps --help fast)
+GOLD_SCOPES = ("full", "restricted", "ddp")  # = ddpcore.gold.validate.GOLD_SCOPES (not imported: keeps --help fast)
 OUTPUT_FORMATS = ("json", "text")
 PLOT_EXTENSIONS = (".png", ".pdf", ".svg")
 
@@ -103,7 +103,7 @@ def check_validate_outputs(gold: list[str], over_estimates: str | None, plot: st
     from pathlib import Path
 
     from ..errors import DDPUsageError
-    from ..io.outputs import _identity, _same, check_outputs
+    from ..io.outputs import file_identity, same_file, check_outputs
 
     check_outputs([("--over-estimates", over_estimates)], inputs=gold, formats=("csv", "tsv", "jsonl", "parquet"))
     if not plot:
@@ -122,12 +122,12 @@ def check_validate_outputs(gold: list[str], over_estimates: str | None, plot: st
     if path.is_dir():
         raise DDPUsageError(f"--plot {plot}: is an existing folder; give a file name inside it "
                             f"(e.g. {path / 'validation.png'})", code="D132")
-    me = _identity(path)
+    me = file_identity(path)
     for inp in gold:
-        if _same(me, _identity(Path(inp))):
+        if same_file(me, file_identity(Path(inp))):
             raise DDPUsageError(f"--plot {plot}: this is the input file {inp}; writing it would destroy the input, "
                                 "choose another output name", code="D133")
-    if over_estimates and _same(me, _identity(Path(over_estimates))):
+    if over_estimates and same_file(me, file_identity(Path(over_estimates))):
         raise DDPUsageError(f"--over-estimates and --plot both write {plot}; give each output its own name",
                             code="D134")
 
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from ..ddp.validate import format_validation_text, plot_validation, validate
+    from ..gold.validate import format_validation_text, plot_validation, validate
 
     def warn(message: str) -> None:
         if not args.quiet:

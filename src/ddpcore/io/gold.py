@@ -24,7 +24,7 @@ list; a capitalised head that is not a sentence-initial function word is ``PROP`
 Every mention also records its head token (``head_token``, ``head_text``), found by the rule of
 its format above; LitBank (both forms, no dependencies or POS) takes the word-form head: the last
 token before the first comma, colon, semicolon, ``of``, ``who``, ``which``... of the span. The
-DDP-scope gold (:mod:`ddpcore.ddp.validate`) reads the person of a pronoun from it.
+DDP-scope gold (:mod:`ddpcore.gold.validate`) reads the person of a pronoun from it.
 """
 from __future__ import annotations
 

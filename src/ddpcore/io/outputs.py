@@ -45,7 +45,7 @@ PathArg = Union[str, "os.PathLike[str]"]
 #: formats that can be written (``.gz`` allowed for the text ones)
 ALL_FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
 TEXT_FORMATS = ("csv", "tsv", "jsonl", "json")
-#: suffix of the work folder of a long run (``.<output>.ddp-work``, :func:`ddpcore.ddp.run.work_dir_for`)
+#: suffix of the work folder of a long run (``.<output>.ddp-work``, :func:`ddpcore.engines.run.work_dir_for`)
 WORK_SUFFIX = ".ddp-work"
 #: suffix of the signature sidecar written next to text-format outputs
 SIDECAR_SUFFIX = ".signature.json"
@@ -84,7 +84,7 @@ def sidecar_path(path: PathArg) -> Path:
     return p.with_name(p.name + SIDECAR_SUFFIX)
 
 
-def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
+def file_identity(path: Path) -> tuple[str, tuple[int, int] | None]:
     """(resolved path, (st_dev, st_ino) if the file exists)."""
     try:
         resolved = str(path.resolve(strict=False))
@@ -98,7 +98,7 @@ def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
     return resolved, ino
 
 
-def _same(a: tuple[str, tuple[int, int] | None], b: tuple[str, tuple[int, int] | None]) -> bool:
+def same_file(a: tuple[str, tuple[int, int] | None], b: tuple[str, tuple[int, int] | None]) -> bool:
     return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
 
 
@@ -173,17 +173,17 @@ def check_outputs(
     for inp in inputs:
         if inp is None or str(inp) in ("", STDOUT):
             continue
-        in_ids.append((Path(inp), _identity(Path(inp))))
+        in_ids.append((Path(inp), file_identity(Path(inp))))
     claimed: list[tuple[str, Path, tuple[str, tuple[int, int] | None]]] = []
     for t in targets:
         if t.path is None:
             continue
-        claimed.append((t.option, t.path, _identity(t.path)))
+        claimed.append((t.option, t.path, file_identity(t.path)))
         if sidecars and t.sidecar is not None:
-            claimed.append((f"the signature sidecar of {t.option}", t.sidecar, _identity(t.sidecar)))
+            claimed.append((f"the signature sidecar of {t.option}", t.sidecar, file_identity(t.sidecar)))
     for option, path, ident in claimed:
         for inp, iid in in_ids:
-            if _same(ident, iid):
+            if same_file(ident, iid):
                 raise DDPUsageError(
                     f"{option} {path}: this is the input file {inp}; writing it would destroy the input, "
                     "choose another output name",
@@ -191,7 +191,7 @@ def check_outputs(
                 )
     for i, (opt_a, path_a, id_a) in enumerate(claimed):
         for opt_b, path_b, id_b in claimed[i + 1:]:
-            if _same(id_a, id_b):
+            if same_file(id_a, id_b):
                 same = f"{path_a}" if str(path_a) == str(path_b) else f"{path_a} and {path_b} (the same file)"
                 raise DDPUsageError(
                     f"{opt_a} and {opt_b} both write {same}; one would overwrite the other, "

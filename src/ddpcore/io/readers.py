@@ -3,8 +3,8 @@
 Every reader yields plain segment frames in input order, chunk by chunk, with the columns
 named by :class:`~ddpcore.io.segments.SegmentColumns` (defaults ``document_id``,
 ``segment_id``, ``source``, ``domain``) and, where the format has line numbers, ``line_id``;
-:func:`ddpcore.ddp.sources.iter_input_chunks` dispatches to them and
-:func:`ddpcore.ddp.sources.stage_input` validates the chunks.
+:func:`ddpcore.io.sources.iter_input_chunks` dispatches to them and
+:func:`ddpcore.io.sources.stage_input` validates the chunks.
 
 Readers (``reader=``):
 
@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
-from .tables import _open_binary, _read_block, check_binary, check_text_head, decode_utf8
+from ..schema import SegmentColumns
+from .tables import open_binary, read_block, check_binary, check_text_head, decode_utf8
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from .segments import SegmentColumns
 
 #: the readers of ``--reader``
 READERS = ("table", "wmt24", "wmt25", "lines")
@@ -105,9 +105,9 @@ def iter_line_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[pl.
     line = 1
     offset = 0
     check_text_head(path)  # binary content (NUL bytes) fails before a large block is read
-    with _open_binary(path) as fh:
+    with open_binary(path) as fh:
         while True:
-            block = _read_block(fh, path, block_bytes)
+            block = read_block(fh, path, block_bytes)
             check_binary(block, path, offset)
             offset += len(block)
             data = carry + block

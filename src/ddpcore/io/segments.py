@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
+from ..schema import SegmentColumns
 from .tables import read_table, require_columns
 
 if TYPE_CHECKING:
@@ -26,22 +27,6 @@ if TYPE_CHECKING:
 ROW = "__row"
 
 
-@dataclass(frozen=True)
-class SegmentColumns:
-    """Names of the input columns (CLI: --document-col, --segment-col, --text-col, --domain-col)."""
-
-    document: str = "document_id"
-    segment: str = "segment_id"
-    text: str = "source"
-    domain: str = "domain"
-
-    def flags(self) -> dict[str, str]:
-        return {
-            self.document: "--document-col",
-            self.segment: "--segment-col",
-            self.text: "--text-col",
-            self.domain: "--domain-col",
-        }
 
 
 def read_text_folder(folder: Path, cols: SegmentColumns) -> pl.DataFrame:
@@ -79,7 +64,7 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     if name is None:
         name = source if isinstance(source, (str, os.PathLike)) else "<table>"
     if isinstance(source, (str, os.PathLike)):
-        _check_path(Path(source))
+        check_input_path(Path(source))
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         df = read_text_folder(Path(source), cols)
     else:
@@ -90,7 +75,7 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
         raise DDPDataError(f"{name}: the table has no rows", code="D106")
     required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
     require_columns(df, required, name, flags=cols.flags())
-    df = _check_id_types(df, cols, name, row_offset)
+    df = check_id_types(df, cols, name, row_offset)
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     df = df.with_row_index(ROW, offset=row_offset)
@@ -138,7 +123,7 @@ def check_unique_ids(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> None:
         )
 
 
-def _check_path(path: Path) -> None:
+def check_input_path(path: Path) -> None:
     """Refuse a missing path or a symbolic-link loop with a clear D102 (before the extension check)."""
     try:
         os.stat(path)
@@ -157,7 +142,7 @@ def _check_path(path: Path) -> None:
 _INT64_MAX = 2**63 - 1
 
 
-def _check_id_types(df: pl.DataFrame, cols: SegmentColumns, name: Any, row_offset: int = 0) -> pl.DataFrame:
+def check_id_types(df: pl.DataFrame, cols: SegmentColumns, name: Any, row_offset: int = 0) -> pl.DataFrame:
     """Ids must be integers within 64 bits, or text: nested/binary ids (D108) and integers beyond
     the 64-bit range (D107) are refused naming the column, the row and the value."""
     import polars as pl

@@ -45,7 +45,7 @@ def detect_format(path: Path) -> str:
     )
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -127,8 +127,8 @@ def check_binary(data: bytes, path: Path, offset: int = 0) -> None:
 def check_text_head(path: Path) -> None:
     """Look at the first :data:`HEAD_BYTES` of a text table before reading it (within a millisecond
     even for a huge file): binary content is D730/D731 (:func:`check_binary`)."""
-    with _open_binary(path) as fh:
-        head = _read_block(fh, path, HEAD_BYTES)
+    with open_binary(path) as fh:
+        head = read_block(fh, path, HEAD_BYTES)
     check_binary(head, path)
 
 
@@ -282,9 +282,9 @@ def check_delimited(data: bytes, fmt: str, path: Path) -> bool:
 def _blocks(path: Path, block_bytes: int) -> Iterator[tuple[bytes, int]]:
     """``(block, byte offset)`` of a file (``.gz``: decompressed), the last block empty."""
     offset = 0
-    with _open_binary(path) as fh:
+    with open_binary(path) as fh:
         while True:
-            block = _read_block(fh, path, block_bytes)
+            block = read_block(fh, path, block_bytes)
             yield block, offset
             offset += len(block)
             if not block:
@@ -349,7 +349,7 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
         except Exception as exc:  # polars raises several exception types here
             raise DDPDataError(f"{path}: not a readable Parquet file ({exc})", code="D103") from None
     check_text_head(path)
-    data = _read_bytes(path)
+    data = read_bytes(path)
     check_binary(data, path)
     text = decode_utf8(data, path)
     if not text.strip():
@@ -452,7 +452,7 @@ def _max_depth() -> int:
 JSONL_CHUNK_BYTES = 16 << 20
 
 
-def _open_binary(path: Path) -> Any:
+def open_binary(path: Path) -> Any:
     try:
         return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
     except FileNotFoundError:
@@ -463,7 +463,7 @@ def _open_binary(path: Path) -> Any:
         raise DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D102") from None
 
 
-def _read_block(fh: Any, path: Path, size: int) -> bytes:
+def read_block(fh: Any, path: Path, size: int) -> bytes:
     try:
         return fh.read(size)
     except (EOFError, OSError, zlib.error) as exc:
@@ -474,7 +474,7 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
                       chunk_bytes: int | None = None) -> Iterator[tuple[pl.DataFrame, None]]:
     """Read a JSON Lines file (``.gz`` allowed) in blocks of whole lines, without holding the
     file in memory; yields ``(frame, None)`` per block (the ``None`` fits
-    :func:`ddpcore.ddp.sources.iter_input_chunks`). Each block is parsed by polars; a block
+    :func:`ddpcore.io.sources.iter_input_chunks`). Each block is parsed by polars; a block
     polars refuses is parsed again line by line to name the bad line (as :func:`read_table` does).
     ``chunk_rows`` is accepted for symmetry and ignored: blocks are ``chunk_bytes`` large.
     """
@@ -486,9 +486,9 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
     seen_rows = False
     offset = 0
     check_text_head(path)  # binary content fails within a millisecond, before a large block is read
-    with _open_binary(path) as fh:
+    with open_binary(path) as fh:
         while True:
-            block = _read_block(fh, path, size)
+            block = read_block(fh, path, size)
             check_binary(block, path, offset)
             offset += len(block)
             data = carry + block
@@ -529,8 +529,8 @@ def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000) -> Iterator[
     import polars as pl
 
     sep = "," if fmt == "csv" else "\t"
-    with _open_binary(path) as fh:  # existence, permissions, gzip and UTF-8 of the first block
-        head = _read_block(fh, path, HEAD_BYTES)
+    with open_binary(path) as fh:  # existence, permissions, gzip and UTF-8 of the first block
+        head = read_block(fh, path, HEAD_BYTES)
     check_binary(head, path)
     decode_utf8(head[: head.rfind(b"\n") + 1] if b"\n" in head else head, path)
     if not head.strip():

@@ -55,7 +55,7 @@ def _num(v: Any, digits: int = 1) -> str:
 
 
 def summary_table(df: pl.DataFrame, signature: dict[str, Any]) -> str:
-    from ..ddp.profile import summarize
+    from ..api import summarize
 
     cols = signature.get("columns", {}) or {}
     dom = cols.get("domain") or S.DOMAIN

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
+from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
     import polars as pl
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 #: Okabe & Ito (2008), black moved last and yellow (low contrast on white) next to last
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 FIGURE_FORMATS = ("png", "svg")
-SIGNATURE_KEY = "ddpcore.signature"
 INSTALL_HINT = "pip install 'ddpcore[plot]'"
 RC = {
     "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9,
@@ -86,7 +86,7 @@ def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def figure_signature(kind: str, input_path: str | os.PathLike[str] | None, source: dict[str, Any]) -> dict[str, Any]:
     """The signature a figure carries: ddpcore version, figure kind, input and the input's own signature."""
-    from .. import __version__
+    from .._version import __version__
 
     return {"ddpcore": __version__, "figure": kind, "input": None if input_path is None else str(input_path),
             "input_signature": source}
@@ -566,7 +566,7 @@ def check_file_output(option: str, path: str | os.PathLike[str], inputs: list[An
     """Check a figure/HTML output before any work, as :func:`ddpcore.io.outputs.check_outputs` does for
     tables: the extension (D672), not an existing folder (D676), the parent folder exists and is
     writable (D677), and it is not one of the inputs (D678; same resolved path or same inode)."""
-    from ..io.outputs import _identity, _same
+    from ..io.outputs import file_identity, same_file
 
     p = Path(path)
     if str(path) == "-":
@@ -585,11 +585,11 @@ def check_file_output(option: str, path: str | os.PathLike[str], inputs: list[An
     if not os.access(parent, os.W_OK | os.X_OK):
         raise DDPUsageError(f"{option} {p}: the folder {parent} is not writable; choose another folder",
                             code="D677")
-    me = _identity(p)
+    me = file_identity(p)
     for inp in inputs:
         if inp is None or str(inp) in ("", "-"):
             continue
-        if _same(me, _identity(Path(inp))):
+        if same_file(me, file_identity(Path(inp))):
             raise DDPUsageError(f"{option} {p}: this is the input file {inp}; writing it would destroy the input, "
                                 "choose another output name", code="D678")
     return p

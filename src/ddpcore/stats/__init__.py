@@ -16,7 +16,6 @@ numpy, scipy and polars load only when a function is first used. Public API::
     score_recoverability_r2, ols_r2                            ddpcore.stats.spans
     annotation_time_per_segment                                ddpcore.stats.timing
     compare_systems, CompareResult                             ddpcore.stats.compare
-    build_mix, MixResult                                       ddpcore.stats.mix
     blindness, BlindnessResult                                 ddpcore.stats.blindness
     tost_power, tost_n_needed, t_test_power, t_test_mdd        ddpcore.stats.power
     binom_test, sign_test, BinomTestResult                     ddpcore.stats.binom
@@ -83,7 +82,7 @@ _EXPORTS: dict[str, str] = {
     # every system against a baseline (paired bootstrap + approximate randomization)
     "compare_systems": "compare", "CompareResult": "compare",
     # MIX documents, blindness battery, power (issue 10)
-    "build_mix": "mix", "MixResult": "mix", "blindness": "blindness", "BlindnessResult": "blindness",
+    "blindness": "blindness", "BlindnessResult": "blindness",
     "tost_power": "power", "tost_n_needed": "power", "t_test_power": "power", "t_test_mdd": "power",
     # scores stratified by DDP (issue 9)
     "stratify": "stratify",

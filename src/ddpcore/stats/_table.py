@@ -18,10 +18,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import __version__
+from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from .columns import LONG_TABLE_ROLES, TableColumns, resolve_columns
+from ..signature import json_safe, signature  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -52,18 +53,6 @@ SCORE_B = "score_b"
 NanPolicy = Literal["raise", "omit"]
 
 
-def signature(method: str, **options: Any) -> dict[str, Any]:
-    """Return the reproducibility signature recorded by every result.
-
-    ``{"ddpcore": <version>, "method": <method>, **options}`` with JSON-safe values
-    (see :func:`json_safe`).
-    """
-    sig: dict[str, Any] = {"ddpcore": __version__, "method": method}
-    for key, value in options.items():
-        sig[key] = json_safe(value)
-    return sig
-
-
 def result_to_dict(result: Any, include_replicates: bool = False) -> dict[str, Any]:
     """JSON-safe dict of a frozen ``...Result`` dataclass; its ``replicates`` array (often
     10,000+ values) is included only on request."""
@@ -73,30 +62,6 @@ def result_to_dict(result: Any, include_replicates: bool = False) -> dict[str, A
     if include_replicates:
         d["replicates"] = result.replicates
     return json_safe(d)
-
-
-def json_safe(value: Any) -> Any:
-    """Convert numpy scalars/arrays and tuples to Python values; NaN -> ``None``, +-inf -> ``"inf"``/``"-inf"``."""
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy is a hard dependency
-        np = None  # type: ignore[assignment]
-    if np is not None:
-        if isinstance(value, np.ndarray):
-            return [json_safe(v) for v in value.tolist()]
-        if isinstance(value, np.generic):
-            value = value.item()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def check_nan_policy(nan_policy: str) -> None:

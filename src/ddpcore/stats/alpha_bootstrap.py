@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DDPDataError, DDPUsageError
-from . import _budget
+from . import budget as _budget
 from ._table import json_safe, signature
 from .agreement import LEVELS, ReliabilityData, krippendorff_alpha
 
@@ -153,7 +153,7 @@ def krippendorff_alpha_bootstrap(
     alpha_min : sequence of float
         Thresholds for ``p_below`` (share of replicates with alpha below each).
     max_memory, max_seconds
-        Resampling budget (see ``ddpcore.stats._budget``).
+        Resampling budget (see ``ddpcore.stats.budget``).
     """
     point = krippendorff_alpha(reliability_data, level=level)  # type: ignore[arg-type]  # validates
     if level not in LEVELS or level == "ratio":

@@ -203,7 +203,7 @@ def blindness(
     threads : OpenMP threads of the tau and span resampling kernels; results are identical for any
         value. Default 1: on a busy 2-core machine two threads were 3-9x slower (spin-waiting at the
         block barriers) and used 3-4x the CPU time; ``None`` or 0 = the OpenMP default.
-    max_memory, max_seconds : budget of the whole battery (:mod:`ddpcore.stats._budget`; bytes or
+    max_memory, max_seconds : budget of the whole battery (:mod:`ddpcore.stats.budget`; bytes or
         "8G", seconds; 0 = no limit). Each resampling part (tau, the two clusterings, the span
         rate) may use the time left divided by the parts left; over it, D363 names the flag
         (``--n-boot`` / ``--n-boot-cluster``) and the count that fits; memory over the limit: D362.
@@ -219,7 +219,7 @@ def blindness(
 
     import polars as pl
 
-    from . import _budget
+    from . import budget as _budget
     from .bootstrap import bootstrap_tau
     from .clustering import cluster_systems, compare_clusters
     from .power import tost_power_analysis

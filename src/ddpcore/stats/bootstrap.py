@@ -34,7 +34,7 @@ Replicates are computed in blocks of bounded size (a few million additions each)
 does not grow with ``n_boot`` beyond what a function keeps per replicate (8 bytes per tau
 replicate, the full matrix for :func:`resample_sums`). Before allocating, every entry point
 estimates its memory and, after the first block, its run time; over the limits
-(``max_memory``, ``max_seconds``, see :mod:`ddpcore.stats._budget`) it stops with D362 /
+(``max_memory``, ``max_seconds``, see :mod:`ddpcore.stats.budget`) it stops with D362 /
 D363 and says which ``n_boot`` fits.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from . import _budget
+from . import budget as _budget
 from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_long_table, signature
 from .columns import TableColumns, resolve_columns
 
@@ -144,7 +144,7 @@ def resample_sums(
     threads
         OpenMP threads (default: ``OMP_NUM_THREADS`` or all cores). Results do not depend on it.
     max_memory, max_seconds
-        Budget (bytes or "8G"; seconds; 0 = no limit; defaults in :mod:`ddpcore.stats._budget`):
+        Budget (bytes or "8G"; seconds; 0 = no limit; defaults in :mod:`ddpcore.stats.budget`):
         over it -> D362 (memory, checked before allocating) / D363 (time, extrapolated from
         the first block of replicates).
 
@@ -485,7 +485,7 @@ def bootstrap_tau(
     exclude_systems
         Systems left out of the ranking (e.g. the human reference).
     max_memory, max_seconds
-        Budget (see :mod:`ddpcore.stats._budget`): about 10 bytes per replicate are kept
+        Budget (see :mod:`ddpcore.stats.budget`): about 10 bytes per replicate are kept
         (the tau replicates and a tie flag) plus bounded blocks; over ``max_memory`` -> D362
         before any work, an estimated run time over ``max_seconds`` -> D363 after the first
         block.

@@ -78,7 +78,7 @@ import numpy.typing as npt
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from . import _budget
+from . import budget as _budget
 from ._table import check_single_condition, factorize, json_safe, load_long_table, signature
 from .columns import TableColumns, resolve_columns
 
@@ -899,7 +899,7 @@ def cluster_systems(
         work for one release (``DeprecationWarning``).
     nan_policy : "raise" (default) or "omit" rows with a missing score
     progress : show a tqdm bar on stderr for the resampling methods
-    max_memory, max_seconds : budget of the resampling methods (see :mod:`ddpcore.stats._budget`):
+    max_memory, max_seconds : budget of the resampling methods (see :mod:`ddpcore.stats.budget`):
         memory is bounded (blocks), an estimated run time over ``max_seconds`` (measured on the
         first block) stops with D363 before the long part
     min_pairs : paired methods (wmt25, wmt24, permutation): floor of paired observations per

@@ -57,7 +57,7 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from . import _budget
+from . import budget as _budget
 from .columns import TableColumns, resolve_columns
 
 if TYPE_CHECKING:
@@ -405,7 +405,7 @@ def compare_arrays(
         Explicit bootstrap draws (n_boot, n_units) and AR keep masks (n_ar, n_units); they
         replace the seeded generators (and fix ``n_boot`` / ``n_ar`` to their row counts).
     max_memory, max_seconds
-        Budget (:mod:`ddpcore.stats._budget`): the bootstrap keeps every replicate (about
+        Budget (:mod:`ddpcore.stats.budget`): the bootstrap keeps every replicate (about
         ``8 * (n_cols + 6 * n_metrics * n_systems)`` bytes each), checked before allocating
         (D362); a short pilot of each generator is timed and a run whose extrapolated time is
         over ``max_seconds`` stops with D363 before the long part.

@@ -341,7 +341,7 @@ def boundary_rate_difference(
     confidence
         Percentile interval level (``numpy.percentile``, linear).
     max_memory, max_seconds
-        Budget of the resampling (D362 / D363, see :mod:`ddpcore.stats._budget`).
+        Budget of the resampling (D362 / D363, see :mod:`ddpcore.stats.budget`).
     """
     import polars as pl
 

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from .. import schema as S
 from ..errors import DDPDataError, DDPUsageError
 from ._table import MAX_ABS_SCORE
@@ -193,7 +193,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
              max_unjoined: float = MAX_UNJOINED, allow_partial_join: bool = False) -> _Prepared:
     import polars as pl
 
-    from ..ddp.select import profile_columns, read_signature
+    from ..io.profiles import profile_columns, read_signature
 
     ppath = Path(profile)
     if not ppath.exists():
@@ -538,7 +538,7 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
     ``{"groups": [...], ("gaps": [...],) "signature": {...}}`` described in the module docstring."""
     import polars as pl
 
-    from ..ddp.sample import parse_bins
+    from .bins import parse_bins
 
     edges = np.asarray(parse_bins(list(bins) if not isinstance(bins, str) else bins), dtype=np.float64)
     score_cols = [score_col] if isinstance(score_col, str) else list(score_col)

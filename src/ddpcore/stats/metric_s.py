@@ -64,7 +64,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import DDPDataError, DDPUsageError
+from ..errors import DDPDataError, DDPUsageError
 
 Mapping = Literal["code", "paper"]
 DIMENSIONS = ("accuracy", "fluency", "appropriateness")

@@ -52,8 +52,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DDPDataError, DDPUsageError
-from . import _budget
-from ._table import json_safe, signature
+from ..stats import budget as _budget
+from ..signature import json_safe, signature
 
 if TYPE_CHECKING:
     import polars as pl

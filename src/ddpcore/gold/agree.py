@@ -18,11 +18,11 @@ import numpy as np
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._correlation import correlation
+from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
     import polars as pl
 
-SIGNATURE_KEY = "ddpcore.signature"
 ALL_DOMAINS = "all"
 
 

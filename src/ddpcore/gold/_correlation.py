@@ -1,6 +1,6 @@
 """Correlation of DDP with a reference series (gold distances, another run), ``None`` when undefined.
 
-Shared by :mod:`ddpcore.ddp.validate` and :mod:`ddpcore.ddp.agree` (so that ``agree`` does not
+Shared by :mod:`ddpcore.gold.validate` and :mod:`ddpcore.gold.agree` (so that ``agree`` does not
 import ``validate``). The coefficients come from :mod:`ddpcore.stats.correlation`, the one
 implementation of Pearson and Spearman in ddpcore (checked against ``scipy.stats`` there:
 Spearman equal, Pearson within a few units in the last place, never visible in the 3-decimal

@@ -134,7 +134,7 @@ def chunk_bounds(lengths: np.ndarray, n_process: int, chunk_chars: int | None = 
     return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 
 
-def _check_available(pipeline: str | None) -> None:
+def check_available(pipeline: str | None) -> None:
     """Raise the loader's own error for a pipeline that is not installed, without loading it."""
     import importlib.util
 
@@ -221,7 +221,7 @@ class Parser:
         not installed fails here, with its own message."""
         if self.n_process <= 1 or self._pool is not None:
             return
-        _check_available(self.pipeline)
+        check_available(self.pipeline)
         if self.start_method == "spawn":
             pool = self._ensure_pool()
             for _ in range(self.n_process):  # one task per worker: each submit starts a process
@@ -283,7 +283,7 @@ class Parser:
                 import multiprocessing as mp
                 from concurrent.futures import ProcessPoolExecutor
 
-                _check_available(self.pipeline)  # a bad name fails with its own message, not a dead pool
+                check_available(self.pipeline)  # a bad name fails with its own message, not a dead pool
                 if self.start_method == "spawn":
                     self._pool = ProcessPoolExecutor(
                         max_workers=self.n_process, mp_context=mp.get_context("spawn"), initializer=_worker_init,

@@ -8,7 +8,7 @@ its inputs are checked here, in Python, before it runs:
   bits and switches the kernel reads (:meth:`RuleTables.compile`);
 * :func:`extract_items` — validates both and runs the kernel.
 
-The stage :func:`ddpcore.ddp.stages.find_items` is the usual caller.
+The stage :func:`ddpcore.pipeline.stages.find_items` is the usual caller.
 """
 from __future__ import annotations
 
@@ -28,10 +28,11 @@ from ..anchors.rules import (
     RuleSet,
     first_name_genders,
 )
+from .arrays import check_array as _check_array
 
 if TYPE_CHECKING:
     from ..anchors.spacy_extract import TokenArrays
-    from .stages import TokenIndex
+    from .arrays import TokenIndex
 
 #: item arrays returned by :func:`extract_items`, each of shape ``(n_items,)``, with their dtypes
 ITEM_DTYPES: dict[str, type[np.generic]] = {
@@ -51,19 +52,6 @@ class Items(dict):  # type: ignore[type-arg]
                           DeprecationWarning, stacklevel=2)
             return self["last_token_key"]
         raise KeyError(name)
-
-
-def _check_array(owner: str, name: str, value: Any, dtype: type[np.generic]) -> int:
-    """Check one 1-d, C-contiguous array of ``dtype``; return its length."""
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{owner}.{name} must be a numpy array of {np.dtype(dtype)}, got {type(value).__name__}")
-    if value.dtype != dtype:
-        raise TypeError(f"{owner}.{name} must have dtype {np.dtype(dtype)}, got {value.dtype}")
-    if value.ndim != 1:
-        raise ValueError(f"{owner}.{name} must be 1-d, got shape {value.shape}")
-    if not value.flags.c_contiguous:
-        raise ValueError(f"{owner}.{name} must be C-contiguous (np.ascontiguousarray)")
-    return int(value.shape[0])
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """``ddp merge``: rebuild the outputs of an unsharded run from the shards of ``ddp profile --shard i/N``.
 
 Each shard holds whole documents (documents are hashed to shards by their id,
-:func:`ddpcore.ddp.run.shard_of_documents`, before batches are cut), so merging is ordering:
+:func:`ddpcore.engines.run.shard_of_documents`, before batches are cut), so merging is ordering:
 segments by ``input_row`` (input order), anchors, sentences and documents (``--documents``, one
-row per document, :mod:`ddpcore.ddp.documents`) by ``document_first_row`` (the document order of
+row per document, :mod:`ddpcore.pipeline.documents`) by ``document_first_row`` (the document order of
 an unsharded run: documents by first appearance), keeping each shard's own order within a
 document. A document's row is therefore complete in its one shard and is copied, not recomputed;
 a document found in two documents shards is refused (D187). Documents shards written before they
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DDPDataError, DDPUsageError
+from ..schema import SIGNATURE_KEY
+from ..schema import TABLE_KEY
 
-SIGNATURE_KEY = "ddpcore.signature"
-TABLE_KEY = "ddpcore.table"
 #: settings that must agree between shards (everything but the shard and the run's own counts)
 _VARYING = {"shard", "batches", "n_process", "cache"}
 
@@ -92,7 +92,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
     """
     import polars as pl
 
-    from .run import INPUT_DIGEST, SHARD_DOC_ROW, SHARD_ROW, _Sink
+    from .run import INPUT_DIGEST, SHARD_DOC_ROW, SHARD_ROW, Sink
 
     first: Path | None = None
     by_role: dict[str, dict[int, Path]] = {}
@@ -172,10 +172,10 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
             if target.path is None:
                 import sys
 
-                sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
+                sink = Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
             else:
                 assert outs is not None
-                sink = _Sink(outs.temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
+                sink = Sink(outs.temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
             sink.write(merged)
             sink.close(empty_schema=merged.schema)
             if target.sidecar is not None:

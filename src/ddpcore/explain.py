@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import schema
-from ..errors import DDPDataError
-from ..io.segments import ROW, SegmentColumns
-from .profile import SIGNATURE_KEY, profile_anchors
+from . import schema
+from .errors import DDPDataError
+from .io.segments import ROW, SegmentColumns
+from .api import profile_anchors
+from .schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
     import polars as pl
@@ -102,7 +103,7 @@ def _recorded_input(output: Any, sig: dict[str, Any], table: pl.DataFrame, cols:
     output's own rows of ``document`` (the same segment ids)."""
     import polars as pl
 
-    from .sources import read_input
+    from .io.sources import read_input
 
     name = sig.get("input")
     where = _locate(str(name), output) if name and name != "<table>" else None
@@ -136,7 +137,7 @@ def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = N
 
     ``source`` is an input (a segment table or ``.txt`` folder, or any input of a ``reader=``:
     ``"wmt24"``/``"lines"`` with ``docs=``, ``"wmt25"``; ``txt_mode=`` for folders, as
-    :func:`ddpcore.ddp.sources.read_input`), or an output of ``ddp profile``: a Parquet file
+    :func:`ddpcore.io.sources.read_input`), or an output of ``ddp profile``: a Parquet file
     (signature in its metadata) or a CSV/TSV/JSONL/JSON file with its ``<file>.signature.json``
     sidecar. The recorded signature supplies the distance mode, rules, pipeline, column names
     and reader settings not given in ``kwargs`` (``document=``, ``segment=``, ``text=``,
@@ -166,8 +167,8 @@ def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = N
                         "columns)")
     document, segment = document_id, segment_id
 
-    from ..io.outputs import sidecar_path
-    from ..io.tables import read_parquet_metadata, read_table
+    from .io.outputs import sidecar_path
+    from .io.tables import read_parquet_metadata, read_table
 
     opts = {k: v for k, v in kwargs.items() if v is not None}
     table: Any = source
@@ -210,7 +211,7 @@ def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = N
     opts = {k: v for k, v in opts.items() if v is not None}
     doc_col = opts.get("document", schema.DOCUMENT_ID)
     seg_col = opts.get("segment", schema.SEGMENT_ID)
-    from .sources import read_input
+    from .io.sources import read_input
 
     cols = SegmentColumns(doc_col, seg_col, opts.get("text", schema.SOURCE), opts.get("domain", schema.DOMAIN))
     if sig is not None and cols.text not in table.columns:

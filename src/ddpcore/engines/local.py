@@ -1,8 +1,8 @@
 """The local driver: batches of whole documents through the stages, one batch at a time.
 
 :func:`iter_profile` is the one loop every engine shares: for each :class:`Batch` it splits
-the segment texts into parse units, parses them (:class:`~ddpcore.ddp.parse.Parser`), runs
-the array stages (:func:`~ddpcore.ddp.stages.run_stages`) and yields the batch's three
+the segment texts into parse units, parses them (:class:`~ddpcore.pipeline.parse.Parser`), runs
+the array stages (:func:`~ddpcore.pipeline.stages.run_stages`) and yields the batch's three
 tables. Batches hold whole documents, so every result of a batch (sentence numbers,
 entity ids, distances) is the same whatever the batching.
 """
@@ -17,9 +17,9 @@ import numpy as np
 from ..anchors.rules import RuleSet, get_rules
 from ..errors import DDPDataError
 from ..io.segments import ROW, SegmentColumns
-from .parse import Parser
-from .stage_times import stage
-from .stages import DOC, Batch, RuleArrays, Units, run_stages, split_units
+from ..pipeline.parse import Parser
+from ..pipeline.stage_times import stage
+from ..pipeline.stages import DOC, Batch, RuleArrays, Units, run_stages, split_units
 
 if TYPE_CHECKING:
     import polars as pl

@@ -1,7 +1,7 @@
 """The DDP pipeline as stages over one batch of whole documents.
 
 Every stage is a plain function over flat arrays; the local driver
-(:mod:`ddpcore.ddp.driver`) and the distributed engine run the same functions in the
+(:mod:`ddpcore.engines.local`) and the distributed engine run the same functions in the
 same order::
 
     split_units      segment texts            -> parse units (lines)          Units
@@ -11,7 +11,7 @@ same order::
     link_entities    items                    -> entity ids                   Entities
     measure_distances items + entities        -> distances, DDP               Distances
       (rule set with a trained scorer: link_learned scores candidates, links and measures instead;
-       ddpcore.ddp.antecedent)
+       ddpcore.pipeline.antecedent)
     build_tables     all of the above         -> segments, anchors, sentences polars frames
 
 Shapes use thinc-style axis suffixes where they help: ``__seg`` (segments of the batch),
@@ -35,95 +35,12 @@ from ..anchors.rules import FEM_SG, GROUP_NAMES, KIND_NAMES, MASC_SG, RuleSet
 from ..io.segments import ROW, SegmentColumns
 from .extract import RuleTables, TokenColumns, extract_items, refinement_tables, rule_tables  # noqa: F401
 from .stage_times import timed_stage
+from .arrays import DOC, Batch, Distances, Entities, TokenIndex, Units  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     import polars as pl
 
     from ..anchors.spacy_extract import TokenArrays
-
-#: batch-local document ordinal column (0..n_docs-1, non-decreasing over the batch)
-DOC = "__doc"
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Whole documents: ``frame`` has ``ROW``, ``DOC`` and the input columns, rows sorted
-    by document then segment; ``cols`` names the input columns."""
-
-    frame: pl.DataFrame
-    cols: SegmentColumns
-
-    @property
-    def n_segments(self) -> int:
-        return self.frame.height
-
-    @property
-    def seg_doc(self) -> np.ndarray:
-        """(n_seg,) int64 batch-local document ordinal of each segment (non-decreasing)."""
-        return self.frame[DOC].to_numpy().astype(np.int64)
-
-
-@dataclass(frozen=True)
-class Units:
-    """Parse units: the stripped non-empty lines of every segment (a line break ends a sentence).
-
-    ``seg__unit`` (n_units,) int64 segment ordinal in the batch; ``offset__unit`` (n_units,)
-    int64 character offset of the unit in its segment text; ``texts`` the unit strings.
-    """
-
-    seg__unit: np.ndarray
-    offset__unit: np.ndarray
-    texts: list[str]
-
-
-@dataclass(frozen=True)
-class TokenIndex:
-    """Where every token sits: segment, characters, sentence (all (n_tok,) int64 unless noted).
-
-    ``seg__tok``; ``char__tok``/``char_end__tok`` offsets in the segment text; ``head__tok``
-    absolute head index; ``unit_start__tok`` (uint8) 1 at the first token of a unit;
-    ``sent_flag__tok`` (uint8) 1 at a sentence start; ``sent__tok`` document-level sentence;
-    ``gsent__tok`` batch-level sentence (or segment ordinal for the segment unit);
-    ``n_sent__seg`` (n_seg,); ``seg__sent``/``sent_in_doc__sent`` (n_sentences,);
-    ``first_sentence__seg`` (n_seg,) document-level index of a segment's first sentence.
-    """
-
-    seg__tok: np.ndarray
-    char__tok: np.ndarray
-    char_end__tok: np.ndarray
-    head__tok: np.ndarray
-    unit_start__tok: np.ndarray
-    sent_flag__tok: np.ndarray
-    sent__tok: np.ndarray
-    gsent__tok: np.ndarray
-    n_sent__seg: np.ndarray
-    seg__sent: np.ndarray
-    sent_in_doc__sent: np.ndarray
-    first_sentence__seg: np.ndarray
-    n_sentences: int
-
-
-@dataclass(frozen=True)
-class Entities:
-    """``entity__item`` (n_items,) int64 batch-level entity id (-1: not an entity mention);
-    ``n_entities``; ``doc_offsets`` (n_docs+1,) item offsets of each document."""
-
-    entity__item: np.ndarray
-    n_entities: int
-    doc_offsets: np.ndarray
-
-
-@dataclass(frozen=True)
-class Distances:
-    """Kernel output: ``distance__item`` (sentences, -1 first mention / not an anchor),
-    ``antecedent__item`` / ``reference__item`` (item index or -1), ``ddp__seg`` (n_seg,),
-    ``ddp__sent`` (n_sentences,)."""
-
-    distance__item: np.ndarray
-    antecedent__item: np.ndarray
-    reference__item: np.ndarray
-    ddp__seg: np.ndarray
-    ddp__sent: np.ndarray
 
 
 def _kernels() -> Any:
@@ -242,7 +159,7 @@ def number_sentences(
 def find_items(toks: TokenArrays, index: TokenIndex, rule_arrays: RuleArrays) -> dict[str, np.ndarray]:
     """Items of the batch in token order: entity mentions (kind 0), pronouns (1) and head
     nouns (2), each with its first token, end token, label/group, compatibility bits and key
-    (arrays of shape (n_items,); see :func:`ddpcore.ddp.extract.extract_items`, which checks
+    (arrays of shape (n_items,); see :func:`ddpcore.pipeline.extract.extract_items`, which checks
     the token columns and rule tables before the kernel runs)."""
     return extract_items(TokenColumns.from_stages(toks, index), rule_arrays.tables)
 
@@ -453,7 +370,7 @@ def run_stages(
     items = find_items(toks, index, rule_arrays)
     entities = link_entities(items, index, seg_doc, rule_arrays.rules)
     if rule_arrays.antecedent is not None:
-        # rule set "learned": scored links replace the rule's (ddpcore.ddp.antecedent)
+        # rule set "learned": scored links replace the rule's (ddpcore.pipeline.antecedent)
         from .antecedent import link_learned
 
         model, tables = rule_arrays.antecedent

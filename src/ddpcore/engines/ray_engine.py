@@ -4,10 +4,10 @@
 ``ddpcore.profile(..., engine="ray")``. How a run goes:
 
 1. **Read and plan on the driver.** The input is read and validated by the local engine's
-   own reader (:func:`~ddpcore.ddp.sources.stage_input` for files, in bounded memory;
+   own reader (:func:`~ddpcore.io.sources.stage_input` for files, in bounded memory;
    :func:`~ddpcore.io.segments.read_segments` for in-memory tables), so every bad-input error
-   keeps its code and message. Segments are ordered (:func:`~ddpcore.ddp.driver.order_segments`)
-   and cut into batches of whole documents (:func:`~ddpcore.ddp.driver.document_batches`).
+   keeps its code and message. Segments are ordered (:func:`~ddpcore.engines.local.order_segments`)
+   and cut into batches of whole documents (:func:`~ddpcore.engines.local.document_batches`).
 2. **Hand the batches to Ray Data.** Each batch becomes one Arrow block in the Ray object
    store (``ray.data.from_arrow_refs``), largest first so that long documents do not end
    the run on one actor. The rows travel through the object store, not the file system,
@@ -17,10 +17,10 @@
    documents; a ``groupby(document)`` shuffle to put them back costs more than the whole
    parse of a small corpus on two cores.)
 3. **Profile on actors.** ``map_batches(ProfileActor, concurrency=N, batch_size=None)``:
-   each actor loads the spaCy pipeline once (a :class:`~ddpcore.ddp.parse.Parser` with
-   ``n_process=1``) and runs :func:`~ddpcore.ddp.driver.iter_profile` — the local engine's
-   loop over :func:`~ddpcore.ddp.stages.split_units`, :meth:`Parser.parse
-   <ddpcore.ddp.parse.Parser.parse>` and :func:`~ddpcore.ddp.stages.run_stages` — on every
+   each actor loads the spaCy pipeline once (a :class:`~ddpcore.pipeline.parse.Parser` with
+   ``n_process=1``) and runs :func:`~ddpcore.engines.local.iter_profile` — the local engine's
+   loop over :func:`~ddpcore.pipeline.stages.split_units`, :meth:`Parser.parse
+   <ddpcore.pipeline.parse.Parser.parse>` and :func:`~ddpcore.pipeline.stages.run_stages` — on every
    batch of its block. It returns one row per batch: the three tables as Arrow IPC bytes.
 4. **Assemble on the driver**, with the local engine's writer: segments in input order,
    anchors and sentences in document order, the run signature (plus ``"engine": "ray"``
@@ -48,13 +48,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
-from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
-from .extract import head_noun_source
-from .stages import Batch
+from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
+from ..pipeline.extract import head_noun_source
+from ..pipeline.stages import Batch
 
 if TYPE_CHECKING:
     import polars as pl
@@ -114,7 +114,7 @@ WORK_PREFIX = ".ddp-ray-work-"
 
 
 class Reaper:
-    """A watchdog process (:mod:`ddpcore.ddp.ray_reaper`) that ends the local Ray started by this
+    """A watchdog process (:mod:`ddpcore.engines.ray_reaper`) that ends the local Ray started by this
     process and removes ``work`` when this process ends — also when it is killed with SIGKILL,
     which no handler sees. :meth:`close` ends it normally (it then cleans up what is left)."""
 
@@ -340,7 +340,7 @@ class ProfileActor:
 
     def __init__(self, pipeline: str | None, batch_size: int, settings: Settings, cols: SegmentColumns,
                  source_name: str) -> None:
-        from .parse import Parser
+        from ..pipeline.parse import Parser
 
         self.settings = settings
         self.cols = cols
@@ -473,9 +473,9 @@ def run_batches(
 
 def check_pipeline(pipeline: str | None) -> None:
     """Fail on the driver, with the loader's own message, when ``pipeline`` is not installed."""
-    from .parse import _check_available
+    from ..pipeline.parse import check_available
 
-    _check_available(pipeline)
+    check_available(pipeline)
 
 
 def signature_of(info: dict[str, Any], settings: Settings, cols: SegmentColumns, *, n_actors: int,
@@ -513,12 +513,12 @@ def profile_frame_ray(
 
     ``df``: a validated segment table with ``ROW`` (:func:`~ddpcore.io.segments.read_segments`).
     Returns ``(segments, anchors, sentences, signature)`` exactly as the local
-    :func:`~ddpcore.ddp.profile.profile_anchors` builds them (segments in input order without
+    :func:`~ddpcore.api.profile_anchors` builds them (segments in input order without
     ``ROW``, anchors and sentences in document order), the signature with ``engine``/``actors``.
     """
     import polars as pl
 
-    from .driver import batches_from_frame
+    from .local import batches_from_frame
 
     check_pipeline(pipeline)
     ordered = order_segments(df, cols)
@@ -541,7 +541,7 @@ def _plan_batches(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int) -> 
     """The id index ordered (documents by first appearance, segments by id) with batch numbers."""
     import polars as pl
 
-    from .sources import CHARS
+    from ..io.sources import CHARS
 
     ordered = order_segments(ids, cols)
     batch = document_batches(ordered[DOC].to_numpy().astype(np.int64), ordered[CHARS].to_numpy(), batch_chars)
@@ -584,7 +584,7 @@ def profile_ray(
 ) -> RunReport:
     """``ddp profile --engine ray``: profile ``source`` on Ray actors into the output ``targets``
     (roles ``segments``, ``anchors``, ``sentences``, as for
-    :func:`~ddpcore.ddp.run.profile_to_files`), with the same rows, order and values as the
+    :func:`~ddpcore.engines.run.profile_to_files`), with the same rows, order and values as the
     local engine.
 
     ``n_actors``: actors, each loading the pipeline once (``"auto"``: the cluster's CPUs).
@@ -596,12 +596,12 @@ def profile_ray(
     this process is killed (a :class:`Reaper` watches it); work folders of killed runs whose
     watchdog died too are removed by the next run in the same folder (a note says so).
     ``quiet``: nothing of Ray on stderr. SIGINT and SIGTERM stop the run and shut Ray down:
-    :class:`~ddpcore.ddp.run.RunInterrupted` (exit 130 / 143 on the command line).
+    :class:`~ddpcore.engines.run.RunInterrupted` (exit 130 / 143 on the command line).
     """
     from ..io.outputs import OutputSet
     from .run import (COMMIT_JOURNAL, Progress, RunInterrupted, RunReport, _assemble, _signals_raise, _Stop,
                       _write_part)
-    from .sources import CHARS, stage_input, write_json_atomic
+    from ..io.sources import CHARS, stage_input, write_json_atomic
 
     name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
     check_pipeline(pipeline)

@@ -32,16 +32,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
-from . import stage_times
-from .driver import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
-from .extract import head_noun_source
-from .parse import Parser
-from .sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
-from .stages import Batch
+from ..pipeline import stage_times
+from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
+from ..pipeline.extract import head_noun_source
+from ..pipeline.parse import Parser
+from ..io.sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
+from ..pipeline.stages import Batch
+from ..schema import SIGNATURE_KEY
+from ..schema import TABLE_KEY
 
 if TYPE_CHECKING:
     import polars as pl
@@ -142,7 +144,7 @@ def resolve_n_process(n_process: int | str, total_chars: int, start_method: str 
     for the workers' start method (``start_method``, else ``$DDPCORE_START_METHOD``, else the
     platform's: fork on Linux), else 1; an integer is taken as given (≥ 1)."""
     if n_process == "auto":
-        from .parse import resolve_start_method
+        from ..pipeline.parse import resolve_start_method
 
         cores = available_cores()
         return cores if (cores > 1 and total_chars >= AUTO_MIN_CHARS[resolve_start_method(start_method)]) else 1
@@ -227,8 +229,8 @@ def _plan(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int, shard: tupl
     """
     import polars as pl
 
-    from .driver import segment_keys
-    from .sources import CHARS, UNITS
+    from .local import segment_keys
+    from ..io.sources import CHARS, UNITS
 
     row = ids[ROW].to_numpy().astype(np.int64)
     docs = ids[cols.document]
@@ -285,7 +287,7 @@ def _write_part(path: Path, df: pl.DataFrame) -> None:
 # ------------------------------------------------------------------------------ sinks
 
 
-class _Sink:
+class Sink:
     """Writes one output table piece by piece (Parquet row groups, or appended text)."""
 
     def __init__(self, fh_or_path: Any, fmt: str, *, gzip_: bool, metadata: dict[str, str]) -> None:
@@ -593,11 +595,11 @@ def _profile_run(
     ``bar|plain|none``. ``parse_wrapper(parser)`` returns the parse function to use (the
     parse cache). ``shard=(i, N)`` profiles only the documents hashed to shard ``i`` of ``N``
     (:func:`shard_of_documents`); its Parquet outputs keep ``input_row`` (segments) and
-    ``document_first_row`` (anchors, sentences) so that :func:`ddpcore.ddp.merge.merge_shards`
+    ``document_first_row`` (anchors, sentences) so that :func:`ddpcore.engines.merge.merge_shards`
     can rebuild the unsharded outputs. ``reader``/``docs``/``txt_mode``/``warn``: the input
-    reader (:func:`ddpcore.ddp.sources.iter_input_chunks`; recorded in the journal and, when not
+    reader (:func:`ddpcore.io.sources.iter_input_chunks`; recorded in the journal and, when not
     the default, in the signature as ``reader``). A ``documents`` target gets one row per
-    document (:mod:`ddpcore.ddp.documents`). Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
+    document (:mod:`ddpcore.pipeline.documents`). Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
     workers and removing temporary files (the journal stays for ``--resume``).
     """
     import polars as pl
@@ -706,7 +708,7 @@ def _profile_run(
             done = _finished_batches(parts, n_batches, say)
             done_set = set(done)
             todo = [k for k in range(n_batches) if k not in done_set]
-            from .sources import CHARS
+            from ..io.sources import CHARS
 
             n_proc = resolve_n_process(n_process, int(staged.ids[CHARS].sum()), start_method)
             if shard is None:  # the plan has what the run needs: keep only the row count of the id index
@@ -893,7 +895,7 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
     import polars as pl
     import pyarrow.parquet as pq
 
-    from .sources import Chunk
+    from ..io.sources import Chunk
 
     st = journal.get("staged")
     ids_path = work / "ids.parquet"
@@ -921,15 +923,15 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
 def _write_documents(parts: Path, n_batches: int, target: OutputTarget,
                      signature: dict[str, Any], cols: SegmentColumns, temp: Any,
                      doc_rows: pl.DataFrame | None = None) -> None:
-    """The ``--documents`` table from the segment parts (:func:`ddpcore.ddp.documents.document_rows`);
+    """The ``--documents`` table from the segment parts (:func:`ddpcore.pipeline.documents.document_rows`);
     a shard run (``doc_rows``) keeps ``document_first_row`` for ``ddp merge``, as anchors do."""
     import polars as pl
 
-    from .documents import document_rows
+    from ..pipeline.documents import document_rows
 
-    meta = {"ddpcore.signature": json.dumps(signature, sort_keys=True), "ddpcore.table": "documents"}
+    meta = {SIGNATURE_KEY: json.dumps(signature, sort_keys=True), TABLE_KEY: "documents"}
     assert target.path is not None
-    sink = _Sink(temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
+    sink = Sink(temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
     empty = None
     for k in range(n_batches):
         seg = pl.read_parquet(parts / f"{k:06d}.segments.parquet")
@@ -984,12 +986,12 @@ def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], sig
         if target is None and role != "segments":
             continue
         files = [parts / f"{k:06d}.{role}.parquet" for k in range(n_batches)]
-        meta = {"ddpcore.signature": sig_json, "ddpcore.table": role}
+        meta = {SIGNATURE_KEY: sig_json, TABLE_KEY: role}
         if target is not None and target.path is not None:
             tmp = temp(target.path)
-            sink = _Sink(tmp, target.format, gzip_=target.gzip, metadata=meta)
+            sink = Sink(tmp, target.format, gzip_=target.gzip, metadata=meta)
         elif target is not None:
-            sink = _Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
+            sink = Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
         else:
             sink = None
         shard_schema = pl.read_parquet_schema(files[0]) if files else None

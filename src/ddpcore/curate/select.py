@@ -1,9 +1,9 @@
 """Select rows of a test set by DDP and write them back in the input's own format, verbatim.
 
-``ddp select`` (and ``ddp sample``, :mod:`ddpcore.ddp.sample`) work in two streaming passes over
+``ddp select`` (and ``ddp sample``, :mod:`ddpcore.curate.sample`) work in two streaming passes over
 the input and never hold its texts in memory:
 
-1. **Index.** The input is read chunk by chunk through :func:`ddpcore.ddp.sources.iter_input_chunks`
+1. **Index.** The input is read chunk by chunk through :func:`ddpcore.io.sources.iter_input_chunks`
    (the profile's batch reader). Each chunk's (document id, segment id) pairs are hashed (64 bits,
    ids read as text), looked up in the profile's sorted hashes and checked exactly against the
    profile ids found (:func:`index_and_match`); only the matched profile row (8 bytes per input
@@ -54,10 +54,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns, check_unique_ids
+from ..io.profiles import profile_columns, read_signature  # noqa: F401  (re-exported)
+from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
     import polars as pl
@@ -80,31 +82,6 @@ class Profile:
     cols: SegmentColumns
     signature: dict[str, Any]
     path: str
-
-
-def read_signature(path: Path) -> dict[str, Any]:
-    """The ``ddpcore.signature`` of a Parquet file, or of a text output's ``.signature.json`` sidecar."""
-    from ..io.tables import detect_format, read_parquet_metadata
-
-    try:
-        if detect_format(path) == "parquet":
-            raw = read_parquet_metadata(path).get("ddpcore.signature")
-            return json.loads(raw) if raw else {}
-        side = path.with_name(path.name + ".signature.json")
-        return json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def profile_columns(signature: dict[str, Any], *, document: str | None = None, segment: str | None = None,
-                    domain: str | None = None, text: str | None = None) -> SegmentColumns:
-    """Column names: given ones first, then the profile signature's ``columns``, then the defaults."""
-    rec = signature.get("columns") if isinstance(signature.get("columns"), dict) else {}
-    d = SegmentColumns()
-    return SegmentColumns(document=document or rec.get("document") or d.document,
-                          segment=segment or rec.get("segment") or d.segment,
-                          text=text or rec.get("text") or d.text,
-                          domain=domain or rec.get("domain") or d.domain)
 
 
 def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = None, *,
@@ -263,14 +240,14 @@ def _input_ids(source: Path, cols: SegmentColumns, rows: np.ndarray, reader: str
     (error paths only)."""
     import polars as pl
 
-    from ..io.segments import _check_id_types
-    from .sources import iter_input_chunks
+    from ..io.segments import check_id_types
+    from ..io.sources import iter_input_chunks
 
     parts, offset = [], 0
     for raw, _ in iter_input_chunks(source, cols, reader=reader, docs=docs):
         if raw.height == 0:
             continue
-        raw = _check_id_types(raw, cols, str(source), offset)
+        raw = check_id_types(raw, cols, str(source), offset)
         lo, hi = np.searchsorted(rows, [offset, offset + raw.height])
         if hi > lo:
             part = raw.select(cols.document, cols.segment).with_row_index(ROW, offset=offset)
@@ -292,7 +269,7 @@ def _shown_key(row: dict[str, Any], cols: Any, types: Any, other: Any) -> tuple[
 def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: str = "table",
                     docs: str | os.PathLike[str] | None = None) -> tuple[InputIndex, Matched]:
     """Pass 1: read ``source`` in chunks through the profile's readers
-    (:func:`ddpcore.ddp.sources.iter_input_chunks`, ``reader``/``docs`` as ``ddp profile``) and
+    (:func:`ddpcore.io.sources.iter_input_chunks`, ``reader``/``docs`` as ``ddp profile``) and
     find each row's profile row on the spot: the chunk's ids are hashed (64-bit, as text), looked up
     in the profile's sorted hashes and checked exactly against the profile ids found. Kept per input
     row: the matched profile row (int64) and, for ``lines``, the line number; nothing else of the
@@ -303,13 +280,13 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
     """
     import polars as pl
 
-    from ..io.segments import _check_id_types, _check_path
+    from ..io.segments import check_id_types, check_input_path
     from ..io.tables import require_columns
-    from .sources import iter_input_chunks, resolve_docs
+    from ..io.sources import iter_input_chunks, resolve_docs
 
     cols = prof.cols
     p = Path(source)
-    _check_path(p)
+    check_input_path(p)
     if reader in ("wmt24", "lines"):
         fmt = "lines"
     elif reader == "wmt25":
@@ -331,7 +308,7 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
         if raw.height == 0:
             continue
         require_columns(raw, [cols.document, cols.segment], str(p), flags=cols.flags())
-        raw = _check_id_types(raw, cols, str(p), offset)
+        raw = check_id_types(raw, cols, str(p), offset)
         idc = raw.select(cols.document, cols.segment)
         null = (idc[cols.document].is_null() | idc[cols.segment].is_null()).to_numpy()
         if null.any():
@@ -613,9 +590,9 @@ def format_summary(command: str, summary: dict[str, Any]) -> str:
 
 
 def _open_in(path: Path) -> Any:
-    from ..io.tables import _open_binary
+    from ..io.tables import open_binary
 
-    return _open_binary(path)
+    return open_binary(path)
 
 
 def record_bounds(data: bytes, fmt: str, quoted: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
@@ -672,7 +649,7 @@ def iter_selected_bytes(path: Path, fmt: str, keep: np.ndarray, n_rows: int,
     input order, read in blocks of ``block_bytes``. A UTF-8 BOM at the start belongs to the first
     line: it is kept with the header (CSV/TSV) and with the first line (JSONL, ``lines``) when that
     row is kept, so every record is copied byte for byte; it does not make a blank line a row."""
-    from ..io.tables import _read_block, delimited_quoting
+    from ..io.tables import read_block, delimited_quoting
 
     quoted = fmt in ("csv", "tsv") and delimited_quoting(path, fmt)  # as the readers read it
     row = 0
@@ -681,7 +658,7 @@ def iter_selected_bytes(path: Path, fmt: str, keep: np.ndarray, n_rows: int,
     at_start = True  # ``data`` begins at byte 0 of the file
     with _open_in(path) as fh:
         while True:
-            block = _read_block(fh, path, block_bytes)
+            block = read_block(fh, path, block_bytes)
             data = carry + block
             bom = 3 if at_start and data.startswith(b"\xef\xbb\xbf") else 0
             fake_nl = not block and bool(data) and not data.endswith(b"\n")
@@ -749,9 +726,9 @@ def _write_body(path: Path, fmt: str, keep: np.ndarray, n_rows: int, fh: Any, si
             fh.write(piece)
         return
     if fmt == "json":
-        from ..io.tables import _read_bytes, decode_utf8
+        from ..io.tables import read_bytes, decode_utf8
 
-        obj = json.loads(decode_utf8(_read_bytes(path), path))
+        obj = json.loads(decode_utf8(read_bytes(path), path))
         kept = [obj[i] for i in np.flatnonzero(keep).tolist()]
         fh.write(json.dumps(kept, ensure_ascii=False, indent=1).encode("utf-8") + b"\n")
         return
@@ -760,7 +737,7 @@ def _write_body(path: Path, fmt: str, keep: np.ndarray, n_rows: int, fh: Any, si
 
     pf = pq.ParquetFile(path)
     meta = dict(pf.schema_arrow.metadata or {})
-    meta[b"ddpcore.signature"] = json.dumps(signature, sort_keys=True).encode()
+    meta[SIGNATURE_KEY.encode()] = json.dumps(signature, sort_keys=True).encode()
     schema = pf.schema_arrow.with_metadata(meta)
     row = 0
     with pq.ParquetWriter(parquet_tmp, schema) as w:
@@ -801,12 +778,12 @@ def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
 
 def count_lines(path: Path) -> int:
     """Lines of a text file (a last line without a newline counts), read in blocks."""
-    from ..io.tables import _read_block
+    from ..io.tables import read_block
 
     n, last = 0, b"\n"
     with _open_in(path) as fh:
         while True:
-            block = _read_block(fh, path, BLOCK_BYTES)
+            block = read_block(fh, path, BLOCK_BYTES)
             if not block:
                 break
             n += block.count(b"\n")

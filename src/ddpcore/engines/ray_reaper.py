@@ -8,7 +8,7 @@ agents and workers of the driver's local Ray: they inherit it from the driver at
 raylet with the driver, but not the raylet's dashboard and runtime-env agents, which hang
 trying to report the raylet's death to the dead GCS.
 
-The same functions serve the driver (:mod:`ddpcore.ddp.ray_engine`) to clean up after a run
+The same functions serve the driver (:mod:`ddpcore.engines.ray_engine`) to clean up after a run
 whose watchdog was killed too.
 """
 from __future__ import annotations

@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .. import __version__, schema
+from .._version import __version__
+from .. import schema
 from ..anchors.rules import PRONOUN_GROUPS
 from ..errors import DDPDataError, DDPUsageError
 from ..io.gold import (
@@ -536,7 +537,7 @@ def validate(
     pipeline : str, optional
         spaCy pipeline (preset, installed name or path); default: ddpcore's default pipeline.
     rules : str, optional
-        Anchor rule set forwarded to :func:`ddpcore.ddp.profile.profile_anchors` (``"paper"`` = the
+        Anchor rule set forwarded to :func:`ddpcore.api.profile_anchors` (``"paper"`` = the
         foundation spec).
     gold_scope : ``"full" | "restricted" | "ddp"``
         Which gold mentions count (module docstring; docs/validation.md "Gold scope"): every
@@ -677,12 +678,12 @@ def profile_gold(
 ) -> tuple[Any, dict[str, float]]:
     """DDP of every gold sentence, each profiled as one segment and one sentence unit.
 
-    Returns the :class:`ddpcore.ddp.profile.ProfileResult` (``segment_id`` = gold sentence index)
+    Returns the :class:`ddpcore.api.ProfileResult` (``segment_id`` = gold sentence index)
     and the timing ``{"words", "seconds", "words_per_second"}`` (words = gold tokens).
     """
     import polars as pl
 
-    from .profile import profile_anchors
+    from ..api import profile_anchors
 
     table = corpus.sentences.select(
         schema.DOCUMENT_ID,

@@ -1,7 +1,7 @@
 """The parse cache: nothing is parsed twice.
 
 A *parse unit* is a stripped, non-empty line of a segment: exactly one string that
-:meth:`~ddpcore.ddp.parse.Parser.parse` receives. Its parse (the unit's token arrays,
+:meth:`~ddpcore.pipeline.parse.Parser.parse` receives. Its parse (the unit's token arrays,
 :class:`~ddpcore.anchors.spacy_extract.TokenArrays`) depends only on the unit text and the
 pipeline, so it is kept on disk and reused by every later run, whatever its rules, distance
 mode, segmentation or corpus.
@@ -698,7 +698,7 @@ class CachedParse:
 def cache_wrapper(cache: str | os.PathLike[str] | bool | None, *,
                   warn: Callable[[str], None] = default_warn, outputs: Sequence[Any] = (),
                   inputs: Sequence[Any] = ()) -> Callable[[Parser], CachedParse] | None:
-    """A ``parse_wrapper`` for :func:`~ddpcore.ddp.run.profile_to_files` (None when ``cache``
+    """A ``parse_wrapper`` for :func:`~ddpcore.engines.run.profile_to_files` (None when ``cache``
     is False): ``wrapper(parser)`` returns the :class:`CachedParse` of that parser. The cache
     folder is checked against the run's ``outputs`` and ``inputs`` now (:func:`check_cache_path`)."""
     check_cache_path(cache, outputs=outputs, inputs=inputs)

@@ -16,18 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import __version__, schema
-from ..anchors.rules import KIND_NAMES, RuleSet, get_rules  # noqa: F401  (KIND_NAMES re-exported)
-from ..errors import DDPUsageError
-from ..io.segments import ROW, SegmentColumns, read_segments
-from .extract import head_noun_source
+from ._version import __version__
+from . import schema
+from .anchors.rules import KIND_NAMES, RuleSet, get_rules  # noqa: F401  (KIND_NAMES re-exported)
+from .errors import DDPUsageError
+from .io.segments import ROW, SegmentColumns, read_segments
+from .pipeline.extract import head_noun_source
 
 if TYPE_CHECKING:
     import polars as pl
 
 Distance = Literal["chained", "nearest"]
 SentenceUnit = Literal["sentence", "segment"]
-SIGNATURE_KEY = "ddpcore.signature"
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def profile_anchors(
     n_process : int | "auto"
         spaCy worker processes (``"auto"``: every available core for inputs of at least
         50,000 characters with forked workers, the Linux default, or 150,000 with spawned ones,
-        else 1; :data:`ddpcore.ddp.run.AUTO_MIN_CHARS`). ``n_threads``: threads of the distance kernel.
+        else 1; :data:`ddpcore.engines.run.AUTO_MIN_CHARS`). ``n_threads``: threads of the distance kernel.
     progress : bool
         Show a progress bar (stderr) while parsing.
     nlp : spacy.Language, optional
@@ -110,10 +110,10 @@ def profile_anchors(
         is then the number of actors (``"auto"``: the cluster's CPUs), ``address`` the Ray cluster
         (default ``$RAY_ADDRESS``, else a local Ray); ``nlp``, ``progress``, ``n_threads`` and the
         parse cache are not used. Same output, plus ``engine``/``actors`` in the signature
-        (:mod:`ddpcore.ddp.ray_engine`).
+        (:mod:`ddpcore.engines.ray_engine`).
     reader, docs, txt_mode : the input reader (``"table"|"wmt24"|"wmt25"|"lines"``), the ``.docs``
         file of ``wmt24``/``lines`` and the ``.txt`` folder mode (``"lines"|"paragraphs"``); see
-        :func:`ddpcore.ddp.sources.iter_input_chunks` (hard-wrapped text warns with ``warnings.warn``).
+        :func:`ddpcore.io.sources.iter_input_chunks` (hard-wrapped text warns with ``warnings.warn``).
     cache : path | bool, optional
         Parse cache: ``None``/``True`` the default folder (``$DDPCORE_CACHE``, else
         ``$XDG_CACHE_HOME/ddpcore``, else ``~/.cache/ddpcore``), a path another folder,
@@ -121,11 +121,10 @@ def profile_anchors(
     """
     import polars as pl
 
-    from .. import namespace  # noqa: F401  (registers DataFrame.ddp)
-    from .cache import cache_wrapper
-    from .driver import BATCH_CHARS, Settings, batches_from_frame, iter_profile, order_segments
-    from .parse import Parser, resolve_start_method
-    from .run import resolve_n_process
+    from .pipeline.cache import cache_wrapper
+    from .engines.local import BATCH_CHARS, Settings, batches_from_frame, iter_profile, order_segments
+    from .pipeline.parse import Parser, resolve_start_method
+    from .engines.run import resolve_n_process
 
     if distance not in ("chained", "nearest"):
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D205")
@@ -135,7 +134,7 @@ def profile_anchors(
     cols = SegmentColumns(document, segment, text, domain)
     name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
     if engine != "local":
-        from .ray_engine import engine_arg, profile_frame_ray
+        from .engines.ray_engine import engine_arg, profile_frame_ray
 
         engine_arg(engine)
         seg_r, anc_r, sent_r, sig_r = profile_frame_ray(
@@ -193,10 +192,10 @@ def profile_anchors(
 
 
 def _read(source: Any, cols: SegmentColumns, reader: str, docs: Any, txt_mode: str) -> pl.DataFrame:
-    """The validated input (:func:`ddpcore.ddp.sources.read_input`); wrapped-text warnings go to ``warnings``."""
+    """The validated input (:func:`ddpcore.io.sources.read_input`); wrapped-text warnings go to ``warnings``."""
     import warnings
 
-    from .sources import read_input
+    from .io.sources import read_input
 
     if reader == "table" and docs is None and txt_mode == "lines" and not (
             isinstance(source, (str, os.PathLike)) and os.path.isdir(source)):

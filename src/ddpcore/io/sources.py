@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
-from ..io.segments import ROW, SegmentColumns, check_unique_ids, read_segments
+from .segments import ROW, SegmentColumns, check_unique_ids, read_segments
 
 if TYPE_CHECKING:
     import polars as pl
@@ -144,8 +144,8 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
     import polars as pl
     import pyarrow.parquet as pq
 
-    from ..io import readers as RD
-    from ..io import tables as T
+    from . import readers as RD
+    from . import tables as T
 
     RD.check_reader(reader, txt_mode)
     if reader != "table" or docs is not None:
@@ -197,27 +197,27 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
 def _reader_path(source: Any, reader: str, docs: Any) -> Path:
     """The input file of a non-table reader (usage errors D601 for a folder, a table or ``--docs``
     with a reader that takes none)."""
-    from ..io.segments import _check_path
+    from .segments import check_input_path
 
     if reader == "table" or (docs is not None and reader == "wmt25"):
         raise DDPUsageError(f"--docs is for --reader wmt24 or lines, not {reader}", code="D601")
     if not isinstance(source, (str, os.PathLike)):
         raise DDPUsageError(f"--reader {reader} reads a file; give its path, not an in-memory table", code="D601")
     path = Path(source)
-    _check_path(path)
+    check_input_path(path)
     if path.is_dir():
         raise DDPUsageError(f"--reader {reader}: {path} is a folder; give the {reader} file itself"
                             + (" (the folder reader is --reader table with --txt-mode)" if reader == "lines" else ""),
                             code="D601")
     if docs is not None:
-        _check_path(Path(docs))
+        check_input_path(Path(docs))
     return path
 
 
 def resolve_docs(source: Any, reader: str, docs: str | os.PathLike[str] | None) -> Path | None:
     """The ``.docs`` file a ``wmt24``/``lines`` run reads (``docs``, else the one beside the
     source: :func:`ddpcore.io.readers.default_docs`); None for the other readers."""
-    from ..io.readers import check_reader, default_docs
+    from .readers import check_reader, default_docs
 
     check_reader(reader)
     if reader not in ("wmt24", "lines"):
@@ -343,10 +343,10 @@ def input_fingerprint(source: Any, docs: str | os.PathLike[str] | None = None) -
         return {**input_fingerprint(source), "docs": input_fingerprint(docs)}
     if not isinstance(source, (str, os.PathLike)):
         return {"path": None}
-    from ..io.segments import _check_path
+    from .segments import check_input_path
 
     p = Path(source)
-    _check_path(p)  # missing path, symlink loop: the readers' own messages
+    check_input_path(p)  # missing path, symlink loop: the readers' own messages
     try:
         if p.is_dir():
             files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".txt")

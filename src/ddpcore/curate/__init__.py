@@ -1,0 +1,1 @@
+"""Curation: select, sample and MIX counterfactual test sets by DDP."""

@@ -1,1 +1,0 @@
-"""DDP profiling: stages, the local driver, the parse stage (the DDP half of ddpcore)."""

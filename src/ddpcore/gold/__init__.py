@@ -1,0 +1,1 @@
+"""Gold coreference: validate DDP against gold distances, agreement between runs."""

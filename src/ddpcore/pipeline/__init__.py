@@ -1,0 +1,1 @@
+"""One batch, one way: parse -> sentences -> items -> entities -> distances -> tables."""
