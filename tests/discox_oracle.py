@@ -9,7 +9,7 @@ only the Chinese keys ``问题严重程度`` / ``判断结果``), the defaults f
 by statement. The only change: ``logger.warning(...)`` calls are replaced by appending the
 message to ``warnings`` so tests can count the unknown labels the released code logs.
 
-This file lives in tests/ only; ddpcore's own implementation (``ddpcore.scoring``) is written
+This file lives in tests/ only; ddpcore's own implementation (``ddpcore.stats.metric_s``) is written
 independently from the tables documented in docs/metric-s.md.
 """
 from __future__ import annotations

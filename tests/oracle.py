@@ -77,7 +77,7 @@ def entity_ids_oracle(docs, person_label, merge=True):
 
 # --------------------------------------------------------------------------- tokens -> items
 #
-# The oracle of ``extract_items`` (through the stage ``ddpcore.ddp.stages.find_items``) and of
+# The oracle of ``extract_items`` (through the stage ``ddpcore.pipeline.stages.find_items``) and of
 # ``sentence_starts`` (through ``number_sentences``). It works on *strings* (token text in lower
 # case, POS/tag/dependency/entity-label names), reads the rules from a ``RuleSet`` the way the
 # docstring of ``ddpcore.anchors.rules`` and the README's "DDP definition" word them, and only at

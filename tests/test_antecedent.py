@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import antecedent_oracle as O
 from ddpcore.anchors import rules as R
-from ddpcore.ddp import antecedent as A
+from ddpcore.pipeline import antecedent as A
 from ddpcore.errors import DDPDataError
 
 FEATURES = A.feature_layout()[1]
@@ -360,7 +360,7 @@ def test_unreadable_weights(tmp_path):
 
 
 def test_rule_set_with_bad_weights_fails_before_parsing(tmp_path):
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     doc = json.loads(PACKAGED.read_text())
     doc["features"][3] = "renamed"
@@ -386,9 +386,9 @@ def test_learned_rule_set_end_to_end_matches_the_oracle(nlp):
     distances on the same arrays, and the signature names the rule set."""
     import polars as pl
 
-    from ddpcore.ddp import stages
-    from ddpcore.ddp.driver import batches_from_frame, order_segments
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.pipeline import stages
+    from ddpcore.engines.local import batches_from_frame, order_segments
+    from ddpcore.api import profile_anchors
     from ddpcore.anchors.spacy_extract import _parse_chunk
     from ddpcore.io.segments import ROW, SegmentColumns
 
@@ -448,8 +448,8 @@ def test_learned_worked_example(shared_data, nlp):
     (the paper's reading). Version 1 gave 1 -> 53 -> 2. The paper reads 6 -> 53 -> 54."""
     import polars as pl
 
-    from ddpcore.ddp.profile import profile_anchors
-    from ddpcore.ddp.sources import read_input
+    from ddpcore.api import profile_anchors
+    from ddpcore.io.sources import read_input
 
     src = shared_data / "wmt24-genmt" / "wmt24_en_source.txt"
     table = read_input(src, reader="wmt24")

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddpcore.anchors.spacy_extract import TokenArrays
-from ddpcore.ddp import cache as C
+from ddpcore.pipeline import cache as C
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "data" / "wmt25_mini.jsonl"
@@ -101,7 +101,7 @@ FAKE_INFO = {"spacy": "0.fake", "pipeline": "default", "pipeline_name": "xx_fake
 
 
 class FakeParser:
-    """Stands in for :class:`ddpcore.ddp.parse.Parser`: records what it is asked to parse."""
+    """Stands in for :class:`ddpcore.pipeline.parse.Parser`: records what it is asked to parse."""
 
     pipeline = None
     loaded = True  # the fingerprint comes from info(), not from an installed package
@@ -388,7 +388,7 @@ def _profile(source, cache, rules):
     return profile_anchors(source, cache=cache, rules=rules)
 
 
-def _same(a, b) -> None:
+def same_file(a, b) -> None:
     assert a.segments.equals(b.segments) and a.anchors.equals(b.anchors) and a.sentences.equals(b.sentences)
 
 
@@ -403,7 +403,7 @@ def test_cached_and_uncached_runs_are_identical_for_both_rule_sets(tmp_path):
         assert cached.signature["cache"] == {"hits": n_units, "misses": 0, "dir": str(cache)}
         plain = _profile(MINI, False, rules)
         assert "cache" not in plain.signature
-        _same(cached, plain)
+        same_file(cached, plain)
         assert {k: v for k, v in cached.signature.items() if k != "cache"} == plain.signature
 
 
@@ -416,7 +416,7 @@ def test_a_corpus_sharing_half_its_documents(tmp_path):
     served = _profile(half, cache, "paper").signature["cache"]["misses"]
     both = _profile(df, cache, "paper")
     assert both.signature["cache"]["hits"] == served and both.signature["cache"]["misses"] > 0
-    _same(both, _profile(df, False, "paper"))
+    same_file(both, _profile(df, False, "paper"))
 
 
 def _ddp(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

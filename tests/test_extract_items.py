@@ -1,7 +1,7 @@
 """``extract_items`` and ``sentence_starts`` against the slow oracles of tests/oracle.py.
 
 Generated token streams (hypothesis) go through the stable stage functions
-``ddpcore.ddp.stages.number_sentences`` and ``find_items`` (never the raw kernel's parameter
+``ddpcore.pipeline.stages.number_sentences`` and ``find_items`` (never the raw kernel's parameter
 list); the oracle reads the same tokens as strings and applies the written rules (docstring of
 ``ddpcore.anchors.rules``, README "The DDP definition"). Every item array is compared exactly.
 The oracle is also run on real en_core_web_sm parses of the bundled WMT25 documents, where its
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ddpcore.anchors import rules as R
 from ddpcore.anchors.spacy_extract import TokenArrays, pos_id, string_hashes
-from ddpcore.ddp import stages
+from ddpcore.pipeline import stages
 from oracle import extract_items_oracle, items_to_arrays, key_hash, sentence_starts_oracle
 
 ARRAYS = ("token", "end_token", "kind", "label", "compat", "key", "last_token_key", "n_key", "gender")

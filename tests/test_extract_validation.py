@@ -1,4 +1,4 @@
-"""``ddpcore.ddp.extract``: the checks that run before the (unchecked) extraction kernel, the
+"""``ddpcore.pipeline.extract``: the checks that run before the (unchecked) extraction kernel, the
 rule data taken from ``anchors/rules.py``, and the deprecated ``items["last"]`` name."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from ddpcore.anchors import rules
 from ddpcore.anchors.spacy_extract import pos_id, string_hashes
-from ddpcore.ddp.extract import ITEM_DTYPES, RuleTables, TokenColumns, extract_items
+from ddpcore.pipeline.extract import ITEM_DTYPES, RuleTables, TokenColumns, extract_items
 
 
 def _tokens(words, pos, tags, deps, heads, iob=None, unit_start=None) -> TokenColumns:

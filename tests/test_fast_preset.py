@@ -30,7 +30,7 @@ DDP_CLASSES = ("PRON", "NOUN", "PROPN", "SPACE", "ADJ")
 
 
 def _units(texts: list[str]) -> list[str]:
-    from ddpcore.ddp.stages import split_units
+    from ddpcore.pipeline.stages import split_units
 
     return split_units(pl.Series(texts)).texts
 
@@ -144,7 +144,7 @@ def test_fast_preset_signature_records_the_compiled_ruler(fast, nlp):
 
 @pytest.mark.spacy_model
 def test_parse_cache_never_mixes_fast_and_default_parses(fast):
-    from ddpcore.ddp import cache as C
+    from ddpcore.pipeline import cache as C
 
     fp_fast, fp_default = C.static_fingerprint("fast"), C.static_fingerprint("default")
     assert fp_fast == C.fingerprint_from_info(X.pipeline_info(fast, "fast"))
@@ -300,8 +300,8 @@ def test_random_docs_get_the_rulers_pos_tag_and_dep(sm_ruler, data):
 @pytest.mark.spacy_model
 @pytest.mark.slow
 def test_fast_preset_keeps_the_entity_and_pronoun_anchors_of_the_default_on_wmt25(nlp, fast):
-    from ddpcore.ddp.agree import agree
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.gold.agree import agree
+    from ddpcore.api import profile_anchors
 
     df = pl.read_ndjson(WMT25)
     base = profile_anchors(df, nlp=nlp, cache=False)

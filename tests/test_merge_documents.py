@@ -1,7 +1,7 @@
 """``ddp merge --documents``: the documents shards of ``ddp profile --shard i/N --documents PATH``
 merge into the documents table of an unsharded run (issue 9).
 
-Documents are hashed to shards before batches are cut (``ddpcore.ddp.run._plan``), so a
+Documents are hashed to shards before batches are cut (``ddpcore.engines.run._plan``), so a
 document's row is complete in its one shard; the merge orders the rows by
 ``document_first_row``. The expected table is the unsharded run's own ``--documents`` output,
 and that one is checked against a plain loop over the unsharded segment table."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddpcore.errors import DDPDataError, DDPUsageError
-from ddpcore.scoring import metric_human_consistency, metric_s, read_judgements, summarize
+from ddpcore.stats.metric_s import metric_human_consistency, metric_s, read_judgements, summarize
 
 FIXTURE = Path(__file__).parent / "data" / "metric_s_judgements.jsonl"
 
@@ -136,7 +136,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from discox_oracle import calculate_score  # noqa: E402
-from ddpcore.scoring import ITEM_KEYS, _LABELS, _VERDICTS  # noqa: E402
+from ddpcore.stats.metric_s import ITEM_KEYS, _LABELS, _VERDICTS  # noqa: E402
 
 # every label either table knows, both spellings, case/whitespace variants, junk and non-strings
 _RELEASED = ["整体无问题", "普通", "Major", "严重", "Critical", "非常严重", "Extremely Critical", "错误", "正确",

@@ -91,7 +91,7 @@ def test_entity_key_drops_a_leading_the(nlp):
     # sentence 0 "The United Nations met in May." has ORG "The United Nations" ("The" inside the
     # span), sentence 1 "Later, United Nations officials left." has ORG "United Nations".
     # Both keys are "united nations": one entity, second mention at distance 1 - 0 = 1.
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     text = "The United Nations met in May. Later, United Nations officials left."
     df = pl.DataFrame({"document_id": ["d"], "segment_id": [0], "source": [text]})

@@ -67,7 +67,7 @@ RULE_SET_NAMES = ("paper", "refined", "refined-names", "learned")
 @pytest.fixture(scope="module")
 def document(shared_data: Path) -> pl.DataFrame:
     """The document's segments up to line id 925, through the wmt24 reader."""
-    from ddpcore.ddp.sources import read_input
+    from ddpcore.io.sources import read_input
 
     src = shared_data / "wmt24-genmt" / "wmt24_en_source.txt"
     if not src.exists():
@@ -81,7 +81,7 @@ def document(shared_data: Path) -> pl.DataFrame:
 
 
 def _profile(document: pl.DataFrame, rules: str, nlp=None):  # type: ignore[no-untyped-def]
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     return profile_anchors(document, rules=rules, distance="chained", nlp=nlp, cache=False if nlp is not None else None)
 

@@ -23,7 +23,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ddpcore.anchors import spacy_extract as X
-from ddpcore.ddp import parse as P
+from ddpcore.pipeline import parse as P
 from ddpcore.errors import DDPUsageError
 
 DATA = Path(__file__).parent / "data"
@@ -32,7 +32,7 @@ LINUX = sys.platform.startswith("linux")
 
 
 def _mini_texts() -> list[str]:
-    from ddpcore.ddp.stages import split_units
+    from ddpcore.pipeline.stages import split_units
 
     return split_units(pl.read_ndjson(MINI)["source"]).texts
 
@@ -191,8 +191,8 @@ def test_forked_workers_ignore_sigint_and_end_on_sigterm(nlp):
 @pytest.mark.parametrize("early", [False, True], ids=["at-first-parse", "loaded-while-staging"])
 def test_profile_j2_writes_what_one_process_computes(tmp_path, nlp, monkeypatch, early):
     from ddpcore.cli.main import main
-    from ddpcore.ddp import run
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.engines import run
+    from ddpcore.api import profile_anchors
 
     monkeypatch.delenv(P.START_METHOD_ENV, raising=False)
     monkeypatch.setattr(P, "FIRST_CHUNK_CHARS", 1_000)
@@ -279,7 +279,7 @@ def test_profile_anchors_forks_workers_from_the_callers_pipeline(monkeypatch):
     the one-process output), not load the default pipeline by name."""
     from polars.testing import assert_frame_equal as _eq
 
-    from ddpcore.ddp.profile import profile_anchors
+    from ddpcore.api import profile_anchors
 
     monkeypatch.delenv(P.START_METHOD_ENV, raising=False)
     fast = X.load_pipeline("fast")

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import ddpcore
-from ddpcore.ddp.profile import profile_anchors
+from ddpcore.api import profile_anchors
 
 pytestmark = pytest.mark.spacy_model
 
@@ -149,7 +149,7 @@ def test_pleonastic_it_is_not_an_anchor(nlp):
 
     from ddpcore.anchors import rules
     from ddpcore.anchors.spacy_extract import _to_arrays
-    from ddpcore.ddp.extract import RuleTables, TokenColumns, extract_items
+    from ddpcore.pipeline.extract import RuleTables, TokenColumns, extract_items
 
     tables = RuleTables.compile(rules.PAPER)
     words = ["It", "is", "clear", "that", "it", "broke", "."]
@@ -238,13 +238,13 @@ def test_old_module_paths_still_work_with_a_deprecation_warning():
     import importlib
     import sys
 
-    import ddpcore.ddp.agree
-    import ddpcore.ddp.profile
-    import ddpcore.ddp.validate
+    import ddpcore.gold.agree
+    import ddpcore.api
+    import ddpcore.gold.validate
 
-    for old, new, name in (("ddpcore.profiling", ddpcore.ddp.profile, "profile_anchors"),
-                           ("ddpcore.validation", ddpcore.ddp.validate, "validate"),
-                           ("ddpcore.agree", ddpcore.ddp.agree, "agree")):
+    for old, new, name in (("ddpcore.profiling", ddpcore.api, "profile_anchors"),
+                           ("ddpcore.validation", ddpcore.gold.validate, "validate"),
+                           ("ddpcore.agree", ddpcore.gold.agree, "agree")):
         sys.modules.pop(old, None)
         with pytest.warns(DeprecationWarning, match="deprecated"):
             mod = importlib.import_module(old)

@@ -15,7 +15,7 @@ import pytest
 
 from ddpcore.anchors import spacy_extract as X
 from ddpcore.cli.main import main
-from ddpcore.ddp import stage_times
+from ddpcore.pipeline import stage_times
 from ddpcore.io.tables import read_parquet_metadata
 
 MINI = Path(__file__).parent / "data" / "wmt25_mini.jsonl"

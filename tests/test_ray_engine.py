@@ -22,9 +22,9 @@ from polars.testing import assert_frame_equal
 
 from ddpcore.anchors.rules import get_rules
 from ddpcore.cli.main import main
-from ddpcore.ddp import ray_engine as RE
-from ddpcore.ddp.driver import BATCH_CHARS, SEGKEY, Settings, order_segments
-from ddpcore.ddp.profile import profile_anchors
+from ddpcore.engines import ray_engine as RE
+from ddpcore.engines.local import BATCH_CHARS, SEGKEY, Settings, order_segments
+from ddpcore.api import profile_anchors
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.io.outputs import check_outputs
 from ddpcore.io.segments import SegmentColumns, read_segments
@@ -163,7 +163,7 @@ def test_an_unknown_engine_is_refused():
 
 
 def test_importing_ddpcore_and_the_cli_does_not_import_ray():
-    code = ("import sys, ddpcore, ddpcore.ddp.profile, ddpcore.cli.main, ddpcore.cli.profile, ddpcore.ddp.ray_engine; "
+    code = ("import sys, ddpcore, ddpcore.api, ddpcore.cli.main, ddpcore.cli.profile, ddpcore.engines.ray_engine; "
             "sys.exit(1 if 'ray' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
@@ -223,7 +223,7 @@ def _wait_for_ray(proc: subprocess.Popen, tmp_path: Path, timeout: float = 240.0
     owner mark); return the owner token."""
     import time
 
-    from ddpcore.ddp import ray_reaper
+    from ddpcore.engines import ray_reaper
 
     deadline = time.monotonic() + timeout
     token = ""
@@ -240,7 +240,7 @@ def _wait_for_ray(proc: subprocess.Popen, tmp_path: Path, timeout: float = 240.0
 def _no_ray_left(token: str, tmp_path: Path, within: float = 20.0) -> None:
     import time
 
-    from ddpcore.ddp import ray_reaper
+    from ddpcore.engines import ray_reaper
 
     deadline = time.monotonic() + within
     while time.monotonic() < deadline and (ray_reaper.marked_pids(token) or list(tmp_path.glob(".ddp-ray-*"))):
@@ -303,7 +303,7 @@ def test_a_killed_driver_leaves_no_ray_process_and_no_work_folder(tmp_path):
 
 
 def test_a_rerun_removes_the_work_folders_of_dead_runs_only(tmp_path):
-    from ddpcore.ddp import ray_reaper
+    from ddpcore.engines import ray_reaper
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -20,9 +20,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ddpcore.anchors.rules import get_rules
-from ddpcore.ddp.driver import Settings, document_batches
-from ddpcore.ddp.profile import profile_anchors
-from ddpcore.ddp.run import ROLES, profile_to_files, resolve_n_process, work_dir_for
+from ddpcore.engines.local import Settings, document_batches
+from ddpcore.api import profile_anchors
+from ddpcore.engines.run import ROLES, profile_to_files, resolve_n_process, work_dir_for
 from ddpcore.io.outputs import check_outputs
 from ddpcore.io.segments import SegmentColumns
 
@@ -77,7 +77,7 @@ def test_document_batches_keep_documents_whole_and_respect_the_size():
 
 
 def test_auto_processes_depend_on_input_size(monkeypatch):
-    import ddpcore.ddp.run as run
+    import ddpcore.engines.run as run
 
     monkeypatch.setattr(run, "available_cores", lambda: 2)
     monkeypatch.delenv("DDPCORE_START_METHOD", raising=False)
@@ -270,7 +270,7 @@ def test_workers_exit_when_their_parent_is_killed(tmp_path):
 @pytest.mark.spacy_model
 def test_three_shards_merged_equal_the_unsharded_run(tmp_path, nlp, interleaved, capsys):
     from ddpcore.cli.main import main
-    from ddpcore.ddp.run import shard_of_documents
+    from ddpcore.engines.run import shard_of_documents
 
     ref = profile_anchors(interleaved, nlp=nlp)
     docs = pl.read_ndjson(interleaved)["document_id"]

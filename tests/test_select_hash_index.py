@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ddpcore.ddp import select as SEL
+from ddpcore.curate import select as SEL
 from ddpcore.errors import DDPDataError
 
 REAL_HASH = SEL._id_hash

@@ -14,7 +14,7 @@ import pytest
 
 import curation_oracle as oracle
 from ddpcore.cli.main import main
-from ddpcore.ddp import select as SEL
+from ddpcore.curate import select as SEL
 from ddpcore.errors import DDPDataError, DDPUsageError
 
 
@@ -213,7 +213,7 @@ def test_usage_errors(corpus, tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- ddp sample
 
-from ddpcore.ddp import sample as SAM  # noqa: E402
+from ddpcore.curate import sample as SAM  # noqa: E402
 
 
 @pytest.mark.parametrize("by", ["document", "segment"])

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ddpcore.anchors.spacy_extract import TokenArrays
-from ddpcore.ddp import cache as C
+from ddpcore.pipeline import cache as C
 
 from ._harness import Case, parametrize, run_case
 

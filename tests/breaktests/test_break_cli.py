@@ -127,7 +127,7 @@ def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
 def test_internal_error_in_a_real_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A bug deep inside ``ddp validate`` (here: the gold reader) becomes D999, exit 4, one line."""
-    import ddpcore.ddp.validate as validation
+    import ddpcore.gold.validate as validation
     from ddpcore.cli.main import main
 
     def broken_read_gold(*args, **kwargs):

@@ -205,7 +205,7 @@ def test_sigterm_during_the_renames_is_held_until_all_are_in_place(tmp_path, old
 def _lock_of(pid: int) -> str:
     import socket
 
-    from ddpcore.ddp.run import _proc_start
+    from ddpcore.engines.run import _proc_start
 
     return json.dumps({"pid": pid, "host": socket.gethostname(), "start": _proc_start(pid)})
 
@@ -246,7 +246,7 @@ def test_a_dead_runs_lock_is_taken_over(tmp_path: Path) -> None:
 
 
 def test_a_reused_pid_does_not_hold_the_lock(tmp_path: Path) -> None:
-    from ddpcore.ddp.run import RunLock
+    from ddpcore.engines.run import RunLock
 
     import socket
 
@@ -294,8 +294,8 @@ def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(tmp_pat
 def _interrupted(tmp: Path, source: Path, out: Path, n_done: int = 2) -> Path:
     """Leave the work folder of a run that crashed after ``n_done`` batches (as test_run.py does)."""
     from ddpcore.anchors.rules import get_rules
-    from ddpcore.ddp.driver import Settings
-    from ddpcore.ddp.run import ROLES, profile_to_files, work_dir_for
+    from ddpcore.engines.local import Settings
+    from ddpcore.engines.run import ROLES, profile_to_files, work_dir_for
     from ddpcore.io.outputs import check_outputs
     from ddpcore.io.segments import SegmentColumns
 

@@ -1,4 +1,4 @@
-"""Slow, obviously-correct gold distance (oracle for ddpcore.ddp.validate.compute_gold_distances).
+"""Slow, obviously-correct gold distance (oracle for ddpcore.gold.validate.compute_gold_distances).
 
 The gold-scope rules are written out again here from docs/validation.md ("Gold scope"), word lists
 included, rather than imported from the package: a wrong entry in the package's lists or a wrong

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from ddpcore.ddp.agree import agree
+from ddpcore.gold.agree import agree
 from ddpcore.cli.main import main
 from ddpcore.errors import DDPDataError
 from ddpcore.io.tables import write_table_atomic

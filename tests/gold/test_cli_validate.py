@@ -39,7 +39,7 @@ def test_json_report(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_segments_align_with_gold_sentences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every gold sentence is one segment; DDP sentence indices are gold indices (no drift)."""
-    from ddpcore.ddp.validate import validate
+    from ddpcore.gold.validate import validate
 
     res = validate([TINY], distance="nearest")
     seg = res.segments.filter(pl.col("document_id") == "nw/test/00/test_0000")

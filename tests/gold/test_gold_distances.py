@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpcore.io.gold import GoldCorpus, read_gold
-from ddpcore.ddp.validate import compute_gold_distances
+from ddpcore.gold.validate import compute_gold_distances
 
 from .naive import naive_gold_distances
 

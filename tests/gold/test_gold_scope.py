@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpcore.ddp.validate import (
+from ddpcore.gold.validate import (
     GOLD_SCOPES, compute_gold_distances, resolve_gold_scope, scope_gold_mentions,
 )
 from ddpcore.errors import DDPDataError, DDPUsageError
@@ -316,7 +316,7 @@ def test_cli_gold_scope_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
 
 @pytest.mark.spacy_model
 def test_python_api_gold_scope(tmp_path: Path) -> None:
-    from ddpcore.ddp.validate import validate
+    from ddpcore.gold.validate import validate
 
     gold = tmp_path / "story.conllu"
     gold.write_text(_conllu("story", typed=True), encoding="utf-8")

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 import scipy.stats
 
-from ddpcore.ddp import validate as V
+from ddpcore.gold import validate as V
 from ddpcore.io.gold import GoldCorpus, read_gold
 
 from .conftest import GOLD_DATA, require_shared

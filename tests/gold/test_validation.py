@@ -9,7 +9,7 @@ import pytest
 
 from ddpcore.errors import DDPDataError
 from ddpcore.io.gold import read_gold
-from ddpcore.ddp.validate import compare_with_gold, compute_gold_distances, compute_gold_metrics, format_validation_text
+from ddpcore.gold.validate import compare_with_gold, compute_gold_distances, compute_gold_metrics, format_validation_text
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "gold" / "conll2012" / "tiny.v4_gold_conll"
 DOC = "nw/test/00/test_0000"
@@ -77,7 +77,7 @@ def test_compare_with_gold_over_estimates(first: str, diagnosis: str) -> None:
 
 
 def test_token_index_on_raw_text() -> None:
-    from ddpcore.ddp.validate import _token_index
+    from ddpcore.gold.validate import _token_index
 
     # CoNLL-U keeps raw text ("didn't") while tokens split it: characters map to the token holding them
     tokens = ["She", "did", "n't", "go", "."]

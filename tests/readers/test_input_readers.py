@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from ddpcore.ddp.sources import iter_input_chunks, read_input, stage_input
+from ddpcore.io.sources import iter_input_chunks, read_input, stage_input
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.io.readers import default_docs, wrapped_width
 from ddpcore.io.segments import ROW, SegmentColumns
@@ -187,8 +187,8 @@ def test_profile_to_files_reader_and_documents(tmp_path):
     whole; --documents equals a polars group-by over the segment output."""
     import ddpcore
     from ddpcore.anchors.rules import get_rules
-    from ddpcore.ddp.driver import Settings
-    from ddpcore.ddp.run import profile_to_files
+    from ddpcore.engines.local import Settings
+    from ddpcore.engines.run import profile_to_files
     from ddpcore.io.outputs import check_outputs
 
     src = _wmt24(tmp_path)

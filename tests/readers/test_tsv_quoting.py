@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from ddpcore.cli.main import main
-from ddpcore.ddp.sources import read_input, stage_input
+from ddpcore.io.sources import read_input, stage_input
 from ddpcore.errors import DDPDataError
 from ddpcore.io.segments import SegmentColumns
 from ddpcore.io.tables import DelimitedScan, iter_csv_chunks, read_table

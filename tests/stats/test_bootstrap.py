@@ -255,7 +255,7 @@ def test_memory_budget_refuses_before_allocating(table):
 
 def test_time_budget_extrapolates_from_the_first_block(table, monkeypatch):
     import ddpcore.stats.bootstrap as bs
-    from ddpcore.stats import _budget
+    from ddpcore.stats import budget as _budget
 
     monkeypatch.setattr(bs, "_BLOCK_WORK", 1)
     # any measured cost per replicate times 10**9 replicates is over 1 s

@@ -1,4 +1,4 @@
-"""``ddpcore.stats.mix`` and ``ddp mix``: MIX constraints, determinism, infeasible documents, the CLI."""
+"""``ddpcore.curate.mix`` and ``ddp mix``: MIX constraints, determinism, infeasible documents, the CLI."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ddpcore.cli.main import main
 from ddpcore.errors import DDPDataError, DDPUsageError
-from ddpcore.stats.mix import assign_sources, build_mix, check_assignment
+from ddpcore.curate.mix import assign_sources, build_mix, check_assignment
 
 
 def outputs_table(lengths: dict[str, int], systems: list[str]) -> pl.DataFrame:
