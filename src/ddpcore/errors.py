@@ -7,9 +7,13 @@ say what to do next. The CLI maps :class:`DDPUsageError` to exit code 2,
 D9xx) to exit code 4; an exception that is not a :class:`DDPError` is a bug and becomes
 ``[D999] internal error`` with exit code 4 (``ddpcore.cli.main``).
 
-Code ranges: D1xx input files and tables, D2xx anchor extraction and spaCy, D3xx
-statistics input, D4xx gold coreference and validation (D440-D459: gold archives and the
-``validate`` command line), D9xx internal/build (D950-D999 CLI-wide; D999 internal error).
+Code ranges (docs/errors.md lists every code, generated from the source by
+``scripts/errors_catalogue.py``): D0xx command line, D1xx input files, tables, outputs and runs,
+D2xx anchor extraction, spaCy and the rule sets' weights files, D3xx statistics input and budgets,
+D4xx gold coreference and validation, D5xx MIX, blindness, plots and Metric-S, D6xx curation,
+stratify and report, D7xx the checks of issue 19 (in tens: blindness, stratify, stats, binary
+input, Metric-S, cache, output sets, Ray/interruption, --ddp-col, stats options), D9xx
+install/build and internal errors (D999: a bug).
 """
 from __future__ import annotations
 
