@@ -1,9 +1,8 @@
 """``ddpcore.pipeline.extract``: the checks that run before the (unchecked) extraction kernel, the
-rule data taken from ``anchors/rules.py``, and the deprecated ``items["last"]`` name."""
+rule data taken from ``anchors/rules.py``, and the names of the item arrays."""
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 import pytest
@@ -84,12 +83,10 @@ def test_bad_rule_tables_are_refused(man_and_dogs, change, error, message):
         extract_items(man_and_dogs, dataclasses.replace(tables, **change(tables)))
 
 
-def test_last_is_a_deprecated_name_of_last_token_key(man_and_dogs):
+def test_items_hold_only_the_documented_names(man_and_dogs):
+    """The old name ``"last"`` (of ``"last_token_key"``) is gone: an unknown name is a plain KeyError."""
     items = extract_items(man_and_dogs, RuleTables.compile(rules.PAPER))
-    with pytest.warns(DeprecationWarning, match="last_token_key"):
-        old = items["last"]
-    assert old is items["last_token_key"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    assert sorted(items) == sorted(ITEM_DTYPES)
+    for name in ("last", "no such array"):
         with pytest.raises(KeyError):
-            items["no such array"]
+            items[name]

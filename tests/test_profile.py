@@ -233,24 +233,6 @@ def test_fast_preset_has_no_parser_and_still_finds_anchors():
     assert profile_anchors(_doc(DOC_BERLIN)).signature["head_nouns"] == "dependency labels"
 
 
-def test_old_module_paths_still_work_with_a_deprecation_warning():
-    """ddpcore.profiling / .validation / .agree moved into ddpcore.ddp (issue 8); the old paths stay one release."""
-    import importlib
-    import sys
-
-    import ddpcore.gold.agree
-    import ddpcore.api
-    import ddpcore.gold.validate
-
-    for old, new, name in (("ddpcore.profiling", ddpcore.api, "profile_anchors"),
-                           ("ddpcore.validation", ddpcore.gold.validate, "validate"),
-                           ("ddpcore.agree", ddpcore.gold.agree, "agree")):
-        sys.modules.pop(old, None)
-        with pytest.warns(DeprecationWarning, match="deprecated"):
-            mod = importlib.import_module(old)
-        assert getattr(mod, name) is getattr(new, name)
-
-
 #: The en_core_web_sm 3.8.0 parses the hand derivations above rest on, written out: per text (parsed as
 #: one unit), its entities (text, label), its number of sentences and its NOUN/PRON tokens (text, POS, dep).
 #: If the pinned model ever parses differently, this test names the text instead of a DDP value failing.

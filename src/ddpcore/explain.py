@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,7 +131,7 @@ def _recorded_input(output: Any, sig: dict[str, Any], table: pl.DataFrame, cols:
     return df
 
 
-def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = None, **kwargs: Any) -> ExplainResult:
+def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **kwargs: Any) -> ExplainResult:
     """Explain the DDP of segment ``segment_id`` of document ``document_id`` (ids, matched as strings).
 
     ``source`` is an input (a segment table or ``.txt`` folder, or any input of a ``reader=``:
@@ -150,18 +149,10 @@ def explain(source: Any, *ids: Any, document_id: Any = None, segment_id: Any = N
     segment's document is parsed.
 
     As everywhere else, ``document=`` and ``segment=`` name columns; the ids are
-    ``document_id=`` and ``segment_id=``. The old call ``explain(source, document, segment)``
-    with the two ids positional still works for one release, with a ``DeprecationWarning``.
+    ``document_id=`` and ``segment_id=`` (keywords only).
     """
     import polars as pl
 
-    if ids:
-        if len(ids) != 2 or document_id is not None or segment_id is not None:
-            raise TypeError("explain() takes the ids as keywords: explain(source, document_id=..., segment_id=...)")
-        warnings.warn("explain(source, document, segment) with positional ids is deprecated and will be removed in "
-                      "the next release; use explain(source, document_id=..., segment_id=...)",
-                      DeprecationWarning, stacklevel=2)
-        document_id, segment_id = ids
     if document_id is None or segment_id is None:
         raise TypeError("explain() needs document_id= and segment_id= (the ids; document= and segment= name the "
                         "columns)")

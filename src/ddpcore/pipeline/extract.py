@@ -12,7 +12,6 @@ The stage :func:`ddpcore.pipeline.stages.find_items` is the usual caller.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,16 +41,8 @@ ITEM_DTYPES: dict[str, type[np.generic]] = {
 
 
 class Items(dict):  # type: ignore[type-arg]
-    """Item arrays by name (see :data:`ITEM_DTYPES`): a plain ``dict[str, np.ndarray]`` in which
-    the old name ``"last"`` still reads ``"last_token_key"`` (deprecated, one release)."""
-
-    def __missing__(self, name: str) -> np.ndarray:
-        if name == "last":
-            warnings.warn('items["last"] is deprecated and will be removed in the next release; use '
-                          'items["last_token_key"] (the entity key of the mention\'s last token)',
-                          DeprecationWarning, stacklevel=2)
-            return self["last_token_key"]
-        raise KeyError(name)
+    """Item arrays by name (see :data:`ITEM_DTYPES`): a plain ``dict[str, np.ndarray]``, each
+    array of shape ``(n_items,)``."""
 
 
 @dataclass(frozen=True)
