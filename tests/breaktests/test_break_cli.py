@@ -61,11 +61,23 @@ CASES = [
          r"^ddp validate: error: argument --gold-format: invalid choice: 'brat'", files={"g.conllu": CONLLU}),
     Case("validate-unknown-output-format", ("validate", "g.conllu", "-f", "xml"), 2,
          r"argument -f/--format: invalid choice: 'xml'", files={"g.conllu": CONLLU}),
-    Case("validate-format-conflict", ("validate", "g.gold", "--format", "conllu", "--gold-format", "litbank"), 2,
-         r"\[D442\] --gold-format litbank and --format conllu disagree", files={"g.gold": BAD_CONLLU},
-         allow_warnings=True),
-    Case("validate-deprecated-format-still-reads", ("validate", "g.gold", "--format", "conllu"), 3,
-         r"\[D411\] g\.gold: line 1", files={"g.gold": BAD_CONLLU}, allow_warnings=True),
+    # the spellings removed in this release (issue 20): one line naming the new spelling, before the gold is read
+    Case("validate-format-as-gold-format-removed", ("validate", "g.gold", "--format", "conllu"), 2,
+         r"argument -f/--format: \[D444\] -f/--format is the report format \(json, text\); the gold format is "
+         r"--gold-format conllu", files={"g.gold": BAD_CONLLU}),
+    Case("validate-restricted-removed", ("validate", "g.gold", "--restricted"), 2,
+         r"\[D444\] --restricted was removed; use --gold-scope restricted", files={"g.gold": BAD_CONLLU}),
+    Case("validate-output-format-removed", ("validate", "g.gold", "--output-format", "json"), 2,
+         r"\[D444\] --output-format was removed; use -f/--format json", files={"g.gold": BAD_CONLLU}),
+    # ---- validate: --tail
+    Case("validate-tail-zero", ("validate", "g.conllu", "--tail", "0"), 2,
+         r"argument --tail: \[D443\] --tail '0': give whole numbers of sentences >= 1", files={"g.conllu": CONLLU}),
+    Case("validate-tail-not-a-number", ("validate", "g.conllu", "--tail", "5,1.5"), 2,
+         r"argument --tail: \[D443\] --tail '5,1\.5'", files={"g.conllu": CONLLU}),
+    Case("validate-tail-empty", ("validate", "g.conllu", "--tail", ","), 2, r"argument --tail: \[D443\]",
+         files={"g.conllu": CONLLU}),
+    Case("validate-tail-negative", ("validate", "g.conllu", "--tail=-5"), 2, r"argument --tail: \[D443\]",
+         files={"g.conllu": CONLLU}),
     Case("validate-gold-format", ("validate", "g.gold", "--gold-format", "conllu"), 3,
          r"\[D411\] g\.gold: line 1", files={"g.gold": BAD_CONLLU}),
     Case("validate-unknown-file-type", ("validate", "g.gold"), 2, r"\[D402\].*pass --gold-format",
@@ -102,15 +114,6 @@ def test_break_cli(case: Case, tmp_path: Path) -> None:
     if case.id.startswith("version"):
         out = proc.stdout.decode()
         assert out.startswith("ddpcore ") and "spaCy " in out and "default pipeline" in out
-    if case.id in ("validate-deprecated-format-still-reads", "validate-format-conflict"):
-        err = proc.stderr.decode()
-        assert "ddp validate: warning: --format for the gold format is deprecated" in err
-        assert "--gold-format conllu" in err
-
-
-def test_deprecated_format_warning_is_silenced_by_quiet(tmp_path: Path) -> None:
-    case = Case("q", ("validate", "g.gold", "--format", "conllu", "-q"), 3, r"\[D411\]", files={"g.gold": BAD_CONLLU})
-    assert "warning" not in run_case(case, tmp_path).stderr.decode()
 
 
 def test_broken_pipe_is_quiet(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from ._common import HelpFormatter, add_extraction_options
 
 GOLD_FORMATS = ("litbank", "conllu", "conll2012")
 GOLD_SCOPES = ("full", "restricted", "ddp")  # = ddpcore.gold.validate.GOLD_SCOPES (not imported: keeps --help fast)
+DEFAULT_TAILS = (5, 15)  # = ddpcore.gold.validate.DEFAULT_TAILS
 OUTPUT_FORMATS = ("json", "text")
 PLOT_EXTENSIONS = (".png", ".pdf", ".svg")
 
@@ -19,8 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Compare DDP with gold coreference distances, one gold sentence = one segment. The gold distance "
             "of a sentence mirrors --distance: over its mentions whose chain was mentioned in an earlier "
             "sentence, the distance back to the chain's first mention (chained) or to its latest earlier "
-            "mention (nearest); 0 if none; --gold-scope chooses which gold mentions count. Prints Pearson r, Spearman rho, the shares of under/exact/over "
-            "estimates and the mean signed error (DDP - gold, sentences) per genre and overall."
+            "mention (nearest); 0 if none; --gold-scope chooses which gold mentions count. For every DDP column of the "
+            "run (ddp and, when present, ddp_certified), per genre and overall: Pearson r, Spearman rho, the shares "
+            "of under/exact/over estimates with exact 95% intervals, the mean signed error (DDP - gold, "
+            "sentences), tail precision and recall at each --tail k, and for ddp_certified the coverage (share of "
+            "segments with gold > 0 that have ddp_certified > 0)."
         ),
         formatter_class=HelpFormatter,
     )
@@ -33,19 +37,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="which gold mentions count (default: full): full = every mention; restricted = proper-name "
                         "and pronoun mentions only; ddp = the kinds DDP anchors (named mentions and 3rd-person "
                         "pronouns count, nominal mentions are antecedents only, 1st/2nd-person pronouns are removed)")
-    p.add_argument("--restricted", action="store_true",
-                   help="deprecated: use --gold-scope restricted")
     p.add_argument("--strict", action="store_true",
                    help="fail on unbalanced gold coreference brackets instead of dropping the mention with a warning")
+    p.add_argument("--tail", type=_tails, default=DEFAULT_TAILS, metavar="K[,K...]",
+                   help="tail thresholds k in sentences (default: 5,15): tail precision = of the segments with "
+                        "DDP >= k, the share with gold >= k; tail recall = of the segments with gold >= k, the share "
+                        "with DDP >= k; each with its exact 95%% (Clopper-Pearson) interval")
     add_extraction_options(p)
-    # -f/--format is the output format, as in every ddp command. Until the next release, --format also
-    # accepts a gold format (its old meaning) with a deprecation warning: hence the wider choices.
-    p.add_argument("-f", "--format", dest="format", choices=OUTPUT_FORMATS + GOLD_FORMATS, default=None,
-                   metavar="{json,text}",
-                   help="report format on stdout (default: json); a gold format here is deprecated, "
-                        "use --gold-format")
-    p.add_argument("--output-format", dest="output_format_old", choices=OUTPUT_FORMATS, default=None,
-                   help=argparse.SUPPRESS)  # deprecated spelling of -f/--format
+    p.add_argument("-f", "--format", dest="format", type=_output_format, default="json", metavar="{json,text}",
+                   help="report format on stdout (default: json)")
+    # removed spellings (issue 20): one line naming the new one, exit 2
+    p.add_argument("--restricted", action="store_true", dest="removed_restricted", help=argparse.SUPPRESS)
+    p.add_argument("--output-format", dest="removed_output_format", default=None, help=argparse.SUPPRESS)
     p.add_argument("--plot", default=None, metavar="FILE",
                    help="write a scatter plot of DDP vs gold distance (.png, .pdf, .svg; needs ddpcore[plot])")
     p.add_argument("--over-estimates", default=None, metavar="FILE",
@@ -61,40 +64,33 @@ def _gold_scope(text: str) -> str:
     return text
 
 
-def _resolve_scope(args: argparse.Namespace, warn) -> str:  # type: ignore[no-untyped-def]
-    """The gold scope from --gold-scope and the deprecated --restricted."""
+def _tails(text: str) -> tuple[int, ...]:
+    """argparse type of --tail: comma-separated whole numbers >= 1, sorted, repeats dropped (else D443, exit 2)."""
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts or not all(t.isdigit() and int(t) >= 1 for t in parts):
+        raise argparse.ArgumentTypeError(
+            f"[D443] --tail {text!r}: give whole numbers of sentences >= 1 separated by commas, e.g. --tail 5,15")
+    return tuple(sorted({int(t) for t in parts}))
+
+
+def _output_format(text: str) -> str:
+    """argparse type of -f/--format: json or text; a gold format here (its removed meaning) names --gold-format."""
+    if text in OUTPUT_FORMATS:
+        return text
+    if text in GOLD_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"[D444] -f/--format is the report format (json, text); the gold format is --gold-format {text}")
+    raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(OUTPUT_FORMATS)})")
+
+
+def _check_removed(args: argparse.Namespace) -> None:
+    """The spellings removed in this release (issue 20) are one-line usage errors naming the new one."""
     from ..errors import DDPUsageError
 
-    if not args.restricted:
-        return args.gold_scope or "full"
-    warn("--restricted is deprecated and will be removed in the next release; use --gold-scope restricted")
-    if args.gold_scope not in (None, "restricted"):
-        raise DDPUsageError(f"--restricted and --gold-scope {args.gold_scope} disagree; give only --gold-scope",
-                            code="D232")
-    return "restricted"
-
-
-def _resolve_formats(args: argparse.Namespace, warn) -> tuple[str | None, str]:  # type: ignore[no-untyped-def]
-    """(gold format, output format) from --gold-format, -f/--format and the deprecated spellings."""
-    from ..errors import DDPUsageError
-
-    gold, out = args.gold_format, "json"
-    if args.format in GOLD_FORMATS:
-        warn("--format for the gold format is deprecated and will select the output format in the next "
-             f"release; use --gold-format {args.format}")
-        if gold is not None and gold != args.format:
-            raise DDPUsageError(f"--gold-format {gold} and --format {args.format} disagree; give only --gold-format",
-                                code="D442")
-        gold = args.format
-    elif args.format is not None:
-        out = args.format
-    if args.output_format_old is not None:
-        warn(f"--output-format is deprecated; use -f/--format {args.output_format_old}")
-        if args.format in OUTPUT_FORMATS and args.format != args.output_format_old:
-            raise DDPUsageError(f"--format {args.format} and --output-format {args.output_format_old} disagree; "
-                                "give only -f/--format", code="D442")
-        out = args.output_format_old
-    return gold, out
+    if args.removed_restricted:
+        raise DDPUsageError("--restricted was removed; use --gold-scope restricted", code="D444")
+    if args.removed_output_format is not None:
+        raise DDPUsageError(f"--output-format was removed; use -f/--format {args.removed_output_format}", code="D444")
 
 
 def check_validate_outputs(gold: list[str], over_estimates: str | None, plot: str | None) -> None:
@@ -142,8 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"ddp validate: warning: {message}", file=sys.stderr)
 
-    gold_format, output_format = _resolve_formats(args, warn)
-    gold_scope = _resolve_scope(args, warn)
+    _check_removed(args)
     check_validate_outputs(args.gold, args.over_estimates, args.plot)
     if args.plot:  # fail before the long run if matplotlib is missing
         try:
@@ -157,15 +152,16 @@ def run(args: argparse.Namespace) -> int:
             ) from None
     result = validate(
         args.gold,
-        format=gold_format,
+        format=args.gold_format,
         distance=args.distance,
         pipeline=args.pipeline,
         rules=args.rules,
-        gold_scope=gold_scope,
+        gold_scope=args.gold_scope or "full",
         n_process=args.n_process,
         batch_size=args.batch_size,
         progress=not args.quiet and sys.stderr.isatty(),
         strict=args.strict,
+        tails=args.tail,
     )
     repaired = result.signature.get("gold", {}).get("repaired_brackets", 0)
     if repaired and not args.quiet:
@@ -180,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
                            metadata={"ddpcore.validation": json.dumps(result.signature, sort_keys=True)})
     if args.plot:
         plot_validation(result, args.plot)
-    if output_format == "json":
+    if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:
         print(format_validation_text(result))

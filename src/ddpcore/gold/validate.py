@@ -54,6 +54,7 @@ from ..io.gold import (
     read_gold,
 )
 from ._correlation import correlation
+from .proportions import Proportion, proportions
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,6 +71,12 @@ GOLD_REFERENCE_SENTENCE = "gold_reference_sentence"  # sentence the gold distanc
 ERROR = "error"  # ddp - gold_distance, in sentences
 RESTRICTED_TYPES = ("PROP", "PRON")
 COUNTED = "counted"  # scoped mentions: the mention's sentence gets its distance (else: antecedent only)
+#: the segment-level DDP columns ``ddp validate`` measures, in report order (each one present in the
+#: segment table is measured; ``ddp_certified`` = max over only the anchors whose link is certain, 0 when none)
+DDP_CERTIFIED = "ddp_certified"
+DDP_COLUMNS: tuple[str, ...] = (schema.DDP, DDP_CERTIFIED)
+#: default tail thresholds k (sentences) of tail precision / recall (CLI ``--tail``)
+DEFAULT_TAILS: tuple[int, ...] = (5, 15)
 
 # ---- the DDP scope (docs/validation.md, "Gold scope"); head words are compared lower-cased, with
 # ’ read as ' and a trailing "." removed ("I." in LitBank)
@@ -115,15 +122,80 @@ class GoldMetrics:
 
 
 @dataclass(frozen=True)
+class TailFigures:
+    """Tail precision and recall at threshold ``k`` (sentences).
+
+    ``precision``: of the segments with DDP >= k (``n``), the share whose gold distance is >= k;
+    ``recall``: of the segments with gold distance >= k (``n``), the share with DDP >= k. Each with
+    its exact 95 % Clopper-Pearson interval (:mod:`ddpcore.gold.proportions`).
+    """
+
+    k: int
+    precision: Proportion
+    recall: Proportion
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "precision": self.precision.to_dict(), "recall": self.recall.to_dict()}
+
+
+@dataclass(frozen=True)
+class ColumnMetrics:
+    """Agreement of one DDP column with gold distance over a set of segments (gold sentences).
+
+    ``pearson``/``spearman`` are ``None`` when undefined (fewer than 2 segments or a constant
+    series); ``under``/``exact``/``over`` are the segments with DDP <, =, > gold, each a
+    :class:`Proportion` (count, n, share, exact 95 % interval); ``mean_signed_error`` is
+    mean(DDP − gold) in sentences (``None`` with no segment); ``tails`` one :class:`TailFigures`
+    per threshold; ``coverage`` (``ddp_certified`` only, else ``None``): of the gold-positive
+    segments (gold > 0), the share with DDP > 0.
+    """
+
+    column: str
+    n_segments: int
+    pearson: float | None
+    spearman: float | None
+    under: Proportion
+    exact: Proportion
+    over: Proportion
+    mean_signed_error: float | None
+    tails: tuple[TailFigures, ...]
+    coverage: Proportion | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "n_segments": self.n_segments, "pearson": self.pearson, "spearman": self.spearman,
+            "under": self.under.to_dict(), "exact": self.exact.to_dict(), "over": self.over.to_dict(),
+            "mean_signed_error": self.mean_signed_error, "tails": [t.to_dict() for t in self.tails],
+        }
+        if self.coverage is not None:
+            d["coverage"] = self.coverage.to_dict()
+        return d
+
+
+@dataclass(frozen=True)
+class ColumnReport:
+    """:class:`ColumnMetrics` of one DDP column, overall and per genre."""
+
+    overall: ColumnMetrics
+    by_genre: dict[str, ColumnMetrics]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"overall": self.overall.to_dict(), "by_genre": {g: m.to_dict() for g, m in self.by_genre.items()}}
+
+
+@dataclass(frozen=True)
 class ValidationResult:
     """Output of :func:`validate` / :func:`compare_with_gold`.
 
     Attributes
     ----------
     overall, by_genre : GoldMetrics, dict[str, GoldMetrics]
+        Metrics of the ``ddp`` column (the report's top-level keys, unchanged since before
+        ``ddp_certified``).
     segments : polars.DataFrame
         One row per gold sentence (= segment): ``document_id, sentence, genre, ddp,
-        gold_distance, error, gold_chain_id, gold_reference_sentence``.
+        gold_distance, error, gold_chain_id, gold_reference_sentence`` (``error`` = ddp − gold),
+        plus ``ddp_certified`` after ``ddp`` when the DDP run has it.
     over_estimates : polars.DataFrame
         Segments with ``ddp > gold_distance``, with the anchor responsible (the first anchor of
         the segment whose distance equals its DDP): ``anchor_kind, anchor_label, anchor_text,
@@ -138,6 +210,11 @@ class ValidationResult:
         Gold settings and the DDP run's signature.
     timing : dict
         ``words`` (gold tokens), ``seconds`` and ``words_per_second`` of the DDP run.
+    columns : dict[str, ColumnReport]
+        Every DDP column present (``ddp``, ``ddp_certified``, in that order) with all figures:
+        correlations, under/exact/over with intervals, tail precision/recall, coverage.
+    tails : tuple[int, ...]
+        The tail thresholds k (sentences) of ``columns``.
     """
 
     overall: GoldMetrics
@@ -147,6 +224,8 @@ class ValidationResult:
     over_estimate_causes: pl.DataFrame
     signature: dict[str, Any] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
+    columns: dict[str, ColumnReport] = field(default_factory=dict)
+    tails: tuple[int, ...] = DEFAULT_TAILS
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,34 +235,22 @@ class ValidationResult:
             "over_estimate_causes": self.over_estimate_causes.to_dicts(),
             "signature": self.signature,
             "timing": self.timing,
+            "tails": list(self.tails),
+            "columns": {c: r.to_dict() for c, r in self.columns.items()},
         }
 
 
 # --------------------------------------------------------------------------- gold scope
 
 
-def resolve_gold_scope(gold_scope: str | None, restricted: bool = False) -> GoldScope:
-    """The gold scope from ``gold_scope`` and the deprecated ``restricted`` flag.
+def resolve_gold_scope(gold_scope: str | None) -> GoldScope:
+    """The gold scope named by ``gold_scope`` (``None`` means ``"full"``).
 
-    ``None`` means ``"full"``; ``restricted=True`` means ``"restricted"`` (with a
-    :class:`DeprecationWarning` from the public callers) and contradicts ``gold_scope="ddp"``.
-    Raises :class:`DDPUsageError` D230 for an unknown scope, D232 for the contradiction.
+    Raises :class:`DDPUsageError` D230 for an unknown scope.
     """
     if gold_scope is not None and gold_scope not in GOLD_SCOPES:
         raise DDPUsageError(f"unknown gold scope {gold_scope!r}; choose one of: {', '.join(GOLD_SCOPES)}", code="D230")
-    if restricted:
-        if gold_scope == "ddp":
-            raise DDPUsageError("restricted=True and gold_scope='ddp' disagree; give only gold_scope", code="D232")
-        return "restricted"
     return gold_scope or "full"  # type: ignore[return-value]
-
-
-def _warn_restricted(restricted: bool) -> None:
-    if restricted:
-        import warnings
-
-        warnings.warn("restricted=True is deprecated and will be removed in the next release; "
-                      "use gold_scope='restricted'", DeprecationWarning, stacklevel=3)
 
 
 def scope_gold_mentions(mentions: pl.DataFrame, gold_scope: GoldScope = "full") -> pl.DataFrame:
@@ -241,14 +308,12 @@ def compute_gold_distances(
     *,
     distance: Distance = "chained",
     gold_scope: GoldScope = "full",
-    restricted: bool = False,
 ) -> pl.DataFrame:
     """Gold distance of every gold sentence (definition in the module docstring).
 
     ``gold_scope`` chooses the mentions (:func:`scope_gold_mentions`); the distance of a sentence
     is the maximum over its *counted* mentions, measured back to the chain's first (chained) or
-    previous (nearest) *kept* mention. ``restricted=True`` is the deprecated spelling of
-    ``gold_scope="restricted"``.
+    previous (nearest) *kept* mention.
 
     Returns
     -------
@@ -261,8 +326,7 @@ def compute_gold_distances(
 
     if distance not in ("chained", "nearest"):
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D420")
-    _warn_restricted(restricted)
-    scope = resolve_gold_scope(gold_scope, restricted)
+    scope = resolve_gold_scope(gold_scope)
     doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
     mentions = scope_gold_mentions(corpus.mentions, scope)
     # one row per (chain, sentence holding a kept mention of it; counted = one of them counts),
@@ -317,6 +381,75 @@ def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics
     )
 
 
+def check_tails(tails: Sequence[int]) -> tuple[int, ...]:
+    """The tail thresholds, sorted and without repeats; each must be an integer >= 1 (D443)."""
+    out = []
+    for k in tails:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise DDPUsageError(f"tail threshold {k!r} is not a whole number of sentences >= 1; give e.g. tails=(5, 15)",
+                                code="D443")
+        out.append(int(k))
+    if not out:
+        raise DDPUsageError("no tail threshold given; give at least one, e.g. tails=(5, 15)", code="D443")
+    return tuple(sorted(set(out)))
+
+
+def compute_column_metrics(
+    ddp: npt.ArrayLike,
+    gold: npt.ArrayLike,
+    *,
+    column: str = schema.DDP,
+    tails: Sequence[int] = DEFAULT_TAILS,
+    coverage: bool | None = None,
+) -> ColumnMetrics:
+    """All figures of one DDP column against gold distance (see :class:`ColumnMetrics`).
+
+    Parameters
+    ----------
+    ddp, gold : array-like, shape (n_segments,)
+        DDP and gold distance per segment, in sentences (whole numbers >= 0).
+    column : str
+        Name of the DDP column (``ddp`` or ``ddp_certified``), recorded in the result.
+    tails : sequence of int
+        Tail thresholds k, in sentences (each >= 1).
+    coverage : bool, optional
+        Whether to compute coverage (share of gold > 0 segments with DDP > 0); default: only for
+        ``ddp_certified``.
+    """
+    x = np.asarray(ddp, dtype=np.float64)
+    y = np.asarray(gold, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise DDPUsageError(f"ddp and gold must be 1-d arrays of one length, got shapes {x.shape} and {y.shape}", code="D421")
+    ks = check_tails(tails)
+    if coverage is None:
+        coverage = column == DDP_CERTIFIED
+    n = int(x.size)
+    err = x - y
+    kcol = np.asarray(ks, dtype=np.float64)[:, None]  # (n_tails, 1) against (n_segments,)
+    pred, true = x[None, :] >= kcol, y[None, :] >= kcol  # (n_tails, n_segments)
+    both = np.count_nonzero(pred & true, axis=1)
+    counts = [np.count_nonzero(err < 0), np.count_nonzero(err == 0), np.count_nonzero(err > 0)]
+    totals = [n, n, n]
+    counts += both.tolist() + both.tolist()
+    totals += np.count_nonzero(pred, axis=1).tolist() + np.count_nonzero(true, axis=1).tolist()
+    if coverage:
+        positive = y > 0
+        counts.append(int(np.count_nonzero(positive & (x > 0))))
+        totals.append(int(np.count_nonzero(positive)))
+    props = proportions(counts, totals)
+    t = len(ks)
+    return ColumnMetrics(
+        column=column,
+        n_segments=n,
+        pearson=correlation(x, y, "pearson"),
+        spearman=correlation(x, y, "spearman"),
+        under=props[0], exact=props[1], over=props[2],
+        mean_signed_error=float(np.mean(err)) if n else None,
+        tails=tuple(TailFigures(k, props[3 + i], props[3 + t + i]) for i, k in enumerate(ks)),
+        coverage=props[3 + 2 * t] if coverage else None,
+    )
+
+
 # --------------------------------------------------------------------------- comparison
 
 
@@ -343,9 +476,9 @@ def compare_with_gold(
     *,
     corpus: GoldCorpus | None = None,
     gold_scope: GoldScope = "full",
-    restricted: bool = False,
     signature: dict[str, Any] | None = None,
     timing: dict[str, float] | None = None,
+    tails: Sequence[int] = DEFAULT_TAILS,
 ) -> ValidationResult:
     """Join gold distances with DDP per gold sentence and compute the metrics.
 
@@ -354,7 +487,8 @@ def compare_with_gold(
     gold : polars.DataFrame
         Output of :func:`compute_gold_distances` (one row per gold sentence).
     segments : polars.DataFrame
-        DDP per gold sentence: ``document_id``, ``segment_id`` (= gold sentence index) and ``ddp``.
+        DDP per gold sentence: ``document_id``, ``segment_id`` (= gold sentence index), ``ddp``
+        and, when the run has it, ``ddp_certified`` (whole numbers of sentences >= 0; D445 otherwise).
     anchors : polars.DataFrame, optional
         The run's anchors table (``document_id, segment_id, anchor_index, kind, label, text,
         antecedent_kind, antecedent_text, antecedent_sentence, distance_sentences``); gives the
@@ -364,18 +498,24 @@ def compare_with_gold(
         diagnosis of its responsible anchor (see :func:`_diagnose`).
     gold_scope : ``"full" | "restricted" | "ddp"``
         The scope ``gold`` was computed in; the diagnosis of over-estimates uses that scope's
-        kept mentions. ``restricted=True`` is the deprecated spelling of ``gold_scope="restricted"``.
+        kept mentions.
+    tails : sequence of int
+        Tail thresholds k (sentences) of tail precision / recall (D443 unless whole numbers >= 1).
     """
     import polars as pl
 
-    _warn_restricted(restricted)
-    scope = resolve_gold_scope(gold_scope, restricted)
+    scope = resolve_gold_scope(gold_scope)
+    ks = check_tails(tails)
     doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
     for col in (doc, schema.SEGMENT_ID, schema.DDP):
         if col not in segments.columns:
             raise DDPDataError(f"DDP segment table lacks column '{col}'", code="D422")
+    columns = [c for c in DDP_COLUMNS if c in segments.columns]
+    for c in columns:
+        _check_ddp_column(segments, c)
     ddp = segments.select(
-        pl.col(doc).cast(pl.String), pl.col(schema.SEGMENT_ID).cast(pl.Int64).alias(sent), pl.col(schema.DDP).cast(pl.Int64)
+        pl.col(doc).cast(pl.String), pl.col(schema.SEGMENT_ID).cast(pl.Int64).alias(sent),
+        *[pl.col(c).cast(pl.Int64) for c in columns],
     )
     joined = gold.with_columns(pl.col(doc).cast(pl.String)).join(ddp, on=[doc, sent], how="left", maintain_order="left")
     missing = joined.filter(pl.col(schema.DDP).is_null())
@@ -387,14 +527,24 @@ def compare_with_gold(
             code="D423",
         )
     joined = joined.with_columns((pl.col(schema.DDP) - pl.col(GOLD_DISTANCE)).alias(ERROR)).select(
-        doc, sent, GENRE, schema.DDP, GOLD_DISTANCE, ERROR, GOLD_CHAIN_ID, GOLD_REFERENCE_SENTENCE
+        doc, sent, GENRE, *columns, GOLD_DISTANCE, ERROR, GOLD_CHAIN_ID, GOLD_REFERENCE_SENTENCE
     )
 
     overall = compute_gold_metrics(joined[schema.DDP].to_numpy(), joined[GOLD_DISTANCE].to_numpy())
     by_genre = {}
-    for genre in sorted(joined[GENRE].unique().to_list()):
-        part = joined.filter(pl.col(GENRE) == genre)
+    genres = sorted(joined[GENRE].unique().to_list())
+    # one pass over the genres (a handful), each measured with whole-array numpy
+    parts = {genre: joined.filter(pl.col(GENRE) == genre) for genre in genres}
+    for genre, part in parts.items():
         by_genre[genre] = compute_gold_metrics(part[schema.DDP].to_numpy(), part[GOLD_DISTANCE].to_numpy())
+    reports = {
+        c: ColumnReport(
+            overall=compute_column_metrics(joined[c].to_numpy(), joined[GOLD_DISTANCE].to_numpy(), column=c, tails=ks),
+            by_genre={g: compute_column_metrics(part[c].to_numpy(), part[GOLD_DISTANCE].to_numpy(), column=c, tails=ks)
+                      for g, part in parts.items()},
+        )
+        for c in columns
+    }
 
     over = joined.filter(pl.col(ERROR) > 0)
     if anchors is not None and anchors.height:
@@ -439,7 +589,32 @@ def compare_with_gold(
         over_estimate_causes=causes,
         signature=signature or {},
         timing=timing or {},
+        columns=reports,
+        tails=ks,
     )
+
+
+def _check_ddp_column(segments: pl.DataFrame, column: str) -> None:
+    """A DDP column holds whole numbers of sentences >= 0 in every row (D445 names the first bad row)."""
+    import polars as pl
+
+    col = pl.col(column)
+    dtype = segments.schema[column]
+    if dtype.is_numeric():
+        bad = col.is_null() | (col < 0)
+        if dtype.is_float():
+            bad = bad | col.is_nan() | col.is_infinite() | (col != col.floor())
+    else:
+        bad = pl.lit(True)
+    rows = segments.with_row_index("_row").filter(bad)
+    if rows.height:
+        r = rows.row(0, named=True)
+        raise DDPDataError(
+            f"DDP segment table, column '{column}', row {r['_row']} (document '{r[schema.DOCUMENT_ID]}', segment "
+            f"{r[schema.SEGMENT_ID]}): {r[column]!r} is not a whole number of sentences >= 0 ({rows.height} such "
+            "rows); profile the gold sentences again with ddpcore.api.profile_anchors",
+            code="D445",
+        )
 
 
 def _token_index(text: str, tokens: list[str], char_start: int) -> int:
@@ -518,11 +693,11 @@ def validate(
     pipeline: str | None = None,
     rules: str | None = None,
     gold_scope: GoldScope = "full",
-    restricted: bool = False,
     n_process: int = 1,
     batch_size: int = 256,
     progress: bool = False,
     strict: bool = False,
+    tails: Sequence[int] = DEFAULT_TAILS,
 ) -> ValidationResult:
     """Validate DDP against gold coreference, each gold sentence profiled as one segment.
 
@@ -544,8 +719,6 @@ def validate(
         mention (``full``), proper-name and pronoun mentions only (``restricted``), or the kinds
         DDP anchors (``ddp``: named mentions and third-person pronouns count, nominal mentions are
         antecedents only, first/second-person pronouns are removed). Unknown value: D230.
-    restricted : bool
-        Deprecated spelling of ``gold_scope="restricted"`` (DeprecationWarning; removed next release).
     n_process : int
         spaCy worker processes.
     batch_size : int
@@ -554,9 +727,12 @@ def validate(
         Show a progress bar while parsing.
     strict : bool
         Raise on unbalanced gold coreference brackets instead of dropping the mention.
+    tails : sequence of int
+        Tail thresholds k (sentences) of tail precision / recall (default 5 and 15; D443 unless
+        whole numbers >= 1).
     """
-    _warn_restricted(restricted)
-    scope = resolve_gold_scope(gold_scope, restricted)
+    scope = resolve_gold_scope(gold_scope)
+    ks = check_tails(tails)
     corpus = read_gold(gold_paths, format=format, strict=strict)
     gold = compute_gold_distances(corpus, distance=distance, gold_scope=scope)
     run, timing = profile_gold(
@@ -575,6 +751,8 @@ def validate(
             "scope": scope,
             "restricted": scope == "restricted",  # kept one release for readers of older signatures
             "distance": distance,
+            "tails": list(ks),
+            "ddp_columns": [c for c in DDP_COLUMNS if c in run.segments.columns],
             "repaired_brackets": len(corpus.warnings),
             "warnings": list(corpus.warnings[:20]),
         },
@@ -588,6 +766,7 @@ def validate(
         gold_scope=scope,
         signature=signature,
         timing=timing,
+        tails=ks,
     )
 
 
@@ -731,27 +910,67 @@ def _scope_title(gold_signature: dict[str, Any]) -> str:
     }.get(_scope_name(gold_signature), _scope_name(gold_signature))
 
 
+def _pct_ci(p: Proportion, with_n: bool = False) -> str:
+    """``share [low, high]`` in %, plus ``/n`` with ``with_n``; ``—`` when undefined (n = 0)."""
+    n = f" /{p.n}" if with_n else ""
+    if p.share is None or p.ci_low is None or p.ci_high is None:
+        return f"{'—':>18}{n}"
+    return f"{100 * p.share:5.1f} [{100 * p.ci_low:4.1f},{100 * p.ci_high:6.1f}]{n}"
+
+
+def _column_tables(name: str, report: ColumnReport, tails: Sequence[int]) -> list[str]:
+    """The text tables of one DDP column: agreement, then tails (and coverage), per genre and overall."""
+    rows = list(report.by_genre.items())
+    if len(report.by_genre) != 1:
+        rows.append(("overall", report.overall))
+    head = (f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}  {'under %':<20}{'exact %':<20}{'over %':<20}"
+            f"{'mean err':>8}")
+    lines = [f"column {name} (shares in %, exact 95% Clopper-Pearson interval in brackets)", head, "-" * len(head)]
+    for genre, m in rows:
+        mean = "—" if m.mean_signed_error is None else f"{m.mean_signed_error:.2f}"
+        lines.append(f"{genre:<14}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}  {_pct_ci(m.under):<20}"
+                     f"{_pct_ci(m.exact):<20}{_pct_ci(m.over):<20}{mean:>8}")
+    cells = [f"{what}@{k}" for k in tails for what in ("precision", "recall")]
+    cover = report.overall.coverage is not None
+    if cover:
+        cells.append("coverage")
+    width = 28
+    head = (f"{'genre':<14}" + "".join(f"{c:<{width}}" for c in cells)).rstrip()
+    lines += ["", f"column {name} tails (% [95% CI] /n: precision@k of DDP >= k, recall@k of gold >= k"
+              + ("; coverage of gold > 0 with DDP > 0" if cover else "") + ")", head, "-" * len(head)]
+    for genre, m in rows:
+        figs = [p for t in m.tails for p in (t.precision, t.recall)] + ([m.coverage] if m.coverage else [])
+        lines.append((f"{genre:<14}" + "".join(f"{_pct_ci(p, True):<{width}}" for p in figs)).rstrip())
+    return lines
+
+
 def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> str:
-    """A readable report: metrics by genre and overall, the causes of over-estimates and the
-    largest over-estimated segments."""
+    """A readable report: per DDP column (``ddp``, ``ddp_certified`` when present) the metrics by
+    genre and overall with their intervals and the tail figures, then the causes of
+    over-estimates and the largest over-estimated segments (of ``ddp``)."""
     g = result.signature.get("gold", {})
     title = (
         f"DDP vs gold distance ({g.get('distance', '?')} distance, {_scope_title(g)}; "
         f"{result.overall.n_segments} gold sentences, {g.get('documents', '?')} documents)"
     )
-    head = f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}{'under':>8}{'exact':>8}{'over':>8}{'mean err':>10}"
-    lines = [title, "", head, "-" * len(head)]
+    lines = [title]
+    if result.columns:
+        for name, report in result.columns.items():
+            lines += [""] + _column_tables(name, report, result.tails)
+    else:  # a result built by hand without columns: the ddp table of GoldMetrics
+        head = f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}{'under':>8}{'exact':>8}{'over':>8}{'mean err':>10}"
+        lines += ["", head, "-" * len(head)]
 
-    def row(name: str, m: GoldMetrics) -> str:
-        return (
-            f"{name:<14}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}"
-            f"{m.share_under:>8.1%}{m.share_exact:>8.1%}{m.share_over:>8.1%}{m.mean_signed_error:>10.2f}"
-        )
+        def row(name: str, m: GoldMetrics) -> str:
+            return (
+                f"{name:<14}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}"
+                f"{m.share_under:>8.1%}{m.share_exact:>8.1%}{m.share_over:>8.1%}{m.mean_signed_error:>10.2f}"
+            )
 
-    for genre, m in result.by_genre.items():
-        lines.append(row(genre, m))
-    if len(result.by_genre) != 1:
-        lines.append(row("overall", result.overall))
+        for genre, m in result.by_genre.items():
+            lines.append(row(genre, m))
+        if len(result.by_genre) != 1:
+            lines.append(row("overall", result.overall))
     if result.timing:
         lines.append("")
         lines.append(
