@@ -124,10 +124,9 @@ def test_cli_formats_and_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cap.err.count("\n") == 1 and "gate blind failed" in cap.err
 
 
-def test_columns_and_deprecated_keywords_agree() -> None:
+def test_renamed_columns_agree() -> None:
     """Renamed columns through ``columns=TableColumns(...)`` give the same verdict and TOST as the
-    canonical names; the old ``score=``/``document=`` keywords still work for one release and warn;
-    the default call warns nothing."""
+    canonical names; the default call warns nothing; the removed per-role keywords are a TypeError."""
     import warnings
 
     from ddpcore.stats import TableColumns
@@ -138,10 +137,7 @@ def test_columns_and_deprecated_keywords_agree() -> None:
         warnings.simplefilter("error", DeprecationWarning)
         base = blindness(df, margin=3, **FAST)
         new = blindness(renamed, margin=3, columns=TableColumns(score="s", document="doc"), **FAST)
-    with pytest.warns(DeprecationWarning, match="blindness"):
-        old = blindness(renamed, margin=3, score="s", document="doc", **FAST)
-    for r in (new, old):
-        assert r.verdict == base.verdict
-        assert r.evidence["tost"] == base.evidence["tost"]
-    with pytest.raises(DDPUsageError, match="not both"):
-        blindness(renamed, margin=3, columns=TableColumns(score="s"), document="doc", **FAST)
+    assert new.verdict == base.verdict
+    assert new.evidence["tost"] == base.evidence["tost"]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'score'"):
+        blindness(renamed, margin=3, score="s", document="doc", **FAST)

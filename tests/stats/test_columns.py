@@ -1,8 +1,8 @@
 """The columns object (ddpcore.stats.TableColumns) and the clustering strategy table.
 
-TableColumns: defaults from ddpcore.schema, the CLI flag of every role in error messages, the
-deprecated per-role keywords (document=, segment=, ...) still working for one release with a
-DeprecationWarning and giving the same numbers as columns=. Strategy table: every method of
+TableColumns: defaults from ddpcore.schema, the CLI flag of every role in error messages, renamed
+columns through columns= giving the same numbers as the canonical names, and the per-role keywords
+of 0.1.0 development (document=, segment=, ...) gone (a TypeError). Strategy table: every method of
 cluster_systems reachable through it (same results as the method name), an unknown method is
 D351 naming the known ones.
 """
@@ -25,7 +25,7 @@ from ddpcore.stats import (
 )
 from ddpcore.stats.bootstrap import unit_keys
 from ddpcore.stats.clustering import METHODS, STRATEGIES
-from ddpcore.stats.columns import ROLES, resolve_columns
+from ddpcore.stats.columns import ROLES, check_columns
 
 
 def _long(seed: int = 0, n_sys: int = 4, n_docs: int = 6, segs: int = 3) -> pl.DataFrame:
@@ -82,19 +82,28 @@ def test_frozen_and_checked():
         TableColumns(score=None)  # type: ignore[arg-type]
 
 
-def test_resolve_columns_rules():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert resolve_columns(None, {}, func="f") == TableColumns()
-        assert resolve_columns(COLS, {}, func="f") is COLS
-    with pytest.warns(DeprecationWarning, match=r"f\(document='doc'\) is deprecated.*columns=TableColumns\(document='doc'\)"):
-        assert resolve_columns(None, {"document": "doc"}, func="f") == TableColumns(document="doc")
-    with pytest.raises(DDPUsageError, match="D311.*not both"):
-        resolve_columns(COLS, {"score": "esa"}, func="f")
-    with pytest.raises(TypeError, match="unexpected keyword argument 'annotator'"):
-        resolve_columns(None, {"annotator": "x"}, func="f", allowed=("document",))
-    with pytest.raises(DDPUsageError, match="must be a TableColumns"):
-        resolve_columns({"document": "doc"}, {}, func="f")  # type: ignore[arg-type]
+def test_check_columns_rules():
+    assert check_columns(None, func="f") == TableColumns()
+    assert check_columns(COLS, func="f") is COLS
+    with pytest.raises(DDPUsageError, match=r"D311.*f\(columns=...\) must be a TableColumns, got dict"):
+        check_columns({"document": "doc"}, func="f")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("func", ["load_long_table", "bootstrap_tau", "bootstrap_system_means", "unit_keys",
+                                  "cluster_systems", "compare_systems", "score_recoverability_r2", "blindness"])
+def test_per_role_keywords_are_gone(func):
+    """The per-role keywords (document=, ...) of 0.1.0 development were removed before any release:
+    a TypeError, never a silent default column."""
+    import inspect
+
+    import importlib
+
+    import ddpcore.stats as stats
+
+    home = {"unit_keys": "bootstrap", "blindness": "blindness"}  # (stats.blindness is also a module name)
+    fn = getattr(importlib.import_module(f"ddpcore.stats.{home[func]}"), func) if func in home else getattr(stats, func)
+    params = inspect.signature(fn).parameters
+    assert "document" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 # --------------------------------------------------------------------------- error messages name the flag
@@ -124,23 +133,19 @@ def test_cluster_without_condition_column_names_the_flag():
         cluster_systems(df, "wmt25", condition_value="DOC", columns=TableColumns(condition="cond"))
 
 
-# --------------------------------------------------------------------------- columns= and the deprecated keywords
+# --------------------------------------------------------------------------- columns= equals the canonical names
 
 
-def test_load_long_table_columns_equals_keywords():
+def test_load_long_table_columns_equal_canonical_names():
     df = _long(n_docs=3)
     renamed = df.rename(RENAMES)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # columns= never warns
         new = load_long_table(renamed, columns=COLS)
-    with pytest.warns(DeprecationWarning, match="load_long_table"):
-        old = load_long_table(renamed, document="doc", segment="seg", system="sys", annotator="rater",
-                              condition="cond", score="esa")
-    assert new.equals(old)
     assert new.drop("genre").equals(load_long_table(df).drop("domain"))
 
 
-def test_bootstrap_tau_columns_equals_keywords(tmp_path):
+def test_bootstrap_tau_columns_equal_canonical_names(tmp_path):
     df = _long()
     renamed = df.rename(RENAMES)
     path = tmp_path / "t.parquet"
@@ -149,46 +154,30 @@ def test_bootstrap_tau_columns_equals_keywords(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         new = bootstrap_tau(path, "DOC", "MIX", n_boot=60, seed=3, columns=COLS)
-    with pytest.warns(DeprecationWarning, match=r"bootstrap_tau\(document='doc'.*score='esa'\) is deprecated"):
-        old = bootstrap_tau(renamed, "DOC", "MIX", n_boot=60, seed=3, document="doc", segment="seg", system="sys",
-                            condition="cond", score="esa")
-    for res in (new, old):
-        assert np.array_equal(res.replicates, ref.replicates, equal_nan=True)
-        assert res.tau == ref.tau and res.signature == ref.signature
-    with pytest.raises(TypeError, match="unexpected keyword argument 'annotator'"):
-        bootstrap_tau(df, "DOC", "MIX", n_boot=5, annotator="annotator")  # never one of its keywords
-    with pytest.raises(DDPUsageError, match="D311.*not both"):
-        bootstrap_tau(renamed, "DOC", "MIX", n_boot=5, columns=COLS, score="esa")
+    assert np.array_equal(new.replicates, ref.replicates, equal_nan=True)
+    assert new.tau == ref.tau and new.signature == ref.signature
+    with pytest.raises(TypeError, match="unexpected keyword argument 'document'"):
+        bootstrap_tau(renamed, "DOC", "MIX", n_boot=5, document="doc")  # the removed per-role keywords
 
 
-def test_bootstrap_system_means_and_unit_keys_columns_equal_keywords():
+def test_bootstrap_system_means_and_unit_keys_columns_equal_canonical_names():
     df = _long()
     renamed = df.rename(RENAMES)
     ref = bootstrap_system_means(df, condition_value="DOC", n_boot=40, seed=1, unit="segment")
     new = bootstrap_system_means(renamed, condition_value="DOC", n_boot=40, seed=1, unit="segment", columns=COLS)
-    with pytest.warns(DeprecationWarning, match="bootstrap_system_means"):
-        old = bootstrap_system_means(renamed, condition_value="DOC", n_boot=40, seed=1, unit="segment",
-                                     document="doc", segment="seg", system="sys", condition="cond", score="esa")
-    for res in (new, old):
-        assert np.array_equal(res.replicates, ref.replicates, equal_nan=True) and res.systems == ref.systems
+    assert np.array_equal(new.replicates, ref.replicates, equal_nan=True) and new.systems == ref.systems
     keys = unit_keys(renamed, unit="segment", columns=COLS)
-    with pytest.warns(DeprecationWarning, match="unit_keys"):
-        assert unit_keys(renamed, unit="segment", document="doc", segment="seg").equals(keys)
     assert keys.equals(unit_keys(df, unit="segment"))
 
 
 @pytest.mark.parametrize("method", ["bootstrap", "wmt24"])
-def test_cluster_systems_columns_equals_keywords(method):
+def test_cluster_systems_columns_equal_canonical_names(method):
     df = _long()
     renamed = df.rename(RENAMES)
     kw = dict(condition_value="MIX", n_boot=80, seed=2, by_domain=method == "wmt24")
     ref = cluster_systems(df, method, **kw)
     new = cluster_systems(renamed, method, columns=COLS, **kw)
-    with pytest.warns(DeprecationWarning, match="cluster_systems"):
-        old = cluster_systems(renamed, method, document="doc", segment="seg", system="sys", annotator="rater",
-                              condition="cond", score="esa", domain="genre", **kw)
-    for res in (new, old):
-        assert res.to_dict() == ref.to_dict()
+    assert new.to_dict() == ref.to_dict()
 
 
 # --------------------------------------------------------------------------- clustering strategy table
@@ -243,7 +232,7 @@ def test_unknown_method_is_d351(bad):
         cluster_systems(_long(n_docs=2), bad, condition_value="DOC")  # type: ignore[arg-type]
 
 
-def test_compare_systems_columns_equals_keywords():
+def test_compare_systems_columns_equal_canonical_names():
     from ddpcore.stats import compare_systems
     from ddpcore.stats.compare import unit_keys as compare_unit_keys
 
@@ -253,8 +242,6 @@ def test_compare_systems_columns_equals_keywords():
     ref = compare_systems(df, "sys0", **kw).to_dict()
     cols = TableColumns(document="doc", segment="seg", system="sys")
     assert compare_systems(renamed, "sys0", columns=cols, **kw).to_dict() == ref
-    with pytest.warns(DeprecationWarning, match="compare_systems"):
-        assert compare_systems(renamed, "sys0", document="doc", segment="seg", system="sys", **kw).to_dict() == ref
     # segment=None: document-level rows (one per document and system)
     docs = df.group_by("document_id", "system").agg(pl.col("score").mean())
     res = compare_systems(docs, "sys0", columns=TableColumns(segment=None), **kw)
@@ -265,14 +252,10 @@ def test_compare_systems_columns_equals_keywords():
     assert compare_unit_keys(renamed, columns=cols).rename({"doc": "document_id"}).equals(compare_unit_keys(df))
 
 
-def test_score_recoverability_columns_equals_keywords():
+def test_score_recoverability_columns_equal_canonical_names():
     from ddpcore.stats import score_recoverability_r2
 
     df = _long()
     renamed = df.rename(RENAMES)
     ref = score_recoverability_r2(df, predictor="DOC", target="MIX").to_dict()
     assert score_recoverability_r2(renamed, predictor="DOC", target="MIX", columns=COLS).to_dict() == ref
-    with pytest.warns(DeprecationWarning, match="score_recoverability_r2"):
-        old = score_recoverability_r2(renamed, predictor="DOC", target="MIX", document="doc", system="sys",
-                                      condition="cond", score="esa")
-    assert old.to_dict() == ref

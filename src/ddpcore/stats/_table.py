@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from .columns import LONG_TABLE_ROLES, TableColumns, resolve_columns
+from .columns import LONG_TABLE_ROLES, TableColumns, check_columns
 from ..signature import json_safe, signature  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
@@ -75,7 +75,6 @@ def load_long_table(
     columns: TableColumns | None = None,
     required: Sequence[str] = ("document", "segment", "system", "condition", "score"),
     nan_policy: NanPolicy = "raise",
-    **legacy_columns: str | None,
 ) -> pl.DataFrame:
     """Read and validate a long evaluation table; return it with canonical column names.
 
@@ -98,9 +97,6 @@ def load_long_table(
     nan_policy
         ``"raise"`` (default): a null or NaN score is an error naming the first bad row.
         ``"omit"``: such rows are dropped. Infinite scores are always an error.
-    **legacy_columns
-        Deprecated (one release): ``document=``, ``segment=``, ``system=``, ``annotator=``,
-        ``condition=``, ``score=`` instead of ``columns=`` (``DeprecationWarning``).
 
     Returns
     -------
@@ -109,7 +105,7 @@ def load_long_table(
         canonical names, score cast to Float64; other columns kept unchanged. Key columns
         (document, segment, system, annotator, condition) must not contain nulls.
     """
-    cols = resolve_columns(columns, legacy_columns, func="load_long_table")
+    cols = check_columns(columns, func="load_long_table")
     return _load_long_table(table, cols, required, nan_policy)
 
 

@@ -58,7 +58,7 @@ import numpy as np
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._table import json_safe, load_long_table, signature
-from .columns import TableColumns, resolve_columns
+from .columns import TableColumns, check_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -174,7 +174,6 @@ def blindness(
     strict: bool = False,
     required: Sequence[str] = (),
     warn: Callable[[str], None] | None = None,
-    **legacy_columns: str,
 ) -> BlindnessResult:
     """Run the battery on a long score table and return the verdict (module docstring).
 
@@ -196,8 +195,7 @@ def blindness(
     exclude_systems : systems left out of the whole battery (e.g. the reference); each must occur
         in the table (D704)
     columns : :class:`~ddpcore.stats.TableColumns`, the document, segment, system, condition and
-        score columns (the old ``document=`` ... keywords still work for one release, with a
-        ``DeprecationWarning``)
+        score columns
     spans, text : spans column (list of {span_start, span_end}) and target-text column for the
         boundary span rate; skipped when absent (``None`` = never)
     threads : OpenMP threads of the tau and span resampling kernels; results are identical for any
@@ -254,8 +252,7 @@ def blindness(
         else:
             warn(message)
 
-    cols = resolve_columns(columns, legacy_columns, func="blindness",
-                           allowed=("document", "segment", "system", "condition", "score"))
+    cols = check_columns(columns, func="blindness")
     source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
     n_rows_in: int | None = None
     if nan_policy == "omit":

@@ -51,7 +51,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_long_table, signature
-from .columns import TableColumns, resolve_columns
+from .columns import TableColumns, check_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -92,9 +92,6 @@ def _check_sizes(n_boot: int, n_units: int) -> None:
 
 
 DEFAULT_N_BOOT = 10_000
-
-#: column roles the bootstrap functions read (their deprecated per-role keywords)
-_BOOTSTRAP_ROLES = ("document", "segment", "system", "condition", "score")
 
 
 def _check_indices(indices: Any, n_boot: int | None, n_units: int) -> npt.NDArray[np.int64]:
@@ -452,7 +449,6 @@ def bootstrap_tau(
     nan_policy: Literal["raise", "omit"] = "raise",
     max_memory: Any = None,
     max_seconds: Any = None,
-    **legacy_columns: str,
 ) -> BootstrapTauResult:
     """Kendall tau-b between the system rankings of two conditions, with a bootstrap CI.
 
@@ -468,9 +464,7 @@ def bootstrap_tau(
         condition and score columns.
     columns
         :class:`~ddpcore.stats.TableColumns` naming those columns (CLI ``--document-col`` ...;
-        the annotator column is not used). The keywords ``document=``, ``segment=``,
-        ``system=``, ``condition=``, ``score=`` still work for one release
-        (``DeprecationWarning``).
+        the annotator column is not used).
     condition_a, condition_b
         The two values of the condition column to compare.
     unit, n_boot, seed, indices, threads
@@ -503,7 +497,7 @@ def bootstrap_tau(
         raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
     if str(condition_a) == str(condition_b):
         raise DDPUsageError(f"the two conditions must differ (both are {condition_a!r})", code="D311")
-    cols = resolve_columns(columns, legacy_columns, func="bootstrap_tau", allowed=_BOOTSTRAP_ROLES)
+    cols = check_columns(columns, func="bootstrap_tau")
     required = ["document", "system", "condition", "score"] + (["segment"] if unit == "segment" else [])
     df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
     conds = [condition_a, condition_b]
@@ -593,7 +587,6 @@ def bootstrap_system_means(
     nan_policy: Literal["raise", "omit"] = "raise",
     max_memory: Any = None,
     max_seconds: Any = None,
-    **legacy_columns: str,
 ) -> BootstrapMeansResult:
     """Bootstrap replicates of every system's mean score.
 
@@ -603,8 +596,7 @@ def bootstrap_system_means(
     units). Budget: the (n_boot, n_systems) result and the sums behind it (24 bytes per
     replicate and system) must fit ``max_memory`` (D362); time as in :func:`bootstrap_tau`.
     ``columns`` (:class:`~ddpcore.stats.TableColumns`) names the document, segment, system,
-    condition and score columns; the old keywords still work for one release
-    (``DeprecationWarning``).
+    condition and score columns.
 
     Returns
     -------
@@ -612,7 +604,7 @@ def bootstrap_system_means(
         ``replicates`` has shape (n_boot, n_systems), columns in ``systems`` order (sorted);
         NaN where a system has no rows among the drawn units.
     """
-    cols = resolve_columns(columns, legacy_columns, func="bootstrap_system_means", allowed=_BOOTSTRAP_ROLES)
+    cols = check_columns(columns, func="bootstrap_system_means")
     required = ["document", "system", "score"] + (["segment"] if unit == "segment" else [])
     if condition_value is not None:
         required.append("condition")
@@ -657,7 +649,6 @@ def unit_keys(
     exclude_systems: Sequence[Any] = (),
     columns: TableColumns | None = None,
     nan_policy: Literal["raise", "omit"] = "raise",
-    **legacy_columns: str,
 ) -> pl.DataFrame:
     """The resampling units in index order: row k is the unit that index value k names.
 
@@ -668,7 +659,7 @@ def unit_keys(
     """
     import polars as pl
 
-    cols = resolve_columns(columns, legacy_columns, func="unit_keys", allowed=_BOOTSTRAP_ROLES)
+    cols = check_columns(columns, func="unit_keys")
     required = ["document"] + (["segment"] if unit == "segment" else []) + (["condition"] if conditions else [])
     df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
     if exclude_systems and schema.SYSTEM in df.columns:

@@ -80,7 +80,7 @@ from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import check_single_condition, factorize, json_safe, load_long_table, signature
-from .columns import TableColumns, resolve_columns
+from .columns import TableColumns, check_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -876,7 +876,6 @@ def cluster_systems(
     max_memory: Any = None,
     max_seconds: Any = None,
     min_pairs: int | None = None,
-    **legacy_columns: str | None,
 ) -> ClusterResult:
     """Rank systems by mean score and cluster them with pairwise significance tests.
 
@@ -894,9 +893,7 @@ def cluster_systems(
     condition_value : keep only rows of this condition (required when the table holds several)
     indices : bootstrap only: explicit resample matrix (n_boot x n_units, units in sorted order)
     columns : :class:`~ddpcore.stats.TableColumns` naming the document, segment, system,
-        annotator, condition, score and domain columns. The keywords ``document=``,
-        ``segment=``, ``system=``, ``annotator=``, ``condition=``, ``score=``, ``domain=`` still
-        work for one release (``DeprecationWarning``).
+        annotator, condition, score and domain columns.
     nan_policy : "raise" (default) or "omit" rows with a missing score
     progress : show a tqdm bar on stderr for the resampling methods
     max_memory, max_seconds : budget of the resampling methods (see :mod:`ddpcore.stats.budget`):
@@ -915,7 +912,7 @@ def cluster_systems(
     import polars as pl
 
     strategy = _strategy(method)
-    cols = resolve_columns(columns, legacy_columns, func="cluster_systems", allowed=_CLUSTER_ROLES)
+    cols = check_columns(columns, func="cluster_systems")
     if unit not in ("document", "segment"):
         raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D351")
     if not 0.0 < float(alpha) < 1.0:
@@ -1029,9 +1026,6 @@ def cluster_systems(
         warnings=tuple(notes),
     )
 
-
-#: column roles cluster_systems reads (its deprecated per-role keywords)
-_CLUSTER_ROLES = ("document", "segment", "system", "annotator", "condition", "score", "domain")
 
 
 # --------------------------------------------------------------------------- comparing two clusterings

@@ -8,15 +8,10 @@ statistics function that reads a long table takes ``columns=TableColumns(...)``,
     from ddpcore.stats import TableColumns, bootstrap_tau
     cols = TableColumns(document="doc", score="esa")
     bootstrap_tau("scores.parquet", "DOC", "MIX", columns=cols)
-
-The six keyword arguments the functions took before (``document=``, ``segment=``, ...) still
-work for one release: :func:`resolve_columns` maps them onto a ``TableColumns`` and emits a
-``DeprecationWarning``.
 """
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
@@ -94,55 +89,13 @@ class TableColumns:
         return dataclasses.replace(self, **changes)
 
 
-def resolve_columns(
-    columns: TableColumns | None,
-    legacy: Mapping[str, Any],
-    *,
-    func: str,
-    allowed: Collection[str] = LONG_TABLE_ROLES,
-    stacklevel: int = 3,
-) -> TableColumns:
-    """The columns a function should use, from ``columns=`` or from the deprecated keywords.
-
-    Parameters
-    ----------
-    columns
-        The caller's ``columns=`` argument (``None``: defaults).
-    legacy
-        The old per-role keyword arguments the caller passed (``{"document": "doc", ...}``;
-        the ``**legacy_columns`` of the public function).
-    func
-        Name of the public function, for the messages.
-    allowed
-        Roles that function accepted as keywords before ``columns=`` existed; any other
-        keyword is a ``TypeError``, as it was.
-    stacklevel
-        Passed to :func:`warnings.warn` (3 = the caller of the public function).
-
-    Returns
-    -------
-    TableColumns
-        ``columns`` (or the defaults) with the legacy keywords applied. Legacy keywords emit
-        one ``DeprecationWarning`` naming them; giving both ``columns=`` and a legacy keyword
-        is D311.
-    """
-    unknown = [k for k in legacy if k not in allowed]
-    if unknown:
-        raise TypeError(f"{func}() got an unexpected keyword argument {unknown[0]!r}")
-    if columns is not None and not isinstance(columns, TableColumns):
+def check_columns(columns: TableColumns | None, *, func: str) -> TableColumns:
+    """``columns`` itself, or the defaults for ``None``; anything else is D311 (``func`` names the caller)."""
+    if columns is None:
+        return TableColumns()
+    if not isinstance(columns, TableColumns):
         raise DDPUsageError(f"{func}(columns=...) must be a TableColumns, got {type(columns).__name__}", code="D311")
-    if not legacy:
-        return columns if columns is not None else TableColumns()
-    if columns is not None:
-        raise DDPUsageError(
-            f"{func}(): give the column names either in columns=TableColumns(...) or as the deprecated keywords "
-            f"({', '.join(f'{k}=' for k in legacy)}), not both", code="D311")
-    shown = ", ".join(f"{k}={v!r}" for k, v in legacy.items())
-    warnings.warn(
-        f"{func}({shown}) is deprecated and will be removed in the next release; pass "
-        f"columns=TableColumns({shown}) (ddpcore.stats.TableColumns)",
-        DeprecationWarning, stacklevel=stacklevel)
-    return TableColumns(**legacy)
+    return columns
 
 
-__all__ = ["TableColumns", "resolve_columns", "ROLES", "LONG_TABLE_ROLES"]
+__all__ = ["TableColumns", "check_columns", "ROLES", "LONG_TABLE_ROLES"]

@@ -58,7 +58,7 @@ from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
-from .columns import TableColumns, resolve_columns
+from .columns import TableColumns, check_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -798,7 +798,6 @@ def compare_systems(
     columns: TableColumns | None = None,
     max_memory: Any = None,
     max_seconds: Any = None,
-    **legacy_columns: str | None,
 ) -> CompareResult:
     """Significance of every system against ``baseline``, for each metric column.
 
@@ -830,8 +829,7 @@ def compare_systems(
         Systems left out before pairing.
     columns
         :class:`~ddpcore.stats.TableColumns`: the document, segment and system columns
-        (``segment=None``: document-level rows). The keywords ``document=``, ``segment=``,
-        ``system=`` still work for one release (``DeprecationWarning``).
+        (``segment=None``: document-level rows).
     max_memory, max_seconds
         Budget of the resampling (see :func:`compare_arrays`; D362 / D363 before the long part).
 
@@ -839,7 +837,7 @@ def compare_systems(
     -------
     CompareResult
     """
-    cols = resolve_columns(columns, legacy_columns, func="compare_systems", allowed=_COMPARE_ROLES)
+    cols = check_columns(columns, func="compare_systems")
     metric_list = _csv(metrics)
     if not metric_list:
         raise DDPUsageError("give at least one metric column (--metric-col NAME)", code="D390")
@@ -910,22 +908,18 @@ def compare_systems(
 
 
 def unit_keys(table: Any, *, unit: Unit = "document", baseline: str | None = None,
-              metrics: str | Sequence[str] = (schema.SCORE,), columns: TableColumns | None = None,
-              **legacy_columns: str | None) -> pl.DataFrame:
+              metrics: str | Sequence[str] = (schema.SCORE,), columns: TableColumns | None = None) -> pl.DataFrame:
     """The resampling units of :func:`compare_systems` in index order (row k = unit k); shape
     (n_units, 1) for documents, (n_units, 2) for (document, segment). ``columns`` as there."""
     import polars as pl
 
     from ._frames import as_frame
 
-    cols = resolve_columns(columns, legacy_columns, func="unit_keys", allowed=_COMPARE_ROLES)
+    cols = check_columns(columns, func="unit_keys")
     df = as_frame(table)
     bl = str(baseline) if baseline is not None else str(df[cols.system].cast(pl.String).min())
     return _prepare(df, bl, _csv(metrics), unit, cols.document, cols.segment, cols.system, ()).unit_keys
 
-
-#: column roles compare_systems reads (its deprecated per-role keywords)
-_COMPARE_ROLES = ("document", "segment", "system")
 
 
 __all__ = [

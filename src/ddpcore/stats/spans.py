@@ -24,7 +24,7 @@ import numpy.typing as npt
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._table import result_to_dict, factorize, json_safe, load_long_table, signature
-from .columns import TableColumns, resolve_columns
+from .columns import TableColumns, check_columns
 
 BOUNDARY_LOW = 0.2
 BOUNDARY_HIGH = 0.8
@@ -102,7 +102,6 @@ def score_recoverability_r2(
     *,
     unit: Sequence[str] = (schema.DOCUMENT_ID, schema.SYSTEM),
     columns: TableColumns | None = None,
-    **legacy_columns: str,
 ) -> RecoverabilityResult:
     """How much of a condition's unit-level scores the isolated-segment scores explain.
 
@@ -110,14 +109,11 @@ def score_recoverability_r2(
     rows (segments x annotators); units scored under both conditions are matched and the
     ``target`` scores are regressed on the ``predictor`` scores by OLS (paper Section 5.4:
     SEG -> MIX R^2 = 0.52, SEG -> DOC 0.20). ``unit`` uses canonical column names; ``columns``
-    (:class:`~ddpcore.stats.TableColumns`) names the table's columns (the keywords ``document=``,
-    ``segment=``, ``system=``, ``condition=``, ``score=`` still work for one release, with a
-    ``DeprecationWarning``).
+    (:class:`~ddpcore.stats.TableColumns`) names the table's columns.
     """
     import polars as pl
 
-    cols = resolve_columns(columns, legacy_columns, func="score_recoverability_r2",
-                           allowed=("document", "segment", "system", "condition", "score"))
+    cols = check_columns(columns, func="score_recoverability_r2")
     df = load_long_table(table, columns=cols.replace(annotator=None),
                          required=["document", "system", "condition", "score"])
     unit = list(unit)
