@@ -91,11 +91,3 @@ def test_matches_naive_oracle(mentions: list, distance: str, restricted: bool) -
         full = compute_gold_distances(corpus, distance="chained")["gold_distance"]
         part = compute_gold_distances(corpus, distance="chained", gold_scope="restricted")["gold_distance"]
         assert (part <= full).all()
-
-
-def test_deprecated_restricted_keyword(tiny: GoldCorpus) -> None:
-    """``restricted=True`` (before gold_scope) still works for one release, with a DeprecationWarning."""
-    with pytest.warns(DeprecationWarning, match="gold_scope='restricted'"):
-        old = compute_gold_distances(tiny, distance="chained", restricted=True)
-    new = compute_gold_distances(tiny, distance="chained", gold_scope="restricted")
-    assert old["gold_distance"].to_list() == new["gold_distance"].to_list()

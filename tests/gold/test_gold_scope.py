@@ -3,6 +3,7 @@ distances worked out by hand, the mention classification of the ``ddp`` scope fo
 vectorised code against the slow oracle of tests/gold/naive.py on hypothesis-generated chains."""
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -254,8 +255,6 @@ def test_ddp_scope_roles_form_by_form() -> None:
 def test_scope_errors() -> None:
     with pytest.raises(DDPUsageError, match=r"unknown gold scope 'bogus'; choose one of: full, restricted, ddp"):
         resolve_gold_scope("bogus")
-    with pytest.raises(DDPUsageError, match="disagree"):
-        resolve_gold_scope("ddp", restricted=True)
     old = pl.DataFrame({"document_id": ["d"], "sentence": [0], "chain_id": ["c"], "mention_type": ["PRON"]})
     with pytest.raises(DDPDataError, match=r"lack column\(s\) entity_type, head_text"):
         scope_gold_mentions(old, "ddp")
@@ -280,16 +279,27 @@ def test_cli_unknown_gold_scope_is_one_line_exit_2(tmp_path: Path) -> None:
                                "choose one of: full, restricted, ddp")
 
 
-def test_cli_restricted_conflicts_with_other_scope(tmp_path: Path) -> None:
-    gold = tmp_path / "g.conllu"
-    gold.write_text(_conllu("g", typed=True), encoding="utf-8")
-    proc = _ddp("validate", str(gold), "--restricted", "--gold-scope", "ddp")
-    assert proc.returncode == 2
-    assert proc.stderr.splitlines() == [
-        "ddp validate: warning: --restricted is deprecated and will be removed in the next release; "
-        "use --gold-scope restricted",
-        "ddp validate: error: [D232] --restricted and --gold-scope ddp disagree; give only --gold-scope",
-    ]
+@pytest.mark.parametrize(("args", "line"), [
+    (("--restricted",), "ddp validate: error: [D444] --restricted was removed; use --gold-scope restricted"),
+    (("--restricted", "--gold-scope", "ddp"),
+     "ddp validate: error: [D444] --restricted was removed; use --gold-scope restricted"),
+    (("--output-format", "text"), "ddp validate: error: [D444] --output-format was removed; use -f/--format text"),
+    (("--format", "conllu"), "ddp validate: error: argument -f/--format: [D444] -f/--format is the report format "
+                             "(json, text); the gold format is --gold-format conllu (see 'ddp validate --help')"),
+])
+def test_cli_removed_spellings_are_one_line_exit_2(tmp_path: Path, args: tuple[str, ...], line: str) -> None:
+    """The spellings deprecated in the previous release (issue 20) are gone: one line naming the new one, exit 2,
+    before any gold is read (the gold file here does not exist)."""
+    proc = _ddp("validate", str(tmp_path / "absent.conllu"), *args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [line]
+
+
+def test_python_restricted_keyword_is_gone(tmp_path: Path) -> None:
+    from ddpcore.gold.validate import compare_with_gold, validate
+
+    for f in (compute_gold_distances, compare_with_gold, validate):
+        assert "restricted" not in inspect.signature(f).parameters, f.__name__
 
 
 @pytest.mark.spacy_model
@@ -306,12 +316,6 @@ def test_cli_gold_scope_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     d = json.loads(capsys.readouterr().out)
     assert d["signature"]["gold"]["scope"] == "ddp" and d["signature"]["gold"]["restricted"] is False
     assert d["overall"]["n_segments"] == 7
-    # the deprecated flag still selects the restricted scope, with a one-line warning
-    assert main(["validate", str(gold), "--restricted", "--rules", "paper"]) == 0
-    cap = capsys.readouterr()
-    assert json.loads(cap.out)["signature"]["gold"]["scope"] == "restricted"
-    assert cap.err.splitlines() == ["ddp validate: warning: --restricted is deprecated and will be removed in the "
-                                    "next release; use --gold-scope restricted"]
 
 
 @pytest.mark.spacy_model
