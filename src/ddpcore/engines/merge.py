@@ -92,7 +92,8 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
     """
     import polars as pl
 
-    from .run import INPUT_DIGEST, SHARD_DOC_ROW, SHARD_ROW, Sink
+    from ..io.sinks import Sink
+    from .run import INPUT_DIGEST, SHARD_DOC_ROW, SHARD_ROW
 
     first: Path | None = None
     by_role: dict[str, dict[int, Path]] = {}

@@ -599,8 +599,8 @@ def profile_ray(
     :class:`~ddpcore.engines.run.RunInterrupted` (exit 130 / 143 on the command line).
     """
     from ..io.outputs import OutputSet
-    from .run import (COMMIT_JOURNAL, Progress, RunInterrupted, RunReport, _assemble, _signals_raise, _Stop,
-                      _write_part)
+    from ..io.sinks import write_part
+    from .run import (COMMIT_JOURNAL, Progress, RunInterrupted, RunReport, _assemble, _signals_raise, _Stop)
     from ..io.sources import CHARS, stage_input, write_json_atomic
 
     name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
@@ -642,7 +642,7 @@ def profile_ray(
                 for res in run_batches(ray, _staged_batches(staged, plan), cols=cols, settings=settings,
                                        pipeline=pipeline, n_actors=n, batch_size=batch_size, source_name=name):
                     for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
-                        _write_part(parts / f"{res.k:06d}.{role}.parquet", df)
+                        write_part(parts / f"{res.k:06d}.{role}.parquet", df)
                     rows = res.segments[ROW]
                     words = int(res.segments[schema.N_TOKENS].sum())
                     write_json_atomic(parts / f"{res.k:06d}.done", {

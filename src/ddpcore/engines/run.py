@@ -36,6 +36,7 @@ from .._version import __version__
 from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
+from ..io.sinks import Sink, write_part
 from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
 from ..pipeline.extract import head_noun_source
@@ -276,82 +277,6 @@ def _batch_frames(staged: StagedInput, plan: pl.DataFrame, todo: Sequence[int]) 
         )
         first = int(keyed[DOC][0])
         yield Batch(keyed.with_columns((pl.col(DOC) - first).alias(DOC)).drop(SEGKEY), cols)
-
-
-def _write_part(path: Path, df: pl.DataFrame) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    df.write_parquet(tmp, row_group_size=20_000)
-    os.replace(tmp, path)
-
-
-# ------------------------------------------------------------------------------ sinks
-
-
-class Sink:
-    """Writes one output table piece by piece (Parquet row groups, or appended text)."""
-
-    def __init__(self, fh_or_path: Any, fmt: str, *, gzip_: bool, metadata: dict[str, str]) -> None:
-        import gzip
-
-        self.fmt = fmt
-        self.metadata = metadata
-        self._writer: Any = None
-        self._schema: Any = None
-        self._rows = 0
-        self._path = fh_or_path if isinstance(fh_or_path, Path) else None
-        if fmt == "parquet":
-            self._fh = None
-        elif self._path is not None:
-            self._fh = gzip.open(self._path, "wb") if gzip_ else open(self._path, "wb")
-        else:
-            self._fh = fh_or_path
-        if fmt == "json" and self._fh is not None:
-            self._fh.write(b"[")
-
-    def write(self, df: pl.DataFrame) -> None:
-        if self._schema is None:
-            self._schema = df.schema
-        elif df.schema != self._schema:
-            df = df.cast(self._schema)  # type: ignore[arg-type]
-        if self.fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            table = df.to_arrow()
-            if self._writer is None:
-                meta = {**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in self.metadata.items()}}
-                self._writer = pq.ParquetWriter(self._path, table.schema.with_metadata(meta))
-            self._writer.write_table(table.replace_schema_metadata(self._writer.schema.metadata))
-        elif self.fmt in ("csv", "tsv"):
-            df.write_csv(self._fh, separator="," if self.fmt == "csv" else "\t", include_header=self._rows == 0)
-        elif self.fmt == "jsonl":
-            df.write_ndjson(self._fh)
-        else:
-            if df.height:
-                body = df.write_json().strip()
-                body = body[1:-1] if body.startswith("[") else body
-                if body:
-                    self._fh.write((("," if self._rows else "") + body).encode())
-        self._rows += df.height
-
-    def close(self, empty_schema: Any = None) -> None:
-        if self.fmt == "parquet":
-            if self._writer is None and empty_schema is not None:
-                import polars as pl
-
-                self.write(pl.DataFrame(schema=empty_schema))
-            if self._writer is not None:
-                self._writer.close()
-            return
-        if self.fmt in ("csv", "tsv") and self._rows == 0 and empty_schema is not None:
-            import polars as pl
-
-            pl.DataFrame(schema=empty_schema).write_csv(self._fh, separator="," if self.fmt == "csv" else "\t")
-        if self.fmt == "json":
-            self._fh.write(b"]\n")
-        if self._path is not None:
-            self._fh.close()
-        else:
-            self._fh.flush()
 
 
 # ------------------------------------------------------------------------------- progress
@@ -743,7 +668,7 @@ def _profile_run(
                 res = next(results)
                 with stage_times.stage("write"):
                     for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
-                        _write_part(parts / f"{k:06d}.{role}.parquet", df)
+                        write_part(parts / f"{k:06d}.{role}.parquet", df)
                 rows = res.segments[ROW]
                 marker = {"segments": res.segments.height, "anchors": res.anchors.height,
                           "min_row": int(rows.min()), "max_row": int(rows.max()),
