@@ -52,9 +52,9 @@ def make_data(folder: Path, n_seg: int = N_SEG, n_sys: int = N_SYS, seed: int = 
 
 
 def run_stratify(prof: Path, scores: Path, n_boot: int, threads: int | None = None) -> Any:
-    from ddpcore.stats.stratify import stratify
+    from ddpcore.cli.stratify import stratify_files  # ddp stratify's path: files read in io/, frames to stats
 
-    return stratify(prof, scores, "score", by=["system"], n_boot=n_boot, seed=0, threads=threads)
+    return stratify_files(prof, scores, "score", by=["system"], n_boot=n_boot, seed=0, threads=threads)
 
 
 def make_jsonl(folder: Path, n_rows: int = N_SEG) -> tuple[Path, Path]:

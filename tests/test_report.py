@@ -64,7 +64,8 @@ def profile(tmp_path: Path) -> tuple[Path, Path]:
 
 def stratify_json(profile_path: Path, path: Path) -> Path:
     """A real `ddp stratify` JSON result (two systems, scores falling with DDP)."""
-    from ddpcore.stats.stratify import dumps, stratify
+    from ddpcore.cli.stratify import stratify_files as stratify
+    from ddpcore.stats.stratify import dumps
 
     scores = pl.DataFrame({"system": ["sysA"] * 5 + ["sysB"] * 5,
                            "document_id": ["a", "a", "a", "b", "b"] * 2, "segment_id": [0, 1, 2, 0, 1] * 2,
@@ -207,7 +208,8 @@ def test_plot_curves(profile, tmp_path: Path) -> None:
 
 def many_groups_json(profile_path: Path, path: Path, n_systems: int = 20) -> Path:
     """A real `ddp stratify` result of n_systems x 2 metrics (--by system,metric), as a long scores table."""
-    from ddpcore.stats.stratify import dumps, stratify
+    from ddpcore.cli.stratify import stratify_files as stratify
+    from ddpcore.stats.stratify import dumps
 
     rows = []
     for k in range(n_systems):

@@ -15,7 +15,8 @@ from stats_oracles import percentile_type7
 from ddpcore.cli.main import main
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.stats.bootstrap import resample_indices
-from ddpcore.stats.stratify import stratify, to_text, to_tsv
+from ddpcore.cli.stratify import stratify_files as stratify  # the files -> frames -> stats.stratify path of `ddp stratify`
+from ddpcore.stats.stratify import to_text, to_tsv
 
 
 def write_profile(df: pl.DataFrame, path: Path, columns: dict | None = None) -> Path:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ddpcore.errors import DDPDataError, DDPUsageError
-from ddpcore.stats.stratify import stratify
+from ddpcore.cli.stratify import stratify_files as stratify  # the files -> frames -> stats.stratify path of `ddp stratify`
 
 SIG = {"columns": {"document": "document_id", "segment": "segment_id", "domain": "domain"}}
 REPO = Path(__file__).resolve().parents[2]
@@ -183,3 +183,30 @@ def test_wmt25_enko_speech_ids_do_not_join_silently(tmp_path: Path) -> None:
     assert r["signature"]["join"]["unmatched_score_rows"] == 0
     assert r["signature"]["join"]["rows_per_segment"] == {"min": 36, "max": 36, "groups_with_unequal_counts": 0,
                                                            "groups": 5}
+
+
+def test_stats_stratify_takes_frames_and_gives_the_file_answer(tmp_path: Path) -> None:
+    """stats.stratify on in-memory polars frames (issue 20: stats opens no file) gives the same result as
+    `ddp stratify`'s path (files read by io/profiles.scan_profile and io/scores.scan_scores), the signature
+    but its names equal; anything but a polars frame is a one-line usage error."""
+    from ddpcore.stats.stratify import stratify as stratify_frames
+
+    prof = pl.DataFrame({"document_id": ["a", "a", "b", "b", "c"], "segment_id": [0, 1, 0, 1, 0],
+                         "ddp": [0, 3, 0, 9, 20]})
+    p = tmp_path / "ddp.parquet"
+    prof.write_parquet(p)
+    scores = pl.DataFrame({"document_id": ["a", "a", "b", "b", "c"] * 2, "segment_id": [0, 1, 0, 1, 0] * 2,
+                           "system": ["S"] * 5 + ["T"] * 5,
+                           "score": [1.0, 0.5, 0.9, 0.2, 0.1, 0.8, 0.7, 0.6, 0.3, 0.0]})
+    s = tmp_path / "s.csv"
+    scores.write_csv(s)
+    from_files = stratify(p, s, "score", by=["system"], n_boot=50, seed=2)
+    from_frames = stratify_frames(prof, scores.lazy(), "score", by=["system"], n_boot=50, seed=2)
+    assert from_frames["groups"] == from_files["groups"]
+    a, b = from_frames["signature"], from_files["signature"]
+    assert (a["profile"], a["scores"], b["profile"], b["scores"]) == ("<profile>", "<table>", str(p), str(s))
+    assert {k: v for k, v in a.items() if k not in ("profile", "scores")} == \
+        {k: v for k, v in b.items() if k not in ("profile", "scores")}
+    with pytest.raises(DDPUsageError) as e:
+        stratify_frames(str(p), scores, "score", n_boot=0)
+    assert e.value.code == "D657" and "polars DataFrame or LazyFrame" in str(e.value)

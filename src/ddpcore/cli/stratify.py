@@ -3,6 +3,9 @@ CIs, LOWESS), per system/metric/domain group."""
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Sequence
+from typing import Any
 
 from ._common import HelpFormatter
 
@@ -30,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "long table with its own 'metric' column: give its one score column and --by system,metric)")
     p.add_argument("--by", type=_csv, default=[], metavar="COLS",
                    help="group columns of SCORES (or of the profile, e.g. domain), e.g. system,metric,domain")
+    p.add_argument("--ddp-col", default="ddp", metavar="NAME",
+                   help="the profile's DDP column to stratify by (e.g. ddp_certified: only the anchors whose link "
+                        "is certain enough not to over-estimate); recorded in the signature")
     p.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",
                    help="increasing DDP bin edges in sentences; bins are [E_i, E_i+1)")
     p.add_argument("--on", type=_csv, default=None, metavar="COLS",
@@ -60,22 +66,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def stratify_files(profile: str | os.PathLike[str], scores: str | os.PathLike[str] | Any,
+                   score_col: str | Sequence[str], *, ddp_col: str = "ddp", **options: Any) -> dict[str, Any]:
+    """:func:`ddpcore.stats.stratify.stratify` on files, as ``ddp stratify`` runs it: the options are
+    checked first (:func:`~ddpcore.stats.stratify.check_options`), then the profile is opened with
+    :func:`ddpcore.io.profiles.scan_profile` and the scores with :func:`ddpcore.io.scores.scan_scores`
+    (``scores`` may also be a polars frame). ``options``: the keywords of ``stratify``."""
+    from ..io.profiles import scan_profile
+    from ..io.scores import scan_scores
+    from ..stats.stratify import check_options, stratify
+
+    check_options(**{k: options[k] for k in ("by", "bins", "gap", "gap_col", "n_boot", "seed", "lowess_max_points",
+                                             "max_unjoined") if k in options})
+    prof = scan_profile(profile, ddp_col=ddp_col)
+    is_path = isinstance(scores, (str, os.PathLike))
+    frame = scan_scores(scores) if is_path else scores
+    return stratify(prof.frame, frame, score_col, profile_signature=prof.signature, profile_name=str(profile),
+                    scores_name=str(scores) if is_path else None, ddp_col=ddp_col, **options)
+
+
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..curate.sample import parse_bins
     from ..io.outputs import check_outputs
-    from ..stats.stratify import dumps, stratify, to_text, to_tsv
+    from ..stats.bins import parse_bins
+    from ..stats.stratify import dumps, to_text, to_tsv
 
     edges = parse_bins(args.bins)
     target = None
     if args.output not in (None, "-"):
         (target,) = check_outputs([("-o/--output", args.output)], inputs=[args.profile, args.scores],
                                   formats=("json", "tsv"), sidecars=True)
-    res = stratify(args.profile, args.scores, args.score_col, by=args.by, bins=edges, on=args.on, gap=args.gap,
-                   gap_col=args.gap_col, n_boot=args.n_boot, seed=args.seed, strict_join=args.strict_join,
-                   lowess_max_points=args.lowess_max_points, threads=args.threads,
-                   max_unjoined=args.max_unjoined, allow_partial_join=args.allow_partial_join)
+    res = stratify_files(args.profile, args.scores, args.score_col, ddp_col=args.ddp_col, by=args.by, bins=edges,
+                         on=args.on, gap=args.gap, gap_col=args.gap_col, n_boot=args.n_boot, seed=args.seed,
+                         strict_join=args.strict_join, lowess_max_points=args.lowess_max_points,
+                         threads=args.threads, max_unjoined=args.max_unjoined,
+                         allow_partial_join=args.allow_partial_join)
     fmt = target.format if target is not None else args.output_format
     text = dumps(res) if fmt == "json" else to_tsv(res) if fmt == "tsv" else to_text(res)
     j = res["signature"]["join"]

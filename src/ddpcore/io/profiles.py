@@ -1,24 +1,47 @@
-"""Reading a ``ddp profile`` output back: its signature (Parquet metadata or the text sidecar) and the
-column names it records."""
+"""Reading a ``ddp profile`` output back: its signature (Parquet metadata or the text sidecar), the
+column names it records, the DDP column a command uses (``--ddp-col``) and a lazy scan of the
+segment table for ``ddp stratify``.
+
+A profile may carry more than one DDP column (``ddp``; ``ddp_certified``: the segment max over the
+anchors whose link is certain enough not to over-estimate). ``--ddp-col NAME`` chooses the one a
+command uses; :func:`check_ddp_col` refuses a name the profile does not have (D780, exit 2, naming
+the columns it has) and a column that does not hold whole numbers of sentences (D781, exit 2).
+"""
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..schema import SIGNATURE_KEY, SegmentColumns
+from ..errors import DDPDataError, DDPUsageError
+from ..schema import DDP, SIGNATURE_KEY, SegmentColumns
 
-def read_signature(path: Path) -> dict[str, Any]:
-    """The ``ddpcore.signature`` of a Parquet file, or of a text output's ``.signature.json`` sidecar."""
+if TYPE_CHECKING:
+    import polars as pl
+
+#: the default ``--ddp-col``
+DEFAULT_DDP_COL = DDP
+
+
+def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``ddpcore.signature`` of a Parquet file, or of a text output's ``.signature.json`` sidecar
+    (``{}`` when absent or unreadable). The format is told from the name as
+    :func:`ddpcore.io.tables.read_table` tells it (``.parquet`` and ``.pq``, any case)."""
+    from .outputs import sidecar_path
     from .tables import detect_format, read_parquet_metadata
 
+    p = Path(path)
     try:
-        if detect_format(path) == "parquet":
-            raw = read_parquet_metadata(path).get(SIGNATURE_KEY)
-            return json.loads(raw) if raw else {}
-        side = path.with_name(path.name + ".signature.json")
-        return json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
-    except (OSError, ValueError):
+        if detect_format(p) == "parquet":
+            raw = read_parquet_metadata(p).get(SIGNATURE_KEY)
+        else:
+            side = sidecar_path(p)
+            raw = side.read_text(encoding="utf-8") if side.exists() else None
+        return json.loads(raw) if raw else {}
+    except (OSError, ValueError, DDPUsageError, DDPDataError):
         return {}
 
 
@@ -31,3 +54,74 @@ def profile_columns(signature: dict[str, Any], *, document: str | None = None, s
                           segment=segment or rec.get("segment") or d.segment,
                           text=text or rec.get("text") or d.text,
                           domain=domain or rec.get("domain") or d.domain)
+
+
+def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any = None) -> None:
+    """``ddp_col`` must be a column of the profile (``columns``): else D780 naming the columns it has.
+    The default ``ddp`` missing is left to the caller (a table without ``ddp`` is not a profile: D635).
+    With ``dtype`` (the column's polars type): a type that is not a number is D781."""
+    cols = list(columns)
+    if ddp_col != DEFAULT_DDP_COL and ddp_col not in cols:
+        raise DDPUsageError(f"--ddp-col {ddp_col}: not a column of the profile {where}; its columns: "
+                            f"{', '.join(cols)}", code="D780")
+    if dtype is not None and ddp_col in cols:
+        import polars as pl
+
+        if not (dtype.is_numeric() or dtype == pl.Null):
+            raise DDPUsageError(f"--ddp-col {ddp_col}: the column of the profile {where} holds {dtype}, not DDP "
+                                "values (sentences); name a DDP column such as ddp or ddp_certified", code="D781")
+
+
+def check_ddp_values(df: pl.DataFrame, ddp_col: str, where: str) -> None:
+    """The DDP column ``ddp_col`` of ``df`` must hold whole numbers >= 0 (sentences; nulls allowed):
+    a fractional, negative or non-finite value is D781 naming the first row (1-based) and the value."""
+    s = df[ddp_col]
+    if not s.dtype.is_float():
+        bad = (s < 0).fill_null(False) if s.dtype.is_numeric() else None
+    else:
+        bad = (~s.is_finite() | (s < 0) | (s != s.floor())).fill_null(False)
+    if bad is None or not bad.any():
+        return
+    i = int(bad.arg_true()[0])
+    raise DDPUsageError(f"--ddp-col {ddp_col}: {where}, row {i + 1}: {s[i]!r} is not a DDP value (a whole number "
+                        "of sentences >= 0); name a DDP column such as ddp or ddp_certified", code="D781")
+
+
+@dataclass
+class ProfileScan:
+    """A lazy scan of a ``ddp profile`` segment table: ``frame`` (polars LazyFrame), its ``signature``
+    (``{}`` when none was found), the column names it records (``cols``) and ``name`` (the path as text,
+    for messages and signatures)."""
+
+    frame: pl.LazyFrame
+    signature: dict[str, Any]
+    cols: SegmentColumns
+    name: str
+
+
+def scan_profile(path: str | os.PathLike[str], *, ddp_col: str = DEFAULT_DDP_COL) -> ProfileScan:
+    """Open a profile for ``ddp stratify``: D635 when the file is missing or lacks the document,
+    segment or ``ddp`` column, D780/D781 for a ``ddp_col`` it does not have or that holds no numbers,
+    D658 when it cannot be read. Parquet is scanned lazily; text formats as score tables are
+    (:func:`ddpcore.io.scores.scan_scores`)."""
+    import polars as pl
+
+    from .scores import scan_scores, table_schema
+
+    ppath = Path(path)
+    if not ppath.exists():
+        raise DDPDataError(f"{ppath}: profile not found; make it with `ddp profile INPUT -o {ppath}`", code="D635")
+    psig = read_signature(ppath)
+    cols = profile_columns(psig)
+    plf = pl.scan_parquet(ppath) if str(ppath).lower().endswith((".parquet", ".pq")) else scan_scores(ppath)
+    pschema = table_schema(plf, str(ppath))
+    check_ddp_col(pschema, ddp_col, str(ppath), pschema.get(ddp_col))
+    for c in (cols.document, cols.segment, DDP if ddp_col == DEFAULT_DDP_COL else ddp_col):
+        if c not in pschema:
+            raise DDPDataError(f"{ppath}: column '{c}' missing; expected a `ddp profile` segment table (columns: "
+                               f"{', '.join(pschema)})", code="D635")
+    return ProfileScan(plf, psig, cols, str(ppath))
+
+
+__all__ = ["DEFAULT_DDP_COL", "ProfileScan", "check_ddp_col", "check_ddp_values", "profile_columns",
+           "read_signature", "scan_profile"]

@@ -39,13 +39,17 @@ them as ``warning:`` lines). More than ``max_unjoined`` (0.01) of the score rows
 segments unmatched is D710, of the scores null D711, unless ``allow_partial_join``; a profile key on two
 rows is D712; a finite |score| above 1e100 is D360 (file, row, column). With ``strict_join`` any
 unmatched score row or null score is a D653 data error naming the first.
-The heavy part (scan, join, per-group/document/bin sums) runs in Polars lazy; numpy per group.
+The heavy part (join, per-group/document/bin sums) runs in Polars lazy; numpy per group.
+
+Frames only: :func:`stratify` takes the profile and the scores as polars DataFrames or LazyFrames
+(+ the profile's signature and the names to show); it opens no file. ``ddp stratify`` reads them
+with :func:`ddpcore.io.profiles.scan_profile` and :func:`ddpcore.io.scores.scan_scores`
+(:func:`ddpcore.cli.stratify.stratify_files` does both for Python callers).
 """
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +60,7 @@ import numpy as np
 from .._version import __version__
 from .. import schema as S
 from ..errors import DDPDataError, DDPUsageError
+from ..io.scores import scan_scores, table_schema  # noqa: F401  (scan_scores re-exported)
 from ._table import MAX_ABS_SCORE
 
 if TYPE_CHECKING:
@@ -109,41 +114,6 @@ def _raise_too_large(slf: pl.LazyFrame, sname: str, score_cols: Sequence[str]) -
         "overflow); rescale the score column (e.g. divide it by a power of ten)", code="D360")
 
 
-def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
-    """A lazy scan of a score table (.parquet, .csv, .tsv, .jsonl; .json and .gz are read eagerly)."""
-    import polars as pl
-
-    from ..io.tables import detect_format, read_table
-
-    p = Path(path)
-    if not p.exists():
-        raise DDPDataError(f"{p}: file not found; check the path", code="D102")
-    fmt = detect_format(p)
-    try:
-        if p.suffix.lower() == ".gz" or fmt == "json":
-            return read_table(p).lazy()
-        if fmt == "parquet":
-            return pl.scan_parquet(p)
-        if fmt in ("csv", "tsv"):
-            from ..io.tables import scan_delimited_file
-
-            quoted = scan_delimited_file(p, fmt)  # the readers' quoting rules (TSV as CSV); D103 names the line
-            return pl.scan_csv(p, separator="," if fmt == "csv" else "\t", infer_schema_length=10000,
-                               quote_char='"' if quoted else None)
-        return pl.scan_ndjson(p, infer_schema_length=10000)
-    except DDPDataError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise DDPDataError(f"{p}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
-
-
-def _schema(lf: pl.LazyFrame, name: str) -> dict[str, Any]:
-    try:
-        return dict(lf.collect_schema())
-    except Exception as exc:  # noqa: BLE001
-        raise DDPDataError(f"{name}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
-
-
 def parse_on(on: Sequence[str] | None, doc: str, seg: str) -> list[tuple[str, str]]:
     """Join keys as (profile column, scores column) pairs. ``None``: the profile's document and
     segment columns in both. Two bare names: the scores' names of the document and segment columns.
@@ -188,27 +158,37 @@ def _not_numeric(slf: pl.LazyFrame, name: str, col: str, dtype: Any) -> DDPDataE
                         f"(the column holds {dtype}); scores must be numbers", code="D654")
 
 
-def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[str], by: Sequence[str],
-             on: Sequence[str] | None, strict_join: bool, extra_keys: Sequence[str] = (), *,
-             max_unjoined: float = MAX_UNJOINED, allow_partial_join: bool = False) -> _Prepared:
+def _lazy(frame: Any, what: str) -> pl.LazyFrame:
+    """A polars DataFrame or LazyFrame as a LazyFrame (anything else: a usage error naming ``what``)."""
     import polars as pl
 
-    from ..io.profiles import profile_columns, read_signature
+    if isinstance(frame, pl.LazyFrame):
+        return frame
+    if isinstance(frame, pl.DataFrame):
+        return frame.lazy()
+    raise DDPUsageError(f"stratify: {what} must be a polars DataFrame or LazyFrame (read files with "
+                        "ddpcore.io.profiles.scan_profile and ddpcore.io.scores.scan_scores), got "
+                        f"{type(frame).__name__}", code="D657")
 
-    ppath = Path(profile)
-    if not ppath.exists():
-        raise DDPDataError(f"{ppath}: profile not found; make it with `ddp profile INPUT -o {ppath}`", code="D635")
-    psig = read_signature(ppath)
+
+def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname: str, score_cols: Sequence[str],
+             by: Sequence[str], on: Sequence[str] | None, strict_join: bool, extra_keys: Sequence[str] = (), *,
+             max_unjoined: float = MAX_UNJOINED, allow_partial_join: bool = False,
+             ddp_col: str = S.DDP) -> _Prepared:
+    import polars as pl
+
+    from ..io.profiles import check_ddp_col, profile_columns
+
     cols = profile_columns(psig)
-    plf = pl.scan_parquet(ppath) if str(ppath).lower().endswith((".parquet", ".pq")) else scan_scores(ppath)
-    pschema = _schema(plf, str(ppath))
-    for c in (cols.document, cols.segment, S.DDP):
+    plf = _lazy(profile, "the profile")
+    pschema = table_schema(plf, ppath)
+    check_ddp_col(pschema, ddp_col, ppath, pschema.get(ddp_col))
+    for c in (cols.document, cols.segment, ddp_col):
         if c not in pschema:
             raise DDPDataError(f"{ppath}: column '{c}' missing; expected a `ddp profile` segment table (columns: "
                                f"{', '.join(pschema)})", code="D635")
-    slf = scores if hasattr(scores, "collect_schema") else scan_scores(scores)
-    sname = str(scores) if isinstance(scores, (str, os.PathLike)) else "<scores>"
-    sschema = _schema(slf, sname)
+    slf = _lazy(scores, "the scores")
+    sschema = table_schema(slf, sname)
     keys = parse_on(on, cols.document, cols.segment)
     for pc, sc in keys:
         if pc not in pschema:
@@ -234,7 +214,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
             f"({', '.join(score_cols)}) are stacked into a '{METRIC}' column too; give one --score-col to group by the "
             f"existing column, or rename it", code="D560")
     avail_by = [c for c in sschema if c not in score_cols] + ([METRIC] if multi else []) + \
-        [c for c in pschema if c not in sschema and c not in (S.DDP,)]
+        [c for c in pschema if c not in sschema and c not in (S.DDP, ddp_col)]
     for b in list(by) + list(extra_keys):
         if b not in avail_by:
             raise DDPUsageError(f"--by {b}: not a column of the scores or the profile; available columns: "
@@ -254,7 +234,7 @@ def _prepare(profile: str | os.PathLike[str], scores: Any, score_cols: Sequence[
     # the profile (one row per segment) is small: collect it with integer document codes (sorted id
     # order, the bootstrap's unit order) and row numbers, so the 10 M-row join carries no strings
     prof_df = plf.select(*dict.fromkeys(pk + [cols.document] + p_by),
-                         pl.col(S.DDP).cast(pl.Int64).alias(DDPK)).collect()
+                         pl.col(ddp_col).cast(pl.Int64).alias(DDPK)).collect()
     prof_df = prof_df.with_columns(
         (pl.col(cols.document).rank("dense") - 1).cast(pl.UInt32).alias(DOCK),
         pl.int_range(pl.len(), dtype=pl.UInt32).alias(SEGK), pl.lit(True).alias("__hit"))
@@ -528,20 +508,16 @@ def _groups(frame: pl.DataFrame, by: list[str], edges: np.ndarray, n_boot: int, 
     return res
 
 
-def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequence[str], *,
-             by: Sequence[str] = (), bins: Sequence[float] = DEFAULT_BINS, on: Sequence[str] | None = None,
-             gap: Sequence[str] | None = None, gap_col: str | None = None, n_boot: int = 10_000, seed: int = 0,
-             strict_join: bool = False, lowess_max_points: int = LOWESS_MAX_POINTS,
-             threads: int | None = None, max_unjoined: float = MAX_UNJOINED,
-             allow_partial_join: bool = False) -> dict[str, Any]:
-    """Join DDP to scores and stratify; returns the JSON-ready dict
-    ``{"groups": [...], ("gaps": [...],) "signature": {...}}`` described in the module docstring."""
-    import polars as pl
-
+def check_options(*, by: Sequence[str] = (), bins: str | Sequence[float] = DEFAULT_BINS, gap: Sequence[str] | None = None,
+                  gap_col: str | None = None, n_boot: int = 10_000, seed: int = 0,
+                  lowess_max_points: int = LOWESS_MAX_POINTS, max_unjoined: float = MAX_UNJOINED
+                  ) -> tuple[np.ndarray, str | None]:
+    """The checks of :func:`stratify` that need no data (the CLI runs them before reading a file):
+    bins (D640/D642), ``n_boot``/``seed``/``lowess_max_points`` (D657), ``max_unjoined`` (D713) and
+    ``gap`` (D655). Returns the bin edges (float64, shape (n_bins + 1,)) and the gap column (or None)."""
     from .bins import parse_bins
 
     edges = np.asarray(parse_bins(list(bins) if not isinstance(bins, str) else bins), dtype=np.float64)
-    score_cols = [score_col] if isinstance(score_col, str) else list(score_col)
     by = list(by)
     if n_boot < 0 or seed < 0:
         raise DDPUsageError(f"--n-boot and --seed must be >= 0, got {n_boot} and {seed}", code="D657")
@@ -558,8 +534,39 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
         if gcol is None:
             raise DDPUsageError("--gap A,B needs the column holding A and B: --by (its first column) or --gap-col",
                                 code="D655")
-    prep = _prepare(profile, scores, score_cols, by, on, strict_join, extra_keys=[gcol] if gcol else [],
-                    max_unjoined=float(max_unjoined), allow_partial_join=allow_partial_join)
+    return edges, gcol
+
+
+def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.LazyFrame,
+             score_col: str | Sequence[str], *, profile_signature: dict[str, Any] | None = None,
+             profile_name: str = "<profile>", scores_name: str | None = None, ddp_col: str = S.DDP,
+             by: Sequence[str] = (), bins: str | Sequence[float] = DEFAULT_BINS, on: Sequence[str] | None = None,
+             gap: Sequence[str] | None = None, gap_col: str | None = None, n_boot: int = 10_000, seed: int = 0,
+             strict_join: bool = False, lowess_max_points: int = LOWESS_MAX_POINTS,
+             threads: int | None = None, max_unjoined: float = MAX_UNJOINED,
+             allow_partial_join: bool = False) -> dict[str, Any]:
+    """Join DDP to scores and stratify; returns the JSON-ready dict
+    ``{"groups": [...], ("gaps": [...],) "signature": {...}}`` described in the module docstring.
+
+    ``profile``: the ``ddp profile`` segment table (one row per segment; document and segment id
+    columns named by ``profile_signature["columns"]``, else the defaults, and the DDP column
+    ``ddp_col`` in sentences); ``scores``: one row per scored segment (and system, metric, ...).
+    Both are polars frames: read files with :func:`ddpcore.io.profiles.scan_profile` and
+    :func:`ddpcore.io.scores.scan_scores` (``ddp stratify`` does). ``profile_name`` and
+    ``scores_name`` (e.g. the file paths) name them in messages and in the signature.
+    ``ddp_col`` is the DDP column binned and correlated (``--ddp-col``: e.g. ``ddp_certified``);
+    a name the profile does not have is D780."""
+    import polars as pl
+
+    edges, gcol = check_options(by=by, bins=bins, gap=gap, gap_col=gap_col, n_boot=n_boot, seed=seed,
+                                lowess_max_points=lowess_max_points, max_unjoined=max_unjoined)
+    score_cols = [score_col] if isinstance(score_col, str) else list(score_col)
+    by = list(by)
+    psig = dict(profile_signature or {})
+    ppath = str(Path(profile_name))
+    prep = _prepare(profile, psig, ppath, scores, scores_name or "<scores>", score_cols, by, on, strict_join,
+                    extra_keys=[gcol] if gcol else [], max_unjoined=float(max_unjoined),
+                    allow_partial_join=allow_partial_join, ddp_col=ddp_col)
     _rows_per_segment(prep, by)
     groups = _groups(prep.frame, by, edges, n_boot, seed, lowess_max_points, threads)
     result: dict[str, Any] = {"groups": groups}
@@ -594,8 +601,8 @@ def stratify(profile: str | os.PathLike[str], scores: Any, score_col: str | Sequ
         result["gaps"] = gaps
         prep.join["gap_pairs"] = int(paired.height)
     result["signature"] = {
-        "ddpcore": __version__, "method": "stratify", "profile": str(profile),
-        "scores": str(scores) if isinstance(scores, (str, os.PathLike)) else "<table>",
+        "ddpcore": __version__, "method": "stratify", "profile": profile_name,
+        "scores": scores_name if scores_name is not None else "<table>",
         "score_col": score_cols if len(score_cols) > 1 else score_cols[0], "by": by,
         "bins": [("inf" if math.isinf(e) else float(e)) for e in edges], "n_boot": int(n_boot), "seed": int(seed),
         "ci": "document bootstrap, 95% percentile (numpy.nanpercentile, linear)",
@@ -664,4 +671,4 @@ def dumps(result: dict[str, Any]) -> str:
     return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
 
 
-__all__ = ["dumps", "stratify", "to_text", "to_tsv"]
+__all__ = ["check_options", "dumps", "stratify", "to_text", "to_tsv"]
