@@ -35,6 +35,23 @@ def test_json_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert sig["gold"]["formats"] == ["conll2012"] and sig["gold"]["distance"] == "chained"
     assert sig["profile"]["sentence_unit"] == "segment" and sig["profile"]["rules"] == "paper"
     assert d["timing"]["words"] == 40  # tokens of the 8 hand-written sentences: (5+4+5+3+5+6) + (8+4)
+    # the columns object repeats the ddp figures with counts and intervals; the tails from --tail (default 5,15)
+    c = d["columns"]["ddp"]["overall"]
+    assert (c["under"]["count"], c["exact"]["count"], c["over"]["count"], c["n_segments"]) == (2, 6, 0, 8)
+    assert d["tails"] == [5, 15] and [t["k"] for t in c["tails"]] == [5, 15]
+    # DDP [0, 1, 0, 3, 2, 0, 0, 1] never reaches 5; gold [0, 1, 0, 3, 4, 5, 0, 1] does once (s5 of doc 1)
+    assert c["tails"][0]["precision"] == {"count": 0, "n": 0, "share": None, "ci_low": None, "ci_high": None}
+    assert (c["tails"][0]["recall"]["count"], c["tails"][0]["recall"]["n"]) == (0, 1)
+    assert set(d["columns"]) <= {"ddp", "ddp_certified"} and sig["gold"]["ddp_columns"] == list(d["columns"])
+
+
+def test_tail_option_and_text_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(TINY), "-q", "--rules", "paper", "--tail", "3,1,3", "-f", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "column ddp (" in out and "precision@1" in out and "recall@3" in out and "precision@5" not in out
+    # gold >= 3 in s3, s4, s5 of doc 1; DDP >= 3 only in s3 (DDP [0, 1, 0, 3, 2, 0] + [0, 1]) -> recall@3 = 1 of 3
+    # overall: the one genre nw is also the overall row; 1/3 with scipy's exact interval [0.84, 90.57] %
+    assert " 33.3 [ 0.8,  90.6] /3" in out
 
 
 def test_segments_align_with_gold_sentences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
