@@ -8,7 +8,7 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
-sys.path.insert(0, str(TESTS))  # make tests/oracle.py importable
+sys.path.insert(0, str(TESTS))  # tests/oracles/ (the slow reference implementations) importable as `oracles`
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,5 +1,5 @@
 """The antecedent kernels of rule set ``learned`` (ddpcore._native.antecedent) against the slow
-oracle of tests/antecedent_oracle.py, hand-derived cases, the weights loader (D240-D249) and
+oracle of tests/oracles/antecedent.py, hand-derived cases, the weights loader (D240-D249) and
 the ``learned`` rule set end to end.
 
 Hand-derived values are worked out from the feature definitions (kernel docstring and
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import antecedent_oracle as O
+from oracles import antecedent as O
 from ddpcore.anchors import rules as R
 from ddpcore.pipeline import antecedent as A
 from ddpcore.errors import DDPDataError

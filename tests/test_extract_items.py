@@ -1,4 +1,4 @@
-"""``extract_items`` and ``sentence_starts`` against the slow oracles of tests/oracle.py.
+"""``extract_items`` and ``sentence_starts`` against the slow oracles of tests/oracles/ddp_kernels.py.
 
 Generated token streams (hypothesis) go through the stable stage functions
 ``ddpcore.pipeline.stages.number_sentences`` and ``find_items`` (never the raw kernel's parameter
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ddpcore.anchors import rules as R
 from ddpcore.anchors.spacy_extract import TokenArrays, pos_id, string_hashes
 from ddpcore.pipeline import stages
-from oracle import extract_items_oracle, items_to_arrays, key_hash, sentence_starts_oracle
+from oracles.ddp_kernels import extract_items_oracle, items_to_arrays, key_hash, sentence_starts_oracle
 
 ARRAYS = ("token", "end_token", "kind", "label", "compat", "key", "last_token_key", "n_key", "gender")
 

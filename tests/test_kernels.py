@@ -1,4 +1,4 @@
-"""The Cython DDP kernels against the slow oracles in tests/oracle.py (hypothesis)."""
+"""The Cython DDP kernels against the slow oracles in tests/oracles/ddp_kernels.py (hypothesis)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpcore._native import load
-from oracle import ENTITY, NOUN, PRONOUN, distances_oracle, entity_ids_oracle, key_hash
+from oracles.ddp_kernels import ENTITY, NOUN, PRONOUN, distances_oracle, entity_ids_oracle, key_hash
 
 K = load("ddp_kernels")
 GROUP_BITS = (1, 2, 4, 8)
@@ -146,7 +146,7 @@ def test_entity_ids_match_oracle(docs, merge):
             toks = np.array(it["tokens"], dtype=np.uint64)
             kind.append(it["kind"])
             label.append(it["label"])
-            # keys hashed by the oracle's own splitmix64 (tests/oracle.py), not by the kernel's entity_key
+            # keys hashed by the oracle's own splitmix64 (tests/oracles/ddp_kernels.py), not by the kernel's entity_key
             key.append(key_hash(int(t) for t in toks))
             last.append(key_hash([int(toks[-1])]))
             nkey.append(len(toks))
@@ -190,5 +190,5 @@ def test_resegmenting_changes_aggregation_never_distances(docs, data):
 @settings(max_examples=200, deadline=None)
 @given(tokens=st.lists(st.integers(0, 2**64 - 1), max_size=6))
 def test_entity_key_is_splitmix_chain(tokens):
-    """``entity_key`` against the oracle's splitmix64 chain (published constants, tests/oracle.py)."""
+    """``entity_key`` against the oracle's splitmix64 chain (published constants, tests/oracles/ddp_kernels.py)."""
     assert K.entity_key(np.array(tokens, dtype=np.uint64)) == key_hash(tokens)

@@ -128,14 +128,14 @@ def test_cli_json_and_output(tmp_path):
 
 
 # --------------------------------------------------------------------------- released code as oracle
-# Expected values of mapping="code" come from tests/discox_oracle.py: a statement-by-statement
+# Expected values of mapping="code" come from tests/oracles/metric_s.py: a statement-by-statement
 # transcription of the released calculate_score (ByteDance-Seed/DiscoX eval/eval_res.py, commit
 # 5b6fb53494e1cd3303ff3b0935a3f715f28b0929), run on the same item lists.
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from discox_oracle import calculate_score  # noqa: E402
+from oracles.metric_s import calculate_score  # noqa: E402
 from ddpcore.stats.metric_s import ITEM_KEYS, _LABELS, _VERDICTS  # noqa: E402
 
 # every label either table knows, both spellings, case/whitespace variants, junk and non-strings

@@ -1,5 +1,5 @@
 """``ddp select`` and ``ddp sample`` on hand-made profiles (no spaCy): selection and context
-against the slow oracle in tests/curation_oracle.py, byte-identical rows, determinism, bin reports."""
+against the slow oracle in tests/oracles/curation.py, byte-identical rows, determinism, bin reports."""
 from __future__ import annotations
 
 import gzip
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import curation_oracle as oracle
+from oracles import curation as oracle
 from ddpcore.cli.main import main
 from ddpcore.curate import select as SEL
 from ddpcore.errors import DDPDataError, DDPUsageError

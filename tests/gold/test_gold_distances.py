@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ddpcore.io.gold import GoldCorpus, read_gold
 from ddpcore.gold.validate import compute_gold_distances
 
-from .naive import naive_gold_distances
+from oracles.gold import naive_gold_distances
 
 DOC = "nw/test/00/test_0000"
 

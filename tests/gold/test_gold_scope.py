@@ -1,6 +1,6 @@
 """``--gold-scope full|restricted|ddp``: hand-made documents in every gold format with their gold
 distances worked out by hand, the mention classification of the ``ddp`` scope form by form, and the
-vectorised code against the slow oracle of tests/gold/naive.py on hypothesis-generated chains."""
+vectorised code against the slow oracle of tests/oracles/gold.py on hypothesis-generated chains."""
 from __future__ import annotations
 
 import inspect
@@ -19,7 +19,7 @@ from ddpcore.gold.validate import (
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.io.gold import GoldCorpus, read_gold
 
-from .naive import naive_gold_distances, naive_role
+from oracles.gold import naive_gold_distances, naive_role
 
 # --------------------------------------------------------------------------- the hand-made story
 #
