@@ -2,11 +2,13 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/validate_table.py [--data ../shared/data] [-j 2] [--rules paper] [--json out.json]
+    python benchmarks/validate_table.py [--data DIR] [-j 2] [--rules paper] [--tail 5,15] [--json out.json]
 
 Each text corpus is parsed once per distance mode (GUM and OntoGUM share their text, so one
 DDP run serves both golds in every gold scope: full, restricted, ddp); the words/s of every DDP
-run are printed.
+run are printed. A second table gives, for every DDP column of the run (``ddp`` and, when present,
+``ddp_certified``), tail precision / recall at each ``--tail`` k and the coverage of ``ddp_certified``,
+each as % with its exact 95 % Clopper-Pearson interval and n.
 """
 from __future__ import annotations
 
@@ -40,6 +42,12 @@ def _r(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
 
 
+def _ci(p: Any) -> str:
+    if p.share is None:
+        return f"— /{p.n}"
+    return f"{100 * p.share:.1f} [{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}] /{p.n}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"), help="folder holding litbank-coref/ and gum-coref/")
@@ -49,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--distance", choices=("chained", "nearest", "both"), default="both")
     ap.add_argument("--gold-scope", dest="gold_scope", choices=V.GOLD_SCOPES + ("all",), default="all",
                     help="gold scope(s) to report (default: all three)")
+    ap.add_argument("--tail", default="5,15", help="tail thresholds k, comma-separated (default: 5,15)")
     ap.add_argument("--json", default=None, help="also write all numbers to this JSON file")
     args = ap.parse_args(argv)
+    tails = V.check_tails([int(t) for t in args.tail.split(",") if t.strip()])
 
     data = Path(args.data)
     corpora = {
@@ -79,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             run = runs[text_of[gold_name]]
             for scope in scopes:
                 gold = V.compute_gold_distances(corpus, distance=distance, gold_scope=scope)
-                res = V.compare_with_gold(gold, run.segments, run.anchors, corpus=corpus, gold_scope=scope)
+                res = V.compare_with_gold(gold, run.segments, run.anchors, corpus=corpus, gold_scope=scope,
+                                          tails=tails)
                 results[f"{gold_name}/{distance}/{scope}"] = res
         signature = runs["gum"].signature
 
@@ -100,6 +111,26 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {label} | {distance} | {scope} | {m.n_segments} | {_r(m.pearson)} | {_r(m.spearman)} | "
                       f"{_pct(m.share_under)} | {_pct(m.share_exact)} | {_pct(m.share_over)} | {mean} |")
                 out["rows"].append({"label": label, "distance": distance, "gold_scope": scope, **m.to_dict()})
+    columns = list(next(iter(results.values())).columns)
+    print("\nTails per DDP column (% [exact 95% CI] /n; precision@k: of DDP >= k, gold >= k; recall@k: of gold >= k, "
+          "DDP >= k; coverage: of gold > 0, ddp_certified > 0):\n")
+    cells = [f"{w}@{k}" for k in tails for w in ("precision", "recall")]
+    print("| gold | distance | gold scope | column | n | " + " | ".join(cells) + " | coverage |")
+    print("|---|---|---|---|---|" + "---|" * (len(cells) + 1))
+    for distance in distances:
+        for scope in scopes:
+            for label, gold_name, genre in ROWS:
+                res = results[f"{gold_name}/{distance}/{scope}"]
+                if genre is not None and genre not in res.by_genre:
+                    continue
+                for col in columns:
+                    rep = res.columns[col]
+                    m = rep.overall if genre is None else rep.by_genre[genre]
+                    figs = [_ci(p) for t in m.tails for p in (t.precision, t.recall)]
+                    print(f"| {label} | {distance} | {scope} | {col} | {m.n_segments} | " + " | ".join(figs)
+                          + f" | {_ci(m.coverage) if m.coverage else '—'} |")
+                    out["rows"].append({"label": label, "distance": distance, "gold_scope": scope, "column": col,
+                                        "figures": m.to_dict()})
     print("\nDDP runs (words/s, spaCy parse + anchors + distances, per gold-sentence segments):")
     for name, distance, t in timings:
         print(f"- {name} {distance}: {t['words']:.0f} words in {t['seconds']:.1f} s = {t['words_per_second']:.0f} words/s")
