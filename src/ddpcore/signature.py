@@ -4,9 +4,51 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from ._version import __version__
+from .schema import SegmentColumns
+
+
+class _Rules(Protocol):
+    name: str
+    description: str
+
+
+class RunSettings(Protocol):
+    """What :func:`run_signature` reads of a run's settings (:class:`ddpcore.engines.local.Settings`)."""
+
+    distance: str
+    sentence_unit: str
+    rules: _Rules
+
+
+def run_signature(info: Mapping[str, Any], settings: RunSettings, cols: SegmentColumns, *, head_nouns: str,
+                  run: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The signature of a profiling run, the one builder of every engine's (in-memory
+    :func:`ddpcore.profile_anchors`, the journaled file run, the Ray engine).
+
+    ``{"ddpcore": <version>, **info, distance, rules, rules_description, head_nouns,
+    sentence_unit, columns, **run, **extra}``: ``info`` is the pipeline's
+    (:meth:`ddpcore.pipeline.parse.Parser.info`: names, versions, components), ``head_nouns``
+    what head nouns came from (:func:`ddpcore.pipeline.extract.head_noun_source`), ``run`` what
+    a file run adds (``input``, ``batches``, ``n_process``) and ``extra`` the engine's own keys
+    (``reader``, ``shard``, ``input_sha256``, ``cache``, ``engine``/``actors``...). A key of
+    ``extra`` replaces one of ``run`` (the Ray engine's ``n_process``: its actors).
+    """
+    return {
+        "ddpcore": __version__,
+        **info,
+        "distance": settings.distance,
+        "rules": settings.rules.name,
+        "rules_description": settings.rules.description,
+        "head_nouns": head_nouns,
+        "sentence_unit": settings.sentence_unit,
+        "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
+        **(run or {}),
+        **(extra or {}),
+    }
+
 
 def signature(method: str, **options: Any) -> dict[str, Any]:
     """Return the reproducibility signature recorded by every result.

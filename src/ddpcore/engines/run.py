@@ -25,8 +25,8 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,8 @@ from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
 from ..io.sinks import Sink, write_part
+from ..signature import run_signature
+from .base import RunInterrupted, RunOptions, RunReport
 from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
 from ..pipeline.extract import head_noun_source
@@ -102,31 +104,6 @@ def input_digest(source: str | os.PathLike[str], docs: str | os.PathLike[str] | 
 
         raise DDPDataError(f"{exc.filename or p}: cannot read ({exc.strerror})", code="D102") from None
     return h.hexdigest()
-
-
-class RunInterrupted(BaseException):
-    """SIGINT/SIGTERM stopped a run; ``exit_code`` is 130 or 143; ``message`` says how to resume."""
-
-    def __init__(self, signum: int, message: str) -> None:
-        super().__init__(message)
-        self.signum = signum
-        self.exit_code = 128 + signum
-        self.message = message
-
-
-@dataclass
-class RunReport:
-    """What :func:`profile_to_files` did: ``signature`` (as written into the outputs),
-    ``summary_frame`` (document, summary column and DDP of every segment), counts, and
-    ``resumed_batches`` (batches taken from an interrupted run's journal)."""
-
-    signature: dict[str, Any]
-    summary_frame: pl.DataFrame
-    n_segments: int
-    n_anchors: int
-    n_batches: int
-    resumed_batches: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -473,243 +450,122 @@ class RunLock:
 # ---------------------------------------------------------------------------- the run
 
 
-def profile_to_files(source: Any, targets: dict[str, OutputTarget], **kwargs: Any) -> RunReport:
-    """Hold the segment output's :class:`RunLock` (D762 while another live run holds it) and run
-    :func:`_profile_run` (every keyword below is passed on).
+class LocalEngine:
+    """The local engine (``--engine local``): :func:`profile_to_files` on this machine."""
+
+    name = "local"
+
+    def check(self, options: RunOptions) -> None:
+        """Every option applies locally; nothing to refuse."""
+
+    def run(self, source: Any, targets: Mapping[str, OutputTarget | None], options: RunOptions) -> RunReport:
+        return profile_to_files(source, dict(targets), options)
+
+
+def profile_to_files(source: Any, targets: dict[str, OutputTarget], options: RunOptions | None = None,
+                     **fields: Any) -> RunReport:
+    """Profile ``source`` into the output ``targets`` (roles ``segments``, ``anchors``,
+    ``sentences``, ``documents``; checked with :func:`ddpcore.io.outputs.check_outputs`) in bounded
+    memory, holding the segment output's :class:`RunLock` (D762 while another live run holds it).
+
+    ``options`` (:class:`~ddpcore.engines.base.RunOptions`), or its fields as keywords
+    (``cols=``, ``settings=``, ``n_process=``, ``resume=``, ``shard=``...). ``resume``: continue an
+    interrupted run of the same settings (refused, D170, if they differ). ``parse_wrapper(parser)``
+    returns the parse function to use (the parse cache). ``shard=(i, N)`` profiles only the
+    documents hashed to shard ``i`` of ``N`` (:func:`shard_of_documents`); its Parquet outputs keep
+    ``input_row`` (segments) and ``document_first_row`` (anchors, sentences, documents) so that
+    :func:`ddpcore.engines.merge.merge_shards` can rebuild the unsharded outputs. The reader
+    (``reader``/``docs``/``txt_mode``) is recorded in the journal and, when not the default, in the
+    signature as ``reader``. A ``documents`` target gets one row per document
+    (:mod:`ddpcore.pipeline.documents`). Raises :class:`RunInterrupted` on SIGINT/SIGTERM after
+    stopping the workers and removing temporary files (the journal stays for ``--resume``).
     """
+    from dataclasses import replace
+
+    opts = replace(options, **fields) if options is not None else RunOptions(**fields)
+    if opts.batch_chars is None:
+        opts = replace(opts, batch_chars=BATCH_CHARS)
     seg = targets["segments"]
     lock = RunLock(Path(seg.path)) if seg is not None and seg.path is not None else None
     if lock is not None:
         lock.acquire()
     try:
-        return _profile_run(source, targets, **kwargs)
+        return _profile_run(source, targets, opts)
     finally:
         if lock is not None:
             lock.release()
 
 
-def _profile_run(
-    source: Any,
-    targets: dict[str, OutputTarget],
-    *,
-    cols: SegmentColumns,
-    settings: Settings,
-    pipeline: str | None = None,
-    n_process: int | str = "auto",
-    batch_size: int = 256,
-    batch_chars: int = BATCH_CHARS,
-    resume: bool = False,
-    progress: str = "none",
-    summary_by: str | None = None,
-    source_name: str | None = None,
-    parse_wrapper: Callable[[Parser], Callable[..., Any]] | None = None,
-    signature_extra: dict[str, Any] | None = None,
-    resume_hint: str = "rerun the same command with --resume",
-    shard: tuple[int, int] | None = None,
-    reader: str = "table",
-    docs: str | os.PathLike[str] | None = None,
-    txt_mode: str = "lines",
-    warn: Callable[[str], None] | None = None,
-    start_method: str | None = None,
-) -> RunReport:
-    """Profile ``source`` into the output ``targets`` (roles ``segments``, ``anchors``,
-    ``sentences``; checked with :func:`ddpcore.io.outputs.check_outputs`) in bounded memory.
+@dataclass
+class _Live:
+    """What a run holds open: the parser (its workers) and the progress display."""
 
-    ``n_process``: ``"auto"`` or a number of parse processes. ``resume``: continue an
-    interrupted run of the same settings (refused, D170, if they differ). ``progress``:
-    ``bar|plain|none``. ``parse_wrapper(parser)`` returns the parse function to use (the
-    parse cache). ``shard=(i, N)`` profiles only the documents hashed to shard ``i`` of ``N``
-    (:func:`shard_of_documents`); its Parquet outputs keep ``input_row`` (segments) and
-    ``document_first_row`` (anchors, sentences) so that :func:`ddpcore.engines.merge.merge_shards`
-    can rebuild the unsharded outputs. ``reader``/``docs``/``txt_mode``/``warn``: the input
-    reader (:func:`ddpcore.io.sources.iter_input_chunks`; recorded in the journal and, when not
-    the default, in the signature as ``reader``). A ``documents`` target gets one row per
-    document (:mod:`ddpcore.pipeline.documents`). Raises :class:`RunInterrupted` on SIGINT/SIGTERM after stopping the
-    workers and removing temporary files (the journal stays for ``--resume``).
-    """
+    parser: Parser | None = None
+    progress: Progress | None = None
+
+    def close(self) -> None:
+        """Stop the workers now (an interrupted or failed run) and close the progress display."""
+        if self.parser is not None:
+            _kill(self.parser)
+            self.parser = None
+        if self.progress is not None:
+            self.progress.close()
+            self.progress = None
+
+
+@dataclass
+class _Plan:
+    """The batches of a run: ``plan`` (:func:`_plan`), the batches finished by an interrupted run
+    (``done``) and the ones to profile (``todo``), and the resolved number of parse processes."""
+
+    plan: pl.DataFrame
+    n_batches: int
+    done: list[int]
+    todo: list[int]
+    n_proc: int
+    done_segments: int
+
+
+def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -> RunReport:
+    """The run behind :func:`profile_to_files`: the journal step (:func:`_open_work`), the plan
+    step (:func:`_stage`, :func:`_plan_batches`), the loop (:func:`_profile_batches`) and the
+    assembly (:func:`_assemble`), then the interruption report."""
     import polars as pl
 
-    from ..io.outputs import OutputSet, recover_commit
+    from ..io.outputs import OutputSet
 
-    def say(message: str) -> None:
-        if warn is not None:
-            warn(message)
-        else:
-            print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
-
-    name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
-    seg_target = targets["segments"]
+    say = _sayer(o.warn)
+    name = o.name_of(source)
     notes: list[str] = []
-    tmp_root: str | None = None
-    if seg_target.path is not None:
-        # absolute, so that --resume from another working folder finds the same work folder and chunks
-        work = work_dir_for(Path(os.path.abspath(seg_target.path)))
-        placed = recover_commit(work / COMMIT_JOURNAL)
-        if placed:
-            say(f"an earlier run was stopped while putting its outputs in place; finished that, so "
-                f"{', '.join(map(str, placed))} now hold(s) that run's complete new output")
-    else:
-        tmp_root = tempfile.mkdtemp(prefix="ddp-work-")
-        work = Path(tmp_root)
-        if resume:
-            raise DDPUsageError("--resume needs the segment table written to a file (-o PATH), not to stdout",
-                                code="D171")
-    docs_path = resolve_docs(source, reader, docs)
-    fingerprint = input_fingerprint(source, docs_path)
-    extra = dict(signature_extra or {})
-    if reader != "table" or txt_mode != "lines":
-        extra["reader"] = {"name": reader, "docs": None if docs_path is None else str(docs_path), "txt_mode": txt_mode}
-    if shard is not None:
-        if not (0 <= shard[0] < shard[1]):
-            raise DDPUsageError(f"--shard {shard[0]}/{shard[1]}: expected i/N with 0 <= i < N", code="D173")
-        bad = [t.option for t in targets.values() if t is not None and t.format != "parquet"]
-        if bad:
-            raise DDPUsageError(f"--shard writes Parquet shards for `ddp merge`; give {bad[0]} a .parquet name",
-                                code="D173")
-        extra["shard"] = f"{shard[0]}/{shard[1]}"
-        if isinstance(source, (str, os.PathLike)):  # ddp merge refuses shards of different inputs (D176)
-            extra[INPUT_DIGEST] = input_digest(source, docs_path)
-    jsettings = _journal_settings(settings, cols, pipeline, batch_chars, fingerprint, extra)
-    journal_path = work / "journal.json"
-    journal: dict[str, Any] = {}
-    if work.exists() and tmp_root is None:
-        if resume and journal_path.exists():
-            journal = _read_journal(journal_path)
-            if journal is None:
-                say(f"--resume: the journal {journal_path} is empty or damaged, so the interrupted run's settings "
-                    "cannot be checked; starting from the beginning")
-                notes.append(f"--resume: the journal {journal_path} was empty or damaged; started from the beginning")
-                shutil.rmtree(work, ignore_errors=True)
-                journal = {}
-            else:
-                _compare_journal(journal.get("settings", {}), jsettings, journal_path)
-        else:
-            if not resume:
-                notes.append(f"removed the work folder of an earlier interrupted run ({work}); "
-                             "use --resume to continue such a run")
-            shutil.rmtree(work, ignore_errors=True)
-    elif resume:
-        notes.append("--resume: no interrupted run of this output found; starting from the beginning")
-    work.mkdir(parents=True, exist_ok=True)
+    work, tmp_root = _work_folder(targets["segments"], o.resume, say)
+    docs_path, extra = _run_extra(source, targets, o)
+    jsettings = _journal_settings(o.settings, o.cols, o.pipeline, int(o.batch_chars or BATCH_CHARS),
+                                  input_fingerprint(source, docs_path), extra)
+    journal = _open_journal(work, tmp_root is not None, jsettings, o.resume, say, notes)
     parts = work / "parts"
-    parts.mkdir(exist_ok=True)
-    journal.setdefault("version", JOURNAL_VERSION)
-    journal["settings"] = jsettings
-
     stop: _Stop | None = None
     outs = OutputSet(work / COMMIT_JOURNAL)
-    parser: Parser | None = None
-    report_progress: Progress | None = None
+    live = _Live()
     try:
         with _signals_raise():
-            if (START_WORKERS_EARLY and parse_wrapper is None and not resume and n_process != "auto"
-                    and resolve_n_process(n_process, 0) > 1):
+            if (START_WORKERS_EARLY and o.parse_wrapper is None and not o.resume and o.n_process != "auto"
+                    and resolve_n_process(o.n_process, 0) > 1):
                 # -j N without a parse cache (every line gets parsed): the workers start (or the pipeline
                 # loads, to fork them) while the input is staged. With a cache they start at the first miss.
-                parser = Parser(pipeline, n_process=int(n_process), batch_size=batch_size, start_method=start_method)
-                parser.start()
-            # ---- stage the input (or reload the staged input of the interrupted run)
-            staged = _load_staged(journal, work, cols, name, say)
-            if staged is None:
-                with stage_times.stage("read"):
-                    # an absolute path in the chunks of a Parquet input (read in place): --resume from elsewhere
-                    src = Path(os.path.abspath(source)) if isinstance(source, (str, os.PathLike)) else source
-                    staged = stage_input(src, cols, work, name=name, reader=reader, docs=docs_path,
-                                         txt_mode=txt_mode, warn=warn)
-                ids_path = work / "ids.parquet"
-                staged.ids.write_parquet(ids_path)
-                pl.DataFrame(schema=staged.schema).write_parquet(work / "schema.parquet")
-                journal["staged"] = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in staged.chunks]}
-                write_json_atomic(journal_path, journal)
-            if summary_by is not None and summary_by not in staged.schema:
-                raise DDPUsageError(
-                    f"--summary-by {summary_by}: no such column in {name}; available columns: "
-                    f"{', '.join(staged.schema)}", code="D137")
-            plan = _plan(staged.ids, cols, batch_chars, shard)
-            n_batches = int(plan["__batch"].max()) + 1 if plan.height else 0
-            if journal.get("n_batches") != n_batches:
-                journal["n_batches"] = n_batches
-                write_json_atomic(journal_path, journal)
-            done = _finished_batches(parts, n_batches, say)
-            done_set = set(done)
-            todo = [k for k in range(n_batches) if k not in done_set]
-            from ..io.sources import CHARS
-
-            n_proc = resolve_n_process(n_process, int(staged.ids[CHARS].sum()), start_method)
-            if shard is None:  # the plan has what the run needs: keep only the row count of the id index
-                staged.ids = staged.ids.select(ROW)
-            seg_per_batch = plan.group_by("__batch").len().sort("__batch")["len"].to_numpy()
-            done_segments = int(seg_per_batch[done].sum()) if done else 0
-            if done:
-                notes.append(f"resuming: {len(done)} of {n_batches} batches ({done_segments:,} of {plan.height:,} "
-                             "segments) were finished by the interrupted run")
-                for note in notes[-1:]:
-                    print(f"ddp profile: {note}", file=sys.stderr, flush=True)
-            report_progress = Progress(progress, plan.height, done_segments=done_segments)
-            if parser is None:
-                parser = Parser(pipeline, n_process=n_proc, batch_size=batch_size, start_method=start_method)
-            parse_fn = parse_wrapper(parser) if parse_wrapper is not None else None
-            prog = report_progress
-            batch_units = dict(zip(*np.unique(plan["__batch"].to_numpy(), return_counts=True)))
-            units_per_batch = plan.group_by("__batch").agg(pl.col("__units").sum()).sort("__batch")["__units"].to_numpy()
-            current = {"k": 0}
-
-            def tick(n_units: int) -> None:
-                k = current["k"]
-                prog.advance(n_units * batch_units[k] / max(int(units_per_batch[k]), 1))
-
-            batches = _batch_frames(staged, plan, todo)
-            def parsing(i: int) -> None:
-                current["k"] = todo[i]
-
-            results = iter_profile(batches, parser, settings, source_name=name, progress=tick, parse=parse_fn,
-                                   parsing=parsing, prefetch=n_proc > 1)
-            for k in todo:
-                res = next(results)
-                with stage_times.stage("write"):
-                    for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
-                        write_part(parts / f"{k:06d}.{role}.parquet", df)
-                rows = res.segments[ROW]
-                marker = {"segments": res.segments.height, "anchors": res.anchors.height,
-                          "min_row": int(rows.min()), "max_row": int(rows.max()),
-                          "words": int(res.segments[schema.N_TOKENS].sum())}
-                if "pipeline_info" not in journal:
-                    journal["pipeline_info"] = parser.info()
-                    write_json_atomic(journal_path, journal)
-                write_json_atomic(parts / f"{k:06d}.done", marker)
-                prog.add_words(marker["words"])
-            info = journal.get("pipeline_info") or parser.info()
-            if "pipeline_info" not in journal:
-                journal["pipeline_info"] = info
-                write_json_atomic(journal_path, journal)
-            if hasattr(parse_fn, "flush"):
-                parse_fn.flush()
-            parser.close()
-            parser = None
-            report_progress.close()
-            report_progress = None
-
-            # ---- assemble the outputs from the parts
-            signature = {
-                "ddpcore": __version__,
-                **info,
-                "distance": settings.distance,
-                "rules": settings.rules.name,
-                "rules_description": settings.rules.description,
-                "head_nouns": head_noun_source(info),
-                "sentence_unit": settings.sentence_unit,
-                "columns": jsettings["columns"],
-                "input": name,
-                "batches": n_batches,
-                "n_process": n_proc,
-                **extra,
-                **(parse_fn.signature() if hasattr(parse_fn, "signature") else {}),  # parse cache hits/misses
-            }
-            doc_rows = (staged.ids.group_by(cols.document, maintain_order=True)
-                        .agg(pl.col(ROW).min().cast(pl.Int64).alias("__doc_row")) if shard else None)
+                live.parser = Parser(o.pipeline, n_process=int(o.n_process), batch_size=o.batch_size,
+                                     start_method=o.start_method)
+                live.parser.start()
+            staged = _stage(source, o, work, journal, docs_path, name, say)
+            run_plan = _plan_batches(staged, o, work, journal, notes, say)
+            info, parse_sig = _profile_batches(staged, run_plan, o, work, journal, live, name)
+            signature = run_signature(info, o.settings, o.cols, head_nouns=head_noun_source(info),
+                                      run={"input": name, "batches": run_plan.n_batches, "n_process": run_plan.n_proc},
+                                      extra={**extra, **parse_sig})
+            doc_rows = (staged.ids.group_by(o.cols.document, maintain_order=True)  # shard runs: for ddp merge
+                        .agg(pl.col(ROW).min().cast(pl.Int64).alias("__doc_row")) if o.shard else None)
             with stage_times.stage("write"):
-                summary, n_anchors = _assemble(parts, n_batches, targets, signature, staged.n_rows, summary_by, cols,
-                                               outs.temp, doc_rows)
+                summary, n_anchors = _assemble(parts, run_plan.n_batches, targets, signature, staged.n_rows,
+                                               o.summary_by, o.cols, outs.temp, doc_rows)
                 outs.commit()  # every output in place together, or none (D761)
     except _Stop as exc:
         stop = exc
@@ -720,30 +576,233 @@ def _profile_run(
         raise
     finally:
         outs.discard()  # temporaries of outputs not put in place
-        if parser is not None:
-            _kill(parser)
-        if report_progress is not None:
-            report_progress.close()
+        live.close()
         if tmp_root is not None:
             shutil.rmtree(tmp_root, ignore_errors=True)
     if stop is not None:
-        n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
-        what = "SIGTERM" if stop.signum == signal.SIGTERM else "interrupted (SIGINT)"
-        if outs.committed:  # the signal was held back while the outputs were put in place
-            if tmp_root is None:
-                shutil.rmtree(work, ignore_errors=True)
-            raise RunInterrupted(stop.signum, f"{what} while the outputs were put in place: stopped after writing "
-                                 f"all of them completely ({', '.join(map(str, outs.destinations))})")
-        if tmp_root is not None:
-            msg = f"{what}: stopped; nothing was written (output to stdout cannot be resumed)"
-        else:
-            msg = (f"{what}: stopped after {n_done} finished batch(es); no output was written. To continue, "
-                   f"{resume_hint}")
-        raise RunInterrupted(stop.signum, msg)
+        raise _interrupted(stop, outs, parts, work, tmp_root is not None, o.resume_hint)
     if tmp_root is None:
         shutil.rmtree(work, ignore_errors=True)
-    return RunReport(signature=signature, summary_frame=summary, n_segments=plan.height, n_anchors=n_anchors,
-                     n_batches=n_batches, resumed_batches=len(done), notes=notes)
+    return RunReport(signature=signature, summary_frame=summary, n_segments=run_plan.plan.height,
+                     n_anchors=n_anchors, n_batches=run_plan.n_batches, resumed_batches=len(run_plan.done),
+                     notes=notes)
+
+
+def _sayer(warn: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``warn``, or a ``ddp profile: warning:`` line on stderr."""
+    if warn is not None:
+        return warn
+
+    def say(message: str) -> None:
+        print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
+    return say
+
+
+# ------------------------------------------------------------------------- the journal step
+
+
+def _work_folder(seg_target: OutputTarget, resume: bool, say: Callable[[str], None]) -> tuple[Path, str | None]:
+    """The work folder (``.<output>.ddp-work`` beside the segment output, after finishing an
+    interrupted commit there), or a temporary folder (second value) when the segments go to stdout."""
+    from ..io.outputs import recover_commit
+
+    if seg_target.path is not None:
+        # absolute, so that --resume from another working folder finds the same work folder and chunks
+        work = work_dir_for(Path(os.path.abspath(seg_target.path)))
+        placed = recover_commit(work / COMMIT_JOURNAL)
+        if placed:
+            say(f"an earlier run was stopped while putting its outputs in place; finished that, so "
+                f"{', '.join(map(str, placed))} now hold(s) that run's complete new output")
+        return work, None
+    if resume:
+        raise DDPUsageError("--resume needs the segment table written to a file (-o PATH), not to stdout",
+                            code="D171")
+    tmp_root = tempfile.mkdtemp(prefix="ddp-work-")
+    return Path(tmp_root), tmp_root
+
+
+def _run_extra(source: Any, targets: dict[str, OutputTarget], o: RunOptions
+               ) -> tuple[Path | None, dict[str, Any]]:
+    """The ``.docs`` file of the reader and the signature keys of this run's options: ``signature_extra``,
+    ``reader`` (when not the default), ``shard`` and ``input_sha256`` (shard runs; D173 checks)."""
+    docs_path = resolve_docs(source, o.reader, o.docs)
+    extra = dict(o.signature_extra or {})
+    if o.reader != "table" or o.txt_mode != "lines":
+        extra["reader"] = {"name": o.reader, "docs": None if docs_path is None else str(docs_path),
+                           "txt_mode": o.txt_mode}
+    if o.shard is not None:
+        i, n = o.shard
+        if not (0 <= i < n):
+            raise DDPUsageError(f"--shard {i}/{n}: expected i/N with 0 <= i < N", code="D173")
+        bad = [t.option for t in targets.values() if t is not None and t.format != "parquet"]
+        if bad:
+            raise DDPUsageError(f"--shard writes Parquet shards for `ddp merge`; give {bad[0]} a .parquet name",
+                                code="D173")
+        extra["shard"] = f"{i}/{n}"
+        if isinstance(source, (str, os.PathLike)):  # ddp merge refuses shards of different inputs (D176)
+            extra[INPUT_DIGEST] = input_digest(source, docs_path)
+    return docs_path, extra
+
+
+def _open_journal(work: Path, temporary: bool, jsettings: dict[str, Any], resume: bool,
+                  say: Callable[[str], None], notes: list[str]) -> dict[str, Any]:
+    """The journal of this run: an interrupted run's (``resume``, settings compared: D170) or a new
+    one; an earlier work folder not resumed is removed (a note says so). Creates ``work/parts``."""
+    journal_path = work / "journal.json"
+    journal: dict[str, Any] = {}
+    if work.exists() and not temporary:
+        if resume and journal_path.exists():
+            old = _read_journal(journal_path)
+            if old is None:
+                say(f"--resume: the journal {journal_path} is empty or damaged, so the interrupted run's settings "
+                    "cannot be checked; starting from the beginning")
+                notes.append(f"--resume: the journal {journal_path} was empty or damaged; started from the beginning")
+                shutil.rmtree(work, ignore_errors=True)
+            else:
+                _compare_journal(old.get("settings", {}), jsettings, journal_path)
+                journal = old
+        else:
+            if not resume:
+                notes.append(f"removed the work folder of an earlier interrupted run ({work}); "
+                             "use --resume to continue such a run")
+            shutil.rmtree(work, ignore_errors=True)
+    elif resume:
+        notes.append("--resume: no interrupted run of this output found; starting from the beginning")
+    (work / "parts").mkdir(parents=True, exist_ok=True)
+    journal.setdefault("version", JOURNAL_VERSION)
+    journal["settings"] = jsettings
+    return journal
+
+
+# ---------------------------------------------------------------------------- the plan step
+
+
+def _stage(source: Any, o: RunOptions, work: Path, journal: dict[str, Any], docs_path: Path | None,
+           name: str, say: Callable[[str], None]) -> StagedInput:
+    """The staged input: the interrupted run's (:func:`_load_staged`), else the input staged into
+    ``work`` now (id index, schema and chunk list recorded in the journal). D137: ``summary_by`` missing."""
+    import polars as pl
+
+    staged = _load_staged(journal, work, o.cols, name, say)
+    if staged is None:
+        with stage_times.stage("read"):
+            # an absolute path in the chunks of a Parquet input (read in place): --resume from elsewhere
+            src = Path(os.path.abspath(source)) if isinstance(source, (str, os.PathLike)) else source
+            staged = stage_input(src, o.cols, work, name=name, reader=o.reader, docs=docs_path,
+                                 txt_mode=o.txt_mode, warn=o.warn)
+        staged.ids.write_parquet(work / "ids.parquet")
+        pl.DataFrame(schema=staged.schema).write_parquet(work / "schema.parquet")
+        journal["staged"] = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in staged.chunks]}
+        write_json_atomic(work / "journal.json", journal)
+    if o.summary_by is not None and o.summary_by not in staged.schema:
+        raise DDPUsageError(
+            f"--summary-by {o.summary_by}: no such column in {name}; available columns: "
+            f"{', '.join(staged.schema)}", code="D137")
+    return staged
+
+
+def _plan_batches(staged: StagedInput, o: RunOptions, work: Path, journal: dict[str, Any], notes: list[str],
+                  say: Callable[[str], None]) -> _Plan:
+    """Cut the staged input into batches (:func:`_plan`, shard applied), keep the batches an
+    interrupted run finished whole (:func:`_finished_batches`) and resolve ``-j``."""
+    from ..io.sources import CHARS
+
+    plan = _plan(staged.ids, o.cols, int(o.batch_chars or BATCH_CHARS), o.shard)
+    n_batches = int(plan["__batch"].max()) + 1 if plan.height else 0
+    if journal.get("n_batches") != n_batches:
+        journal["n_batches"] = n_batches
+        write_json_atomic(work / "journal.json", journal)
+    done = _finished_batches(work / "parts", n_batches, say)
+    done_set = set(done)
+    todo = [k for k in range(n_batches) if k not in done_set]
+    n_proc = resolve_n_process(o.n_process, int(staged.ids[CHARS].sum()), o.start_method)
+    if o.shard is None:  # the plan has what the run needs: keep only the row count of the id index
+        staged.ids = staged.ids.select(ROW)
+    seg_per_batch = plan.group_by("__batch").len().sort("__batch")["len"].to_numpy()
+    done_segments = int(seg_per_batch[done].sum()) if done else 0
+    if done:
+        notes.append(f"resuming: {len(done)} of {n_batches} batches ({done_segments:,} of {plan.height:,} "
+                     "segments) were finished by the interrupted run")
+        print(f"ddp profile: {notes[-1]}", file=sys.stderr, flush=True)
+    return _Plan(plan, n_batches, done, todo, n_proc, done_segments)
+
+
+# -------------------------------------------------------------------------------- the loop
+
+
+def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, journal: dict[str, Any],
+                     live: _Live, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Profile the batches ``rp.todo`` into ``work/parts`` (three Parquet parts and a ``.done``
+    marker per batch, the journal's ``pipeline_info`` after the first). Returns the pipeline info
+    and the parse function's signature keys (the parse cache's hits and misses)."""
+    import polars as pl
+
+    parts = work / "parts"
+    journal_path = work / "journal.json"
+    plan = rp.plan
+    live.progress = prog = Progress(o.progress, plan.height, done_segments=rp.done_segments)
+    if live.parser is None:
+        live.parser = Parser(o.pipeline, n_process=rp.n_proc, batch_size=o.batch_size, start_method=o.start_method)
+    parser = live.parser
+    parse_fn = o.parse_wrapper(parser) if o.parse_wrapper is not None else None
+    batch_units = dict(zip(*np.unique(plan["__batch"].to_numpy(), return_counts=True)))
+    units_per_batch = plan.group_by("__batch").agg(pl.col("__units").sum()).sort("__batch")["__units"].to_numpy()
+    current = {"k": 0}
+    todo = rp.todo
+
+    def tick(n_units: int) -> None:
+        k = current["k"]
+        prog.advance(n_units * batch_units[k] / max(int(units_per_batch[k]), 1))
+
+    def parsing(i: int) -> None:
+        current["k"] = todo[i]
+
+    results = iter_profile(_batch_frames(staged, plan, todo), parser, o.settings, source_name=name,
+                           progress=tick, parse=parse_fn, parsing=parsing, prefetch=rp.n_proc > 1)
+    for k in todo:
+        res = next(results)
+        with stage_times.stage("write"):
+            for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
+                write_part(parts / f"{k:06d}.{role}.parquet", df)
+        rows = res.segments[ROW]
+        marker = {"segments": res.segments.height, "anchors": res.anchors.height,
+                  "min_row": int(rows.min()), "max_row": int(rows.max()),
+                  "words": int(res.segments[schema.N_TOKENS].sum())}
+        if "pipeline_info" not in journal:
+            journal["pipeline_info"] = parser.info()
+            write_json_atomic(journal_path, journal)
+        write_json_atomic(parts / f"{k:06d}.done", marker)
+        prog.add_words(marker["words"])
+    info = journal.get("pipeline_info") or parser.info()
+    if "pipeline_info" not in journal:
+        journal["pipeline_info"] = info
+        write_json_atomic(journal_path, journal)
+    if hasattr(parse_fn, "flush"):
+        parse_fn.flush()
+    parser.close()
+    live.parser = None
+    prog.close()
+    live.progress = None
+    return info, (parse_fn.signature() if hasattr(parse_fn, "signature") else {})
+
+
+def _interrupted(stop: _Stop, outs: Any, parts: Path, work: Path, temporary: bool, resume_hint: str
+                 ) -> RunInterrupted:
+    """The :class:`RunInterrupted` of a run stopped by ``stop`` (the work folder is removed if the
+    outputs were already all in place: nothing is left to resume)."""
+    n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
+    what = "SIGTERM" if stop.signum == signal.SIGTERM else "interrupted (SIGINT)"
+    if outs.committed:  # the signal was held back while the outputs were put in place
+        if not temporary:
+            shutil.rmtree(work, ignore_errors=True)
+        return RunInterrupted(stop.signum, f"{what} while the outputs were put in place: stopped after writing "
+                              f"all of them completely ({', '.join(map(str, outs.destinations))})")
+    if temporary:
+        msg = f"{what}: stopped; nothing was written (output to stdout cannot be resumed)"
+    else:
+        msg = (f"{what}: stopped after {n_done} finished batch(es); no output was written. To continue, "
+               f"{resume_hint}")
+    return RunInterrupted(stop.signum, msg)
 
 
 def _kill(parser: Parser) -> None:
