@@ -18,8 +18,13 @@ N_SENTENCES = "n_sentences"
 N_TOKENS = "n_tokens"
 N_ANCHORS = "n_anchors"
 DDP = "ddp"  # max anchor distance over the segment's sentences, in sentences
+#: max distance over only the certified anchors of the segment (0 when none), in sentences
+DDP_CERTIFIED = "ddp_certified"
 FIRST_SENTENCE = "first_sentence"  # document-level index of the segment's first sentence
-SEGMENT_COLUMNS = (DOCUMENT_ID, SEGMENT_ID, DOMAIN, N_SENTENCES, N_TOKENS, N_ANCHORS, DDP, FIRST_SENTENCE)
+SEGMENT_COLUMNS = (DOCUMENT_ID, SEGMENT_ID, DOMAIN, N_SENTENCES, N_TOKENS, N_ANCHORS, DDP, DDP_CERTIFIED,
+                   FIRST_SENTENCE)
+#: the DDP columns a profile may carry (``--ddp-col`` chooses one)
+DDP_COLUMNS = (DDP, DDP_CERTIFIED)
 
 # ---- anchors table (one row per anchor: entity mention or pronoun)
 ANCHOR_INDEX = "anchor_index"  # 0-based order of the anchor within its document
@@ -35,13 +40,17 @@ ANTECEDENT_TEXT = "antecedent_text"
 ANTECEDENT_SENTENCE = "antecedent_sentence"  # sentence of the linked antecedent mention (-1 if none)
 REFERENCE_SENTENCE = "reference_sentence"  # sentence the distance is measured to (-1 if none)
 DISTANCE_SENTENCES = "distance_sentences"  # -1: first mention (no distance)
+CERTIFIED = "certified"  # the distance counts in ddp_certified (bool)
+CONFIDENCE = "confidence"  # calibrated P(distance does not exceed gold's); NaN when the anchor measures nothing
 ANCHOR_COLUMNS = (
     DOCUMENT_ID, SEGMENT_ID, ANCHOR_INDEX, SENTENCE, KIND, LABEL, TEXT, CHAR_START, CHAR_END,
     ENTITY_ID, ANTECEDENT_KIND, ANTECEDENT_TEXT, ANTECEDENT_SENTENCE, REFERENCE_SENTENCE, DISTANCE_SENTENCES,
+    CERTIFIED, CONFIDENCE,
 )
 
 # ---- sentence-level (internal / --sentences output)
 SENTENCE_DDP = "sentence_ddp"
+SENTENCE_DDP_CERTIFIED = "sentence_ddp_certified"
 
 # ---- statistics long tables (defaults for the stats flags)
 SYSTEM = "system"

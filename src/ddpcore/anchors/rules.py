@@ -27,7 +27,13 @@ in full:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from .antecedent_model import AntecedentModel, feature_layout, load_antecedent_model, weights_path
+from typing import TYPE_CHECKING
+
+from .certify_model import DEFAULT_CERTIFY_MODEL
+
+if TYPE_CHECKING:
+    from .antecedent_model import AntecedentModel
+    from .certify_model import CertifyModel
 
 #: pronoun groups, in bit order of the compatibility masks
 GROUPS: tuple[str, ...] = ("MASC_SG", "FEM_SG", "NEUT_SG", "PL")
@@ -167,6 +173,9 @@ class RuleSet:
     #: weights of the trained antecedent scorer (a file name in ddpcore/anchors/data or a path);
     #: empty: links by rule (ddpcore.pipeline.antecedent)
     antecedent_model: str = ""
+    #: the certification model of ``ddp_certified`` (a file name in ddpcore/anchors/data or a path;
+    #: ddpcore.anchors.certify); empty: no certified columns
+    certify_model: str = ""
     description: str = ""
 
     def to_dict(self) -> dict[str, object]:
@@ -254,7 +263,7 @@ def _load_names(min_ratio: float) -> dict[str, int]:
     try:
         import names as names_pkg  # type: ignore[import-untyped]
     except ImportError:
-        from ..errors import DDPDataError, DDPUsageError
+        from ..errors import DDPUsageError
 
         raise DDPUsageError(
             "rule set 'refined-names' needs the package `names` (US census first-name lists, MIT): "
@@ -289,9 +298,18 @@ def get_rules(name: str | RuleSet | None) -> RuleSet:
             raise DDPUsageError(f"unknown rule set {name!r}; choose one of: {', '.join(RULE_SETS)}",
                                 code="D201") from None
     if rules.antecedent_model:
-
         model_for(rules)  # a weights file that does not fit the kernel fails here (D240-D249), before any parse
+    if rules.certify_model:
+        certify_model_for(rules)  # likewise the certification model (D250-D257)
     return rules
+
+
+def certify_model_for(rules: RuleSet) -> CertifyModel:
+    """The checked certification model of ``rules`` (loaded once per file version per process)."""
+    from .certify import FEATURES
+    from .certify_model import certify_model
+
+    return certify_model(rules.certify_model, FEATURES)
 
 
 _MODELS: dict[tuple[str, int, int], AntecedentModel] = {}
@@ -299,6 +317,9 @@ _MODELS: dict[tuple[str, int, int], AntecedentModel] = {}
 
 def model_for(rules: RuleSet) -> AntecedentModel:
     """The checked model of ``rules`` (loaded once per file version per process)."""
+    from ..errors import DDPDataError
+    from .antecedent_model import feature_layout, load_antecedent_model, weights_path
+
     path = weights_path(rules.antecedent_model)
     try:
         st = path.stat()

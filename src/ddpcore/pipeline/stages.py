@@ -350,6 +350,42 @@ def build_tables(
         schema.SENTENCE: index.sent_in_doc__sent.astype(np.int64),
         schema.SENTENCE_DDP: distances.ddp__sent.astype(np.int64),
     })
+    if rules.certify_model:
+        segments, anchors, sentences = certify_tables(segments, anchors, sentences, df, cols, rules)
+    return segments, anchors, sentences
+
+
+def certify_tables(
+    segments: pl.DataFrame,
+    anchors: pl.DataFrame,
+    sentences: pl.DataFrame,
+    frame: pl.DataFrame,
+    cols: SegmentColumns,
+    rules: RuleSet,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Add the certified columns (ddpcore.anchors.certify): ``certified`` / ``confidence`` to the
+    anchors, ``ddp_certified`` after ``ddp`` to the segments and ``sentence_ddp_certified`` to the
+    sentences (the maximum distance over the certified anchors; 0 where there is none)."""
+    import polars as pl
+
+    from ..anchors.certify import anchor_features, certify
+    from ..anchors.rules import certify_model_for
+
+    model = certify_model_for(rules)
+    features = anchor_features(anchors, frame.select(cols.document, cols.segment, cols.text),
+                               document=cols.document, segment=cols.segment, text=cols.text)
+    confidence, certified = certify(features, anchors[schema.DISTANCE_SENTENCES].to_numpy(), model)
+    anchors = anchors.with_columns(pl.Series(schema.CERTIFIED, certified), pl.Series(schema.CONFIDENCE, confidence))
+    dist = pl.when(pl.col(schema.CERTIFIED)).then(pl.col(schema.DISTANCE_SENTENCES)).otherwise(0).clip(0, None)
+    per_seg = anchors.group_by(cols.document, cols.segment).agg(dist.max().alias(schema.DDP_CERTIFIED))
+    per_sent = anchors.group_by(cols.document, schema.SENTENCE).agg(dist.max().alias(schema.SENTENCE_DDP_CERTIFIED))
+    order = segments.columns
+    at = order.index(schema.DDP) + 1
+    segments = (segments.join(per_seg, on=[cols.document, cols.segment], how="left", maintain_order="left")
+                .with_columns(pl.col(schema.DDP_CERTIFIED).fill_null(0).cast(pl.Int64))
+                .select(*order[:at], schema.DDP_CERTIFIED, *order[at:]))
+    sentences = (sentences.join(per_sent, on=[cols.document, schema.SENTENCE], how="left", maintain_order="left")
+                 .with_columns(pl.col(schema.SENTENCE_DDP_CERTIFIED).fill_null(0).cast(pl.Int64)))
     return segments, anchors, sentences
 
 

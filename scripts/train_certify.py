@@ -1,0 +1,232 @@
+"""Train, cross-validate and write the certification model of ``ddp_certified`` (issue 21).
+
+    python scripts/train_certify.py GOLD_DIR [-o src/ddpcore/anchors/data/certify-v1.json] [--check] [-j 2]
+
+GOLD_DIR holds the three gold corpora (GUM ``gum_dep_conllu_with_coref.tar.xz`` and OntoGUM
+``ontogum_conllu.tar.xz`` from amir-zeldes/gum, LitBank ``litbank_coref_tsv.tar.xz`` from
+dbamman/litbank), found by those file names anywhere below it. ParCorFull is never read.
+
+Protocol (every figure is out of fold):
+1. Every gold sentence is profiled as one segment with the default rules (``refined``, chained);
+   the gold distance of a sentence is the ``ddp``-scope chained gold distance. GUM and OntoGUM
+   share their text, so their anchors are the same rows with two labels.
+2. The label of an anchor with distance > 0 is ``over``: its distance exceeds its sentence's gold
+   distance. Features: :func:`ddpcore.pipeline.certify.anchor_features`.
+3. Outer 5-fold cross-validation grouped by document (GUM and OntoGUM copies of a document in the
+   same fold). In each outer fold a logistic model is fitted on the other folds, and the two
+   confidence thresholds are chosen by an inner 5-fold cross-validation on those folds only:
+   the pair that maximises the mean Spearman correlation with gold over the three golds, among the
+   pairs whose over-estimated share is at most ``--max-over`` on every gold and whose tail
+   precision at DDP >= 15 is at least ``--min-tail`` on every gold (if none qualifies, the most
+   conservative pair). The outer fold is then scored with that model and those thresholds.
+4. The shipped model is fitted on everything, its thresholds chosen the same way on the
+   out-of-fold predictions of all data. The file records the recipe and the out-of-fold figures.
+
+``--check`` rebuilds the file and fails unless it is byte for byte the one on disk.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from scipy.stats import beta, pearsonr, spearmanr
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold
+
+from ddpcore.anchors.certify_model import CERTIFY_FORMAT, DEFAULT_CERTIFY_MODEL, certify_model_path
+from ddpcore.gold.validate import compute_gold_distances, profile_gold
+from ddpcore.io.gold import read_gold
+from ddpcore.anchors.certify import FEATURES, anchor_features
+from ddpcore.anchors.rules import get_rules
+
+GOLDS = {"gum": "gum_dep_conllu_with_coref.tar.xz", "ontogum": "ontogum_conllu.tar.xz",
+         "litbank": "litbank_coref_tsv.tar.xz"}
+TEXT_OF = {"gum": "gum", "ontogum": "gum", "litbank": "litbank"}
+GRID = tuple(round(x, 3) for x in np.arange(0.70, 0.995, 0.01))
+LONG = 15
+C = 1.0
+SEED = 0
+
+
+def find(root: Path, name: str) -> Path:
+    hits = sorted(p for p in root.rglob(name) if "parcorfull" not in str(p).lower())
+    if not hits:
+        sys.exit(f"train_certify: {name} not found under {root}")
+    return hits[0]
+
+
+def load(root: Path, n_process: int) -> dict[str, dict]:
+    data: dict[str, dict] = {}
+    runs: dict[str, tuple] = {}
+    for name, fname in GOLDS.items():
+        corpus = read_gold(find(root, fname))
+        gold = compute_gold_distances(corpus, distance="chained", gold_scope="ddp")
+        text = TEXT_OF[name]
+        if text not in runs:
+            t0 = time.perf_counter()
+            rules = dataclasses.replace(get_rules("refined"), certify_model="")  # the uncertified anchors
+            run, _ = profile_gold(corpus, distance="chained", n_process=n_process, rules=rules)
+            print(f"{name}: profiled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            texts = run.segments.select("document_id", "segment_id", "source")
+            runs[text] = (run.anchors, anchor_features(run.anchors, texts))
+            assert "certified" not in run.anchors.columns
+        anchors, X = runs[text]
+        g = gold.select("document_id", pl.col("sentence").alias("segment_id"), "gold_distance")
+        lab = anchors.select("document_id", "segment_id", "distance_sentences").join(
+            g, on=["document_id", "segment_id"], how="left", maintain_order="left")
+        data[name] = {"anchors": anchors, "X": X, "gold": g,
+                      "d": lab["distance_sentences"].to_numpy(), "y": (lab["distance_sentences"] > lab["gold_distance"]).to_numpy(),
+                      "doc": anchors["document_id"].to_numpy()}
+    return data
+
+
+def fit(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale[scale == 0] = 1.0
+    m = LogisticRegression(C=C, max_iter=10000, tol=1e-10)
+    m.fit((X - mean) / scale, y)
+    return mean, scale, m.coef_[0].astype(np.float64), float(m.intercept_[0])
+
+
+def p_over(X: np.ndarray, model: tuple) -> np.ndarray:
+    mean, scale, w, b = model
+    return 1.0 / (1.0 + np.exp(-(((X - mean) / scale) @ w + b)))
+
+
+def seg_metrics(name: str, data: dict, mask: np.ndarray, rows: np.ndarray | None = None) -> dict:
+    """Segment-level figures of the certified DDP (max distance over ``mask`` anchors) against gold."""
+    D = data[name]
+    a = D["anchors"].select("document_id", "segment_id", "distance_sentences").with_columns(pl.Series("m", mask))
+    c = a.filter(pl.col("m")).group_by("document_id", "segment_id").agg(pl.col("distance_sentences").max().alias("dc"))
+    g = D["gold"]
+    if rows is not None:
+        g = g.filter(pl.col("document_id").is_in(pl.Series(np.unique(rows)).implode()))
+    j = g.join(c, on=["document_id", "segment_id"], how="left").with_columns(pl.col("dc").fill_null(0).clip(0, None))
+    return metrics(j["dc"].to_numpy(), j["gold_distance"].to_numpy())
+
+
+def metrics(dc: np.ndarray, gd: np.ndarray) -> dict:
+    n, k = len(dc), int((dc > gd).sum())
+    lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+    hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    out = {"n_segments": n, "share_over": k / n, "over_ci95": [float(lo), float(hi)],
+           "spearman": float(spearmanr(dc, gd)[0]) if dc.std() > 0 else None,
+           "pearson": float(pearsonr(dc, gd)[0]) if dc.std() > 0 else None}
+    for t in (5, 15):
+        sel = dc >= t
+        out[f"tail_precision_{t}"] = float((gd[sel] >= t).mean()) if sel.any() else None
+        out[f"tail_recall_{t}"] = float((dc[gd >= t] >= t).mean()) if (gd >= t).any() else None
+        out[f"n_ddp_ge_{t}"] = int(sel.sum())
+    out["coverage"] = float(((dc > 0) & (gd > 0)).sum() / max(int((gd > 0).sum()), 1))
+    return out
+
+
+def choose(data: dict, p: dict, docs: dict, max_over: float, min_tail: float) -> tuple[float, float]:
+    """Thresholds (short, long) by the rule in the module docstring, on predictions ``p`` of rows ``docs``."""
+    best, fallback = None, None
+    for t in GRID:
+        for tl in GRID:
+            if tl < t:
+                continue
+            ok, sps = True, []
+            for name in data:
+                D = data[name]
+                conf = 1 - p[name]
+                mask = (D["d"] > 0) & (conf >= np.where(D["d"] >= LONG, tl, t)) & docs[name]
+                m = seg_metrics(name, data, mask, D["doc"][docs[name]])
+                tail = m["tail_precision_15"]
+                ok &= m["share_over"] <= max_over and (tail is None or tail >= min_tail)
+                sps.append(m["spearman"] or 0.0)
+            score = float(np.mean(sps))
+            if ok and (best is None or score > best[0]):
+                best = (score, t, tl)
+    if best is None:
+        return GRID[-1], GRID[-1]
+    return best[1], best[2]
+
+
+def cross_validate(data: dict, rows_of: dict, n_folds: int, max_over: float, min_tail: float, inner: bool) -> tuple[dict, dict]:
+    """Out-of-fold ``p_over`` of every row (``rows_of[name]`` selects rows), and per-fold thresholds."""
+    names = list(data)
+    docs_all = np.unique(np.concatenate([data[n]["doc"][rows_of[n]] for n in names]))
+    folds = GroupKFold(n_splits=n_folds)
+    oof = {n: np.full(len(data[n]["d"]), np.nan) for n in names}
+    chosen = {}
+    for k, (_, test_idx) in enumerate(folds.split(docs_all, groups=docs_all)):
+        test_docs = set(docs_all[test_idx])
+        tr = {n: rows_of[n] & ~np.isin(data[n]["doc"], list(test_docs)) for n in names}
+        te = {n: rows_of[n] & np.isin(data[n]["doc"], list(test_docs)) for n in names}
+        Xtr = np.vstack([data[n]["X"][tr[n] & (data[n]["d"] > 0)] for n in names])
+        ytr = np.concatenate([data[n]["y"][tr[n] & (data[n]["d"] > 0)] for n in names])
+        model = fit(Xtr, ytr)
+        for n in names:
+            oof[n][te[n]] = p_over(data[n]["X"][te[n]], model)
+        if inner:
+            inner_p, _ = cross_validate(data, tr, n_folds, max_over, min_tail, inner=False)
+            chosen[k] = (choose(data, inner_p, tr, max_over, min_tail), te)
+        print(f"fold {k + 1}/{n_folds} done", file=sys.stderr)
+    return oof, chosen
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("gold_dir", type=Path)
+    ap.add_argument("-o", "--output", type=Path, default=certify_model_path(DEFAULT_CERTIFY_MODEL))
+    ap.add_argument("--check", action="store_true", help="rebuild and compare with the file on disk byte for byte")
+    ap.add_argument("-j", type=int, default=1, help="spaCy processes for profiling the gold (default 1)")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--max-over", type=float, default=0.012, help="over-estimated share allowed per gold (0.012)")
+    ap.add_argument("--min-tail", type=float, default=0.97, help="tail precision at DDP >= 15 required per gold (0.97)")
+    args = ap.parse_args()
+    data = load(args.gold_dir, args.j)
+    all_rows = {n: np.ones(len(data[n]["d"]), bool) for n in data}
+    oof, chosen = cross_validate(data, all_rows, args.folds, args.max_over, args.min_tail, inner=True)
+    # out-of-fold certified mask: each outer fold with its own inner-chosen thresholds
+    figures: dict = {"certified": {}, "ddp": {}, "thresholds_per_fold": []}
+    mask = {n: np.zeros(len(data[n]["d"]), bool) for n in data}
+    for k in sorted(chosen):
+        (t, tl), te = chosen[k]
+        figures["thresholds_per_fold"].append([t, tl])
+        for n in data:
+            D = data[n]
+            conf = 1 - oof[n]
+            mask[n] |= te[n] & (D["d"] > 0) & (conf >= np.where(D["d"] >= LONG, tl, t))
+    for n in data:
+        figures["certified"][n] = seg_metrics(n, data, mask[n])
+        figures["ddp"][n] = seg_metrics(n, data, data[n]["d"] > 0)
+    # the shipped model: all data; thresholds by the same rule on all out-of-fold predictions
+    t, tl = choose(data, oof, all_rows, args.max_over, args.min_tail)
+    X = np.vstack([data[n]["X"][data[n]["d"] > 0] for n in data])
+    y = np.concatenate([data[n]["y"][data[n]["d"] > 0] for n in data])
+    mean, scale, w, b = fit(X, y)
+    doc = {
+        "format": CERTIFY_FORMAT, "version": 1, "features": list(FEATURES),
+        "weights": [float(v) for v in w], "mean": [float(v) for v in mean], "scale": [float(v) for v in scale],
+        "bias": b, "threshold": t, "threshold_long": tl, "long_distance": LONG,
+        "recipe": {"script": "scripts/train_certify.py", "golds": sorted(GOLDS), "gold_scope": "ddp",
+                   "distance": "chained", "rules": "refined", "folds": args.folds, "grouped_by": "document",
+                   "model": f"logistic regression, L2, C={C}, standardised features", "grid": [GRID[0], GRID[-1], 0.01],
+                   "max_over": args.max_over, "min_tail_precision_15": args.min_tail,
+                   "n_anchors": int(len(y)), "share_over_anchors": float(y.mean())},
+        "figures": figures,
+    }
+    text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    if args.check:
+        same = args.output.read_text(encoding="utf-8") == text
+        print("train_certify --check:", "identical" if same else f"DIFFERS from {args.output}")
+        return 0 if same else 1
+    args.output.write_text(text, encoding="utf-8")
+    print(json.dumps(figures, indent=1))
+    print(f"wrote {args.output}: thresholds {t} / {tl} (>= {LONG} sentences)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D257).
+
+The file is JSON (``format`` ``"ddpcore-certify-weights"``): the feature names in kernel order
+(they must equal :data:`ddpcore.pipeline.certify.FEATURES`), a logistic model over standardised
+features (``mean``, ``scale``, ``weights``, ``bias``; it predicts the probability that an anchor's
+distance over-estimates the gold distance of its sentence), the two confidence thresholds
+(``threshold`` below ``long_distance`` sentences, ``threshold_long`` at and above), the out-of-fold
+figures they were chosen on and the recipe that rebuilds the file
+(``python scripts/train_certify.py --check``). A file that does not fit fails at load, before any
+parse.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DDPDataError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: folder of the packaged weights
+DATA_DIR = Path(__file__).resolve().parent / "data"
+#: the shipped model (a bare file name is looked up in DATA_DIR)
+DEFAULT_CERTIFY_MODEL = "certify-v1.json"
+CERTIFY_FORMAT = "ddpcore-certify-weights"
+#: versions of the file layout this build reads
+CERTIFY_VERSIONS = (1,)
+
+
+@dataclass(frozen=True)
+class CertifyModel:
+    """A loaded certification model: ``weights``, ``mean``, ``scale`` (n_features,) float64,
+    ``bias``; ``threshold`` / ``threshold_long`` confidences in [0, 1]; ``long_distance`` in
+    sentences; ``path``, ``sha256`` and ``version`` of the file; ``recipe`` and ``figures`` as written."""
+
+    weights: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+    bias: float
+    threshold: float
+    threshold_long: float
+    long_distance: int
+    version: int
+    path: str = ""
+    sha256: str = ""
+    recipe: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a signature records of the model."""
+        return {"file": os.path.basename(self.path), "version": self.version, "sha256": self.sha256,
+                "threshold": self.threshold, "threshold_long": self.threshold_long,
+                "long_distance": self.long_distance}
+
+
+def certify_model_path(name: str | None) -> Path:
+    """The weights file ``name`` names: a bare file name is a packaged file, else a path."""
+    name = name or DEFAULT_CERTIFY_MODEL
+    p = Path(name)
+    return DATA_DIR / name if p.name == name and not p.is_absolute() else p
+
+
+def _bad(path: Path, what: str, code: str) -> DDPDataError:
+    return DDPDataError(f"{path}: {what}; rebuild it with scripts/train_certify.py or reinstall ddpcore", code=code)
+
+
+def _vector(doc: dict[str, Any], key: str, n: int, path: Path) -> np.ndarray:
+    import numpy as np
+
+    v = doc.get(key)
+    if not isinstance(v, list) or len(v) != n:
+        raise _bad(path, f"field '{key}' must be a list of {n} numbers (one per feature)", "D254")
+    try:
+        arr = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _bad(path, f"field '{key}' holds a value that is not a number", "D255") from None
+    if not np.isfinite(arr).all():
+        raise _bad(path, f"field '{key}' holds a non-finite value (NaN or infinity)", "D255")
+    return arr
+
+
+def _number(doc: dict[str, Any], key: str, path: Path, lo: float, hi: float) -> float:
+    v = doc.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+        raise _bad(path, f"field '{key}' must be a finite number in [{lo:g}, {hi:g}], got {v!r}", "D256")
+    return float(v)
+
+
+def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) -> CertifyModel:
+    """Read and check a certification weights file against the feature list of this build.
+
+    Errors (:class:`DDPDataError`, one line naming the file): D250 unreadable, D251 not a
+    certification weights file (bad JSON, wrong ``format`` or missing fields), D252 a layout
+    version this build does not read, D253 other features than this build computes, D254 a vector
+    of the wrong length, D255 a non-finite or non-numeric value, D256 a threshold, bias or distance
+    out of range, D257 a zero or negative scale.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise DDPDataError(f"{p}: cannot read the certification model ({exc.strerror or exc}); check --certify-model",
+                           code="D250") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(p, f"not JSON ({exc})", "D251") from None
+    if not isinstance(doc, dict) or doc.get("format") != CERTIFY_FORMAT:
+        raise _bad(p, f"not a ddpcore certification model (field 'format' must be {CERTIFY_FORMAT!r})", "D251")
+    missing = [k for k in ("version", "features", "weights", "mean", "scale", "bias", "threshold", "threshold_long",
+                           "long_distance") if k not in doc]
+    if missing:
+        raise _bad(p, f"lacks the field(s) {', '.join(missing)}", "D251")
+    if doc["version"] not in CERTIFY_VERSIONS:
+        raise _bad(p, f"layout version {doc['version']!r}; this build reads version(s) "
+                      f"{', '.join(map(str, CERTIFY_VERSIONS))}", "D252")
+    if not isinstance(doc["features"], list) or tuple(doc["features"]) != tuple(features):
+        got = doc["features"] if isinstance(doc["features"], list) else []
+        diff = sorted(set(map(str, got)) ^ set(features))[:5]
+        raise _bad(p, f"its features differ from this build's {len(features)} features"
+                      f"{' (e.g. ' + ', '.join(diff) + ')' if diff else ' (order)'}", "D253")
+    n = len(features)
+    weights, mean, scale = (_vector(doc, k, n, p) for k in ("weights", "mean", "scale"))
+    if (scale <= 0).any():
+        raise _bad(p, "field 'scale' holds a zero or negative value", "D257")
+    bias = _number(doc, "bias", p, -1e6, 1e6)
+    threshold = _number(doc, "threshold", p, 0.0, 1.0)
+    threshold_long = _number(doc, "threshold_long", p, 0.0, 1.0)
+    long_distance = int(_number(doc, "long_distance", p, 1, 1e9))
+    return CertifyModel(weights=weights, mean=mean, scale=scale, bias=bias, threshold=threshold,
+                        threshold_long=threshold_long, long_distance=long_distance, version=int(doc["version"]),
+                        path=str(p), sha256=hashlib.sha256(raw).hexdigest(), recipe=dict(doc.get("recipe") or {}),
+                        figures=dict(doc.get("figures") or {}))
+
+
+_MODELS: dict[tuple[str, int, int], CertifyModel] = {}
+
+
+def certify_model(name: str | None, features: tuple[str, ...]) -> CertifyModel:
+    """The checked model ``name`` names (default: the shipped one), loaded once per file version per process."""
+    path = certify_model_path(name)
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (str(path), -1, -1)
+    if key not in _MODELS:
+        _MODELS[key] = load_certify_model(path, features)
+    return _MODELS[key]

@@ -1,0 +1,231 @@
+"""Certified DDP (issue 21): features against a slow per-anchor oracle, the confidence rule, the
+weights-file checks (D250-D257) and the certified columns of a real profile.
+
+The oracle (:func:`naive_features`) walks the anchors one by one in plain Python: chain
+statistics by scanning the earlier mentions of the same entity, the PERSON window by scanning the
+five sentences before, the surface tests with Python's ``re`` on the text after the anchor; the
+package computes the same with polars expressions (Rust regex engine, window functions, joins).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddpcore.anchors import certify as C
+from ddpcore.anchors.certify_model import CERTIFY_FORMAT, load_certify_model
+from ddpcore.errors import DDPDataError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def naive_features(anchors: list[dict], texts: dict[tuple[str, int], str]) -> np.ndarray:
+    rows = []
+    for i, a in enumerate(anchors):
+        text = texts[(a["document_id"], a["segment_id"])]
+        after = text[a["char_end"]:a["char_end"] + 80].lower()
+        before = text[max(a["char_start"] - 12, 0):a["char_start"]].lower()
+        low = a["text"].lower()
+        pro, ent = a["kind"] == "pronoun", a["kind"] == "entity"
+        d = a["distance_sentences"]
+        lg = max(a["sentence"] - a["antecedent_sentence"], 0)
+        # same-entity mentions before this one, in (sentence, segment, anchor_index) order
+        key = (a["sentence"], a["segment_id"], a["anchor_index"])
+        chain = sorted((b["sentence"], b["segment_id"], b["anchor_index"]) for b in anchors
+                       if b["document_id"] == a["document_id"] and b["entity_id"] == a["entity_id"])
+        pos = chain.index(key)
+        sents = [c[0] for c in chain[:pos + 1]]
+        gaps = [sents[j] - sents[j - 1] for j in range(1, len(sents))]
+        gap = gaps[-1] if gaps else 0
+        max_gap = max([0] + gaps)
+        recent = sum(1 for g in gaps if 0 <= g <= 10)
+        persons = {b["entity_id"] for b in anchors if b["document_id"] == a["document_id"] and b["kind"] == "entity"
+                   and b["label"] == "PERSON" and a["sentence"] - 5 <= b["sentence"] < a["sentence"]}
+        ante = (a["antecedent_text"] or "").lower()
+        l1 = lambda x: math.log1p(max(x, 0))  # noqa: E731
+        f = [float(pro)]
+        f += [float(a["label"] == x) for x in C.LABELS]
+        f += [float(a["antecedent_kind"] == x) for x in C.ANTECEDENT_KINDS]
+        f += [float(pro and low == x) for x in C.PRONOUN_FORMS]
+        f += [l1(d), float(d == 1), l1(d) * pro, l1(lg), l1(d - lg)]
+        f += [ent * l1(pos), ent * l1(max_gap), ent * l1(gap)]
+        f += [float(pro and re.search(p, after) is not None) for p in (C.SEEM, C.WEATHER, C.EXTRAPOSITION, C.CLEFT)]
+        f += [float(re.search(r"(?:^|[.!?:;][\"”’)]*\s+|[\"“‘(]\s*)$", before) is not None or a["char_start"] == 0),
+              float(re.search(r"^\s*or\s", after) is not None), float(re.search(r"\sor\s*$", before) is not None),
+              float(re.search(r"^\s*(?:$|[?.!])", after) is not None),
+              float(len(a["text"].split())) if ent else 0.0, float(re.search(r"\d", a["text"]) is not None),
+              float(a["text"].upper() == a["text"] and len(a["text"]) > 1 and re.search("[A-Za-z]", a["text"]) is not None),
+              float(ent and re.sub(r"^the\s+", "", low) == re.sub(r"^the\s+", "", ante)),
+              float(ent and low in ante), l1(a["sentence"]), l1(len(persons)), ent * l1(recent),
+              ent * l1(a["sentence"] - sents[0])]
+        assert len(f) == len(C.FEATURES), (len(f), len(C.FEATURES))
+        rows.append(f)
+    return np.array(rows, dtype=np.float64).reshape(len(anchors), len(C.FEATURES))
+
+
+WORDS = ["it", "is", "hard", "to", "say", "He", "she", "his", "or", "her", "Paris", "Anna", "seems", "raining",
+         "was", "that", "the", "Bank", "?", "ORG", "2020", "they", "."]
+
+
+@st.composite
+def anchor_tables(draw):  # type: ignore[no-untyped-def]
+    n_docs = draw(st.integers(1, 2))
+    anchors, texts = [], {}
+    for d in range(n_docs):
+        doc = f"d{d}"
+        n_seg = draw(st.integers(1, 8))
+        sent = 0
+        for s in range(n_seg):
+            sent += draw(st.integers(0 if s else 0, 6))  # sentence gaps 0..6 between segments: chains with gaps > 10
+            words = draw(st.lists(st.sampled_from(WORDS), min_size=3, max_size=12))
+            text = " ".join(words)
+            texts[(doc, s)] = text
+            n_a = draw(st.integers(0, 4))
+            for k in range(n_a):
+                w = draw(st.integers(0, len(words) - 1))
+                start = len(" ".join(words[:w])) + (1 if w else 0)
+                kind = draw(st.sampled_from(["entity", "pronoun"]))
+                label = draw(st.sampled_from(["PERSON", "ORG", "GPE"] if kind == "entity" else ["MASC_SG", "NEUT_SG", "PL"]))
+                dist = draw(st.integers(-1, min(sent, 20)))
+                ante_kind = draw(st.sampled_from(["entity", "noun", "none", "first_mention"]))
+                anchors.append({
+                    "document_id": doc, "segment_id": s, "anchor_index": len([a for a in anchors if a["document_id"] == doc]),
+                    "sentence": sent, "kind": kind, "label": label, "text": words[w], "char_start": start,
+                    "char_end": start + len(words[w]),
+                    "entity_id": draw(st.integers(0, 1)) if kind == "entity" else -1,
+                    "antecedent_kind": ante_kind,
+                    "antecedent_text": draw(st.sampled_from(WORDS)) if ante_kind in ("entity", "noun") else None,
+                    "antecedent_sentence": max(sent - max(dist, 0), 0) if dist >= 0 else -1,
+                    "distance_sentences": dist,
+                })
+    return anchors, texts
+
+
+def _frames(anchors, texts):  # type: ignore[no-untyped-def]
+    schema = {"document_id": pl.String, "segment_id": pl.Int64, "anchor_index": pl.Int64, "sentence": pl.Int64,
+              "kind": pl.String, "label": pl.String, "text": pl.String, "char_start": pl.Int64, "char_end": pl.Int64,
+              "entity_id": pl.Int64, "antecedent_kind": pl.String, "antecedent_text": pl.String,
+              "antecedent_sentence": pl.Int64, "distance_sentences": pl.Int64}
+    a = pl.DataFrame(anchors, schema=schema)
+    t = pl.DataFrame({"document_id": [k[0] for k in texts], "segment_id": [k[1] for k in texts],
+                      "source": list(texts.values())})
+    return a, t
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(anchor_tables())
+def test_features_equal_the_per_anchor_oracle(table) -> None:  # type: ignore[no-untyped-def]
+    anchors, texts = table
+    a, t = _frames(anchors, texts)
+    got = C.anchor_features(a, t)
+    want = naive_features(anchors, texts)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_features_of_hand_cases() -> None:
+    """Extraposed and weather *it*, generic *his or her*, a repeated name (values worked out by hand)."""
+    texts = {("d", 0): "Anna met Bob.", ("d", 1): "It is hard to say whether his or her team won.",
+             ("d", 2): "It was raining when Anna left."}
+    anchors = [
+        dict(document_id="d", segment_id=0, anchor_index=0, sentence=0, kind="entity", label="PERSON", text="Anna",
+             char_start=0, char_end=4, entity_id=0, antecedent_kind="first_mention", antecedent_text=None,
+             antecedent_sentence=-1, distance_sentences=-1),
+        dict(document_id="d", segment_id=1, anchor_index=1, sentence=1, kind="pronoun", label="NEUT_SG", text="It",
+             char_start=0, char_end=2, entity_id=-1, antecedent_kind="none", antecedent_text=None,
+             antecedent_sentence=-1, distance_sentences=1),
+        dict(document_id="d", segment_id=1, anchor_index=2, sentence=1, kind="pronoun", label="MASC_SG", text="his",
+             char_start=26, char_end=29, entity_id=-1, antecedent_kind="entity", antecedent_text="Anna",
+             antecedent_sentence=0, distance_sentences=1),
+        dict(document_id="d", segment_id=2, anchor_index=3, sentence=2, kind="entity", label="PERSON", text="Anna",
+             char_start=20, char_end=24, entity_id=0, antecedent_kind="entity", antecedent_text="Anna",
+             antecedent_sentence=0, distance_sentences=2),
+    ]
+    a, t = _frames(anchors, texts)
+    f = dict(zip(C.FEATURES, C.anchor_features(a, t).T))
+    assert list(f["extraposition"]) == [0, 1, 0, 0]
+    assert list(f["followed_by_or"]) == [0, 0, 1, 0]
+    assert list(f["sentence_initial"]) == [1, 1, 0, 0]
+    assert list(f["same_string"]) == [0, 0, 0, 1]
+    assert f["log_since_first"][3] == pytest.approx(math.log(3))  # sentence 2 - first mention 0, log1p
+    assert f["log_persons_5"][3] == pytest.approx(math.log(2))  # one PERSON entity (Anna) in sentences 0..1
+    assert f["log_mentions_before"][3] == pytest.approx(math.log(2))
+
+
+def _model_doc(**over):  # type: ignore[no-untyped-def]
+    n = len(C.FEATURES)
+    doc = {"format": CERTIFY_FORMAT, "version": 1, "features": list(C.FEATURES), "weights": [0.1] * n,
+           "mean": [0.0] * n, "scale": [1.0] * n, "bias": -1.0, "threshold": 0.8, "threshold_long": 0.9,
+           "long_distance": 15}
+    doc.update(over)
+    return doc
+
+
+def test_certify_rule_matches_the_logistic_formula(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    n = len(C.FEATURES)
+    w, mean, scale = rng.normal(size=n), rng.normal(size=n), rng.uniform(0.5, 2, size=n)
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(_model_doc(weights=w.tolist(), mean=mean.tolist(), scale=scale.tolist(), bias=0.3,
+                                       threshold=0.6, threshold_long=0.7)))
+    model = load_certify_model(p, C.FEATURES)
+    X = rng.normal(size=(50, n))
+    d = rng.integers(-1, 30, size=50)
+    conf, cert = C.certify(X, d, model)
+    for i in range(50):  # plain scalar arithmetic per anchor
+        z = sum((X[i, j] - mean[j]) / scale[j] * w[j] for j in range(n)) + 0.3
+        c = 1 - 1 / (1 + math.exp(-z))
+        if d[i] <= 0:
+            assert math.isnan(conf[i]) and not cert[i]
+        else:
+            assert conf[i] == pytest.approx(c, rel=1e-12)
+            assert cert[i] == (c >= (0.7 if d[i] >= 15 else 0.6))
+
+
+@pytest.mark.parametrize("change,code", [
+    (lambda p: p.write_bytes(b"\xff\xfe"), "D251"),
+    (lambda p: p.write_text("[1, 2]"), "D251"),
+    (lambda p: p.write_text(json.dumps({**_model_doc(), "format": "other"})), "D251"),
+    (lambda p: p.write_text(json.dumps({k: v for k, v in _model_doc().items() if k != "bias"})), "D251"),
+    (lambda p: p.write_text(json.dumps(_model_doc(version=99))), "D252"),
+    (lambda p: p.write_text(json.dumps(_model_doc(features=list(C.FEATURES)[:-1] + ["other"]))), "D253"),
+    (lambda p: p.write_text(json.dumps(_model_doc(weights=[0.0]))), "D254"),
+    (lambda p: p.write_text(json.dumps(_model_doc()).replace('"mean": [0.0', '"mean": [NaN')), "D255"),
+    (lambda p: p.write_text(json.dumps(_model_doc(threshold=1.5))), "D256"),
+    (lambda p: p.write_text(json.dumps(_model_doc(long_distance=0))), "D256"),
+    (lambda p: p.write_text(json.dumps(_model_doc(scale=[0.0] * len(C.FEATURES)))), "D257"),
+])
+def test_bad_model_files_are_coded_errors(tmp_path: Path, change, code: str) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "m.json"
+    change(p)
+    with pytest.raises(DDPDataError, match=rf"\[{code}\] {re.escape(str(p))}"):
+        load_certify_model(p, C.FEATURES)
+
+
+def test_missing_model_file_is_d250(tmp_path: Path) -> None:
+    with pytest.raises(DDPDataError, match=r"\[D250\]"):
+        load_certify_model(tmp_path / "nope.json", C.FEATURES)
+
+
+def test_chain_continuity_boundaries() -> None:
+    """Mentions of one entity at sentences 0, 10, 21 and 22: gaps 10 (recent), 11 (not), 1; worked out by hand."""
+    sents = [0, 10, 21, 22]
+    texts = {("d", s): "Anna spoke." for s in sents}
+    anchors = [dict(document_id="d", segment_id=s, anchor_index=i, sentence=s, kind="entity", label="PERSON",
+                    text="Anna", char_start=0, char_end=4, entity_id=0,
+                    antecedent_kind="entity" if i else "first_mention", antecedent_text="Anna" if i else None,
+                    antecedent_sentence=sents[i - 1] if i else -1, distance_sentences=s if i else -1)
+               for i, s in enumerate(sents)]
+    a, t = _frames(anchors, texts)
+    f = dict(zip(C.FEATURES, C.anchor_features(a, t).T))
+    assert np.allclose(f["log_recent_mentions"], np.log1p([0, 1, 1, 2]))
+    assert np.allclose(f["log_max_gap"], np.log1p([0, 10, 11, 11]))
+    assert np.allclose(f["log_gap"], np.log1p([0, 10, 11, 1]))
+    assert np.allclose(f["log_persons_5"], np.log1p([0, 0, 0, 1]))  # sentence 21 is within 5 before 22
+    np.testing.assert_allclose(C.anchor_features(a, t), naive_features(anchors, texts), atol=1e-12)
