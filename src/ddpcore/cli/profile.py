@@ -51,8 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--shard", type=_shard_arg, default=None, metavar="I/N",
                    help="profile only the documents hashed to shard I of N (0-based; for job arrays such as Slurm); "
                         "outputs must be .parquet; combine the N shards with `ddp merge`")
-    r.add_argument("--batch-chars", type=int, default=1_000_000, metavar="N",
-                   help="characters of text per batch of whole documents (memory and resume granularity)")
+    r.add_argument("--batch-chars", type=int, default=None, metavar="N",
+                   help="characters of text per batch of whole documents (memory and resume granularity; default: "
+                        "1000000 with the local engine, about four batches per actor with --engine ray)")
     c = p.add_argument_group("parse cache").add_mutually_exclusive_group()
     c.add_argument("--cache", default=None, metavar="DIR",
                    help="parse cache folder: lines parsed by an earlier run with the same pipeline are read from it, "
@@ -80,30 +81,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _ray_runner(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """A stand-in for ``profile_to_files`` that runs :func:`ddpcore.engines.ray_engine.profile_ray`
-    (``--batch-chars`` left at its default: the Ray engine sizes batches for its actors)."""
-    from ..engines.local import BATCH_CHARS
-    from ..engines.ray_engine import import_ray, profile_ray
-    from ..errors import DDPUsageError
-
-    for flag, used in (("--resume", args.resume), ("--shard", args.shard is not None)):
-        if used:
-            raise DDPUsageError(f"{flag} is for the local engine; --engine ray cannot use it (Ray spreads the work "
-                                "itself and a failed Ray run starts over)", code="D193")
-    import_ray()  # a missing Ray is a one-line usage error before the input is read
-
-    def run_ray(source, targets, *, cols, settings, pipeline, n_process, batch_size, batch_chars,  # type: ignore
-                progress, summary_by, source_name, reader="table", docs=None, txt_mode="lines", warn=None,
-                **_local_only):
-        return profile_ray(source, targets, cols=cols, settings=settings, pipeline=pipeline, n_actors=n_process,
-                           address=args.address, batch_chars=None if batch_chars == BATCH_CHARS else batch_chars,
-                           batch_size=batch_size, progress=progress, summary_by=summary_by, source_name=source_name,
-                           reader_options={"reader": reader, "docs": docs, "txt_mode": txt_mode, "warn": warn},
-                           quiet=args.quiet)
-    return run_ray
-
-
 def _shard_arg(text: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in text.split("/"))
@@ -123,17 +100,22 @@ def run(args: argparse.Namespace) -> int:
 
     from ..pipeline import stage_times
     from ..anchors.rules import get_rules
+    from ..engines import get_engine
+    from ..engines.base import RunInterrupted, RunOptions
     from ..engines.local import Settings
     from ..pipeline.cache import cache_wrapper, stderr_warn
-    from ..engines.run import RunInterrupted, profile_to_files
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
     from ..io.segments import SegmentColumns
     from ..api import summarize
 
     source = args.input if args.input is not None else bundled_default()
-    if args.batch_chars < 1:
+    if args.batch_chars is not None and args.batch_chars < 1:
         raise DDPUsageError("--batch-chars must be at least 1", code="D172")
+    engine = get_engine(args.engine)
+    if args.profile_time and engine.name != "local":
+        raise DDPUsageError("--profile-time times the local engine's processes; drop it or use --engine local",
+                            code="D211")
     # every output is checked before the input is read or a pipeline loaded
     options = [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences),
                ("--documents", args.documents)]
@@ -144,28 +126,26 @@ def run(args: argparse.Namespace) -> int:
     targets = {role: by_option.get(opt)
                for role, (opt, _) in zip(("segments", "anchors", "sentences", "documents"), options)}
     cols = SegmentColumns(args.document_col, args.segment_col, args.text_col, args.domain_col)
-    settings = Settings(distance=args.distance, sentence_unit="sentence", rules=get_rules(args.rules))
     by = args.summary_by or args.domain_col
     progress = "none" if args.quiet else args.progress
     if progress == "auto":
         progress = "bar" if sys.stderr.isatty() else "none"
     argv = [a for a in sys.argv[1:] if a != "--resume"]
-    hint = "rerun with --resume: ddp " + " ".join(shlex.quote(a) for a in argv) + " --resume"
-    if args.profile_time and args.engine != "local":
-        raise DDPUsageError("--profile-time times the local engine's processes; drop it or use --engine local",
-                            code="D211")
+    warn = stderr_warn("ddp profile")
+    run_options = RunOptions(
+        cols=cols, settings=Settings(distance=args.distance, sentence_unit="sentence", rules=get_rules(args.rules)),
+        pipeline=args.pipeline, n_process=args.n_process, batch_size=args.batch_size, batch_chars=args.batch_chars,
+        progress=progress, summary_by=by, source_name=str(source), warn=warn, **reader_kwargs(args),
+        resume=args.resume, resume_hint="rerun with --resume: ddp " + " ".join(shlex.quote(a) for a in argv) + " --resume",
+        shard=args.shard, start_method=args.start_method, address=args.address, quiet=args.quiet,
+        parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=warn,
+                                    outputs=[p for t in checked for p in (t.path, t.sidecar)],
+                                    inputs=[source, args.docs]))
+    engine.check(run_options)  # e.g. --resume with Ray (D193), Ray missing (D190): before the input is read
     timing = stage_times.record() if args.profile_time else contextlib.nullcontext()
     try:
         with timing as times:
-            report = (profile_to_files if args.engine == "local" else _ray_runner(args))(
-                source, targets, cols=cols, settings=settings, pipeline=args.pipeline, n_process=args.n_process,
-                batch_size=args.batch_size, batch_chars=args.batch_chars, resume=args.resume, progress=progress,
-                summary_by=by, source_name=str(source), resume_hint=hint, shard=args.shard,
-                parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=stderr_warn("ddp profile"),
-                                            outputs=[p for t in checked for p in (t.path, t.sidecar)],
-                                            inputs=[source, args.docs]),
-                **reader_kwargs(args), warn=stderr_warn("ddp profile"),
-            )
+            report = engine.run(source, targets, run_options)
     except RunInterrupted as exc:
         print(f"ddp profile: {exc.message}", file=sys.stderr)
         return exc.exit_code

@@ -41,19 +41,20 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
+from .base import RunInterrupted, RunOptions, RunReport
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
 from ..pipeline.extract import head_noun_source
+from ..signature import run_signature
 from ..pipeline.stages import Batch
 
 if TYPE_CHECKING:
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..io.outputs import OutputTarget
-    from .run import RunReport
 
 #: install hint of every "Ray is missing" message
 INSTALL_HINT = "pip install 'ddpcore[ray]'"
@@ -480,21 +480,11 @@ def check_pipeline(pipeline: str | None) -> None:
 
 def signature_of(info: dict[str, Any], settings: Settings, cols: SegmentColumns, *, n_actors: int,
                  n_batches: int, input_name: str | None) -> dict[str, Any]:
-    """The run signature: the local engine's keys plus ``engine`` and ``actors``."""
-    sig: dict[str, Any] = {
-        "ddpcore": __version__,
-        **info,
-        "distance": settings.distance,
-        "rules": settings.rules.name,
-        "rules_description": settings.rules.description,
-        "head_nouns": head_noun_source(info),
-        "sentence_unit": settings.sentence_unit,
-        "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
-    }
-    if input_name is not None:
-        sig.update(input=input_name, batches=n_batches, n_process=n_actors)
-    sig.update(engine="ray", actors=n_actors)
-    return sig
+    """The run signature (:func:`ddpcore.signature.run_signature`) plus ``engine`` and ``actors``;
+    a file run (``input_name``) also records ``input``, ``batches`` and ``n_process`` (= actors)."""
+    run = {"input": input_name, "batches": n_batches, "n_process": n_actors} if input_name is not None else None
+    return run_signature(info, settings, cols, head_nouns=head_noun_source(info), run=run,
+                         extra={"engine": "ray", "actors": n_actors})
 
 
 def profile_frame_ray(
@@ -565,6 +555,25 @@ def _staged_batches(staged: Any, plan: pl.DataFrame) -> Iterator[tuple[int, pl.D
         yield k, keyed.with_columns((pl.col(DOC) - pl.col(DOC).min()).alias(DOC)).drop(SEGKEY)
 
 
+class RayEngine:
+    """The Ray engine (``--engine ray``): the stages on Ray actors (:func:`profile_ray`)."""
+
+    name = "ray"
+
+    def check(self, options: RunOptions) -> None:
+        """D193 for the local engine's ``resume``/``shard``; D190 (before the input is read) when Ray is missing."""
+        for flag, used in (("--resume", options.resume), ("--shard", options.shard is not None)):
+            if used:
+                raise DDPUsageError(f"{flag} is for the local engine; --engine ray cannot use it (Ray spreads the "
+                                    "work itself and a failed Ray run starts over)", code="D193")
+        import_ray()
+
+    def run(self, source: Any, targets: Mapping[str, OutputTarget | None], options: RunOptions) -> RunReport:
+        """Profile ``source`` into ``targets`` on Ray actors (``options.n_process`` actors; the
+        parse cache, ``start_method`` and ``signature_extra`` are the local engine's)."""
+        return _profile_ray_run(source, dict(targets), options)
+
+
 def profile_ray(
     source: Any,
     targets: dict[str, OutputTarget | None],
@@ -583,7 +592,7 @@ def profile_ray(
     quiet: bool = False,
 ) -> RunReport:
     """``ddp profile --engine ray``: profile ``source`` on Ray actors into the output ``targets``
-    (roles ``segments``, ``anchors``, ``sentences``, as for
+    (roles ``segments``, ``anchors``, ``sentences``, ``documents``, as for
     :func:`~ddpcore.engines.run.profile_to_files`), with the same rows, order and values as the
     local engine.
 
@@ -591,19 +600,29 @@ def profile_ray(
     ``address``: Ray cluster to join (default ``$RAY_ADDRESS``; none: a local Ray on the
     available cores). ``batch_chars``: characters per batch of whole documents (default:
     about four batches per actor, see :func:`auto_batch_chars`). ``progress``: ``bar``,
-    ``plain`` or ``none`` (advances as batches finish). The input is staged in a temporary
+    ``plain`` or ``none`` (advances as batches finish). ``reader_options``: ``reader``,
+    ``docs``, ``txt_mode``, ``warn`` of the input reader. The input is staged in a temporary
     work folder beside the segment output, removed at the end (no ``--resume``), also when
     this process is killed (a :class:`Reaper` watches it); work folders of killed runs whose
     watchdog died too are removed by the next run in the same folder (a note says so).
     ``quiet``: nothing of Ray on stderr. SIGINT and SIGTERM stop the run and shut Ray down:
-    :class:`~ddpcore.engines.run.RunInterrupted` (exit 130 / 143 on the command line).
+    :class:`~ddpcore.engines.base.RunInterrupted` (exit 130 / 143 on the command line).
     """
+    options = RunOptions(cols=cols, settings=settings, pipeline=pipeline, n_process=n_actors, address=address,
+                         batch_chars=batch_chars, batch_size=batch_size, progress=progress, summary_by=summary_by,
+                         source_name=source_name, quiet=quiet, **(reader_options or {}))
+    return _profile_ray_run(source, targets, options)
+
+
+def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: RunOptions) -> RunReport:
+    """:func:`profile_ray` with its :class:`~ddpcore.engines.base.RunOptions`."""
     from ..io.outputs import OutputSet
     from ..io.sinks import write_part
-    from .run import (COMMIT_JOURNAL, Progress, RunInterrupted, RunReport, _assemble, _signals_raise, _Stop)
+    from .run import COMMIT_JOURNAL, Progress, _assemble, _signals_raise, _Stop
     from ..io.sources import CHARS, stage_input, write_json_atomic
 
-    name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    cols, settings, pipeline, address = o.cols, o.settings, o.pipeline, o.address
+    name = o.name_of(source)
     check_pipeline(pipeline)
     seg_target = targets["segments"]
     parent = Path(seg_target.path).parent if seg_target is not None and seg_target.path is not None else None
@@ -625,22 +644,23 @@ def profile_ray(
             outs = OutputSet(work / COMMIT_JOURNAL)
             # the watchdog ends the local Ray and removes the work folder if this process is killed
             reaper = Reaper(work) if not (address or os.environ.get("RAY_ADDRESS")) else None
-            staged = stage_input(source, cols, work, name=name, **(reader_options or {}))  # reader=, docs=, txt_mode=
-            if summary_by is not None and summary_by not in staged.schema:
-                raise DDPUsageError(f"--summary-by {summary_by}: no such column in {name}; available columns: "
+            staged = stage_input(source, cols, work, name=name, reader=o.reader, docs=o.docs, txt_mode=o.txt_mode,
+                                 warn=o.warn)
+            if o.summary_by is not None and o.summary_by not in staged.schema:
+                raise DDPUsageError(f"--summary-by {o.summary_by}: no such column in {name}; available columns: "
                                     f"{', '.join(staged.schema)}", code="D137")
-            with ray_session(address, quiet=quiet, reaper=reaper, own_signals=True) as ray:
-                n = resolve_actors(n_actors, ray)
-                chars = batch_chars or auto_batch_chars(int(staged.ids[CHARS].sum()), n)
+            with ray_session(address, quiet=o.quiet, reaper=reaper, own_signals=True) as ray:
+                n = resolve_actors(o.n_process, ray)
+                chars = o.batch_chars or auto_batch_chars(int(staged.ids[CHARS].sum()), n)
                 plan = _plan_batches(staged.ids, cols, chars)
                 n_batches = int(plan[BATCH].max()) + 1
                 seg_per_batch = np.bincount(plan[BATCH].to_numpy(), minlength=n_batches)
                 parts = work / "parts"
                 parts.mkdir()
-                report_progress = Progress(progress, plan.height)
+                report_progress = Progress(o.progress, plan.height)
                 info: dict[str, Any] = {}
                 for res in run_batches(ray, _staged_batches(staged, plan), cols=cols, settings=settings,
-                                       pipeline=pipeline, n_actors=n, batch_size=batch_size, source_name=name):
+                                       pipeline=pipeline, n_actors=n, batch_size=o.batch_size, source_name=name):
                     for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
                         write_part(parts / f"{res.k:06d}.{role}.parquet", df)
                     rows = res.segments[ROW]
@@ -655,7 +675,7 @@ def profile_ray(
                 report_progress = None
             signature = signature_of(info, settings, cols, n_actors=min(n, n_batches), n_batches=n_batches,
                                      input_name=name)
-            summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, summary_by, cols,
+            summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, o.summary_by, cols,
                                            outs.temp)
             outs.commit()  # every output in place together, or none (D761)
         except _Stop as exc:
@@ -689,5 +709,5 @@ def engine_arg(engine: str) -> str:
     return engine
 
 
-__all__ = ["ProfileActor", "auto_batch_chars", "engine_arg", "import_ray", "profile_frame_ray", "profile_ray",
+__all__ = ["ProfileActor", "RayEngine", "auto_batch_chars", "engine_arg", "import_ray", "profile_frame_ray", "profile_ray",
            "ray_session", "resolve_actors", "run_batches"]
