@@ -112,3 +112,14 @@ def add_budget(p: argparse.ArgumentParser) -> None:
     b.add_argument("--max-seconds", type=float, default=None, metavar="S",
                    help="refuse (exit 2, D363) when the run time, extrapolated from the first block of "
                         "replicates, exceeds S seconds; default $DDPCORE_MAX_SECONDS or 600; 0 = no limit")
+
+
+def resample_options(args: argparse.Namespace, **fields: object) -> object:
+    """The :class:`ddpcore.stats.ResampleOptions` of a resampling command, from the flags it has
+    (``--n-boot --seed --threads --nan-policy --max-memory --max-seconds``; an absent flag keeps
+    the field's default) and ``fields`` (set by the command itself, e.g. ``progress=``)."""
+    from ..stats.options import ResampleOptions
+
+    names = ("n_boot", "seed", "threads", "nan_policy", "max_memory", "max_seconds")
+    given = {name: getattr(args, name) for name in names if hasattr(args, name)}
+    return ResampleOptions(**{**given, **fields})  # type: ignore[arg-type]

@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Any
 
+from ._common import resample_options
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from .stats import _HelpFormatter
@@ -100,7 +102,7 @@ def run_blindness(args: argparse.Namespace) -> int:
     from ..io.outputs import check_outputs
 
     targets = check_outputs([("-o/--output", args.output)], [args.table], formats=("json",))
-    from ..stats.blindness import blindness
+    from ..stats.blindness import BlindnessDesign, BlindnessInputs, blindness
     from ..stats.columns import TableColumns
 
     explicit = {"seg": args.seg, "source_system": args.source_system, "spans": args.spans, "text": args.text}
@@ -109,16 +111,16 @@ def run_blindness(args: argparse.Namespace) -> int:
 
     pending: list[str] = []  # printed once the battery has run: a failing run prints its one error line only
 
-    res = blindness(args.table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, unit=args.unit,
-                    method=args.method, n_boot=args.n_boot, n_boot_cluster=args.n_boot_cluster, seed=args.seed,
-                    alpha=args.alpha, tau_min=args.tau_min, confidence=args.confidence, seg=given["seg"],
-                    attribute=args.attribute, exclude_systems=args.exclude_system,
-                    columns=TableColumns(document=args.document, segment=args.segment, system=args.system,
-                                         condition=args.condition, score=args.score),
-                    source_system=given["source_system"], spans=given["spans"], text=given["text"],
-                    nan_policy=args.nan_policy, threads=args.threads, max_memory=args.max_memory,
-                    max_seconds=args.max_seconds, strict=args.strict,
-                    required=[k for k, v in explicit.items() if v is not None], warn=pending.append)
+    design = BlindnessDesign(unit=args.unit, method=args.method, n_boot_cluster=args.n_boot_cluster,
+                             alpha=args.alpha, tau_min=args.tau_min, confidence=args.confidence,
+                             attribute=args.attribute, exclude_systems=args.exclude_system, strict=args.strict)
+    inputs = BlindnessInputs(source_system=given["source_system"], spans=given["spans"], text=given["text"],
+                             seg=given["seg"], required=[k for k, v in explicit.items() if v is not None])
+    res = blindness(args.table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, design=design,
+                    inputs=inputs, columns=TableColumns(document=args.document, segment=args.segment,
+                                                        system=args.system, condition=args.condition,
+                                                        score=args.score),
+                    options=resample_options(args), warn=pending.append)
     for message in pending:
         print(f"ddp blindness: warning: {message}", file=sys.stderr)
     payload = res.to_dict()

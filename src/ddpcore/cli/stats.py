@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
-from ._common import add_budget
+from ._common import add_budget, resample_options
 
 READERS = ("table", "esa-wmt23", "wmt24")
 
@@ -406,9 +406,9 @@ def run_tau(args: argparse.Namespace) -> int:
     from ..stats import bootstrap_tau
 
     table = _input(args, [args.a, args.b])
-    res = bootstrap_tau(table, args.a, args.b, unit=args.unit, n_boot=args.n_boot, seed=args.seed,
-                        weighting=args.weighting, tau_min=args.tau_min, confidence=args.confidence,
-                        exclude_systems=args.exclude_system, columns=_columns(args), nan_policy=args.nan_policy, max_memory=args.max_memory, max_seconds=args.max_seconds)
+    res = bootstrap_tau(table, args.a, args.b, unit=args.unit, weighting=args.weighting, tau_min=args.tau_min,
+                        confidence=args.confidence, exclude_systems=args.exclude_system, columns=_columns(args),
+                        options=resample_options(args))
     import math
 
     if math.isnan(res.tau):
@@ -480,9 +480,8 @@ def run_cluster(args: argparse.Namespace) -> int:
         raise DDPUsageError("--fail-on different needs --a and --b (two conditions to compare)", code="D355")
     conds = [args.a, args.b] if args.a is not None else [args.condition_value]
     table = _input(args, [c for c in conds if c is not None])
-    kw = dict(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed, unit=args.unit, by_domain=args.by_domain,
-              pair_annotator=args.pair_annotator, columns=_columns(args), nan_policy=args.nan_policy, progress=_progress(args), max_memory=args.max_memory,
-              max_seconds=args.max_seconds, min_pairs=args.min_pairs)
+    kw = dict(alpha=args.alpha, unit=args.unit, by_domain=args.by_domain, pair_annotator=args.pair_annotator,
+              min_pairs=args.min_pairs, columns=_columns(args), options=resample_options(args, progress=_progress(args)))
     if args.a is None:
         res = cluster_systems(table, args.method, condition_value=args.condition_value, **kw)
         d = res.to_dict()

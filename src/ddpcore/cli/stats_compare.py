@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import Any
 
+from ._common import resample_options
+
 FORMATS = ("json", "text", "tsv", "markdown", "latex")
 
 
@@ -83,15 +85,15 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
 
 def run_compare(args: argparse.Namespace) -> int:
     from ..stats import TableColumns
-    from ..stats.compare import compare_systems
+    from ..stats.compare import CompareTests, compare_systems
 
+    tests = CompareTests(unit=args.unit, test=args.test, n_ar=args.n_ar, correction=args.correction,
+                         alpha=args.alpha, confidence=args.confidence)
     res = compare_systems(
-        args.table, args.baseline, metrics=_append_csv(args.metrics) or ["score"], unit=args.unit, test=args.test,
-        n_boot=args.n_boot, n_ar=args.n_ar, seed=args.seed, correction=args.correction,
-        confidence=args.confidence, alpha=args.alpha, lower_is_better=_append_csv(args.lower_is_better),
-        exclude_systems=args.exclude_system, threads=args.threads, max_memory=args.max_memory,
-        max_seconds=args.max_seconds,
+        args.table, args.baseline, metrics=_append_csv(args.metrics) or ["score"],
+        lower_is_better=_append_csv(args.lower_is_better), exclude_systems=args.exclude_system, tests=tests,
         columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
+        options=resample_options(args),
     )
     payload = res.to_dict()
     passed = True

@@ -15,13 +15,15 @@ numpy, scipy and polars load only when a function is first used. Public API::
     boundary_span_rate, boundary_rate_difference,
     score_recoverability_r2, ols_r2                            ddpcore.stats.spans
     annotation_time_per_segment                                ddpcore.stats.timing
-    compare_systems, CompareResult                             ddpcore.stats.compare
-    blindness, BlindnessResult                                 ddpcore.stats.blindness
+    compare_systems, CompareResult, CompareTests               ddpcore.stats.compare
+    blindness, BlindnessResult, BlindnessDesign,
+    BlindnessInputs                                            ddpcore.stats.blindness
     tost_power, tost_n_needed, t_test_power, t_test_mdd        ddpcore.stats.power
     binom_test, sign_test, BinomTestResult                     ddpcore.stats.binom
     load_long_table, pair_conditions, check_conditions,
     check_single_condition, json_safe, SCORE_A, SCORE_B        ddpcore.stats._table
     TableColumns                                               ddpcore.stats.columns
+    ResampleOptions                                            ddpcore.stats.options
     stratify                                                   ddpcore.stats.stratify
 """
 from __future__ import annotations
@@ -41,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "SCORE_A": "_table",
     "SCORE_B": "_table",
     "TableColumns": "columns",
+    "ResampleOptions": "options",
     # TOST
     "tost_paired": "tost",
     "tost_ind": "tost",
@@ -80,9 +83,10 @@ _EXPORTS: dict[str, str] = {
     # binomial test and sign test
     "binom_test": "binom", "sign_test": "binom", "BinomTestResult": "binom",
     # every system against a baseline (paired bootstrap + approximate randomization)
-    "compare_systems": "compare", "CompareResult": "compare",
+    "compare_systems": "compare", "CompareResult": "compare", "CompareTests": "compare",
     # MIX documents, blindness battery, power (issue 10)
-    "blindness": "blindness", "BlindnessResult": "blindness",
+    "blindness": "blindness", "BlindnessResult": "blindness", "BlindnessDesign": "blindness",
+    "BlindnessInputs": "blindness",
     "tost_power": "power", "tost_n_needed": "power", "t_test_power": "power", "t_test_mdd": "power",
     # scores stratified by DDP (issue 9)
     "stratify": "stratify",

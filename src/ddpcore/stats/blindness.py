@@ -59,6 +59,7 @@ from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._table import json_safe, load_long_table, signature
 from .columns import TableColumns, check_columns
+from .options import ResampleOptions, check_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -89,14 +90,7 @@ class BlindnessResult:
         return json_safe(dataclasses.asdict(self))
 
 
-def _check_options(margin: float | None, margin_sd: float | None, alpha: float, tau_min: float,
-                   confidence: float, unit: str, attribute: str) -> None:
-    if (margin is None) == (margin_sd is None):
-        raise DDPUsageError("give exactly one of margin (--margin, score units) and margin_sd (--margin-sd)",
-                            code="D510")
-    value, flag = (margin, "--margin") if margin is not None else (margin_sd, "--margin-sd")
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise DDPUsageError(f"{flag} must be a finite number > 0, got {value}", code="D510")
+def _check_design(alpha: float, tau_min: float, confidence: float, unit: str, attribute: str) -> None:
     if not 0.0 < float(alpha) < 0.5:
         raise DDPUsageError(f"alpha must be in (0, 0.5), got {alpha} (--alpha)", code="D510")
     if not (math.isfinite(tau_min) and -1.0 <= tau_min <= 1.0):
@@ -145,6 +139,69 @@ def _spans(df: pl.DataFrame, cond: str, spans_col: str, text_col: str) -> pl.Dat
     return part.drop_nulls(["span_start", "span_end"])
 
 
+@dataclasses.dataclass(frozen=True)
+class BlindnessDesign:
+    """How the battery tests (the CLI's test flags); checked when made (D510, D311).
+
+    Fields: ``unit`` (TOST pairing unit, ``"segment"`` or ``"document"``), ``method``
+    (clustering method: bootstrap | wmt25 | wmt24 | permutation; checked by
+    :func:`~ddpcore.stats.cluster_systems`, D351), ``n_boot_cluster`` (cluster bootstrap /
+    permutation replicates, ``--n-boot-cluster``), ``alpha`` (level of each one-sided TOST test,
+    CI 1 - 2 alpha, of the power analysis), ``tau_min`` and ``confidence`` (ranking threshold
+    and tau CI level), ``attribute`` (MIX rows scored for their ``source_system``
+    (``"source"``), their system column (``"nominal"``) or ``"auto"``: source when the column
+    exists, the fallback to nominal is a warning), ``exclude_systems`` (left out of the whole
+    battery, e.g. the reference; each must occur in the table, D704), ``strict`` (every warning
+    -- a fallback, dropped rows, an undefined ranking -- becomes a :class:`DDPDataError`,
+    D700-D703).
+    """
+
+    unit: Literal["segment", "document"] = "segment"
+    method: str = "bootstrap"
+    n_boot_cluster: int = 1000
+    alpha: float = 0.05
+    tau_min: float = 0.667
+    confidence: float = 0.95
+    attribute: Literal["auto", "source", "nominal"] = "auto"
+    exclude_systems: Sequence[str] = ()
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        from . import budget as _budget
+
+        _check_design(self.alpha, self.tau_min, self.confidence, self.unit, self.attribute)
+        _budget.check_n_boot(self.n_boot_cluster, "--n-boot-cluster")
+
+
+@dataclasses.dataclass(frozen=True)
+class BlindnessInputs:
+    """The optional evidence of the battery and which of it was asked for explicitly.
+
+    ``source_system`` (MIX rows: the system that produced the segment, written by ``ddp mix``),
+    ``spans`` and ``text`` (error spans, a list of {span_start, span_end}, and the target text,
+    for the boundary span rate; skipped when absent, ``None`` = never), ``seg`` (a condition
+    scored on isolated segments: recoverability R^2 when present). ``required``: any of
+    "source_system", "spans", "text", "seg" the caller asked for explicitly (the CLI: a flag
+    given): a missing column is then D301 (naming the columns that exist), a missing ``seg``
+    condition D705, instead of being skipped.
+    """
+
+    source_system: str = "source_system"
+    spans: str | None = "error_spans"
+    text: str | None = "target_text"
+    seg: str | None = "SEG"
+    required: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        unknown_req = [r for r in self.required if r not in _OPTIONAL_INPUTS]
+        if unknown_req:
+            raise DDPUsageError(f"required= takes {', '.join(_OPTIONAL_INPUTS)}; got {unknown_req}", code="D510")
+
+
+#: the resampling options of :func:`blindness` when none are given (threads=1, see its docstring)
+BLINDNESS_OPTIONS = ResampleOptions(n_boot=10_000, threads=1)
+
+
 def blindness(
     table: Any,
     a: str = "DOC",
@@ -152,27 +209,10 @@ def blindness(
     *,
     margin: float | None = None,
     margin_sd: float | None = None,
-    unit: Literal["segment", "document"] = "segment",
-    method: str = "bootstrap",
-    n_boot: int = 10_000,
-    n_boot_cluster: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
-    tau_min: float = 0.667,
-    confidence: float = 0.95,
-    seg: str | None = "SEG",
-    attribute: Literal["auto", "source", "nominal"] = "auto",
-    exclude_systems: Sequence[str] = (),
+    design: BlindnessDesign | None = None,
+    inputs: BlindnessInputs | None = None,
     columns: TableColumns | None = None,
-    source_system: str = "source_system",
-    spans: str | None = "error_spans",
-    text: str | None = "target_text",
-    nan_policy: Literal["raise", "omit"] = "raise",
-    threads: int | None = 1,
-    max_memory: Any = None,
-    max_seconds: Any = None,
-    strict: bool = False,
-    required: Sequence[str] = (),
+    options: ResampleOptions | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> BlindnessResult:
     """Run the battery on a long score table and return the verdict (module docstring).
@@ -182,84 +222,154 @@ def blindness(
     table : path or frame, one row per score (segment x system x condition [x annotator])
     a, b : the two conditions (values of the condition column), DOC and MIX
     margin, margin_sd : equivalence margin in score units, or in SDs of the paired differences
-    unit : TOST pairing unit, "segment" or "document"
-    method : clustering method (bootstrap | wmt25 | wmt24 | permutation)
-    n_boot : tau bootstrap replicates (documents resampled with replacement)
-    n_boot_cluster : cluster bootstrap / permutation replicates
-    seed : seed of every resampling generator
-    alpha : level of each one-sided TOST test (CI 1 - 2 alpha), the clusters and the power analysis
-    tau_min, confidence : ranking threshold and tau CI level
-    seg : a condition scored on isolated segments; when present, recoverability R^2 is reported
-    attribute : MIX rows scored for their ``source_system`` ("source"), their system column
-        ("nominal") or "auto" (source when the column exists; the fallback to nominal is a warning)
-    exclude_systems : systems left out of the whole battery (e.g. the reference); each must occur
-        in the table (D704)
+        (exactly one)
+    design : :class:`BlindnessDesign` (unit, clustering method and its replicates, alpha,
+        tau_min, confidence, attribute, exclude_systems, strict); default ``BlindnessDesign()``
+    inputs : :class:`BlindnessInputs` (source-system, spans and text columns, the SEG condition,
+        which of them are required); default ``BlindnessInputs()``
     columns : :class:`~ddpcore.stats.TableColumns`, the document, segment, system, condition and
         score columns
-    spans, text : spans column (list of {span_start, span_end}) and target-text column for the
-        boundary span rate; skipped when absent (``None`` = never)
-    threads : OpenMP threads of the tau and span resampling kernels; results are identical for any
-        value. Default 1: on a busy 2-core machine two threads were 3-9x slower (spin-waiting at the
-        block barriers) and used 3-4x the CPU time; ``None`` or 0 = the OpenMP default.
-    max_memory, max_seconds : budget of the whole battery (:mod:`ddpcore.stats.budget`; bytes or
-        "8G", seconds; 0 = no limit). Each resampling part (tau, the two clusterings, the span
-        rate) may use the time left divided by the parts left; over it, D363 names the flag
-        (``--n-boot`` / ``--n-boot-cluster``) and the count that fits; memory over the limit: D362.
-    strict : every warning (a fallback, dropped rows, an undefined ranking) becomes a
-        :class:`DDPDataError` (D700-D703) instead.
-    required : optional inputs the caller asked for explicitly, any of "source_system", "spans",
-        "text", "seg": a missing column is D301 (naming the columns that exist), a missing
-        ``seg`` condition D705, instead of being skipped.
+    options : :class:`~ddpcore.stats.ResampleOptions`: ``n_boot`` (tau bootstrap replicates,
+        documents resampled with replacement; default 10,000; the span rate uses the same),
+        ``seed`` (of every resampling generator), ``nan_policy`` and ``threads`` (OpenMP threads
+        of the tau and span resampling kernels; results are identical for any value. Default 1:
+        on a busy 2-core machine two threads were 3-9x slower (spin-waiting at the block
+        barriers) and used 3-4x the CPU time; ``None`` or 0 = the OpenMP default), and the
+        budget of the whole battery (:mod:`ddpcore.stats.budget`; bytes or "8G", seconds; 0 = no
+        limit). Each resampling part (tau, the two clusterings, the span rate) may use the time
+        left divided by the parts left; over it, D363 names the flag (``--n-boot`` /
+        ``--n-boot-cluster``) and the count that fits; memory over the limit: D362. Default
+        :data:`BLINDNESS_OPTIONS`.
     warn : called with each warning (the CLI prints ``warning: ...``); default
         :func:`warnings.warn` (``UserWarning``). Warnings are also in ``result.warnings``.
     """
     import time
 
-    import polars as pl
-
     from . import budget as _budget
-    from .bootstrap import bootstrap_tau
-    from .clustering import cluster_systems, compare_clusters
-    from .power import tost_power_analysis
-    from .spans import boundary_rate_difference, score_recoverability_r2
-    from .tost import tost_paired
 
-    _check_options(margin, margin_sd, alpha, tau_min, confidence, unit, attribute)
-    unknown_req = [r for r in required if r not in _OPTIONAL_INPUTS]
-    if unknown_req:
-        raise DDPUsageError(f"required= takes {', '.join(_OPTIONAL_INPUTS)}; got {unknown_req}", code="D510")
-    n_boot = _budget.check_n_boot(n_boot, "--n-boot")
-    n_boot_cluster = _budget.check_n_boot(n_boot_cluster, "--n-boot-cluster")
-    seed = _budget.check_seed(seed)
-    budget = _budget.resolve(max_memory, max_seconds, what="blindness")
+    _check_margin(margin, margin_sd)
+    design = _check_instance(design, BlindnessDesign, "design")
+    inputs = _check_instance(inputs, BlindnessInputs, "inputs")
+    opts = check_options(options, func="blindness", default=BLINDNESS_OPTIONS)
+    n_boot = _budget.check_n_boot(opts.n_boot_or(10_000), "--n-boot")
+    opts = opts.replace(n_boot=n_boot, seed=_budget.check_seed(opts.seed), threads=opts.threads or None)
+    budget = _budget.resolve(opts.max_memory, opts.max_seconds, what="blindness")
     t_start = time.perf_counter()
-    threads = None if not threads else int(threads)
     a, b = str(a), str(b)
     if a == b:
         raise DDPUsageError(f"the two conditions must differ (both are {a!r}; --a/--b)", code="D510")
-    notes: list[str] = []
-
-    def note(message: str, code: str, fix: str, hint: str = "") -> None:
-        """A warning (``message; hint``), or with ``strict`` the coded data error (``message; fix``)."""
-        if strict:
-            raise DDPDataError(f"{message}; --strict makes this an error: {fix}", code=code)
-        message = f"{message}; {hint}" if hint else message
-        notes.append(message)
-        if warn is None:
-            import warnings
-
-            warnings.warn(message, UserWarning, stacklevel=3)
-        else:
-            warn(message)
-
+    notes = _Notes(design.strict, warn)
     cols = check_columns(columns, func="blindness")
     source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    df, found, n_omitted = _load_scores(table, cols, opts.nan_policy, a, b, notes)
+    _check_required(df, source, found, inputs, design.attribute, a, b)
+    df, attr = _attribute_rows(df, design.attribute, inputs.source_system, b, notes)
+    df, pool = _exclude_and_pool(df, source, design.exclude_systems, attr, inputs.source_system, a, b)
+    tost, eps, sd, unpaired = _paired_tost(df, a, b, design, margin, margin_sd, attr.use_source, notes)
+    pw = _power(tost, sd, eps, design.alpha)
+    two = df.filter(_cond().is_in([a, b]))
+    n_sys = len(pool)
+    skipped: dict[str, str] = {}
+    sa, sb = _span_tables(df, a, b, inputs, skipped, notes)
+    parts = (["tau"] + (["clusters " + a, "clusters " + b] if design.method in ("bootstrap", "permutation") else [])
+             if n_sys >= 2 else []) + (["span rate"] if sa is not None else [])
+    run = _Resampler(parts, budget, t_start, {"--n-boot": n_boot, "--n-boot-cluster": design.n_boot_cluster})
+    ranking, rank_differ, rank_undefined = _ranking(run, two, a, b, n_sys, design, opts, skipped, notes)
+    clusters = _clusters(run, two, a, b, design, opts) if n_sys >= 2 else None
+    span_ev = None
+    if sa is not None and sb is not None:
+        from .spans import boundary_rate_difference
+
+        span_ev = run("span rate", "--n-boot", boundary_rate_difference, sa, sb, confidence=design.confidence,
+                      options=opts).to_dict()
+    rec = _recoverability(df, found, inputs.seg, a, b, skipped)
+    verdict, reasons = _verdict(tost, eps, sd, pw, ranking, rank_differ, rank_undefined, n_sys, design, a, b)
+    evidence = {
+        "tost": dict(tost.to_dict(), unit=design.unit, margin=eps, margin_sd=margin_sd, sd_diff=sd,
+                     unpaired_a=unpaired[0], unpaired_b=unpaired[1],
+                     ci_beyond_margin=bool(tost.ci_low > eps or tost.ci_high < -eps)),
+        "power": pw.to_dict(),
+        "ranking": ranking,
+        "clusters": clusters,
+        "boundary_spans": span_ev,
+        "recoverability": rec,
+        "skipped": skipped,
+        "n_systems": n_sys,
+        "n_documents": int(two[schema.DOCUMENT_ID].n_unique()),
+        "n_omitted": n_omitted,
+        "attribute": attr.used,
+        "attribute_nominal_rows": attr.nominal_rows,
+    }
+    sig = signature("blindness", condition_a=a, condition_b=b, margin=margin, margin_sd=margin_sd, margin_abs=eps,
+                    unit=design.unit, cluster_method=design.method, n_boot=int(n_boot),
+                    n_boot_cluster=int(design.n_boot_cluster), seed=int(opts.seed),
+                    alpha=float(design.alpha), tau_min=float(design.tau_min), confidence=float(design.confidence),
+                    attribute=attr.used, attribute_requested=design.attribute,
+                    exclude_systems=[str(s) for s in design.exclude_systems], nan_policy=opts.nan_policy,
+                    n_omitted=n_omitted, strict=bool(design.strict), n_warnings=len(notes.messages),
+                    tau_unit="document", power="exact paired TOST power at true difference 0; mdd two-sided t")
+    return BlindnessResult(verdict, reasons, a, b, pw.power, pw.n_needed, evidence, sig,
+                           attribute_used=attr.used, attribute_reason=attr.reason, warnings=notes.messages)
+
+
+def _check_margin(margin: float | None, margin_sd: float | None) -> None:
+    if (margin is None) == (margin_sd is None):
+        raise DDPUsageError("give exactly one of margin (--margin, score units) and margin_sd (--margin-sd)",
+                            code="D510")
+    value, flag = (margin, "--margin") if margin is not None else (margin_sd, "--margin-sd")
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise DDPUsageError(f"{flag} must be a finite number > 0, got {value}", code="D510")
+
+
+def _check_instance(value: Any, cls: type, name: str) -> Any:
+    if value is None:
+        return cls()
+    if not isinstance(value, cls):
+        raise DDPUsageError(f"blindness({name}=...) must be a {cls.__name__}, got {type(value).__name__}",
+                            code="D510")
+    return value
+
+
+def _cond() -> Any:
+    import polars as pl
+
+    return pl.col(schema.CONDITION)
+
+
+class _Notes:
+    """The warnings of one run, in order: each is passed to ``warn`` (default :func:`warnings.warn`),
+    or with ``strict`` raised as the coded data error."""
+
+    def __init__(self, strict: bool, warn: Callable[[str], None] | None) -> None:
+        self.strict, self.warn = strict, warn
+        self.messages: list[str] = []
+
+    def __call__(self, message: str, code: str, fix: str, hint: str = "") -> None:
+        """A warning (``message; hint``), or with ``strict`` the coded data error (``message; fix``)."""
+        if self.strict:
+            raise DDPDataError(f"{message}; --strict makes this an error: {fix}", code=code)
+        message = f"{message}; {hint}" if hint else message
+        self.messages.append(message)
+        if self.warn is None:
+            import warnings
+
+            warnings.warn(message, UserWarning, stacklevel=4)
+        else:
+            self.warn(message)
+
+
+def _load_scores(table: Any, cols: TableColumns, nan_policy: str, a: str, b: str,
+                 note: _Notes) -> tuple[pl.DataFrame, list[str], int]:
+    """The long table with string condition/system columns, the conditions found (sorted) and the
+    number of rows dropped by ``nan_policy="omit"``; D511 when ``a`` or ``b`` is absent."""
+    import polars as pl
+
     n_rows_in: int | None = None
     if nan_policy == "omit":
         from ._frames import as_frame
 
         n_rows_in = as_frame(table).height
-    df = load_long_table(table, columns=dataclasses.replace(cols, annotator=None), nan_policy=nan_policy,
+    df = load_long_table(table, columns=dataclasses.replace(cols, annotator=None), nan_policy=nan_policy,  # type: ignore[arg-type]
                          required=("document", "segment", "system", "condition", "score"))
     n_omitted = 0 if n_rows_in is None else n_rows_in - df.height
     if n_omitted:
@@ -273,6 +383,12 @@ def blindness(
             f"the score table needs both conditions {a!r} and {b!r}; missing {', '.join(map(repr, missing))}; "
             f"condition values found: {', '.join(map(repr, found)) or 'none'} (--a/--b, --condition-col)",
             code="D511")
+    return df, found, n_omitted
+
+
+def _check_required(df: pl.DataFrame, source: str, found: list[str], inputs: BlindnessInputs, attribute: str,
+                    a: str, b: str) -> None:
+    """Explicitly requested optional inputs must exist (D301 for a column, D705 for the SEG condition)."""
 
     def need_column(col: str | None, what: str, flag: str) -> None:
         if col is None or col not in df.columns:
@@ -280,12 +396,12 @@ def blindness(
                 f"{source}: the {what} column '{col}' ({flag}) is missing; available columns: "
                 f"{', '.join(df.columns)}", code="D301")
 
-    # ---- explicitly requested optional inputs must exist
+    required, seg = inputs.required, inputs.seg
     if "source_system" in required or attribute == "source":
-        need_column(source_system, "source-system", "--source-system-col")
+        need_column(inputs.source_system, "source-system", "--source-system-col")
     if "spans" in required or "text" in required:
-        need_column(spans, "error-spans", "--spans-col")
-        need_column(text, "target-text", "--text-col")
+        need_column(inputs.spans, "error-spans", "--spans-col")
+        need_column(inputs.text, "target-text", "--text-col")
     if "seg" in required:
         if seg is None or str(seg) in (a, b):
             raise DDPUsageError(f"--seg {seg!r} must be a condition other than --a {a!r} and --b {b!r}",
@@ -294,36 +410,63 @@ def blindness(
             raise DDPDataError(
                 f"{source}: no row has condition {str(seg)!r} (--seg); condition values found: "
                 f"{', '.join(map(repr, found))}; leave --seg out to skip the recoverability R^2", code="D705")
-    # ---- which system a MIX row is scored for
-    attribute_nominal_rows = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Attribution:
+    use_source: bool
+    reason: str
+    nominal_rows: int
+
+    @property
+    def used(self) -> str:
+        return "source" if self.use_source else "nominal"
+
+
+def _attribute_rows(df: pl.DataFrame, attribute: str, source_system: str, b: str,
+                    note: _Notes) -> tuple[pl.DataFrame, _Attribution]:
+    """Which system a MIX row is scored for; the table with the ``b`` rows' system replaced by
+    their source system when that is used."""
+    import polars as pl
+
+    nominal_rows = 0
     if attribute == "nominal":
         use_source = False
-        attribute_reason = "--attribute nominal: every row is scored for its system column"
+        reason = "--attribute nominal: every row is scored for its system column"
     elif source_system in df.columns:
         use_source = True
-        attribute_reason = (f"--attribute {attribute}: {b} rows are scored for the system that produced their "
-                            f"segment (column '{source_system}')")
+        reason = (f"--attribute {attribute}: {b} rows are scored for the system that produced their "
+                  f"segment (column '{source_system}')")
         is_b = pl.col(schema.CONDITION) == b
-        attribute_nominal_rows = int(df.select((is_b & pl.col(source_system).is_null()).sum()).item())
-        if attribute_nominal_rows:
+        nominal_rows = int(df.select((is_b & pl.col(source_system).is_null()).sum()).item())
+        if nominal_rows:
             n_b = int(df.select(is_b.sum()).item())
-            attribute_reason += f"; {attribute_nominal_rows:,} {b} row(s) without one keep their system column"
-            note(f"{attribute_nominal_rows:,} of {n_b:,} {b} rows have no '{source_system}' value; they are scored "
+            reason += f"; {nominal_rows:,} {b} row(s) without one keep their system column"
+            note(f"{nominal_rows:,} of {n_b:,} {b} rows have no '{source_system}' value; they are scored "
                  f"for their system column (nominal) while the others are scored for their source system",
                  "D700", f"fill '{source_system}' for every {b} row (ddp mix writes it), or give --attribute nominal")
     else:
         use_source = False
-        attribute_reason = (f"--attribute auto fell back to nominal: the table has no '{source_system}' column "
-                            f"(columns: {', '.join(df.columns)}), so {b} rows are scored for their system column "
-                            "and a pair no longer holds the same translation")
-        note(attribute_reason, "D700",
+        reason = (f"--attribute auto fell back to nominal: the table has no '{source_system}' column "
+                  f"(columns: {', '.join(df.columns)}), so {b} rows are scored for their system column "
+                  "and a pair no longer holds the same translation")
+        note(reason, "D700",
              f"add the '{source_system}' column (ddp mix writes it), name it with --source-system-col, or give "
              "--attribute nominal", hint="give --attribute nominal to choose this, or --source-system-col NAME")
-    attribute_used = "source" if use_source else "nominal"
     if use_source:
         df = df.with_columns(
             pl.when(pl.col(schema.CONDITION) == b).then(pl.col(source_system).cast(pl.String).fill_null(
                 pl.col(schema.SYSTEM))).otherwise(pl.col(schema.SYSTEM)).alias(schema.SYSTEM))
+    return df, _Attribution(use_source, reason, nominal_rows)
+
+
+def _exclude_and_pool(df: pl.DataFrame, source: str, exclude_systems: Sequence[str], attr: _Attribution,
+                      source_system: str, a: str, b: str) -> tuple[pl.DataFrame, set[str]]:
+    """The table without the excluded systems (each must exist, D704) and the pool of ``a`` systems;
+    every ``b`` system must be in the pool (D512)."""
+    import polars as pl
+
+    use_source = attr.use_source
     if exclude_systems:
         excl = [str(s) for s in exclude_systems]
         present = set(df[schema.SYSTEM].unique().to_list())
@@ -334,7 +477,7 @@ def blindness(
                 f"{' (after attributing ' + b + ' rows to ' + repr(source_system) + ')' if use_source else ''}; "
                 f"systems: {', '.join(sorted(present))}", code="D704")
         df = df.filter(~pl.col(schema.SYSTEM).is_in(excl))
-    cond = pl.col(schema.CONDITION)
+    cond = _cond()
     pool = set(df.filter(cond == a)[schema.SYSTEM].unique().to_list())
     stray = df.filter((cond == b) & ~pl.col(schema.SYSTEM).is_in(sorted(pool)))
     if stray.height:
@@ -344,7 +487,16 @@ def blindness(
             f"'{r[schema.SYSTEM]}', which is not in the pool of {a} systems ({stray.height} such row(s)); "
             f"{'the system is the row' + chr(39) + 's ' + source_system if use_source else 'check --system-col'}",
             code="D512")
-    # ---- 1. paired TOST
+    return df, pool
+
+
+def _paired_tost(df: pl.DataFrame, a: str, b: str, design: BlindnessDesign, margin: float | None,
+                 margin_sd: float | None, use_source: bool, note: _Notes) -> tuple[Any, float, float, tuple[int, int]]:
+    """1. The paired TOST: its result, the margin in score units, the SD of the paired differences
+    and the numbers of unpaired ``a`` / ``b`` keys."""
+    from .tost import tost_paired
+
+    unit = design.unit
     xa, xb, unpaired_a, unpaired_b = _pairs(df, a, b, unit)
     if xa.size < 2:
         raise DDPDataError(
@@ -365,44 +517,57 @@ def blindness(
         if not sd > 0:
             raise DDPDataError(f"--margin-sd: the paired differences have SD 0 (all {d[0]:g}); give --margin in score "
                                "units", code="D514")
-        eps = float(margin_sd) * sd
-    tost = tost_paired(xa, xb, -eps, eps, alpha=alpha)
-    beyond = bool(tost.ci_low > eps or tost.ci_high < -eps)
-    # ---- 6. power (before the resampling: cheap)
-    pw = tost_power_analysis(tost.n, sd, -eps, eps, alpha=alpha)
-    two = df.filter(cond.is_in([a, b]))
-    n_sys = len(pool)
-    skipped: dict[str, str] = {}
-    # ---- 4. span tables (cheap; resampled below)
-    sa = sb = None
+        eps = float(margin_sd) * sd  # type: ignore[arg-type]
+    return tost_paired(xa, xb, -eps, eps, alpha=design.alpha), eps, sd, (unpaired_a, unpaired_b)
+
+
+def _power(tost: Any, sd: float, eps: float, alpha: float) -> Any:
+    """6. Power of the paired TOST (before the resampling: cheap)."""
+    from .power import tost_power_analysis
+
+    return tost_power_analysis(tost.n, sd, -eps, eps, alpha=alpha)
+
+
+def _span_tables(df: pl.DataFrame, a: str, b: str, inputs: BlindnessInputs, skipped: dict[str, str],
+                 note: _Notes) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """4. The span tables of ``a`` and ``b`` (cheap; resampled later), or ``None`` with the reason in ``skipped``."""
+    spans, text = inputs.spans, inputs.text
     if not (spans and text):
         skipped["boundary_spans"] = "spans=None or text=None"
-    elif spans not in df.columns or text not in df.columns:
+        return None, None
+    if spans not in df.columns or text not in df.columns:
         skipped["boundary_spans"] = f"no '{spans}' and '{text}' columns (--spans-col, --text-col)"
-    else:
-        sa, sb = _spans(df, a, spans, text), _spans(df, b, spans, text)
-        if not (sa.height and sb.height):
-            empty = [c for c, s in ((a, sa), (b, sb)) if not s.height]
-            skipped["boundary_spans"] = f"no error span under {' and '.join(empty)}"
-            if "spans" in required:  # asked for explicitly: say so (the default is to skip quietly)
-                note(f"the boundary span rate is skipped: no error span under {' and '.join(empty)} in '{spans}'",
-                     "D703", "check --spans-col and --a/--b")
-            sa = sb = None
-    # ---- budget of the resampling parts: each gets the time left / the parts left
-    parts: list[str] = []
-    if n_sys >= 2:
-        parts.append("tau")
-        if method in ("bootstrap", "permutation"):
-            parts += ["clusters " + a, "clusters " + b]
-    if sa is not None:
-        parts.append("span rate")
+        return None, None
+    sa, sb = _spans(df, a, spans, text), _spans(df, b, spans, text)
+    if not (sa.height and sb.height):
+        empty = [c for c, s in ((a, sa), (b, sb)) if not s.height]
+        skipped["boundary_spans"] = f"no error span under {' and '.join(empty)}"
+        if "spans" in inputs.required:  # asked for explicitly: say so (the default is to skip quietly)
+            note(f"the boundary span rate is skipped: no error span under {' and '.join(empty)} in '{spans}'",
+                 "D703", "check --spans-col and --a/--b")
+        return None, None
+    return sa, sb
 
-    def resampled(part: str, flag: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-        left_parts = len(parts) - parts.index(part)
+
+class _Resampler:
+    """Runs the resampling parts of the battery, each with the time left / the parts left, and
+    names the flag (``--n-boot`` / ``--n-boot-cluster``) in a D362 / D363."""
+
+    def __init__(self, parts: list[str], budget: Any, t_start: float, counts: dict[str, int]) -> None:
+        self.parts, self.budget, self.t_start, self.counts = parts, budget, t_start, counts
+
+    def __call__(self, part: str, flag: str, fn: Callable[..., Any], *args: Any, options: ResampleOptions,
+                 **kw: Any) -> Any:
+        import time
+
+        from . import budget as _budget
+
+        budget = self.budget
+        left_parts = len(self.parts) - self.parts.index(part)
         if math.isinf(budget.max_seconds):
             limit: float = 0.0  # no limit
         else:
-            left = budget.max_seconds - (time.perf_counter() - t_start)
+            left = budget.max_seconds - (time.perf_counter() - self.t_start)
             if left <= 0:
                 raise DDPUsageError(
                     f"blindness: the time limit of {_budget.fmt_seconds(budget.max_seconds)} is used up before the "
@@ -410,7 +575,7 @@ def blindness(
                     "--max-seconds S (0 = no limit)", code="D363")
             limit = left / left_parts
         try:
-            return fn(*args, max_memory=budget.max_memory, max_seconds=limit, **kw)
+            return fn(*args, options=options.replace(max_memory=budget.max_memory, max_seconds=limit), **kw)
         except DDPUsageError as exc:
             if exc.code not in ("D362", "D363"):
                 raise
@@ -419,122 +584,115 @@ def blindness(
             if exc.code == "D363" and left_parts > 1:
                 share = (f" (the {part}'s share of the {_budget.fmt_seconds(budget.max_seconds)} battery budget: "
                          f"the time left split over {left_parts} resampling parts)")
-            raise DDPUsageError(f"blindness {part} ({flag} {n_boot if flag == '--n-boot' else n_boot_cluster:,}): "
-                                f"{msg}{share}", code=exc.code) from None
+            raise DDPUsageError(f"blindness {part} ({flag} {self.counts[flag]:,}): {msg}{share}",
+                                code=exc.code) from None
 
-    # ---- 2. rankings
-    ranking: dict[str, Any] | None = None
-    rank_differ = False
-    rank_undefined = ""
-    if n_sys >= 2:
-        tau = resampled("tau", "--n-boot", bootstrap_tau, two, a, b, unit="document", n_boot=n_boot, seed=seed,
-                        tau_min=tau_min, confidence=confidence, threads=threads)
-        ranking = {k: v for k, v in tau.to_dict().items() if k not in ("means_a", "means_b")}
-        ranking["means_a"], ranking["means_b"] = tau.means_a, tau.means_b
-        rank_differ = bool(math.isfinite(tau.ci_high) and tau.ci_high < tau_min)
-        ranking["rankings_differ"] = rank_differ
-        if not all(math.isfinite(x) for x in (tau.tau, tau.ci_low, tau.ci_high)):
-            tied = [c for c, m in ((a, tau.means_a), (b, tau.means_b)) if len(set(m.values())) <= 1]
-            rank_undefined = (f"all {' and all '.join(tied)} system means are tied" if tied else
-                              f"{tau.n_undefined:,} of {n_boot:,} replicates undefined (tied system means)")
-            ranking["tau_undefined_reason"] = rank_undefined
-            note(f"Kendall tau between the {a} and {b} rankings is undefined ({rank_undefined}); the rankings cannot "
-                 "be compared, so the verdict cannot be blind", "D702",
-                 "check that the score column varies between systems (--score-col)")
-        elif tau.n_undefined:
-            ranking["tau_undefined_reason"] = (f"{tau.n_undefined:,} of {n_boot:,} replicates undefined (a system "
-                                               "without rows in the resample, or tied system means); left out of "
-                                               "the CI")
-            note(f"the tau CI rests on {n_boot - tau.n_undefined:,} of {n_boot:,} document resamples: "
-                 + ranking["tau_undefined_reason"], "D702", "use more documents, or drop --strict")
-    else:
+
+def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int, design: BlindnessDesign,
+             opts: ResampleOptions, skipped: dict[str, str],
+             note: _Notes) -> tuple[dict[str, Any] | None, bool, str]:
+    """2. Kendall tau between the rankings: the evidence, whether they differ, why tau is undefined."""
+    from .bootstrap import bootstrap_tau
+
+    if n_sys < 2:
         skipped["ranking"] = skipped["clusters"] = f"{n_sys} {a} system(s); rankings need at least 2"
         note(f"{n_sys} {a} system(s): no ranking and no clusters; the verdict rests on the paired TOST alone",
              "D702", "score at least 2 systems")
-    # ---- 3. clusters
-    clusters: dict[str, Any] | None = None
-    if n_sys >= 2:
-        kw = dict(n_boot=n_boot_cluster, seed=seed, alpha=0.05, columns=TableColumns(annotator=None))
-        if method in ("bootstrap", "permutation"):
-            ca = resampled("clusters " + a, "--n-boot-cluster", cluster_systems, two, method, condition_value=a, **kw)
-            cb = resampled("clusters " + b, "--n-boot-cluster", cluster_systems, two, method, condition_value=b, **kw)
-        else:
-            ca = cluster_systems(two, method, condition_value=a, **kw)  # type: ignore[arg-type]
-            cb = cluster_systems(two, method, condition_value=b, **kw)  # type: ignore[arg-type]
-        cmp = compare_clusters(ca, cb)
-        clusters = {"method": method, "clusters_a": [list(c) for c in ca.clusters],
-                    "clusters_b": [list(c) for c in cb.clusters], "comparison": cmp.to_dict(),
-                    "same_clusters": cmp.same_clusters, "n_boot": n_boot_cluster}
-    # ---- 4. spans
-    span_ev: dict[str, Any] | None = None
-    if sa is not None and sb is not None:
-        br = resampled("span rate", "--n-boot", boundary_rate_difference, sa, sb, n_boot=n_boot, seed=seed,
-                       confidence=confidence, threads=threads)
-        span_ev = br.to_dict()
-    # ---- 5. recoverability
-    rec: dict[str, Any] | None = None
-    if seg is not None and str(seg) in found and str(seg) not in (a, b):
-        rec = {f"{seg}->{c}": score_recoverability_r2(df, predictor=str(seg), target=c).to_dict() for c in (a, b)}
+        return None, False, ""
+    n_boot = int(opts.n_boot)  # type: ignore[arg-type]
+    tau = run("tau", "--n-boot", bootstrap_tau, two, a, b, unit="document", tau_min=design.tau_min,
+              confidence=design.confidence, options=opts)
+    ranking = {k: v for k, v in tau.to_dict().items() if k not in ("means_a", "means_b")}
+    ranking["means_a"], ranking["means_b"] = tau.means_a, tau.means_b
+    rank_differ = bool(math.isfinite(tau.ci_high) and tau.ci_high < design.tau_min)
+    ranking["rankings_differ"] = rank_differ
+    rank_undefined = ""
+    if not all(math.isfinite(x) for x in (tau.tau, tau.ci_low, tau.ci_high)):
+        tied = [c for c, m in ((a, tau.means_a), (b, tau.means_b)) if len(set(m.values())) <= 1]
+        rank_undefined = (f"all {' and all '.join(tied)} system means are tied" if tied else
+                          f"{tau.n_undefined:,} of {n_boot:,} replicates undefined (tied system means)")
+        ranking["tau_undefined_reason"] = rank_undefined
+        note(f"Kendall tau between the {a} and {b} rankings is undefined ({rank_undefined}); the rankings cannot "
+             "be compared, so the verdict cannot be blind", "D702",
+             "check that the score column varies between systems (--score-col)")
+    elif tau.n_undefined:
+        ranking["tau_undefined_reason"] = (f"{tau.n_undefined:,} of {n_boot:,} replicates undefined (a system "
+                                           "without rows in the resample, or tied system means); left out of "
+                                           "the CI")
+        note(f"the tau CI rests on {n_boot - tau.n_undefined:,} of {n_boot:,} document resamples: "
+             + ranking["tau_undefined_reason"], "D702", "use more documents, or drop --strict")
+    return ranking, rank_differ, rank_undefined
+
+
+def _clusters(run: _Resampler, two: pl.DataFrame, a: str, b: str, design: BlindnessDesign,
+              opts: ResampleOptions) -> dict[str, Any]:
+    """3. System clusters in both conditions and whether they agree."""
+    from .clustering import cluster_systems, compare_clusters
+
+    method = design.method
+    copts = ResampleOptions(n_boot=design.n_boot_cluster, seed=opts.seed)
+    kw: dict[str, Any] = dict(alpha=0.05, columns=TableColumns(annotator=None))
+    if method in ("bootstrap", "permutation"):
+        ca = run("clusters " + a, "--n-boot-cluster", cluster_systems, two, method, condition_value=a, options=copts,
+                 **kw)
+        cb = run("clusters " + b, "--n-boot-cluster", cluster_systems, two, method, condition_value=b, options=copts,
+                 **kw)
     else:
-        skipped["recoverability"] = (f"no {str(seg)!r} condition (--seg)" if seg is not None and str(seg) not in
-                                     (a, b) else "seg=None or equal to a/b")
-    # ---- verdict
+        ca = cluster_systems(two, method, condition_value=a, options=copts, **kw)  # type: ignore[arg-type]
+        cb = cluster_systems(two, method, condition_value=b, options=copts, **kw)  # type: ignore[arg-type]
+    cmp = compare_clusters(ca, cb)
+    return {"method": method, "clusters_a": [list(c) for c in ca.clusters],
+            "clusters_b": [list(c) for c in cb.clusters], "comparison": cmp.to_dict(),
+            "same_clusters": cmp.same_clusters, "n_boot": design.n_boot_cluster}
+
+
+def _recoverability(df: pl.DataFrame, found: list[str], seg: str | None, a: str, b: str,
+                    skipped: dict[str, str]) -> dict[str, Any] | None:
+    """5. Score recoverability R^2 from the SEG condition, or ``None`` with the reason in ``skipped``."""
+    from .spans import score_recoverability_r2
+
+    if seg is not None and str(seg) in found and str(seg) not in (a, b):
+        return {f"{seg}->{c}": score_recoverability_r2(df, predictor=str(seg), target=c).to_dict() for c in (a, b)}
+    skipped["recoverability"] = (f"no {str(seg)!r} condition (--seg)" if seg is not None and str(seg) not in
+                                 (a, b) else "seg=None or equal to a/b")
+    return None
+
+
+def _verdict(tost: Any, eps: float, sd: float, pw: Any, ranking: dict[str, Any] | None, rank_differ: bool,
+             rank_undefined: str, n_sys: int, design: BlindnessDesign, a: str, b: str) -> tuple[Verdict, list[str]]:
+    """The verdict and its reasons (module docstring)."""
+    alpha, tau_min = design.alpha, design.tau_min
     reasons: list[str] = []
     pct = f"{100 * (1 - 2 * alpha):g}%"
     ci = f"{pct} CI of mean({a} - {b}) [{tost.ci_low:.4g}, {tost.ci_high:.4g}]"
-    if beyond:
+    if tost.ci_low > eps or tost.ci_high < -eps:
         reasons.append(f"{ci} lies wholly beyond the margin ±{eps:.4g}")
     if rank_differ and ranking is not None:
         reasons.append(f"rankings differ: tau CI [{ranking['ci_low']:.3f}, {ranking['ci_high']:.3f}] lies below "
                        f"tau_min {tau_min:g}")
     if reasons:
-        verdict: Verdict = "sensitive"
-    elif tost.equivalent and rank_undefined:
-        verdict = "inconclusive"
+        return "sensitive", reasons
+    if tost.equivalent and rank_undefined:
         reasons.append(f"TOST: {ci} inside ±{eps:.4g} (p = {tost.p_value:.3g}), but the rankings cannot be "
                        f"compared: tau undefined ({rank_undefined})")
-    elif tost.equivalent:
-        verdict = "blind"
+        return "inconclusive", reasons
+    if tost.equivalent:
         reasons.append(f"TOST: {ci} inside ±{eps:.4g} (p = {tost.p_value:.3g})")
         if ranking is not None:
             reasons.append(f"rankings do not differ: tau {ranking['tau']:.3f}, CI upper bound "
                            f"{ranking['ci_high']:.3f} >= tau_min {tau_min:g}")
         else:
             reasons.append(f"rankings not compared ({n_sys} system)")
+        return "blind", reasons
+    reasons.append(f"TOST not equivalent ({ci} not inside ±{eps:.4g}, p = {tost.p_value:.3g}) and not wholly "
+                   "beyond it")
+    if pw.power < 0.8:
+        more = f"about {pw.n_needed:,} pairs give 80 % power" if pw.n_needed else "no n reaches 80 % power"
+        reasons.append(f"underpowered: power {pw.power:.3f} at n = {tost.n:,} (true difference 0, SD "
+                       f"{sd:.4g}); {more}")
     else:
-        verdict = "inconclusive"
-        reasons.append(f"TOST not equivalent ({ci} not inside ±{eps:.4g}, p = {tost.p_value:.3g}) and not wholly "
-                       "beyond it")
-        if pw.power < 0.8:
-            more = f"about {pw.n_needed:,} pairs give 80 % power" if pw.n_needed else "no n reaches 80 % power"
-            reasons.append(f"underpowered: power {pw.power:.3f} at n = {tost.n:,} (true difference 0, SD "
-                           f"{sd:.4g}); {more}")
-        else:
-            reasons.append(f"powered ({pw.power:.3f}) but the difference sits near the margin: mixed evidence")
-    evidence = {
-        "tost": dict(tost.to_dict(), unit=unit, margin=eps, margin_sd=margin_sd, sd_diff=sd,
-                     unpaired_a=unpaired_a, unpaired_b=unpaired_b, ci_beyond_margin=beyond),
-        "power": pw.to_dict(),
-        "ranking": ranking,
-        "clusters": clusters,
-        "boundary_spans": span_ev,
-        "recoverability": rec,
-        "skipped": skipped,
-        "n_systems": n_sys,
-        "n_documents": int(two[schema.DOCUMENT_ID].n_unique()),
-        "n_omitted": n_omitted,
-        "attribute": attribute_used,
-        "attribute_nominal_rows": attribute_nominal_rows,
-    }
-    sig = signature("blindness", condition_a=a, condition_b=b, margin=margin, margin_sd=margin_sd, margin_abs=eps,
-                    unit=unit, cluster_method=method, n_boot=int(n_boot), n_boot_cluster=int(n_boot_cluster), seed=int(seed),
-                    alpha=float(alpha), tau_min=float(tau_min), confidence=float(confidence),
-                    attribute=attribute_used, attribute_requested=attribute,
-                    exclude_systems=[str(s) for s in exclude_systems], nan_policy=nan_policy, n_omitted=n_omitted,
-                    strict=bool(strict), n_warnings=len(notes),
-                    tau_unit="document", power="exact paired TOST power at true difference 0; mdd two-sided t")
-    return BlindnessResult(verdict, reasons, a, b, pw.power, pw.n_needed, evidence, sig,
-                           attribute_used=attribute_used, attribute_reason=attribute_reason, warnings=notes)
+        reasons.append(f"powered ({pw.power:.3f}) but the difference sits near the margin: mixed evidence")
+    return "inconclusive", reasons
 
 
 def simulate_scores(

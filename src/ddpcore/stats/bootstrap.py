@@ -52,6 +52,7 @@ from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_long_table, signature
 from .columns import TableColumns, check_columns
+from .options import ResampleOptions, check_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -437,18 +438,12 @@ def bootstrap_tau(
     condition_b: Any,
     *,
     unit: Unit = "document",
-    n_boot: int | None = 10_000,
-    seed: int = 0,
-    indices: npt.ArrayLike | None = None,
     weighting: Weighting = "segment",
     tau_min: float = 0.667,
     confidence: float = 0.95,
     exclude_systems: Sequence[Any] = (),
-    threads: int | None = None,
     columns: TableColumns | None = None,
-    nan_policy: Literal["raise", "omit"] = "raise",
-    max_memory: Any = None,
-    max_seconds: Any = None,
+    options: ResampleOptions | None = None,
 ) -> BootstrapTauResult:
     """Kendall tau-b between the system rankings of two conditions, with a bootstrap CI.
 
@@ -462,14 +457,10 @@ def bootstrap_tau(
     table
         Long table (path or frame), one row per score, with document, segment, system,
         condition and score columns.
-    columns
-        :class:`~ddpcore.stats.TableColumns` naming those columns (CLI ``--document-col`` ...;
-        the annotator column is not used).
     condition_a, condition_b
         The two values of the condition column to compare.
-    unit, n_boot, seed, indices, threads
-        See the module docstring. ``indices`` has shape (n_boot, n_units); with it,
-        ``n_boot`` is its number of rows.
+    unit
+        The resampling unit, see the module docstring.
     tau_min
         Threshold for ``share_below_tau_min`` (the paper uses 0.667).
     confidence
@@ -478,8 +469,13 @@ def bootstrap_tau(
         (``numpy.percentile``, linear interpolation).
     exclude_systems
         Systems left out of the ranking (e.g. the human reference).
-    max_memory, max_seconds
-        Budget (see :mod:`ddpcore.stats.budget`): about 10 bytes per replicate are kept
+    columns
+        :class:`~ddpcore.stats.TableColumns` naming those columns (CLI ``--document-col`` ...;
+        the annotator column is not used).
+    options
+        :class:`~ddpcore.stats.ResampleOptions`: ``n_boot`` (default 10,000), ``seed``,
+        ``indices`` (shape (n_boot, n_units), replacing the seeded generator; see the module
+        docstring), ``threads``, ``nan_policy`` and the budget. About 10 bytes per replicate are kept
         (the tau replicates and a tie flag) plus bounded blocks; over ``max_memory`` -> D362
         before any work, an estimated run time over ``max_seconds`` -> D363 after the first
         block.
@@ -493,50 +489,26 @@ def bootstrap_tau(
     """
     from .correlation import kendall_tau_b
 
+    opts = check_options(options, func="bootstrap_tau")
     if not 0.0 < float(confidence) < 1.0:
         raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
     if str(condition_a) == str(condition_b):
         raise DDPUsageError(f"the two conditions must differ (both are {condition_a!r})", code="D311")
     cols = check_columns(columns, func="bootstrap_tau")
     required = ["document", "system", "condition", "score"] + (["segment"] if unit == "segment" else [])
-    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
-    conds = [condition_a, condition_b]
-    stats = _unit_stats(df, conds, unit, weighting, exclude_systems)
-    n_sys = stats.n_systems
-    full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 2, n_sys)[0]
+    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=opts.nan_policy)
+    stats = _unit_stats(df, [condition_a, condition_b], unit, weighting, exclude_systems)
+    full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 2, stats.n_systems)[0]
     point = kendall_tau_b(full[0], full[1])
-    n_rep = _check_indices(indices, n_boot, stats.n_units).shape[0] if indices is not None else _budget.check_n_boot(n_boot)
-    if indices is None:
-        seed = _budget.check_seed(seed)
-    budget = _budget.resolve(max_memory, max_seconds, what=f"bootstrap_tau ({stats.n_units:,} {unit}s)")
-    # kept per replicate: tau (8 B), its copy for the percentiles (8 B), tie flag and mask (2 B);
-    # per block: sums, means and their sorted copy
-    budget.check_memory(n_rep, 18.0, fixed=3 * stats.values.nbytes + _block_bytes(stats.values.shape, n_rep, 40.0))
-    reps = np.empty(n_rep, dtype=np.float64)
-    tied = np.empty(n_rep, dtype=bool)
-    kern = load("stats_kernels")
-    for r0, sums in iter_resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads,
-                                       budget=budget):
-        means = _means_from_sums(sums, 2, n_sys)
-        r1 = r0 + sums.shape[0]
-        kern.tau_b_rows(np.ascontiguousarray(means[:, 0, :]), np.ascontiguousarray(means[:, 1, :]), reps[r0:r1],
-                        0 if threads is None else int(threads))
-        tied[r0:r1] = (np.diff(np.sort(means, axis=2), axis=2) == 0).any(axis=(1, 2))
-    ok = np.isfinite(reps)
-    lo_q, hi_q = round(50 * (1 - confidence), 10), round(50 * (1 + confidence), 10)  # 2.5, 97.5 exactly
-    if ok.any():
-        ci_low, ci_high = (float(v) for v in np.percentile(reps[ok], [lo_q, hi_q]))
-        share_below = float(np.mean(reps[ok] < tau_min))
-        rep_mean, rep_sd = float(reps[ok].mean()), float(reps[ok].std(ddof=1)) if ok.sum() > 1 else float("nan")
-    else:
-        ci_low = ci_high = share_below = rep_mean = rep_sd = float("nan")
-    user = indices is not None
+    reps, tied, seed = _tau_replicates(stats, unit, opts)
+    summary = _tau_summary(reps, confidence, tau_min)
+    user = opts.indices is not None
     sig = signature(
         "bootstrap_tau",
         condition_a=str(condition_a),
         condition_b=str(condition_b),
         unit=unit,
-        n_boot=int(n_rep),
+        n_boot=int(reps.shape[0]),
         seed=None if user else int(seed),
         indices="user" if user else RNG_DESCRIPTION,
         weighting=weighting,
@@ -546,30 +518,53 @@ def bootstrap_tau(
         exclude_systems=[str(s) for s in exclude_systems],
     )
     return BootstrapTauResult(
-        tau=point.statistic,
-        p_value=point.p_value,
-        ci_low=ci_low,
-        ci_high=ci_high,
-        share_below_tau_min=share_below,
-        replicates=reps,
-        n_boot=int(n_rep),
-        seed=None if user else int(seed),
-        unit=unit,
-        n_units=stats.n_units,
-        systems=stats.systems,
-        condition_a=condition_a,
-        condition_b=condition_b,
+        tau=point.statistic, p_value=point.p_value, **summary, replicates=reps, n_boot=int(reps.shape[0]),
+        seed=None if user else int(seed), unit=unit, n_units=stats.n_units, systems=stats.systems,
+        condition_a=condition_a, condition_b=condition_b,
         means_a={str(s): float(m) for s, m in zip(stats.systems, full[0])},
         means_b={str(s): float(m) for s, m in zip(stats.systems, full[1])},
-        replicate_mean=rep_mean,
-        replicate_sd=rep_sd,
-        n_undefined=int((~ok).sum()),
-        share_tied=float(tied.mean()),
-        confidence=float(confidence),
-        tau_min=float(tau_min),
-        weighting=weighting,
+        share_tied=float(tied.mean()), confidence=float(confidence), tau_min=float(tau_min), weighting=weighting,
         signature=sig,
     )
+
+
+def _tau_replicates(stats: _UnitStats, unit: str, opts: ResampleOptions) -> tuple[np.ndarray, np.ndarray, int]:
+    """The (n_boot,) tau-b replicates (NaN = undefined), their (n_boot,) tie flags and the checked seed."""
+    n_boot, seed, threads, indices = opts.n_boot_or(DEFAULT_N_BOOT), opts.seed, opts.threads, opts.indices
+    if indices is not None:
+        n_rep = _check_indices(indices, opts.n_boot, stats.n_units).shape[0]
+    else:
+        n_rep = _budget.check_n_boot(n_boot)
+        seed = _budget.check_seed(seed)
+    budget = opts.budget(f"bootstrap_tau ({stats.n_units:,} {unit}s)")
+    # kept per replicate: tau (8 B), its copy for the percentiles (8 B), tie flag and mask (2 B);
+    # per block: sums, means and their sorted copy
+    budget.check_memory(n_rep, 18.0, fixed=3 * stats.values.nbytes + _block_bytes(stats.values.shape, n_rep, 40.0))
+    reps = np.empty(n_rep, dtype=np.float64)
+    tied = np.empty(n_rep, dtype=bool)
+    kern = load("stats_kernels")
+    for r0, sums in iter_resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads,
+                                       budget=budget):
+        means = _means_from_sums(sums, 2, stats.n_systems)
+        r1 = r0 + sums.shape[0]
+        kern.tau_b_rows(np.ascontiguousarray(means[:, 0, :]), np.ascontiguousarray(means[:, 1, :]), reps[r0:r1],
+                        opts.kernel_threads)
+        tied[r0:r1] = (np.diff(np.sort(means, axis=2), axis=2) == 0).any(axis=(1, 2))
+    return reps, tied, seed
+
+
+def _tau_summary(reps: np.ndarray, confidence: float, tau_min: float) -> dict[str, Any]:
+    """Percentile CI, share below ``tau_min``, mean, SD and count of the undefined (NaN) replicates."""
+    ok = np.isfinite(reps)
+    lo_q, hi_q = round(50 * (1 - confidence), 10), round(50 * (1 + confidence), 10)  # 2.5, 97.5 exactly
+    if ok.any():
+        ci_low, ci_high = (float(v) for v in np.percentile(reps[ok], [lo_q, hi_q]))
+        share_below = float(np.mean(reps[ok] < tau_min))
+        rep_mean, rep_sd = float(reps[ok].mean()), float(reps[ok].std(ddof=1)) if ok.sum() > 1 else float("nan")
+    else:
+        ci_low = ci_high = share_below = rep_mean = rep_sd = float("nan")
+    return dict(ci_low=ci_low, ci_high=ci_high, share_below_tau_min=share_below, replicate_mean=rep_mean,
+                replicate_sd=rep_sd, n_undefined=int((~ok).sum()))
 
 
 def bootstrap_system_means(
@@ -577,26 +572,21 @@ def bootstrap_system_means(
     *,
     condition_value: Any | None = None,
     unit: Unit = "document",
-    n_boot: int | None = 10_000,
-    seed: int = 0,
-    indices: npt.ArrayLike | None = None,
     weighting: Weighting = "segment",
     exclude_systems: Sequence[Any] = (),
-    threads: int | None = None,
     columns: TableColumns | None = None,
-    nan_policy: Literal["raise", "omit"] = "raise",
-    max_memory: Any = None,
-    max_seconds: Any = None,
+    options: ResampleOptions | None = None,
 ) -> BootstrapMeansResult:
     """Bootstrap replicates of every system's mean score.
 
     Uses only the rows whose condition column equals ``condition_value``; without it the
     table must hold a single condition (several -> D361: pooling two experiments is never
     meant). Same resampling as :func:`bootstrap_tau` (same seed -> same draws for the same
-    units). Budget: the (n_boot, n_systems) result and the sums behind it (24 bytes per
-    replicate and system) must fit ``max_memory`` (D362); time as in :func:`bootstrap_tau`.
-    ``columns`` (:class:`~ddpcore.stats.TableColumns`) names the document, segment, system,
-    condition and score columns.
+    units). ``options`` (:class:`~ddpcore.stats.ResampleOptions`): ``n_boot`` (default
+    10,000), ``seed``, ``indices``, ``threads``, ``nan_policy``, budget: the (n_boot, n_systems) result and
+    the sums behind it (24 bytes per replicate and system) must fit ``max_memory`` (D362); time
+    as in :func:`bootstrap_tau`. ``columns`` (:class:`~ddpcore.stats.TableColumns`) names the
+    document, segment, system, condition and score columns.
 
     Returns
     -------
@@ -604,20 +594,23 @@ def bootstrap_system_means(
         ``replicates`` has shape (n_boot, n_systems), columns in ``systems`` order (sorted);
         NaN where a system has no rows among the drawn units.
     """
+    opts = check_options(options, func="bootstrap_system_means")
+    n_boot, seed, indices = opts.n_boot_or(DEFAULT_N_BOOT), opts.seed, opts.indices
     cols = check_columns(columns, func="bootstrap_system_means")
     required = ["document", "system", "score"] + (["segment"] if unit == "segment" else [])
     if condition_value is not None:
         required.append("condition")
-    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
+    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=opts.nan_policy)
     if condition_value is None:
         check_single_condition(df, "condition_value=")
     conds = [condition_value] if condition_value is not None else []
     stats = _unit_stats(df, conds, unit, weighting, exclude_systems)
-    n_rep = _check_indices(indices, n_boot, stats.n_units).shape[0] if indices is not None else _budget.check_n_boot(n_boot)
-    _budget.resolve(max_memory, 0, what=f"bootstrap_system_means ({stats.n_units:,} {unit}s)").check_memory(
+    n_rep = (_check_indices(indices, opts.n_boot, stats.n_units).shape[0] if indices is not None
+             else _budget.check_n_boot(n_boot))
+    opts.budget(f"bootstrap_system_means ({stats.n_units:,} {unit}s)", time=False).check_memory(
         n_rep, 24.0 * stats.n_systems, fixed=3 * stats.values.nbytes + _block_bytes(stats.values.shape, n_rep))
-    sums = resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=threads,
-                         max_memory=max_memory, max_seconds=max_seconds)
+    sums = resample_sums(stats.values, n_boot=n_boot, seed=seed, indices=indices, threads=opts.threads,
+                         max_memory=opts.max_memory, max_seconds=opts.max_seconds)
     means = _means_from_sums(sums, 1, stats.n_systems)[:, 0, :]
     full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 1, stats.n_systems)[0, 0]
     user = indices is not None

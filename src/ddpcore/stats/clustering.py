@@ -81,6 +81,7 @@ from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import check_single_condition, factorize, json_safe, load_long_table, signature
 from .columns import TableColumns, check_columns
+from .options import ResampleOptions, check_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -90,6 +91,9 @@ Alternative = Literal["two-sided", "greater", "less"]
 
 #: default floor of paired observations per system comparison (``min_pairs``, ``--min-pairs``)
 MIN_PAIRS = 100
+
+#: resamples / permutations of the resampling methods when ``options.n_boot`` is None
+DEFAULT_N_BOOT = 1000
 
 _COUNT_RULE = ("best = 1 + systems above significantly better, worst = S - systems below significantly worse; "
                "cluster cut where no range crosses")
@@ -863,19 +867,13 @@ def cluster_systems(
     method: Method = "bootstrap",
     *,
     alpha: float = 0.05,
-    n_boot: int = 1000,
-    seed: int = 0,
     unit: Literal["document", "segment"] = "document",
     by_domain: bool = False,
     pair_annotator: bool | None = None,
     condition_value: str | None = None,
-    indices: npt.ArrayLike | None = None,
-    columns: TableColumns | None = None,
-    nan_policy: Literal["raise", "omit"] = "raise",
-    progress: bool = False,
-    max_memory: Any = None,
-    max_seconds: Any = None,
     min_pairs: int | None = None,
+    columns: TableColumns | None = None,
+    options: ResampleOptions | None = None,
 ) -> ClusterResult:
     """Rank systems by mean score and cluster them with pairwise significance tests.
 
@@ -885,20 +883,20 @@ def cluster_systems(
     method : "bootstrap" | "wmt25" | "wmt24" | "permutation" (see the module docstring and
         :data:`STRATEGIES`)
     alpha : significance level
-    n_boot : resamples (bootstrap) or sign-flip permutations (permutation); ignored otherwise
-    seed : seed of numpy's default_rng for the resamples/permutations
     unit : bootstrap resampling unit, "document" or "segment"
     by_domain : wmt24 only: per-domain tests combined with Stouffer, macro-averaged means
     pair_annotator : pair observations on the annotator too (None: see module docstring)
     condition_value : keep only rows of this condition (required when the table holds several)
-    indices : bootstrap only: explicit resample matrix (n_boot x n_units, units in sorted order)
     columns : :class:`~ddpcore.stats.TableColumns` naming the document, segment, system,
         annotator, condition, score and domain columns.
-    nan_policy : "raise" (default) or "omit" rows with a missing score
-    progress : show a tqdm bar on stderr for the resampling methods
-    max_memory, max_seconds : budget of the resampling methods (see :mod:`ddpcore.stats.budget`):
-        memory is bounded (blocks), an estimated run time over ``max_seconds`` (measured on the
-        first block) stops with D363 before the long part
+    options : :class:`~ddpcore.stats.ResampleOptions`: ``n_boot`` (default 1,000 resamples for
+        the bootstrap, sign-flip permutations for the permutation test; ignored by wmt25/wmt24),
+        ``seed`` (of the resamples/permutations), ``indices`` (bootstrap only: explicit resample
+        matrix, n_boot x n_units, units in sorted order), ``nan_policy`` (rows with a missing score),
+        ``progress`` (a tqdm bar on stderr for the resampling methods) and the budget of the
+        resampling methods (see :mod:`ddpcore.stats.budget`): memory is bounded (blocks), an
+        estimated run time over ``max_seconds`` (measured on the first block) stops with D363
+        before the long part
     min_pairs : paired methods (wmt25, wmt24, permutation): floor of paired observations per
         comparison (default :data:`MIN_PAIRS`; 0 = no floor). Comparisons below it are listed in
         ``pair_floor`` and counted in the signature, with a line in ``warnings``. Not accepted
@@ -909,96 +907,33 @@ def cluster_systems(
     ClusterResult
         ``p_values`` and ``n_pairs`` of shape (S, S) in ``order`` (best first).
     """
-    import polars as pl
-
     strategy = _strategy(method)
+    opts = check_options(options, func="cluster_systems")
     cols = check_columns(columns, func="cluster_systems")
-    if unit not in ("document", "segment"):
-        raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D351")
-    if not 0.0 < float(alpha) < 1.0:
-        raise DDPUsageError(f"alpha must be in (0, 1), got {alpha} (--alpha)", code="D351")
-    if strategy.resampling and indices is None:
-        if isinstance(n_boot, bool) or not hasattr(n_boot, "__index__") or int(n_boot) < 1:
-            raise DDPUsageError(f"n_boot must be an integer >= 1, got {n_boot!r} (--n-boot)", code="D351")
-        seed = _budget.check_seed(seed)
-    if min_pairs is not None:
-        if not strategy.pairs:
-            paired = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.pairs)
-            raise DDPUsageError(f"min_pairs (a floor of paired observations per comparison) applies to "
-                                f"method={paired} only; the bootstrap compares unpaired means (--min-pairs)",
-                                code="D351")
-        if isinstance(min_pairs, bool) or not hasattr(min_pairs, "__index__") or int(min_pairs) < 0:
-            raise DDPUsageError(f"min_pairs must be an integer >= 0, got {min_pairs!r} (--min-pairs; 0 = no floor)",
-                                code="D351")
-    floor = (MIN_PAIRS if min_pairs is None else int(min_pairs)) if strategy.pairs else None
-    budget = _budget.resolve(max_memory, max_seconds, what=f"cluster_systems(method={method!r})")
-    if by_domain and not strategy.by_domain:
-        with_domains = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.by_domain)
-        raise DDPUsageError(f"by_domain (Stouffer over domains) applies to method={with_domains} only (--by-domain)",
-                            code="D351")
-    if indices is not None and not strategy.bootstrap_units:
-        with_indices = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.bootstrap_units)
-        raise DDPUsageError(f"indices apply to method={with_indices} only", code="D351")
-    df = load_long_table(table, columns=cols, required=("document", "segment", "system", "score"),
-                         nan_policy=nan_policy)
-    if cols.domain != schema.DOMAIN and cols.domain in df.columns:
-        df = df.rename({cols.domain: schema.DOMAIN})
-    if schema.CONDITION in df.columns:
-        present = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
-        if condition_value is not None:
-            if str(condition_value) not in present:
-                raise DDPDataError(f"condition {condition_value!r} has no rows; conditions in the table: "
-                                   f"{', '.join(map(str, present))}", code="D305")
-            df = df.filter(pl.col(schema.CONDITION).cast(pl.String) == str(condition_value))
-        else:
-            check_single_condition(df, "--in COND")
-    elif condition_value is not None:
-        raise DDPDataError(f"condition_value={condition_value!r} given but the table has no condition column "
-                           f"'{cols.condition}' ({cols.flag('condition')} NAME)", code="D301")
+    indices = opts.indices
+    n_boot, seed, floor = _check_cluster_args(strategy, opts, alpha, unit, by_domain, min_pairs)
+    budget = opts.budget(f"cluster_systems(method={method!r})")
+    df = _cluster_rows(table, cols, condition_value, opts.nan_policy)
     pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, pair_default=strategy.pair_annotator_default,
                   by_domain=by_domain)
     means = _system_means(pr, macro_domains=by_domain)
-    bar = None
-    if progress and strategy.resampling:
-        from tqdm import tqdm
-
-        bar = tqdm(total=int(np.shape(indices)[0]) if indices is not None else int(n_boot),
-                   desc=f"cluster ({method})", unit="resample", leave=False)
-    run = _Run(n_boot=int(n_boot) if strategy.resampling else 0, seed=int(seed) if strategy.resampling else 0,
-               indices=indices, by_domain=by_domain, progress=bar, budget=budget)
-    try:
-        p, n = strategy.pvalues(pr, run)
-    finally:
-        if bar is not None:
-            bar.close()
+    run = _Run(n_boot=n_boot if strategy.resampling else 0, seed=seed if strategy.resampling else 0,
+               indices=indices, by_domain=by_domain, progress=None, budget=budget)
+    p, n = _run_pvalues(strategy, pr, run, progress=opts.progress, desc=f"cluster ({method})")
     order = _order(means, pr.systems)
     po = p[np.ix_(order, order)]
     no = n[np.ix_(order, order)]
     mo = means[order]
     names = [pr.systems[k] for k in order]
     best, worst, cuts = strategy.ranks(po, mo, alpha)
-    notes: list[str] = []
-    pair_floor = None
-    if floor is not None:
-        pair_floor = _pair_floor(names, no, floor)
-        if pair_floor["n_below"]:
-            keys = "document, segment and annotator" if pr.pair_annotator else "document and segment"
-            hint = (" (--no-pair-annotator when each annotator saw one system "
-                    "per document)" if pr.pair_annotator else "")
-            notes.append(f"{pair_floor['n_below']} of {pair_floor['n_comparisons']} system comparisons rest on "
-                         f"fewer than {floor} paired observations (min {pair_floor['n_pairs_min']}, pairing on "
-                         f"{keys}): their tests are weak and may disagree with each other; pair on more "
-                         f"observations{hint}, or set the floor with --min-pairs (listed in pair_floor)")
+    pair_floor = _pair_floor(names, no, floor) if floor is not None else None
     conflicts = _rank_conflicts(names, best, worst, strategy.significance(po, mo, alpha), no,
                                 one_sided=strategy.significance is not _sig_two_sided)
-    if conflicts:
-        notes.append(f"{len(conflicts)} rank-range conflict(s) with the listing (mean) order, e.g. "
-                     f"{conflicts[0]['reason']} (all in rank_conflicts)")
     sig = signature(
         method,
         alpha=float(alpha),
-        n_boot=int(np.shape(indices)[0]) if indices is not None else (int(n_boot) if strategy.resampling else None),
-        seed=int(seed) if strategy.resampling and indices is None else None,
+        n_boot=int(np.shape(indices)[0]) if indices is not None else (n_boot if strategy.resampling else None),
+        seed=seed if strategy.resampling and indices is None else None,
         unit=unit if strategy.bootstrap_units else None,
         by_domain=bool(by_domain),
         pair_annotator=pr.pair_annotator if strategy.pairs else None,
@@ -1023,8 +958,98 @@ def cluster_systems(
         signature=sig,
         pair_floor=pair_floor,
         rank_conflicts=tuple(conflicts),
-        warnings=tuple(notes),
+        warnings=tuple(_cluster_notes(pair_floor, floor, pr.pair_annotator, conflicts)),
     )
+
+
+def _check_cluster_args(strategy: _Strategy, opts: ResampleOptions, alpha: float, unit: str, by_domain: bool,
+                        min_pairs: int | None) -> tuple[int, int, int | None]:
+    """The checked ``(n_boot, seed, pair floor)`` of a :func:`cluster_systems` call (D351 otherwise);
+    ``n_boot``/``seed`` are only checked where the method resamples with its own generator."""
+    n_boot, seed, indices = opts.n_boot_or(DEFAULT_N_BOOT), opts.seed, opts.indices
+    if unit not in ("document", "segment"):
+        raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D351")
+    if not 0.0 < float(alpha) < 1.0:
+        raise DDPUsageError(f"alpha must be in (0, 1), got {alpha} (--alpha)", code="D351")
+    if strategy.resampling and indices is None:
+        if isinstance(n_boot, bool) or not hasattr(n_boot, "__index__") or int(n_boot) < 1:
+            raise DDPUsageError(f"n_boot must be an integer >= 1, got {n_boot!r} (--n-boot)", code="D351")
+        seed = _budget.check_seed(seed)
+    if min_pairs is not None:
+        if not strategy.pairs:
+            paired = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.pairs)
+            raise DDPUsageError(f"min_pairs (a floor of paired observations per comparison) applies to "
+                                f"method={paired} only; the bootstrap compares unpaired means (--min-pairs)",
+                                code="D351")
+        if isinstance(min_pairs, bool) or not hasattr(min_pairs, "__index__") or int(min_pairs) < 0:
+            raise DDPUsageError(f"min_pairs must be an integer >= 0, got {min_pairs!r} (--min-pairs; 0 = no floor)",
+                                code="D351")
+    floor = (MIN_PAIRS if min_pairs is None else int(min_pairs)) if strategy.pairs else None
+    if by_domain and not strategy.by_domain:
+        with_domains = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.by_domain)
+        raise DDPUsageError(f"by_domain (Stouffer over domains) applies to method={with_domains} only (--by-domain)",
+                            code="D351")
+    if indices is not None and not strategy.bootstrap_units:
+        with_indices = ", ".join(repr(m) for m, st in STRATEGIES.items() if st.bootstrap_units)
+        raise DDPUsageError(f"indices apply to method={with_indices} only", code="D351")
+    return int(n_boot) if strategy.resampling else n_boot, int(seed) if strategy.resampling else seed, floor
+
+
+def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, nan_policy: str) -> pl.DataFrame:
+    """The long table's rows of ``condition_value`` (or its single condition), canonical column names."""
+    import polars as pl
+
+    df = load_long_table(table, columns=cols, required=("document", "segment", "system", "score"),
+                         nan_policy=nan_policy)  # type: ignore[arg-type]
+    if cols.domain != schema.DOMAIN and cols.domain in df.columns:
+        df = df.rename({cols.domain: schema.DOMAIN})
+    if schema.CONDITION in df.columns:
+        present = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
+        if condition_value is not None:
+            if str(condition_value) not in present:
+                raise DDPDataError(f"condition {condition_value!r} has no rows; conditions in the table: "
+                                   f"{', '.join(map(str, present))}", code="D305")
+            df = df.filter(pl.col(schema.CONDITION).cast(pl.String) == str(condition_value))
+        else:
+            check_single_condition(df, "--in COND")
+    elif condition_value is not None:
+        raise DDPDataError(f"condition_value={condition_value!r} given but the table has no condition column "
+                           f"'{cols.condition}' ({cols.flag('condition')} NAME)", code="D301")
+    return df
+
+
+def _run_pvalues(strategy: _Strategy, pr: _Prepared, run: _Run, *, progress: bool,
+                 desc: str) -> tuple[np.ndarray, np.ndarray]:
+    """The strategy's (S x S) p-values and pair counts, with a tqdm bar when asked and it resamples."""
+    bar = None
+    if progress and strategy.resampling:
+        from tqdm import tqdm
+
+        bar = tqdm(total=int(np.shape(run.indices)[0]) if run.indices is not None else int(run.n_boot),
+                   desc=desc, unit="resample", leave=False)
+    try:
+        return strategy.pvalues(pr, dataclasses.replace(run, progress=bar))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _cluster_notes(pair_floor: dict[str, Any] | None, floor: int | None, pair_annotator: bool,
+                   conflicts: list[dict[str, Any]]) -> list[str]:
+    """The warning lines of a clustering: comparisons under the pair floor, rank-range conflicts."""
+    notes: list[str] = []
+    if pair_floor is not None and pair_floor["n_below"]:
+        keys = "document, segment and annotator" if pair_annotator else "document and segment"
+        hint = (" (--no-pair-annotator when each annotator saw one system "
+                "per document)" if pair_annotator else "")
+        notes.append(f"{pair_floor['n_below']} of {pair_floor['n_comparisons']} system comparisons rest on "
+                     f"fewer than {floor} paired observations (min {pair_floor['n_pairs_min']}, pairing on "
+                     f"{keys}): their tests are weak and may disagree with each other; pair on more "
+                     f"observations{hint}, or set the floor with --min-pairs (listed in pair_floor)")
+    if conflicts:
+        notes.append(f"{len(conflicts)} rank-range conflict(s) with the listing (mean) order, e.g. "
+                     f"{conflicts[0]['reason']} (all in rank_conflicts)")
+    return notes
 
 
 

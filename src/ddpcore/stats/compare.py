@@ -59,6 +59,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from .columns import TableColumns, check_columns
+from .options import ResampleOptions, check_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,6 +71,9 @@ Correction = Literal["holm", "bonferroni", "none"]
 TESTS = ("bootstrap", "ar", "both")
 CORRECTIONS = ("holm", "bonferroni", "none")
 UNITS = ("document", "segment")
+
+#: bootstrap resamples when ``options.n_boot`` is None
+DEFAULT_N_BOOT = 1000
 FAIL_ON = ("worse", "not-better")
 
 #: error codes raised here
@@ -380,16 +384,11 @@ def compare_arrays(
     *,
     baseline: int = 0,
     test: Test = "both",
-    n_boot: int = 1000,
     n_ar: int = 10_000,
-    seed: int = 0,
-    indices: npt.ArrayLike | None = None,
-    ar_keep: npt.ArrayLike | None = None,
     confidence: float = 0.95,
-    threads: int | None = None,
-    max_memory: Any = None,
-    max_seconds: Any = None,
+    ar_keep: npt.ArrayLike | None = None,
     scale_exp: npt.ArrayLike | None = None,
+    options: ResampleOptions | None = None,
 ) -> ArrayComparison:
     """Paired bootstrap and AR of every system against system ``baseline`` on flat arrays.
 
@@ -401,14 +400,19 @@ def compare_arrays(
         Segments per unit (the same for every system: the design is paired).
     baseline
         Column of the baseline system.
-    indices, ar_keep
-        Explicit bootstrap draws (n_boot, n_units) and AR keep masks (n_ar, n_units); they
-        replace the seeded generators (and fix ``n_boot`` / ``n_ar`` to their row counts).
-    max_memory, max_seconds
-        Budget (:mod:`ddpcore.stats.budget`): the bootstrap keeps every replicate (about
-        ``8 * (n_cols + 6 * n_metrics * n_systems)`` bytes each), checked before allocating
-        (D362); a short pilot of each generator is timed and a run whose extrapolated time is
-        over ``max_seconds`` stops with D363 before the long part.
+    ar_keep
+        Explicit AR keep masks (n_ar, n_units); with ``options.indices`` (bootstrap draws,
+        (n_boot, n_units)) they replace the seeded generators (and fix ``n_ar`` / ``n_boot`` to
+        their row counts).
+    test, n_ar, confidence
+        Which p-values (bootstrap CIs are always computed), AR trials, CI level in (0, 1).
+    options
+        :class:`~ddpcore.stats.ResampleOptions`: ``n_boot`` (default 1,000), ``seed`` (of both
+        generators), ``threads`` and the budget (:mod:`ddpcore.stats.budget`): the bootstrap
+        keeps every replicate (about ``8 * (n_cols + 6 * n_metrics * n_systems)`` bytes each),
+        checked before allocating (D362); a short pilot of each generator is timed and a run
+        whose extrapolated time is over ``max_seconds`` stops with D363 before the long part.
+        ``nan_policy`` does not apply (a non-finite entry is D394).
     scale_exp
         Per metric, the sums are given in units of ``2**scale_exp`` (default 0); means, CIs and
         differences are returned in the original units. Sums above 2**500 in magnitude are
@@ -420,6 +424,49 @@ def compare_arrays(
     ArrayComparison
         p-values are raw (uncorrected); the baseline's own entries are NaN.
     """
+    opts = check_options(options, func="compare_arrays")
+    vals, cnt, exp = _check_arrays(sums, counts, baseline, test, confidence, scale_exp)
+    n_units, n_met, n_sys = vals.shape
+    bl = int(baseline)
+    n_total = float(cnt.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = vals.sum(axis=0) / n_total  # (M, S)
+    budget = opts.budget(f"compare (test={test!r}, {n_units:,} units)")
+    means_t = _bootstrap_means(vals, cnt, opts, budget)  # (M, S, B)
+    b = means_t.shape[2]
+    boot_mean, ci_low, ci_high = _order_stat_ci(means_t, confidence)
+    delta = means_t - means_t[:, bl : bl + 1, :]  # (M, S, B) system - baseline
+    _, dlo, dhi = _order_stat_ci(delta, confidence)
+    diff = score - score[:, bl : bl + 1]
+    d_units = vals[:, :, bl : bl + 1] - vals  # (U, M, S) baseline - system per unit
+    identical = ~(d_units != 0).any(axis=0)  # (M, S)
+    p_bs = p_ar = None
+    if test in ("bootstrap", "both"):
+        a = np.abs(delta)
+        stats = a - a.mean(axis=-1, keepdims=True)
+        obs = np.abs(score[:, bl : bl + 1] - score)  # sacrebleu: abs(bl.score - sys.score)
+        c = (stats > obs[..., None]).sum(axis=-1)
+        p_bs = (c + 1.0) / (b + 1.0)
+        p_bs[identical] = 1.0
+        p_bs[:, bl] = np.nan
+    t = 0
+    if test in ("ar", "both"):
+        p_ar, t = _ar_pvalues(d_units, bl, n_ar, ar_keep, opts, budget)
+        p_ar[identical] = 1.0
+        p_ar[:, bl] = np.nan
+    if exp.any():
+        score, boot_mean, ci_low, ci_high, diff, dlo, dhi = _scale_up(
+            exp, score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff, diff_ci_low=dlo,
+            diff_ci_high=dhi)
+    return ArrayComparison(score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff,
+                           diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar, identical=identical,
+                           n_boot=b, n_ar=t)
+
+
+def _check_arrays(sums: npt.ArrayLike, counts: npt.ArrayLike, baseline: int, test: str, confidence: float,
+                  scale_exp: npt.ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`compare_arrays`' inputs checked: sums (U, M, S) scaled below 2**500, counts (U,), and the
+    per-metric exponents (M,) of the scale (given + applied here)."""
     vals = np.asarray(sums, dtype=np.float64)
     if vals.ndim == 2:
         vals = vals[:, None, :]
@@ -440,25 +487,26 @@ def compare_arrays(
     if exp.shape[0] != n_met:
         raise DDPDataError(f"scale_exp has {exp.shape[0]} entries for {n_met} metrics", code="D397")
     vals, extra = _scale_down(vals, axis=(0, 2), what="sums")
-    exp = exp + extra
-    bl = int(baseline)
-    n_total = float(cnt.sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        score = vals.sum(axis=0) / n_total  # (M, S)
-    # ---- bootstrap: one index matrix (or the seeded stream) for every system and metric
+    return vals, cnt, exp + extra
+
+
+def _bootstrap_means(vals: np.ndarray, cnt: np.ndarray, opts: ResampleOptions, budget: _budget.Budget) -> np.ndarray:
+    """(M, S, B) bootstrap replicates of every system mean: one index matrix (or the seeded stream)
+    for every system and metric, timed on a pilot before the long run."""
+    n_units, n_met, n_sys = vals.shape
     flat = np.empty((n_units, n_met * n_sys + 1), dtype=np.float64)
     flat[:, :-1] = vals.reshape(n_units, n_met * n_sys)
     flat[:, -1] = cnt
     kern = load("stats_compare")
-    nt = 0 if threads is None else int(threads)
-    budget = _budget.resolve(max_memory, max_seconds, what=f"compare (test={test!r}, {n_units:,} units)")
+    nt = opts.kernel_threads
     n_cols_pad = ((flat.shape[1] + 7) // 8) * 8
-    if indices is not None:
-        idx = _check_indices(indices, n_units)
+    if opts.indices is not None:
+        idx = _check_indices(opts.indices, n_units)
         budget.check_memory(idx.shape[0], 8.0 * (n_cols_pad + 6 * n_met * n_sys), fixed=3 * flat.nbytes)
         reps = _bootstrap_sums(kern, flat, idx.shape[0], None, idx, nt)
     else:
-        n_boot = _check_count(n_boot, "n_boot", "--n-boot")
+        n_boot = _check_count(opts.n_boot_or(DEFAULT_N_BOOT), "n_boot", "--n-boot")
+        seed = opts.seed
         _ar_bitgen(seed)  # validates the seed
         budget.check_memory(n_boot, 8.0 * (n_cols_pad + 6 * n_met * n_sys), fixed=3 * flat.nbytes)
         halves = _pcg64_halves(np.random.PCG64(seed))
@@ -472,52 +520,35 @@ def compare_arrays(
     b = reps.shape[0]
     with np.errstate(invalid="ignore", divide="ignore"):
         means = reps[:, :-1] / reps[:, -1:]  # (B, M*S)
-    means_t = np.ascontiguousarray(means.T).reshape(n_met, n_sys, b)  # (M, S, B): rows contiguous
-    boot_mean, ci_low, ci_high = _order_stat_ci(means_t, confidence)
-    delta = means_t - means_t[:, bl : bl + 1, :]  # (M, S, B) system - baseline
-    _, dlo, dhi = _order_stat_ci(delta, confidence)
-    diff = score - score[:, bl : bl + 1]
-    d_units = vals[:, :, bl : bl + 1] - vals  # (U, M, S) baseline - system per unit
-    identical = ~(d_units != 0).any(axis=0)  # (M, S)
-    p_bs = p_ar = None
-    if test in ("bootstrap", "both"):
-        a = np.abs(delta)
-        stats = a - a.mean(axis=-1, keepdims=True)
-        obs = np.abs(score[:, bl : bl + 1] - score)  # sacrebleu: abs(bl.score - sys.score)
-        c = (stats > obs[..., None]).sum(axis=-1)
-        p_bs = (c + 1.0) / (b + 1.0)
-        p_bs[identical] = 1.0
-        p_bs[:, bl] = np.nan
-    t = 0
-    if test in ("ar", "both"):
-        others = [s for s in range(n_sys) if s != bl]
-        d = np.ascontiguousarray(d_units[:, :, others].reshape(n_units, n_met * len(others)))
-        nt = 0 if threads is None else int(threads)
-        if ar_keep is not None:
-            keep = _check_keep(ar_keep, n_units)
-            t = keep.shape[0]
-            bits, halves = _pack_keep(keep), (0, 0, 0, 0)
-        else:
-            t = _check_count(n_ar, "n_ar", "--n-ar")
-            bits, halves = None, _pcg64_halves(_ar_bitgen(seed))
-            pilot = _pilot_size(t, n_units * max(1, d.shape[1]))
-            if pilot < t:
-                ar_budget = dataclasses.replace(budget, flag="--n-ar", count="n_ar")
-                ar_budget.start()
-                _ar_counts(kern, d, pilot, None, halves, nt)
-                ar_budget.check_time(pilot, t)
-        counts_ar = _ar_counts(kern, d, t, bits, halves, nt)
-        p_ar = np.full((n_met, n_sys), np.nan)
-        p_ar[:, others] = ((counts_ar + 1.0) / (t + 1.0)).reshape(n_met, len(others))
-        p_ar[identical] = 1.0
-        p_ar[:, bl] = np.nan
-    if exp.any():
-        score, boot_mean, ci_low, ci_high, diff, dlo, dhi = _scale_up(
-            exp, score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff, diff_ci_low=dlo,
-            diff_ci_high=dhi)
-    return ArrayComparison(score=score, boot_mean=boot_mean, ci_low=ci_low, ci_high=ci_high, diff=diff,
-                           diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar, identical=identical,
-                           n_boot=b, n_ar=t)
+    return np.ascontiguousarray(means.T).reshape(n_met, n_sys, b)  # (M, S, B): rows contiguous
+
+
+def _ar_pvalues(d_units: np.ndarray, bl: int, n_ar: int, ar_keep: npt.ArrayLike | None, opts: ResampleOptions,
+                budget: _budget.Budget) -> tuple[np.ndarray, int]:
+    """(M, S) raw AR p-values (NaN for the baseline column) from the (U, M, S) per-unit differences
+    baseline - system, and the number of trials."""
+    n_units, n_met, n_sys = d_units.shape
+    kern = load("stats_compare")
+    others = [s for s in range(n_sys) if s != bl]
+    d = np.ascontiguousarray(d_units[:, :, others].reshape(n_units, n_met * len(others)))
+    nt = opts.kernel_threads
+    if ar_keep is not None:
+        keep = _check_keep(ar_keep, n_units)
+        t = keep.shape[0]
+        bits, halves = _pack_keep(keep), (0, 0, 0, 0)
+    else:
+        t = _check_count(n_ar, "n_ar", "--n-ar")
+        bits, halves = None, _pcg64_halves(_ar_bitgen(opts.seed))
+        pilot = _pilot_size(t, n_units * max(1, d.shape[1]))
+        if pilot < t:
+            ar_budget = dataclasses.replace(budget, flag="--n-ar", count="n_ar")
+            ar_budget.start()
+            _ar_counts(kern, d, pilot, None, halves, nt)
+            ar_budget.check_time(pilot, t)
+    counts_ar = _ar_counts(kern, d, t, bits, halves, nt)
+    p_ar = np.full((n_met, n_sys), np.nan)
+    p_ar[:, others] = ((counts_ar + 1.0) / (t + 1.0)).reshape(n_met, len(others))
+    return p_ar, t
 
 
 #: above this magnitude sums of scores (and differences of sums) can overflow float64
@@ -777,27 +808,42 @@ def signature_line(sig: dict[str, Any]) -> str:
     return "|".join(parts)
 
 
+@dataclasses.dataclass(frozen=True)
+class CompareTests:
+    """What decides "better" in :func:`compare_systems` (the CLI's ``tests`` flags).
+
+    Fields: ``unit`` (``"document"``: resample / swap whole documents, a system mean is the
+    mean of the drawn documents' segment scores; ``"segment"``: sacrebleu's setting), ``test``
+    (which p-values: ``"bootstrap"``, ``"ar"`` or ``"both"``, where a system must pass both;
+    bootstrap CIs are always computed), ``n_ar`` (approximate-randomization trials, default
+    10,000; checked where used, i.e. without user ``ar_keep`` masks and with an AR test),
+    ``correction`` (``"holm"``, ``"bonferroni"`` or ``"none"``, family-wise over the compared
+    systems, per metric and test), ``alpha`` (level) and ``confidence`` (level of the
+    percentile CIs, sacrebleu's ``--confidence`` rule). Checked when made (D390, naming the flag).
+    """
+
+    unit: Unit = "document"
+    test: Test = "both"
+    n_ar: int = 10_000
+    correction: Correction = "holm"
+    alpha: float = 0.05
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        _check_options(self.test, self.correction, self.confidence, self.alpha, self.unit)
+
+
 def compare_systems(
     table: Any,
     baseline: str,
     *,
     metrics: str | Sequence[str] = (schema.SCORE,),
-    unit: Unit = "document",
-    test: Test = "both",
-    n_boot: int = 1000,
-    n_ar: int = 10_000,
-    seed: int = 0,
-    indices: npt.ArrayLike | None = None,
-    ar_keep: npt.ArrayLike | None = None,
-    correction: Correction = "holm",
-    confidence: float = 0.95,
-    alpha: float = 0.05,
     lower_is_better: str | Sequence[str] = (),
     exclude_systems: Sequence[str] = (),
-    threads: int | None = None,
+    tests: CompareTests | None = None,
+    ar_keep: npt.ArrayLike | None = None,
     columns: TableColumns | None = None,
-    max_memory: Any = None,
-    max_seconds: Any = None,
+    options: ResampleOptions | None = None,
 ) -> CompareResult:
     """Significance of every system against ``baseline``, for each metric column.
 
@@ -811,87 +857,53 @@ def compare_systems(
         Value of the system column to compare every other system with.
     metrics
         Metric column(s) (a name, a comma list or a sequence); one table per metric.
-    unit
-        ``"document"`` (resample / swap whole documents; a system mean is the mean of the drawn
-        documents' segment scores) or ``"segment"`` (sacrebleu's setting).
-    test, n_boot, n_ar, seed
-        Which p-values to compute (bootstrap CIs are always computed) and the resampling sizes
-        and seed (see the module docstring for the generators).
-    indices, ar_keep
-        Explicit draws (n_boot, n_units) / keep masks (n_ar, n_units), units in sorted key order.
-    correction, alpha
-        Family-wise correction over the compared systems (per metric, per test) and the level.
-    confidence
-        Level of the percentile CIs (sacrebleu's ``--confidence`` rule), in (0, 1).
     lower_is_better
         Metric columns where a smaller score is better (e.g. TER): flips better/worse.
     exclude_systems
         Systems left out before pairing.
+    tests
+        :class:`CompareTests`: unit, which p-values, AR trials, correction, alpha, confidence
+        (default ``CompareTests()``).
+    ar_keep
+        Explicit AR keep masks (n_ar, n_units), units in sorted key order (with ``options.indices``
+        for the bootstrap draws, (n_boot, n_units)).
     columns
         :class:`~ddpcore.stats.TableColumns`: the document, segment and system columns
         (``segment=None``: document-level rows).
-    max_memory, max_seconds
-        Budget of the resampling (see :func:`compare_arrays`; D362 / D363 before the long part).
+    options
+        :class:`~ddpcore.stats.ResampleOptions`: ``n_boot`` (default 1,000), ``seed`` of both
+        generators (see the module docstring), ``indices``, ``threads`` and the budget of the
+        resampling (see :func:`compare_arrays`; D362 / D363 before the long part).
 
     Returns
     -------
     CompareResult
     """
+    opts = check_options(options, func="compare_systems")
+    tests = _check_tests(tests)
     cols = check_columns(columns, func="compare_systems")
-    metric_list = _csv(metrics)
-    if not metric_list:
-        raise DDPUsageError("give at least one metric column (--metric-col NAME)", code="D390")
-    if baseline is None or str(baseline) == "":
-        raise DDPUsageError("give the baseline system (--baseline NAME)", code="D390")
-    _check_options(test, correction, confidence, alpha, unit)
-    if indices is None:
-        _check_count(n_boot, "n_boot", "--n-boot")
-    if ar_keep is None and test != "bootstrap":
-        _check_count(n_ar, "n_ar", "--n-ar")
-    lib = set(_csv(lower_is_better))
-    unknown = sorted(lib - set(metric_list))
-    if unknown:
-        raise DDPUsageError(f"--lower-is-better names {unknown}, which are not metric columns ({metric_list})",
-                            code="D390")
-    prep = _prepare(table, str(baseline), metric_list, unit, cols.document, cols.segment, cols.system, exclude_systems)
-    arr = compare_arrays(prep.sums, prep.counts, baseline=0, test=test, n_boot=n_boot, n_ar=n_ar, seed=seed,
-                         indices=indices, ar_keep=ar_keep if test != "bootstrap" else None, confidence=confidence,
-                         threads=threads, max_memory=max_memory, max_seconds=max_seconds,
-                         scale_exp=prep.scale_exp)
-    p_bs_adj = adjust_pvalues(arr.p_bootstrap, correction) if arr.p_bootstrap is not None else None
-    p_ar_adj = adjust_pvalues(arr.p_ar, correction) if arr.p_ar is not None else None
+    metric_list, lib = _check_compare_args(metrics, lower_is_better, baseline, tests, opts, ar_keep)
+    prep = _prepare(table, str(baseline), metric_list, tests.unit, cols.document, cols.segment, cols.system,
+                    exclude_systems)
+    test = tests.test
+    arr = compare_arrays(prep.sums, prep.counts, baseline=0, test=test, n_ar=tests.n_ar,
+                         confidence=tests.confidence, ar_keep=ar_keep if test != "bootstrap" else None,
+                         scale_exp=prep.scale_exp, options=opts)
+    p_bs_adj = adjust_pvalues(arr.p_bootstrap, tests.correction) if arr.p_bootstrap is not None else None
+    p_ar_adj = adjust_pvalues(arr.p_ar, tests.correction) if arr.p_ar is not None else None
     decision = np.fmax(p_bs_adj if p_bs_adj is not None else np.full_like(arr.score, np.nan),
                        p_ar_adj if p_ar_adj is not None else np.full_like(arr.score, np.nan))
-    comps: dict[str, MetricComparison] = {}
-    for j, m in enumerate(metric_list):
-        low = m in lib
-        sig = (decision[j] < alpha) & ~np.isnan(decision[j])
-        verdict = ["baseline"]
-        for i in range(1, len(prep.systems)):
-            if not sig[i]:
-                verdict.append("n.s.")
-            else:
-                up = arr.diff[j, i] > 0
-                verdict.append("better" if up != low else "worse")
-        comps[m] = MetricComparison(
-            metric=m, lower_is_better=low, systems=prep.systems, score=arr.score[j], boot_mean=arr.boot_mean[j],
-            ci_low=arr.ci_low[j], ci_high=arr.ci_high[j], diff=arr.diff[j], diff_ci_low=arr.diff_ci_low[j],
-            diff_ci_high=arr.diff_ci_high[j],
-            p_bootstrap=None if arr.p_bootstrap is None else arr.p_bootstrap[j],
-            p_bootstrap_adj=None if p_bs_adj is None else p_bs_adj[j],
-            p_ar=None if arr.p_ar is None else arr.p_ar[j],
-            p_ar_adj=None if p_ar_adj is None else p_ar_adj[j],
-            p_value=decision[j], significant=sig, verdict=verdict,
-        )
-    user_bs, user_ar = indices is not None, ar_keep is not None and test != "bootstrap"
-    seed_out = None if (user_bs or user_ar) else int(seed)
+    comps = {m: _metric_comparison(arr, j, m, m in lib, prep.systems, p_bs_adj, p_ar_adj, decision[j], tests.alpha)
+             for j, m in enumerate(metric_list)}
+    user_bs, user_ar = opts.indices is not None, ar_keep is not None and test != "bootstrap"
+    seed_out = None if (user_bs or user_ar) else int(opts.seed)
     from ._table import signature as make_signature
 
     sig = make_signature(
         "compare",
-        baseline=str(baseline), metrics=metric_list, lower_is_better=sorted(lib), unit=unit, test=test,
-        n_boot=arr.n_boot, n_ar=arr.n_ar if test != "bootstrap" else None, seed=seed_out, correction=correction,
-        confidence=float(confidence), alpha=float(alpha),
+        baseline=str(baseline), metrics=metric_list, lower_is_better=sorted(lib), unit=tests.unit, test=test,
+        n_boot=arr.n_boot, n_ar=arr.n_ar if test != "bootstrap" else None, seed=seed_out,
+        correction=tests.correction, confidence=float(tests.confidence), alpha=float(tests.alpha),
         bootstrap_indices="user" if user_bs else BS_RNG,
         ar_masks=None if test == "bootstrap" else ("user" if user_ar else AR_RNG),
         p_bootstrap="(#{|d_b| - mean|d| > |diff|} + 1) / (B + 1)  (sacrebleu --paired-bs)",
@@ -900,10 +912,60 @@ def compare_systems(
         exclude_systems=[str(s) for s in exclude_systems],
     )
     return CompareResult(
-        baseline=str(baseline), metrics=metric_list, comparisons=comps, unit=unit,
+        baseline=str(baseline), metrics=metric_list, comparisons=comps, unit=tests.unit,
         n_units=int(prep.sums.shape[0]), n_segments=int(prep.n_segments), test=test, n_boot=arr.n_boot,
-        n_ar=arr.n_ar, seed=seed_out, correction=correction, confidence=float(confidence), alpha=float(alpha),
-        signature=sig, signature_line=signature_line(sig),
+        n_ar=arr.n_ar, seed=seed_out, correction=tests.correction, confidence=float(tests.confidence),
+        alpha=float(tests.alpha), signature=sig, signature_line=signature_line(sig),
+    )
+
+
+def _check_tests(tests: CompareTests | None) -> CompareTests:
+    if tests is None:
+        return CompareTests()
+    if not isinstance(tests, CompareTests):
+        raise DDPUsageError(f"compare_systems(tests=...) must be a CompareTests, got {type(tests).__name__}",
+                            code="D390")
+    return tests
+
+
+def _check_compare_args(metrics: str | Sequence[str], lower_is_better: str | Sequence[str], baseline: Any,
+                        tests: CompareTests, opts: ResampleOptions,
+                        ar_keep: npt.ArrayLike | None) -> tuple[list[str], set[str]]:
+    """The metric columns and the lower-is-better subset, after the checks of :func:`compare_systems`."""
+    metric_list = _csv(metrics)
+    if not metric_list:
+        raise DDPUsageError("give at least one metric column (--metric-col NAME)", code="D390")
+    if baseline is None or str(baseline) == "":
+        raise DDPUsageError("give the baseline system (--baseline NAME)", code="D390")
+    if opts.indices is None:
+        _check_count(opts.n_boot_or(DEFAULT_N_BOOT), "n_boot", "--n-boot")
+    if ar_keep is None and tests.test != "bootstrap":
+        _check_count(tests.n_ar, "n_ar", "--n-ar")
+    lib = set(_csv(lower_is_better))
+    unknown = sorted(lib - set(metric_list))
+    if unknown:
+        raise DDPUsageError(f"--lower-is-better names {unknown}, which are not metric columns ({metric_list})",
+                            code="D390")
+    return metric_list, lib
+
+
+def _metric_comparison(arr: ArrayComparison, j: int, metric: str, low: bool, systems: list[str],
+                       p_bs_adj: np.ndarray | None, p_ar_adj: np.ndarray | None, decision: np.ndarray,
+                       alpha: float) -> MetricComparison:
+    """Row ``j`` (one metric) of the array comparison, with its verdicts (decision: (S,) p-values)."""
+    sig = (decision < alpha) & ~np.isnan(decision)
+    up = arr.diff[j] > 0
+    better = np.where(up != low, "better", "worse")
+    verdict = ["baseline"] + [str(better[i]) if sig[i] else "n.s." for i in range(1, len(systems))]
+    return MetricComparison(
+        metric=metric, lower_is_better=low, systems=systems, score=arr.score[j], boot_mean=arr.boot_mean[j],
+        ci_low=arr.ci_low[j], ci_high=arr.ci_high[j], diff=arr.diff[j], diff_ci_low=arr.diff_ci_low[j],
+        diff_ci_high=arr.diff_ci_high[j],
+        p_bootstrap=None if arr.p_bootstrap is None else arr.p_bootstrap[j],
+        p_bootstrap_adj=None if p_bs_adj is None else p_bs_adj[j],
+        p_ar=None if arr.p_ar is None else arr.p_ar[j],
+        p_ar_adj=None if p_ar_adj is None else p_ar_adj[j],
+        p_value=decision, significant=sig, verdict=verdict,
     )
 
 

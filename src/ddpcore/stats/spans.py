@@ -25,6 +25,7 @@ from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._table import result_to_dict, factorize, json_safe, load_long_table, signature
 from .columns import TableColumns, check_columns
+from .options import ResampleOptions, check_options
 
 BOUNDARY_LOW = 0.2
 BOUNDARY_HIGH = 0.8
@@ -309,8 +310,6 @@ class BoundaryDifferenceResult:
 def boundary_rate_difference(
     df_a: Any,
     df_b: Any,
-    n_boot: int = 10_000,
-    seed: int = 0,
     *,
     unit: Sequence[str] = (schema.DOCUMENT_ID, schema.SEGMENT_ID),
     span_start: str = "span_start",
@@ -318,9 +317,7 @@ def boundary_rate_difference(
     segment_length: str = "segment_length",
     confidence: float = 0.95,
     exclude_zero_width: bool = False,
-    threads: int | None = None,
-    max_memory: Any = None,
-    max_seconds: Any = None,
+    options: ResampleOptions | None = None,
 ) -> BoundaryDifferenceResult:
     """Difference of boundary-localised span rates between conditions a and b, with CI.
 
@@ -329,24 +326,64 @@ def boundary_rate_difference(
     df_a, df_b
         Span tables (frame or path), one row per error span, with the ``unit`` key columns
         and the offset columns. A segment without spans simply has no rows.
-    n_boot, seed, threads
-        Segment bootstrap: the units (distinct ``unit`` keys of both tables, sorted) are
-        resampled with replacement, the same draw for both conditions; the replicate
-        difference is ``sum(boundary_a)/sum(spans_a) - sum(boundary_b)/sum(spans_b)`` over
-        the drawn units (generator: see :mod:`ddpcore.stats.bootstrap`).
     confidence
         Percentile interval level (``numpy.percentile``, linear).
-    max_memory, max_seconds
-        Budget of the resampling (D362 / D363, see :mod:`ddpcore.stats.budget`).
+    options
+        :class:`~ddpcore.stats.ResampleOptions` of the segment bootstrap: ``n_boot`` (default
+        10,000), ``seed``, ``threads`` and the budget (D362 / D363, see
+        :mod:`ddpcore.stats.budget`). The units (distinct ``unit`` keys of both tables, sorted)
+        are resampled with replacement, the same draw for both conditions; the replicate
+        difference is ``sum(boundary_a)/sum(spans_a) - sum(boundary_b)/sum(spans_b)`` over the
+        drawn units (generator: see :mod:`ddpcore.stats.bootstrap`). ``nan_policy`` and
+        ``indices`` do not apply.
     """
-    import polars as pl
-
-    from ._frames import as_frame
     from .bootstrap import RNG_DESCRIPTION, resample_sums
 
+    opts = check_options(options, func="boundary_rate_difference")
+    n_boot, seed = opts.n_boot_or(10_000), opts.seed
     if not 0.0 < float(confidence) < 1.0:
         raise DDPUsageError(f"confidence must be in (0, 1), got {confidence}", code="D311")
     unit = list(unit)
+    values, n_a, n_b = _span_unit_values(df_a, df_b, unit, (span_start, span_end, segment_length), exclude_zero_width)
+    totals = values.sum(axis=0)
+    rate_a, rate_b = totals[0] / totals[1], totals[2] / totals[3]
+    sums = resample_sums(values, n_boot=n_boot, seed=seed, threads=opts.threads, max_memory=opts.max_memory,
+                         max_seconds=opts.max_seconds)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = sums[:, 0] / sums[:, 1] - sums[:, 2] / sums[:, 3]
+    ok = np.isfinite(reps)
+    lo_q, hi_q = round(50 * (1 - confidence), 10), round(50 * (1 + confidence), 10)  # 2.5, 97.5 exactly
+    ci_low, ci_high = (float(v) for v in np.percentile(reps[ok], [lo_q, hi_q])) if ok.any() else (float("nan"),) * 2
+    return BoundaryDifferenceResult(
+        difference=float(rate_a - rate_b),
+        ci_low=ci_low,
+        ci_high=ci_high,
+        rate_a=float(rate_a),
+        rate_b=float(rate_b),
+        n_spans_a=n_a,
+        n_spans_b=n_b,
+        n_units=values.shape[0],
+        n_boot=int(n_boot),
+        seed=int(seed),
+        confidence=float(confidence),
+        n_undefined=int((~ok).sum()),
+        replicates=reps,
+        signature=signature(
+            "boundary_rate_difference", unit=unit, n_boot=int(n_boot), seed=int(seed), indices=RNG_DESCRIPTION,
+            confidence=float(confidence), exclude_zero_width=exclude_zero_width, low=BOUNDARY_LOW, high=BOUNDARY_HIGH,
+        ),
+    )
+
+
+def _span_unit_values(df_a: Any, df_b: Any, unit: list[str], offsets: tuple[str, str, str],
+                      exclude_zero_width: bool) -> tuple[np.ndarray, int, int]:
+    """Per unit (sorted keys), shape (n_units, 4): boundary spans a, spans a, boundary spans b, spans b;
+    and the span counts of a and b."""
+    import polars as pl
+
+    from ._frames import as_frame
+
+    span_start, span_end, segment_length = offsets
     frames = []
     for label, df in (("a", df_a), ("b", df_b)):
         frame = as_frame(df)
@@ -374,34 +411,7 @@ def boundary_rate_difference(
     for col, side in ((0, ~is_b), (2, is_b)):
         values[:, col] = np.bincount(code[side], weights=b[side], minlength=keys.height)
         values[:, col + 1] = np.bincount(code[side], minlength=keys.height)
-    totals = values.sum(axis=0)
-    rate_a, rate_b = totals[0] / totals[1], totals[2] / totals[3]
-    sums = resample_sums(values, n_boot=n_boot, seed=seed, threads=threads, max_memory=max_memory,
-                         max_seconds=max_seconds)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = sums[:, 0] / sums[:, 1] - sums[:, 2] / sums[:, 3]
-    ok = np.isfinite(reps)
-    lo_q, hi_q = round(50 * (1 - confidence), 10), round(50 * (1 + confidence), 10)  # 2.5, 97.5 exactly
-    ci_low, ci_high = (float(v) for v in np.percentile(reps[ok], [lo_q, hi_q])) if ok.any() else (float("nan"),) * 2
-    return BoundaryDifferenceResult(
-        difference=float(rate_a - rate_b),
-        ci_low=ci_low,
-        ci_high=ci_high,
-        rate_a=float(rate_a),
-        rate_b=float(rate_b),
-        n_spans_a=n_a,
-        n_spans_b=n_b,
-        n_units=keys.height,
-        n_boot=int(n_boot),
-        seed=int(seed),
-        confidence=float(confidence),
-        n_undefined=int((~ok).sum()),
-        replicates=reps,
-        signature=signature(
-            "boundary_rate_difference", unit=unit, n_boot=int(n_boot), seed=int(seed), indices=RNG_DESCRIPTION,
-            confidence=float(confidence), exclude_zero_width=exclude_zero_width, low=BOUNDARY_LOW, high=BOUNDARY_HIGH,
-        ),
-    )
+    return values, n_a, n_b
 
 
 __all__ = [
