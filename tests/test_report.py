@@ -127,7 +127,7 @@ def test_plot_writes_its_signature_into_the_figure(profile, tmp_path: Path, kind
     from ddpcore import __version__
 
     p, _ = profile
-    want = {"ddpcore": __version__, "figure": kind, "input": str(p), "input_signature": SIG}
+    want = {"ddpcore": __version__, "figure": kind, "input": str(p), "ddp_col": "ddp", "input_signature": SIG}
     svg = tmp_path / f"{kind}.svg"
     assert main(["plot", str(p), "--kind", kind, "-o", str(svg)]) == 0
     root = ET.parse(svg).getroot()  # the written file is well-formed XML

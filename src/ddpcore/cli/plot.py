@@ -24,6 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", choices=("hist", "ecdf", "curves"), default="hist", help="what to draw")
     p.add_argument("--by", default=None, metavar="COL",
                    help="hist/ecdf: one curve per value of this profile column (e.g. domain)")
+    p.add_argument("--ddp-col", default=None, metavar="NAME",
+                   help="hist/ecdf: the profile's DDP column to draw (default ddp; e.g. ddp_certified); curves: "
+                        "the column the stratify result must have been computed on (default: the one it records); "
+                        "recorded in the figure's signature")
     p.add_argument("--title", default=None, help="figure title (default: describes the data)")
     p.add_argument("--max-panels", type=int, default=None, metavar="N",
                    help="curves: at most N panels per figure; more panels go to further figures named "
@@ -50,8 +54,10 @@ def run(args: argparse.Namespace) -> int:
             raise DDPUsageError("--by applies to --kind hist/ecdf; the curves follow the stratify --by groups",
                                 code="D673")
         res = plots.load_stratify(args.input)
+        col = plots.check_result_ddp_col(res, args.ddp_col, args.input)
         written = plots.write_curves(res, out, title=args.title, max_panels=max_panels, inputs=[args.input],
-                                     signature=plots.figure_signature("curves", args.input, res.get("signature") or {}))
+                                     signature=plots.figure_signature("curves", args.input, res.get("signature") or {},
+                                                                      col))
         print(f"ddp plot: {written.note()}", file=sys.stderr)
         return 0
     if str(args.input).lower().endswith(".json") and not str(args.input).lower().endswith(".signature.json"):
@@ -65,10 +71,11 @@ def run(args: argparse.Namespace) -> int:
         if is_strat:
             raise DDPUsageError(f"{args.input} looks like a `ddp stratify` result; use --kind curves",
                                 code="D673")
-    df, sig = plots.load_profile(args.input)
+    col = args.ddp_col or "ddp"
+    df, sig = plots.load_profile(args.input, ddp_col=col)
     make = plots.hist_figure if args.kind == "hist" else plots.ecdf_figure
-    fig = make(df, by=args.by, signature=sig, title=args.title)
-    what = f"{df.height} segments"
-    plots.save_figure(fig, out, signature=plots.figure_signature(args.kind, args.input, sig))
+    fig = make(df, by=args.by, signature=sig, title=args.title, ddp_col=col)
+    what = f"{df.height} segments" + ("" if col == "ddp" else f", {col}")
+    plots.save_figure(fig, out, signature=plots.figure_signature(args.kind, args.input, sig, col))
     print(f"ddp plot: wrote {out} ({args.kind}, {what})", file=sys.stderr)
     return 0

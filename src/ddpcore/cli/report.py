@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stratify", default=None, metavar="STRATIFY.json", help="a `ddp stratify -f json` result")
     p.add_argument("--anchors", default=None, metavar="ANCHORS.parquet", help="the --anchors table of `ddp profile`")
     p.add_argument("--top", type=int, default=10, metavar="K", help="highest-DDP segments to show")
+    p.add_argument("--ddp-col", default="ddp", metavar="NAME",
+                   help="the profile's DDP column of the table, figures and top-K (e.g. ddp_certified); a --stratify "
+                        "result must have been computed on the same column; recorded in the report's signature")
     p.add_argument("--title", default=None, help="page title (default: names the profile)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="output HTML file")
     p.set_defaults(func=run)
@@ -35,6 +38,6 @@ def run(args: argparse.Namespace) -> int:
                                   ("html", "htm"))
     plots.pyplot()
     write_report(str(out), args.profile, stratify=args.stratify, anchors=args.anchors, top=args.top,
-                 title=args.title)
+                 title=args.title, ddp_col=args.ddp_col)
     print(f"ddp report: wrote {out}", file=sys.stderr)
     return 0

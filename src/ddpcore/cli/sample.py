@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     target = check_target(args)
     res = sample(args.input, args.profile, args.bins, args.per_bin, by=args.by, seed=args.seed, target=target,
                  cols=cols_from(args), reader=args.reader, docs=args.docs, outputs=args.outputs,
-                 outputs_to=args.outputs_to)
+                 outputs_to=args.outputs_to, ddp_col=args.ddp_col)
     where = where_written(target)
     text = (format_report(res, args.by) + "\n" + format_summary("ddp sample", res.summary)
             + f"\nwrote {where} ({res.summary['after']['segments']} segments)")

@@ -17,6 +17,10 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", required=True, metavar="DDP",
                    help="the `ddp profile` segment table of INPUT (ids, ddp, first_sentence, n_sentences, domain)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help=HELP_OUTPUT)
+    p.add_argument("--ddp-col", default="ddp", metavar="NAME",
+                   help="the profile's DDP column every criterion, bin, context and summary uses (e.g. ddp_certified: "
+                        "only the anchors whose link is certain enough not to over-estimate); recorded in the "
+                        "signature")
     p.add_argument("--summary-format", choices=("text", "json"), default="text",
                    help="summary on stdout (on stderr with -o -)")
     add_segment_columns(p, from_signature=True)
@@ -152,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     crit.check()
     target = check_target(args)
     res = select(args.input, args.profile, crit, target, cols=cols_from(args), reader=args.reader, docs=args.docs,
-                 outputs=args.outputs, outputs_to=args.outputs_to)
+                 outputs=args.outputs, outputs_to=args.outputs_to, ddp_col=args.ddp_col)
     where = where_written(target)
     text = format_summary("ddp select", res.summary) + f"\nwrote {where} ({res.summary['after']['segments']} segments)"
     emit_summary(args, "ddp select", text, {"summary": res.summary, "output": where, "signature": res.signature})

@@ -78,18 +78,19 @@ def sample_mask(m: Matched, edges: Sequence[float], per_bin: int, by: str, seed:
 def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins: str | Sequence[float],
            per_bin: int, *, by: str = "document", seed: int = 0, target: Any = None,
            cols: SegmentColumns | None = None, reader: str = "table", docs: str | os.PathLike[str] | None = None,
-           outputs: str | os.PathLike[str] | None = None, outputs_to: str | os.PathLike[str] | None = None
-           ) -> SampleResult:
-    """Draw the stratified sample and (with ``target``) write it; see the module docstring."""
+           outputs: str | os.PathLike[str] | None = None, outputs_to: str | os.PathLike[str] | None = None,
+           ddp_col: str = "ddp") -> SampleResult:
+    """Draw the stratified sample and (with ``target``) write it; see the module docstring. ``ddp_col``:
+    the profile's DDP column the bins, the context and the summary use (``--ddp-col``)."""
     edges = parse_bins(bins)
     if per_bin < 1:
         raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
     if reader == "wmt25" and by != "document":
         raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --by document",
                             code="D646")
-    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs)
+    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs, ddp_col=ddp_col)
     keep, report, outside, added = sample_mask(m, edges, per_bin, by, seed)
-    summary = keep_summary(m, keep)
+    summary = keep_summary(m, keep, ddp_col)
     sig = {**base_signature("sample", source, prof), "bins": [_edge(e) for e in edges], "per_bin": int(per_bin),
            "by": by, "seed": int(seed), "rng": RNG, "report": report, "outside_bins": outside,
            "context_rows": added,

@@ -58,7 +58,7 @@ from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns, check_unique_ids
-from ..io.profiles import profile_columns, read_signature  # noqa: F401  (re-exported)
+from ..io.profiles import check_ddp_col, check_ddp_values, profile_columns, read_signature  # noqa: F401
 from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
@@ -82,13 +82,18 @@ class Profile:
     cols: SegmentColumns
     signature: dict[str, Any]
     path: str
+    #: the DDP column every selection, bin and summary uses (``--ddp-col``)
+    ddp_col: str = schema.DDP
 
 
 def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = None, *,
-                 need: Sequence[str] = (schema.DDP, schema.FIRST_SENTENCE, schema.N_SENTENCES)) -> Profile:
+                 need: Sequence[str] = (schema.DDP, schema.FIRST_SENTENCE, schema.N_SENTENCES),
+                 ddp_col: str = schema.DDP) -> Profile:
     """Read a ``ddp profile`` segment table (Parquet, or a text format with its sidecar).
 
-    Only the id, domain and ``need`` columns are read. Missing columns -> D635 (exit 3).
+    Only the id, domain and ``need`` columns are read, with ``ddp_col`` in place of ``ddp`` (the DDP
+    column used: ``--ddp-col``, e.g. ``ddp_certified``). Missing columns -> D635 (exit 3); a
+    ``ddp_col`` the profile does not have -> D780, one that holds no whole numbers >= 0 -> D781 (exit 2).
     """
     import polars as pl
 
@@ -99,14 +104,17 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
         raise DDPDataError(f"--profile {p}: file not found; make it with `ddp profile INPUT -o {p}`", code="D635")
     sig = read_signature(p)
     cols = cols or profile_columns(sig)
+    need = [ddp_col if c == schema.DDP else c for c in need]
     try:
         if str(p).lower().endswith((".parquet", ".pq")):
             names = pl.read_parquet_schema(p)
-            want = [c for c in (cols.document, cols.segment, cols.domain, *need) if c in names]
+            check_ddp_col(names, ddp_col, f"--profile {p}", names.get(ddp_col))
+            want = [c for c in dict.fromkeys((cols.document, cols.segment, cols.domain, *need)) if c in names]
             df = pl.read_parquet(p, columns=want)
         else:
             df = read_table(p)
-    except DDPDataError:
+            check_ddp_col(df.columns, ddp_col, f"--profile {p}", df.schema.get(ddp_col))
+    except (DDPDataError, DDPUsageError):
         raise
     except Exception as exc:  # noqa: BLE001 - polars raises several types here
         raise DDPDataError(f"--profile {p}: not a readable table ({str(exc).splitlines()[0]})", code="D635") from None
@@ -118,9 +126,11 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
             code="D635")
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
-    if df[schema.DDP].null_count() if schema.DDP in df.columns else 0:
-        df = df.with_columns(pl.col(schema.DDP).fill_null(0))
-    return Profile(df, cols, sig, str(p))
+    if ddp_col in df.columns:
+        check_ddp_values(df, ddp_col, f"--profile {p}")
+    if df[ddp_col].null_count() if ddp_col in df.columns else 0:
+        df = df.with_columns(pl.col(ddp_col).fill_null(0))
+    return Profile(df, cols, sig, str(p), ddp_col)
 
 
 # ----------------------------------------------------------------------------- the input index
@@ -410,7 +420,7 @@ def _matched(prof: Profile, prow: np.ndarray, ids: pl.DataFrame) -> Matched:
     def col(name: str) -> np.ndarray:
         return np.asarray(f[name].fill_null(0).to_numpy(), dtype=np.int64)[prow]
 
-    return Matched(doc=doc, ddp=col(schema.DDP), first_sentence=col(schema.FIRST_SENTENCE),
+    return Matched(doc=doc, ddp=col(prof.ddp_col), first_sentence=col(schema.FIRST_SENTENCE),
                    n_sentences=col(schema.N_SENTENCES), domain=domain, ids=ids)
 
 
@@ -563,9 +573,11 @@ def _n_distinct(codes: np.ndarray) -> int:
     return int(np.count_nonzero(np.bincount(codes))) if codes.size else 0
 
 
-def keep_summary(m: Matched, keep: np.ndarray) -> dict[str, Any]:
-    """Documents and segments before and after, and the DDP distributions."""
+def keep_summary(m: Matched, keep: np.ndarray, ddp_col: str = schema.DDP) -> dict[str, Any]:
+    """Documents and segments before and after, and the distributions of ``m.ddp`` (the profile's
+    ``ddp_col``, named in the summary)."""
     return {
+        "ddp_col": ddp_col,
         "before": {"documents": _n_distinct(m.doc), **ddp_distribution(m.ddp)},
         "after": {"documents": _n_distinct(m.doc[keep]), **ddp_distribution(m.ddp[keep])},
     }
@@ -574,13 +586,15 @@ def keep_summary(m: Matched, keep: np.ndarray) -> dict[str, Any]:
 def format_summary(command: str, summary: dict[str, Any]) -> str:
     """Two lines: before and after (documents, segments, DDP distribution)."""
     lines = []
+    col = summary.get("ddp_col", schema.DDP)
+    name = "DDP" if col == schema.DDP else f"DDP ({col})"
     for k in ("before", "after"):
         s = summary[k]
         if not s.get("segments"):
             lines.append(f"{command}: {k:6s}: 0 documents, 0 segments")
             continue
         lines.append(
-            f"{command}: {k:6s}: {s['documents']} documents, {s['segments']} segments; DDP mean {s['mean']:.2f}, "
+            f"{command}: {k:6s}: {s['documents']} documents, {s['segments']} segments; {name} mean {s['mean']:.2f}, "
             f"median {s['median']:g}, p90 {s['p90']:g}, max {s['max']}; share >=1 {s['share_ge_1']:.1%}, "
             f">=5 {s['share_ge_5']:.1%}, >=15 {s['share_ge_15']:.1%}")
     return "\n".join(lines)
@@ -765,12 +779,13 @@ class SelectResult:
 
 def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
             cols: SegmentColumns | None = None, *, reader: str = "table",
-            docs: str | os.PathLike[str] | None = None) -> tuple[InputIndex, Profile, Matched]:
+            docs: str | os.PathLike[str] | None = None, ddp_col: str = schema.DDP
+            ) -> tuple[InputIndex, Profile, Matched]:
     """Index the input, read the profile and match them (column names from the profile's
-    signature unless given)."""
+    signature unless given; ``Matched.ddp`` holds the profile's ``ddp_col``)."""
     prof_sig = read_signature(Path(profile))
     cols = cols or profile_columns(prof_sig)
-    prof = load_profile(profile, cols)
+    prof = load_profile(profile, cols, ddp_col=ddp_col)
     index, m = index_and_match(source, prof, reader=reader, docs=docs)
     prof.frame = prof.frame.clear()  # its rows are in ``m`` now; keep the schema, free the memory
     return index, prof, m
@@ -874,25 +889,26 @@ def write_output(index: InputIndex, m: Matched, keep: np.ndarray, target: Any, s
 
 def base_signature(command: str, source: Any, prof: Profile) -> dict[str, Any]:
     return {"ddpcore": __version__, "command": command, "input": str(source), "profile": prof.path,
-            "profile_signature": prof.signature,
+            "profile_signature": prof.signature, "ddp_col": prof.ddp_col,
             "columns": {"document": prof.cols.document, "segment": prof.cols.segment, "domain": prof.cols.domain}}
 
 
 def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], criteria: Criteria, target: Any = None,
            *, cols: SegmentColumns | None = None, reader: str = "table", docs: str | os.PathLike[str] | None = None,
-           outputs: str | os.PathLike[str] | None = None, outputs_to: str | os.PathLike[str] | None = None
-           ) -> SelectResult:
+           outputs: str | os.PathLike[str] | None = None, outputs_to: str | os.PathLike[str] | None = None,
+           ddp_col: str = schema.DDP) -> SelectResult:
     """Select input rows by DDP and (with ``target``: an :class:`~ddpcore.io.outputs.OutputTarget`
-    for tables, a path for ``reader`` wmt24/lines/wmt25) write them verbatim. See the module docstring."""
+    for tables, a path for ``reader`` wmt24/lines/wmt25) write them verbatim. See the module docstring.
+    ``ddp_col``: the profile's DDP column the criteria, the context and the summary use (``--ddp-col``)."""
     criteria.check()
     if reader == "wmt25" and criteria.level != "document":
         raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --level document",
                             code="D646")
-    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs)
+    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs, ddp_col=ddp_col)
     if criteria.domains:
         check_domains(m, criteria.domains)
     keep = select_mask(m, criteria)
-    summary = keep_summary(m, keep)
+    summary = keep_summary(m, keep, ddp_col)
     sig = {**base_signature("select", source, prof), "criteria": criteria.to_dict(),
            "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
     if target is not None:

@@ -62,13 +62,13 @@ def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any =
     With ``dtype`` (the column's polars type): a type that is not a number is D781."""
     cols = list(columns)
     if ddp_col != DEFAULT_DDP_COL and ddp_col not in cols:
-        raise DDPUsageError(f"--ddp-col {ddp_col}: not a column of the profile {where}; its columns: "
+        raise DDPUsageError(f"--ddp-col {ddp_col}: {where} has no column '{ddp_col}'; the profile's columns: "
                             f"{', '.join(cols)}", code="D780")
     if dtype is not None and ddp_col in cols:
         import polars as pl
 
         if not (dtype.is_numeric() or dtype == pl.Null):
-            raise DDPUsageError(f"--ddp-col {ddp_col}: the column of the profile {where} holds {dtype}, not DDP "
+            raise DDPUsageError(f"--ddp-col {ddp_col}: column '{ddp_col}' of {where} holds {dtype}, not DDP "
                                 "values (sentences); name a DDP column such as ddp or ddp_certified", code="D781")
 
 

@@ -54,14 +54,20 @@ def _num(v: Any, digits: int = 1) -> str:
     return f"{v:,}" if isinstance(v, int) else _e(v)
 
 
-def summary_table(df: pl.DataFrame, signature: dict[str, Any]) -> str:
+def summary_table(df: pl.DataFrame, signature: dict[str, Any], ddp_col: str = S.DDP) -> str:
+    """Per-domain documents, segments and the distribution of the DDP column ``ddp_col``."""
+    import polars as pl
+
     from ..api import summarize
 
     cols = signature.get("columns", {}) or {}
     dom = cols.get("domain") or S.DOMAIN
     doc = cols.get("document") or S.DOCUMENT_ID
-    t = summarize(df, by=dom if dom in df.columns else None, document=doc)
-    head = ["domain", "documents", "segments", "mean DDP", "median DDP", "p90 DDP", "max DDP", "zero-DDP share"]
+    src = df if ddp_col == S.DDP else df.with_columns(pl.col(ddp_col).alias(S.DDP))  # summarize reads 'ddp'
+    t = summarize(src, by=dom if dom in df.columns else None, document=doc)
+    lab = plots.ddp_label(ddp_col)
+    head = ["domain", "documents", "segments", f"mean {lab}", f"median {lab}", f"p90 {lab}", f"max {lab}",
+            f"zero-{lab} share"]
     rows = []
     for r in t.iter_rows(named=True):
         cls = ' class="all"' if r["group"] == "all" else ""
@@ -97,7 +103,9 @@ def _find(text: str, needle: str | None) -> tuple[int, int] | None:
     return (i, i + len(needle)) if i >= 0 else None
 
 
-def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict[str, Any], k: int) -> str:
+def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict[str, Any], k: int,
+                 ddp_col: str = S.DDP) -> str:
+    """The ``k`` segments of highest ``ddp_col`` (ties in profile order), with the anchors that set it."""
     import polars as pl
 
     cols = signature.get("columns", {}) or {}
@@ -114,8 +122,10 @@ def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict
         if miss:
             raise DDPDataError(f"--anchors: missing column(s) {', '.join(miss)}; give the --anchors table of "
                                "`ddp profile`", code="D680")
-    top = (df.with_row_index("__row").filter(pl.col(S.DDP).is_not_null())
-           .sort([S.DDP, "__row"], descending=[True, False]).head(k))
+    top = (df.with_row_index("__row").filter(pl.col(ddp_col).is_not_null())
+           .sort([ddp_col, "__row"], descending=[True, False]).head(k))
+    # ddp_certified is set by certified anchors only: the anchors table says which (its 'certified' column)
+    only_certified = anchors is not None and ddp_col == "ddp_certified" and "certified" in anchors.columns
     has_text = txt in df.columns
     parts = ['<p class="legend"><mark class="anchor">anchor</mark> the mention that sets the DDP; '
              '<mark class="antecedent">antecedent</mark> the earlier mention it resolves to.</p>']
@@ -123,16 +133,19 @@ def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict
         parts.append('<p class="note">Give <code>--anchors ANCHORS.parquet</code> (written by <code>ddp profile '
                      '--anchors</code>) to highlight the anchor and antecedent of each segment.</p>')
     for r in top.iter_rows(named=True):
-        d, s_id, ddp = r[doc], r[seg], r[S.DDP]
+        d, s_id, ddp = r[doc], r[seg], r[ddp_col]
         text = str(r[txt]) if has_text and r[txt] is not None else ""
         meta = (f"document <b>{_e(d)}</b>, segment <b>{_e(s_id)}</b>"
-                + (f", domain {_e(r[dom])}" if dom in df.columns else "") + f": <b>DDP {_e(ddp)}</b> sentence(s)")
+                + (f", domain {_e(r[dom])}" if dom in df.columns else "")
+                + f": <b>{_e(plots.ddp_label(ddp_col))} {_e(ddp)}</b> sentence(s)")
         spans: list[tuple[int, int, str, str]] = []
         extra = []
         if anchors is not None:
             a = anchors.filter((pl.col(doc).cast(pl.String) == str(d))
                                & (pl.col(seg).cast(pl.String) == str(s_id)))
             setting = a.filter(pl.col(S.DISTANCE_SENTENCES) == ddp) if ddp and ddp > 0 else a.head(0)
+            if only_certified:
+                setting = setting.filter(pl.col("certified").fill_null(False))
             for ar in setting.iter_rows(named=True):
                 spans.append((int(ar[S.CHAR_START]), int(ar[S.CHAR_END]), "anchor",
                               f"anchor (sentence {ar[S.SENTENCE]}), distance {ddp}"))
@@ -268,14 +281,25 @@ def stratify_section(res: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def report_signature(profile: str, sig: dict[str, Any], *, stratify: str | None, anchors: str | None, top: int,
+                     ddp_col: str) -> dict[str, Any]:
+    """The signature of a report (in its ``<meta name="ddpcore-signature">``): ddpcore version, inputs, the
+    DDP column shown (``--ddp-col``), ``top`` and the profile's own signature."""
+    from .._version import __version__
+
+    return {"ddpcore": __version__, "report": "ddp report", "profile": str(profile), "ddp_col": ddp_col,
+            "stratify": stratify, "anchors": anchors, "top": int(top), "profile_signature": sig}
+
+
 def render(profile: str, *, stratify: str | None = None, anchors: str | None = None, top: int = 10,
-           title: str | None = None) -> str:
-    """The report as an HTML string."""
+           title: str | None = None, ddp_col: str = S.DDP) -> str:
+    """The report as an HTML string; ``ddp_col`` is the DDP column of the table, the figures and the top-K
+    (a ``stratify`` result computed on another column is D782)."""
     import polars as pl
 
     if top < 1:
         raise DDPUsageError(f"--top must be at least 1, got {top}", code="D679")
-    df, sig = plots.load_profile(profile)
+    df, sig = plots.load_profile(profile, ddp_col=ddp_col)
     anc = None
     if anchors is not None:
         from ..io.tables import read_table
@@ -283,18 +307,22 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
 
         anc = read_table(Path(anchors))
     strat = plots.load_stratify(stratify) if stratify is not None else None
+    if strat is not None:
+        plots.check_result_ddp_col(strat, ddp_col, stratify)
     dom = (sig.get("columns", {}) or {}).get("domain") or S.DOMAIN
     by = dom if dom in df.columns and df[dom].n_unique() > 1 else None
-    hist = plots.svg_text(plots.hist_figure(df, by=by, signature=sig))
-    ecdf = plots.svg_text(plots.ecdf_figure(df, by=by, signature=sig))
+    hist = plots.svg_text(plots.hist_figure(df, by=by, signature=sig, ddp_col=ddp_col))
+    ecdf = plots.svg_text(plots.ecdf_figure(df, by=by, signature=sig, ddp_col=ddp_col))
+    lab = plots.ddp_label(ddp_col)
     head = title or f"DDP report: {profile}"
     body = [f"<h1>{_e(head)}</h1>",
             f'<p class="note">{df.height:,} segments; written by ddpcore {_e(sig.get("ddpcore", ""))}; '
             f"distance {_e(sig.get('distance', ''))}, rules {_e(sig.get('rules', ''))}, pipeline "
-            f"{_e(sig.get('pipeline_name', ''))} {_e(sig.get('pipeline_version', ''))}</p>",
-            "<h2>DDP per domain</h2>", summary_table(df, sig),
-            "<h2>DDP distribution</h2>", f'<figure id="fig-hist">{hist}</figure>', f'<figure id="fig-ecdf">{ecdf}</figure>',
-            f"<h2>Top {min(top, df.height)} segments by DDP</h2>", top_segments(df, anc, sig, top)]
+            f"{_e(sig.get('pipeline_name', ''))} {_e(sig.get('pipeline_version', ''))}"
+            + ("" if ddp_col == S.DDP else f"; DDP column <b>{_e(ddp_col)}</b>") + "</p>",
+            f"<h2>{_e(lab)} per domain</h2>", summary_table(df, sig, ddp_col),
+            f"<h2>{_e(lab)} distribution</h2>", f'<figure id="fig-hist">{hist}</figure>', f'<figure id="fig-ecdf">{ecdf}</figure>',
+            f"<h2>Top {min(top, df.height)} segments by {_e(lab)}</h2>", top_segments(df, anc, sig, top, ddp_col)]
     if strat is not None:
         body.append("<h2>Scores by DDP (ddp stratify)</h2>")
         body.append(stratify_section(strat))
@@ -304,8 +332,11 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
     body += ["<h2>Run signature</h2>",
              f'<pre class="sig">{_e(json.dumps(sig, indent=2, sort_keys=True, default=str)) if sig else "(none recorded)"}</pre>']
     del pl
+    rsig = json.dumps(report_signature(profile, sig, stratify=stratify, anchors=anchors, top=top, ddp_col=ddp_col),
+                      sort_keys=True, default=str)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<meta name=\"ddpcore-signature\" content=\"{_e(rsig)}\">"
             f"<title>{_e(head)}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
+from ..io.profiles import check_ddp_col, read_signature  # noqa: F401  (read_signature re-exported)
 from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
@@ -65,31 +66,36 @@ def figure_format(path: str | os.PathLike[str], option: str = "-o/--output") -> 
     return ext
 
 
-def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The run signature of a ``ddp profile`` output: the Parquet metadata, or a text format's
-    ``.signature.json`` sidecar (``{}`` when absent or unreadable). The format is told from the
-    name as :func:`ddpcore.io.tables.read_table` tells it (``.parquet`` and ``.pq``, any case)."""
-    from ..io.outputs import sidecar_path
-    from ..io.tables import detect_format, read_parquet_metadata
-
-    p = Path(path)
-    try:
-        if detect_format(p) == "parquet":
-            raw = read_parquet_metadata(p).get(SIGNATURE_KEY)
-        else:
-            side = sidecar_path(p)
-            raw = side.read_text(encoding="utf-8") if side.exists() else None
-        return json.loads(raw) if raw else {}
-    except (OSError, ValueError, DDPUsageError, DDPDataError):
-        return {}
-
-
-def figure_signature(kind: str, input_path: str | os.PathLike[str] | None, source: dict[str, Any]) -> dict[str, Any]:
-    """The signature a figure carries: ddpcore version, figure kind, input and the input's own signature."""
+def figure_signature(kind: str, input_path: str | os.PathLike[str] | None, source: dict[str, Any],
+                     ddp_col: str = schema.DDP) -> dict[str, Any]:
+    """The signature a figure carries: ddpcore version, figure kind, input, the DDP column drawn
+    (``--ddp-col``; for curves the one the stratify result used) and the input's own signature."""
     from .._version import __version__
 
     return {"ddpcore": __version__, "figure": kind, "input": None if input_path is None else str(input_path),
-            "input_signature": source}
+            "ddp_col": ddp_col, "input_signature": source}
+
+
+def ddp_label(ddp_col: str = schema.DDP) -> str:
+    """``DDP`` for the default column, else the column's name: axis labels and titles name the column drawn."""
+    return "DDP" if ddp_col == schema.DDP else ddp_col
+
+
+def result_ddp_col(result: dict[str, Any]) -> str:
+    """The DDP column a ``ddp stratify`` result was computed on (``ddp`` for results that do not record it)."""
+    col = (result.get("signature") or {}).get("ddp_col") if isinstance(result.get("signature"), dict) else None
+    return col if isinstance(col, str) and col else schema.DDP
+
+
+def check_result_ddp_col(result: dict[str, Any], ddp_col: str | None, where: str) -> str:
+    """The stratify result's DDP column; D782 when ``ddp_col`` (``--ddp-col``, None = not given) names another
+    (a figure or report would mix two DDP columns)."""
+    have = result_ddp_col(result)
+    if ddp_col is not None and ddp_col != have:
+        raise DDPUsageError(f"--ddp-col {ddp_col}: the stratify result {where} was computed on the DDP column "
+                            f"'{have}'; give --ddp-col {have}, or run `ddp stratify ... --ddp-col {ddp_col}` again",
+                            code="D782")
+    return have
 
 
 def _save_metadata(fmt: str, signature: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -101,14 +107,18 @@ def _save_metadata(fmt: str, signature: dict[str, Any] | None) -> dict[str, Any]
     return {SIGNATURE_KEY: sig} if sig is not None else None
 
 
-def load_profile(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """The segment table of ``ddp profile`` and its signature; D671 without a ``ddp`` column."""
+def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """The segment table of ``ddp profile`` and its signature; D671 without a ``ddp`` column, D780 without
+    the ``ddp_col`` asked for (``--ddp-col``), D781 when that column holds no DDP values."""
+    from ..io.profiles import check_ddp_values
     from ..io.tables import read_table
 
     df = read_table(Path(path))
-    if schema.DDP not in df.columns:
+    check_ddp_col(df.columns, ddp_col, str(path), df.schema.get(ddp_col))
+    if ddp_col not in df.columns:
         raise DDPDataError(f"{path}: no '{schema.DDP}' column; give the segment table written by `ddp profile` "
                            f"(columns: {', '.join(df.columns[:20])})", code="D671")
+    check_ddp_values(df, ddp_col, str(path))
     return df, read_signature(path)
 
 
@@ -125,18 +135,18 @@ def load_stratify(path: str | os.PathLike[str]) -> dict[str, Any]:
     return res
 
 
-def _groups_of(df: pl.DataFrame, by: str | None) -> list[tuple[str, Any]]:
+def _groups_of(df: pl.DataFrame, by: str | None, ddp_col: str = schema.DDP) -> list[tuple[str, Any]]:
     import numpy as np
     import polars as pl
 
     if by is None:
-        return [("all segments", df[schema.DDP].drop_nulls().to_numpy().astype(np.float64))]
+        return [("all segments", df[ddp_col].drop_nulls().to_numpy().astype(np.float64))]
     if by not in df.columns:
         raise DDPUsageError(f"--by {by}: no such column; available: {', '.join(df.columns)}", code="D673")
     g = df.with_columns(pl.col(by).cast(pl.String).fill_null("(none)").alias("__g"))
     out = []
     for name in sorted(g["__g"].unique().to_list()):
-        out.append((name, g.filter(pl.col("__g") == name)[schema.DDP].drop_nulls().to_numpy().astype(np.float64)))
+        out.append((name, g.filter(pl.col("__g") == name)[ddp_col].drop_nulls().to_numpy().astype(np.float64)))
     return out
 
 
@@ -147,12 +157,14 @@ def _title_suffix(df: pl.DataFrame, signature: dict[str, Any]) -> str:
 
 
 def hist_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str, Any] | None = None,
-                title: str | None = None) -> Any:
-    """Histogram of segment DDP (one bar per DDP value up to 60 values, wider bins beyond)."""
+                title: str | None = None, ddp_col: str = schema.DDP) -> Any:
+    """Histogram of segment DDP (the column ``ddp_col``; one bar per DDP value up to 60 values, wider bins
+    beyond)."""
     import numpy as np
 
     plt = pyplot()
-    groups = _groups_of(df, by)
+    groups = _groups_of(df, by, ddp_col)
+    lab = ddp_label(ddp_col)
     vals = np.concatenate([v for _, v in groups]) if groups else np.array([])
     if vals.size == 0:
         raise DDPDataError("no segments with a DDP value to plot", code="D674")
@@ -168,20 +180,21 @@ def hist_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
                 ax.hist(v, bins=edges, histtype="step", linewidth=2.0, color=PALETTE[i % len(PALETTE)],
                         label=f"{name} (n={v.size:,})")
             ax.legend(title=by, frameon=False)
-        ax.set_xlabel("DDP (sentences)" + (f"; bins of {width} sentences" if width > 1 else ""))
+        ax.set_xlabel(f"{lab} (sentences)" + (f"; bins of {width} sentences" if width > 1 else ""))
         ax.set_ylabel("segments")
         ax.set_xlim(left=-0.5 - width * 0.5)
-        ax.set_title(title or f"DDP distribution ({_title_suffix(df, signature or {})})")
+        ax.set_title(title or f"{lab} distribution ({_title_suffix(df, signature or {})})")
     return fig
 
 
 def ecdf_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str, Any] | None = None,
-                title: str | None = None) -> Any:
-    """Empirical CDF of segment DDP: the share of segments with DDP <= x."""
+                title: str | None = None, ddp_col: str = schema.DDP) -> Any:
+    """Empirical CDF of segment DDP (the column ``ddp_col``): the share of segments with DDP <= x."""
     import numpy as np
 
     plt = pyplot()
-    groups = _groups_of(df, by)
+    groups = _groups_of(df, by, ddp_col)
+    lab = ddp_label(ddp_col)
     if not any(v.size for _, v in groups):
         raise DDPDataError("no segments with a DDP value to plot", code="D674")
     xmax = max(float(v.max()) for _, v in groups if v.size)
@@ -198,10 +211,10 @@ def ecdf_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
                     label=name if by is None else f"{name} (n={v.size:,})")
         if by is not None:
             ax.legend(title=by, frameon=False, loc="lower right")
-        ax.set_xlabel("DDP (sentences)")
-        ax.set_ylabel("share of segments with DDP ≤ x")
+        ax.set_xlabel(f"{lab} (sentences)")
+        ax.set_ylabel(f"share of segments with {lab} ≤ x")
         ax.set_ylim(0, 1.02)
-        ax.set_title(title or f"DDP cumulative distribution ({_title_suffix(df, signature or {})})")
+        ax.set_title(title or f"{lab} cumulative distribution ({_title_suffix(df, signature or {})})")
     return fig
 
 
@@ -416,8 +429,9 @@ def _curves_page(result: dict[str, Any], layout: CurvePanels, names: list[str], 
             ax.xaxis.set_major_locator(FixedLocator(ticks))
             ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
             ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_title(name if len(panels) > 1 or name not in ("scores", "all") else f"{score} by DDP")
-            ax.set_xlabel("DDP (sentences, symlog scale)")
+            ax.set_title(name if len(panels) > 1 or name not in ("scores", "all")
+                         else f"{score} by {ddp_label(result_ddp_col(result))}")
+            ax.set_xlabel(f"{ddp_label(result_ddp_col(result))} (sentences, symlog scale)")
             ylab = score if "," not in score else "score"
             ax.set_ylabel(f"mean {ylab}" if not name.startswith("gap ") else f"{ylab} difference")
             legend_title = by[0] if by and len(panels[name]) > 1 else None
@@ -427,7 +441,7 @@ def _curves_page(result: dict[str, Any], layout: CurvePanels, names: list[str], 
             else:
                 ax.legend(frameon=False, fontsize=8, title=legend_title)
         what = score if "," not in score else f"{len(sig.get('score_col') or [])} score columns"
-        head = title or f"{what} by DDP: bin means with 95% document-bootstrap CIs and LOWESS"
+        head = title or f"{what} by {ddp_label(result_ddp_col(result))}: bin means with 95% document-bootstrap CIs and LOWESS"
         fig.suptitle(head + (f" (page {page[0]} of {page[1]})" if page[1] > 1 else ""), fontsize=13)
     return fig
 
@@ -556,7 +570,7 @@ def svg_text(fig: Any) -> str:
     return text[:a] + text[b + len("</metadata>"):] if 0 <= a < b else text
 
 
-__all__ = ["MAX_PANELS", "PALETTE", "CurvePanels", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
+__all__ = ["MAX_PANELS", "PALETTE", "CurvePanels", "check_result_ddp_col", "ddp_label", "result_ddp_col", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
            "ecdf_figure", "figure_format", "figure_signature", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
            "save_figures", "stale_pages", "svg_text", "write_curves"]
 

@@ -603,7 +603,7 @@ def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.Laz
     result["signature"] = {
         "ddpcore": __version__, "method": "stratify", "profile": profile_name,
         "scores": scores_name if scores_name is not None else "<table>",
-        "score_col": score_cols if len(score_cols) > 1 else score_cols[0], "by": by,
+        "score_col": score_cols if len(score_cols) > 1 else score_cols[0], "ddp_col": ddp_col, "by": by,
         "bins": [("inf" if math.isinf(e) else float(e)) for e in edges], "n_boot": int(n_boot), "seed": int(seed),
         "ci": "document bootstrap, 95% percentile (numpy.nanpercentile, linear)",
         "rng": "numpy PCG64(seed).random_raw, row-major; unit = floor(raw * n_units / 2**64)",
@@ -644,6 +644,8 @@ def to_text(result: dict[str, Any]) -> str:
     lines = []
     by = result["signature"]["by"]
     gcol = (result["signature"].get("gap") or {}).get("col")
+    col = result["signature"].get("ddp_col", S.DDP)
+    lab = "DDP" if col == S.DDP else f"DDP ({col})"
     for kind in ("groups", "gaps"):
         for g in result.get(kind, []):
             name = ", ".join(f"{c}={g.get(c)}" for c in ([gcol] if kind == "gaps" and gcol not in by else []) + by) \
@@ -654,10 +656,10 @@ def to_text(result: dict[str, Any]) -> str:
             for b in g["bins"]:
                 hi = "inf" if math.isinf(b["high"]) else f"{b['high']:g}"
                 if b["mean"] is None:
-                    lines.append(f"  DDP [{b['low']:g}, {hi}): n=0")
+                    lines.append(f"  {lab} [{b['low']:g}, {hi}): n=0")
                     continue
                 ci = "" if b["ci_low"] is None else f"  95% CI [{b['ci_low']:.4g}, {b['ci_high']:.4g}]"
-                lines.append(f"  DDP [{b['low']:g}, {hi}): n={b['n']}, mean {b['mean']:.4g}{ci}")
+                lines.append(f"  {lab} [{b['low']:g}, {hi}): n={b['n']}, mean {b['mean']:.4g}{ci}")
     j = result["signature"]["join"]
     lines.append(f"join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile segment, "
                  f"{j['null_scores']} null scores; {j['profile_segments_without_score']} of "
