@@ -5,6 +5,12 @@ One set of compiler directives for every module (scikit-learn's policy). Set
 OpenMP is used when the compiler supports it (``prange`` in the resampling kernels);
 set ``DDPCORE_NO_OPENMP=1`` to build single-threaded.
 
+Code shared by several kernels lives once in ``src/ddpcore/_native/*.pxd`` (``kinds``,
+``hashsets``, ``pcg64``, ``threads``: cdef inline functions, enums and C helpers, nothing to
+build on its own), ``cimport``-ed relatively by the ``.pyx`` modules. The same directives and
+the debug switch apply to that code in every module that cimports it, and ``cythonize``
+re-generates a module whenever a ``.pxd`` it cimports changes.
+
 Before building, a trivial C++ file is compiled with the configured compiler; when that fails
 the build stops with one message naming what to install, instead of pip's raw
 "Could not build wheels".

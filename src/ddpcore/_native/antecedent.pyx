@@ -37,18 +37,12 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libcpp.unordered_set cimport unordered_set
 
+from .hashsets cimport set_of
+from .kinds cimport FEM_SG, KIND_ENTITY, KIND_NOUN, KIND_PRONOUN, MASC_SG, NEUT_SG, PL
+
 cnp.import_array()
 
-DEF KIND_ENTITY = 0
-DEF KIND_PRONOUN = 1
-DEF KIND_NOUN = 2
 DEF ABSTAIN_LINK = -2
-
-# group bits (ddpcore.anchors.rules)
-DEF MASC_SG = 1
-DEF FEM_SG = 2
-DEF NEUT_SG = 4
-DEF PL = 8
 
 # syntactic roles of an item (its head token's dependency)
 DEF ROLE_OTHER = 0
@@ -128,14 +122,6 @@ cdef struct ItemView:
     uint8_t person_noun_compat
 
 
-cdef unordered_set[uint64_t] _set_of(const uint64_t[::1] values):
-    cdef unordered_set[uint64_t] s
-    cdef Py_ssize_t i
-    for i in range(values.shape[0]):
-        s.insert(values[i])
-    return s
-
-
 def item_attributes(cols, tables):
     """Per-item attributes the features read, each of shape (n_items,).
 
@@ -160,15 +146,15 @@ def item_attributes(cols, tables):
     cdef const uint64_t[::1] dep__tok = cols.dep
     cdef const int64_t[::1] head__tok = cols.head
     cdef const int64_t[::1] tok_offsets = cols.offsets__doc_tok
-    cdef unordered_set[uint64_t] subj = _set_of(tables.subject_deps)
-    cdef unordered_set[uint64_t] obj = _set_of(tables.object_deps)
-    cdef unordered_set[uint64_t] poss = _set_of(tables.possessive_deps)
-    cdef unordered_set[uint64_t] pobj = _set_of(tables.prep_object_deps)
-    cdef unordered_set[uint64_t] q_open = _set_of(tables.open_quotes)
-    cdef unordered_set[uint64_t] q_close = _set_of(tables.close_quotes)
-    cdef unordered_set[uint64_t] q_toggle = _set_of(tables.toggle_quotes)
-    cdef unordered_set[uint64_t] titles = _set_of(tables.titles)
-    cdef unordered_set[uint64_t] refl = _set_of(tables.reflexives)
+    cdef unordered_set[uint64_t] subj = set_of(tables.subject_deps)
+    cdef unordered_set[uint64_t] obj = set_of(tables.object_deps)
+    cdef unordered_set[uint64_t] poss = set_of(tables.possessive_deps)
+    cdef unordered_set[uint64_t] pobj = set_of(tables.prep_object_deps)
+    cdef unordered_set[uint64_t] q_open = set_of(tables.open_quotes)
+    cdef unordered_set[uint64_t] q_close = set_of(tables.close_quotes)
+    cdef unordered_set[uint64_t] q_toggle = set_of(tables.toggle_quotes)
+    cdef unordered_set[uint64_t] titles = set_of(tables.titles)
+    cdef unordered_set[uint64_t] refl = set_of(tables.reflexives)
     cdef Py_ssize_t n = token__item.shape[0]
     cdef Py_ssize_t n_tok = lower__tok.shape[0]
     cdef Py_ssize_t n_docs = tok_offsets.shape[0] - 1

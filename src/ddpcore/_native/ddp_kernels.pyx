@@ -24,12 +24,10 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libcpp.unordered_map cimport unordered_map
 from libcpp.unordered_set cimport unordered_set
 
-cnp.import_array()
+from .hashsets cimport map_of, set_of
+from .kinds cimport KIND_ENTITY, KIND_NOUN, KIND_PRONOUN
 
-# item kinds (names: ddpcore.anchors.rules.KIND_NAMES, in this order)
-DEF KIND_ENTITY = 0
-DEF KIND_PRONOUN = 1
-DEF KIND_NOUN = 2
+cnp.import_array()
 
 # ENT_IOB codes of spaCy's Doc.to_array: 0 missing, 1 I, 2 O, 3 B
 DEF IOB_I = 1
@@ -42,22 +40,6 @@ cdef inline uint64_t _mix(uint64_t h, uint64_t x) noexcept nogil:
     z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
     z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
     return z ^ (z >> 31)
-
-
-cdef unordered_set[uint64_t] _set_of(const uint64_t[::1] values):
-    cdef unordered_set[uint64_t] s
-    cdef Py_ssize_t i
-    for i in range(values.shape[0]):
-        s.insert(values[i])
-    return s
-
-
-cdef unordered_map[uint64_t, int64_t] _map_of(const uint64_t[::1] keys, const int64_t[::1] values):
-    cdef unordered_map[uint64_t, int64_t] m
-    cdef Py_ssize_t i
-    for i in range(keys.shape[0]):
-        m[keys[i]] = values[i]
-    return m
 
 
 def extract_items(tokens, tables):
@@ -147,13 +129,13 @@ def extract_items(tokens, tables):
     cdef const uint64_t[::1] address_hashes = tables.address_hashes
 
     cdef Py_ssize_t n = lower__tok.shape[0]
-    cdef unordered_map[uint64_t, int64_t] pron_map = _map_of(pronoun_hashes, pronoun_group_bits)
+    cdef unordered_map[uint64_t, int64_t] pron_map = map_of(pronoun_hashes, pronoun_group_bits)
     cdef unordered_map[uint64_t, int64_t] label_map
-    cdef unordered_set[uint64_t] np_deps = _set_of(np_dep_hashes)
-    cdef unordered_set[uint64_t] person_nouns = _set_of(person_noun_hashes)
-    cdef unordered_set[uint64_t] drop_lead = _set_of(drop_leading_hashes)
-    cdef unordered_set[uint64_t] drop_trail = _set_of(drop_trailing_hashes)
-    cdef unordered_set[uint64_t] address = _set_of(address_hashes)
+    cdef unordered_set[uint64_t] np_deps = set_of(np_dep_hashes)
+    cdef unordered_set[uint64_t] person_nouns = set_of(person_noun_hashes)
+    cdef unordered_set[uint64_t] drop_lead = set_of(drop_leading_hashes)
+    cdef unordered_set[uint64_t] drop_trail = set_of(drop_trailing_hashes)
+    cdef unordered_set[uint64_t] address = set_of(address_hashes)
     cdef int32_t p
     cdef Py_ssize_t i, j, k, end, key_start, key_end, h, steps, title_tok
     cdef unordered_map[uint64_t, int64_t] title_map
@@ -165,9 +147,9 @@ def extract_items(tokens, tables):
     for i in range(label_hashes.shape[0]):
         label_map[label_hashes[i]] = i
     if use_titles:
-        title_map = _map_of(title_hashes, title_bits)
+        title_map = map_of(title_hashes, title_bits)
     if use_names:
-        name_map = _map_of(name_hashes, name_bits)
+        name_map = map_of(name_hashes, name_bits)
 
     out_token = np.empty(n, dtype=np.int64)
     out_end = np.empty(n, dtype=np.int64)

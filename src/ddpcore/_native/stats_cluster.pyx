@@ -33,12 +33,6 @@ cdef extern from *:
     #include <cmath>
     #include <cstdlib>
     #include <cstdint>
-    #ifdef _OPENMP
-    #include <omp.h>
-    static inline int ddp_cluster_max_threads(void) { return omp_get_max_threads(); }
-    #else
-    static inline int ddp_cluster_max_threads(void) { return 1; }
-    #endif
 
     /* Signed-rank statistics of n differences d[k] = a[k*stride] - (b ? b[k*stride] : 0);
        NaN differences are absent. buf: scratch space for n doubles. */
@@ -72,7 +66,6 @@ cdef extern from *:
         *r_plus = rp; *tie_term = tt; *n_obs = obs; *n_zero = zero; *has_ties = ties;
     }
     """
-    int ddp_cluster_max_threads() nogil
     void ddp_signed_rank(const double* a, const double* b, Py_ssize_t stride, Py_ssize_t n, double* buf,
                          double* r_plus, double* tie_term, int64_t* n_obs, int64_t* n_zero,
                          uint8_t* has_ties) noexcept nogil
@@ -80,9 +73,7 @@ cdef extern from *:
 
 from libc.stdlib cimport malloc, free
 
-
-cdef inline int _threads(int num_threads) noexcept nogil:
-    return num_threads if num_threads > 0 else ddp_cluster_max_threads()
+from .threads cimport resolve_threads as _threads
 
 
 def signed_rank_rows(

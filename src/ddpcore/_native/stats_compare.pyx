@@ -30,6 +30,9 @@ from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 
+from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_init, ddp_pcg64_next
+from .threads cimport ddp_omp_max_threads, resolve_threads
+
 cnp.import_array()
 
 
@@ -39,36 +42,6 @@ cdef extern from *:
     #include <stdlib.h>
     #include <string.h>
     #include <math.h>
-
-    /* PCG64 (XSL-RR 128/64) as numpy.random.PCG64: state' = state * M + inc, output
-       rotr64(hi ^ lo, state' >> 122). */
-    typedef struct { unsigned __int128 state, inc; } ddpc_pcg64;
-    static const unsigned __int128 DDPC_PCG_MULT =
-        (((unsigned __int128)0x2360ED051FC65DA4ULL) << 64) | (unsigned __int128)0x4385DF649FCCF645ULL;
-
-    static inline uint64_t ddpc_next(ddpc_pcg64* g) {
-        g->state = g->state * DDPC_PCG_MULT + g->inc;
-        uint64_t x = (uint64_t)(g->state >> 64) ^ (uint64_t)g->state;
-        unsigned rot = (unsigned)(g->state >> 122);
-        return (x >> rot) | (x << ((-rot) & 63));
-    }
-
-    /* jump ahead by delta steps in O(log delta) (Brown 1994) */
-    static inline void ddpc_advance(ddpc_pcg64* g, uint64_t delta) {
-        unsigned __int128 am = 1, ap = 0, cm = DDPC_PCG_MULT, cp = g->inc;
-        while (delta > 0) {
-            if (delta & 1) { am *= cm; ap = ap * cm + cp; }
-            cp = (cm + 1) * cp;
-            cm *= cm;
-            delta >>= 1;
-        }
-        g->state = am * g->state + ap;
-    }
-
-    static inline void ddpc_init(ddpc_pcg64* g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) {
-        g->state = (((unsigned __int128)shi) << 64) | slo;
-        g->inc = (((unsigned __int128)ihi) << 64) | ilo;
-    }
 
     /* One block of nt trials: acc (nt x n_cols) = signed sums of the rows of d (n_units x n_cols)
        under the trials' masks (bits: nt x n_words, bit u of trial i = unit u keeps its side);
@@ -209,10 +182,10 @@ cdef extern from *:
         if (given_bits) {
             memcpy(bits, given_bits + t0 * n_words, sizeof(uint64_t) * (size_t)nt * (size_t)n_words);
         } else {
-            ddpc_pcg64 g;
-            ddpc_init(&g, shi, slo, ihi, ilo);
-            ddpc_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
-            for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddpc_next(&g);
+            ddp_pcg64 g;
+            ddp_pcg64_init(&g, shi, slo, ihi, ilo);
+            ddp_pcg64_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
+            for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddp_pcg64_next(&g);
         }
         ddpc_v4d* park = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 2 * (size_t)nt_pad * (size_t)n_chunks + 32);
         ddpc_v4d* tab = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 16 * 32);
@@ -232,10 +205,10 @@ cdef extern from *:
         uint64_t* bits = (uint64_t*)malloc(sizeof(uint64_t) * (size_t)nt * (size_t)n_words + 8);
         double* acc = (double*)malloc(sizeof(double) * (size_t)nt * (size_t)n_cols + 8);
         if (!bits || !acc) { free(bits); free(acc); return -1; }
-        ddpc_pcg64 g;
-        ddpc_init(&g, shi, slo, ihi, ilo);
-        ddpc_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
-        for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddpc_next(&g);
+        ddp_pcg64 g;
+        ddp_pcg64_init(&g, shi, slo, ihi, ilo);
+        ddp_pcg64_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
+        for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddp_pcg64_next(&g);
         ddpc_ar_block(d, n_units, n_cols, bits, n_words, nt, obs_abs, acc, counts);
         free(bits);
         free(acc);
@@ -260,12 +233,6 @@ cdef extern from *:
         for (Py_ssize_t k = 0; k < n_cols; ++k) out[k] = fabs(out[k]);
     }
 
-    #ifdef _OPENMP
-    #include <omp.h>
-    static inline int ddpc_max_threads(void) { return omp_get_max_threads(); }
-    #else
-    static inline int ddpc_max_threads(void) { return 1; }
-    #endif
     """
     int ddpc_ar_block_pcg64(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo,
                             Py_ssize_t t0, int nt, const double* d, Py_ssize_t n_units,
@@ -279,12 +246,6 @@ cdef extern from *:
     int ddpc_ar_chunked(uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo, const uint64_t* given_bits,
                         Py_ssize_t t0, int nt, const double* dc, Py_ssize_t n_units, Py_ssize_t n_chunks,
                         Py_ssize_t n_words, const double* obs_abs, int64_t* counts) nogil
-    int ddpc_max_threads() nogil
-    ctypedef struct ddpc_pcg64:
-        pass
-    void ddpc_init(ddpc_pcg64* g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) nogil
-    void ddpc_advance(ddpc_pcg64* g, uint64_t delta) nogil
-    uint64_t ddpc_next(ddpc_pcg64* g) nogil
 
 
 cdef int _block_trials(Py_ssize_t n_cols) noexcept nogil:
@@ -327,7 +288,7 @@ def ar_exceed_pcg64(
     cdef Py_ssize_t n_words = (n_units + 63) // 64
     cdef int tb = _block_trials(n_cols)
     cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
-    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    cdef int nt = resolve_threads(num_threads)
     cdef Py_ssize_t blk, k, t0
     cdef int tid, failed = 0, this_nt
     out__col[:] = 0
@@ -362,7 +323,7 @@ def ar_exceed_bits(
     cdef Py_ssize_t n_units = d__unit_col.shape[0], n_cols = d__unit_col.shape[1]
     cdef int tb = _block_trials(n_cols)
     cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
-    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    cdef int nt = resolve_threads(num_threads)
     cdef Py_ssize_t blk, t0
     cdef int tid, failed = 0, this_nt
     out__col[:] = 0
@@ -389,17 +350,17 @@ def ar_exceed_bits(
 def pcg64_words(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo, uint64_t skip,
                 uint64_t[::1] out):
     """Raw PCG64 words ``skip ... skip + len(out) - 1`` of the stream (tests, exports)."""
-    cdef ddpc_pcg64 g
+    cdef ddp_pcg64 g
     cdef Py_ssize_t i
     with nogil:
-        ddpc_init(&g, state_hi, state_lo, inc_hi, inc_lo)
-        ddpc_advance(&g, skip)
+        ddp_pcg64_init(&g, state_hi, state_lo, inc_hi, inc_lo)
+        ddp_pcg64_advance(&g, skip)
         for i in range(out.shape[0]):
-            out[i] = ddpc_next(&g)
+            out[i] = ddp_pcg64_next(&g)
 
 
 def max_threads() -> int:
-    return ddpc_max_threads()
+    return ddp_omp_max_threads()
 
 
 def ar_exceed_chunked(
@@ -438,7 +399,7 @@ def ar_exceed_chunked(
             gp = &given[0, 0]
     cdef int tb = 64
     cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
-    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    cdef int nt = resolve_threads(num_threads)
     cdef Py_ssize_t blk, t0
     cdef int tid, failed = 0, this_nt
     np.asarray(out__col)[:] = 0
@@ -460,16 +421,6 @@ def ar_exceed_chunked(
     if failed:
         raise MemoryError()
     np.asarray(out__col)[:n_cols] = counts.sum(axis=0)
-
-
-cdef extern from *:
-    """
-    /* floor(a * n / 2^64): numpy-compatible Lemire multiply-shift without rejection */
-    static inline uint64_t ddpc_mulhi64(uint64_t a, uint64_t b) {
-        return (uint64_t)(((unsigned __int128)a * (unsigned __int128)b) >> 64);
-    }
-    """
-    uint64_t ddpc_mulhi64(uint64_t a, uint64_t b) nogil
 
 
 cdef extern from *:
@@ -545,10 +496,10 @@ cdef extern from *:
                 const int64_t* row = idx + (r0 + i) * n_units;
                 for (Py_ssize_t k = 0; k < n_units; ++k) m[row[k]] += 1.0;
             } else {
-                ddpc_pcg64 g;
-                ddpc_init(&g, shi, slo, ihi, ilo);
-                ddpc_advance(&g, (uint64_t)(r0 + i) * (uint64_t)n_units);
-                for (Py_ssize_t k = 0; k < n_units; ++k) m[ddpc_mulhi64(ddpc_next(&g), (uint64_t)n_units)] += 1.0;
+                ddp_pcg64 g;
+                ddp_pcg64_init(&g, shi, slo, ihi, ilo);
+                ddp_pcg64_advance(&g, (uint64_t)(r0 + i) * (uint64_t)n_units);
+                for (Py_ssize_t k = 0; k < n_units; ++k) m[ddp_mulhi64(ddp_pcg64_next(&g), (uint64_t)n_units)] += 1.0;
             }
         }
         ddpc_wsum_tiles4(dc, n_units, n_chunks, mult, nr, nr_pad, out + r0 * out_stride, out_stride, park, sg);
@@ -593,7 +544,7 @@ def bootstrap_sums_chunked(
             raise ValueError("index must have shape (n_rep, n_units)")
         if n_rep > 0:
             ip = &idx[0, 0]
-    cdef int nt = num_threads if num_threads > 0 else ddpc_max_threads()
+    cdef int nt = resolve_threads(num_threads)
     cdef Py_ssize_t n_blocks = (n_rep + 31) // 32, blk, r0
     cdef int failed = 0, this_nr
     if n_rep == 0 or n_units == 0 or n_chunks == 0:

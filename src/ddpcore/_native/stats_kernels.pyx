@@ -30,51 +30,14 @@ from libc.math cimport sqrt, fabs, isnan, NAN
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
+from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_init, ddp_pcg64_next
+from .threads cimport ddp_omp_max_threads, resolve_threads as _threads
+
 cnp.import_array()
 
 
 cdef extern from *:
     """
-    #include <stdint.h>
-    /* floor(a * b / 2^64): maps a uniform 64-bit word a to [0, b) (Lemire's multiply-shift,
-       without the rejection step; bias <= b / 2^64). */
-    static inline uint64_t ddp_mulhi64(uint64_t a, uint64_t b) {
-        return (uint64_t)(((unsigned __int128)a * (unsigned __int128)b) >> 64);
-    }
-
-    /* PCG64 (XSL-RR 128/64), the bit generator of numpy.random.PCG64: a 128-bit LCG
-       state' = state * M + inc, output = rotr64(hi ^ lo, state' >> 122) of the new state. */
-    typedef struct { unsigned __int128 state, inc; } ddp_pcg64;
-    static const unsigned __int128 DDP_PCG_MULT =
-        (((unsigned __int128)0x2360ED051FC65DA4ULL) << 64) | (unsigned __int128)0x4385DF649FCCF645ULL;
-
-    static inline uint64_t ddp_pcg64_next(ddp_pcg64* g) {
-        g->state = g->state * DDP_PCG_MULT + g->inc;
-        uint64_t x = (uint64_t)(g->state >> 64) ^ (uint64_t)g->state;
-        unsigned rot = (unsigned)(g->state >> 122);
-        return (x >> rot) | (x << ((-rot) & 63));
-    }
-
-    /* Jump the LCG ahead by delta steps in O(log delta) (Brown 1994, arbitrary strides). */
-    static inline void ddp_pcg64_advance(ddp_pcg64* g, uint64_t delta) {
-        unsigned __int128 acc_mult = 1, acc_plus = 0, cur_mult = DDP_PCG_MULT, cur_plus = g->inc;
-        while (delta > 0) {
-            if (delta & 1) {
-                acc_mult *= cur_mult;
-                acc_plus = acc_plus * cur_mult + cur_plus;
-            }
-            cur_plus = (cur_mult + 1) * cur_plus;
-            cur_mult *= cur_mult;
-            delta >>= 1;
-        }
-        g->state = acc_mult * g->state + acc_plus;
-    }
-
-    static inline void ddp_pcg64_init(ddp_pcg64* g, uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo) {
-        g->state = (((unsigned __int128)state_hi) << 64) | state_lo;
-        g->inc = (((unsigned __int128)inc_hi) << 64) | inc_lo;
-    }
-
     /* Column sums of the drawn rows for one or two replicates, for the W columns starting at
        jb, with the W partial sums held in registers; `idx1`/`idx2` hold the drawn row
        offsets. Each replicate's sums are accumulated in draw order. */
@@ -153,12 +116,6 @@ cdef extern from *:
         return 0;
     }
     """
-    uint64_t ddp_mulhi64(uint64_t a, uint64_t b) nogil
-    ctypedef struct ddp_pcg64:
-        pass
-    uint64_t ddp_pcg64_next(ddp_pcg64* g) nogil
-    void ddp_pcg64_advance(ddp_pcg64* g, uint64_t delta) nogil
-    void ddp_pcg64_init(ddp_pcg64* g, uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo) nogil
     int ddp_pcg64_replicates(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
                              uint64_t skip, const double* base, uint64_t n_units,
                              Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc, int two) nogil
@@ -246,25 +203,9 @@ def group_moments(
 # --------------------------------------------------------------------------- bootstrap sums
 
 
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    static inline int ddp_omp_max_threads(void) { return omp_get_max_threads(); }
-    #else
-    static inline int ddp_omp_max_threads(void) { return 1; }
-    #endif
-    """
-    int ddp_omp_max_threads() nogil
-
-
 def max_threads() -> int:
     """Number of threads OpenMP uses by default (``OMP_NUM_THREADS`` or all cores)."""
     return ddp_omp_max_threads()
-
-
-cdef inline int _threads(int num_threads) noexcept nogil:
-    return num_threads if num_threads > 0 else ddp_omp_max_threads()
 
 
 cdef inline void _add_row(const double* row, double* acc, Py_ssize_t n_cols) noexcept nogil:
