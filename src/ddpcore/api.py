@@ -10,18 +10,19 @@ sentences (0 when it has none).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._version import __version__
 from . import schema
 from .anchors.rules import KIND_NAMES, RuleSet, get_rules  # noqa: F401  (KIND_NAMES re-exported)
 from .errors import DDPUsageError
 from .io.segments import ROW, SegmentColumns, read_segments
 from .pipeline.extract import head_noun_source
+from .signature import run_signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -119,12 +120,7 @@ def profile_anchors(
         ``$XDG_CACHE_HOME/ddpcore``, else ``~/.cache/ddpcore``), a path another folder,
         ``False`` none. Cached lines are not parsed again (``signature["cache"]`` counts them).
     """
-    import polars as pl
-
-    from .pipeline.cache import cache_wrapper
-    from .engines.local import BATCH_CHARS, Settings, batches_from_frame, iter_profile, order_segments
-    from .pipeline.parse import Parser, resolve_start_method
-    from .engines.run import resolve_n_process
+    from .engines.local import Settings
 
     if distance not in ("chained", "nearest"):
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D205")
@@ -136,22 +132,47 @@ def profile_anchors(
     if engine != "local":
         from .engines.ray_engine import engine_arg, profile_frame_ray
 
-        engine_arg(engine)
+        engine_arg(engine)  # D192, before the input is read
         seg_r, anc_r, sent_r, sig_r = profile_frame_ray(
-            _read(source, cols, reader, docs, txt_mode), cols=cols, pipeline=pipeline, n_actors=n_process,
-            address=address,
+            _read(source, cols, reader, docs, txt_mode), cols=cols, pipeline=pipeline, n_actors=n_process, address=address,
             settings=Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset), batch_size=batch_size,
             source_name=name)
         return ProfileResult(segments=seg_r, anchors=anc_r, sentences=sent_r, signature=sig_r)
-    df = order_segments(_read(source, cols, reader, docs, txt_mode), cols)
-    n_process = resolve_n_process(n_process, int(df[text].str.len_chars().sum()))
     settings = Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset, n_threads=n_threads)
+    return _profile_local(_read(source, cols, reader, docs, txt_mode), cols, settings, _Parse(pipeline, n_process, batch_size, progress, nlp, cache), name)
 
+
+@dataclass(frozen=True)
+class _Parse:
+    """How :func:`_profile_local` parses: the ``pipeline``, ``n_process``, ``batch_size``, ``progress``,
+    ``nlp`` and ``cache`` arguments of :func:`profile_anchors`."""
+
+    pipeline: str | None
+    n_process: int | str
+    batch_size: int
+    progress: bool
+    nlp: Any
+    cache: Any
+
+
+def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how: _Parse, name: str
+                   ) -> ProfileResult:
+    """The local in-memory run: ``frame`` (validated, with ``ROW``) in batches through
+    :func:`ddpcore.engines.local.iter_profile`; tables concatenated, segments back in input order."""
+    import polars as pl
+
+    from .pipeline.cache import cache_wrapper
+    from .engines.local import BATCH_CHARS, batches_from_frame, iter_profile, order_segments
+    from .pipeline.parse import Parser, resolve_start_method
+    from .engines.run import resolve_n_process
+
+    df = order_segments(frame, cols)
+    n_process = resolve_n_process(how.n_process, int(df[cols.text].str.len_chars().sum()))
     bar = None
-    if progress:
+    if how.progress:
         from tqdm.auto import tqdm
 
-        n_units = int(df[text].str.split("\n").list.eval(pl.element().str.strip_chars().str.len_chars() > 0)
+        n_units = int(df[cols.text].str.split("\n").list.eval(pl.element().str.strip_chars().str.len_chars() > 0)
                       .list.sum().sum())
         bar = tqdm(total=n_units, unit="line", desc="parsing", leave=False, mininterval=0.5)
     tick: Callable[[int], None] | None = bar.update if bar is not None else None
@@ -159,9 +180,9 @@ def profile_anchors(
     try:
         # a caller's loaded pipeline parses in this process, and in forked workers (which share it);
         # spawned workers load the pipeline by name
-        with Parser(pipeline, n_process=n_process, batch_size=batch_size,
-                    nlp=nlp if (n_process == 1 or resolve_start_method() == "fork") else None) as parser:
-            wrapper = cache_wrapper(cache)
+        with Parser(how.pipeline, n_process=n_process, batch_size=how.batch_size,
+                    nlp=how.nlp if (n_process == 1 or resolve_start_method() == "fork") else None) as parser:
+            wrapper = cache_wrapper(how.cache)
             cached = wrapper(parser) if wrapper is not None else None
             for res in iter_profile(batches_from_frame(df, cols, BATCH_CHARS), parser, settings,
                                     source_name=name, progress=tick, parse=cached):
@@ -174,21 +195,10 @@ def profile_anchors(
     finally:
         if bar is not None:
             bar.close()
-    segments = pl.concat(seg_parts).sort(ROW).drop(ROW)
-    anchors = pl.concat(anc_parts)
-    sentences = pl.concat(sent_parts)
-    signature = {
-        "ddpcore": __version__,
-        **info,
-        "distance": distance,
-        "rules": ruleset.name,
-        "rules_description": ruleset.description,
-        "head_nouns": head_noun_source(info),
-        "sentence_unit": sentence_unit,
-        "columns": {"document": document, "segment": segment, "text": text, "domain": domain},
-        **(cached.signature() if cached is not None else {}),
-    }
-    return ProfileResult(segments=segments, anchors=anchors, sentences=sentences, signature=signature)
+    signature = run_signature(info, settings, cols, head_nouns=head_noun_source(info),
+                              extra=cached.signature() if cached is not None else None)
+    return ProfileResult(segments=pl.concat(seg_parts).sort(ROW).drop(ROW), anchors=pl.concat(anc_parts),
+                         sentences=pl.concat(sent_parts), signature=signature)
 
 
 def _read(source: Any, cols: SegmentColumns, reader: str, docs: Any, txt_mode: str) -> pl.DataFrame:
@@ -205,8 +215,14 @@ def _read(source: Any, cols: SegmentColumns, reader: str, docs: Any, txt_mode: s
 
 
 def profile(source: Any, **kwargs: Any) -> pl.DataFrame:
-    """Segment-level DDP of ``source`` (one row per input segment); see :func:`profile_anchors`."""
+    """Segment-level DDP of ``source`` (one row per input segment): ``profile_anchors(source, ...).segments``,
+    with the same keyword arguments (see :func:`profile_anchors`)."""
     return profile_anchors(source, **kwargs).segments
+
+
+# help(ddpcore.profile) and inspect show profile_anchors' keywords, not **kwargs; calls are checked by it
+profile.__signature__ = inspect.signature(profile_anchors).replace(  # type: ignore[attr-defined]
+    return_annotation="pl.DataFrame")
 
 
 def summarize(segments: pl.DataFrame, *, by: str | None = schema.DOMAIN, document: str = schema.DOCUMENT_ID) -> pl.DataFrame:
