@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ddpcore.stats import BlindnessDesign, ResampleOptions, TableColumns
 
 N_SYS, N_DOCS = 20, 2000
 N_BOOT, N_BOOT_CLUSTER = 10_000, 1000
@@ -28,7 +29,7 @@ def make_table(segments_per_doc: int = 1, seed: int = 0) -> Any:
 def battery(table: Any, threads: int | None = 1) -> Any:
     from ddpcore.stats.blindness import blindness
 
-    return blindness(table, margin=3, n_boot=N_BOOT, n_boot_cluster=N_BOOT_CLUSTER, seed=0, threads=threads)
+    return blindness(table, margin=3, options=ResampleOptions(n_boot=N_BOOT, seed=0, threads=threads), design=BlindnessDesign(n_boot_cluster=N_BOOT_CLUSTER))
 
 
 def components(table: Any) -> dict[str, Any]:
@@ -40,11 +41,11 @@ def components(table: Any) -> dict[str, Any]:
     from ddpcore.stats.power import tost_power_analysis
 
     return {
-        "bootstrap_tau (B = 10,000), default threads": lambda: bootstrap_tau(table, "DOC", "MIX", n_boot=N_BOOT, seed=0),
-        "bootstrap_tau (B = 10,000), threads=1": lambda: bootstrap_tau(table, "DOC", "MIX", n_boot=N_BOOT, seed=0,
-                                                                       threads=1),
+        "bootstrap_tau (B = 10,000), default threads": lambda: bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=N_BOOT, seed=0)),
+        "bootstrap_tau (B = 10,000), threads=1": lambda: bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=N_BOOT, seed=0, threads=1)),
         "cluster_systems bootstrap x 2 (B = 1,000)": lambda: [
-            cluster_systems(table, "bootstrap", condition_value=c, n_boot=N_BOOT_CLUSTER, annotator=None)
+            cluster_systems(table, "bootstrap", condition_value=c, columns=TableColumns(annotator=None),
+                            options=ResampleOptions(n_boot=N_BOOT_CLUSTER))
             for c in ("DOC", "MIX")],
         "power analysis": lambda: tost_power_analysis(int(table.height // 2), float(np.std(table["score"].to_numpy())), -3, 3),
     }

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from ddpcore.stats import ResampleOptions
 
 N_SYS, N_DOCS, SEGS_PER_DOC, N_ANN = 20, 200, 10, 40
 N_BOOT = 1000
@@ -184,10 +185,10 @@ def main() -> None:
     add("ddpcore cluster_systems(method='wmt24')", lambda: cluster_systems(df, "wmt24"), 7)
     add("ddpcore cluster_systems(method='wmt24', by_domain=True)", lambda: cluster_systems(df, "wmt24", by_domain=True), 7)
     boot = add(f"ddpcore cluster_systems(method='bootstrap', n_boot={N_BOOT})",
-               lambda: cluster_systems(df, "bootstrap", n_boot=N_BOOT), 7)
+               lambda: cluster_systems(df, "bootstrap", options=ResampleOptions(n_boot=N_BOOT)), 7)
     bloop = add(f"peer: Python loop over {N_BOOT} document resamples", lambda: bootstrap_loop(scores, doc), 3)
     perm = add(f"ddpcore cluster_systems(method='permutation', n_boot={N_BOOT})",
-               lambda: cluster_systems(df, "permutation", n_boot=N_BOOT), 5)
+               lambda: cluster_systems(df, "permutation", options=ResampleOptions(n_boot=N_BOOT)), 5)
     ploop = add(f"peer: mt-metrics-eval-style loop, {N_BOOT} permutations x 190 pairs (5 timed, x38)",
                 lambda: permutation_loop_pairs(scores, 5), 1, scale=190 / 5)
     print(f"cluster_systems benchmark: {N_SYS} systems x {N_DOCS * SEGS_PER_DOC} segments "
@@ -234,7 +235,7 @@ def test_scipy_wmt25_walk(benchmark, data):
 def test_ddpcore_methods(benchmark, data, method):
     from ddpcore.stats import cluster_systems
 
-    benchmark(cluster_systems, data[0], method, n_boot=N_BOOT)
+    benchmark(cluster_systems, data[0], method, options=ResampleOptions(n_boot=N_BOOT))
 
 
 @pytest.mark.benchmark(group="cluster other methods")

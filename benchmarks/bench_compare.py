@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from ddpcore.stats import CompareTests, ResampleOptions
 
 N_SYSTEMS, N_DOCS, SEG_PER_DOC = 50, 10_000, 3
 N_BOOT, N_AR = 1_000, 10_000
@@ -57,8 +58,7 @@ def score_table(n_systems: int = N_SYSTEMS, n_docs: int = N_DOCS, seg_per_doc: i
 def run_ddpcore(table, *, n_boot: int = N_BOOT, n_ar: int = N_AR, threads: int | None = None):
     from ddpcore.stats.compare import compare_systems
 
-    return compare_systems(table, "sys00", unit="document", test="both", n_boot=n_boot, n_ar=n_ar, seed=0,
-                           threads=threads)
+    return compare_systems(table, "sys00", options=ResampleOptions(n_boot=n_boot, seed=0, threads=threads), tests=CompareTests(unit="document", test="both", n_ar=n_ar))
 
 
 class _Score:

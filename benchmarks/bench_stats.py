@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ddpcore.stats import ResampleOptions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,7 +89,7 @@ def scipy_bootstrap_means(sums: np.ndarray, counts: np.ndarray, n_boot: int = B_
 def ddp_bootstrap_means(table, n_boot: int = B_DDP):
     from ddpcore.stats.bootstrap import bootstrap_system_means
 
-    return bootstrap_system_means(table, n_boot=n_boot, seed=1)
+    return bootstrap_system_means(table, options=ResampleOptions(n_boot=n_boot, seed=1))
 
 
 # ------------------------------------------------------------------ TOST over groups
@@ -231,8 +232,9 @@ def cold_start_seconds(path: Path, how: str = "python", n_boot: int = 10_000) ->
         env["NUMBA_CACHE_DIR"] = empty_cache  # an empty Numba cache, although no stats kernel uses Numba
         if how == "python":
             cmd = [sys.executable, "-c",
-                   "import sys; from ddpcore.stats.bootstrap import bootstrap_tau; "
-                   f"r = bootstrap_tau(sys.argv[1], 'DOC', 'MIX', n_boot={n_boot}, seed=0); print(r.tau)", str(path)]
+                   "import sys; from ddpcore.stats import ResampleOptions; from ddpcore.stats.bootstrap import bootstrap_tau; "
+                   f"r = bootstrap_tau(sys.argv[1], 'DOC', 'MIX', options=ResampleOptions(n_boot={n_boot}, seed=0)); "
+                   "print(r.tau)", str(path)]
         else:
             ddp = str(Path(sys.executable).with_name("ddp"))
             cmd = [ddp, "stats", "tau", str(path), "--a", "DOC", "--b", "MIX", "--n-boot", str(n_boot)]

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from ddpcore.stats import BlindnessDesign, ResampleOptions
 
 
 def windowed_chrf(frame: pl.DataFrame, ref: dict[int, str], prev_line: dict[int, int | None]) -> np.ndarray:
@@ -90,7 +91,7 @@ def main() -> None:
         cols = ["document_id", "segment_id", "system", "source_system", "condition", "score"]
         scores = pl.concat([doc.select(cols), mx.select(cols)])
         t0 = time.perf_counter()
-        res = blindness(scores, margin=1.0, n_boot=10_000, n_boot_cluster=1000, seed=0)
+        res = blindness(scores, margin=1.0, options=ResampleOptions(n_boot=10_000, seed=0), design=BlindnessDesign(n_boot_cluster=1000))
         t_bl = time.perf_counter() - t0
         ev = res.evidence
         row.update({

@@ -23,6 +23,7 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+from ddpcore.stats import ResampleOptions
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -110,15 +111,14 @@ def esa_battery(n_boot_tau: int = 10_000, n_boot_cluster: int = 1000, seed: int 
                                 "equivalent": res.equivalent})
     out["tau"] = []
     for excl in ((), ("refA",)):
-        t = bootstrap_tau(core, "ESA-1", "ESA-2", n_boot=n_boot_tau, seed=seed, exclude_systems=excl)
+        t = bootstrap_tau(core, "ESA-1", "ESA-2", exclude_systems=excl, options=ResampleOptions(n_boot=n_boot_tau, seed=seed))
         out["tau"].append({"systems": len(t.systems), "excluded": list(excl), "tau": t.tau, "p_value": t.p_value,
                            "ci_low": t.ci_low, "ci_high": t.ci_high, "share_below_0.667": t.share_below_tau_min,
                            "replicate_mean": t.replicate_mean, "replicate_sd": t.replicate_sd,
                            "share_tied": t.share_tied, "n_units": t.n_units, "n_boot": t.n_boot})
     out["clusters"] = {}
     for method in METHODS:
-        res = {c: cluster_systems(core, method, condition_value=c, pair_annotator=False, n_boot=n_boot_cluster,
-                                  seed=seed) for c in ("ESA-1", "ESA-2")}
+        res = {c: cluster_systems(core, method, condition_value=c, pair_annotator=False, options=ResampleOptions(n_boot=n_boot_cluster, seed=seed)) for c in ("ESA-1", "ESA-2")}
         cmp = compare_clusters(res["ESA-1"], res["ESA-2"])
         out["clusters"][method] = {c: {"n_clusters": len(r.clusters), "clusters": [list(k) for k in r.clusters],
                                        "rank_ranges": {s: list(v) for s, v in r.rank_ranges.items()}}
@@ -141,8 +141,7 @@ def esa_battery(n_boot_tau: int = 10_000, n_boot_cluster: int = 1000, seed: int 
     out["errors"]["tost_errors_eps0.5"] = {"mean_diff": te.mean_diff, "ci_low": te.ci_low, "ci_high": te.ci_high,
                                            "p_value": te.p_value, "equivalent": te.equivalent}
     spans = _span_table(raw)
-    bd = boundary_rate_difference(spans.filter(pl.col("condition") == "ESA-1"), spans.filter(pl.col("condition") == "ESA-2"),
-                                  n_boot=10_000, seed=seed)
+    bd = boundary_rate_difference(spans.filter(pl.col("condition") == "ESA-1"), spans.filter(pl.col("condition") == "ESA-2"), options=ResampleOptions(n_boot=10_000, seed=seed))
     out["errors"]["boundary_difference"] = {"difference": bd.difference, "ci_low": bd.ci_low, "ci_high": bd.ci_high,
                                             "n_units": bd.n_units}
     items = raw.with_columns(pl.format("{}#{}#{}", "document_id", "segment_id", "system").alias("item"))
@@ -170,7 +169,7 @@ def wmt24_battery(n_boot_cluster: int = 1000, seed: int = 0) -> dict[str, Any]:
         row.update(_error_rates(part))
         row["clusters"] = {}
         for method, kw in (("wmt24", {"by_domain": True}), ("wmt25", {}), ("bootstrap", {}), ("permutation", {})):
-            res = cluster_systems(core, method, pair_annotator=False, n_boot=n_boot_cluster, seed=seed, **kw)
+            res = cluster_systems(core, method, pair_annotator=False, **kw, options=ResampleOptions(n_boot=n_boot_cluster, seed=seed))
             row["clusters"][method] = {"n_clusters": len(res.clusters), "clusters": [list(c) for c in res.clusters],
                                        "top": list(res.clusters[0])}
         out[lp] = row

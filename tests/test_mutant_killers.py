@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from ddpcore.stats.bootstrap import bootstrap_tau
+from ddpcore.stats import ResampleOptions
 
 # 4 documents x 4 systems x 2 conditions, one segment per (document, system, condition).
 # Scores chosen so that system means tie in some replicates (tau-b and tau-a then differ).
@@ -61,7 +62,7 @@ def test_bootstrap_tau_replicates_are_tau_b_with_ties():
     # kills M08 (tie correction dropped in the tau_b_rows kernel): at least one replicate has tied
     # system means, where tau-a = (C - D) / 6 differs from tau-b = (C - D) / sqrt((6 - tx)(6 - ty))
     ref = _reference_replicates()
-    res = bootstrap_tau(_table(), "a", "b", indices=_INDICES, tau_min=0.5)
+    res = bootstrap_tau(_table(), "a", "b", tau_min=0.5, options=ResampleOptions(indices=_INDICES))
     got = res.replicates
     ok = [i for i, r in enumerate(ref) if np.isfinite(r)]
     assert len(ok) >= 5
@@ -77,7 +78,7 @@ def test_replicate_sd_is_the_sample_sd():
     # kills M04 (std(ddof=1) -> std()): replicate_sd is the n - 1 standard deviation of the
     # defined replicates (statistics.stdev is the sample SD, n - 1 in the denominator)
     ref = [r for r in _reference_replicates() if np.isfinite(r)]
-    res = bootstrap_tau(_table(), "a", "b", indices=_INDICES)
+    res = bootstrap_tau(_table(), "a", "b", options=ResampleOptions(indices=_INDICES))
     assert res.replicate_sd == np.float64(statistics.stdev(ref)) or np.isclose(
         res.replicate_sd, statistics.stdev(ref), rtol=1e-12, atol=0)
     assert not np.isclose(statistics.stdev(ref), statistics.pstdev(ref))  # the two really differ here

@@ -14,19 +14,19 @@ from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.stats.blindness import blindness, simulate_scores
 from ddpcore.stats.bootstrap import bootstrap_tau
 from ddpcore.stats.power import tost_power
+from ddpcore.stats import BlindnessDesign, ResampleOptions
 
-FAST = dict(n_boot=500, n_boot_cluster=200)
 
 
 def test_blind_metric_is_blind() -> None:
-    r = blindness(simulate_scores(40, 5, 8, shift=0.0, seed=1), margin=3, **FAST)
+    r = blindness(simulate_scores(40, 5, 8, shift=0.0, seed=1), margin=3, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
     assert r.verdict == "blind"
     assert r.evidence["tost"]["equivalent"] and not r.evidence["ranking"]["rankings_differ"]
     assert r.power > 0.99 and r.to_dict()["signature"]["method"] == "blindness"
 
 
 def test_shifted_metric_is_sensitive() -> None:
-    r = blindness(simulate_scores(40, 5, 8, shift=6.0, seed=1), margin=3, **FAST)
+    r = blindness(simulate_scores(40, 5, 8, shift=6.0, seed=1), margin=3, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
     assert r.verdict == "sensitive"
     t = r.evidence["tost"]
     assert t["ci_high"] < -3  # mean(DOC - MIX) = -6 +- noise
@@ -38,7 +38,7 @@ def test_reranked_metric_is_sensitive_through_the_rankings() -> None:
     df = simulate_scores(200, 3, 8, shift=0.0, system_sd=0.5, rank_noise=0.0, seed=3, noise=1.0)
     rev = df.with_columns(pl.when(pl.col("condition") == "MIX").then(
         pl.col("score") - 2 * (pl.col("score").mean().over("system", "condition") - 70)).otherwise(pl.col("score")))
-    r = blindness(rev, margin=3, **FAST)
+    r = blindness(rev, margin=3, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
     assert r.evidence["ranking"]["ci_high"] < 0.667
     assert r.verdict == "sensitive" and any("rankings differ" in x for x in r.reasons)
 
@@ -46,7 +46,7 @@ def test_reranked_metric_is_sensitive_through_the_rankings() -> None:
 def test_handful_of_documents_is_inconclusive_with_power() -> None:
     # 3 documents x 1 segment x 3 systems, noisy: 9 pairs cannot establish +-1
     df = simulate_scores(3, 1, 3, shift=0.0, noise=4.0, seed=4)
-    r = blindness(df, margin=1, unit="segment", **FAST)
+    r = blindness(df, margin=1, options=ResampleOptions(n_boot=500), design=BlindnessDesign(unit="segment", n_boot_cluster=200))
     assert r.verdict == "inconclusive"
     assert r.power < 0.8 and r.n_needed is not None and r.n_needed > 9
     assert any("underpowered" in x for x in r.reasons)
@@ -54,12 +54,12 @@ def test_handful_of_documents_is_inconclusive_with_power() -> None:
 
 def test_tost_equals_statsmodels_and_tau_equals_bootstrap_tau() -> None:
     df = simulate_scores(20, 4, 6, shift=0.5, seed=7)
-    r = blindness(df, margin=2, **FAST)
+    r = blindness(df, margin=2, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
     doc = df.filter(pl.col("condition") == "DOC").sort("document_id", "segment_id", "system")["score"].to_numpy()
     mix = df.filter(pl.col("condition") == "MIX").sort("document_id", "segment_id", "system")["score"].to_numpy()
     p, _, _ = ttost_paired(doc, mix, -2, 2)
     assert r.evidence["tost"]["p_value"] == pytest.approx(p, rel=1e-10)
-    tau = bootstrap_tau(df, "DOC", "MIX", n_boot=500, seed=0)
+    tau = bootstrap_tau(df, "DOC", "MIX", options=ResampleOptions(n_boot=500, seed=0))
     assert r.evidence["ranking"]["ci_low"] == tau.ci_low and r.evidence["ranking"]["tau"] == tau.tau
     sd = float(np.std(doc - mix, ddof=1))
     assert r.evidence["power"]["power"] == pytest.approx(tost_power(doc.size, sd, -2, 2), abs=1e-12)
@@ -67,7 +67,7 @@ def test_tost_equals_statsmodels_and_tau_equals_bootstrap_tau() -> None:
 
 def test_margin_sd_and_document_unit() -> None:
     df = simulate_scores(30, 4, 5, seed=2)
-    r = blindness(df, margin_sd=0.5, unit="document", **FAST)
+    r = blindness(df, margin_sd=0.5, options=ResampleOptions(n_boot=500), design=BlindnessDesign(unit="document", n_boot_cluster=200))
     t = r.evidence["tost"]
     assert t["n"] == 30 * 5 and t["margin"] == pytest.approx(0.5 * t["sd_diff"])
 
@@ -77,12 +77,12 @@ def test_source_attribution_of_mix_rows() -> None:
     mix = df.filter(pl.col("condition") == "MIX").with_columns(
         pl.col("system").alias("source_system"), pl.lit("sys00").alias("system"))
     both = pl.concat([df.filter(pl.col("condition") == "DOC").with_columns(pl.lit(None, pl.String).alias("source_system")), mix])
-    r = blindness(both, margin=3, **FAST)
+    r = blindness(both, margin=3, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
     assert r.evidence["attribute"] == "source" and r.evidence["tost"]["unpaired_a"] == 0
     stray = both.with_columns(pl.when(pl.col("condition") == "MIX").then(pl.lit("ghost")).otherwise(
         pl.col("source_system")).alias("source_system"))
     with pytest.raises(DDPDataError, match=r"D512.*document 'doc00000'.*'ghost'"):
-        blindness(stray, margin=3, **FAST)
+        blindness(stray, margin=3, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
 
 
 def test_recoverability_and_spans_when_given() -> None:
@@ -92,7 +92,7 @@ def test_recoverability_and_spans_when_given() -> None:
         pl.lit("abcdefghij").alias("target_text"),
         pl.struct(span_start=pl.col("segment_id"), span_end=pl.col("segment_id") + 1).implode().over(
             "document_id", "segment_id", "system", "condition").alias("error_spans"))
-    r = blindness(full, margin=3, **FAST)
+    r = blindness(full, margin=3, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
     assert set(r.evidence["recoverability"]) == {"SEG->DOC", "SEG->MIX"}
     assert r.evidence["boundary_spans"]["n_spans_a"] == df.height // 2
 
@@ -135,9 +135,9 @@ def test_renamed_columns_agree() -> None:
     renamed = df.rename({"score": "s", "document_id": "doc"})
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        base = blindness(df, margin=3, **FAST)
-        new = blindness(renamed, margin=3, columns=TableColumns(score="s", document="doc"), **FAST)
+        base = blindness(df, margin=3, options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
+        new = blindness(renamed, margin=3, columns=TableColumns(score="s", document="doc"), options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))
     assert new.verdict == base.verdict
     assert new.evidence["tost"] == base.evidence["tost"]
     with pytest.raises(TypeError, match="unexpected keyword argument 'score'"):
-        blindness(renamed, margin=3, score="s", document="doc", **FAST)
+        blindness(renamed, margin=3, score="s", document="doc", options=ResampleOptions(n_boot=500), design=BlindnessDesign(n_boot_cluster=200))

@@ -15,8 +15,8 @@ from statsmodels.stats.weightstats import ttost_paired
 
 from ddpcore.errors import DDPDataError
 from ddpcore.stats.blindness import blindness
+from ddpcore.stats import BlindnessDesign, BlindnessInputs, ResampleOptions
 
-FAST = dict(n_boot=200, n_boot_cluster=50)
 
 
 def _table(seed: int = 0, n_docs: int = 10, n_seg: int = 3, n_sys: int = 4) -> pl.DataFrame:
@@ -50,7 +50,7 @@ def _slow_tost(df: pl.DataFrame, use_source: bool, eps: float) -> tuple[float, i
 def test_source_attribution_recorded_and_equal_to_a_hand_pairing() -> None:
     df = _table()
     seen: list[str] = []
-    r = blindness(df, margin=3, warn=seen.append, **FAST)
+    r = blindness(df, margin=3, warn=seen.append, options=ResampleOptions(n_boot=200), design=BlindnessDesign(n_boot_cluster=50))
     p, n = _slow_tost(df, True, 3)
     assert r.evidence["tost"]["p_value"] == pytest.approx(p, rel=1e-9) and r.evidence["tost"]["n"] == n
     assert r.attribute_used == "source" and r.evidence["attribute"] == "source" and r.signature["attribute"] == "source"
@@ -63,7 +63,7 @@ def test_source_attribution_recorded_and_equal_to_a_hand_pairing() -> None:
 def test_auto_fallback_to_nominal_warns_records_and_strict_refuses() -> None:
     df = _table().drop("source_system")
     with pytest.warns(UserWarning, match="--attribute auto fell back to nominal"):
-        r = blindness(df, margin=3, **FAST)
+        r = blindness(df, margin=3, options=ResampleOptions(n_boot=200), design=BlindnessDesign(n_boot_cluster=50))
     p, n = _slow_tost(df.with_columns(pl.lit(None).alias("source_system")), False, 3)
     assert r.evidence["tost"]["p_value"] == pytest.approx(p, rel=1e-9) and r.evidence["tost"]["n"] == n
     d = r.to_dict()
@@ -72,10 +72,10 @@ def test_auto_fallback_to_nominal_warns_records_and_strict_refuses() -> None:
     assert len(d["warnings"]) == 1 and "no 'source_system' column" in d["warnings"][0]
     assert r.verdict == "sensitive"  # the nominal ranking is reshuffled: a different answer, now said
     with pytest.raises(DDPDataError, match=r"D700.*--strict makes this an error"):
-        blindness(df, margin=3, strict=True, **FAST)
+        blindness(df, margin=3, options=ResampleOptions(n_boot=200), design=BlindnessDesign(strict=True, n_boot_cluster=50))
     # chosen explicitly: no warning, strict accepts it
     seen: list[str] = []
-    r2 = blindness(df, margin=3, attribute="nominal", strict=True, warn=seen.append, **FAST)
+    r2 = blindness(df, margin=3, warn=seen.append, options=ResampleOptions(n_boot=200), design=BlindnessDesign(attribute="nominal", strict=True, n_boot_cluster=50))
     assert seen == [] and r2.attribute_reason.startswith("--attribute nominal") and r2.verdict == "sensitive"
 
 
@@ -83,10 +83,10 @@ def test_required_columns_name_what_exists() -> None:
     df = _table()
     with pytest.raises(DDPDataError, match=r"D301.*'src' \(--source-system-col\) is missing; available columns: "
                                            r"document_id, segment_id, system, condition, score, source_system"):
-        blindness(df, margin=3, source_system="src", required=["source_system"], **FAST)
+        blindness(df, margin=3, options=ResampleOptions(n_boot=200), design=BlindnessDesign(n_boot_cluster=50), inputs=BlindnessInputs(source_system="src", required=["source_system"]))
     # not required: the optional default name is simply absent -> fallback with its warning
     with pytest.warns(UserWarning, match="no 'src' column"):
-        assert blindness(df, margin=3, source_system="src", **FAST).attribute_used == "nominal"
+        assert blindness(df, margin=3, options=ResampleOptions(n_boot=200), design=BlindnessDesign(n_boot_cluster=50), inputs=BlindnessInputs(source_system="src")).attribute_used == "nominal"
 
 
 def test_battery_budget_names_the_cluster_flag() -> None:
@@ -94,4 +94,4 @@ def test_battery_budget_names_the_cluster_flag() -> None:
 
     with pytest.raises(DDPUsageError, match=r"D363\] blindness clusters DOC \(--n-boot-cluster 1,000,000,000\).*"
                                              r"lower --n-boot-cluster to about"):
-        blindness(_table(n_docs=40), margin=3, n_boot=200, n_boot_cluster=10**9, max_seconds=10)
+        blindness(_table(n_docs=40), margin=3, options=ResampleOptions(n_boot=200, max_seconds=10), design=BlindnessDesign(n_boot_cluster=10**9))

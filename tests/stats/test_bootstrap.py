@@ -25,6 +25,7 @@ from ddpcore.stats.bootstrap import (
     resample_sums,
     unit_keys,
 )
+from ddpcore.stats import ResampleOptions
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +70,10 @@ def test_seeded_sums_equal_explicit_indices_and_loop():
 
 def test_bootstrap_tau_equals_oracle_loop(table):
     idx = resample_indices(25, 10, 3)
-    res = bootstrap_tau(table, "DOC", "MIX", indices=idx)
+    res = bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(indices=idx))
     oracle = bootstrap_tau_loop(table, "DOC", "MIX", idx)
     assert np.allclose(res.replicates, oracle, rtol=0, atol=1e-12, equal_nan=True)
-    seeded = bootstrap_tau(table, "DOC", "MIX", n_boot=25, seed=3)
+    seeded = bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=25, seed=3))
     assert np.array_equal(seeded.replicates, res.replicates, equal_nan=True)
     assert seeded.seed == 3 and res.seed is None and res.signature["indices"] == "user"
 
@@ -80,17 +81,17 @@ def test_bootstrap_tau_equals_oracle_loop(table):
 def test_bootstrap_tau_segment_unit_and_document_weighting(table):
     n_seg = unit_keys(table, unit="segment", conditions=("DOC", "MIX")).height
     idx = resample_indices(15, n_seg, 1)
-    res = bootstrap_tau(table, "DOC", "MIX", unit="segment", indices=idx)
+    res = bootstrap_tau(table, "DOC", "MIX", unit="segment", options=ResampleOptions(indices=idx))
     assert res.n_units == n_seg
     assert np.allclose(res.replicates, bootstrap_tau_loop(table, "DOC", "MIX", idx, unit="segment"), atol=1e-12, equal_nan=True)
     idx = resample_indices(15, 10, 2)
-    res = bootstrap_tau(table, "DOC", "MIX", weighting="document", indices=idx)
+    res = bootstrap_tau(table, "DOC", "MIX", weighting="document", options=ResampleOptions(indices=idx))
     oracle = bootstrap_tau_loop(table, "DOC", "MIX", idx, weighting="document")
     assert np.allclose(res.replicates, oracle, atol=1e-12, equal_nan=True)
 
 
 def test_point_estimate_and_summary(table):
-    res = bootstrap_tau(table, "DOC", "MIX", n_boot=500, seed=0)
+    res = bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=500, seed=0))
     means = table.group_by(["condition", "system"]).agg(pl.col("score").mean()).sort("system")
     a = means.filter(pl.col("condition") == "DOC")["score"].to_numpy()
     b = means.filter(pl.col("condition") == "MIX")["score"].to_numpy()
@@ -113,8 +114,8 @@ def test_point_estimate_and_summary(table):
 @given(seed=st.integers(0, 2**31), n_sys=st.integers(2, 7), n_docs=st.integers(2, 9))
 def test_properties_tau_range_and_same_seed(seed, n_sys, n_docs):
     df = synthetic_long_table(seed=seed % 1000, n_docs=n_docs, n_systems=n_sys, annotators=1, integer_scores=True)
-    r1 = bootstrap_tau(df, "DOC", "MIX", n_boot=60, seed=seed)
-    r2 = bootstrap_tau(df, "DOC", "MIX", n_boot=60, seed=seed)
+    r1 = bootstrap_tau(df, "DOC", "MIX", options=ResampleOptions(n_boot=60, seed=seed))
+    r2 = bootstrap_tau(df, "DOC", "MIX", options=ResampleOptions(n_boot=60, seed=seed))
     assert np.array_equal(r1.replicates, r2.replicates, equal_nan=True)
     ok = r1.replicates[np.isfinite(r1.replicates)]
     assert ((ok >= -1) & (ok <= 1)).all()
@@ -122,8 +123,8 @@ def test_properties_tau_range_and_same_seed(seed, n_sys, n_docs):
 
 
 def test_threads_do_not_change_replicates(table):
-    r1 = bootstrap_tau(table, "DOC", "MIX", n_boot=300, seed=11, threads=1)
-    r2 = bootstrap_tau(table, "DOC", "MIX", n_boot=300, seed=11, threads=2)
+    r1 = bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=300, seed=11, threads=1))
+    r2 = bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=300, seed=11, threads=2))
     assert np.array_equal(r1.replicates, r2.replicates, equal_nan=True)
     values = np.random.default_rng(2).normal(size=(200, 7))
     assert np.array_equal(resample_sums(values, n_boot=333, seed=5, threads=1), resample_sums(values, n_boot=333, seed=5, threads=2))
@@ -133,8 +134,8 @@ def test_omp_num_threads_environment(tmp_path, table):
     path = tmp_path / "t.parquet"
     table.write_parquet(path)
     code = (
-        "import sys, numpy as np; from ddpcore.stats.bootstrap import bootstrap_tau; "
-        "r = bootstrap_tau(sys.argv[1], 'DOC', 'MIX', n_boot=400, seed=7); np.save(sys.argv[2], r.replicates)"
+        "import sys, numpy as np; from ddpcore.stats import ResampleOptions; from ddpcore.stats.bootstrap import bootstrap_tau; "
+        "r = bootstrap_tau(sys.argv[1], 'DOC', 'MIX', options=ResampleOptions(n_boot=400, seed=7)); np.save(sys.argv[2], r.replicates)"
     )
     outs = []
     for n in ("1", "2"):
@@ -157,12 +158,12 @@ def test_undefined_replicates_are_counted():
         }
     )
     idx = np.array([[0, 0], [0, 1], [1, 1]])
-    res = bootstrap_tau(df, "DOC", "MIX", indices=idx)
+    res = bootstrap_tau(df, "DOC", "MIX", options=ResampleOptions(indices=idx))
     assert np.isnan(res.replicates[0]) and res.n_undefined == 1 and res.replicates[2] == 1.0
 
 
 def test_system_means_replicates(table):
-    res = bootstrap_system_means(table, condition_value="DOC", n_boot=20, seed=1)
+    res = bootstrap_system_means(table, condition_value="DOC", options=ResampleOptions(n_boot=20, seed=1))
     idx = resample_indices(20, 10, 1)
     docs = unit_keys(table, conditions=("DOC",))["document_id"].to_list()
     doc_rows = table.filter(pl.col("condition") == "DOC")
@@ -175,43 +176,42 @@ def test_system_means_replicates(table):
 
 def test_bad_input(table, tmp_path):
     with pytest.raises(DDPDataError, match=r"\[D310\].*sys4.*'MIX'"):
-        bootstrap_tau(table.filter(~((pl.col("system") == "sys4") & (pl.col("condition") == "MIX"))), "DOC", "MIX", n_boot=5)
+        bootstrap_tau(table.filter(~((pl.col("system") == "sys4") & (pl.col("condition") == "MIX"))), "DOC", "MIX", options=ResampleOptions(n_boot=5))
     with pytest.raises(DDPDataError, match=r"\[D305\].*'SEG'"):
-        bootstrap_tau(table, "DOC", "SEG", n_boot=5)
+        bootstrap_tau(table, "DOC", "SEG", options=ResampleOptions(n_boot=5))
     with pytest.raises(DDPDataError, match=r"\[D302\].*nan_policy='omit'"):
-        bootstrap_tau(table.with_columns(pl.when(pl.col("segment_id") == 1).then(None).otherwise(pl.col("score")).alias("score")), "DOC", "MIX", n_boot=5)
+        bootstrap_tau(table.with_columns(pl.when(pl.col("segment_id") == 1).then(None).otherwise(pl.col("score")).alias("score")), "DOC", "MIX", options=ResampleOptions(n_boot=5))
     with pytest.raises(DDPDataError, match=r"\[D313\].*\(n_boot, 10\)"):
-        bootstrap_tau(table, "DOC", "MIX", indices=np.zeros((5, 9), dtype=int))
+        bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(indices=np.zeros((5, 9), dtype=int)))
     with pytest.raises(DDPDataError, match=r"\[D313\].*\[0, 10\)"):
-        bootstrap_tau(table, "DOC", "MIX", indices=np.full((5, 10), 10))
+        bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(indices=np.full((5, 10), 10)))
     with pytest.raises(DDPUsageError, match="n_boot=4 but indices has 5 rows"):
-        bootstrap_tau(table, "DOC", "MIX", n_boot=4, indices=np.zeros((5, 10), dtype=int))
+        bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=4, indices=np.zeros((5, 10), dtype=int)))
     with pytest.raises(DDPDataError, match=r"\[D301\].*'doc'.*--document"):
-        bootstrap_tau(table, "DOC", "MIX", columns=TableColumns(document="doc"), n_boot=5)
+        bootstrap_tau(table, "DOC", "MIX", columns=TableColumns(document="doc"), options=ResampleOptions(n_boot=5))
     with pytest.raises(DDPDataError, match="D310"):
-        bootstrap_tau(table.filter(pl.col("system") == "sys0"), "DOC", "MIX", n_boot=5)
+        bootstrap_tau(table.filter(pl.col("system") == "sys0"), "DOC", "MIX", options=ResampleOptions(n_boot=5))
     with pytest.raises(DDPUsageError, match="weighting='document'"):
-        bootstrap_tau(table, "DOC", "MIX", unit="segment", weighting="document", n_boot=5)
+        bootstrap_tau(table, "DOC", "MIX", unit="segment", weighting="document", options=ResampleOptions(n_boot=5))
     with pytest.raises(DDPUsageError, match="n_boot"):
-        bootstrap_tau(table, "DOC", "MIX", n_boot=0)
+        bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=0))
 
 
 def test_column_keywords_and_files(table, tmp_path):
     renamed = table.rename({"document_id": "doc", "system": "sys", "score": "esa", "condition": "cond"})
     path = tmp_path / "t.tsv"
     renamed.write_csv(path, separator="\t")
-    a = bootstrap_tau(path, "DOC", "MIX", n_boot=50, seed=2,
-                      columns=TableColumns(document="doc", system="sys", score="esa", condition="cond"))
-    b = bootstrap_tau(table, "DOC", "MIX", n_boot=50, seed=2)
+    a = bootstrap_tau(path, "DOC", "MIX", columns=TableColumns(document="doc", system="sys", score="esa", condition="cond"), options=ResampleOptions(n_boot=50, seed=2))
+    b = bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=50, seed=2))
     assert np.array_equal(a.replicates, b.replicates, equal_nan=True) and a.tau == b.tau
-    c = bootstrap_tau(table.to_pandas(), "DOC", "MIX", n_boot=50, seed=2)
+    c = bootstrap_tau(table.to_pandas(), "DOC", "MIX", options=ResampleOptions(n_boot=50, seed=2))
     assert np.array_equal(c.replicates, b.replicates, equal_nan=True)
 
 
 def test_exclude_systems(table):
-    res = bootstrap_tau(table, "DOC", "MIX", n_boot=30, seed=0, exclude_systems=["sys4"])
+    res = bootstrap_tau(table, "DOC", "MIX", exclude_systems=["sys4"], options=ResampleOptions(n_boot=30, seed=0))
     assert res.systems == ["sys0", "sys1", "sys2", "sys3"]
-    ref = bootstrap_tau(table.filter(pl.col("system") != "sys4"), "DOC", "MIX", n_boot=30, seed=0)
+    ref = bootstrap_tau(table.filter(pl.col("system") != "sys4"), "DOC", "MIX", options=ResampleOptions(n_boot=30, seed=0))
     assert np.array_equal(res.replicates, ref.replicates, equal_nan=True)
 
 
@@ -226,7 +226,7 @@ def test_blocks_reproduce_the_one_shot_replicates(table, monkeypatch):
 
     monkeypatch.setattr(bs, "_BLOCK_WORK", 1)  # -> blocks of 16 replicates
     n_boot = 101  # 7 blocks, the last one partial and odd (the kernel draws replicates in pairs)
-    res = bootstrap_tau(table, "DOC", "MIX", n_boot=n_boot, seed=11)
+    res = bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=n_boot, seed=11))
     n_units = unit_keys(table, conditions=("DOC", "MIX")).height
     idx = resample_indices(n_boot, n_units, 11)
     oracle = bootstrap_tau_loop(table, "DOC", "MIX", idx)
@@ -242,15 +242,15 @@ def test_memory_budget_refuses_before_allocating(table):
     # 10**12 replicates would need ~18 TB; refused at once (no allocation, no work), for Python users too
     with pytest.raises(DDPUsageError, match=r"\[D362\] bootstrap_tau .*n_boot=1,000,000,000,000 needs about "
                                             r"16\.\d TiB .*lower --n-boot to at most"):
-        bootstrap_tau(table, "DOC", "MIX", n_boot=10**12, max_memory="1G")
+        bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=10**12, max_memory="1G"))
     with pytest.raises(DDPUsageError, match=r"\[D362\] resample_sums"):
         resample_sums(np.ones((10, 4)), n_boot=10**11)
     with pytest.raises(DDPUsageError, match=r"\[D362\] resample_indices"):
         resample_indices(10**9, 1000, 0, max_memory="1G")
     with pytest.raises(DDPUsageError, match=r"\[D362\] bootstrap_system_means"):
-        bootstrap_system_means(table, condition_value="DOC", n_boot=10**10, max_memory="1G")
+        bootstrap_system_means(table, condition_value="DOC", options=ResampleOptions(n_boot=10**10, max_memory="1G"))
     # the limit is exact: 1,000 replicates of tau fit 1 GiB
-    assert bootstrap_tau(table, "DOC", "MIX", n_boot=1000, max_memory="1G").n_boot == 1000
+    assert bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=1000, max_memory="1G")).n_boot == 1000
 
 
 def test_time_budget_extrapolates_from_the_first_block(table, monkeypatch):
@@ -261,7 +261,7 @@ def test_time_budget_extrapolates_from_the_first_block(table, monkeypatch):
     # any measured cost per replicate times 10**9 replicates is over 1 s
     with pytest.raises(DDPUsageError, match=r"\[D363\] bootstrap_tau .*would take about .* us per replicate, "
                                             r"measured on the first 16\b"):
-        bootstrap_tau(table, "DOC", "MIX", n_boot=10**9, max_seconds=1, max_memory=0)
+        bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(n_boot=10**9, max_seconds=1, max_memory=0))
     # the rule itself: estimate = elapsed / done * total
     b = _budget.Budget(max_memory=1e9, max_seconds=10.0)
     b._t0 -= 2.0  # 2 s for the first 100 replicates -> 20 ms each -> 1,000 replicates = 20 s > 10 s
@@ -274,10 +274,10 @@ def test_time_budget_extrapolates_from_the_first_block(table, monkeypatch):
 def test_seed_and_n_boot_values_are_usage_errors(table):
     for kw in ({"seed": -1}, {"seed": 2**128}, {"seed": 1.5}, {"n_boot": 0}, {"n_boot": -3}, {"n_boot": 2.5}):
         with pytest.raises(DDPUsageError, match="D311"):
-            bootstrap_tau(table, "DOC", "MIX", **{"n_boot": 10, **kw})
+            bootstrap_tau(table, "DOC", "MIX", options=ResampleOptions(**{"n_boot": 10, **kw}))
 
 
 def test_system_means_refuse_pooled_conditions(table):
     with pytest.raises(DDPUsageError, match=r"\[D361\].*'DOC', 'MIX'.*condition_value='DOC'"):
-        bootstrap_system_means(table, n_boot=10)
-    assert bootstrap_system_means(table, condition_value="DOC", n_boot=10).replicates.shape[0] == 10
+        bootstrap_system_means(table, options=ResampleOptions(n_boot=10))
+    assert bootstrap_system_means(table, condition_value="DOC", options=ResampleOptions(n_boot=10)).replicates.shape[0] == 10

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.io.esa import read_esa_wmt23
 from ddpcore.stats import ClusterResult, cluster_systems, wilcoxon_signed_rank
+from ddpcore.stats import ResampleOptions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "stats-real"
 
@@ -309,7 +310,7 @@ def test_wmt24_matches_loop_oracle(seed, by_domain):
 @pytest.mark.parametrize("seed", [5, 6])
 def test_permutation_matches_loop_oracle(seed):
     rows = synthetic_rows(seed, n_sys=5, n_docs=5, segs=4)
-    res = cluster_systems(_frame(rows), "permutation", n_boot=150, seed=11, pair_annotator=True)
+    res = cluster_systems(_frame(rows), "permutation", pair_annotator=True, options=ResampleOptions(n_boot=150, seed=11))
     order, clusters, p = oracle_permutation(rows, 0.05, 150, 11, True)
     assert list(res.order) == order
     for i, a in enumerate(order):
@@ -328,7 +329,7 @@ def test_permutation_p_converges_to_exact_sign_flip_p():
     for k, v in enumerate(d):
         rows.append({"document_id": "d", "segment_id": k, "system": "A", "score": 50.0 + v})
         rows.append({"document_id": "d", "segment_id": k, "system": "B", "score": 50.0})
-    res = cluster_systems(_frame(rows), "permutation", n_boot=20000, seed=3)
+    res = cluster_systems(_frame(rows), "permutation", options=ResampleOptions(n_boot=20000, seed=3))
     se = math.sqrt(exact * (1 - exact) / 20000)
     assert res.order == ("A", "B")
     assert abs(res.p_values[0, 1] - exact) < 5 * se
@@ -339,7 +340,7 @@ def test_bootstrap_matches_loop_oracle_with_given_indices(unit):
     rows = synthetic_rows(8, n_sys=5, n_docs=14, segs=3)
     n_units = 14 if unit == "document" else 42
     idx = np.random.default_rng(99).integers(0, n_units, size=(120, n_units))
-    res = cluster_systems(_frame(rows), "bootstrap", unit=unit, indices=idx)
+    res = cluster_systems(_frame(rows), "bootstrap", unit=unit, options=ResampleOptions(indices=idx))
     order, ranges, clusters, p = oracle_bootstrap(rows, 0.05, idx, unit)
     assert list(res.order) == order
     for i, a in enumerate(order):
@@ -359,7 +360,7 @@ def test_bootstrap_uses_the_shared_resamples_of_bootstrap_system_means():
     from ddpcore.stats.bootstrap import bootstrap_system_means, resample_indices
 
     rows = synthetic_rows(9, n_sys=4, n_docs=10, segs=3)
-    res = cluster_systems(_frame(rows), "bootstrap", n_boot=400, seed=17)
+    res = cluster_systems(_frame(rows), "bootstrap", options=ResampleOptions(n_boot=400, seed=17))
     order, ranges, clusters, p = oracle_bootstrap(rows, 0.05, resample_indices(400, 10, 17), "document")
     assert list(res.order) == order and [list(c) for c in res.clusters] == clusters
     for i, a in enumerate(res.order):
@@ -367,7 +368,7 @@ def test_bootstrap_uses_the_shared_resamples_of_bootstrap_system_means():
             if i < j:
                 assert res.p_values[i, j] == pytest.approx(p[(a, b)], abs=1e-15) and res.p_values[j, i] == res.p_values[i, j]
     # ... and bootstrap_system_means draws the same matrix: its replicate means equal the oracle's loop
-    reps = bootstrap_system_means(_frame(rows), n_boot=400, seed=17)
+    reps = bootstrap_system_means(_frame(rows), options=ResampleOptions(n_boot=400, seed=17))
     idx = resample_indices(400, 10, 17)
     docs = sorted({r["document_id"] for r in rows})
     for k, system in enumerate(reps.systems):
@@ -381,7 +382,7 @@ def test_bootstrap_separates_clearly_different_systems():
     rows = synthetic_rows(1, n_sys=3, n_docs=30, segs=4)
     for r in rows:
         r["score"] += {"sys0": 0, "sys1": 0, "sys2": 40}[r["system"]]
-    res = cluster_systems(_frame(rows), "bootstrap", n_boot=500, seed=1)
+    res = cluster_systems(_frame(rows), "bootstrap", options=ResampleOptions(n_boot=500, seed=1))
     assert res.order[0] == "sys2"
     assert res.clusters[0] == ("sys2",)
     assert res.rank_ranges["sys2"] == (1, 1)
@@ -403,8 +404,8 @@ table_params = st.fixed_dictionaries({
 def test_constant_shift_leaves_clusters_unchanged(params, shift, method):
     rows = synthetic_rows(**params)
     shifted = [{**r, "score": r["score"] + shift} for r in rows]
-    a = cluster_systems(_frame(rows), method, n_boot=200, seed=5)
-    b = cluster_systems(_frame(shifted), method, n_boot=200, seed=5)
+    a = cluster_systems(_frame(rows), method, options=ResampleOptions(n_boot=200, seed=5))
+    b = cluster_systems(_frame(shifted), method, options=ResampleOptions(n_boot=200, seed=5))
     assert a.order == b.order
     assert a.clusters == b.clusters
     assert a.rank_ranges == b.rank_ranges
@@ -417,8 +418,8 @@ def test_constant_shift_leaves_clusters_unchanged(params, shift, method):
 def test_row_order_does_not_matter(params, method, perm_seed):
     rows = synthetic_rows(**params)
     shuffled = [rows[i] for i in np.random.default_rng(perm_seed).permutation(len(rows))]
-    a = cluster_systems(_frame(rows), method, n_boot=100, seed=2)
-    b = cluster_systems(_frame(shuffled), method, n_boot=100, seed=2)
+    a = cluster_systems(_frame(rows), method, options=ResampleOptions(n_boot=100, seed=2))
+    b = cluster_systems(_frame(shuffled), method, options=ResampleOptions(n_boot=100, seed=2))
     assert a.order == b.order and a.clusters == b.clusters
     np.testing.assert_array_equal(a.p_values, b.p_values)
 
@@ -426,9 +427,9 @@ def test_row_order_does_not_matter(params, method, perm_seed):
 @pytest.mark.parametrize("method", ["bootstrap", "permutation"])
 def test_same_seed_same_result_different_seed_different_p(method):
     rows = synthetic_rows(12, n_sys=4, n_docs=6, segs=3)
-    a = cluster_systems(_frame(rows), method, n_boot=300, seed=123)
-    b = cluster_systems(_frame(rows), method, n_boot=300, seed=123)
-    c = cluster_systems(_frame(rows), method, n_boot=300, seed=124)
+    a = cluster_systems(_frame(rows), method, options=ResampleOptions(n_boot=300, seed=123))
+    b = cluster_systems(_frame(rows), method, options=ResampleOptions(n_boot=300, seed=123))
+    c = cluster_systems(_frame(rows), method, options=ResampleOptions(n_boot=300, seed=124))
     np.testing.assert_array_equal(a.p_values, b.p_values)
     assert a.to_dict() == b.to_dict()
     assert not np.array_equal(a.p_values, c.p_values)
@@ -439,7 +440,7 @@ def test_same_seed_same_result_different_seed_different_p(method):
 @given(params=table_params, method=st.sampled_from(["bootstrap", "wmt25", "wmt24", "permutation"]))
 def test_result_invariants(params, method):
     rows = synthetic_rows(**params)
-    res = cluster_systems(_frame(rows), method, n_boot=100)
+    res = cluster_systems(_frame(rows), method, options=ResampleOptions(n_boot=100))
     s = len(res.order)
     assert sorted(x for c in res.clusters for x in c) == sorted(res.order)
     assert [x for c in res.clusters for x in c] == list(res.order)  # contiguous in mean order
@@ -485,7 +486,7 @@ def test_wmt24_defaults_to_segment_pairing_and_others_to_annotator():
 def test_esa_fixture_runs_every_method():
     df = read_esa_wmt23(FIXTURES / "esa-wmt23-ende-mini")
     for method in ("bootstrap", "wmt25", "wmt24", "permutation"):
-        res = cluster_systems(df, method, condition_value="ESA-1", pair_annotator=False, n_boot=200)
+        res = cluster_systems(df, method, condition_value="ESA-1", pair_annotator=False, options=ResampleOptions(n_boot=200))
         assert isinstance(res, ClusterResult)
         assert len(res.order) == 13
         assert res.n_rows == 312
@@ -509,7 +510,7 @@ def test_bad_input_errors():
     nan_df = df.with_columns(pl.when(pl.col("segment_id") == 1).then(None).otherwise(pl.col("score")).alias("score"))
     with pytest.raises(DDPDataError, match="D302"):
         cluster_systems(nan_df, "wmt25")
-    assert cluster_systems(nan_df, "wmt25", nan_policy="omit").n_rows == df.height // 2
+    assert cluster_systems(nan_df, "wmt25", options=ResampleOptions(nan_policy="omit")).n_rows == df.height // 2
     two = pl.concat([df.with_columns(pl.lit("A").alias("condition")), df.with_columns(pl.lit("B").alias("condition"))])
     with pytest.raises(DDPUsageError, match=r"D361.*'A', 'B'.*--in COND") as exc:
         cluster_systems(two, "wmt25")
@@ -522,7 +523,7 @@ def test_bad_input_errors():
     with pytest.raises(DDPDataError, match="D301"):
         cluster_systems(df.drop("system"), "wmt25")
     with pytest.raises(DDPDataError, match="D313"):
-        cluster_systems(df, "bootstrap", indices=np.zeros((5, 99), dtype=np.int64))
+        cluster_systems(df, "bootstrap", options=ResampleOptions(indices=np.zeros((5, 99), dtype=np.int64)))
 
 
 # --------------------------------------------------------------------------- comparison, package
@@ -596,11 +597,11 @@ def test_resampling_methods_refuse_runs_over_the_time_budget():
     for method in ("bootstrap", "permutation"):
         with pytest.raises(DDPUsageError, match=rf"\[D363\] cluster_systems\(method='{method}'\) with "
                                                 r"n_boot=1,000,000,000 would take about .*measured on the first"):
-            cluster_systems(df, method, n_boot=10**9, max_seconds=1)
+            cluster_systems(df, method, options=ResampleOptions(n_boot=10**9, max_seconds=1))
     with pytest.raises(DDPUsageError, match=r"\[D362\]"):  # memory of the bounded blocks over a tiny limit
-        cluster_systems(df, "bootstrap", n_boot=1000, max_memory=1000)
+        cluster_systems(df, "bootstrap", options=ResampleOptions(n_boot=1000, max_memory=1000))
     # the Wilcoxon methods do not resample: n_boot is ignored
-    assert cluster_systems(df, "wmt25", n_boot=10**9, max_seconds=1).method == "wmt25"
+    assert cluster_systems(df, "wmt25", options=ResampleOptions(n_boot=10**9, max_seconds=1)).method == "wmt25"
 
 
 def test_bootstrap_blocks_give_the_one_block_answer(monkeypatch):
@@ -608,9 +609,9 @@ def test_bootstrap_blocks_give_the_one_block_answer(monkeypatch):
     import ddpcore.stats.bootstrap as bs
 
     df = pl.DataFrame(synthetic_rows(8, integer=False))
-    one = cluster_systems(df, "bootstrap", n_boot=203, seed=2)
+    one = cluster_systems(df, "bootstrap", options=ResampleOptions(n_boot=203, seed=2))
     monkeypatch.setattr(bs, "_BLOCK_WORK", 1)  # blocks of 16 replicates
-    many = cluster_systems(df, "bootstrap", n_boot=203, seed=2)
+    many = cluster_systems(df, "bootstrap", options=ResampleOptions(n_boot=203, seed=2))
     np.testing.assert_array_equal(one.p_values, many.p_values)
     np.testing.assert_array_equal(one.n_pairs, many.n_pairs)
     assert one.clusters == many.clusters

@@ -18,6 +18,7 @@ from ddpcore.cli.main import main
 from ddpcore.errors import DDPUsageError
 from ddpcore.io.esa import read_esa_wmt23
 from ddpcore.stats import cluster_systems
+from ddpcore.stats import ResampleOptions
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "stats-real" / "esa-wmt23-ende-mini"
 SHARED_ESA = Path(__file__).resolve().parents[3] / "shared" / "data" / "esa-wmt23-ende"
@@ -172,7 +173,7 @@ def test_min_pairs_bad_values(mini):
     for bad in (-1, 2.5, True, "10"):
         with pytest.raises(DDPUsageError, match=r"\[D351\] min_pairs must be an integer >= 0"):
             cluster_systems(mini, "wmt25", condition_value="ESA-1", min_pairs=bad)
-    boot = cluster_systems(mini, "bootstrap", condition_value="ESA-1", n_boot=50)
+    boot = cluster_systems(mini, "bootstrap", condition_value="ESA-1", options=ResampleOptions(n_boot=50))
     assert boot.pair_floor is None and boot.signature["min_pairs"] is None
 
 

@@ -26,6 +26,7 @@ from ddpcore.stats import (
 from ddpcore.stats.bootstrap import unit_keys
 from ddpcore.stats.clustering import METHODS, STRATEGIES
 from ddpcore.stats.columns import ROLES, check_columns
+from ddpcore.stats import CompareTests, ResampleOptions
 
 
 def _long(seed: int = 0, n_sys: int = 4, n_docs: int = 6, segs: int = 3) -> pl.DataFrame:
@@ -114,7 +115,7 @@ def test_missing_column_message_names_the_flag(role):
     df = _long(n_docs=3)
     cols = TableColumns().replace(**{role: "nope"})
     with pytest.raises(DDPDataError, match=rf"\[D301\].*{role} column 'nope'.*{TableColumns.flag(role)} NAME"):
-        bootstrap_tau(df, "DOC", "MIX", n_boot=5, columns=cols)
+        bootstrap_tau(df, "DOC", "MIX", columns=cols, options=ResampleOptions(n_boot=5))
     if role != "condition":  # the condition column is optional for clustering (see the next test)
         with pytest.raises(DDPDataError, match=rf"\[D301\].*'nope'.*{TableColumns.flag(role)}"):
             cluster_systems(df.filter(pl.col("condition") == "DOC"), "wmt25", columns=cols)
@@ -150,21 +151,21 @@ def test_bootstrap_tau_columns_equal_canonical_names(tmp_path):
     renamed = df.rename(RENAMES)
     path = tmp_path / "t.parquet"
     renamed.write_parquet(path)
-    ref = bootstrap_tau(df, "DOC", "MIX", n_boot=60, seed=3)
+    ref = bootstrap_tau(df, "DOC", "MIX", options=ResampleOptions(n_boot=60, seed=3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        new = bootstrap_tau(path, "DOC", "MIX", n_boot=60, seed=3, columns=COLS)
+        new = bootstrap_tau(path, "DOC", "MIX", columns=COLS, options=ResampleOptions(n_boot=60, seed=3))
     assert np.array_equal(new.replicates, ref.replicates, equal_nan=True)
     assert new.tau == ref.tau and new.signature == ref.signature
     with pytest.raises(TypeError, match="unexpected keyword argument 'document'"):
-        bootstrap_tau(renamed, "DOC", "MIX", n_boot=5, document="doc")  # the removed per-role keywords
+        bootstrap_tau(renamed, "DOC", "MIX", document="doc", options=ResampleOptions(n_boot=5))  # the removed per-role keywords
 
 
 def test_bootstrap_system_means_and_unit_keys_columns_equal_canonical_names():
     df = _long()
     renamed = df.rename(RENAMES)
-    ref = bootstrap_system_means(df, condition_value="DOC", n_boot=40, seed=1, unit="segment")
-    new = bootstrap_system_means(renamed, condition_value="DOC", n_boot=40, seed=1, unit="segment", columns=COLS)
+    ref = bootstrap_system_means(df, condition_value="DOC", unit="segment", options=ResampleOptions(n_boot=40, seed=1))
+    new = bootstrap_system_means(renamed, condition_value="DOC", unit="segment", columns=COLS, options=ResampleOptions(n_boot=40, seed=1))
     assert np.array_equal(new.replicates, ref.replicates, equal_nan=True) and new.systems == ref.systems
     keys = unit_keys(renamed, unit="segment", columns=COLS)
     assert keys.equals(unit_keys(df, unit="segment"))
@@ -174,7 +175,7 @@ def test_bootstrap_system_means_and_unit_keys_columns_equal_canonical_names():
 def test_cluster_systems_columns_equal_canonical_names(method):
     df = _long()
     renamed = df.rename(RENAMES)
-    kw = dict(condition_value="MIX", n_boot=80, seed=2, by_domain=method == "wmt24")
+    kw = dict(condition_value="MIX", options=ResampleOptions(n_boot=80, seed=2), by_domain=method == "wmt24")
     ref = cluster_systems(df, method, **kw)
     new = cluster_systems(renamed, method, columns=COLS, **kw)
     assert new.to_dict() == ref.to_dict()
@@ -188,7 +189,7 @@ def test_every_method_has_a_strategy():
     assert set(STRATEGIES) == set(METHODS)
     df = _long()
     for method in METHODS:
-        res = cluster_systems(df, method, condition_value="DOC", n_boot=50, seed=4, pair_annotator=False)
+        res = cluster_systems(df, method, condition_value="DOC", pair_annotator=False, options=ResampleOptions(n_boot=50, seed=4))
         assert res.method == method and res.signature["method"] == method
         assert res.signature["test"] == STRATEGIES[method].test(False)
         assert len(res.order) == 4 and res.p_values.shape == (4, 4) and res.n_pairs.shape == (4, 4)
@@ -212,18 +213,22 @@ def test_strategy_options_follow_the_table():
                 cluster_systems(df, method, condition_value="DOC", by_domain=True)
         if not STRATEGIES[method].bootstrap_units:
             with pytest.raises(DDPUsageError, match=r"D351.*indices apply to method='bootstrap' only"):
-                cluster_systems(df, method, condition_value="DOC", indices=np.zeros((3, 6), dtype=np.int64))
+                cluster_systems(df, method, condition_value="DOC", options=ResampleOptions(indices=np.zeros((3, 6), dtype=np.int64)))
     # the default annotator pairing is per method (WMT24 pairs on segments)
     assert cluster_systems(df, "wmt24", condition_value="DOC").signature["pair_annotator"] is False
     assert cluster_systems(df, "wmt25", condition_value="DOC").signature["pair_annotator"] is True
 
 
 def test_bootstrap_and_wmt25_share_the_rank_rule():
-    # same rank/cluster rule: fed the same p-values, they give the same ranges and cuts
-    assert STRATEGIES["bootstrap"].ranks is STRATEGIES["wmt25"].ranks
+    # same rank/cluster rule (the WMT count rule; each reads significance its own way, two-sided
+    # bootstrap p with the mean order, one-sided Wilcoxon p): fed the same p-values in mean order,
+    # they give the same ranges and cuts. Expected by hand: system 0 beats 1 and 2 (p = 0.01), 1 vs 2
+    # is not significant -> ranges 1-1, 2-3, 2-3 and one cut after the first.
+    assert STRATEGIES["bootstrap"].rank_rule == STRATEGIES["wmt25"].rank_rule
     p = np.array([[np.nan, 0.01, 0.01], [0.9, np.nan, 0.3], [0.9, 0.7, np.nan]])
-    best, worst, cuts = STRATEGIES["wmt25"].ranks(p, np.array([3.0, 2.0, 1.0]), 0.05)
-    assert list(best) == [1, 2, 2] and list(worst) == [1, 3, 3] and cuts == [0]
+    for method in ("bootstrap", "wmt25"):
+        best, worst, cuts = STRATEGIES[method].ranks(p, np.array([3.0, 2.0, 1.0]), 0.05)
+        assert list(best) == [1, 2, 2] and list(worst) == [1, 3, 3] and cuts == [0]
 
 
 @pytest.mark.parametrize("bad", ["anova", "WMT25", "", None, ["wmt25"]])
@@ -238,7 +243,7 @@ def test_compare_systems_columns_equal_canonical_names():
 
     df = _long().filter(pl.col("condition") == "DOC").drop("condition", "annotator", "domain")
     renamed = df.rename({"document_id": "doc", "segment_id": "seg", "system": "sys"})
-    kw = dict(n_boot=40, n_ar=40, seed=5)
+    kw = dict(tests=CompareTests(n_ar=40), options=ResampleOptions(n_boot=40, seed=5))
     ref = compare_systems(df, "sys0", **kw).to_dict()
     cols = TableColumns(document="doc", segment="seg", system="sys")
     assert compare_systems(renamed, "sys0", columns=cols, **kw).to_dict() == ref

@@ -20,6 +20,7 @@ import pytest
 
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.stats.compare import adjust_pvalues, ar_swap_matrix, compare_arrays, compare_systems
+from ddpcore.stats import CompareTests, ResampleOptions
 
 significance = pytest.importorskip("sacrebleu.significance")
 
@@ -91,7 +92,7 @@ def test_exact_agreement_with_sacrebleu_given_the_same_draws(unit: str) -> None:
     seed, b, t = 11, 1000, 2000
     idx = np.random.default_rng(seed).choice(n_units, size=(b, n_units), replace=True)
     keep = np.random.default_rng(seed).integers(2, size=(t, n_units), dtype=bool)
-    res = compare_systems(df, "base", unit=unit, indices=idx, ar_keep=keep, correction="none")
+    res = compare_systems(df, "base", ar_keep=keep, options=ResampleOptions(indices=idx), tests=CompareTests(unit=unit, correction="none"))
     rows = {r["system"]: r for r in res.comparisons["score"].rows()}
 
     def units(v: np.ndarray) -> list:
@@ -116,8 +117,8 @@ def test_seeded_generators_are_the_documented_ones() -> None:
 
     scores = _systems(64, seed=3)
     df = _table(scores, seg_per_doc=4)
-    a = compare_systems(df, "base", n_boot=200, n_ar=300, seed=5)
-    b = compare_systems(df, "base", indices=resample_indices(200, 16, 5), ar_keep=ar_swap_matrix(300, 16, 5))
+    a = compare_systems(df, "base", options=ResampleOptions(n_boot=200, seed=5), tests=CompareTests(n_ar=300))
+    b = compare_systems(df, "base", ar_keep=ar_swap_matrix(300, 16, 5), options=ResampleOptions(indices=resample_indices(200, 16, 5)))
     ra, rb = a.comparisons["score"].rows(), b.comparisons["score"].rows()
     assert ra == rb
     assert a.signature["seed"] == 5 and b.signature["seed"] is None and "seed:user" in b.signature_line
@@ -138,7 +139,7 @@ def test_within_monte_carlo_error_of_sacrebleu_with_its_own_draws() -> None:
     base = rng.normal(0.7, 0.1, n)
     scores = {"base": base, "up": base + rng.normal(0.012, 0.05, n), "flat": base + rng.normal(0.0, 0.05, n)}
     df = _table(scores, seg_per_doc=1)
-    res = compare_systems(df, "base", unit="segment", n_boot=2000, n_ar=4000, seed=3, correction="none")
+    res = compare_systems(df, "base", options=ResampleOptions(n_boot=2000, seed=3), tests=CompareTests(unit="segment", n_ar=4000, correction="none"))
     rows = {r["system"]: r for r in res.comparisons["score"].rows()}
     for name in ("up", "flat"):
         bs = sacrebleu_pair(list(base), list(scores[name]), test="bs", n=2000, seed=12345)
@@ -157,8 +158,7 @@ def test_bootstrap_p_less_conservative_than_ar() -> None:
     n = 400
     base = rng.normal(0.7, 0.1, n)
     scores = {"base": base, "s": base + rng.normal(0.006, 0.05, n)}
-    res = compare_systems(_table(scores, 1), "base", unit="segment", n_boot=4000, n_ar=10000, seed=0,
-                          correction="none")
+    res = compare_systems(_table(scores, 1), "base", options=ResampleOptions(n_boot=4000, seed=0), tests=CompareTests(unit="segment", n_ar=10000, correction="none"))
     r = res.comparisons["score"].rows()[1]
     assert 0.005 < r["p_ar"] < 0.5  # an informative (non-extreme) example
     assert r["p_bootstrap"] < r["p_ar"]
@@ -193,7 +193,7 @@ KW = dict(n_boot=64, n_ar=64, seed=1)
 @given(score_tables(), st.sampled_from(["document", "segment"]))
 def test_system_against_itself_p1_diff0(df: pl.DataFrame, unit: str) -> None:
     dup = pl.concat([df, df.filter(pl.col("system") == "s0").with_columns(pl.lit("copy").alias("system"))])
-    res = compare_systems(dup, "s0", unit=unit, **KW)
+    res = compare_systems(dup, "s0", options=ResampleOptions(n_boot=64, seed=1), tests=CompareTests(unit=unit, n_ar=64))
     r = next(r for r in res.comparisons["score"].rows() if r["system"] == "copy")
     assert r["diff"] == 0.0 and r["p_bootstrap"] == 1.0 and r["p_ar"] == 1.0 and r["verdict"] == "n.s."
     assert r["diff_ci_low"] == 0.0 == r["diff_ci_high"]
@@ -203,9 +203,9 @@ def test_system_against_itself_p1_diff0(df: pl.DataFrame, unit: str) -> None:
 @given(score_tables(), st.integers(-40, 40), st.sampled_from(["document", "segment"]))
 def test_constant_shift_moves_difference(df: pl.DataFrame, shift: int, unit: str) -> None:
     c = shift / 8  # exact in binary: the shifted means stay exact
-    res0 = compare_systems(df, "s0", unit=unit, **KW).comparisons["score"].rows()
+    res0 = compare_systems(df, "s0", options=ResampleOptions(n_boot=64, seed=1), tests=CompareTests(unit=unit, n_ar=64)).comparisons["score"].rows()
     shifted = df.with_columns(pl.when(pl.col("system") == "s1").then(pl.col("score") + c).otherwise(pl.col("score")))
-    res1 = compare_systems(shifted, "s0", unit=unit, **KW).comparisons["score"].rows()
+    res1 = compare_systems(shifted, "s0", options=ResampleOptions(n_boot=64, seed=1), tests=CompareTests(unit=unit, n_ar=64)).comparisons["score"].rows()
     assert res1[1]["diff"] == pytest.approx(res0[1]["diff"] + c, abs=1e-12)
     assert res1[1]["diff_ci_low"] == pytest.approx(res0[1]["diff_ci_low"] + c, abs=1e-9)
     raw = ("score", "diff", "diff_ci_low", "diff_ci_high", "p_bootstrap", "p_ar")
@@ -218,15 +218,15 @@ def test_constant_shift_moves_difference(df: pl.DataFrame, shift: int, unit: str
 def test_permuting_rows_changes_nothing(df: pl.DataFrame, rnd, unit: str) -> None:  # noqa: ANN001
     perm = list(range(df.height))
     rnd.shuffle(perm)
-    a = compare_systems(df, "s0", unit=unit, **KW)
-    b = compare_systems(df[perm], "s0", unit=unit, **KW)
+    a = compare_systems(df, "s0", options=ResampleOptions(n_boot=64, seed=1), tests=CompareTests(unit=unit, n_ar=64))
+    b = compare_systems(df[perm], "s0", options=ResampleOptions(n_boot=64, seed=1), tests=CompareTests(unit=unit, n_ar=64))
     assert a.to_dict() == b.to_dict()
 
 
 @settings(max_examples=20, deadline=None)
 @given(score_tables())
 def test_p_values_in_range_and_holm_dominates(df: pl.DataFrame) -> None:
-    res = compare_systems(df, "s0", **KW)
+    res = compare_systems(df, "s0", options=ResampleOptions(n_boot=64, seed=1), tests=CompareTests(n_ar=64))
     for r in res.comparisons["score"].rows()[1:]:
         for k in ("p_bootstrap", "p_ar"):
             assert 1 / 65 <= r[k] <= 1.0 and r[k] <= r[k + "_adj"] <= 1.0
@@ -235,8 +235,8 @@ def test_p_values_in_range_and_holm_dominates(df: pl.DataFrame) -> None:
 
 def test_thread_count_does_not_change_results() -> None:
     df = _table(_systems(64, 4), 4)
-    a = compare_systems(df, "base", threads=1, n_ar=500)
-    b = compare_systems(df, "base", threads=2, n_ar=500)
+    a = compare_systems(df, "base", options=ResampleOptions(threads=1), tests=CompareTests(n_ar=500))
+    b = compare_systems(df, "base", options=ResampleOptions(threads=2), tests=CompareTests(n_ar=500))
     assert a.to_dict() == b.to_dict()
 
 
@@ -261,7 +261,7 @@ def test_holm_and_bonferroni_by_hand() -> None:
 def test_several_metrics_and_lower_is_better() -> None:
     scores = _systems(64, 6)
     df = _table(scores, 4).with_columns((100 - pl.col("score")).alias("ter"))
-    res = compare_systems(df, "base", metrics="score,ter", lower_is_better="ter", n_ar=500)
+    res = compare_systems(df, "base", metrics="score,ter", lower_is_better="ter", tests=CompareTests(n_ar=500))
     s, t = res.comparisons["score"].rows(), res.comparisons["ter"].rows()
     for a, b in zip(s, t):
         assert b["diff"] == -a["diff"]
@@ -271,7 +271,7 @@ def test_several_metrics_and_lower_is_better() -> None:
 
 def test_compare_arrays_matches_table_path() -> None:
     scores = _systems(64, 8)
-    res = compare_systems(_table(scores, 4), "base", n_ar=300, correction="none")
+    res = compare_systems(_table(scores, 4), "base", tests=CompareTests(n_ar=300, correction="none"))
     order = ["base", "down", "same", "up"]  # baseline first, then sorted
     sums = np.stack([np.asarray(scores[k], float).reshape(16, 4).sum(1) for k in order], axis=1)
     arr = compare_arrays(sums, np.full(16, 4.0), n_ar=300)
@@ -283,7 +283,7 @@ def test_compare_arrays_matches_table_path() -> None:
 
 def test_document_level_table_without_segment_column() -> None:
     df = _table(_systems(16, 9), 1).drop("segment_id")
-    res = compare_systems(df, "base", n_ar=200)
+    res = compare_systems(df, "base", tests=CompareTests(n_ar=200))
     assert res.n_units == 16 and res.n_segments == 16
 
 
@@ -291,7 +291,9 @@ def test_document_level_table_without_segment_column() -> None:
 
 
 def _bad(df: pl.DataFrame, **kw):  # noqa: ANN202
-    return compare_systems(df, kw.pop("baseline", "base"), n_boot=10, n_ar=10, **kw)
+    tests = CompareTests(n_ar=10, confidence=kw.pop("confidence", 0.95))
+    options = ResampleOptions(n_boot=10, indices=kw.pop("indices", None))
+    return compare_systems(df, kw.pop("baseline", "base"), tests=tests, options=options, **kw)
 
 
 def test_bad_input_errors() -> None:
@@ -312,7 +314,7 @@ def test_bad_input_errors() -> None:
         with pytest.raises(DDPUsageError, match=r"\[D390\].*confidence"):
             _bad(df, confidence=conf)
     with pytest.raises(DDPUsageError, match=r"\[D390\]"):
-        compare_systems(df, "base", n_boot=0)
+        compare_systems(df, "base", options=ResampleOptions(n_boot=0))
     with pytest.raises(DDPDataError, match=r"\[D397\]"):
         _bad(df, indices=np.zeros((5, 3), dtype=int))
     with pytest.raises(DDPDataError, match=r"\[D397\]"):
@@ -372,9 +374,9 @@ def test_ar_kernels_equal_a_numpy_oracle(n_units: int, n_cols: int, n_trials: in
 def test_bit_identical_for_1_and_2_threads_in_fresh_processes() -> None:
     # non-integer data (where summation order would show); OMP and BLAS thread counts set per process
     code = (
-        "import numpy as np, json; from ddpcore.stats.compare import compare_arrays\n"
+        "import numpy as np, json; from ddpcore.stats import ResampleOptions; from ddpcore.stats.compare import compare_arrays\n"
         "rng = np.random.default_rng(0); s = rng.normal(size=(700, 2, 5)); c = rng.integers(1, 4, 700)\n"
-        "a = compare_arrays(s, c, n_boot=300, n_ar=150, seed=2)\n"
+        "a = compare_arrays(s, c, n_ar=150, options=ResampleOptions(n_boot=300, seed=2))\n"
         "print(json.dumps([x.tolist() for x in (a.boot_mean, a.ci_low, a.diff_ci_high, a.p_bootstrap, a.p_ar)]))\n"
     )
     import os

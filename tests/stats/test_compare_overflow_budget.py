@@ -17,6 +17,7 @@ import scipy.stats
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.stats import pearson
 from ddpcore.stats.compare import compare_arrays, compare_systems
+from ddpcore.stats import CompareTests, ResampleOptions
 
 
 def _big_table(scale: float = 1.0) -> pl.DataFrame:
@@ -35,8 +36,8 @@ def test_compare_near_1e308_is_exact_and_silent():
     small = big.with_columns(pl.col("score") * 2.0 ** -1000)  # exact; no scaling needed there
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a RuntimeWarning (overflow) fails the test
-        rb = compare_systems(big, "base", n_boot=200, n_ar=200, seed=3)
-        rs = compare_systems(small, "base", n_boot=200, n_ar=200, seed=3)
+        rb = compare_systems(big, "base", options=ResampleOptions(n_boot=200, seed=3), tests=CompareTests(n_ar=200))
+        rs = compare_systems(small, "base", options=ResampleOptions(n_boot=200, seed=3), tests=CompareTests(n_ar=200))
     cb, cs = rb.comparisons["score"], rs.comparisons["score"]
     np.testing.assert_array_equal(cb.p_bootstrap[1:], cs.p_bootstrap[1:])
     np.testing.assert_array_equal(cb.p_ar[1:], cs.p_ar[1:])
@@ -58,7 +59,7 @@ def test_compare_difference_beyond_float_range_is_d720():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(DDPDataError, match=r"\[D720\].*beyond the float64 range"):
-            compare_systems(pl.DataFrame(rows), "base", n_boot=20, n_ar=20)
+            compare_systems(pl.DataFrame(rows), "base", options=ResampleOptions(n_boot=20), tests=CompareTests(n_ar=20))
 
 
 def test_compare_dynamic_range_beyond_float64_is_d721():
@@ -68,16 +69,16 @@ def test_compare_dynamic_range_beyond_float64_is_d721():
             {"document_id": "d1", "segment_id": 0, "system": "A", "score": 2.0}]
     # 1e-30 next to 1e308: after the 2**-1024 scaling it would be 0 (below 2**-1074)
     rows[1]["score"] = 0.5
-    ok = compare_systems(pl.DataFrame(rows), "base", n_boot=20, n_ar=20)  # 0.5 keeps its digits (subnormal)
+    ok = compare_systems(pl.DataFrame(rows), "base", options=ResampleOptions(n_boot=20), tests=CompareTests(n_ar=20))  # 0.5 keeps its digits (subnormal)
     assert ok.comparisons["score"].score[1] == pytest.approx(1.25, rel=1e-12)  # mean of 0.5 and 2.0
     rows[1]["score"] = 1e-30
     with pytest.raises(DDPDataError, match=r"\[D721\]"):
-        compare_systems(pl.DataFrame(rows), "base", n_boot=20, n_ar=20)
+        compare_systems(pl.DataFrame(rows), "base", options=ResampleOptions(n_boot=20), tests=CompareTests(n_ar=20))
 
 
 def test_compare_arrays_rejects_infinite_sums():
     with pytest.raises(DDPDataError, match=r"\[D394\]"):
-        compare_arrays(np.array([[1.0, np.inf], [2.0, 3.0]]), np.ones(2), n_boot=10, n_ar=10)
+        compare_arrays(np.array([[1.0, np.inf], [2.0, 3.0]]), np.ones(2), n_ar=10, options=ResampleOptions(n_boot=10))
 
 
 def test_pearson_near_1e308_matches_scipy_on_scaled_data():
@@ -100,13 +101,13 @@ def test_pearson_near_1e308_matches_scipy_on_scaled_data():
 def test_compare_budget_refuses_before_allocating():
     df = _big_table(1e-300)
     with pytest.raises(DDPUsageError, match=r"\[D362\].*n_boot=1,000,000,000.*--n-boot"):
-        compare_systems(df, "base", n_boot=10**9, n_ar=10)
+        compare_systems(df, "base", options=ResampleOptions(n_boot=10**9), tests=CompareTests(n_ar=10))
     with pytest.raises(DDPUsageError, match=r"\[D362\]"):
-        compare_systems(df, "base", n_boot=100_000, n_ar=10, max_memory="1M")
+        compare_systems(df, "base", options=ResampleOptions(n_boot=100_000, max_memory="1M"), tests=CompareTests(n_ar=10))
     with pytest.raises(DDPUsageError, match=r"\[D363\].*n_ar=1,000,000,000.*--n-ar"):
-        compare_systems(df, "base", n_boot=10, n_ar=10**9, max_seconds=0.05)
+        compare_systems(df, "base", options=ResampleOptions(n_boot=10, max_seconds=0.05), tests=CompareTests(n_ar=10**9))
     # within the budget: the pilot does not change the answer (same stream, same replicates)
-    a = compare_systems(df, "base", n_boot=5000, n_ar=5000, seed=2, max_seconds=0)
-    b = compare_systems(df, "base", n_boot=5000, n_ar=5000, seed=2)
+    a = compare_systems(df, "base", options=ResampleOptions(n_boot=5000, seed=2, max_seconds=0), tests=CompareTests(n_ar=5000))
+    b = compare_systems(df, "base", options=ResampleOptions(n_boot=5000, seed=2), tests=CompareTests(n_ar=5000))
     np.testing.assert_array_equal(a.comparisons["score"].ci_low, b.comparisons["score"].ci_low)
     np.testing.assert_array_equal(a.comparisons["score"].p_ar[1:], b.comparisons["score"].p_ar[1:])

@@ -18,6 +18,7 @@ from ddpcore.stats._table import load_long_table, pair_conditions
 from ddpcore.stats.agreement import krippendorff_alpha, reliability_matrix
 from ddpcore.stats.bootstrap import bootstrap_tau
 from ddpcore.stats.tost import tost_paired
+from ddpcore.stats import ResampleOptions
 
 ESA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "esa-wmt23-ende"
 MINI = Path(__file__).resolve().parents[1] / "data" / "stats-real" / "esa-wmt23-ende-mini"
@@ -33,7 +34,7 @@ def test_mini_fixture_against_peers():
     r = tost_paired(x, y, -3, 3)
     p, (t1, _, _), (t2, _, _) = ttost_paired(x, y, -3, 3)  # statsmodels 0.15.0
     assert r.p_value == pytest.approx(p, rel=1e-12) and r.t_upper == pytest.approx(t2, rel=1e-12)
-    res = bootstrap_tau(df, "ESA-1", "ESA-2", n_boot=500, seed=1)
+    res = bootstrap_tau(df, "ESA-1", "ESA-2", options=ResampleOptions(n_boot=500, seed=1))
     means = df.group_by(["condition", "system"]).agg(pl.col("score").mean()).sort("system")
     ref = stats.kendalltau(  # scipy 1.17
         means.filter(pl.col("condition") == "ESA-1")["score"].to_numpy(),
@@ -67,7 +68,7 @@ def test_paired_tost_matches_statsmodels(esa):
 
 @pytest.mark.shared_data
 def test_tau_and_alpha_match_peers(esa):
-    res = bootstrap_tau(esa, "ESA-1", "ESA-2", n_boot=2000, seed=0)
+    res = bootstrap_tau(esa, "ESA-1", "ESA-2", options=ResampleOptions(n_boot=2000, seed=0))
     means = esa.group_by(["condition", "system"]).agg(pl.col("score").mean()).sort("system")
     a = means.filter(pl.col("condition") == "ESA-1")["score"].to_numpy()
     b = means.filter(pl.col("condition") == "ESA-2")["score"].to_numpy()

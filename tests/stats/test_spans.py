@@ -20,6 +20,7 @@ from ddpcore.stats.spans import (
     ols_r2,
     score_recoverability_r2,
 )
+from ddpcore.stats import ResampleOptions
 
 
 def test_ols_matches_statsmodels():
@@ -110,7 +111,7 @@ def _boundary_share(rows):
 
 def test_boundary_rate_difference_against_loop():
     a, b = _span_tables(1)
-    res = boundary_rate_difference(a, b, n_boot=200, seed=4)
+    res = boundary_rate_difference(a, b, options=ResampleOptions(n_boot=200, seed=4))
     ra, rb = (_boundary_share(t.select("span_start", "span_end", "segment_length").rows()) for t in (a, b))
     assert res.difference == pytest.approx(ra - rb, abs=1e-15)
     # oracle: rebuild each resampled pair of tables from the documented index matrix
@@ -132,7 +133,7 @@ def test_boundary_rate_difference_against_loop():
     # percentile interval: Hyndman-Fan definition 7 computed by hand (stats_oracles.percentile_type7)
     assert res.ci_low == pytest.approx(percentile_type7(ok, 2.5), abs=1e-12)
     assert res.ci_high == pytest.approx(percentile_type7(ok, 97.5), abs=1e-12)
-    again = boundary_rate_difference(a, b, n_boot=200, seed=4, threads=1)
+    again = boundary_rate_difference(a, b, options=ResampleOptions(n_boot=200, seed=4, threads=1))
     assert np.array_equal(again.replicates, res.replicates, equal_nan=True)
     with pytest.raises(DDPDataError, match="D301"):
-        boundary_rate_difference(a.drop("segment_length"), b, n_boot=10)
+        boundary_rate_difference(a.drop("segment_length"), b, options=ResampleOptions(n_boot=10))
