@@ -99,7 +99,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     ssub = stats.add_subparsers(dest="stats_command", metavar="SUBCOMMAND")
     stats.set_defaults(func=lambda args: _no_subcommand(stats))
 
-    # ---- tost
+    _register_tost(ssub, fmt)
+    _register_tau(ssub, fmt)
+    _register_cluster(ssub, fmt)
+    _register_alpha(ssub, fmt)
+
+    # ---- compare (every system against a baseline; ddpcore.cli.stats_compare)
+    from .stats_compare import register_compare
+
+    register_compare(ssub, fmt)
+
+
+def _register_tost(ssub: argparse._SubParsersAction, fmt: type) -> None:
+    """``ddp stats tost``."""
     p = ssub.add_parser(
         "tost", formatter_class=fmt, help="equivalence of two conditions (two one-sided tests)",
         description=(
@@ -130,7 +142,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exit 1 when any test is not equivalent")
     p.set_defaults(func=run_tost)
 
-    # ---- tau
+
+def _register_tau(ssub: argparse._SubParsersAction, fmt: type) -> None:
+    """``ddp stats tau``."""
     p = ssub.add_parser(
         "tau", formatter_class=fmt, help="Kendall tau-b between two conditions' system rankings, bootstrap CI",
         description=(
@@ -153,7 +167,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_budget(p)
     p.set_defaults(func=run_tau)
 
-    # ---- cluster
+
+def _register_cluster(ssub: argparse._SubParsersAction, fmt: type) -> None:
+    """``ddp stats cluster``."""
     p = ssub.add_parser(
         "cluster", formatter_class=fmt, help="rank systems and group them into indistinguishable clusters",
         description=(
@@ -185,7 +201,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_budget(p)
     p.set_defaults(func=run_cluster)
 
-    # ---- alpha
+
+def _register_alpha(ssub: argparse._SubParsersAction, fmt: type) -> None:
+    """``ddp stats alpha``."""
     p = ssub.add_parser(
         "alpha", formatter_class=fmt, help="Krippendorff's alpha (inter-annotator agreement)",
         description=(
@@ -204,11 +222,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-alpha", type=float, default=0.667, help="threshold for --fail-on below-min")
     p.add_argument("--fail-on", choices=("below-min",), default=None, help="exit 1 when alpha < --min-alpha")
     p.set_defaults(func=run_alpha)
-
-    # ---- compare (every system against a baseline; ddpcore.cli.stats_compare)
-    from .stats_compare import register_compare
-
-    register_compare(ssub, fmt)
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:

@@ -669,12 +669,59 @@ def _prepare(
     table: Any, baseline: str, metrics: list[str], unit: str, document: str, segment: str | None, system: str,
     exclude_systems: Sequence[str],
 ) -> _Prepared:
+    """The table as per-unit sums (U, M, S) of each metric and system (baseline first), segment
+    counts (U,) and unit keys; every check of the long score table (D391-D399)."""
     import polars as pl
 
-    from ._frames import as_frame
     from ._table import factorize
 
     source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    df, segment, systems_present = _compare_frame(table, source, baseline, metrics, unit, document, segment, system,
+                                                  exclude_systems)
+
+    def where(i: int) -> str:
+        r = df.row(i, named=True)
+        seg = f", segment {r[segment]!r}" if segment is not None else ""
+        return f"system '{r[system]}', document {r[document]!r}{seg}"
+
+    vals, exps = _metric_values(df, metrics, source, where)
+    keys = [document] + ([segment] if segment is not None else [])
+    item_code, item_keys = factorize(df, keys)
+    n_items = item_keys.height
+    order = sorted(systems_present)
+    order.remove(str(baseline))
+    systems = [str(baseline)] + order
+    code_of = {s: i for i, s in enumerate(systems)}
+    sys_code, sys_keys = factorize(df.select(pl.col(system)), [system])
+    remap = np.array([code_of[s] for s in sys_keys[system].to_list()], dtype=np.int64)
+    sys_code = remap[sys_code]
+    n_sys = len(systems)
+    cell = item_code * n_sys + sys_code
+    _check_paired(cell, n_items, systems, item_keys, source, baseline, document, segment, where)
+    if unit == "document" and segment is not None:
+        unit_of_item, unit_keys = factorize(item_keys, [document])
+    else:
+        unit_of_item, unit_keys = np.arange(n_items, dtype=np.int64), item_keys
+    n_units = unit_keys.height
+    unit_code = unit_of_item[item_code]
+    ucell = unit_code * n_sys + sys_code
+    sums = np.empty((n_units, len(metrics), n_sys), dtype=np.float64)
+    for j, v in enumerate(vals):
+        sums[:, j, :] = np.bincount(ucell, weights=v, minlength=n_units * n_sys).reshape(n_units, n_sys)
+    counts = np.bincount(unit_of_item, minlength=n_units).astype(np.float64)
+    return _Prepared(sums=sums, counts=counts, systems=systems, unit_keys=unit_keys, n_segments=n_items,
+                     scale_exp=exps)
+
+
+def _compare_frame(table: Any, source: str, baseline: str, metrics: list[str], unit: str, document: str,
+                   segment: str | None, system: str, exclude_systems: Sequence[str]) -> tuple[Any, str | None, set[str]]:
+    """The score table with its columns checked (D391), no null keys (D399), the excluded systems
+    left out and the baseline present with another system (D392); the segment column actually
+    used (``None``: document-level rows) and the systems present."""
+    import polars as pl
+
+    from ._frames import as_frame
+
     df = as_frame(table)
     cols = set(df.columns)
     flags = {document: "--document-col", system: "--system-col"}
@@ -713,11 +760,14 @@ def _prepare(
     if len(systems_present) < 2:
         raise DDPDataError(f"{source}: only the baseline '{baseline}' is in the table; nothing to compare it with",
                            code="D392")
+    return df, segment, systems_present
 
-    def where(i: int) -> str:
-        r = df.row(i, named=True)
-        seg = f", segment {r[segment]!r}" if segment is not None else ""
-        return f"system '{r[system]}', document {r[document]!r}{seg}"
+
+def _metric_values(df: Any, metrics: list[str], source: str,
+                   where: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each metric column as finite float64 scores (n_rows,) (D395 not a number, D394 missing or
+    infinite), scaled by an exact power of two when near 1e308, and the exponents (M,)."""
+    import polars as pl
 
     vals = []
     for m in metrics:
@@ -742,17 +792,14 @@ def _prepare(
     for j, v in enumerate(vals):  # scores near 1e308: exact power-of-two scaling before any sum
         scaled, e = _scale_down(v, None, f"{source}: metric '{metrics[j]}'")
         vals[j], exps[j] = scaled, int(e[0])
-    item_code, item_keys = factorize(df, keys)
-    n_items = item_keys.height
-    order = sorted(systems_present)
-    order.remove(str(baseline))
-    systems = [str(baseline)] + order
-    code_of = {s: i for i, s in enumerate(systems)}
-    sys_code, sys_keys = factorize(df.select(pl.col(system)), [system])
-    remap = np.array([code_of[s] for s in sys_keys[system].to_list()], dtype=np.int64)
-    sys_code = remap[sys_code]
+    return vals, exps
+
+
+def _check_paired(cell: np.ndarray, n_items: int, systems: list[str], item_keys: Any, source: str, baseline: str,
+                  document: str, segment: str | None, where: Any) -> None:
+    """Every system scores exactly the baseline's items, once each (D396 duplicate, D393 unpaired);
+    ``cell`` (n_rows,) = item code * n_systems + system code."""
     n_sys = len(systems)
-    cell = item_code * n_sys + sys_code
     present = np.bincount(cell, minlength=n_items * n_sys).reshape(n_items, n_sys)
     if (present > 1).any():
         it, sc = np.argwhere(present > 1)[0]
@@ -762,36 +809,18 @@ def _prepare(
     bl_has = present[:, 0] > 0
     missing = bl_has[:, None] & (present == 0)
     extra = ~bl_has[:, None] & (present > 0)
-    if missing.any() or extra.any():
-        if missing.any():
-            it, sc = np.argwhere(missing)[0]
-            n_bad = int(missing[:, sc].sum())
-            k = item_keys.row(int(it), named=True)
-            seg = f", segment {k[segment]!r}" if segment is not None else ""
-            msg = (f"system '{systems[sc]}' has no score for document {k[document]!r}{seg} that the baseline "
-                   f"'{baseline}' has ({n_bad} missing)")
-        else:
-            it, sc = np.argwhere(extra)[0]
-            n_bad = int(extra[:, sc].sum())
-            k = item_keys.row(int(it), named=True)
-            seg = f", segment {k[segment]!r}" if segment is not None else ""
-            msg = (f"system '{systems[sc]}' has a score for document {k[document]!r}{seg} that the baseline "
-                   f"'{baseline}' lacks ({n_bad} such)")
-        raise DDPDataError(f"{source}: unpaired: {msg}; every system must score exactly the baseline's segments "
-                           "(fix the table or leave the system out with --exclude-system)", code="D393")
-    if unit == "document" and segment is not None:
-        unit_of_item, unit_keys = factorize(item_keys, [document])
-    else:
-        unit_of_item, unit_keys = np.arange(n_items, dtype=np.int64), item_keys
-    n_units = unit_keys.height
-    unit_code = unit_of_item[item_code]
-    ucell = unit_code * n_sys + sys_code
-    sums = np.empty((n_units, len(metrics), n_sys), dtype=np.float64)
-    for j, v in enumerate(vals):
-        sums[:, j, :] = np.bincount(ucell, weights=v, minlength=n_units * n_sys).reshape(n_units, n_sys)
-    counts = np.bincount(unit_of_item, minlength=n_units).astype(np.float64)
-    return _Prepared(sums=sums, counts=counts, systems=systems, unit_keys=unit_keys, n_segments=n_items,
-                     scale_exp=exps)
+    if not (missing.any() or extra.any()):
+        return
+    bad, verb = (missing, "has no score for") if missing.any() else (extra, "has a score for")
+    it, sc = np.argwhere(bad)[0]
+    n_bad = int(bad[:, sc].sum())
+    k = item_keys.row(int(it), named=True)
+    seg = f", segment {k[segment]!r}" if segment is not None else ""
+    tail = f"that the baseline '{baseline}' has ({n_bad} missing)" if bad is missing else \
+        f"that the baseline '{baseline}' lacks ({n_bad} such)"
+    msg = f"system '{systems[sc]}' {verb} document {k[document]!r}{seg} {tail}"
+    raise DDPDataError(f"{source}: unpaired: {msg}; every system must score exactly the baseline's segments "
+                       "(fix the table or leave the system out with --exclude-system)", code="D393")
 
 
 # --------------------------------------------------------------------------- public API
