@@ -274,7 +274,7 @@ def blindness(
     parts = (["tau"] + (["clusters " + a, "clusters " + b] if design.method in ("bootstrap", "permutation") else [])
              if n_sys >= 2 else []) + (["span rate"] if sa is not None else [])
     run = _Resampler(parts, budget, t_start, {"--n-boot": n_boot, "--n-boot-cluster": design.n_boot_cluster})
-    ranking, rank_differ, rank_undefined = _ranking(run, two, a, b, n_sys, design, opts, skipped, notes)
+    ranking = _ranking(run, two, a, b, n_sys, design, opts, skipped, notes)
     clusters = _clusters(run, two, a, b, design, opts) if n_sys >= 2 else None
     span_ev = None
     if sa is not None and sb is not None:
@@ -283,33 +283,32 @@ def blindness(
         span_ev = run("span rate", "--n-boot", boundary_rate_difference, sa, sb, confidence=design.confidence,
                       options=opts).to_dict()
     rec = _recoverability(df, found, inputs.seg, a, b, skipped)
-    verdict, reasons = _verdict(tost, eps, sd, pw, ranking, rank_differ, rank_undefined, n_sys, design, a, b)
+    verdict, reasons = _verdict(tost, eps, sd, pw, ranking, n_sys, design, a, b)
     evidence = {
         "tost": dict(tost.to_dict(), unit=design.unit, margin=eps, margin_sd=margin_sd, sd_diff=sd,
                      unpaired_a=unpaired[0], unpaired_b=unpaired[1],
                      ci_beyond_margin=bool(tost.ci_low > eps or tost.ci_high < -eps)),
-        "power": pw.to_dict(),
-        "ranking": ranking,
-        "clusters": clusters,
-        "boundary_spans": span_ev,
-        "recoverability": rec,
-        "skipped": skipped,
-        "n_systems": n_sys,
-        "n_documents": int(two[schema.DOCUMENT_ID].n_unique()),
-        "n_omitted": n_omitted,
-        "attribute": attr.used,
-        "attribute_nominal_rows": attr.nominal_rows,
+        "power": pw.to_dict(), "ranking": ranking.evidence, "clusters": clusters, "boundary_spans": span_ev,
+        "recoverability": rec, "skipped": skipped, "n_systems": n_sys,
+        "n_documents": int(two[schema.DOCUMENT_ID].n_unique()), "n_omitted": n_omitted,
+        "attribute": attr.used, "attribute_nominal_rows": attr.nominal_rows,
     }
-    sig = signature("blindness", condition_a=a, condition_b=b, margin=margin, margin_sd=margin_sd, margin_abs=eps,
-                    unit=design.unit, cluster_method=design.method, n_boot=int(n_boot),
-                    n_boot_cluster=int(design.n_boot_cluster), seed=int(opts.seed),
-                    alpha=float(design.alpha), tau_min=float(design.tau_min), confidence=float(design.confidence),
-                    attribute=attr.used, attribute_requested=design.attribute,
-                    exclude_systems=[str(s) for s in design.exclude_systems], nan_policy=opts.nan_policy,
-                    n_omitted=n_omitted, strict=bool(design.strict), n_warnings=len(notes.messages),
-                    tau_unit="document", power="exact paired TOST power at true difference 0; mdd two-sided t")
+    sig = _signature(a, b, margin, margin_sd, eps, design, opts, attr.used, n_omitted, len(notes.messages))
     return BlindnessResult(verdict, reasons, a, b, pw.power, pw.n_needed, evidence, sig,
                            attribute_used=attr.used, attribute_reason=attr.reason, warnings=notes.messages)
+
+
+def _signature(a: str, b: str, margin: float | None, margin_sd: float | None, eps: float, design: BlindnessDesign,
+               opts: ResampleOptions, attribute_used: str, n_omitted: int, n_warnings: int) -> dict[str, Any]:
+    """The battery's signature (every setting that can change its answer)."""
+    return signature("blindness", condition_a=a, condition_b=b, margin=margin, margin_sd=margin_sd, margin_abs=eps,
+                     unit=design.unit, cluster_method=design.method, n_boot=int(opts.n_boot),  # type: ignore[arg-type]
+                     n_boot_cluster=int(design.n_boot_cluster), seed=int(opts.seed),
+                     alpha=float(design.alpha), tau_min=float(design.tau_min), confidence=float(design.confidence),
+                     attribute=attribute_used, attribute_requested=design.attribute,
+                     exclude_systems=[str(s) for s in design.exclude_systems], nan_policy=opts.nan_policy,
+                     n_omitted=n_omitted, strict=bool(design.strict), n_warnings=n_warnings,
+                     tau_unit="document", power="exact paired TOST power at true difference 0; mdd two-sided t")
 
 
 def _check_margin(margin: float | None, margin_sd: float | None) -> None:
@@ -588,9 +587,18 @@ class _Resampler:
                                 code=exc.code) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Ranking:
+    """The ranking part of the battery: its evidence (``None``: fewer than 2 systems), whether the
+    rankings differ, and why tau is undefined (``""``: it is defined)."""
+
+    evidence: dict[str, Any] | None = None
+    differ: bool = False
+    undefined: str = ""
+
+
 def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int, design: BlindnessDesign,
-             opts: ResampleOptions, skipped: dict[str, str],
-             note: _Notes) -> tuple[dict[str, Any] | None, bool, str]:
+             opts: ResampleOptions, skipped: dict[str, str], note: _Notes) -> _Ranking:
     """2. Kendall tau between the rankings: the evidence, whether they differ, why tau is undefined."""
     from .bootstrap import bootstrap_tau
 
@@ -598,7 +606,7 @@ def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int, des
         skipped["ranking"] = skipped["clusters"] = f"{n_sys} {a} system(s); rankings need at least 2"
         note(f"{n_sys} {a} system(s): no ranking and no clusters; the verdict rests on the paired TOST alone",
              "D702", "score at least 2 systems")
-        return None, False, ""
+        return _Ranking()
     n_boot = int(opts.n_boot)  # type: ignore[arg-type]
     tau = run("tau", "--n-boot", bootstrap_tau, two, a, b, unit="document", tau_min=design.tau_min,
               confidence=design.confidence, options=opts)
@@ -621,7 +629,7 @@ def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int, des
                                            "the CI")
         note(f"the tau CI rests on {n_boot - tau.n_undefined:,} of {n_boot:,} document resamples: "
              + ranking["tau_undefined_reason"], "D702", "use more documents, or drop --strict")
-    return ranking, rank_differ, rank_undefined
+    return _Ranking(ranking, rank_differ, rank_undefined)
 
 
 def _clusters(run: _Resampler, two: pl.DataFrame, a: str, b: str, design: BlindnessDesign,
@@ -658,10 +666,11 @@ def _recoverability(df: pl.DataFrame, found: list[str], seg: str | None, a: str,
     return None
 
 
-def _verdict(tost: Any, eps: float, sd: float, pw: Any, ranking: dict[str, Any] | None, rank_differ: bool,
-             rank_undefined: str, n_sys: int, design: BlindnessDesign, a: str, b: str) -> tuple[Verdict, list[str]]:
+def _verdict(tost: Any, eps: float, sd: float, pw: Any, rank: _Ranking, n_sys: int, design: BlindnessDesign,
+             a: str, b: str) -> tuple[Verdict, list[str]]:
     """The verdict and its reasons (module docstring)."""
     alpha, tau_min = design.alpha, design.tau_min
+    ranking, rank_differ, rank_undefined = rank.evidence, rank.differ, rank.undefined
     reasons: list[str] = []
     pct = f"{100 * (1 - 2 * alpha):g}%"
     ci = f"{pct} CI of mean({a} - {b}) [{tost.ci_low:.4g}, {tost.ci_high:.4g}]"
