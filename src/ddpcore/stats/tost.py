@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -240,25 +240,22 @@ def _paired_from_stats(
     return out
 
 
-def _ind_from_stats(
-    n_x: npt.NDArray[np.float64],
-    n_y: npt.NDArray[np.float64],
-    mean_x: npt.NDArray[np.float64],
-    mean_y: npt.NDArray[np.float64],
-    ss_x: npt.NDArray[np.float64],
-    ss_y: npt.NDArray[np.float64],
-    const_x: npt.NDArray[np.bool_],
-    const_y: npt.NDArray[np.bool_],
-    low: float,
-    high: float,
-    alpha: float,
-    equal_var: bool,
-) -> dict[str, np.ndarray]:
-    """Independent-samples TOST from per-sample sufficient statistics.
+class _SampleStats(NamedTuple):
+    """Sufficient statistics of one sample per group, each of shape (n_groups,): size, mean, sum of
+    squared deviations, and whether the sample is constant (``min == max``; ``mean`` is then that
+    exact value)."""
 
-    ``const_x``/``const_y`` say a sample is constant (``min == max``); ``mean_x``/``mean_y``
-    must then be that exact value.
-    """
+    n: npt.NDArray[np.float64]
+    mean: npt.NDArray[np.float64]
+    ss: npt.NDArray[np.float64]
+    const: npt.NDArray[np.bool_]
+
+
+def _ind_from_stats(sx: _SampleStats, sy: _SampleStats, low: float, high: float, alpha: float,
+                    equal_var: bool) -> dict[str, np.ndarray]:
+    """Independent-samples TOST from per-sample sufficient statistics (arrays of shape (n_groups,))."""
+    n_x, mean_x, ss_x, const_x = sx
+    n_y, mean_y, ss_y, const_y = sy
     if equal_var:
         too_few = (n_x < 1) | (n_y < 1) | (n_x + n_y < 3)
     else:
@@ -425,7 +422,7 @@ def tost_ind(
             raise DDPDataError(f"sample {name} is empty" + (" after omitting NaN" if n_omitted else ""), code="D309")
     nx, mx, ssx, cx = _one_sample(xa)
     ny, my, ssy, cy = _one_sample(ya)
-    out = _ind_from_stats(nx, ny, mx, my, ssx, ssy, cx, cy, low, high, alpha, equal_var)
+    out = _ind_from_stats(_SampleStats(nx, mx, ssx, cx), _SampleStats(ny, my, ssy, cy), low, high, alpha, equal_var)
     return _result(
         out,
         low=low,
@@ -526,7 +523,8 @@ def tost_grouped(
     else:
         n_x, mean_x, ss_x, const_x = moments(xs, None)
         n_y, mean_y, ss_y, const_y = moments(ys, None)
-        out = _ind_from_stats(n_x, n_y, mean_x, mean_y, ss_x, ss_y, const_x, const_y, low, high, alpha, equal_var)
+        out = _ind_from_stats(_SampleStats(n_x, mean_x, ss_x, const_x), _SampleStats(n_y, mean_y, ss_y, const_y), low,
+                              high, alpha, equal_var)
         cols = {"n": out["n"].astype(np.int64), "n_x": n_x.astype(np.int64), "n_y": n_y.astype(np.int64)}
     for key in ("mean_diff", "df", "t_lower", "p_lower", "t_upper", "p_upper", "p_value", "ci_low", "ci_high"):
         cols[key] = np.asarray(out[key], dtype=np.float64)
