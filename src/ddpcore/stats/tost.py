@@ -484,6 +484,32 @@ def tost_grouped(
     check_nan_policy(nan_policy)
     by = [by] if isinstance(by, str) else list(by)
     frame = as_frame(df)
+    xs, ys = _grouped_scores(frame, by, x, y, paired, nan_policy)
+    moments, keys = _grouped_moments(frame, by, xs, ys if paired else None)
+    if paired:
+        n, mean, ss, const = moments(xs, ys)  # NaN on either side -> pair skipped
+        out = _paired_from_stats(n, mean, ss, const, low, high, alpha)
+        cols: dict[str, Any] = {"n": n.astype(np.int64)}
+    else:
+        n_x, mean_x, ss_x, const_x = moments(xs, None)
+        n_y, mean_y, ss_y, const_y = moments(ys, None)
+        out = _ind_from_stats(_SampleStats(n_x, mean_x, ss_x, const_x), _SampleStats(n_y, mean_y, ss_y, const_y), low,
+                              high, alpha, equal_var)
+        cols = {"n": out["n"].astype(np.int64), "n_x": n_x.astype(np.int64), "n_y": n_y.astype(np.int64)}
+    for key in ("mean_diff", "df", "t_lower", "p_lower", "t_upper", "p_upper", "p_value", "ci_low", "ci_high"):
+        cols[key] = np.asarray(out[key], dtype=np.float64)
+    cols["equivalent"] = np.asarray(out["equivalent"], dtype=bool)
+    cols["status"] = np.asarray(out["status"]).astype(str)
+    return keys.with_columns([pl.Series(k, v) for k, v in cols.items()])
+
+
+def _grouped_scores(frame: Any, by: list[str], x: str, y: str, paired: bool,
+                    nan_policy: NanPolicy) -> tuple[np.ndarray, np.ndarray]:
+    """The two score columns of :func:`tost_grouped` as float64 arrays (n_rows,), nulls as NaN,
+    after its checks: columns present (D301), rows (D309), numeric (D303), finite (D312), missing
+    values under ``nan_policy="raise"`` (D302), magnitude (D360)."""
+    import polars as pl
+
     for col in [*by, x, y]:
         if col not in frame.columns:
             raise DDPDataError(f"column '{col}' is missing; available columns: {', '.join(frame.columns)}", code="D301")
@@ -515,22 +541,7 @@ def tost_grouped(
     if not clean:
         check_magnitude(xs, x)
         check_magnitude(ys, y)
-    moments, keys = _grouped_moments(frame, by, xs, ys if paired else None)
-    if paired:
-        n, mean, ss, const = moments(xs, ys)  # NaN on either side -> pair skipped
-        out = _paired_from_stats(n, mean, ss, const, low, high, alpha)
-        cols: dict[str, Any] = {"n": n.astype(np.int64)}
-    else:
-        n_x, mean_x, ss_x, const_x = moments(xs, None)
-        n_y, mean_y, ss_y, const_y = moments(ys, None)
-        out = _ind_from_stats(_SampleStats(n_x, mean_x, ss_x, const_x), _SampleStats(n_y, mean_y, ss_y, const_y), low,
-                              high, alpha, equal_var)
-        cols = {"n": out["n"].astype(np.int64), "n_x": n_x.astype(np.int64), "n_y": n_y.astype(np.int64)}
-    for key in ("mean_diff", "df", "t_lower", "p_lower", "t_upper", "p_upper", "p_value", "ci_low", "ci_high"):
-        cols[key] = np.asarray(out[key], dtype=np.float64)
-    cols["equivalent"] = np.asarray(out["equivalent"], dtype=bool)
-    cols["status"] = np.asarray(out["status"]).astype(str)
-    return keys.with_columns([pl.Series(k, v) for k, v in cols.items()])
+    return xs, ys
 
 
 def _grouped_moments(frame: Any, by: list[str], xs: np.ndarray, ys: np.ndarray | None) -> tuple[Any, Any]:
