@@ -120,7 +120,7 @@ def test_the_forked_worker_path_needs_neither_polars_nor_pyarrow(nlp):
     code = (
         "import json, os, sys\n"
         "from ddpcore.anchors.spacy_extract import load_pipeline\n"
-        "from ddpcore.ddp import parse as P\n"
+        "from ddpcore.pipeline import parse as P\n"
         "nlp = load_pipeline(None)\n"
         "for m in ('polars', 'pyarrow'):\n"
         "    sys.modules.pop(m, None)\n"
