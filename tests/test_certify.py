@@ -229,3 +229,57 @@ def test_chain_continuity_boundaries() -> None:
     assert np.allclose(f["log_gap"], np.log1p([0, 10, 11, 1]))
     assert np.allclose(f["log_persons_5"], np.log1p([0, 0, 0, 1]))  # sentence 21 is within 5 before 22
     np.testing.assert_allclose(C.anchor_features(a, t), naive_features(anchors, texts), atol=1e-12)
+
+
+@pytest.mark.spacy_model
+def test_profile_carries_the_certified_columns() -> None:
+    """ddp_certified = max distance over certified anchors (0 without one), checked by loops over the tables."""
+    import dataclasses
+
+    import ddpcore
+    from ddpcore.anchors.rules import certify_model_for, get_rules
+
+    run = ddpcore.profile_anchors(str(ROOT / "tests" / "data" / "wmt25_mini.jsonl"))
+    seg, anc, sen = run.segments, run.anchors, run.sentences
+    model = certify_model_for(get_rules(None))
+    best: dict[tuple, int] = {}
+    best_sent: dict[tuple, int] = {}
+    for r in anc.iter_rows(named=True):
+        d = r["distance_sentences"]
+        if d > 0:
+            assert 0.0 <= r["confidence"] <= 1.0
+            thr = model.threshold_long if d >= model.long_distance else model.threshold
+            assert r["certified"] == (r["confidence"] >= thr)
+        else:
+            assert math.isnan(r["confidence"]) and not r["certified"]
+        k = (r["document_id"], r["segment_id"])
+        ks = (r["document_id"], r["sentence"])
+        best[k] = max(best.get(k, 0), d if r["certified"] else 0)
+        best_sent[ks] = max(best_sent.get(ks, 0), d if r["certified"] else 0)
+    for r in seg.iter_rows(named=True):
+        assert r["ddp_certified"] == best.get((r["document_id"], r["segment_id"]), 0)
+        assert r["ddp_certified"] <= r["ddp"]
+    for r in sen.iter_rows(named=True):
+        assert r["sentence_ddp_certified"] == best_sent.get((r["document_id"], r["sentence"]), 0)
+    assert seg.columns.index("ddp_certified") == seg.columns.index("ddp") + 1
+    assert anc["certified"].any() and not anc["certified"].all()  # the model certifies some anchors, not all
+    # no certification model: no certified columns, and ddp itself unchanged
+    bare = dataclasses.replace(get_rules(None), certify_model="")
+    run0 = ddpcore.profile_anchors(str(ROOT / "tests" / "data" / "wmt25_mini.jsonl"), rules=bare)
+    assert "ddp_certified" not in run0.segments.columns and "certified" not in run0.anchors.columns
+    assert run0.segments["ddp"].to_list() == seg["ddp"].to_list()
+
+
+def test_a_broken_model_fails_before_any_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    import ddpcore
+    from ddpcore.anchors.rules import get_rules
+    from ddpcore.pipeline import parse
+
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps(_model_doc(version=7)))
+    monkeypatch.setattr(parse.Parser, "__init__", lambda *a, **k: pytest.fail("parsed before the model was checked"))
+    rules = dataclasses.replace(get_rules(None), certify_model=str(bad))
+    with pytest.raises(DDPDataError, match=r"\[D252\]"):
+        ddpcore.profile_anchors(str(ROOT / "tests" / "data" / "wmt25_mini.jsonl"), rules=rules)

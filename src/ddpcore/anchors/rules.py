@@ -175,7 +175,7 @@ class RuleSet:
     antecedent_model: str = ""
     #: the certification model of ``ddp_certified`` (a file name in ddpcore/anchors/data or a path;
     #: ddpcore.anchors.certify); empty: no certified columns
-    certify_model: str = ""
+    certify_model: str = DEFAULT_CERTIFY_MODEL
     description: str = ""
 
     def to_dict(self) -> dict[str, object]:
