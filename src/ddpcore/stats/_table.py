@@ -277,45 +277,13 @@ def pair_conditions(
     for k in keys:
         if k not in df.columns:
             raise DDPDataError(f"pairing column '{k}' is missing; available columns: {', '.join(df.columns)}", code="D301")
-    cond = pl.col(schema.CONDITION).cast(pl.String)
     available = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
-    parts = {}
-    for label, name in (("a", a), ("b", b)):
-        part = df.filter(cond == str(name)).select([*keys, schema.SCORE])
-        if part.height == 0:
-            raise DDPDataError(
-                f"condition {name!r} has no rows; conditions in the table: {', '.join(map(str, available))} "
-                "(--condition-col selects the condition column)",
-                code="D305",
-            )
-        dup = part.select(keys).is_duplicated()
-        if dup.any():
-            first = part.filter(dup).row(0, named=True)
-            example = ", ".join(f"{k}={first[k]!r}" for k in keys)
-            raise DDPDataError(
-                f"condition {name!r}: {int(dup.sum())} rows share a pairing key with another row (e.g. {example}); "
-                f"each ({', '.join(keys)}) must occur once per condition. Aggregate repeated annotations first"
-                + ("" if schema.ANNOTATOR in keys else ", or keep the annotator column so repeats pair by annotator"),
-                code="D307",
-            )
-        parts[label] = part.rename({schema.SCORE: SCORE_A if label == "a" else SCORE_B})
+    parts = {label: _condition_rows(df, name, keys, available).rename({schema.SCORE: score})
+             for label, name, score in (("a", a, SCORE_A), ("b", b, SCORE_B))}
     joined = parts["a"].join(parts["b"], on=keys, how="full", coalesce=True, nulls_equal=False)
     lonely = joined[SCORE_A].is_null() | joined[SCORE_B].is_null()
-    n_lonely = int(lonely.sum())
-    if n_lonely and unpaired == "raise":
-        first = joined.filter(lonely).row(0, named=True)
-        side = a if first[SCORE_B] is None else b
-        other = b if side == a else a
-        example = ", ".join(f"{k}={first[k]!r}" for k in keys)
-        hint = ""
-        if schema.ANNOTATOR in keys:
-            hint = " If the two conditions were scored by different annotators, pair on items only (annotator=False / --no-pair-annotator)."
-        raise DDPDataError(
-            f"{n_lonely} row(s) have no partner in the other condition (e.g. {example} exists in {side!r} but not in "
-            f"{other!r}); pairs are matched on ({', '.join(keys)}). Pass unpaired='drop' (--unpaired drop) to "
-            f"ignore unpaired rows.{hint}",
-            code="D306",
-        )
+    if unpaired == "raise":
+        _refuse_unpaired(joined, lonely, keys, a, b)
     paired = joined.filter(~lonely).sort(keys)
     if paired.height == 0:
         raise DDPDataError(
@@ -324,6 +292,50 @@ def pair_conditions(
             code="D306",
         )
     return paired
+
+
+def _condition_rows(df: pl.DataFrame, name: str, keys: list[str], available: list[str]) -> pl.DataFrame:
+    """The key and score columns of condition ``name`` (D305 none, D307 a key twice)."""
+    import polars as pl
+
+    part = df.filter(pl.col(schema.CONDITION).cast(pl.String) == str(name)).select([*keys, schema.SCORE])
+    if part.height == 0:
+        raise DDPDataError(
+            f"condition {name!r} has no rows; conditions in the table: {', '.join(map(str, available))} "
+            "(--condition-col selects the condition column)",
+            code="D305",
+        )
+    dup = part.select(keys).is_duplicated()
+    if dup.any():
+        first = part.filter(dup).row(0, named=True)
+        example = ", ".join(f"{k}={first[k]!r}" for k in keys)
+        raise DDPDataError(
+            f"condition {name!r}: {int(dup.sum())} rows share a pairing key with another row (e.g. {example}); "
+            f"each ({', '.join(keys)}) must occur once per condition. Aggregate repeated annotations first"
+            + ("" if schema.ANNOTATOR in keys else ", or keep the annotator column so repeats pair by annotator"),
+            code="D307",
+        )
+    return part
+
+
+def _refuse_unpaired(joined: pl.DataFrame, lonely: pl.Series, keys: list[str], a: str, b: str) -> None:
+    """D306 when some joined rows (``lonely``, one flag per row) have no partner, with an example."""
+    n_lonely = int(lonely.sum())
+    if not n_lonely:
+        return
+    first = joined.filter(lonely).row(0, named=True)
+    side = a if first[SCORE_B] is None else b
+    other = b if side == a else a
+    example = ", ".join(f"{k}={first[k]!r}" for k in keys)
+    hint = ""
+    if schema.ANNOTATOR in keys:
+        hint = " If the two conditions were scored by different annotators, pair on items only (annotator=False / --no-pair-annotator)."
+    raise DDPDataError(
+        f"{n_lonely} row(s) have no partner in the other condition (e.g. {example} exists in {side!r} but not in "
+        f"{other!r}); pairs are matched on ({', '.join(keys)}). Pass unpaired='drop' (--unpaired drop) to "
+        f"ignore unpaired rows.{hint}",
+        code="D306",
+    )
 
 
 def check_magnitude(values: Any, name: str) -> None:
