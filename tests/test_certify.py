@@ -283,3 +283,20 @@ def test_a_broken_model_fails_before_any_parse(tmp_path: Path, monkeypatch: pyte
     rules = dataclasses.replace(get_rules(None), certify_model=str(bad))
     with pytest.raises(DDPDataError, match=r"\[D252\]"):
         ddpcore.profile_anchors(str(ROOT / "tests" / "data" / "wmt25_mini.jsonl"), rules=rules)
+
+
+def test_confidence_does_not_depend_on_the_batch(tmp_path: Path) -> None:
+    """The same anchor scored in a batch of 1, 7 or 5,000 rows gets the same bits (outputs may not
+    depend on batching; a BLAS matrix product would change the summation order with the row count)."""
+    rng = np.random.default_rng(11)
+    n = len(C.FEATURES)
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(_model_doc(weights=rng.normal(size=n).tolist(), mean=rng.normal(size=n).tolist(),
+                                       scale=rng.uniform(0.1, 3, size=n).tolist(), bias=0.7)))
+    model = load_certify_model(p, C.FEATURES)
+    X = rng.normal(size=(5000, n)) * 10
+    d = np.full(5000, 3)
+    whole, _ = C.certify(X, d, model)
+    for size in (1, 7, 333):
+        part = np.concatenate([C.certify(X[i:i + size], d[i:i + size], model)[0] for i in range(0, 5000, size)])
+        assert np.array_equal(part, whole)

@@ -144,7 +144,11 @@ def certify(features: np.ndarray, distance: np.ndarray, model: CertifyModel) -> 
     probability that the distance does not over-estimate gold; NaN for rows with distance <= 0,
     which measure nothing), ``certified`` bool. Shapes ``(n_anchors,)``."""
     z = (features - model.mean) / model.scale
-    logit = z @ model.weights + model.bias
+    # the dot product feature by feature, in a fixed order: the same bits whatever the number of rows
+    # (a matrix product's summation order depends on the batch size, and outputs must not)
+    logit = np.full(z.shape[0], model.bias, dtype=np.float64)
+    for j in range(z.shape[1]):  # over the 63 features, vectorised over the anchors
+        logit += z[:, j] * model.weights[j]
     p_over = 1.0 / (1.0 + np.exp(-logit))
     confidence = 1.0 - p_over
     measured = distance > 0
