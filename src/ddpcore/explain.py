@@ -28,6 +28,8 @@ class ExplainResult:
     document: str
     segment: str
     ddp: int
+    #: the segment's certified DDP (max over its certified anchors); None when the run certifies nothing
+    ddp_certified: int | None
     n_sentences: int
     first_sentence: int
     text: str
@@ -43,6 +45,7 @@ class ExplainResult:
             "document": self.document,
             "segment": self.segment,
             "ddp": self.ddp,
+            "ddp_certified": self.ddp_certified,
             "n_sentences": self.n_sentences,
             "first_sentence": self.first_sentence,
             "anchors": self.anchors.to_dicts(),
@@ -54,8 +57,14 @@ class ExplainResult:
     def to_text(self) -> str:
         """A readable table; ``*`` marks the anchors that set the segment's DDP."""
         last = self.first_sentence + self.n_sentences - 1
+        cert = self.signature.get("certify") or {}
+        head = f"document {self.document!r}, segment {self.segment!r}: DDP = {self.ddp} sentence(s)"
+        if self.ddp_certified is not None:
+            head += (f"; certified DDP = {self.ddp_certified} (model {cert.get('file')}, an anchor is certified at "
+                     f"confidence >= {cert.get('threshold')}, >= {cert.get('threshold_long')} from "
+                     f"{cert.get('long_distance')} sentences)")
         lines = [
-            f"document {self.document!r}, segment {self.segment!r}: DDP = {self.ddp} sentence(s)",
+            head,
             f"sentences {self.first_sentence}..{last} of the document; distance mode "
             f"{self.signature.get('distance')}, rules {self.signature.get('rules')}",
             "",
@@ -77,6 +86,11 @@ class ExplainResult:
                 if row[schema.REFERENCE_SENTENCE] != row[schema.ANTECEDENT_SENTENCE]:
                     why += f", entity first mentioned in sentence {row[schema.REFERENCE_SENTENCE]}"
                 why += f": {row[schema.SENTENCE]} - {row[schema.REFERENCE_SENTENCE]} = {d}"
+            if schema.CERTIFIED in row and d > 0:
+                thr = cert.get("threshold_long") if d >= (cert.get("long_distance") or 0) else cert.get("threshold")
+                conf = row[schema.CONFIDENCE]
+                why += (f"; certified (confidence {conf:.3f} >= {thr})" if row[schema.CERTIFIED]
+                        else f"; not certified (confidence {conf:.3f} < {thr}: abstains from the certified DDP)")
             lines.append(f"{mark} s{row[schema.SENTENCE]:<5} {row[schema.TEXT]!r:<24} {what:<18} {why}")
         return "\n".join(lines)
 
@@ -224,6 +238,13 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
             code="D117",
         )
     keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
+    certify_model = opts.pop("certify_model", None)
+    if certify_model is not None:  # the rule set with another certification model (checked before the parse)
+        import dataclasses
+
+        from .anchors.rules import get_rules
+
+        opts["rules"] = get_rules(dataclasses.replace(get_rules(opts.get("rules")), certify_model=certify_model))
     result = profile_anchors(sub.select(keep), **opts)
     seg_row = result.segments.filter(pl.col(seg_col).cast(pl.String) == str(segment))
     anchors = result.anchors.filter(pl.col(seg_col).cast(pl.String) == str(segment))
@@ -231,6 +252,7 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
         document=str(document),
         segment=str(segment),
         ddp=int(seg_row[schema.DDP][0]),
+        ddp_certified=int(seg_row[schema.DDP_CERTIFIED][0]) if schema.DDP_CERTIFIED in seg_row.columns else None,
         n_sentences=int(seg_row[schema.N_SENTENCES][0]),
         first_sentence=int(seg_row[schema.FIRST_SENTENCE][0]),
         text=str(seg_row[cols.text][0]),

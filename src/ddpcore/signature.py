@@ -28,7 +28,7 @@ def run_signature(info: Mapping[str, Any], settings: RunSettings, cols: SegmentC
     """The signature of a profiling run, the one builder of every engine's (in-memory
     :func:`ddpcore.profile_anchors`, the journaled file run, the Ray engine).
 
-    ``{"ddpcore": <version>, **info, distance, rules, rules_description, head_nouns,
+    ``{"ddpcore": <version>, **info, distance, rules, rules_description, certify, head_nouns,
     sentence_unit, columns, **run, **extra}``: ``info`` is the pipeline's
     (:meth:`ddpcore.pipeline.parse.Parser.info`: names, versions, components), ``head_nouns``
     what head nouns came from (:func:`ddpcore.pipeline.extract.head_noun_source`), ``run`` what
@@ -42,6 +42,7 @@ def run_signature(info: Mapping[str, Any], settings: RunSettings, cols: SegmentC
         "distance": settings.distance,
         "rules": settings.rules.name,
         "rules_description": settings.rules.description,
+        "certify": settings.rules.certify_info(),
         "head_nouns": head_nouns,
         "sentence_unit": settings.sentence_unit,
         "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},

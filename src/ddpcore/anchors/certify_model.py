@@ -60,10 +60,12 @@ class CertifyModel:
 
 
 def certify_model_path(name: str | None) -> Path:
-    """The weights file ``name`` names: a bare file name is a packaged file, else a path."""
+    """The weights file ``name`` names: a path that exists, else a bare file name is a packaged file."""
     name = name or DEFAULT_CERTIFY_MODEL
     p = Path(name)
-    return DATA_DIR / name if p.name == name and not p.is_absolute() else p
+    if p.exists() or p.name != name or p.is_absolute():
+        return p
+    return DATA_DIR / name
 
 
 def _bad(path: Path, what: str, code: str) -> DDPDataError:

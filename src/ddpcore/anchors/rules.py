@@ -181,6 +181,11 @@ class RuleSet:
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description}
 
+    def certify_info(self) -> dict[str, object] | None:
+        """What a signature records of the certification model (file, version, sha256, thresholds);
+        ``None`` without one."""
+        return certify_model_for(self).to_dict() if self.certify_model else None
+
 
 PAPER = RuleSet(
     name="paper",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -75,6 +76,10 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "paper's WMT25 figures), refined-names (refined + first-name gender; needs ddpcore[names]), "
                         "learned (refined-names anchors linked by a trained antecedent scorer; needs ddpcore[names]) "
                         "(default: refined)")
+    g.add_argument("--certify-model", default=None, metavar="PATH",
+                   help="certification model of ddp_certified (a weights file made by scripts/train_certify.py; "
+                        "default: the shipped certify-v1.json" + (", or the one the output's signature names)"
+                                                                   if from_signature else ")"))
     g.add_argument("-j", "--n-process", type=n_process_arg, default=1 if from_signature else "auto", metavar="N",
                    help="spaCy worker processes: a number, or 'auto' = every available core when the input has at "
                         "least 50,000 characters (150,000 with spawned workers), else 1. Workers are forked from "
@@ -123,3 +128,16 @@ def resample_options(args: argparse.Namespace, **fields: object) -> object:
     names = ("n_boot", "seed", "threads", "nan_policy", "max_memory", "max_seconds")
     given = {name: getattr(args, name) for name in names if hasattr(args, name)}
     return ResampleOptions(**{**given, **fields})  # type: ignore[arg-type]
+
+
+def resolve_rules(name: str | None, certify_model: str | None = None) -> Any:
+    """The rule set ``--rules NAME`` names, with ``--certify-model PATH`` when given; both checked
+    (D201 unknown rule set, D250-D257 a certification model that does not fit) before any parse."""
+    import dataclasses
+
+    from ..anchors.rules import get_rules
+
+    rules = get_rules(name)
+    if certify_model is not None:
+        rules = get_rules(dataclasses.replace(rules, certify_model=certify_model))
+    return rules

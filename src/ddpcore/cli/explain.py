@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     # only options given on the command line; the output's recorded signature fills the rest
     given = {"document": args.document_col, "segment": args.segment_col, "text": args.text_col,
-             "domain": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules,
+             "domain": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules, "certify_model": args.certify_model,
              "reader": args.reader, "docs": args.docs, "txt_mode": args.txt_mode}
     kwargs = {k: v for k, v in given.items() if v is not None}
     result = explain(args.source, document_id=args.document, segment_id=args.segment, n_process=args.n_process,

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from ..pipeline import stage_times
-    from ..anchors.rules import get_rules
+    from ._common import resolve_rules
     from ..engines import get_engine
     from ..engines.base import RunInterrupted, RunOptions
     from ..engines.local import Settings
@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     argv = [a for a in sys.argv[1:] if a != "--resume"]
     warn = stderr_warn("ddp profile")
     run_options = RunOptions(
-        cols=cols, settings=Settings(distance=args.distance, sentence_unit="sentence", rules=get_rules(args.rules)),
+        cols=cols, settings=Settings(distance=args.distance, sentence_unit="sentence",
+                                    rules=resolve_rules(args.rules, args.certify_model)),
         pipeline=args.pipeline, n_process=args.n_process, batch_size=args.batch_size, batch_chars=args.batch_chars,
         progress=progress, summary_by=by, source_name=str(source), warn=warn, **reader_kwargs(args),
         resume=args.resume, resume_hint="rerun with --resume: ddp " + " ".join(shlex.quote(a) for a in argv) + " --resume",

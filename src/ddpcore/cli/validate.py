@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_extraction_options
+from ._common import HelpFormatter, add_extraction_options, resolve_rules
 
 GOLD_FORMATS = ("litbank", "conllu", "conll2012")
 GOLD_SCOPES = ("full", "restricted", "ddp")  # = ddpcore.gold.validate.GOLD_SCOPES (not imported: keeps --help fast)
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         format=args.gold_format,
         distance=args.distance,
         pipeline=args.pipeline,
-        rules=args.rules,
+        rules=resolve_rules(args.rules, args.certify_model),
         gold_scope=args.gold_scope or "full",
         n_process=args.n_process,
         batch_size=args.batch_size,
