@@ -9,7 +9,7 @@ statistic downstream works with fixed names.
 
 Error codes (D3xx, statistics input) raised here: D301 missing column, D302 missing or
 NaN score, D303 non-numeric score, D304 null key value, D305 condition not present,
-D306 unpaired rows, D307 duplicate pairing key, D309 empty table, D360 score too large in
+D306 unpaired rows, D307 duplicate pairing key or the same rating twice, D309 empty table, D360 score too large in
 magnitude (|score| > 1e100), D361 several conditions where one is expected.
 """
 from __future__ import annotations
@@ -109,8 +109,12 @@ def load_long_table(
     return _load_long_table(table, cols, required, nan_policy)
 
 
-def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy) -> pl.DataFrame:
-    """:func:`load_long_table` with resolved columns (used by the statistics functions)."""
+def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy, *,
+                     optional_annotator: bool = False) -> pl.DataFrame:
+    """:func:`load_long_table` with resolved columns (used by the statistics functions).
+
+    ``optional_annotator``: an annotator column that is absent (under any name) means "no annotator
+    column" instead of D301 (for statistics that use the annotator only for :func:`check_unique_ratings`)."""
     from ._frames import as_frame
 
     check_nan_policy(nan_policy)
@@ -122,7 +126,7 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
     names = cols.roles(LONG_TABLE_ROLES)
     annotator = cols.annotator
     if annotator is not None and annotator not in df.columns:
-        if annotator == schema.ANNOTATOR and "annotator" not in required:
+        if (annotator == schema.ANNOTATOR or optional_annotator) and "annotator" not in required:
             names["annotator"] = None
         else:
             _missing(df, source, "annotator", annotator)
@@ -160,9 +164,66 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
                 f"every row needs a {role} ({FLAGS[role]} selects the column)",
                 code="D304",
             )
+    check_unique_ratings(df, source)
     if "score" in present:
         df = _validate_scores(df, source, names["score"] or schema.SCORE, nan_policy)
     return df
+
+
+def load_ratings(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy) -> pl.DataFrame:
+    """:func:`_load_long_table` for statistics that do not use the annotator: the annotator column, when
+    the table has one, takes part in :func:`check_unique_ratings` (D307 for a rating repeated) and is then
+    dropped from the result (so grouping and pairing never pick it up). These statistics have no annotator
+    flag, so ``cols.annotator=None`` falls back to a column named ``annotator`` when there is one."""
+    if cols.annotator is None:
+        cols = cols.replace(annotator=schema.ANNOTATOR)
+    df = _load_long_table(table, cols, required, nan_policy, optional_annotator=True)
+    return df.drop(schema.ANNOTATOR) if schema.ANNOTATOR in df.columns else df
+
+
+#: the columns that identify one rating, in message order (those a table has)
+RATING_KEY = (schema.CONDITION, schema.DOCUMENT_ID, schema.SEGMENT_ID, schema.SYSTEM, schema.ANNOTATOR)
+
+
+def check_unique_ratings(df: pl.DataFrame, source: str = "<table>", keys: Sequence[str] | None = None,
+                         what: str = "") -> None:
+    """D307 when two rows of ``df`` (canonical names) are the same rating: the same document, segment,
+    system, annotator and condition (the key columns the table has).
+
+    The one rule for repeated rows shared by every long-table statistic (issue 19): a row repeated
+    verbatim, or an id typo that turns one rating into a second rating of another key, must not count
+    twice in some parts of a statistic and once in others. It applies when the table has document,
+    segment *and* annotator columns (``keys=None``); without an annotator column, rows sharing
+    (document, segment, system, condition) are ratings by different, unnamed annotators and each
+    statistic treats them as it documents. ``keys`` overrides the key columns (e.g. alpha's coder);
+    ``what`` is prefixed to the message. Row numbers are 1-based rows of ``df`` as loaded (the input's
+    data rows). One vectorised ``is_duplicated`` pass; no Python loop over rows."""
+    import polars as pl
+
+    if keys is None:
+        if not all(c in df.columns for c in (schema.DOCUMENT_ID, schema.SEGMENT_ID, schema.ANNOTATOR)):
+            return
+        keys = [c for c in RATING_KEY if c in df.columns]
+    keys = list(keys)
+    if df.height < 2 or not keys:
+        return
+    dup = df.select(keys).is_duplicated()
+    if not dup.any():
+        return
+    first = int(dup.arg_true()[0])
+    key = df.select(keys).row(first, named=True)
+    same = pl.all_horizontal([pl.col(k) == key[k] for k in keys])
+    rows = (df.select(keys).with_row_index("__row").filter(same)["__row"] + 1).to_list()
+    shown = ", ".join(map(str, rows[:5])) + (f" (and {len(rows) - 5} more)" if len(rows) > 5 else "")
+    cond = f"condition {key[schema.CONDITION]!r}: " if schema.CONDITION in key else ""
+    ident = ", ".join(f"{k}={key[k]!r}" for k in keys if k != schema.CONDITION)
+    raise DDPDataError(
+        f"{source}, rows {shown}: {what}{cond}the rating ({ident}) occurs {len(rows)} times "
+        f"({int(dup.sum())} rows repeat a rating); each ({', '.join(keys)}) must occur once. Remove the repeated "
+        "rows (a row pasted twice, or an id typo that made two ratings of one key), or give ratings by different "
+        "annotators distinct annotator ids (--annotator-col)",
+        code="D307",
+    )
 
 
 def _missing(df: pl.DataFrame, source: str, role: str, col: str) -> None:

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from ._table import check_magnitude, factorize, json_safe, signature
+from ._table import RATING_KEY, check_magnitude, check_unique_ratings, factorize, json_safe, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -242,8 +242,11 @@ def reliability_matrix(
     coder, score
         Annotator and score columns.
     aggregate
-        ``"mean"``: several rows of one coder in one unit are averaged. ``None``: such
-        repeats are an error (D307).
+        ``"mean"``: several rows of one coder in one unit are averaged (a coder's segment
+        scores within a document-level unit). ``None``: such repeats are an error (D307).
+        Either way, when the frame has a ``segment_id`` column, one coder rating the same
+        segment twice (the same unit, segment, coder [, annotator] [, condition] on two rows:
+        a repeated row or an id typo) is an error (D307, naming the rows), never averaged.
 
     Returns
     -------
@@ -262,6 +265,11 @@ def reliability_matrix(
             raise DDPDataError(f"column '{col}' is missing; available columns: {', '.join(frame.columns)}", code="D301")
     if aggregate not in ("mean", None):
         raise DDPUsageError(f"aggregate must be 'mean' or None, got {aggregate!r}", code="D311")
+    if schema.SEGMENT_ID in frame.columns:
+        # one coder rating one segment twice (a row repeated, or an id typo) is refused, not averaged
+        # (D307); `aggregate` only averages a coder's different segments within a document-level unit
+        rating = {*unit, coder, schema.SEGMENT_ID} | {c for c in (schema.ANNOTATOR, schema.CONDITION) if c in frame.columns}
+        check_unique_ratings(frame, keys=[c for c in RATING_KEY if c in rating] + sorted(rating - set(RATING_KEY)))
     frame = frame.select([*unit, coder, pl.col(score).cast(pl.Float64, strict=False).alias("__score")])
     bad = frame["__score"].is_null() | frame["__score"].is_nan()
     if bad.any():

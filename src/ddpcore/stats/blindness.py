@@ -57,7 +57,7 @@ import numpy as np
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ._table import json_safe, load_long_table, signature
+from ._table import json_safe, load_ratings, signature
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -368,8 +368,8 @@ def _load_scores(table: Any, cols: TableColumns, nan_policy: str, a: str, b: str
         from ._frames import as_frame
 
         n_rows_in = as_frame(table).height
-    df = load_long_table(table, columns=dataclasses.replace(cols, annotator=None), nan_policy=nan_policy,  # type: ignore[arg-type]
-                         required=("document", "segment", "system", "condition", "score"))
+    # the annotator column (when present) only checks that no rating is repeated (D307), then is dropped
+    df = load_ratings(table, cols, ("document", "segment", "system", "condition", "score"), nan_policy)  # type: ignore[arg-type]
     n_omitted = 0 if n_rows_in is None else n_rows_in - df.height
     if n_omitted:
         note(f"{n_omitted:,} row(s) with a missing (null/NaN) score dropped (--nan-policy omit); the battery uses "
@@ -609,7 +609,7 @@ def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int, des
         return _Ranking()
     n_boot = int(opts.n_boot)  # type: ignore[arg-type]
     tau = run("tau", "--n-boot", bootstrap_tau, two, a, b, unit="document", tau_min=design.tau_min,
-              confidence=design.confidence, options=opts)
+              confidence=design.confidence, options=opts, one_sided="keep")
     ranking = {k: v for k, v in tau.to_dict().items() if k not in ("means_a", "means_b")}
     ranking["means_a"], ranking["means_b"] = tau.means_a, tau.means_b
     rank_differ = bool(math.isfinite(tau.ci_high) and tau.ci_high < design.tau_min)

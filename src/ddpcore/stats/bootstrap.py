@@ -50,7 +50,7 @@ from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
-from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_long_table, signature
+from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_ratings, signature
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -444,6 +444,7 @@ def bootstrap_tau(
     exclude_systems: Sequence[Any] = (),
     columns: TableColumns | None = None,
     options: ResampleOptions | None = None,
+    one_sided: Literal["raise", "keep"] = "raise",
 ) -> BootstrapTauResult:
     """Kendall tau-b between the system rankings of two conditions, with a bootstrap CI.
 
@@ -480,6 +481,19 @@ def bootstrap_tau(
         before any work, an estimated run time over ``max_seconds`` -> D363 after the first
         block.
 
+    one_sided
+        ``"raise"`` (default): a unit (document, or segment with ``unit="segment"``) that has rows under
+        one of the two conditions only is an error (D791) naming the first such unit: both conditions'
+        means are drawn from the same units, and a unit one side lacks (typically an id changed on one
+        side) would make the two rankings resample different material. ``"keep"``: such units are
+        resampled as they are (used by :func:`ddpcore.stats.blindness.blindness`, whose source attribution
+        documents keys one side lacks).
+
+    Rows: each row is one rating; the same (document, segment, system, annotator, condition) twice is
+    D307 when the table has an annotator column (:func:`ddpcore.stats._table.check_unique_ratings`).
+    Without an annotator column, several rows of one (document, segment, system, condition) are
+    ratings by different annotators, each counted as a row of the system mean.
+
     Returns
     -------
     BootstrapTauResult
@@ -494,10 +508,14 @@ def bootstrap_tau(
         raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
     if str(condition_a) == str(condition_b):
         raise DDPUsageError(f"the two conditions must differ (both are {condition_a!r})", code="D311")
+    if one_sided not in ("raise", "keep"):
+        raise DDPUsageError(f"one_sided must be 'raise' or 'keep', got {one_sided!r}", code="D311")
     cols = check_columns(columns, func="bootstrap_tau")
     required = ["document", "system", "condition", "score"] + (["segment"] if unit == "segment" else [])
-    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=opts.nan_policy)
+    df = load_ratings(table, cols, required, opts.nan_policy)
     stats = _unit_stats(df, [condition_a, condition_b], unit, weighting, exclude_systems)
+    if one_sided == "raise":
+        _refuse_one_sided_units(stats, unit, condition_a, condition_b, table)
     full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 2, stats.n_systems)[0]
     point = kendall_tau_b(full[0], full[1])
     reps, tied, seed = _tau_replicates(stats, unit, opts)
@@ -525,6 +543,28 @@ def bootstrap_tau(
         means_b={str(s): float(m) for s, m in zip(stats.systems, full[1])},
         share_tied=float(tied.mean()), confidence=float(confidence), tau_min=float(tau_min), weighting=weighting,
         signature=sig,
+    )
+
+
+def _refuse_one_sided_units(stats: _UnitStats, unit: str, a: Any, b: Any, table: Any) -> None:
+    """D791 when a resampling unit has rows under one of the two conditions only (vectorised over units)."""
+    counts = stats.values.reshape(stats.n_units, 2, 2, stats.n_systems)[:, :, 1, :].sum(axis=2)  # (unit, condition)
+    has = counts > 0
+    lonely = has[:, 0] != has[:, 1]
+    if not lonely.any():
+        return
+    k = int(np.flatnonzero(lonely)[0])
+    side, other = (a, b) if has[k, 0] else (b, a)
+    key = ", ".join(f"{c}={v!r}" for c, v in stats.unit_keys.row(k, named=True).items())
+    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    n_a, n_b = int((has[:, 0] & ~has[:, 1]).sum()), int((has[:, 1] & ~has[:, 0]).sum())
+    raise DDPDataError(
+        f"{source}: {int(lonely.sum())} {unit}(s) have rows under one condition only ({n_a} only in {a!r}, "
+        f"{n_b} only in {b!r}; first: {key} has {int(counts[k].sum())} row(s) in {side!r} and none in {other!r}); "
+        f"tau draws both conditions' means from the same {unit}s, so each {unit} must be scored under both. "
+        f"Check the {'ids' if unit == 'segment' else 'document ids'} of {side!r} (an id changed on one side), "
+        f"or filter the table to the {unit}s both conditions share",
+        code="D791",
     )
 
 
@@ -600,7 +640,7 @@ def bootstrap_system_means(
     required = ["document", "system", "score"] + (["segment"] if unit == "segment" else [])
     if condition_value is not None:
         required.append("condition")
-    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=opts.nan_policy)
+    df = load_ratings(table, cols, required, opts.nan_policy)
     if condition_value is None:
         check_single_condition(df, "condition_value=")
     conds = [condition_value] if condition_value is not None else []
@@ -654,7 +694,7 @@ def unit_keys(
 
     cols = check_columns(columns, func="unit_keys")
     required = ["document"] + (["segment"] if unit == "segment" else []) + (["condition"] if conditions else [])
-    df = load_long_table(table, columns=cols.replace(annotator=None), required=required, nan_policy=nan_policy)
+    df = load_ratings(table, cols, required, nan_policy)
     if exclude_systems and schema.SYSTEM in df.columns:
         df = df.filter(~pl.col(schema.SYSTEM).cast(pl.String).is_in([str(s) for s in exclude_systems]))
     if conditions:

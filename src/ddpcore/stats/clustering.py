@@ -913,7 +913,8 @@ def cluster_systems(
     indices = opts.indices
     n_boot, seed, floor = _check_cluster_args(strategy, opts, alpha, unit, by_domain, min_pairs)
     budget = opts.budget(f"cluster_systems(method={method!r})")
-    df = _cluster_rows(table, cols, condition_value, opts.nan_policy)
+    df, one_sided = _cluster_rows(table, cols, condition_value, opts.nan_policy,
+                                  unit=unit if strategy.bootstrap_units else None)
     pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, pair_default=strategy.pair_annotator_default,
                   by_domain=by_domain)
     means = _system_means(pr, macro_domains=by_domain)
@@ -944,6 +945,7 @@ def cluster_systems(
         n_pairs_min=pair_floor["n_pairs_min"] if pair_floor else None,
         n_below_min_pairs=pair_floor["n_below"] if pair_floor else None,
         n_rank_conflicts=len(conflicts),
+        n_units_one_condition=one_sided[0] if one_sided else None,
     )
     return ClusterResult(
         method=method,
@@ -958,7 +960,8 @@ def cluster_systems(
         signature=sig,
         pair_floor=pair_floor,
         rank_conflicts=tuple(conflicts),
-        warnings=tuple(_cluster_notes(pair_floor, floor, pr.pair_annotator, conflicts)),
+        warnings=tuple(([one_sided[1]] if one_sided else []) + _cluster_notes(pair_floor, floor, pr.pair_annotator,
+                                                                               conflicts)),
     )
 
 
@@ -995,8 +998,14 @@ def _check_cluster_args(strategy: _Strategy, opts: ResampleOptions, alpha: float
     return int(n_boot) if strategy.resampling else n_boot, int(seed) if strategy.resampling else seed, floor
 
 
-def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, nan_policy: str) -> pl.DataFrame:
-    """The long table's rows of ``condition_value`` (or its single condition), canonical column names."""
+def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, nan_policy: str,
+                  unit: str | None = None) -> tuple[pl.DataFrame, tuple[int, str] | None]:
+    """The long table's rows of ``condition_value`` (or its single condition), canonical column names.
+
+    Loading refuses a rating repeated (D307, :func:`~ddpcore.stats._table.check_unique_ratings`). With
+    ``unit`` (the bootstrap's resampling unit) and other conditions in the table, the units of
+    ``condition_value`` that have no row under any other condition are counted: ``(count, warning
+    line)``, else ``None``."""
     import polars as pl
 
     df = load_long_table(table, columns=cols, required=("document", "segment", "system", "score"),
@@ -1009,13 +1018,45 @@ def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, n
             if str(condition_value) not in present:
                 raise DDPDataError(f"condition {condition_value!r} has no rows; conditions in the table: "
                                    f"{', '.join(map(str, present))}", code="D305")
+            one_sided = _one_sided_units(df, str(condition_value), present, unit) if unit else None
             df = df.filter(pl.col(schema.CONDITION).cast(pl.String) == str(condition_value))
-        else:
-            check_single_condition(df, "--in COND")
+            return df, one_sided
+        check_single_condition(df, "--in COND")
     elif condition_value is not None:
         raise DDPDataError(f"condition_value={condition_value!r} given but the table has no condition column "
                            f"'{cols.condition}' ({cols.flag('condition')} NAME)", code="D301")
-    return df
+    return df, None
+
+
+def _one_sided_units(df: pl.DataFrame, cond: str, present: list[str], unit: str) -> tuple[int, str] | None:
+    """Units (documents, or (document, segment)) of ``cond`` without a row under the table's other
+    conditions: ``(count, warning line)``, or ``None`` when there are none (or no other condition).
+
+    The bootstrap clusters each condition on its own units, so such units are kept; but a comparison
+    of two conditions' clusterings (``ddp stats cluster --a --b``) then resamples different material,
+    and a document id changed in some rows of one condition (a typo) splits one resampling unit in
+    two. The warning names the first unit and its row count."""
+    import polars as pl
+
+    others = [c for c in present if c != cond]
+    if not others:
+        return None
+    ucols = [schema.DOCUMENT_ID] if unit == "document" else [schema.DOCUMENT_ID, schema.SEGMENT_ID]
+    is_cond = pl.col(schema.CONDITION).cast(pl.String) == cond
+    mine = df.filter(is_cond).group_by(ucols, maintain_order=True).len("__n")
+    theirs = df.filter(~is_cond).select(ucols).unique()
+    lonely = mine.join(theirs, on=ucols, how="anti", maintain_order="left")
+    if lonely.height == 0:
+        return None
+    first = lonely.sort(ucols).row(0, named=True)
+    key = ", ".join(f"{c}={first[c]!r}" for c in ucols)
+    shown = ", ".join(map(repr, others[:3])) + (" ..." if len(others) > 3 else "")
+    return lonely.height, (
+        f"{lonely.height} of {mine.height} {unit}s of condition {cond!r} have no row under the other "
+        f"condition(s) of the table ({shown}) (first: {key}, {first['__n']} row(s)); they are kept as "
+        f"{cond!r}'s own resampling units, so a comparison with {shown} rests on different {unit}s: check the "
+        f"{'document' if unit == 'document' else 'document/segment'} ids if both conditions score the same "
+        f"{unit}s (signature n_units_one_condition)")
 
 
 def _run_pvalues(strategy: _Strategy, pr: _Prepared, run: _Run, *, progress: bool,

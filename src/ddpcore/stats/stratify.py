@@ -381,6 +381,61 @@ def _rows_per_segment(prep: _Prepared, by: list[str]) -> None:
             "add the column that tells the rows apart (e.g. system, annotator) to --by, or drop repeated rows")
 
 
+def _group_coverage(prep: _Prepared, by: list[str], max_unjoined: float, allow_partial_join: bool) -> None:
+    """Profile segments covered by each group, into ``prep.join["group_coverage"]`` (issue 19).
+
+    The overall join check counts a profile segment matched when *any* score row joins it; a group
+    (e.g. ``--by system``) whose rows miss some segments its peers cover would silently rest on fewer
+    segments. A group is expected to cover every used segment with its segment-level ``by`` values
+    (the ``by`` columns constant within a segment, e.g. ``domain``; the others, e.g. ``system``, split
+    one segment's rows). Groups short of that are a warning naming the first one and one missing
+    segment; a group missing more than ``max_unjoined`` of its segments is D710 unless
+    ``allow_partial_join`` (as for the overall join). Polars group-bys only (no Python loop over rows)."""
+    import polars as pl
+
+    f = prep.frame
+    if not by or f.height == 0:
+        return
+    per_seg = f.group_by(SEGK).agg([pl.col(b).n_unique().alias(b) for b in by]).select(
+        [pl.col(b).max() for b in by]).row(0, named=True)
+    seg_by = [b for b in by if per_seg[b] <= 1]  # properties of the segment (profile side)
+    if len(seg_by) == len(by):
+        return  # the groups partition the segments: nothing to compare
+    segs = f.select(SEGK, *seg_by).unique()
+    expected = (segs.group_by(seg_by).len("__expected") if seg_by
+                else pl.DataFrame({"__expected": [segs.height]}, schema={"__expected": pl.UInt32}))
+    got = f.group_by(by).agg(pl.col(SEGK).n_unique().alias("__got"))
+    cov = got.join(expected, on=seg_by, how="left", nulls_equal=True) if seg_by else got.join(expected, how="cross")
+    cov = cov.with_columns((1.0 - pl.col("__got") / pl.col("__expected")).alias("__missing"))
+    short = cov.filter(pl.col("__got") < pl.col("__expected")).sort(["__missing", *by], descending=[True] + [False] * len(by),
+                                                                    nulls_last=True)
+    info: dict[str, Any] = {"groups": int(cov.height), "groups_short": int(short.height),
+                            "max_missing_share": float(short["__missing"][0]) if short.height else 0.0,
+                            "first_short_group": None}
+    prep.join["group_coverage"] = info
+    if not short.height:
+        return
+    g = short.row(0, named=True)
+    where = ", ".join(f"{b}={g[b]!r}" for b in by)
+    match = [pl.col(b) == g[b] if g[b] is not None else pl.col(b).is_null() for b in seg_by]
+    pool = segs.filter(*match) if match else segs
+    have = f.filter(*[pl.col(b) == g[b] if g[b] is not None else pl.col(b).is_null() for b in by])[SEGK].unique()
+    miss = pool.filter(~pl.col(SEGK).is_in(have.implode())).sort(SEGK).head(1)[SEGK].to_list()
+    hit = prep.prof_keys.filter(pl.col(SEGK) == miss[0]) if miss else prep.prof_keys.head(0)
+    seg_key = {c: v for c, v in hit.row(0, named=True).items() if c != SEGK} if hit.height else {}
+    info["first_short_group"] = {"group": {b: g[b] for b in by}, "segments": int(g["__got"]),
+                                 "of": int(g["__expected"]), "first_missing": seg_key}
+    text = (f"{short.height} of {cov.height} group(s) cover fewer profile segments than the join gives them "
+            f"(first: {where}: {g['__got']} of {g['__expected']} segments, missing e.g. "
+            f"({_keys_text(seg_key, list(seg_key))})), so those groups rest on other segments than their peers")
+    if g["__missing"] > max_unjoined and not allow_partial_join:
+        raise DDPDataError(
+            f"{text}; {_pct(g['__missing'])} of that group's segments have no score row, more than --max-unjoined "
+            f"{max_unjoined:g}: add the missing score rows, or give --allow-partial-join to stratify the matched "
+            "rows only", code="D710")
+    prep.warnings.append(text + " (signature.join.group_coverage)")
+
+
 def _bins_of(ddp: np.ndarray, edges: np.ndarray) -> np.ndarray:
     b = np.searchsorted(edges, ddp.astype(np.float64), side="right") - 1
     b[(b < 0) | (b >= edges.size - 1)] = -1
@@ -568,6 +623,7 @@ def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.Laz
                     extra_keys=[gcol] if gcol else [], max_unjoined=float(max_unjoined),
                     allow_partial_join=allow_partial_join, ddp_col=ddp_col)
     _rows_per_segment(prep, by)
+    _group_coverage(prep, by, float(max_unjoined), allow_partial_join)
     groups = _groups(prep.frame, by, edges, n_boot, seed, lowess_max_points, threads)
     result: dict[str, Any] = {"groups": groups}
     if gap is not None and gcol is not None:
