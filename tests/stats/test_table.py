@@ -85,9 +85,9 @@ def test_pair_conditions():
     with pytest.raises(DDPDataError, match=r"\[D306\] 2 row\(s\) have no partner.*unpaired='drop'"):
         pair_conditions(unpaired, "DOC", "MIX")
     assert pair_conditions(unpaired, "DOC", "MIX", unpaired="drop").height == 2
-    dup = load_long_table(pl.concat([table(), table().head(1)]))
+    # a repeated rating is refused when the table is loaded (issue 19: one rule for every command)
     with pytest.raises(DDPDataError, match=r"\[D307\].*'DOC'.*document_id='d1'"):
-        pair_conditions(dup, "DOC", "MIX")
+        load_long_table(pl.concat([table(), table().head(1)]))
     with pytest.raises(DDPUsageError):
         pair_conditions(df, "DOC", "DOC")
 
