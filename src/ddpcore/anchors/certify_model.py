@@ -17,11 +17,13 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import DDPDataError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
 #: folder of the packaged weights
@@ -141,17 +143,26 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
                         figures=dict(doc.get("figures") or {}))
 
 
+_T = TypeVar("_T")
+
+
+def load_once(cache: dict[tuple[str, int, int], _T], path: Path, load: Callable[[], _T]) -> _T:
+    """``load()``, kept in ``cache`` per version of the file at ``path`` (its path, mtime and size;
+    a file that cannot be stat'ed is one version): a changed file is loaded again."""
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (str(path), -1, -1)
+    if key not in cache:
+        cache[key] = load()
+    return cache[key]
+
+
 _MODELS: dict[tuple[str, int, int], CertifyModel] = {}
 
 
 def certify_model(name: str | None, features: tuple[str, ...]) -> CertifyModel:
     """The checked model ``name`` names (default: the shipped one), loaded once per file version per process."""
     path = certify_model_path(name)
-    try:
-        st = path.stat()
-        key = (str(path), st.st_mtime_ns, st.st_size)
-    except OSError:
-        key = (str(path), -1, -1)
-    if key not in _MODELS:
-        _MODELS[key] = load_certify_model(path, features)
-    return _MODELS[key]
+    return load_once(_MODELS, path, lambda: load_certify_model(path, features))

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .certify_model import DEFAULT_CERTIFY_MODEL
+from .certify_model import DEFAULT_CERTIFY_MODEL, load_once
 
 if TYPE_CHECKING:
     from .antecedent_model import AntecedentModel
@@ -326,15 +326,12 @@ def model_for(rules: RuleSet) -> AntecedentModel:
     from .antecedent_model import feature_layout, load_antecedent_model, weights_path
 
     path = weights_path(rules.antecedent_model)
-    try:
-        st = path.stat()
-        key = (str(path), st.st_mtime_ns, st.st_size)
-    except OSError:
-        key = (str(path), -1, -1)
-    if key not in _MODELS:
+
+    def load() -> AntecedentModel:
         _, _, labels = feature_layout()
         if tuple(rules.entity_labels) != labels:
             raise DDPDataError(f"rule set {rules.name!r}: entity labels {list(rules.entity_labels)} differ from the "
                                f"antecedent kernel's {list(labels)}; use the default entity labels", code="D245")
-        _MODELS[key] = load_antecedent_model(path)
-    return _MODELS[key]
+        return load_antecedent_model(path)
+
+    return load_once(_MODELS, path, load)

@@ -130,6 +130,15 @@ def resample_options(args: argparse.Namespace, **fields: object) -> object:
     return ResampleOptions(**{**given, **fields})  # type: ignore[arg-type]
 
 
+def fmt_number(x: Any, nd: int = 3, missing: str = "nan") -> str:
+    """A figure of a text report: ``nd`` decimals; a string as it is; ``None`` as ``missing``."""
+    if x is None:
+        return missing
+    if isinstance(x, str):
+        return x
+    return f"{x:.{nd}f}"
+
+
 def resolve_rules(name: str | None, certify_model: str | None = None) -> Any:
     """The rule set ``--rules NAME`` names, with ``--certify-model PATH`` when given; both checked
     (D201 unknown rule set, D250-D257 a certification model that does not fit) before any parse."""

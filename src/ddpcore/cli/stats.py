@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
-from ._common import add_budget, resample_options
+from ._common import add_budget, fmt_number, resample_options
 
 READERS = ("table", "esa-wmt23", "wmt24")
 
@@ -300,11 +300,7 @@ def _tsv(rows: list[dict[str, Any]], signature: Any) -> str:
 
 
 def _f(x: Any, nd: int = 3) -> str:
-    if x is None:
-        return "nan"
-    if isinstance(x, str):
-        return x
-    return f"{x:.{nd}f}"
+    return fmt_number(x, nd)
 
 
 def _gate(args: argparse.Namespace, payload: dict[str, Any], failed: bool, gate: str, why: str) -> int:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import resample_options
+from ._common import fmt_number, resample_options
 
 FORMATS = ("json", "text", "tsv", "markdown", "latex")
 
@@ -134,11 +134,7 @@ def _print(out: str) -> None:
 
 
 def _fmt(x: Any, nd: int = 3) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, str):
-        return x
-    return f"{x:.{nd}f}"
+    return fmt_number(x, nd, missing="—")
 
 
 def _fmt_p(x: Any) -> str:

@@ -42,7 +42,7 @@ from .base import RunInterrupted, RunOptions, RunReport
 from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
 from ..pipeline.extract import head_noun_source
-from ..pipeline.parse import Parser
+from ..pipeline.parse import Parser, end_processes
 from ..io.sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
 from ..pipeline.stages import Batch
 from ..schema import SIGNATURE_KEY
@@ -810,15 +810,7 @@ def _kill(parser: Parser) -> None:
     pool = parser._pool
     procs = list(getattr(pool, "_processes", {}).values()) if pool is not None else []
     parser.close()
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.terminate()
-    deadline = time.monotonic() + 2.0
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.join(max(0.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.kill()
+    end_processes(procs)
 
 
 def _read_journal(path: Path) -> dict[str, Any] | None:

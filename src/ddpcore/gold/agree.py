@@ -21,6 +21,8 @@ from ._correlation import correlation
 from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
 
 ALL_DOMAINS = "all"
@@ -108,23 +110,21 @@ def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: s
         pl.col(schema.DDP).cast(pl.Float64).alias(schema.DDP),
         (pl.col(domain).cast(pl.String) if domain and domain in df.columns else pl.lit(None, dtype=pl.String)).alias(schema.DOMAIN),
     )
-    bad = out.filter(pl.col(schema.DDP).is_null() | pl.col(schema.DDP).is_nan() | pl.col(schema.DOCUMENT_ID).is_null() | pl.col(schema.SEGMENT_ID).is_null())
-    if bad.height:
-        r = bad.row(0, named=True)
-        raise DDPDataError(
-            f"{name}: document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' has a missing id or DDP value; "
-            "compare complete `ddp profile` outputs",
-            code="D431",
-        )
-    dup = out.filter(pl.struct(schema.DOCUMENT_ID, schema.SEGMENT_ID).is_duplicated())
-    if dup.height:
-        r = dup.row(0, named=True)
-        raise DDPDataError(
-            f"{name}: document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' appears more than once; "
-            "each run must have one row per segment",
-            code="D432",
-        )
+    _refuse_first(out.filter(pl.col(schema.DDP).is_null() | pl.col(schema.DDP).is_nan() | pl.col(schema.DOCUMENT_ID).is_null() | pl.col(schema.SEGMENT_ID).is_null()),
+                  "D431", lambda r: f"{name}: {_segment(r)} has a missing id or DDP value; compare complete `ddp profile` outputs")
+    _refuse_first(out.filter(pl.struct(schema.DOCUMENT_ID, schema.SEGMENT_ID).is_duplicated()),
+                  "D432", lambda r: f"{name}: {_segment(r)} appears more than once; each run must have one row per segment")
     return out
+
+
+def _segment(r: dict[str, Any]) -> str:
+    return f"document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}'"
+
+
+def _refuse_first(bad: pl.DataFrame, code: str, message: Callable[[dict[str, Any]], str]) -> None:
+    """If ``bad`` has a row: ``code`` with the ``message`` of its first row."""
+    if bad.height:
+        raise DDPDataError(message(bad.row(0, named=True)), code=code)
 
 
 def _check_same_segments(a: pl.DataFrame, b: pl.DataFrame, name_a: str, name_b: str) -> None:
@@ -142,24 +142,14 @@ def _check_same_segments(a: pl.DataFrame, b: pl.DataFrame, name_a: str, name_b: 
             )
     for x, y, nx, ny in ((a, b, name_a, name_b), (b, a, name_b, name_a)):
         missing = x.join(y.select(keys), on=keys, how="anti", maintain_order="left")
-        if missing.height:
-            r = missing.row(0, named=True)
-            raise DDPDataError(
-                f"document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' is in {nx} but not in {ny} "
-                f"({missing.height} such segments); agreement needs two runs over the same segments",
-                code="D433",
-            )
+        _refuse_first(missing, "D433", lambda r: f"{_segment(r)} is in {nx} but not in {ny} ({missing.height} such "
+                                                 "segments); agreement needs two runs over the same segments")
     both = a.join(b, on=keys, how="inner", suffix="_b", maintain_order="left")
     clash = both.filter(
         pl.col(schema.DOMAIN).is_not_null() & pl.col(schema.DOMAIN + "_b").is_not_null() & (pl.col(schema.DOMAIN) != pl.col(schema.DOMAIN + "_b"))
     )
-    if clash.height:
-        r = clash.row(0, named=True)
-        raise DDPDataError(
-            f"document '{r[schema.DOCUMENT_ID]}' segment '{r[schema.SEGMENT_ID]}' has domain '{r[schema.DOMAIN]}' in {name_a} "
-            f"but '{r[schema.DOMAIN + '_b']}' in {name_b}; profile both runs from the same input",
-            code="D434",
-        )
+    _refuse_first(clash, "D434", lambda r: f"{_segment(r)} has domain '{r[schema.DOMAIN]}' in {name_a} but "
+                                           f"'{r[schema.DOMAIN + '_b']}' in {name_b}; profile both runs from the same input")
 
 
 def agree(

@@ -787,19 +787,12 @@ def _workers_end_on_interrupt() -> Iterator[None]:
     import socket
     import threading
 
+    from ..pipeline.parse import end_processes
+
     before = {p.pid for p in multiprocessing.active_children()}
 
     def end_workers() -> None:
-        procs = [p for p in multiprocessing.active_children() if p.pid not in before]
-        for p in procs:
-            with contextlib.suppress(Exception):
-                p.terminate()
-        deadline = time.monotonic() + 2.0
-        for p in procs:
-            with contextlib.suppress(Exception):
-                p.join(max(0.0, deadline - time.monotonic()))
-                if p.is_alive():
-                    p.kill()
+        end_processes([p for p in multiprocessing.active_children() if p.pid not in before])
 
     watcher = None
     # only where Ctrl-C means KeyboardInterrupt (a caller's own SIGINT handler may mean something else)

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
 from .appraise import parse_error_spans, utf16_span_to_codepoints  # noqa: F401  (public here since 0.x)
-from .wmt import _positions
+from .wmt import _csv_records, _positions
 
 if TYPE_CHECKING:
     import polars as pl
@@ -188,11 +188,7 @@ def _raw_protocol(protocol: str, members: dict[str, bytes], docs: list[tuple[str
     items = _batch_items(members[_CAMPAIGN + "data/" + batch], batch)
     text = members[_CAMPAIGN + export].decode("utf-8")
     chosen: dict[tuple[int, str], dict[str, Any]] = {}
-    for rowno, row in enumerate(csv.reader(io.StringIO(text)), 1):
-        if len(row) != len(_EXPORT_COLUMNS):
-            raise DDPDataError(f"{export}: row {rowno}: expected {len(_EXPORT_COLUMNS)} fields, got {len(row)}",
-                               code="D153")
-        rec = dict(zip(_EXPORT_COLUMNS, row))
+    for rowno, rec in _csv_records(text, export, _EXPORT_COLUMNS, "D153"):
         adoc = rec["appraise_document"]
         if rec["item_type"] != "TGT" or "tutorial" in adoc or "#duplicate" in adoc:
             continue

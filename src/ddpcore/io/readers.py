@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
 from ..schema import SegmentColumns
-from .tables import open_binary, read_block, check_binary, check_text_head, decode_utf8
+from .tables import check_binary, decode_utf8, iter_line_bytes
 
 if TYPE_CHECKING:
     import polars as pl
@@ -101,32 +101,14 @@ def iter_line_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[pl.
     (binary data) is D730 naming its byte offset."""
     import polars as pl
 
-    carry = b""
     line = 1
-    offset = 0
-    check_text_head(path)  # binary content (NUL bytes) fails before a large block is read
-    with open_binary(path) as fh:
-        while True:
-            block = read_block(fh, path, block_bytes)
-            check_binary(block, path, offset)
-            offset += len(block)
-            data = carry + block
-            if block:
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    carry = data
-                    continue
-                data, carry = data[:cut], data[cut + 1:]
-            elif not data:
-                return
-            else:
-                carry = b""
-            text = decode_utf8(data, path, line)
-            lines = pl.Series("l", [text], dtype=pl.String).str.split("\n").explode().str.strip_suffix("\r")
-            line += lines.len()
-            yield lines
-            if not block:
-                return
+    for data, last in iter_line_bytes(path, block_bytes):
+        if last and not data:
+            return
+        text = decode_utf8(data if last else data[:-1], path, line)  # without the block's last line end
+        lines = pl.Series("l", [text], dtype=pl.String).str.split("\n").explode().str.strip_suffix("\r")
+        line += lines.len()
+        yield lines
 
 
 def _aligned(src: Path, docs: Path, chunk_rows: int) -> Iterator[tuple[pl.Series, pl.Series, int]]:

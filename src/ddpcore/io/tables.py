@@ -48,12 +48,8 @@ def detect_format(path: Path) -> str:
 def read_bytes(path: Path) -> bytes:
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise DDPDataError(f"{path}: file not found; check the path", code="D102") from None
-    except IsADirectoryError:
-        raise DDPDataError(f"{path}: is a folder, expected a table file", code="D102") from None
     except OSError as exc:
-        raise DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D102") from None
+        raise _open_error(path, exc) from None
     if path.suffix.lower() == ".gz":
         try:
             data = gzip.decompress(data)
@@ -363,14 +359,7 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
         except Exception as exc:
             raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
     if fmt == "json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DDPDataError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})", code="D103") from None
-        except RecursionError:
-            raise DDPDataError(
-                f"{path}: JSON nested too deeply to read (more than ~{_max_depth()} levels); "
-                "expected a flat array of objects, one per row", code="D103") from None
+        obj = _json_loads(text, path, "expected a flat array of objects, one per row")
         if not isinstance(obj, list):
             raise DDPDataError(f"{path}: expected a JSON array of objects (one per row)", code="D103")
         if not obj:
@@ -378,41 +367,51 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
         bad = next((i for i, rec in enumerate(obj, 1) if not isinstance(rec, dict)), None)
         if bad is not None:
             raise DDPDataError(f"{path}: array element {bad}: expected a JSON object per row", code="D103")
-        try:
-            return pl.DataFrame(obj, infer_schema_length=None)
-        except Exception as exc:
-            raise DDPDataError(_type_conflict(path, obj, list(range(1, len(obj) + 1)), "array element") or
-                               f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
+        return _records_frame(obj, path, None, "array element")
     return _parse_jsonl_text(text, path)
+
+
+def _json_loads(text: str, path: Path, expected: str, line: int | None = None) -> Any:
+    """``json.loads(text)``, its failures D103: ``line`` is the file line of a JSON Lines record
+    (None: ``text`` is the whole file); ``expected`` ends the message of JSON nested too deeply."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DDPDataError(f"{path}: line {exc.lineno if line is None else line}, column {exc.colno}: "
+                           f"invalid JSON ({exc.msg})", code="D103") from None
+    except RecursionError:
+        where = f"{path}" if line is None else f"{path}: line {line}"
+        raise DDPDataError(f"{where}: JSON nested too deeply to read (more than ~{_max_depth()} levels); {expected}",
+                           code="D103") from None
+
+
+def _records_frame(rows: list[dict[str, Any]], path: Path, numbers: list[int] | None, unit: str) -> pl.DataFrame:
+    """The frame of JSON records ``rows``; a type conflict is D103 naming the ``unit`` (``numbers``:
+    each row's number, None: 1, 2, ...) and column where it starts."""
+    import polars as pl
+
+    try:
+        return pl.DataFrame(rows, infer_schema_length=None)
+    except Exception as exc:
+        raise DDPDataError(_type_conflict(path, rows, list(range(1, len(rows) + 1)) if numbers is None else numbers,
+                                          unit) or
+                           f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
 
 
 def _parse_jsonl_text(text: str, path: Path, first_line: int = 1) -> pl.DataFrame:
     """Parse JSON Lines ``text`` (one object per line; blank lines skipped); messages name
     line numbers of the file (``first_line`` = the file line of ``text``'s first line)."""
-    import polars as pl
-
     rows: list[dict[str, Any]] = []
     linenos: list[int] = []
     for lineno, line in enumerate(text.splitlines(), first_line):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DDPDataError(f"{path}: line {lineno}, column {exc.colno}: invalid JSON ({exc.msg})", code="D103") from None
-        except RecursionError:
-            raise DDPDataError(
-                f"{path}: line {lineno}: JSON nested too deeply to read (more than ~{_max_depth()} levels); "
-                "expected one flat JSON object per line", code="D103") from None
+        rec = _json_loads(line, path, "expected one flat JSON object per line", lineno)
         if not isinstance(rec, dict):
             raise DDPDataError(f"{path}: line {lineno}: expected a JSON object per line", code="D103")
         rows.append(rec)
         linenos.append(lineno)
-    try:
-        return pl.DataFrame(rows, infer_schema_length=None)
-    except Exception as exc:
-        raise DDPDataError(_type_conflict(path, rows, linenos, "line") or
-                           f"{path}: rows have inconsistent types ({str(exc).splitlines()[0]})", code="D103") from None
+    return _records_frame(rows, path, linenos, "line")
 
 
 def _kind(v: Any) -> str:
@@ -455,12 +454,17 @@ JSONL_CHUNK_BYTES = 16 << 20
 def open_binary(path: Path) -> Any:
     try:
         return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
-    except FileNotFoundError:
-        raise DDPDataError(f"{path}: file not found; check the path", code="D102") from None
-    except IsADirectoryError:
-        raise DDPDataError(f"{path}: is a folder, expected a table file", code="D102") from None
     except OSError as exc:
-        raise DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D102") from None
+        raise _open_error(path, exc) from None
+
+
+def _open_error(path: Path, exc: OSError) -> DDPDataError:
+    """D102 for a table file that cannot be opened or read."""
+    if isinstance(exc, FileNotFoundError):
+        return DDPDataError(f"{path}: file not found; check the path", code="D102")
+    if isinstance(exc, IsADirectoryError):
+        return DDPDataError(f"{path}: is a folder, expected a table file", code="D102")
+    return DDPDataError(f"{path}: cannot read file ({exc.strerror}); check permissions", code="D102")
 
 
 def read_block(fh: Any, path: Path, size: int) -> bytes:
@@ -468,6 +472,31 @@ def read_block(fh: Any, path: Path, size: int) -> bytes:
         return fh.read(size)
     except (EOFError, OSError, zlib.error) as exc:
         raise _gzip_error(path, exc) from None
+
+
+def iter_line_bytes(path: Path, block_bytes: int) -> Iterator[tuple[bytes, bool]]:
+    """A text file (``.gz`` allowed) read ``block_bytes`` at a time, as ``(data, last)``: ``data``
+    whole lines, each with its ``\\n``, then (``last`` true) what follows the file's last ``\\n``
+    (may be empty). Binary content (NUL bytes) is D730 naming its byte offset, checked on the
+    file's head before a large block is read."""
+    carry = b""
+    offset = 0
+    check_text_head(path)  # binary content fails within a millisecond, before a large block is read
+    with open_binary(path) as fh:
+        while True:
+            block = read_block(fh, path, block_bytes)
+            check_binary(block, path, offset)
+            offset += len(block)
+            data = carry + block
+            if not block:
+                yield data, True
+                return
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            data, carry = data[:cut + 1], data[cut + 1:]
+            yield data, False
 
 
 def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
@@ -480,41 +509,22 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
     """
     import polars as pl
 
-    size = chunk_bytes or JSONL_CHUNK_BYTES
     line = 1
-    carry = b""
     seen_rows = False
-    offset = 0
-    check_text_head(path)  # binary content fails within a millisecond, before a large block is read
-    with open_binary(path) as fh:
-        while True:
-            block = read_block(fh, path, size)
-            check_binary(block, path, offset)
-            offset += len(block)
-            data = carry + block
-            if not block:
-                carry = b""
-            else:
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    carry = data
-                    continue
-                data, carry = data[:cut + 1], data[cut + 1:]
-            if line == 1 and data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]
-            if data.strip():
-                try:
-                    df = pl.read_ndjson(data, infer_schema_length=None)
-                    if any(dt.is_nested() or dt in (pl.Int128, pl.UInt64) for dt in df.schema.values()):
-                        raise ValueError("nested or wide values: parse line by line")
-                except Exception:
-                    df = _parse_jsonl_text(decode_utf8(data, path, line), path, line)
-                if df.height:
-                    seen_rows = True
-                    yield df, None
-            line += data.count(b"\n")
-            if not block:
-                break
+    for data, _last in iter_line_bytes(path, chunk_bytes or JSONL_CHUNK_BYTES):
+        if line == 1 and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        if data.strip():
+            try:
+                df = pl.read_ndjson(data, infer_schema_length=None)
+                if any(dt.is_nested() or dt in (pl.Int128, pl.UInt64) for dt in df.schema.values()):
+                    raise ValueError("nested or wide values: parse line by line")
+            except Exception:
+                df = _parse_jsonl_text(decode_utf8(data, path, line), path, line)
+            if df.height:
+                seen_rows = True
+                yield df, None
+        line += data.count(b"\n")
     if not seen_rows:
         raise DDPDataError(f"{path}: the file is empty", code="D106")
 

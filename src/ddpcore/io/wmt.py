@@ -48,7 +48,7 @@ import gzip
 import io
 import json
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +115,15 @@ def _positions(doc_ids: Sequence[str]) -> list[int]:
     return pl.DataFrame({"d": list(doc_ids)}).select(pl.int_range(pl.len()).over("d").alias("p"))["p"].to_list()
 
 
+def _csv_records(text: str, name: str, columns: Sequence[str], code: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """``(row number, row)`` of the header-less CSV ``text``, each row a dict of ``columns``
+    (numbers 1-based); a row with another number of fields is ``code`` naming ``name`` and the row."""
+    for rowno, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if len(row) != len(columns):
+            raise DDPDataError(f"{name}: row {rowno}: expected {len(columns)} fields, got {len(row)}", code=code)
+        yield rowno, dict(zip(columns, row))
+
+
 def _schema() -> dict[str, Any]:
     import polars as pl
 
@@ -174,11 +183,7 @@ def read_wmt24_esa(
         except (OSError, EOFError) as exc:
             raise DDPDataError(f"{folder / fname}: not a valid gzip file ({exc})", code="D161") from None
         latest: dict[tuple[str, str, str, int, str], dict[str, Any]] = {}
-        for rowno, row in enumerate(csv.reader(io.StringIO(text)), 1):
-            if len(row) != len(_COLUMNS):
-                raise DDPDataError(f"{fname}: row {rowno}: expected {len(_COLUMNS)} fields, got {len(row)}",
-                                   code="D163")
-            rec = dict(zip(_COLUMNS, row))
+        for rowno, rec in _csv_records(text, fname, _COLUMNS, "D163"):
             doc = rec["document_id"]
             if rec["tgt_type"] != "TGT" or "tutorial" in rec["system"] or any(m in doc for m in _DROP_DOC_MARKERS):
                 continue

@@ -330,6 +330,22 @@ class Parser:
         return X.TokenArrays.concat(parts)
 
 
+def end_processes(procs: Sequence[Any], grace: float = 2.0) -> None:
+    """End worker processes now: terminate them all, wait up to ``grace`` seconds in all for them
+    to exit, then kill those still alive (errors of processes already gone are ignored)."""
+    import contextlib
+
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+
+
 def _fork_pool(nlp: Any, n_process: int) -> Any:
     """A process pool of ``n_process`` workers forked now from this process, each parsing with
     its copy-on-write view of ``nlp``."""
