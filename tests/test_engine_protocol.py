@@ -41,12 +41,12 @@ def test_run_signature_lays_out_every_key_once():
     assert sig == {
         "ddpcore": __version__, "pipeline": "default", "pipeline_name": "en_core_web_sm", "pipeline_version": "3.8.0",
         "has_parser": True, "distance": "nearest", "rules": "paper", "rules_description": rules.description,
-        "head_nouns": "dependency labels", "sentence_unit": "segment",
+        "certify": rules.certify_info(), "head_nouns": "dependency labels", "sentence_unit": "segment",
         "columns": {"document": "doc", "segment": "seg", "text": "txt", "domain": "dom"},
         "input": "x.jsonl", "batches": 3, "n_process": 1, "engine": "ray", "actors": 2,
     }
     assert run_signature(INFO, settings, cols, head_nouns="h").keys() == {
-        "ddpcore", *INFO, "distance", "rules", "rules_description", "head_nouns", "sentence_unit", "columns"}
+        "ddpcore", *INFO, "distance", "rules", "rules_description", "certify", "head_nouns", "sentence_unit", "columns"}
 
 
 def test_a_run_signature_is_built_in_one_place_only():

@@ -112,9 +112,6 @@ def test_metric_s(work: Path):
 
 
 @pytest.mark.spacy_model
-@pytest.mark.xfail(strict=True, reason="ddp validate --over-estimates writes its signature under "
-                                       "'ddpcore.validation', not 'ddpcore.signature' (src/ddpcore/cli/validate.py, "
-                                       "not owned by this change)")
 def test_validate_over_estimates(work: Path):
     _ddp(work, "validate", str(CONLL), "--over-estimates", "over.parquet", "-q")
     _check_signature(work / "over.parquet")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import HelpFormatter, add_extraction_options, resolve_rules
+from ..schema import SIGNATURE_KEY
 
 GOLD_FORMATS = ("litbank", "conllu", "conll2012")
 GOLD_SCOPES = ("full", "restricted", "ddp")  # = ddpcore.gold.validate.GOLD_SCOPES (not imported: keeps --help fast)
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         from ..io.tables import write_table_atomic
 
         write_table_atomic(result.over_estimates, args.over_estimates,
-                           metadata={"ddpcore.validation": json.dumps(result.signature, sort_keys=True)})
+                           metadata={SIGNATURE_KEY: json.dumps(result.signature, sort_keys=True)})
     if args.plot:
         plot_validation(result, args.plot)
     if args.format == "json":
