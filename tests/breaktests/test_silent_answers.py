@@ -377,15 +377,11 @@ COMMANDS = {
                               "the annotators averaged (documented default)"))),
     "alpha": Command(("stats", "alpha", "t.csv", "--in", "DOC"), "long", "annotator", ("ann0", "ann1"),
                      skip=(("remove", "exempt: Krippendorff's alpha takes missing ratings"),
-                           ("ids:*:fresh", "exempt: a unit rated by one coder only is a missing rating"),
-                           ("ids:*:existing", "open: one coder's segment rating moved into another existing "
-                                              "document changes that document's averaged unit without a warning "
-                                              "(found 2026-12-01 after the D307 fix; not yet closed)"))),
+                           ("ids:*:fresh", "exempt: a unit rated by one coder only is a missing rating"))),
     "alpha-condition": Command(("stats", "alpha", "t.csv", "--coder", "condition", "--annotator-col", ""), "long1",
                                "condition", CONDITIONS,
                                skip=(("remove", "exempt: Krippendorff's alpha takes missing ratings"),
-                                     ("ids:*:fresh", "exempt: a unit rated by one coder only is a missing rating"),
-                                     ("ids:*:existing", "open: as for alpha (not yet closed)"))),
+                                     ("ids:*:fresh", "exempt: a unit rated by one coder only is a missing rating"))),
     "compare": Command(("stats", "compare", "t.csv", "--baseline", "sys0", "--n-boot", N_BOOT, "--n-ar", N_BOOT,
                         "--seed", SEED), "compare", "system", ("sys0", "sys1", "sys2")),
     "blindness": Command(("blindness", "t.csv", "--margin", "3", "--n-boot", N_BOOT, "--n-boot-cluster", N_BOOT,

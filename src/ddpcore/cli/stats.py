@@ -548,8 +548,19 @@ def run_alpha(args: argparse.Namespace) -> int:
     if args.znorm:
         df = znormalize(df, by="annotator" if "annotator" in df.columns else "condition")
     unit = ["document_id", "system"] if args.unit == "document" else ["document_id", "segment_id", "system"]
-    res = krippendorff_alpha(reliability_matrix(df, unit=unit, coder=args.coder, score="score"), level=args.level)
+    data = reliability_matrix(df, unit=unit, coder=args.coder, score="score")
+    res = krippendorff_alpha(data, level=args.level)
     d = res.to_dict()
+    warnings = list(data.warnings)
+    n_units = int(data.matrix.shape[1])
+    if d.get("n_pairable_units") is not None and d["n_pairable_units"] < n_units:
+        warnings.append(f"{n_units - d['n_pairable_units']} of {n_units} units have fewer than two ratings and do "
+                        "not count (alpha compares ratings within a unit); check the document/segment ids of the "
+                        "coders that rated them")
+    if warnings:  # recorded in the output (JSON) as well as said on stderr
+        d["warnings"] = warnings
+    for w in warnings:
+        print(f"ddp stats alpha: warning: {w}", file=sys.stderr)
     d["signature"] = dict(d.get("signature") or {}, unit=args.unit, coder=args.coder, znorm=bool(args.znorm),
                           condition=args.condition_value, min_alpha=args.min_alpha)
     if d["alpha"] is None:
@@ -559,6 +570,6 @@ def run_alpha(args: argparse.Namespace) -> int:
     text = (f"Krippendorff's alpha ({args.level}, unit={args.unit}, coder={args.coder}"
             f"{', z-normalised' if args.znorm else ''}): {_f(d['alpha'])} over {d['n_pairable_units']} pairable "
             f"units ({d['n_pairable_values']} values, {d['n_coders']} coders)\n{_sig_line(d['signature'])}")
-    _emit(args, d, text, [{k: v for k, v in d.items() if k != "signature"}])
+    _emit(args, d, text, [{k: v for k, v in d.items() if k not in ("signature", "warnings")}])
     _report_gate(args)
     return code

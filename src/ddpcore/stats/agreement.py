@@ -76,6 +76,8 @@ class ReliabilityData:
     matrix: np.ndarray  # shape (n_coders, n_units)
     coders: list[Any]
     units: pl.DataFrame  # one row per column of ``matrix`` (the unit key columns)
+    #: what the caller must be told: e.g. units whose coders averaged different segments
+    warnings: tuple[str, ...] = ()
 
 
 def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level: Level = "interval") -> AlphaResult:
@@ -270,6 +272,9 @@ def reliability_matrix(
         # (D307); `aggregate` only averages a coder's different segments within a document-level unit
         rating = {*unit, coder, schema.SEGMENT_ID} | {c for c in (schema.ANNOTATOR, schema.CONDITION) if c in frame.columns}
         check_unique_ratings(frame, keys=[c for c in RATING_KEY if c in rating] + sorted(rating - set(RATING_KEY)))
+    segments = (frame.select(*unit, coder, schema.SEGMENT_ID)
+                if schema.SEGMENT_ID in frame.columns and schema.SEGMENT_ID not in unit else None)
+    warnings: tuple[str, ...] = ()
     frame = frame.select([*unit, coder, pl.col(score).cast(pl.Float64, strict=False).alias("__score")])
     bad = frame["__score"].is_null() | frame["__score"].is_nan()
     if bad.any():
@@ -288,12 +293,30 @@ def reliability_matrix(
                 f"{int(dup.sum())} rows repeat a (coder, unit) pair; pass aggregate='mean' to average them", code="D307"
             )
     else:
+        warnings = _segment_set_warnings(segments, unit, coder) if segments is not None else ()
         frame = frame.group_by(keys).agg(pl.col("__score").mean())
     coder_code, coder_keys = factorize(frame, [coder])
     unit_code, unit_keys = factorize(frame, unit)
     matrix = np.full((coder_keys.height, unit_keys.height), np.nan)
     matrix[coder_code, unit_code] = frame["__score"].to_numpy()
-    return ReliabilityData(matrix=matrix, coders=coder_keys[coder].to_list(), units=unit_keys)
+    return ReliabilityData(matrix=matrix, coders=coder_keys[coder].to_list(), units=unit_keys, warnings=warnings)
+
+
+def _segment_set_warnings(segments: pl.DataFrame, unit: list[str], coder: str) -> tuple[str, ...]:
+    """A unit whose coders averaged different sets of segments compares different text: count such
+    units (the set of a coder is compared by its size and an order-free hash of its segment ids)."""
+    import polars as pl
+
+    per = (segments.group_by(*unit, coder)
+           .agg(pl.len().alias("__n"), pl.col(schema.SEGMENT_ID).cast(pl.String).hash().sum().alias("__h")))
+    differs = per.group_by(unit).agg((pl.struct("__n", "__h").n_unique() > 1).alias("__differs"))
+    bad = differs.filter(pl.col("__differs"))
+    if bad.height == 0:
+        return ()
+    first = bad.sort(unit).row(0, named=True)
+    key = ", ".join(f"{c}={first[c]!r}" for c in unit)
+    return (f"{bad.height} of {differs.height} units were rated on different segments by different coders (first: "
+            f"{key}): each coder's mean covers other text there; rate the same segments or use --unit segment",)
 
 
 def znormalize(
