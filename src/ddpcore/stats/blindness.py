@@ -59,7 +59,7 @@ from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ._table import json_safe, load_ratings, signature
 from .columns import TableColumns, check_columns
-from .options import ResampleOptions, check_options
+from .options import ResampleOptions, check_instance, check_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -248,8 +248,8 @@ def blindness(
     from . import budget as _budget
 
     _check_margin(margin, margin_sd)
-    design = _check_instance(design, BlindnessDesign, "design")
-    inputs = _check_instance(inputs, BlindnessInputs, "inputs")
+    design = check_instance(design, BlindnessDesign, func="blindness", name="design", code="D510")
+    inputs = check_instance(inputs, BlindnessInputs, func="blindness", name="inputs", code="D510")
     opts = check_options(options, func="blindness", default=BLINDNESS_OPTIONS)
     n_boot = _budget.check_n_boot(opts.n_boot_or(10_000), "--n-boot")
     opts = opts.replace(n_boot=n_boot, seed=_budget.check_seed(opts.seed), threads=opts.threads or None)
@@ -318,15 +318,6 @@ def _check_margin(margin: float | None, margin_sd: float | None) -> None:
     value, flag = (margin, "--margin") if margin is not None else (margin_sd, "--margin-sd")
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise DDPUsageError(f"{flag} must be a finite number > 0, got {value}", code="D510")
-
-
-def _check_instance(value: Any, cls: type, name: str) -> Any:
-    if value is None:
-        return cls()
-    if not isinstance(value, cls):
-        raise DDPUsageError(f"blindness({name}=...) must be a {cls.__name__}, got {type(value).__name__}",
-                            code="D510")
-    return value
 
 
 def _cond() -> Any:

@@ -134,14 +134,22 @@ def resolve(max_memory: Any = None, max_seconds: Any = None, *, what: str = "res
         raw: Any = env if env else DEFAULT_MAX_SECONDS
     else:
         raw = max_seconds
+    sec = check_seconds(raw)
+    return Budget(max_memory=mem, max_seconds=math.inf if sec == 0 else sec, what=what, flag=flag)
+
+
+def check_seconds(value: Any) -> float:
+    """A time limit in seconds (``--max-seconds``, ``DDPCORE_MAX_SECONDS``): a number >= 0 (0 = no
+    limit). Raises D311 otherwise."""
     try:
-        sec = float(raw)
+        sec = float(value)
     except (TypeError, ValueError):
-        raise DDPUsageError(f"time limit must be a number of seconds, got {raw!r} (--max-seconds, "
+        raise DDPUsageError(f"time limit must be a number of seconds, got {value!r} (--max-seconds, "
                             "DDPCORE_MAX_SECONDS)", code="D311") from None
     if math.isnan(sec) or sec < 0:
-        raise DDPUsageError(f"time limit must be >= 0 seconds (0 = no limit), got {raw!r} (--max-seconds)", code="D311")
-    return Budget(max_memory=mem, max_seconds=math.inf if sec == 0 else sec, what=what, flag=flag)
+        raise DDPUsageError(f"time limit must be >= 0 seconds (0 = no limit), got {value!r} (--max-seconds)",
+                            code="D311")
+    return sec
 
 
 def check_seed(seed: Any) -> int:

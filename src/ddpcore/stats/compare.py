@@ -59,7 +59,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from .columns import TableColumns, check_columns
-from .options import ResampleOptions, check_options
+from .options import ResampleOptions, check_instance, check_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -909,7 +909,7 @@ def compare_systems(
     CompareResult
     """
     opts = check_options(options, func="compare_systems")
-    tests = _check_tests(tests)
+    tests = check_instance(tests, CompareTests, func="compare_systems", name="tests", code="D390")
     cols = check_columns(columns, func="compare_systems")
     metric_list, lib = _check_compare_args(metrics, lower_is_better, baseline, tests, opts, ar_keep)
     prep = _prepare(table, str(baseline), metric_list, tests.unit, cols.document, cols.segment, cols.system,
@@ -946,15 +946,6 @@ def compare_systems(
         n_ar=arr.n_ar, seed=seed_out, correction=tests.correction, confidence=float(tests.confidence),
         alpha=float(tests.alpha), signature=sig, signature_line=signature_line(sig),
     )
-
-
-def _check_tests(tests: CompareTests | None) -> CompareTests:
-    if tests is None:
-        return CompareTests()
-    if not isinstance(tests, CompareTests):
-        raise DDPUsageError(f"compare_systems(tests=...) must be a CompareTests, got {type(tests).__name__}",
-                            code="D390")
-    return tests
 
 
 def _check_compare_args(metrics: str | Sequence[str], lower_is_better: str | Sequence[str], baseline: Any,

@@ -26,7 +26,6 @@ its own code (D311 bootstrap, D351 clustering, D390 compare).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Literal
 
 from ..errors import DDPUsageError
@@ -92,7 +91,7 @@ class ResampleOptions:
         if self.max_memory is not None:
             _budget.parse_size(self.max_memory)
         if self.max_seconds is not None:
-            _check_seconds(self.max_seconds)
+            _budget.check_seconds(self.max_seconds)
 
     def replace(self, **changes: Any) -> ResampleOptions:
         """A copy with some fields changed (``dataclasses.replace``; checked again)."""
@@ -113,19 +112,6 @@ class ResampleOptions:
         return _budget.resolve(self.max_memory, self.max_seconds if time else 0, what=what, flag=flag)
 
 
-def _check_seconds(value: Any) -> float:
-    """``max_seconds`` as :func:`ddpcore.stats.budget.resolve` reads it (same messages)."""
-    try:
-        sec = float(value)
-    except (TypeError, ValueError):
-        raise DDPUsageError(f"time limit must be a number of seconds, got {value!r} (--max-seconds, "
-                            "DDPCORE_MAX_SECONDS)", code="D311") from None
-    if math.isnan(sec) or sec < 0:
-        raise DDPUsageError(f"time limit must be >= 0 seconds (0 = no limit), got {value!r} (--max-seconds)",
-                            code="D311")
-    return sec
-
-
 def check_options(options: ResampleOptions | None, *, func: str,
                   default: ResampleOptions | None = None) -> ResampleOptions:
     """``options`` itself, or ``default`` (else ``ResampleOptions()``) for ``None``; anything else is D311."""
@@ -138,3 +124,13 @@ def check_options(options: ResampleOptions | None, *, func: str,
 
 
 __all__ = ["ResampleOptions", "check_options", "NanPolicy"]
+
+
+def check_instance(value: Any, cls: type, *, func: str, name: str, code: str) -> Any:
+    """``value`` if it is a ``cls``, a default ``cls()`` for ``None``; else the usage error ``code``
+    naming ``func(name=...)`` (the grouped-options arguments of the statistics)."""
+    if value is None:
+        return cls()
+    if not isinstance(value, cls):
+        raise DDPUsageError(f"{func}({name}=...) must be a {cls.__name__}, got {type(value).__name__}", code=code)
+    return value
