@@ -40,14 +40,15 @@ COMPILED_RULER_PRESETS = ("fast",)
 _ATTRS = ("LOWER", "POS", "TAG", "DEP", "HEAD", "ENT_IOB", "ENT_TYPE", "SENT_START", "IDX", "LENGTH")
 
 
-@dataclass
-class TokenArrays:
-    """Token attributes of ``n_units`` parsed texts, concatenated (``n_tok`` tokens).
+@dataclass(frozen=True)
+class TokenAttributes:
+    """The spaCy token attributes DDP reads, each of shape ``(n_tok,)``, in token order.
 
-    ``lower, tag, dep, enttype``: uint64 StringStore hashes; ``pos``: int32 universal POS
-    ids; ``head``: int64 relative head offset; ``iob``: int8 (1 I, 2 O, 3 B);
-    ``sent_start``: int8 (1 start, -1 not, 0 unknown); ``idx``: int64 character offset of
-    the token in its text; ``n_tokens__unit``: int64 tokens per text.
+    ``lower, tag, dep, enttype``: uint64 StringStore hashes (``enttype`` 0 outside entities);
+    ``pos``: int32 universal POS ids; ``head``: int64 reference to the token's syntactic head (an
+    offset relative to the token in :class:`TokenArrays`, as spaCy's ``HEAD``; an absolute token
+    index in :class:`ddpcore.pipeline.extract.TokenColumns`); ``iob``: int8 ``ENT_IOB`` codes
+    (0 missing, 1 I, 2 O, 3 B).
     """
 
     lower: np.ndarray
@@ -57,6 +58,18 @@ class TokenArrays:
     head: np.ndarray
     iob: np.ndarray
     enttype: np.ndarray
+
+
+@dataclass(frozen=True)
+class TokenArrays(TokenAttributes):
+    """Token attributes of ``n_units`` parsed texts, concatenated (``n_tok`` tokens): the
+    :class:`TokenAttributes` (``head`` relative) and
+
+    ``sent_start``: int8 (1 start, -1 not, 0 unknown); ``idx`` / ``end``: int64 character offsets
+    of the token's first character and one past its last in its text; ``n_tokens__unit``: int64
+    tokens per text (shape ``(n_units,)``).
+    """
+
     sent_start: np.ndarray
     idx: np.ndarray
     end: np.ndarray

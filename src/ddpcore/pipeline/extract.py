@@ -27,6 +27,7 @@ from ..anchors.rules import (
     RuleSet,
     first_name_genders,
 )
+from ..anchors.spacy_extract import TokenAttributes
 from .arrays import check_array as _check_array
 
 if TYPE_CHECKING:
@@ -46,22 +47,13 @@ class Items(dict):  # type: ignore[type-arg]
 
 
 @dataclass(frozen=True)
-class TokenColumns:
-    """Token columns of one batch, each of shape ``(n_tok,)``, in token order.
-
-    ``lower``, ``tag``, ``dep``, ``enttype``: uint64 spaCy StringStore hashes (``enttype`` 0
-    outside entities); ``pos``: int32 universal POS ids; ``head``: int64 *absolute* index of the
-    token's syntactic head (0 <= head < n_tok; a root is its own head); ``iob``: int8 ENT_IOB
-    codes (0 missing, 1 I, 2 O, 3 B); ``unit_start``: uint8, 1 at the first token of a parse unit.
+class TokenColumns(TokenAttributes):
+    """Token columns of one batch, each of shape ``(n_tok,)``, in token order: the
+    :class:`~ddpcore.anchors.spacy_extract.TokenAttributes` with ``head`` the *absolute* index of
+    the token's syntactic head (0 <= head < n_tok; a root is its own head), and ``unit_start``:
+    uint8, 1 at the first token of a parse unit.
     """
 
-    lower: np.ndarray
-    pos: np.ndarray
-    tag: np.ndarray
-    dep: np.ndarray
-    head: np.ndarray
-    iob: np.ndarray
-    enttype: np.ndarray
     unit_start: np.ndarray
 
     DTYPES: ClassVar[dict[str, type[np.generic]]] = {
