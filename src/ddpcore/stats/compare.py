@@ -740,7 +740,7 @@ def _compare_frame(table: Any, source: str, baseline: str, metrics: list[str], u
                            code="D391")
     for m in metrics:
         if m not in cols:
-            raise DDPDataError(f"{source}: metric column '{m}' is missing (select it with --metric-col NAME); "
+            raise DDPDataError(f"{source}: metric column '{m}' is missing (select it with --score-col NAME); "
                                f"available: {', '.join(df.columns)}", code="D391")
     if df.height == 0:
         raise DDPDataError(f"{source}: the table has no rows", code="D398")
@@ -954,7 +954,7 @@ def _check_compare_args(metrics: str | Sequence[str], lower_is_better: str | Seq
     """The metric columns and the lower-is-better subset, after the checks of :func:`compare_systems`."""
     metric_list = _csv(metrics)
     if not metric_list:
-        raise DDPUsageError("give at least one metric column (--metric-col NAME)", code="D390")
+        raise DDPUsageError("give at least one metric column (--score-col NAME)", code="D390")
     if baseline is None or str(baseline) == "":
         raise DDPUsageError("give the baseline system (--baseline NAME)", code="D390")
     if opts.indices is None:

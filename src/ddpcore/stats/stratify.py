@@ -192,10 +192,10 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
     keys = parse_on(on, cols.document, cols.segment)
     for pc, sc in keys:
         if pc not in pschema:
-            raise DDPUsageError(f"--on {pc}: not a column of the profile {ppath}; its columns: {', '.join(pschema)}",
+            raise DDPUsageError(f"join column {pc}: not a column of the profile {ppath}; its columns: {', '.join(pschema)}",
                                 code="D652")
         if sc not in sschema:
-            hint = "" if on else " (name the scores' document and segment columns with --on DOC,SEG)"
+            hint = "" if on else " (name the scores' document and segment columns with --document-col/--segment-col)"
             raise DDPUsageError(f"{sname}: join column '{sc}' missing{hint}; available columns: {', '.join(sschema)}",
                                 code="D652")
     if not score_cols:
@@ -247,7 +247,7 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
         raise DDPDataError(
             f"{ppath}: the join key ({_keys_text(first, pk)}) is on {same} profile rows ({pdup.height} rows share "
             "a key with another row), so a score row would join twice; join on columns that name one segment each "
-            "(--on) or give the segment table of one `ddp profile` run", code="D712")
+            "(--document-col/--segment-col PROFILE_COL=SCORES_COL) or give the segment table of one `ddp profile` run", code="D712")
     # ids compare as text when the two sides' types differ
     lk, rk = [], []
     for (pc, sc) in keys:
@@ -313,7 +313,7 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
             f"{n_null} null score(s)); drop --strict-join to count and skip them", code="D653")
     if frame.height == 0 and n_unmatched == n_rows:
         raise DDPDataError(f"no score row of {sname} matches a segment of the profile {ppath} (join on "
-                           f"{', '.join(f'{p}={s}' for p, s in keys)}); check --on and that the profile is of the "
+                           f"{', '.join(f'{p}={s}' for p, s in keys)}); check --document-col/--segment-col and that the profile is of the "
                            "scored source", code="D656")
     # the join must cover both sides, but for a small share (--max-unjoined)
     sides = []
@@ -327,7 +327,7 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
     if sides and not allow_partial_join:
         raise DDPDataError(
             f"join on {', '.join(f'{p}={s}' for p, s in keys)}: " + "; ".join(sides)
-            + f"; more than --max-unjoined {max_unjoined:g} of a side: check the ids (--on, a prefix one side lacks) "
+            + f"; more than --max-unjoined {max_unjoined:g} of a side: check the ids (--document-col/--segment-col, a prefix one side lacks) "
             "or give --allow-partial-join to stratify the matched rows only", code="D710")
     if n_null and join["null_score_share"] > max_unjoined and not allow_partial_join:
         raise DDPDataError(
