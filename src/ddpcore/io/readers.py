@@ -17,6 +17,8 @@ Readers (``reader=``):
            organisers' scripts (``src_text.split("\\n\\n")``).
 ``lines``  plain aligned text, one segment per line, + a ``.docs`` file of ``domain<TAB>doc_id``
            or ``doc_id`` lines (a document-id column without domain).
+``mtme``   an mt-metrics-eval test-set folder (``sources/LP.txt`` + ``documents/LP.docs``), or its
+           ``sources/LP.txt``: :func:`ddpcore.io.mtme.iter_mtme_source`.
 
 **Key convention** (shared with the score readers :func:`ddpcore.io.wmt.read_wmt24_esa` and
 :func:`ddpcore.io.esa.read_esa_wmt23`): a segment is keyed by ``document_id`` + ``segment_id``
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 
 
 #: the readers of ``--reader``
-READERS = ("table", "wmt24", "wmt25", "lines")
+READERS = ("table", "wmt24", "wmt25", "lines", "mtme")
 #: the modes of ``--txt-mode`` (folders of ``.txt`` documents)
 TXT_MODES = ("lines", "paragraphs")
 #: the line number column of line-aligned formats (0-based line of the file)

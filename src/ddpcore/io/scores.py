@@ -1,16 +1,22 @@
 """Reading a per-segment score table for ``ddp stratify``: a lazy polars scan of .parquet, .csv,
 .tsv, .jsonl (.json and .gz are read eagerly), with the readers' quoting rules for CSV/TSV.
 
+:data:`SCORE_READERS` (the choices of every score command's ``--reader``) and
+:func:`read_score_input` (their one dispatch): ``table`` (the path as given), ``esa-wmt23``,
+``wmt24``, ``mtme`` (:mod:`ddpcore.io.mtme`), ``wmt25-scores`` and ``comet``
+(:mod:`ddpcore.io.wmt25_scores`).
+
 Error codes: D102 file not found, D103 (CSV/TSV that cannot be parsed, naming the line), D658 a
 table that cannot be read.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DDPDataError
+from ..errors import DDPDataError, DDPUsageError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -42,6 +48,54 @@ def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
         raise DDPDataError(f"{p}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
 
 
+#: the readers of a score table (``ddp stats * --reader``): one tuple for every command
+SCORE_READERS = ("table", "esa-wmt23", "wmt24", "mtme", "wmt25-scores", "comet")
+
+
+def read_score_input(table: Any, reader: str = "table", *, conditions: Sequence[str] | None = None,
+                     waves: Sequence[int] = (2, 3), lps: Sequence[str] | None = None, layout: str = "long",
+                     metrics: Sequence[str] | None = (), warn: Callable[[str], None] | None = None) -> Any:
+    """TABLE as given (``reader="table"``) or a reader's score table.
+
+    ``conditions``: the conditions a command needs (ESA protocols, mtme human score or metric names);
+    ``waves``/``lps``: the WMT24 waves and language pairs (``lps[0]`` picks an mtme or WMT25 pair);
+    ``layout``: ``"long"`` (one row per condition: ``condition``, ``score``) or ``"wide"`` (one column
+    per score) for the mtme and WMT25 readers; ``metrics``: mtme metric names to read too (None = all).
+    ``warn`` gets the readers' one-line notes (missing scores counted, never zero).
+    """
+    if reader not in SCORE_READERS:
+        raise DDPUsageError(f"--reader {reader}: unknown score reader; choose one of {', '.join(SCORE_READERS)}",
+                            code="D830")
+    if reader == "table":
+        return table
+    if reader == "esa-wmt23":
+        from .esa import read_esa_wmt23
+
+        conds = [c for c in (conditions or []) if c] or ["ESA-1", "ESA-2"]
+        return read_esa_wmt23(table, conditions=list(dict.fromkeys(conds)))
+    if reader == "wmt24":
+        from .wmt import read_wmt24_esa
+
+        return read_wmt24_esa(table, waves=list(waves), lps=list(lps) if lps else None, with_text=False)
+    if reader == "mtme":
+        from .mtme import resolve_mtme, read_mtme_scores
+
+        ms = resolve_mtme(table, lps[0] if lps else None)
+        conds = [c for c in (conditions or []) if c]
+        humans = ms.human_files()
+        human = [c for c in conds if c in humans] if conds else None
+        extra = [c for c in conds if c not in humans]
+        want = None if metrics is None else list(dict.fromkeys([*(metrics or ()), *extra]))
+        return read_mtme_scores(ms.root, lp=ms.lp, human=human, metrics=want, layout=layout,  # type: ignore[arg-type]
+                                warn=warn).table
+    from .wmt25_scores import read_comet_json, read_wmt25_scores
+
+    if reader == "comet":
+        return read_comet_json(table, layout=layout, warn=warn)
+    return read_wmt25_scores(table, lp=lps[0] if lps else None, metrics=conditions or None, layout=layout,
+                             warn=warn)
+
+
 def table_schema(lf: pl.LazyFrame, name: str) -> dict[str, Any]:
     """The column names and polars types of a lazy table; D658 naming ``name`` when it cannot be read."""
     try:
@@ -50,4 +104,4 @@ def table_schema(lf: pl.LazyFrame, name: str) -> dict[str, Any]:
         raise DDPDataError(f"{name}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
 
 
-__all__ = ["scan_scores", "table_schema"]
+__all__ = ["SCORE_READERS", "read_score_input", "scan_scores", "table_schema"]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
+from .fs import is_uri
 from .segments import ROW, SegmentColumns, check_unique_ids, read_segments
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ class StagedInput:
     def read_rows(self, rows: np.ndarray) -> pl.DataFrame:
         """The input rows ``rows`` (sorted ascending, 0-based) with ``ROW`` and every input column."""
         import polars as pl
-        import pyarrow.parquet as pq
+
+        from .fs import open_parquet
 
         if len(rows) == 0:
             return pl.DataFrame(schema={ROW: pl.UInt32, **self.schema})
@@ -79,7 +81,7 @@ class StagedInput:
             if c.row_stop <= lo:
                 continue
             if c.row_group is not None:
-                pf = pq.ParquetFile(c.path)
+                pf = open_parquet(c.path)  # a local path or a pyarrow.fs URI (shared storage)
                 present = [k for k in self.schema if k in pf.schema_arrow.names]
                 df = pl.from_arrow(pf.read_row_group(c.row_group, columns=present))
             else:
@@ -134,7 +136,8 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
       ``lines`` mode hard-wrapped files make ONE ``warn(message)`` call);
     - ``"wmt24"``: WMT24 source ``.txt`` + ``docs`` (default: the ``.docs`` beside it), canary dropped;
     - ``"wmt25"``: WMT25 documents JSONL, paragraphs (``"\\n\\n"``) as segments;
-    - ``"lines"``: one segment per line + ``docs`` (``domain<TAB>doc_id`` or ``doc_id`` lines).
+    - ``"lines"``: one segment per line + ``docs`` (``domain<TAB>doc_id`` or ``doc_id`` lines);
+    - ``"mtme"``: an mt-metrics-eval test-set folder or its ``sources/LP.txt`` (:mod:`ddpcore.io.mtme`).
 
     Frames of the non-table readers have ``cols.document``, ``cols.segment`` (0-based position
     within the document), ``cols.text``, ``cols.domain`` and, for ``wmt24``/``lines``,
@@ -148,6 +151,18 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
     from . import tables as T
 
     RD.check_reader(reader, txt_mode)
+    if reader == "mtme":
+        from .mtme import iter_mtme_source
+
+        if docs is not None:
+            raise DDPUsageError("--docs is for --reader wmt24 or lines; --reader mtme reads documents/LP.docs",
+                                code="D601")
+        if not isinstance(source, (str, os.PathLike)):
+            raise DDPUsageError("--reader mtme reads a test-set folder; give its path, not an in-memory table",
+                                code="D601")
+        for df in iter_mtme_source(source, cols):
+            yield df, None
+        return
     if reader != "table" or docs is not None:
         path = _reader_path(source, reader, docs)
         if reader == "wmt25":
@@ -160,6 +175,9 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
         return
     if not isinstance(source, (str, os.PathLike)):
         yield T.read_table(source), None
+        return
+    if is_uri(source):  # shared storage (s3://, gs://, file://...): Parquet row groups
+        yield from _iter_uri_row_groups(str(source))
         return
     path = Path(source)
     if path.is_dir():
@@ -192,6 +210,22 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
         yield from T.iter_csv_chunks(path, fmt, chunk_rows)
         return
     yield T.read_table(path), None
+
+
+def _iter_uri_row_groups(uri: str) -> Iterator[tuple[pl.DataFrame, int | None]]:
+    """The row groups of the Parquet file at a ``pyarrow.fs`` URI (D861: a URI input must be Parquet)."""
+    import polars as pl
+
+    from .fs import open_parquet
+
+    if not uri.lower().endswith((".parquet", ".pq")):
+        raise DDPUsageError(f"{uri}: an input given as a URI must be a Parquet file (.parquet); convert it, or "
+                            "give a local path", code="D861")
+    pf = open_parquet(uri)
+    for g in range(pf.num_row_groups):
+        df = pl.from_arrow(pf.read_row_group(g))
+        assert isinstance(df, pl.DataFrame)
+        yield df, g
 
 
 def _reader_path(source: Any, reader: str, docs: Any) -> Path:
