@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
-from .fs import is_uri
 from .segments import ROW, SegmentColumns, check_unique_ids, read_segments
 
 if TYPE_CHECKING:
@@ -66,8 +65,7 @@ class StagedInput:
     def read_rows(self, rows: np.ndarray) -> pl.DataFrame:
         """The input rows ``rows`` (sorted ascending, 0-based) with ``ROW`` and every input column."""
         import polars as pl
-
-        from .fs import open_parquet
+        import pyarrow.parquet as pq
 
         if len(rows) == 0:
             return pl.DataFrame(schema={ROW: pl.UInt32, **self.schema})
@@ -81,7 +79,7 @@ class StagedInput:
             if c.row_stop <= lo:
                 continue
             if c.row_group is not None:
-                pf = open_parquet(c.path)  # a local path or a pyarrow.fs URI (shared storage)
+                pf = pq.ParquetFile(c.path)
                 present = [k for k in self.schema if k in pf.schema_arrow.names]
                 df = pl.from_arrow(pf.read_row_group(c.row_group, columns=present))
             else:
@@ -176,9 +174,6 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
     if not isinstance(source, (str, os.PathLike)):
         yield T.read_table(source), None
         return
-    if is_uri(source):  # shared storage (s3://, gs://, file://...): Parquet row groups
-        yield from _iter_uri_row_groups(str(source))
-        return
     path = Path(source)
     if path.is_dir():
         for df in RD.iter_txt_folder(path, cols, txt_mode, warn):
@@ -210,22 +205,6 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
         yield from T.iter_csv_chunks(path, fmt, chunk_rows)
         return
     yield T.read_table(path), None
-
-
-def _iter_uri_row_groups(uri: str) -> Iterator[tuple[pl.DataFrame, int | None]]:
-    """The row groups of the Parquet file at a ``pyarrow.fs`` URI (D861: a URI input must be Parquet)."""
-    import polars as pl
-
-    from .fs import open_parquet
-
-    if not uri.lower().endswith((".parquet", ".pq")):
-        raise DDPUsageError(f"{uri}: an input given as a URI must be a Parquet file (.parquet); convert it, or "
-                            "give a local path", code="D861")
-    pf = open_parquet(uri)
-    for g in range(pf.num_row_groups):
-        df = pl.from_arrow(pf.read_row_group(g))
-        assert isinstance(df, pl.DataFrame)
-        yield df, g
 
 
 def _reader_path(source: Any, reader: str, docs: Any) -> Path:
