@@ -37,12 +37,16 @@ def add_reader_options(p: argparse.ArgumentParser, *, from_signature: bool = Fal
     ``from_signature`` (explain) the defaults are ``None``: the recorded signature, else the usual."""
     g = p.add_argument_group("input format")
     sig = " (default: from the output's signature, else %s)" if from_signature else ""
-    g.add_argument("--reader", choices=("table", "wmt24", "wmt25", "lines"), default=None if from_signature else "table",
+    from ..io.readers import READERS  # the one list of segment readers (io.readers)
+
+    g.add_argument("--reader", choices=READERS, default=None if from_signature else "table",
                    help="table: a JSONL/CSV/TSV/JSON/Parquet table or a folder of .txt documents; wmt24: the WMT24 "
                         "source .txt (one segment per line) with its .docs file, canary line dropped; wmt25: the "
                         "WMT25 documents JSONL (doc_id, domain, src_text; paragraphs split on blank lines); lines: "
-                        "one segment per line with a .docs file. Segment ids are positions within the document; "
-                        "wmt24/lines add line_id (0-based line of the file)" + (sig % "table" if sig else ""))
+                        "one segment per line with a .docs file; mtme: an mt-metrics-eval test-set folder (sources/LP.txt + "
+                        "documents/LP.docs; give the folder, FOLDER/LP or sources/LP.txt). Segment ids are positions "
+                        "within the document; "
+                        "wmt24/lines/mtme add line_id (0-based line of the file)" + (sig % "table" if sig else ""))
     g.add_argument("--docs", default=None, metavar="PATH",
                    help="the .docs file of --reader wmt24/lines: 'domain<TAB>doc_id' (or 'doc_id') per line, aligned "
                         "with the source (default: " + ("from the output's signature, else " if sig else "") +

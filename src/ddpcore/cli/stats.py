@@ -14,7 +14,7 @@ import sys
 from typing import Any
 from ._common import add_budget, fmt_number, resample_options
 
-READERS = ("table", "esa-wmt23", "wmt24")
+from ..io.scores import SCORE_READERS as READERS  # one tuple for every score command (io.scores)
 
 
 # --------------------------------------------------------------------------- parser
@@ -61,11 +61,15 @@ def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
     r = p.add_argument_group("input")
     r.add_argument("--reader", choices=READERS, default="table",
                    help="how to read TABLE: a table file, the ESA WMT23 en-de folder (esa-wmt23-ende) or the "
-                        "WMT24 ESA folder (wmt24-genmt); see docs/stats-cli.md")
+                        "WMT24 ESA folder (wmt24-genmt), an mt-metrics-eval test-set folder (mtme; conditions = human "
+                        "score or METRIC-REF names, --lp picks the pair), the WMT25 automatic-scores JSONL "
+                        "(wmt25-scores; conditions = metric names) or COMET --to_json output (comet); see "
+                        "docs/stats-cli.md and docs/readers.md")
     r.add_argument("--waves", type=lambda s: [int(x) for x in _csv_list(s)], default=[2, 3], metavar="N,N",
                    help="--reader wmt24: waves to read")
     r.add_argument("--lp", type=_csv_list, default=None, metavar="LP[,LP]",
-                   help="--reader wmt24: keep only these language pairs (e.g. en-cs)")
+                   help="--reader wmt24: keep only these language pairs (e.g. en-cs); mtme, wmt25-scores: the "
+                        "language pair to read")
     c = p.add_argument_group("columns (long-table column names)")
     _column(c, "--document-col", "--document", "document", "document_id", "document id column")
     _column(c, "--segment-col", "--segment", "segment", "segment_id", "segment id column")
@@ -234,16 +238,10 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 
 def _input(args: argparse.Namespace, conditions: list[str] | None = None) -> Any:
     """TABLE as given (a path read by the statistics functions) or a reader's long table."""
-    if args.reader == "table":
-        return args.table
-    if args.reader == "esa-wmt23":
-        from ..io.esa import read_esa_wmt23
+    from ..io.scores import read_score_input
 
-        conds = [c for c in (conditions or []) if c] or ["ESA-1", "ESA-2"]
-        return read_esa_wmt23(args.table, conditions=list(dict.fromkeys(conds)))
-    from ..io.wmt import read_wmt24_esa
-
-    return read_wmt24_esa(args.table, waves=args.waves, lps=args.lp, with_text=False)
+    return read_score_input(args.table, args.reader, conditions=conditions, waves=args.waves, lps=args.lp,
+                            warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
 
 
 def _annotator(args: argparse.Namespace) -> str | None:
