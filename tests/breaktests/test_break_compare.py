@@ -40,7 +40,7 @@ CASES = [
     Case("compare-text-score", CMD, 3, r"\[D395\].*'good'.*system 'A'", files={"s.csv": TEXT_SCORE}),
     Case("compare-duplicate-row", CMD, 3, r"\[D396\].*system 'A', document 'd0', segment 0", files={"s.csv": DUP}),
     Case("compare-only-baseline", CMD, 3, r"\[D392\].*nothing to compare", files={"s.csv": ONLY_BASE}),
-    Case("compare-missing-metric", CMD + ("--metric-col", "comet"), 3, r"\[D391\].*'comet'.*--metric-col",
+    Case("compare-missing-metric", CMD + ("--score-col", "comet"), 3, r"\[D391\].*'comet'.*--score-col",
          files={"s.csv": GOOD}),
     Case("compare-missing-document-col", CMD + ("--document-col", "doc"), 3, r"\[D391\].*'doc'",
          files={"s.csv": GOOD}),

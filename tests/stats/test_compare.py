@@ -308,7 +308,7 @@ def test_bad_input_errors() -> None:
         _bad(nan)
     with pytest.raises(DDPDataError, match=r"\[D396\]"):
         _bad(pl.concat([df, df.head(1)]))
-    with pytest.raises(DDPDataError, match=r"\[D391\].*--metric-col"):
+    with pytest.raises(DDPDataError, match=r"\[D391\].*--score-col"):
         _bad(df, metrics="comet")
     for conf in (0.0, 1.0, 1.5, -0.1):
         with pytest.raises(DDPUsageError, match=r"\[D390\].*confidence"):

@@ -161,7 +161,7 @@ def test_domain_from_profile_and_on_other_names(small, tmp_path: Path) -> None:
         pl.col("seg_idx").cast(pl.String)).write_csv(renamed, separator="\t")
     r = stratify(p, renamed, "score", by=["domain"], on=["doc", "seg_idx"], n_boot=0)
     assert {g["domain"]: g["n"] for g in r["groups"]} == {"lit": 4, "news": 6}
-    with pytest.raises(DDPUsageError, match=r"D652.*join column 'document_id' missing.*--on DOC,SEG"):
+    with pytest.raises(DDPUsageError, match=r"D652.*join column 'document_id' missing.*--document-col/--segment-col"):
         stratify(p, renamed, "score", n_boot=0)
 
 

@@ -154,3 +154,92 @@ def resolve_rules(name: str | None, certify_model: str | None = None) -> Any:
     if certify_model is not None:
         rules = get_rules(dataclasses.replace(rules, certify_model=certify_model))
     return rules
+
+
+# --------------------------------------------------------------------------- one flag vocabulary (docs/cli.md)
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old spelling kept for one release (docs/cli.md, "Deprecated spellings"): it stores into
+    the new option's ``dest`` and warns with one stderr line naming the new flag. Hidden from ``--help``."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", append: bool = False,
+                 **kwargs: Any) -> None:
+        self.new = new
+        self.append = append
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        import sys
+
+        print(f"{parser.prog}: warning: {option_string} is deprecated and will be removed in the next release; "
+              f"use {self.new}", file=sys.stderr)
+        if self.append:
+            values = [*(getattr(namespace, self.dest, None) or []), values]
+        setattr(namespace, self.dest, values)
+
+
+def add_deprecated_alias(p: Any, old: str, new: str, dest: str, **kwargs: Any) -> None:
+    """Register ``old`` as a hidden :class:`DeprecatedAlias` of ``new`` (stores into ``dest``)."""
+    p.add_argument(old, dest=dest, action=DeprecatedAlias, new=new, help=argparse.SUPPRESS, **kwargs)
+
+
+def add_result_output(p: Any, formats: tuple[str, ...], *, what: str = "the result") -> None:
+    """``-f/--format`` and ``-o/--output`` of a command that prints one result (``ddp stats *``).
+
+    ``-o -`` (the default) is stdout; ``-o FILE.json`` / ``-o FILE.tsv`` writes the file atomically
+    (checked before any work: folder, not an input, not a folder) with the signature inside it and in
+    ``FILE.signature.json``. Without ``-f`` the file's extension picks the format (resolved by
+    :func:`check_result_output`)."""
+    p.add_argument("-f", "--format", dest="output_format", choices=formats, default=None,
+                   help=f"format of {what} (default: json, or the -o file's extension)")
+    p.add_argument("-o", "--output", default="-", metavar="PATH",
+                   help=f"where {what} goes: '-' = stdout; a .json or .tsv file is written atomically with its "
+                        "signature inside and in PATH.signature.json (checked before any work)")
+
+
+def check_result_output(args: argparse.Namespace, inputs: list[Any]) -> Any:
+    """Check ``-o`` before any work and settle ``args.output_format``; returns the
+    :class:`ddpcore.io.outputs.OutputTarget` of a file, or ``None`` for stdout.
+
+    A file must be .json or .tsv (D101 and the other checks of :func:`ddpcore.io.outputs.check_outputs`);
+    an explicit ``-f`` that disagrees with the extension is D880."""
+    from ..errors import DDPUsageError
+    from ..io.outputs import check_outputs
+
+    out = getattr(args, "output", "-") or "-"
+    if out == "-":
+        args.output_format = args.output_format or "json"
+        return None
+    (target,) = check_outputs([("-o/--output", out)], inputs=[i for i in inputs if isinstance(i, (str, bytes))
+                                                              or hasattr(i, "__fspath__")],
+                              formats=("json", "tsv"), sidecars=True)
+    if target.gzip:
+        raise DDPUsageError(f"-o {out}: a result file is not compressed; drop the .gz", code="D880")
+    if args.output_format not in (None, target.format):
+        raise DDPUsageError(f"-o {out}: a .{target.format} file cannot hold -f {args.output_format}; use -f "
+                            f"{target.format}, another extension, or -o - (stdout) for {args.output_format}",
+                            code="D880")
+    args.output_format = target.format
+    return target
+
+
+def write_result(target: Any, text: str, signature: Any, command: str) -> None:
+    """Write ``text`` to ``target`` (an :class:`~ddpcore.io.outputs.OutputTarget` from
+    :func:`check_result_output`) and the signature sidecar, each through a temporary file renamed
+    into place; one stderr line says what was written."""
+    import contextlib
+    import json
+    import sys
+
+    from ..io.tables import atomic_path
+
+    text = text if text.endswith("\n") else text + "\n"
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(atomic_path(target.path)).write_text(text, encoding="utf-8")
+        if target.sidecar is not None:
+            stack.enter_context(atomic_path(target.sidecar)).write_text(
+                json.dumps(signature, sort_keys=True, indent=2, default=str) + "\n", encoding="utf-8")
+    wrote = f"{target.path}" + (f" and {target.sidecar}" if target.sidecar is not None else "")
+    print(f"{command}: wrote {wrote}", file=sys.stderr)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
-from ._common import add_budget, fmt_number, resample_options
+from ._common import (add_budget, add_deprecated_alias, add_result_output, check_result_output, fmt_number,
+                      resample_options, write_result)
 
 from ..io.scores import SCORE_READERS as READERS  # one tuple for every score command (io.scores)
 
@@ -35,32 +36,17 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-class _DeprecatedAlias(argparse.Action):
-    """An old option name kept for one release: stores into the new option's dest and warns (one line)."""
-
-    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
-        self.new = new
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        print(f"ddp stats: warning: {option_string} is deprecated and will be removed in the next release; "
-              f"use {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
-
-
 def _column(group: Any, new: str, old: str, dest: str, default: str, help: str) -> None:
     group.add_argument(new, dest=dest, default=default, metavar="NAME", help=help)
-    group.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, metavar="NAME", help=argparse.SUPPRESS)
+    add_deprecated_alias(group, old, new, dest, metavar="NAME")
 
 
-def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
-    p.add_argument("table", metavar="TABLE",
-                   help="long table (.csv, .tsv, .jsonl, .json, .parquet; .gz for text) with one row per "
-                        "annotation, or a data folder with --reader")
+def add_score_reader(p: argparse.ArgumentParser, what: str = "TABLE") -> None:
+    """``--reader/--waves/--lp``: how a score table is read. One helper for every command that reads
+    scores (``ddp stats *``, ``ddp blindness``, ``ddp stratify``); :func:`score_input` applies it."""
     r = p.add_argument_group("input")
     r.add_argument("--reader", choices=READERS, default="table",
-                   help="how to read TABLE: a table file, the ESA WMT23 en-de folder (esa-wmt23-ende) or the "
+                   help=f"how to read {what}: a table file, the ESA WMT23 en-de folder (esa-wmt23-ende) or the "
                         "WMT24 ESA folder (wmt24-genmt), an mt-metrics-eval test-set folder (mtme; conditions = human "
                         "score or METRIC-REF names, --lp picks the pair), the WMT25 automatic-scores JSONL "
                         "(wmt25-scores; conditions = metric names) or COMET --to_json output (comet); see "
@@ -70,6 +56,13 @@ def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
     r.add_argument("--lp", type=_csv_list, default=None, metavar="LP[,LP]",
                    help="--reader wmt24: keep only these language pairs (e.g. en-cs); mtme, wmt25-scores: the "
                         "language pair to read")
+
+
+def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
+    p.add_argument("table", metavar="TABLE",
+                   help="long table (.csv, .tsv, .jsonl, .json, .parquet; .gz for text) with one row per "
+                        "annotation, or a data folder with --reader")
+    add_score_reader(p)
     c = p.add_argument_group("columns (long-table column names)")
     _column(c, "--document-col", "--document", "document", "document_id", "document id column")
     _column(c, "--segment-col", "--segment", "segment", "segment_id", "segment id column")
@@ -82,8 +75,7 @@ def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
     c.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
                    help="a missing (null/NaN) score is an error (raise) or its row is dropped (omit)")
     o = p.add_argument_group("output")
-    o.add_argument("-f", "--format", dest="output_format", choices=("json", "text", "tsv"), default="json",
-                   help="output format on stdout")
+    add_result_output(o, ("json", "text", "tsv"))
     o.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
 
 
@@ -236,12 +228,20 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 # --------------------------------------------------------------------------- input
 
 
-def _input(args: argparse.Namespace, conditions: list[str] | None = None) -> Any:
-    """TABLE as given (a path read by the statistics functions) or a reader's long table."""
+def score_input(args: argparse.Namespace, path: Any, conditions: list[str] | None = None) -> Any:
+    """``path`` as given (read by the statistics functions) or the long table ``--reader`` reads from it
+    (the options of :func:`add_score_reader`)."""
     from ..io.scores import read_score_input
 
-    return read_score_input(args.table, args.reader, conditions=conditions, waves=args.waves, lps=args.lp,
+    return read_score_input(path, args.reader, conditions=conditions, waves=args.waves, lps=args.lp,
                             warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
+
+
+def _input(args: argparse.Namespace, conditions: list[str] | None = None) -> Any:
+    """TABLE as given (a path read by the statistics functions) or a reader's long table; ``-o`` is
+    checked first (before anything is read)."""
+    args._target = check_result_output(args, [args.table])
+    return score_input(args, args.table, conditions)
 
 
 def _annotator(args: argparse.Namespace) -> str | None:
@@ -277,6 +277,10 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, tsv_rows
         out = text
     else:
         out = _tsv(tsv_rows, payload.get("signature"))
+    target = getattr(args, "_target", None)
+    if target is not None:
+        write_result(target, out, payload.get("signature"), f"ddp stats {args.stats_command}")
+        return
     try:
         print(out)
         sys.stdout.flush()

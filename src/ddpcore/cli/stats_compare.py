@@ -13,7 +13,9 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import fmt_number, resample_options
+from ._common import (add_deprecated_alias, add_result_output, check_result_output, fmt_number, resample_options,
+                      write_result)
+from .stats import add_score_reader, score_input
 
 FORMATS = ("json", "text", "tsv", "markdown", "latex")
 
@@ -41,15 +43,17 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
                    help="long table (.csv, .tsv, .jsonl, .json, .parquet; .gz for text): one row per (document, "
                         "segment, system), one column per metric")
     p.add_argument("--baseline", required=True, metavar="SYS", help="the baseline system (value of the system column)")
+    add_score_reader(p, "SCORES")
     c = p.add_argument_group("columns")
     c.add_argument("--document-col", dest="document", default="document_id", metavar="NAME",
                    help="document id column")
     c.add_argument("--segment-col", dest="segment", default="segment_id", metavar="NAME",
                    help="segment id column (absent with the default name: one row per document and system)")
     c.add_argument("--system-col", dest="system", default="system", metavar="NAME", help="system column")
-    c.add_argument("--metric-col", dest="metrics", action="append",
-                   metavar="NAME[,NAME]", help="metric column(s), repeatable or a comma list; one table per metric "
-                                               "(default: score)")
+    c.add_argument("--score-col", dest="metrics", action="append",
+                   metavar="NAME[,NAME]", help="score column(s), one per metric: repeatable or a comma list; one "
+                                               "table per metric (default: score)")
+    add_deprecated_alias(c, "--metric-col", "--score-col", "metrics", append=True, metavar="NAME[,NAME]")
     c.add_argument("--lower-is-better", action="append", default=None, metavar="NAME[,NAME]",
                    help="metric columns where lower is better (e.g. ter): flips better/worse")
     c.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
@@ -72,7 +76,7 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
 
     add_budget(p)
     o = p.add_argument_group("output")
-    o.add_argument("-f", "--format", dest="output_format", choices=FORMATS, default="json", help="output on stdout")
+    add_result_output(o, FORMATS)
     o.add_argument("--fail-on", choices=("worse", "not-better"), default=None,
                    help="exit 1 when a system is significantly worse than the baseline (worse) or when a system is "
                         "not significantly better (not-better)")
@@ -87,10 +91,11 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..stats import TableColumns
     from ..stats.compare import CompareTests, compare_systems
 
+    target = check_result_output(args, [args.table])  # before anything is read
     tests = CompareTests(unit=args.unit, test=args.test, n_ar=args.n_ar, correction=args.correction,
                          alpha=args.alpha, confidence=args.confidence)
     res = compare_systems(
-        args.table, args.baseline, metrics=_append_csv(args.metrics) or ["score"],
+        score_input(args, args.table), args.baseline, metrics=_append_csv(args.metrics) or ["score"],
         lower_is_better=_append_csv(args.lower_is_better), exclude_systems=args.exclude_system, tests=tests,
         columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
         options=resample_options(args),
@@ -104,7 +109,10 @@ def run_compare(args: argparse.Namespace) -> int:
         payload["passed"] = passed
         payload["signature"]["fail_on"] = args.fail_on  # gate settings belong to the reproducible run
     out = render(res, args.output_format, payload)
-    _print(out)
+    if target is not None:
+        write_result(target, out, payload.get("signature"), "ddp stats compare")
+    else:
+        _print(out)
     if not passed:
         print(gate_message(res, args.fail_on, bad), file=sys.stderr)
         return 1

@@ -7,7 +7,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ._common import HelpFormatter
+from ._common import HelpFormatter, add_deprecated_alias
+from .stats import add_score_reader, score_input
 
 
 def _csv(text: str) -> list[str]:
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Join the DDP profile to per-segment scores (automatic metrics or human scores) and report per group "
             "(--by): n, Spearman rho between DDP and the score with its p, per DDP bin the mean score with a "
             "document-bootstrap 95%% CI, and a LOWESS curve (statsmodels defaults). Inner join on the profile's "
-            "document and segment columns (--on for other names). When more than --max-unjoined (1%%) of the "
+            "document and segment columns (--document-col/--segment-col name the scores' columns). When more than --max-unjoined (1%%) of the "
             "score rows or of the profile segments do not join, or of the scores are null, it stops with an error "
             "naming the first unmatched keys (--allow-partial-join: go on with the matched rows); any row left out "
             "is a warning on stderr and is counted in signature.join. Exit codes: 0 ok, 2 usage, 3 bad data."),
@@ -38,9 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "is certain enough not to over-estimate); recorded in the signature")
     p.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",
                    help="increasing DDP bin edges in sentences; bins are [E_i, E_i+1)")
-    p.add_argument("--on", type=_csv, default=None, metavar="COLS",
-                   help="join columns: DOC,SEG = the scores' names of the profile's document and segment columns, "
-                        "or PROFILE_COL=SCORES_COL pairs (e.g. line_id=line_id) (default: the profile's id names)")
+    add_score_reader(p, "SCORES")
+    j = p.add_argument_group("join (the profile's document and segment columns = the scores' columns)")
+    j.add_argument("--document-col", default=None, metavar="NAME",
+                   help="the scores' document id column, joined to the profile's document column (default: the "
+                        "profile's name); PROFILE_COL=SCORES_COL joins another profile column")
+    j.add_argument("--segment-col", default=None, metavar="NAME",
+                   help="the scores' segment id column, joined to the profile's segment column (default: the "
+                        "profile's name); PROFILE_COL=SCORES_COL joins another profile column (e.g. "
+                        "line_id=line_id: the 0-based line of --reader wmt24|lines)")
+    add_deprecated_alias(j, "--on", "--document-col/--segment-col", "on", type=_csv, metavar="COLS")
     p.add_argument("--max-unjoined", type=float, default=0.01, metavar="SHARE",
                    help="largest share of the score rows without a profile segment, of the profile segments without "
                         "a score row, and of null or non-finite scores accepted (default 0.01 = 1%%); above it: "
@@ -66,12 +74,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def join_keys(document_col: str | None, segment_col: str | None, on: Sequence[str] | None,
+              profile_document: str, profile_segment: str) -> list[str] | None:
+    """The ``on=`` of :func:`ddpcore.stats.stratify.stratify` from ``--document-col/--segment-col``
+    (each the scores' column name, or ``PROFILE_COL=SCORES_COL``) or the deprecated ``--on``;
+    ``None`` when none is given (the profile's names on both sides)."""
+    if document_col is None and segment_col is None:
+        return list(on) if on else None
+    if on:
+        from ..errors import DDPUsageError
+
+        raise DDPUsageError("--on is the old spelling of --document-col/--segment-col; give one or the other",
+                            code="D881")
+
+    def pair(given: str | None, profile_col: str) -> str:
+        if given is None:
+            return f"{profile_col}={profile_col}"
+        return given if "=" in given else f"{profile_col}={given}"
+
+    return [pair(document_col, profile_document), pair(segment_col, profile_segment)]
+
+
 def stratify_files(profile: str | os.PathLike[str], scores: str | os.PathLike[str] | Any,
-                   score_col: str | Sequence[str], *, ddp_col: str = "ddp", **options: Any) -> dict[str, Any]:
+                   score_col: str | Sequence[str], *, ddp_col: str = "ddp", document_col: str | None = None,
+                   segment_col: str | None = None, **options: Any) -> dict[str, Any]:
     """:func:`ddpcore.stats.stratify.stratify` on files, as ``ddp stratify`` runs it: the options are
     checked first (:func:`~ddpcore.stats.stratify.check_options`), then the profile is opened with
     :func:`ddpcore.io.profiles.scan_profile` and the scores with :func:`ddpcore.io.scores.scan_scores`
-    (``scores`` may also be a polars frame). ``options``: the keywords of ``stratify``."""
+    (``scores`` may also be a polars frame). ``document_col``/``segment_col``: the scores' id columns
+    (see :func:`join_keys`); ``options``: the keywords of ``stratify``."""
     from ..io.profiles import scan_profile
     from ..io.scores import scan_scores
     from ..stats.stratify import check_options, stratify
@@ -79,6 +110,7 @@ def stratify_files(profile: str | os.PathLike[str], scores: str | os.PathLike[st
     check_options(**{k: options[k] for k in ("by", "bins", "gap", "gap_col", "n_boot", "seed", "lowess_max_points",
                                              "max_unjoined") if k in options})
     prof = scan_profile(profile, ddp_col=ddp_col)
+    options["on"] = join_keys(document_col, segment_col, options.get("on"), prof.cols.document, prof.cols.segment)
     is_path = isinstance(scores, (str, os.PathLike))
     frame = scan_scores(scores) if is_path else scores
     return stratify(prof.frame, frame, score_col, profile_signature=prof.signature, profile_name=str(profile),
@@ -97,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output not in (None, "-"):
         (target,) = check_outputs([("-o/--output", args.output)], inputs=[args.profile, args.scores],
                                   formats=("json", "tsv"), sidecars=True)
-    res = stratify_files(args.profile, args.scores, args.score_col, ddp_col=args.ddp_col, by=args.by, bins=edges,
-                         on=args.on, gap=args.gap, gap_col=args.gap_col, n_boot=args.n_boot, seed=args.seed,
+    scores = score_input(args, args.scores)
+    res = stratify_files(args.profile, scores, args.score_col, ddp_col=args.ddp_col, by=args.by, bins=edges,
+                         document_col=args.document_col, segment_col=args.segment_col, on=args.on, gap=args.gap,
+                         gap_col=args.gap_col, n_boot=args.n_boot, seed=args.seed,
                          strict_join=args.strict_join, lowess_max_points=args.lowess_max_points,
                          threads=args.threads, max_unjoined=args.max_unjoined,
                          allow_partial_join=args.allow_partial_join)
