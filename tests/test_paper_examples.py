@@ -81,9 +81,9 @@ def document(shared_data: Path) -> pl.DataFrame:
 
 
 def _profile(document: pl.DataFrame, rules: str, nlp=None):  # type: ignore[no-untyped-def]
-    from ddpcore.api import profile_anchors
+    from ddpcore.api import ProfileOptions, profile_anchors
 
-    return profile_anchors(document, rules=rules, distance="chained", nlp=nlp, cache=False if nlp is not None else None)
+    return profile_anchors(document, rules=rules, nlp=nlp, cache=False if nlp is not None else None, options=ProfileOptions(distance="chained"))
 
 
 def _responsible(run, line_id: int) -> tuple[int, tuple[str, str, int]]:  # type: ignore[no-untyped-def]

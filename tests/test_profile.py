@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import ddpcore
-from ddpcore.api import profile_anchors
+from ddpcore.api import ProfileOptions, profile_anchors
 
 pytestmark = pytest.mark.spacy_model
 
@@ -60,8 +60,8 @@ DOC_BERLIN = ["The committee met in Berlin. Berlin was cold.", "The town was qui
 def test_chained_and_nearest_differ(nlp):
     # sentences: 0 "The committee met in Berlin." 1 "Berlin was cold." 2 "The town was quiet."
     # 3 "Berlin looked grey."  Third "Berlin": chained 3 - 0 = 3, nearest 3 - 1 = 2.
-    chained = profile_anchors(_doc(DOC_BERLIN), nlp=nlp, distance="chained")
-    nearest = profile_anchors(_doc(DOC_BERLIN), nlp=nlp, distance="nearest")
+    chained = profile_anchors(_doc(DOC_BERLIN), nlp=nlp, options=ProfileOptions(distance="chained"))
+    nearest = profile_anchors(_doc(DOC_BERLIN), nlp=nlp, options=ProfileOptions(distance="nearest"))
     assert chained.segments["ddp"].to_list() == [1, 0, 3]
     assert nearest.segments["ddp"].to_list() == [1, 0, 2]
     assert chained.sentences["sentence_ddp"].to_list() == [0, 1, 0, 3]
@@ -116,13 +116,13 @@ def test_segment_order_and_extra_columns(nlp):
 
 def test_polars_namespace(nlp):
     df = _doc(DOC_BERLIN).rename({"source": "text"})
-    out = df.ddp.profile(text="text", document="document_id", nlp=nlp)
+    out = df.ddp.profile(text_col="text", document_col="document_id", nlp=nlp)
     assert out["ddp"].to_list() == [1, 0, 3]
     assert out.ddp.summarize(by=None)["max_ddp"].to_list() == [3]
 
 
 def test_signature_records_settings(nlp):
-    r = profile_anchors(_doc(DOC_BERLIN), nlp=nlp, distance="nearest")
+    r = profile_anchors(_doc(DOC_BERLIN), nlp=nlp, options=ProfileOptions(distance="nearest"))
     sig = r.signature
     assert sig["distance"] == "nearest" and sig["rules"] == "refined"
     assert sig["pipeline_version"] == "3.8.0" and sig["ddpcore"] == ddpcore.__version__
@@ -133,7 +133,7 @@ def test_two_processes_give_identical_results():
     segs = DOC_BERLIN * 3 + ["Maria Lopez opened the shop.", "Later she closed it."]
     df = pl.DataFrame({"document_id": ["d"] * len(segs), "segment_id": list(range(len(segs))), "source": segs})
     one = profile_anchors(df, n_process=1)
-    two = profile_anchors(df, n_process=2, batch_size=2)
+    two = profile_anchors(df, n_process=2, options=ProfileOptions(batch_size=2))
     assert one.segments.equals(two.segments)
     assert one.anchors.equals(two.anchors)
     # not two empty tables: 11 segments, and the three "Berlin" of each DOC_BERLIN copy are anchors

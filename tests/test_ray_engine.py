@@ -24,7 +24,7 @@ from ddpcore.anchors.rules import get_rules
 from ddpcore.cli.main import main
 from ddpcore.engines import ray_engine as RE
 from ddpcore.engines.local import BATCH_CHARS, SEGKEY, Settings, order_segments
-from ddpcore.api import profile_anchors
+from ddpcore.api import ProfileOptions, profile_anchors
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.io.outputs import check_outputs
 from ddpcore.io.segments import SegmentColumns, read_segments
@@ -113,7 +113,7 @@ def test_ray_engine_output_equals_the_local_engine(ray_local, tmp_path, nlp, int
     source = MINI if which == "mini" else interleaved
     ref = profile_anchors(source, nlp=nlp, rules=rules)
     if entry == "api":
-        got = profile_anchors(source, engine="ray", n_process=2, rules=rules)
+        got = profile_anchors(source, n_process=2, rules=rules, options=ProfileOptions(engine="ray"))
         for role in ROLES:
             assert_frame_equal(getattr(ref, role), getattr(got, role))
         assert got.signature["engine"] == "ray" and _same_signature(got.signature, ref.signature)
@@ -147,7 +147,7 @@ def test_a_missing_ray_is_a_one_line_usage_error(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "D190" in err and "pip install 'ddpcore[ray]'" in err and len(err.splitlines()) == 1
     with pytest.raises(DDPUsageError, match="D190"):
-        profile_anchors(MINI, engine="ray")
+        profile_anchors(MINI, options=ProfileOptions(engine="ray"))
 
 
 @pytest.mark.parametrize("flags", [["--resume"], ["--shard", "0/2"]])
@@ -159,7 +159,7 @@ def test_local_only_options_are_refused_with_ray(tmp_path, capsys, flags):
 
 def test_an_unknown_engine_is_refused():
     with pytest.raises(DDPUsageError, match="D192"):
-        profile_anchors(MINI, engine="spark")
+        profile_anchors(MINI, options=ProfileOptions(engine="spark"))
 
 
 def test_importing_ddpcore_and_the_cli_does_not_import_ray():

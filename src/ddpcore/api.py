@@ -49,97 +49,111 @@ class ProfileResult:
 
     def summary(self, by: str | None = None) -> pl.DataFrame:
         return summarize(self.segments, by=by or self.signature.get("columns", {}).get("domain", schema.DOMAIN),
-                         document=self.signature.get("columns", {}).get("document", schema.DOCUMENT_ID))
+                         document_col=self.signature.get("columns", {}).get("document", schema.DOCUMENT_ID))
 
     def signature_json(self) -> str:
         return json.dumps(self.signature, sort_keys=True)
 
 
+@dataclass(frozen=True)
+class ProfileOptions:
+    """The less common settings of :func:`profile_anchors` (each named as its ``ddp profile`` flag).
+
+    ``distance``: ``"chained"`` measures an anchor back to its entity's first mention, ``"nearest"``
+    to the most recent previous mention (ablation; ``--distance``). ``sentence_unit``: ``"segment"``
+    counts every input segment as one sentence unit (spaCy's pieces of a segment share its index),
+    to align with gold sentences (``--sentence-unit``). ``reader``, ``docs``, ``txt_mode``: the input
+    reader (``"table"|"wmt24"|"wmt25"|"lines"``), the ``.docs`` file of ``wmt24``/``lines`` and the
+    ``.txt`` folder mode (``"lines"|"paragraphs"``), as :func:`ddpcore.io.sources.iter_input_chunks`
+    (hard-wrapped text warns with ``warnings.warn``). ``n_threads``: threads of the distance kernel.
+    ``batch_size``: texts per spaCy batch. ``progress``: a progress bar on stderr while parsing.
+    ``source_name``: the input's name in the signature (default: the path, or ``<table>``).
+    ``engine``: ``"local"`` or ``"ray"`` (the same stages on Ray actors, ``pip install '.[ray]'``:
+    ``n_process`` is then the number of actors, ``"auto"`` the cluster's CPUs; ``address`` the Ray
+    cluster, default ``$RAY_ADDRESS``, else a local Ray; ``nlp``, ``progress``, ``n_threads`` and the
+    parse cache are not used; :mod:`ddpcore.engines.ray_engine`).
+    """
+
+    distance: Distance = "chained"
+    sentence_unit: SentenceUnit = "sentence"
+    reader: str = "table"
+    docs: str | os.PathLike[str] | None = None
+    txt_mode: str = "lines"
+    n_threads: int = 1
+    batch_size: int = 256
+    progress: bool = False
+    source_name: str | None = None
+    engine: Literal["local", "ray"] = "local"
+    address: str | None = None
+
+
 def profile_anchors(
     source: Any,
     *,
-    document: str = schema.DOCUMENT_ID,
-    segment: str = schema.SEGMENT_ID,
-    text: str = schema.SOURCE,
-    domain: str = schema.DOMAIN,
-    distance: Distance = "chained",
-    pipeline: str | None = None,
+    document_col: str = schema.DOCUMENT_ID,
+    segment_col: str = schema.SEGMENT_ID,
+    text_col: str = schema.SOURCE,
+    domain_col: str = schema.DOMAIN,
     rules: str | RuleSet | None = None,
-    sentence_unit: SentenceUnit = "sentence",
-    n_process: int | str = 1,
-    n_threads: int = 1,
-    batch_size: int = 256,
-    progress: bool = False,
+    pipeline: str | None = None,
     nlp: Any = None,
-    source_name: str | None = None,
+    n_process: int | str = 1,
     cache: str | os.PathLike[str] | bool | None = None,
-    engine: Literal["local", "ray"] = "local",
-    address: str | None = None,
-    reader: str = "table",
-    docs: str | os.PathLike[str] | None = None,
-    txt_mode: str = "lines",
+    options: ProfileOptions | None = None,
 ) -> ProfileResult:
     """Profile discourse dependency of every segment of ``source``.
 
     Parameters
     ----------
     source : path | folder | polars/pandas DataFrame | pyarrow Table
-        Segment table (``document``, ``segment`` ids and ``text``; optional ``domain``) or a
-        folder of ``.txt`` documents (blank line = segment boundary).
-    distance : "chained" | "nearest"
-        ``chained`` measures an anchor back to its entity's first mention; ``nearest`` to
-        the most recent previous mention (ablation).
+        Segment table (``document_col``, ``segment_col`` ids and ``text_col``; optional
+        ``domain_col``) or a folder of ``.txt`` documents (blank line = segment boundary); any input
+        of ``options.reader``.
+    document_col, segment_col, text_col, domain_col : str
+        Column names (``--document-col`` ... of ``ddp profile``).
+    rules : str | RuleSet, optional
+        Anchor rule set: ``"refined"`` (the default), ``"paper"``, ``"refined-names"`` or ``"learned"``.
     pipeline : str, optional
         spaCy pipeline preset (``default``/``sm``, ``fast``: no parser, ``md``) or any installed
         name/path.
-    rules : str | RuleSet, optional
-        Anchor rule set: ``"refined"`` (the default), ``"paper"`` or ``"refined-names"``.
-    sentence_unit : "sentence" | "segment"
-        ``segment`` counts every input segment as one sentence unit (spaCy's pieces of a
-        segment share its index): used to align with gold sentences.
-    n_process : int | "auto"
-        spaCy worker processes (``"auto"``: every available core for inputs of at least
-        50,000 characters with forked workers, the Linux default, or 150,000 with spawned ones,
-        else 1; :data:`ddpcore.engines.run.AUTO_MIN_CHARS`). ``n_threads``: threads of the distance kernel.
-    progress : bool
-        Show a progress bar (stderr) while parsing.
     nlp : spacy.Language, optional
         An already loaded pipeline: it parses when ``n_process == 1``, and forked workers (the
         Linux default) parse with it too; spawned workers load ``pipeline`` by name instead.
-    engine : "local" | "ray"
-        ``ray`` runs the same stages on Ray actors (``pip install 'ddpcore[ray]'``): ``n_process``
-        is then the number of actors (``"auto"``: the cluster's CPUs), ``address`` the Ray cluster
-        (default ``$RAY_ADDRESS``, else a local Ray); ``nlp``, ``progress``, ``n_threads`` and the
-        parse cache are not used. Same output, plus ``engine``/``actors`` in the signature
-        (:mod:`ddpcore.engines.ray_engine`).
-    reader, docs, txt_mode : the input reader (``"table"|"wmt24"|"wmt25"|"lines"``), the ``.docs``
-        file of ``wmt24``/``lines`` and the ``.txt`` folder mode (``"lines"|"paragraphs"``); see
-        :func:`ddpcore.io.sources.iter_input_chunks` (hard-wrapped text warns with ``warnings.warn``).
+    n_process : int | "auto"
+        spaCy worker processes (``"auto"``: every available core for inputs of at least
+        50,000 characters with forked workers, the Linux default, or 150,000 with spawned ones,
+        else 1; :data:`ddpcore.engines.run.AUTO_MIN_CHARS`).
     cache : path | bool, optional
         Parse cache: ``None``/``True`` the default folder (``$DDPCORE_CACHE``, else
         ``$XDG_CACHE_HOME/ddpcore``, else ``~/.cache/ddpcore``), a path another folder,
         ``False`` none. Cached lines are not parsed again (``signature["cache"]`` counts them).
+    options : ProfileOptions, optional
+        Distance mode, sentence unit, reader, threads, batch size, progress, engine.
     """
     from .engines.local import Settings
 
-    if distance not in ("chained", "nearest"):
-        raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D205")
-    if sentence_unit not in ("sentence", "segment"):
-        raise DDPUsageError(f"sentence_unit must be 'sentence' or 'segment', not {sentence_unit!r}", code="D206")
+    o = options if options is not None else ProfileOptions()
+    if not isinstance(o, ProfileOptions):
+        raise TypeError(f"options must be a ddpcore.api.ProfileOptions, not {type(o).__name__}")
+    if o.distance not in ("chained", "nearest"):
+        raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {o.distance!r}", code="D205")
+    if o.sentence_unit not in ("sentence", "segment"):
+        raise DDPUsageError(f"sentence_unit must be 'sentence' or 'segment', not {o.sentence_unit!r}", code="D206")
     ruleset = get_rules(rules)
-    cols = SegmentColumns(document, segment, text, domain)
-    name = source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
-    if engine != "local":
+    cols = SegmentColumns(document_col, segment_col, text_col, domain_col)
+    name = o.source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+    if o.engine != "local":
         from .engines.ray_engine import engine_arg, profile_frame_ray
 
-        engine_arg(engine)  # D192, before the input is read
+        engine_arg(o.engine)  # D192, before the input is read
         seg_r, anc_r, sent_r, sig_r = profile_frame_ray(
-            _read(source, cols, reader, docs, txt_mode), cols=cols, pipeline=pipeline, n_actors=n_process, address=address,
-            settings=Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset), batch_size=batch_size,
-            source_name=name)
+            _read(source, cols, o), cols=cols, pipeline=pipeline, n_actors=n_process, address=o.address,
+            settings=Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset),
+            batch_size=o.batch_size, source_name=name)
         return ProfileResult(segments=seg_r, anchors=anc_r, sentences=sent_r, signature=sig_r)
-    settings = Settings(distance=distance, sentence_unit=sentence_unit, rules=ruleset, n_threads=n_threads)
-    return _profile_local(_read(source, cols, reader, docs, txt_mode), cols, settings, _Parse(pipeline, n_process, batch_size, progress, nlp, cache), name)
+    settings = Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset, n_threads=o.n_threads)
+    return _profile_local(_read(source, cols, o), cols, settings,
+                          _Parse(pipeline, n_process, o.batch_size, o.progress, nlp, cache), name)
 
 
 @dataclass(frozen=True)
@@ -201,16 +215,16 @@ def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how
                          sentences=pl.concat(sent_parts), signature=signature)
 
 
-def _read(source: Any, cols: SegmentColumns, reader: str, docs: Any, txt_mode: str) -> pl.DataFrame:
+def _read(source: Any, cols: SegmentColumns, o: ProfileOptions) -> pl.DataFrame:
     """The validated input (:func:`ddpcore.io.sources.read_input`); wrapped-text warnings go to ``warnings``."""
     import warnings
 
     from .io.sources import read_input
 
-    if reader == "table" and docs is None and txt_mode == "lines" and not (
+    if o.reader == "table" and o.docs is None and o.txt_mode == "lines" and not (
             isinstance(source, (str, os.PathLike)) and os.path.isdir(source)):
         return read_segments(source, cols)
-    return read_input(source, cols, reader=reader, docs=docs, txt_mode=txt_mode,
+    return read_input(source, cols, reader=o.reader, docs=o.docs, txt_mode=o.txt_mode,
                       warn=lambda m: warnings.warn(m, UserWarning, stacklevel=4))
 
 
@@ -225,16 +239,18 @@ profile.__signature__ = inspect.signature(profile_anchors).replace(  # type: ign
     return_annotation="pl.DataFrame")
 
 
-def summarize(segments: pl.DataFrame, *, by: str | None = schema.DOMAIN, document: str = schema.DOCUMENT_ID) -> pl.DataFrame:
+def summarize(segments: pl.DataFrame, *, by: str | None = schema.DOMAIN,
+              document_col: str = schema.DOCUMENT_ID) -> pl.DataFrame:
     """Per-group DDP summary of a segment table: documents, segments, mean / median / p90 /
-    max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row.
+    max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row. ``by``: the
+    column to group by (``None``: only the ``all`` row); ``document_col``: the document id column.
 
     Quantiles use linear interpolation (numpy's default).
     """
     import polars as pl
 
     aggs = [
-        pl.col(document).n_unique().alias("documents"),
+        pl.col(document_col).n_unique().alias("documents"),
         pl.len().alias("segments"),
         pl.col(schema.DDP).mean().alias("mean_ddp"),
         pl.col(schema.DDP).median().alias("median_ddp"),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from . import schema
 from .errors import DDPDataError
 from .io.segments import ROW, SegmentColumns
-from .api import profile_anchors
+from .api import ProfileOptions, profile_anchors
 from .schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
@@ -97,6 +97,11 @@ class ExplainResult:
 
 #: the reader settings of ``explain`` (``ddp explain --reader/--docs/--txt-mode``)
 READER_KEYS = ("reader", "docs", "txt_mode")
+#: keywords of :func:`ddpcore.api.profile_anchors` that ``explain`` passes on as given
+PROFILE_KEYS = ("document_col", "segment_col", "text_col", "domain_col", "rules", "pipeline", "nlp", "n_process",
+                "cache")
+#: :class:`ddpcore.api.ProfileOptions` fields that ``explain`` takes flat (the reader's are read apart)
+OPTION_KEYS = ("distance", "sentence_unit", "n_threads", "batch_size", "progress")
 
 
 def _locate(recorded: str, output: Any) -> Path | None:
@@ -153,23 +158,26 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     :func:`ddpcore.io.sources.read_input`), or an output of ``ddp profile``: a Parquet file
     (signature in its metadata) or a CSV/TSV/JSONL/JSON file with its ``<file>.signature.json``
     sidecar. The recorded signature supplies the distance mode, rules, pipeline, column names
-    and reader settings not given in ``kwargs`` (``document=``, ``segment=``, ``text=``,
-    ``domain=`` name columns; ``distance=``, ``rules=``, ``pipeline=``, ``reader=``, ``docs=``,
-    ``txt_mode=``...); ``ExplainResult.inherited`` says which settings came from where. The
+    and reader settings not given in ``kwargs``: the keywords of :func:`ddpcore.profile_anchors`
+    (``document_col=``, ``segment_col=``, ``text_col=``, ``domain_col=``, ``rules=``, ``pipeline=``,
+    ``nlp=``, ``n_process=``, ``cache=``) and the fields of :class:`ddpcore.api.ProfileOptions`
+    (``distance=``, ``reader=``, ``docs=``, ``txt_mode=``, ``batch_size=``...), given flat, plus
+    ``certify_model=`` (a certification model file); ``ExplainResult.inherited`` says which settings
+    came from where. The
     output's carried-through source text (what the reader made of the input) is re-parsed; an
     output without its text column is explained from the recorded input, read again with the
     recorded reader settings (found as recorded, or beside the output; D188 when it is not
     there, D189 when it does not hold the output's segments of the document). Only the
     segment's document is parsed.
 
-    As everywhere else, ``document=`` and ``segment=`` name columns; the ids are
+    As everywhere else, ``document_col=`` and ``segment_col=`` name columns; the ids are
     ``document_id=`` and ``segment_id=`` (keywords only).
     """
     import polars as pl
 
     if document_id is None or segment_id is None:
-        raise TypeError("explain() needs document_id= and segment_id= (the ids; document= and segment= name the "
-                        "columns)")
+        raise TypeError("explain() needs document_id= and segment_id= (the ids; document_col= and segment_col= "
+                        "name the columns)")
     document, segment = document_id, segment_id
 
     from .io.outputs import sidecar_path
@@ -201,7 +209,7 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     inherited: dict[str, Any] = {}
     read_opts = {k: opts.pop(k) for k in READER_KEYS if k in opts}  # how the input is read, not parse settings
     if sig is not None:
-        recorded = {key: sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
+        recorded = {f"{key}_col": sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
         recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
         pipe = sig.get("pipeline")
         recorded["pipeline"] = None if pipe in (None, "default") else pipe
@@ -214,11 +222,12 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
                 read_opts[key] = inherited[key] = value
         table = read_table(source)
     opts = {k: v for k, v in opts.items() if v is not None}
-    doc_col = opts.get("document", schema.DOCUMENT_ID)
-    seg_col = opts.get("segment", schema.SEGMENT_ID)
+    doc_col = opts.setdefault("document_col", schema.DOCUMENT_ID)
+    seg_col = opts.setdefault("segment_col", schema.SEGMENT_ID)
     from .io.sources import read_input
 
-    cols = SegmentColumns(doc_col, seg_col, opts.get("text", schema.SOURCE), opts.get("domain", schema.DOMAIN))
+    cols = SegmentColumns(doc_col, seg_col, opts.setdefault("text_col", schema.SOURCE),
+                          opts.setdefault("domain_col", schema.DOMAIN))
     if sig is not None and cols.text not in table.columns:
         # an output without its text: explain from the recorded input, read as the run read it
         df = _recorded_input(source, sig, table, cols, read_opts, document)
@@ -245,7 +254,11 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
         from .anchors.rules import get_rules
 
         opts["rules"] = get_rules(dataclasses.replace(get_rules(opts.get("rules")), certify_model=certify_model))
-    result = profile_anchors(sub.select(keep), **opts)
+    unknown = sorted(set(opts) - set(PROFILE_KEYS) - set(OPTION_KEYS))
+    if unknown:
+        raise TypeError(f"explain() got unexpected keyword argument(s) {', '.join(unknown)}")
+    result = profile_anchors(sub.select(keep), **{k: v for k, v in opts.items() if k in PROFILE_KEYS},
+                             options=ProfileOptions(**{k: v for k, v in opts.items() if k in OPTION_KEYS}))
     seg_row = result.segments.filter(pl.col(seg_col).cast(pl.String) == str(segment))
     anchors = result.anchors.filter(pl.col(seg_col).cast(pl.String) == str(segment))
     return ExplainResult(

@@ -1,4 +1,4 @@
-"""``DataFrame.ddp`` namespace: ``df.ddp.profile(text="source", document="document_id")``.
+"""``DataFrame.ddp`` namespace: ``df.ddp.profile(text_col="source", document_col="document_id")``.
 
 Registered when this module is imported; ``import ddpcore`` imports it automatically
 if polars is already loaded, and every ddpcore entry point that loads polars does too.
@@ -20,16 +20,18 @@ class DDPNamespace:
     def profile(
         self,
         *,
-        text: str = "source",
-        document: str = "document_id",
-        segment: str = "segment_id",
-        domain: str = "domain",
+        document_col: str = "document_id",
+        segment_col: str = "segment_id",
+        text_col: str = "source",
+        domain_col: str = "domain",
         **kwargs: Any,
     ) -> pl.DataFrame:
-        """Segment-level DDP of this frame (one row per row, same order); see ``ddpcore.profile``."""
+        """Segment-level DDP of this frame (one row per row, same order); the other keywords are
+        those of :func:`ddpcore.profile_anchors`."""
         from .api import profile
 
-        return profile(self._df, text=text, document=document, segment=segment, domain=domain, **kwargs)
+        return profile(self._df, document_col=document_col, segment_col=segment_col, text_col=text_col,
+                       domain_col=domain_col, **kwargs)
 
     def profile_anchors(self, **kwargs: Any) -> Any:
         """Segments, anchors and sentences of this frame; see ``ddpcore.profile_anchors``."""
@@ -37,8 +39,8 @@ class DDPNamespace:
 
         return profile_anchors(self._df, **kwargs)
 
-    def summarize(self, by: str | None = "domain", document: str = "document_id") -> pl.DataFrame:
+    def summarize(self, by: str | None = "domain", document_col: str = "document_id") -> pl.DataFrame:
         """Per-domain DDP summary of a profiled segment frame (needs a ``ddp`` column)."""
         from .api import summarize
 
-        return summarize(self._df, by=by, document=document)
+        return summarize(self._df, by=by, document_col=document_col)

@@ -39,15 +39,16 @@ def run(args: argparse.Namespace) -> int:
     from .profile import _write_stdout
 
     # only options given on the command line; the output's recorded signature fills the rest
-    given = {"document": args.document_col, "segment": args.segment_col, "text": args.text_col,
-             "domain": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules, "certify_model": args.certify_model,
+    given = {"document_col": args.document_col, "segment_col": args.segment_col, "text_col": args.text_col,
+             "domain_col": args.domain_col, "distance": args.distance, "pipeline": args.pipeline, "rules": args.rules, "certify_model": args.certify_model,
              "reader": args.reader, "docs": args.docs, "txt_mode": args.txt_mode}
     kwargs = {k: v for k, v in given.items() if v is not None}
     result = explain(args.source, document_id=args.document, segment_id=args.segment, n_process=args.n_process,
                      batch_size=args.batch_size, **kwargs)
     if result.inherited:
         shown = ", ".join(f"{k} {v!r}" for k, v in result.inherited.items() if k in ("rules", "distance", "pipeline"))
-        cols = [f"{k} {v!r}" for k, v in result.inherited.items() if k in ("document", "segment", "text", "domain")]
+        cols = [f"{k.removesuffix('_col')} {v!r}" for k, v in result.inherited.items()
+                if k in ("document_col", "segment_col", "text_col", "domain_col")]
         if cols:
             shown = ", ".join([*([shown] if shown else []), "columns " + ", ".join(cols)])
         read = [f"{k.replace('_', '-')} {v!r}" for k, v in result.inherited.items() if k in ("reader", "docs", "txt_mode")]

@@ -855,7 +855,7 @@ def profile_gold(
     """
     import polars as pl
 
-    from ..api import profile_anchors
+    from ..api import ProfileOptions, profile_anchors
 
     table = corpus.sentences.select(
         schema.DOCUMENT_ID,
@@ -864,9 +864,9 @@ def profile_gold(
         pl.col(GENRE).alias(schema.DOMAIN),
     )
     kwargs: dict[str, Any] = dict(
-        document=schema.DOCUMENT_ID, segment=schema.SEGMENT_ID, text=schema.SOURCE, domain=schema.DOMAIN,
-        distance=distance, pipeline=pipeline, sentence_unit="segment", n_process=n_process, batch_size=batch_size,
-        progress=progress,
+        document_col=schema.DOCUMENT_ID, segment_col=schema.SEGMENT_ID, text_col=schema.SOURCE,
+        domain_col=schema.DOMAIN, pipeline=pipeline, n_process=n_process,
+        options=ProfileOptions(distance=distance, sentence_unit="segment", batch_size=batch_size, progress=progress),
     )
     if rules is not None:
         if "rules" not in inspect.signature(profile_anchors).parameters:
