@@ -1,36 +1,36 @@
-"""The Ray Data engine: the same stages as the local engine, on the actors of a Ray cluster.
+"""The Ray engine: the local engine's stages on the actors of a Ray cluster, disk to disk.
 
 ``pip install 'ddpcore[ray]'``; ``ddp profile IN -o OUT --engine ray [--address ADDR]`` or
-``ddpcore.profile(..., engine="ray")``. How a run goes:
+``ddpcore.profile(..., engine="ray")``. The design keeps the driver small (issue 24):
 
-1. **Read and plan on the driver.** The input is read and validated by the local engine's
-   own reader (:func:`~ddpcore.io.sources.stage_input` for files, in bounded memory;
-   :func:`~ddpcore.io.segments.read_segments` for in-memory tables), so every bad-input error
-   keeps its code and message. Segments are ordered (:func:`~ddpcore.engines.local.order_segments`)
-   and cut into batches of whole documents (:func:`~ddpcore.engines.local.document_batches`).
-2. **Hand the batches to Ray Data.** Each batch becomes one Arrow block in the Ray object
-   store (``ray.data.from_arrow_refs``), largest first so that long documents do not end
-   the run on one actor. The rows travel through the object store, not the file system,
-   so the workers of a multi-node cluster need ddpcore installed but not the input file.
-   (The driver reads the input, not Ray Data's file readers: they would need the input on
-   storage every node can see, and they cut files into blocks by size, splitting
-   documents; a ``groupby(document)`` shuffle to put them back costs more than the whole
-   parse of a small corpus on two cores.)
-3. **Profile on actors.** ``map_batches(ProfileActor, concurrency=N, batch_size=None)``:
-   each actor loads the spaCy pipeline once (a :class:`~ddpcore.pipeline.parse.Parser` with
-   ``n_process=1``) and runs :func:`~ddpcore.engines.local.iter_profile` — the local engine's
-   loop over :func:`~ddpcore.pipeline.stages.split_units`, :meth:`Parser.parse
-   <ddpcore.pipeline.parse.Parser.parse>` and :func:`~ddpcore.pipeline.stages.run_stages` — on every
-   batch of its block. It returns one row per batch: the three tables as Arrow IPC bytes.
-4. **Assemble on the driver**, with the local engine's writer: segments in input order,
-   anchors and sentences in document order, the run signature (plus ``"engine": "ray"``
-   and ``"actors"``) in the Parquet metadata.
+1. **Read the id index and plan on the driver.** The input is read once and validated by the
+   local engine's own reader (:func:`~ddpcore.io.sources.stage_input`: every bad-input error
+   keeps its code and message, naming file, row and column) — a Parquet input (a local path on
+   storage every node sees, or a ``pyarrow.fs`` URI such as ``s3://``) in place, row group by
+   row group; another format is staged as Parquet chunks into the run's dataset folder on the
+   shared storage. The driver keeps only the id index, turned into a numeric plan of batches of
+   whole documents (:mod:`ddpcore.engines.ray_plan`).
+2. **Workers read their own input.** Each batch goes to an actor (:class:`BatchWorker`, a
+   plain Ray actor holding one spaCy pipeline) as a :class:`~ddpcore.engines.ray_plan.BatchSpec`
+   of a few kB: the chunks that hold its rows and the rows' numbers. The actor reads the rows
+   itself (Parquet row groups), so texts never pass through the driver or the object store.
+3. **Workers write their own output.** The actor runs :func:`~ddpcore.engines.local.iter_profile`
+   (with the parse cache, ``--cache`` on shared storage, when given) and writes the batch's three
+   tables as Parquet parts of a dataset, then a marker (:mod:`ddpcore.engines.parts`, each file
+   atomically); only the marker (rows, words, checksums) goes back to the driver.
+4. **Assemble or leave the dataset.** With ``-o FILE`` the driver assembles the local engine's
+   files from the parts (checksums verified) and removes the dataset; with ``-o DIR/`` the dataset
+   is the output, completed by a ``_SUCCESS`` manifest holding the signature.
 
-Batches hold whole documents and every result of a batch depends only on its documents,
-so the output equals the local engine's whatever the batching, the number of actors or
-the order in which batches finish. Not supported with Ray: ``--resume`` (a failed Ray run
-starts over; Ray itself retries a batch whose actor died), ``--shard`` (Ray already spreads
-the work), the parse cache. Ray is imported only inside this module's functions.
+**Resume.** The markers are the journal: ``--resume`` keeps every batch whose parts are whole
+and profiles the others; a changed input or setting is refused (D170) as locally. **Faults.**
+An actor that dies (its node is lost) is replaced and its batches run again, at most
+:data:`MAX_BATCH_RETRIES` times each (D863 beyond); a killed driver leaves the finished parts
+for ``--resume``; a worker that cannot read the input or the parts is one coded error (D862).
+Batches hold whole documents and every result of a batch depends only on its documents, so the
+output equals the local engine's whatever the batching, the actors or the order of finishing.
+Not supported with Ray: ``--shard`` (Ray already spreads the work). Ray is imported only inside
+this module's functions (and on the actors).
 """
 from __future__ import annotations
 
@@ -40,66 +40,97 @@ import json
 import logging
 import os
 import shutil
+import signal
+import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import schema
 from ..errors import DDPDataError, DDPError, DDPUsageError
+from ..io import fs
 from ..io.segments import ROW, SegmentColumns
+from . import parts as P
 from .base import RunInterrupted, RunOptions, RunReport
-from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile, order_segments
+from .local import BATCH_CHARS, Settings, iter_profile
+from .ray_plan import BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, plan_batches
 from ..pipeline.extract import head_noun_source
 from ..signature import run_signature
-from ..pipeline.stages import Batch
 
 if TYPE_CHECKING:
     import polars as pl
-    import pyarrow as pa
 
     from ..io.outputs import OutputTarget
+    from ..pipeline.stages import Batch
 
 #: install hint of every "Ray is missing" message
 INSTALL_HINT = "pip install 'ddpcore[ray]'"
-#: batch number column of the blocks handed to Ray (plan order = document order)
-BATCH = "__batch"
-#: rows of that batch (a block must hold whole batches: checked by the actor)
-BATCH_ROWS = "__batch_rows"
 #: smallest automatic batch, in characters (smaller batches cost more in Ray overhead than they gain)
 MIN_AUTO_BATCH_CHARS = 20_000
 #: batches per actor aimed at by the automatic batch size (load balance vs per-batch overhead)
 BATCHES_PER_ACTOR = 4
-ROLES = ("segments", "anchors", "sentences")
+#: batches queued on each actor (one running, one waiting: the actor never idles between batches)
+IN_FLIGHT_PER_ACTOR = 2
+#: times one batch may be lost with its actor (a lost node) before the run gives up (D863)
+MAX_BATCH_RETRIES = 3
+#: seconds without any finished batch while the cluster has no CPU left before the run gives up (D866)
+NO_CPU_TIMEOUT = 60.0
+#: the format of an output target that is a dataset folder (``-o DIR/``)
+DATASET = "dataset"
+ROLES = P.ROLES
+
+
+class RayStop(BaseException):
+    """SIGINT/SIGTERM during a Ray run (raised in the main thread by :func:`_signals_raise`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGINT raise :class:`RayStop` in the main thread while the run is on."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, frame: Any) -> None:
+        raise RayStop(signum)
+
+    for s in old:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 # ---------------------------------------------------------------------------- Ray access
 
 
 def import_ray() -> Any:
-    """``ray`` with Ray Data, or a one-line usage error (D190) saying how to install it."""
+    """``ray``, or a one-line usage error (D190) saying how to install it."""
     try:
         import ray
-        import ray.data  # noqa: F401
     except ImportError as exc:
         raise DDPUsageError(
-            f"the Ray engine needs Ray Data, which is not installed ({exc}); install it with {INSTALL_HINT}",
+            f"the Ray engine needs Ray, which is not installed ({exc}); install it with {INSTALL_HINT}",
             code="D190") from None
     return ray
 
 
 def _quiet_ray(ray: Any, quiet: bool = False) -> None:
-    """Ray Data's progress bars, INFO and WARNING lines off (ddpcore reports progress itself);
-    ``quiet``: its ERROR lines too (``-q``)."""
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False
-    with contextlib.suppress(AttributeError):
-        ctx.print_on_execution_start = False
-    with contextlib.suppress(AttributeError):
-        ctx.enable_operator_progress_bars = False
+    """Ray's INFO and WARNING lines off (ddpcore reports progress itself); ``quiet``: its ERROR lines too (``-q``)."""
     for name in ("ray", "ray.data", "ray.data._internal"):
         logging.getLogger(name).setLevel(logging.CRITICAL if quiet else logging.ERROR)
 
@@ -214,11 +245,9 @@ def ray_session(address: str | None = None, num_cpus: int | None = None, *, quie
 
     ``quiet``: nothing of Ray on stderr (``ddp profile -q``). ``own_signals``: the SIGINT and
     SIGTERM handlers in effect before ``ray.init`` are put back after it (``ray.init`` replaces
-    SIGTERM's with one that exits 15); a SIGTERM while ``ray.init`` runs raises ``_Stop``.
+    SIGTERM's with one that exits 15); a SIGTERM while ``ray.init`` runs raises :class:`RayStop`.
     """
     import signal
-
-    from .run import _Stop
 
     ray = import_ray()
     if ray.is_initialized():
@@ -252,7 +281,7 @@ def ray_session(address: str | None = None, num_cpus: int | None = None, *, quie
             with contextlib.suppress(Exception):
                 ray.shutdown()
             if own_signals and exc.code == signal.SIGTERM:
-                raise _Stop(signal.SIGTERM) from None
+                raise RayStop(signal.SIGTERM) from None
             raise
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError... depending on the Ray version
             with contextlib.suppress(Exception):
@@ -328,74 +357,6 @@ def _from_ipc(data: bytes) -> pl.DataFrame:
     return pl.read_ipc(io.BytesIO(data))
 
 
-class ProfileActor:
-    """A Ray Data actor: loads the spaCy pipeline once, then profiles blocks of batches.
-
-    ``__call__(block)`` takes an Arrow table of whole batches (``BATCH``, ``BATCH_ROWS``,
-    ``ROW``, ``DOC`` and the input columns; rows of a batch in document order) and returns
-    one row per batch: ``BATCH`` (int64), ``segments``/``anchors``/``sentences`` (the
-    batch's tables as Arrow IPC bytes), ``n_units``, ``info`` (pipeline info, JSON) and
-    ``error`` (``""``, or a JSON ddpcore error raised by the batch: re-raised by the driver).
-    """
-
-    def __init__(self, pipeline: str | None, batch_size: int, settings: Settings, cols: SegmentColumns,
-                 source_name: str) -> None:
-        from ..pipeline.parse import Parser
-
-        self.settings = settings
-        self.cols = cols
-        self.source_name = source_name
-        self.parser = Parser(pipeline, n_process=1, batch_size=batch_size)
-        self.error = ""
-        try:
-            self.info = json.dumps(self.parser.info())  # loads the pipeline, once per actor
-        except DDPError as exc:
-            self.info, self.error = "{}", _error_json(exc)
-
-    def __call__(self, block: pa.Table) -> pa.Table:
-        import polars as pl
-        import pyarrow as pa
-
-        df = pl.from_arrow(block)
-        assert isinstance(df, pl.DataFrame)
-        ids = df[BATCH].to_numpy().astype(np.int64)
-        cuts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1], True])
-        keys = ids[cuts[:-1]]
-        sizes = np.diff(cuts)
-        expected = df[BATCH_ROWS].to_numpy()[cuts[:-1]]
-        if len(np.unique(keys)) != len(keys) or not np.array_equal(sizes, expected):
-            raise RuntimeError("ddpcore Ray engine: a block does not hold whole batches (a document was split)")
-        out: dict[str, list[Any]] = {BATCH: [], "segments": [], "anchors": [], "sentences": [], "n_units": [],
-                                     "info": [], "error": []}
-        batches = (Batch(df.slice(int(a), int(b - a)).drop(BATCH, BATCH_ROWS), self.cols)
-                   for a, b in zip(cuts[:-1], cuts[1:]))
-        results = iter_profile(batches, self.parser, self.settings, source_name=self.source_name) \
-            if not self.error else iter(())
-        for k in keys:  # one iteration per batch
-            error, tables, n_units = self.error, [b""] * 3, 0
-            if not error:
-                try:
-                    res = next(results)
-                    tables = [_ipc(res.segments), _ipc(res.anchors), _ipc(res.sentences)]
-                    n_units = res.n_units
-                except DDPError as exc:
-                    error = _error_json(exc)
-                    results = iter(())
-            for key, value in zip(ROLES, tables):
-                out[key].append(value)
-            out[BATCH].append(int(k))
-            out["n_units"].append(int(n_units))
-            out["info"].append(self.info)
-            out["error"].append(error)
-        return pa.table({
-            BATCH: pa.array(out[BATCH], pa.int64()),
-            **{r: pa.array(out[r], pa.large_binary()) for r in ROLES},
-            "n_units": pa.array(out["n_units"], pa.int64()),
-            "info": pa.array(out["info"], pa.string()),
-            "error": pa.array(out["error"], pa.string()),
-        })
-
-
 def _error_json(exc: DDPError) -> str:
     msg = str(exc)
     prefix = f"[{exc.code}] "
@@ -409,66 +370,202 @@ def _raise_error(payload: str) -> None:
     raise cls(e["message"], code=e["code"])
 
 
-# ------------------------------------------------------------------------------ the run
+class BatchWorker:
+    """A Ray actor (one CPU): one spaCy pipeline, loaded at its first batch, and the batches it is given.
 
-
-@dataclass(frozen=True)
-class RayBatchResult:
-    """Tables of batch ``k`` (plan order) as the actors returned them."""
-
-    k: int
-    segments: pl.DataFrame
-    anchors: pl.DataFrame
-    sentences: pl.DataFrame
-    n_units: int
-    info: dict[str, Any]
-
-
-def run_batches(
-    ray: Any,
-    batches: Iterable[tuple[int, pl.DataFrame]],
-    *,
-    cols: SegmentColumns,
-    settings: Settings,
-    pipeline: str | None,
-    n_actors: int,
-    batch_size: int = 256,
-    source_name: str = "<table>",
-) -> Iterator[RayBatchResult]:
-    """Profile ``batches`` — ``(k, frame)`` with ``frame`` a :class:`Batch` frame (``ROW``,
-    ``DOC`` renumbered from 0, input columns; document order) — on ``n_actors`` Ray actors.
-
-    Yields one :class:`RayBatchResult` per batch as the actors finish them (any order).
-    A ddpcore error raised on an actor (e.g. D115, a line too long) is raised here as the
-    same class with the same code and message.
+    ``profile(spec)`` reads the batch's rows (:meth:`BatchSpec.read`), runs the local engine's
+    stages on them (:func:`~ddpcore.engines.local.iter_profile`, through ``parse_wrapper(parser)``
+    — the parse cache — when given) and, with a ``dataset``, writes the three tables as parts
+    (:func:`ddpcore.engines.parts.write_batch`). Returns a dict: ``k``; ``marker`` (the batch's
+    rows, words, units, cache hits/misses, seconds, part checksums); ``tables`` (the three
+    tables as Arrow IPC bytes, only without a dataset); ``info`` (pipeline info); ``node``;
+    ``warnings`` (of the parse cache: said by the driver); ``error`` (``""`` or a ddpcore error
+    as JSON, re-raised by the driver with its code).
     """
-    import polars as pl
 
-    refs, sizes = [], []
-    for k, frame in batches:
-        table = frame.with_columns(pl.lit(k, pl.Int64).alias(BATCH),
-                                   pl.lit(frame.height, pl.Int64).alias(BATCH_ROWS)).to_arrow()
-        refs.append(ray.put(table))
-        sizes.append(int(frame[cols.text].str.len_chars().sum()))
-    if not refs:
+    def __init__(self, pipeline: str | None, batch_size: int, settings: Settings, source_name: str,
+                 parse_wrapper: Callable[[Any], Any] | None, dataset: str | None) -> None:
+        from ..pipeline.parse import Parser
+
+        self.settings, self.source_name, self.dataset = settings, source_name, dataset
+        self.parser = Parser(pipeline, n_process=1, batch_size=batch_size)
+        self.warnings: list[str] = []
+        self.parse = parse_wrapper(self.parser) if parse_wrapper is not None else None
+        if self.parse is not None and hasattr(self.parse, "warn"):
+            self.parse.warn = self.warnings.append  # said on the driver, not lost in a worker's log
+        self._next: Batch | None = None
+        self._results: Iterator[Any] | None = None
+
+    def _feed(self) -> Iterator[Batch]:
+        while True:  # one batch per profile() call: the rule tables are compiled once per actor
+            assert self._next is not None
+            yield self._next
+
+    def _cache_counts(self) -> tuple[int, int]:
+        return int(getattr(self.parse, "hits", 0)), int(getattr(self.parse, "misses", 0))
+
+    def profile(self, spec: BatchSpec) -> dict[str, Any]:
+        import ray
+
+        t0 = time.perf_counter()
+        out: dict[str, Any] = {"k": spec.k, "error": "", "node": ray.get_runtime_context().get_node_id()}
+        try:
+            self._next = spec.read()
+            if self._results is None:
+                self._results = iter_profile(self._feed(), self.parser, self.settings, source_name=self.source_name,
+                                             parse=self.parse)
+            h0, m0 = self._cache_counts()
+            try:
+                res = next(self._results)
+            except BaseException:
+                self._results = None  # the generator is finished by the exception
+                raise
+            if hasattr(self.parse, "flush"):
+                self.parse.flush()
+            h1, m1 = self._cache_counts()
+            extra = {"units": int(res.n_units), "seconds": round(time.perf_counter() - t0, 4), "node": out["node"]}
+            if self.parse is not None:
+                entry = self.parse.signature().get("cache", {}) if hasattr(self.parse, "signature") else {}
+                extra.update(cache_hits=h1 - h0, cache_misses=m1 - m0, cache_dir=entry.get("dir"))
+            if self.dataset is not None:
+                out["marker"] = P.write_batch(self.dataset, spec.k, res.segments, res.anchors, res.sentences, extra)
+            else:
+                out["tables"] = [_ipc(t) for t in (res.segments, res.anchors, res.sentences)]
+                out["marker"] = {**extra, "words": int(res.segments["n_tokens"].sum())}
+            out["info"] = self.parser.info()
+        except DDPError as exc:
+            out["error"] = _error_json(exc)
+        except OSError as exc:
+            out["error"] = _error_json(DDPDataError(
+                f"{getattr(exc, 'filename', None) or spec.name}: batch {spec.k} cannot be read or written on node "
+                f"{out['node'][:12]} ({exc.strerror or exc}); every node of the cluster must see the input and the "
+                "output folder at the same path or URI", code="D862"))
+        except Exception as exc:  # noqa: BLE001 - anything else, named, instead of a Ray traceback
+            out["error"] = _error_json(DDPError(
+                f"batch {spec.k} of {spec.name} failed on node {out['node'][:12]} ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:200]}); rerun with --resume to retry the unfinished batches",
+                code="D865"))
+        out["warnings"] = list(self.warnings)
+        self.warnings.clear()
+        return out
+
+
+# ---------------------------------------------------------------------------------- the pool
+
+
+@dataclass
+class PoolAccount:
+    """What the actor pool did: batches finished, batch runs lost with their actor and run again
+    (``retried``), actors started to replace dead ones, the nodes that finished batches."""
+
+    finished: int = 0
+    retried: int = 0
+    replaced_actors: int = 0
+    nodes: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
+    """The exceptions of a batch lost with its actor (actor or worker died, node gone)."""
+    ex = ray.exceptions
+    names = ("RayActorError", "ActorDiedError", "ActorUnavailableError", "WorkerCrashedError", "NodeDiedError",
+             "ObjectLostError", "OwnerDiedError", "LocalRayletDiedError")
+    return tuple(getattr(ex, n) for n in names if isinstance(getattr(ex, n, None), type))
+
+
+def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n_actors: int,
+             on_result: Callable[[dict[str, Any]], None], account: PoolAccount | None = None) -> PoolAccount:
+    """Profile ``specs`` on ``n_actors`` actors (``make_worker()`` starts one), largest batches
+    first, :data:`IN_FLIGHT_PER_ACTOR` queued per actor; ``on_result(result)`` for every finished
+    batch (any order). A batch lost with its actor is queued again on a new actor, at most
+    :data:`MAX_BATCH_RETRIES` times (then D863); an error of a batch is raised with its code.
+    D866 when nothing finishes for :data:`NO_CPU_TIMEOUT` seconds while the cluster has no CPU."""
+    account = account or PoolAccount()
+    lost = _lost_errors(ray)
+    queue = deque(sorted(specs, key=lambda s: -s.n_units))
+    n = max(1, min(n_actors, len(specs)))
+    actors = [make_worker() for _ in range(n)]
+    generation = [0] * n
+    load = [0] * n
+    inflight: dict[Any, tuple[int, int, BatchSpec]] = {}
+    attempts: dict[int, int] = {}
+
+    def fill() -> None:
+        for slot in range(n):
+            while load[slot] < IN_FLIGHT_PER_ACTOR and queue:
+                spec = queue.popleft()
+                inflight[actors[slot].profile.remote(spec)] = (slot, generation[slot], spec)
+                load[slot] += 1
+
+    try:
+        fill()
+        quiet_since = time.monotonic()
+        while inflight:  # one iteration per finished (or lost) batch
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=2.0)
+            if not ready:
+                _check_stalled(ray, quiet_since)
+                continue
+            quiet_since = time.monotonic()
+            slot, gen, spec = inflight.pop(ready[0])
+            load[slot] -= 1
+            try:
+                result = ray.get(ready[0])
+            except lost as exc:
+                _requeue(spec, exc, attempts, account)
+                if gen == generation[slot]:  # the first loss seen from this actor: start its replacement
+                    with contextlib.suppress(Exception):
+                        ray.kill(actors[slot], no_restart=True)
+                    actors[slot], generation[slot], load[slot] = make_worker(), gen + 1, 0
+                    account.replaced_actors += 1
+                queue.appendleft(spec)
+                fill()
+                continue
+            account.warnings.extend(result.get("warnings") or ())
+            if result["error"]:
+                _raise_error(result["error"])
+            account.finished += 1
+            account.nodes.add(result["node"])
+            on_result(result)
+            fill()
+    finally:
+        for a in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(a, no_restart=True)
+    return account
+
+
+def _requeue(spec: BatchSpec, exc: BaseException, attempts: dict[int, int], account: PoolAccount) -> None:
+    """Count one loss of batch ``spec.k``; D863 once it was lost more than :data:`MAX_BATCH_RETRIES` times."""
+    attempts[spec.k] = attempts.get(spec.k, 0) + 1
+    account.retried += 1
+    if attempts[spec.k] > MAX_BATCH_RETRIES:
+        first = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise DDPError(f"batch {spec.k} of {spec.name} was lost with its actor {attempts[spec.k]} times (last: "
+                       f"{type(exc).__name__}: {first}); the cluster keeps losing nodes or workers: check its logs, "
+                       "then rerun with --resume to keep the finished batches", code="D863")
+
+
+def _check_stalled(ray: Any, quiet_since: float) -> None:
+    """D866 when no batch finished for :data:`NO_CPU_TIMEOUT` seconds and the cluster has no CPU left."""
+    if time.monotonic() - quiet_since < NO_CPU_TIMEOUT:
         return
-    order = np.argsort(-np.asarray(sizes), kind="stable")  # largest batches first
-    ds = ray.data.from_arrow_refs([refs[i] for i in order])
-    n = max(1, min(n_actors, len(refs)))
-    out = ds.map_batches(
-        ProfileActor,
-        fn_constructor_kwargs=dict(pipeline=pipeline, batch_size=batch_size, settings=settings, cols=cols,
-                                   source_name=source_name),
-        batch_size=None, batch_format="pyarrow", zero_copy_batch=True, num_cpus=1,
-        compute=ray.data.ActorPoolStrategy(size=n),
-    )
-    for table in out.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
-        rows = table.to_pydict()
-        for i, k in enumerate(rows[BATCH]):  # one iteration per batch
-            if rows["error"][i]:
-                _raise_error(rows["error"][i])
-            yield RayBatchResult(int(k), *(_from_ipc(rows[r][i]) for r in ROLES), int(rows["n_units"][i]),
-                                 json.loads(rows["info"][i]))
+    if ray.cluster_resources().get("CPU", 0) < 1:
+        raise DDPError(f"no batch finished for {NO_CPU_TIMEOUT:.0f} s and the Ray cluster has no CPU left (its worker "
+                       "nodes are gone); add nodes, then rerun with --resume to keep the finished batches",
+                       code="D866")
+
+
+def _worker_factory(ray: Any, o: RunOptions, name: str, dataset: str | None) -> Callable[[], Any]:
+    """``make_worker()`` for :func:`run_pool`: a :class:`BatchWorker` on one CPU, actors spread over the nodes."""
+    remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD")(BatchWorker)
+
+    def make() -> Any:
+        return remote.remote(o.pipeline, o.batch_size, o.settings, name, o.parse_wrapper, dataset)
+
+    return make
+
+
+# --------------------------------------------------------------------------- in memory
 
 
 def check_pipeline(pipeline: str | None) -> None:
@@ -479,12 +576,12 @@ def check_pipeline(pipeline: str | None) -> None:
 
 
 def signature_of(info: dict[str, Any], settings: Settings, cols: SegmentColumns, *, n_actors: int,
-                 n_batches: int, input_name: str | None) -> dict[str, Any]:
+                 n_batches: int, input_name: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run signature (:func:`ddpcore.signature.run_signature`) plus ``engine`` and ``actors``;
     a file run (``input_name``) also records ``input``, ``batches`` and ``n_process`` (= actors)."""
     run = {"input": input_name, "batches": n_batches, "n_process": n_actors} if input_name is not None else None
     return run_signature(info, settings, cols, head_nouns=head_noun_source(info), run=run,
-                         extra={"engine": "ray", "actors": n_actors})
+                         extra={**(extra or {}), "engine": "ray", "actors": n_actors})
 
 
 def profile_frame_ray(
@@ -502,57 +599,263 @@ def profile_frame_ray(
     """In-memory Ray run (``profile_anchors(..., engine="ray")``).
 
     ``df``: a validated segment table with ``ROW`` (:func:`~ddpcore.io.segments.read_segments`).
-    Returns ``(segments, anchors, sentences, signature)`` exactly as the local
-    :func:`~ddpcore.api.profile_anchors` builds them (segments in input order without
-    ``ROW``, anchors and sentences in document order), the signature with ``engine``/``actors``.
+    Its batches go to the actors through the object store (the table is in this process
+    already); the tables come back the same way. Returns ``(segments, anchors, sentences,
+    signature)`` exactly as the local :func:`~ddpcore.api.profile_anchors` builds them (segments
+    in input order without ``ROW``, anchors and sentences in document order).
     """
     import polars as pl
 
-    from .local import batches_from_frame
+    from .local import batches_from_frame, order_segments
 
     check_pipeline(pipeline)
+    o = RunOptions(cols=cols, settings=settings, pipeline=pipeline, batch_size=batch_size)
     ordered = order_segments(df, cols)
+    results: dict[int, dict[str, Any]] = {}
     with ray_session(address) as ray:
         n = resolve_actors(n_actors, ray)
         chars = batch_chars or auto_batch_chars(int(ordered[cols.text].str.len_chars().sum()), n)
         batches = list(batches_from_frame(ordered, cols, chars))
-        results = sorted(run_batches(ray, ((k, b.frame) for k, b in enumerate(batches)), cols=cols,
-                                     settings=settings, pipeline=pipeline, n_actors=n, batch_size=batch_size,
-                                     source_name=source_name), key=lambda r: r.k)
-    segments = pl.concat([r.segments for r in results]).sort(ROW).drop(ROW)
-    anchors = pl.concat([r.anchors for r in results])
-    sentences = pl.concat([r.sentences for r in results])
-    sig = signature_of(results[0].info, settings, cols, n_actors=min(n, len(batches)), n_batches=len(batches),
+        specs = [BatchSpec(k, (), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), {}, cols,
+                           source_name, int(b.frame[cols.text].str.len_chars().sum()), ray.put(b.frame))
+                 for k, b in enumerate(batches)]
+        run_pool(ray, specs, _worker_factory(ray, o, source_name, None), n,
+                 lambda r: results.__setitem__(r["k"], r))
+    tables = [[_from_ipc(results[k]["tables"][i]) for k in sorted(results)] for i in range(3)]
+    segments = pl.concat(tables[0]).sort(ROW).drop(ROW)
+    sig = signature_of(results[0]["info"], settings, cols, n_actors=min(n, len(batches)), n_batches=len(batches),
                        input_name=None)
-    return segments, anchors, sentences, sig
+    return segments, pl.concat(tables[1]), pl.concat(tables[2]), sig
 
 
-def _plan_batches(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int) -> pl.DataFrame:
-    """The id index ordered (documents by first appearance, segments by id) with batch numbers."""
-    import polars as pl
+# ------------------------------------------------------------------------------ file runs
 
+
+def dataset_target(location: str, option: str = "-o/--output", inputs: tuple[Any, ...] = ()) -> OutputTarget:
+    """The output target of ``-o DIR/`` with ``--engine ray``: a folder (local, or a ``pyarrow.fs``
+    URI) where the run leaves its dataset (:mod:`ddpcore.engines.parts`). A local folder's parent
+    must be an existing writable folder, the folder itself empty or a ddpcore Ray dataset, and no
+    input may lie inside it (D867). ``path`` holds the location as given, as a string."""
+    from ..io.outputs import OutputTarget
+
+    loc = location.rstrip("/") or "/"
+    if not fs.is_uri(loc):
+        p = Path(loc)
+        parent = p.parent
+        why = None
+        if not parent.is_dir():
+            why = f"the folder {parent} does not exist; create it first (mkdir -p {parent})"
+        elif not os.access(parent, os.W_OK | os.X_OK):
+            why = f"the folder {parent} is not writable; choose another folder or fix its permissions"
+        elif p.exists() and not p.is_dir():
+            why = "is a file; a trailing / names a dataset folder: give a new or empty folder"
+        elif p.is_dir() and any(p.iterdir()) and not any((p / f).exists() for f in (P.MANIFEST, P.JOURNAL)):
+            why = "is a folder that holds other files and is not a ddpcore Ray dataset; give a new or empty folder"
+        else:
+            inside = [i for i in inputs if i is not None and not fs.is_uri(i)
+                      and Path(os.path.abspath(i)).is_relative_to(os.path.abspath(p))]
+            if inside:
+                why = f"holds the input {inside[0]}; writing the dataset there could destroy it, choose another folder"
+        if why is not None:
+            raise DDPUsageError(f"{option} {location}: {why}", code="D867")
+    return OutputTarget(option, loc, DATASET)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Where:
+    """Where a file run keeps its dataset: ``dataset`` (location), ``keep`` (``-o DIR/``: the
+    dataset is the output), ``local`` (its local path, None for a URI; the commit journal and
+    staged chunks go there)."""
+
+    dataset: str
+    keep: bool
+    local: Path | None
+    temporary: bool = False
+
+
+def work_location(targets: Mapping[str, OutputTarget | None]) -> _Where:
+    """The dataset folder of a run: ``-o DIR/`` itself; else ``.NAME.ray.ddp-work`` beside the
+    segment output ``-o NAME`` (a folder the output checks refuse to write into: D760); a
+    temporary folder for ``-o -`` (one machine only)."""
+    seg = targets["segments"]
+    if seg is not None and seg.format == DATASET:
+        loc = str(seg.path)
+        return _Where(loc, True, None if fs.is_uri(loc) else Path(os.path.abspath(loc)))
+    if seg is not None and seg.path is not None:
+        p = Path(os.path.abspath(seg.path))
+        local = p.parent / f".{p.name}.ray.ddp-work"
+        return _Where(str(local), False, local)
+    tmp = Path(tempfile.mkdtemp(prefix="ddp-ray-"))
+    return _Where(str(tmp), False, tmp, temporary=True)
+
+
+def _sayer(warn: Callable[[str], None] | None) -> Callable[[str], None]:
+    if warn is not None:
+        return warn
+
+    def say(message: str) -> None:
+        print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
+    return say
+
+
+def _old_journal(where: _Where, resume: bool, say: Callable[[str], None], notes: list[str]) -> dict[str, Any] | None:
+    """The journal of the interrupted run to resume (None: start from the beginning). Without
+    ``resume``, the dataset of an earlier run is removed (a note says so)."""
+    journal_at = fs.join(where.dataset, P.JOURNAL)
+    present = fs.exists(journal_at) or fs.exists(fs.join(where.dataset, P.MANIFEST))
+    if resume and fs.exists(journal_at):
+        try:
+            old = fs.read_json(journal_at)
+            if isinstance(old, dict) and isinstance(old.get("settings"), dict):
+                return old
+        except (ValueError, UnicodeDecodeError):
+            pass
+        say(f"--resume: the journal {journal_at} is empty or damaged, so the interrupted run's settings cannot be "
+            "checked; starting from the beginning")
+    elif resume:
+        notes.append("--resume: no interrupted Ray run of this output found; starting from the beginning")
+    elif present:
+        notes.append(f"removed the dataset of an earlier Ray run ({where.dataset}); use --resume to continue such a run")
+    if present or (where.local is not None and where.local.exists() and not where.keep):
+        fs.remove_tree(where.dataset)
+    return None
+
+
+def _stage(source: Any, o: RunOptions, where: _Where, name: str) -> Any:
+    """Read and validate the input on the driver, keeping only its id index: a Parquet input (path
+    or URI) in place; another format staged as Parquet chunks into the dataset folder (D861 when
+    that folder is a URI: stage it as Parquet first). D137: ``summary_by`` missing."""
+    from ..io.sources import resolve_docs, stage_input
+
+    parquet = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith((".parquet", ".pq"))
+    if where.local is None and not (parquet and o.reader == "table"):
+        raise DDPUsageError(f"{name}: with a dataset at a URI ({where.dataset}) the input must be a Parquet file the "
+                            "workers can read (convert it with `ddp convert`, or give a local output folder)",
+                            code="D861")
+    src = source if not isinstance(source, (str, os.PathLike)) or fs.is_uri(source) else Path(os.path.abspath(source))
+    fs.make_dirs(where.dataset)
+    staged = stage_input(src, o.cols, where.local, name=name, reader=o.reader,
+                         docs=resolve_docs(source, o.reader, o.docs) if not fs.is_uri(source) else None,
+                         txt_mode=o.txt_mode, warn=o.warn)
+    if o.summary_by is not None and o.summary_by not in staged.schema:
+        raise DDPUsageError(f"--summary-by {o.summary_by}: no such column in {name}; available columns: "
+                            f"{', '.join(staged.schema)}", code="D137")
+    return staged
+
+
+@dataclass
+class _Batches:
+    """The plan of a file run and its batches: ``done`` (markers of every finished batch, by number),
+    ``resumed`` (how many were finished by the interrupted run), the journal and the pipeline info."""
+
+    plan: RayPlan
+    done: dict[int, dict[str, Any]]
+    resumed: int
+    journal: dict[str, Any]
+    n_actors: int
+    fresh: set[int] = field(default_factory=set)
+
+
+def _plan_run(ray: Any, staged: Any, source: Any, o: RunOptions, where: _Where, old: dict[str, Any] | None,
+              say: Callable[[str], None], notes: list[str]) -> _Batches:
+    """Resolve actors and batch size (a resumed run keeps the interrupted run's), compare the
+    settings with the interrupted run's (D170), plan, write the journal, keep the finished batches."""
+    n = resolve_actors(o.n_process, ray)
     from ..io.sources import CHARS
 
-    ordered = order_segments(ids, cols)
-    batch = document_batches(ordered[DOC].to_numpy().astype(np.int64), ordered[CHARS].to_numpy(), batch_chars)
-    return ordered.with_columns(pl.Series(BATCH, batch))
+    chars = o.batch_chars or (old["settings"].get("batch_chars") if old else None) or \
+        auto_batch_chars(int(staged.ids[CHARS].sum()), n)
+    reader = {"name": o.reader, "docs": None if o.docs is None else str(o.docs), "txt_mode": o.txt_mode}
+    ident = input_identity(source, o.docs) if isinstance(source, (str, os.PathLike)) else {"path": None}
+    settings = journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident, reader)
+    if old is not None:
+        compare_settings(old["settings"], settings, fs.join(where.dataset, P.JOURNAL))
+    plan = plan_batches(staged, int(chars))
+    staged.ids = staged.ids.head(0)  # the plan has what the run needs
+    journal = {"version": 1, "settings": settings, "n_batches": plan.n_batches,
+               **({"pipeline_info": old["pipeline_info"]} if old and "pipeline_info" in old else {})}
+    P.prepare(where.dataset)
+    fs.write_json_atomic(fs.join(where.dataset, P.JOURNAL), journal)
+    done = P.finished_batches(where.dataset, plan.n_batches, say) if old is not None else {}
+    if done:
+        seg = int(plan.segments_per_batch()[sorted(done)].sum())
+        notes.append(f"resuming: {len(done)} of {plan.n_batches} batches ({seg:,} of {plan.n_segments:,} segments) "
+                     "were finished by the interrupted run")
+        print(f"ddp profile: {notes[-1]}", file=sys.stderr, flush=True)
+    return _Batches(plan, done, len(done), journal, n)
 
 
-def _staged_batches(staged: Any, plan: pl.DataFrame) -> Iterator[tuple[int, pl.DataFrame]]:
-    """``(k, frame)`` of every planned batch, its rows read back from the staged chunks."""
-    import polars as pl
+def _profile_todo(ray: Any, b: _Batches, o: RunOptions, where: _Where, name: str, say: Callable[[str], None]
+                  ) -> PoolAccount:
+    """Profile the batches not finished yet on the actors, which write their parts; progress per batch."""
+    from .run import Progress
 
-    batch_of = plan[BATCH].to_numpy()
-    bounds = np.searchsorted(batch_of, np.arange(int(batch_of[-1]) + 2))
-    for k in range(int(batch_of[-1]) + 1):  # one iteration per batch
-        sel = plan.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
-        rows = np.sort(sel[ROW].to_numpy().astype(np.int64))
-        keyed = (
-            staged.read_rows(rows).with_columns(pl.col(ROW).cast(pl.UInt32))
-            .join(sel.select(pl.col(ROW).cast(pl.UInt32), DOC, SEGKEY), on=ROW, how="left")
-            .sort([DOC, SEGKEY, ROW])
-        )
-        yield k, keyed.with_columns((pl.col(DOC) - pl.col(DOC).min()).alias(DOC)).drop(SEGKEY)
+    plan = b.plan
+    seg_per_batch = plan.segments_per_batch()
+    todo = [k for k in range(plan.n_batches) if k not in b.done]
+    prog = Progress(o.progress, plan.n_segments, done_segments=int(seg_per_batch[sorted(b.done)].sum()))
+    journal_at = fs.join(where.dataset, P.JOURNAL)
+
+    def finished(result: dict[str, Any]) -> None:
+        k = int(result["k"])
+        b.done[k] = result["marker"]
+        b.fresh.add(k)
+        if "pipeline_info" not in b.journal:
+            b.journal["pipeline_info"] = result["info"]
+            fs.write_json_atomic(journal_at, b.journal)
+        prog.advance(float(seg_per_batch[k]))
+        prog.add_words(int(result["marker"]["words"]))
+
+    try:
+        account = run_pool(ray, [plan.spec(k) for k in todo], _worker_factory(ray, o, name, where.dataset),
+                           b.n_actors, finished)
+    finally:
+        prog.close()
+    for w in dict.fromkeys(account.warnings):
+        say(w)
+    return account
+
+
+def _accounting(b: _Batches, account: PoolAccount, seconds: float) -> dict[str, Any]:
+    """The run's accounting (notes and the manifest): batches profiled here, resumed, retried; words/s."""
+    words = sum(int(b.done[k].get("words", 0)) for k in b.fresh)
+    return {"batches": b.plan.n_batches, "profiled": account.finished, "resumed": b.resumed,
+            "retried": account.retried, "replaced_actors": account.replaced_actors, "nodes": len(account.nodes),
+            "actors": b.n_actors, "seconds": round(seconds, 3),
+            "words_per_second": round(words / seconds, 1) if seconds > 0 and account.finished else None}
+
+
+def _cache_entry(o: RunOptions, done: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The signature's ``cache`` entry (as the local engine's): hits and misses of the batches
+    profiled by this run (``done``: their markers), the folder the actors used."""
+    if o.parse_wrapper is None:
+        return {}
+    ms = [m for m in done.values() if "cache_hits" in m]
+    folder = next((m["cache_dir"] for m in ms if m.get("cache_dir")), None)
+    return {"cache": {"hits": sum(int(m["cache_hits"]) for m in ms), "misses": sum(int(m["cache_misses"]) for m in ms),
+                      "dir": folder}}
+
+
+def _finish(where: _Where, b: _Batches, targets: dict[str, OutputTarget | None], signature: dict[str, Any],
+            o: RunOptions, accounting: dict[str, Any]) -> tuple[pl.DataFrame, int]:
+    """``-o DIR/``: the ``_SUCCESS`` manifest; ``-o FILE``: the files assembled from the verified parts,
+    put in place together (D761), then the dataset removed."""
+    from ..io.outputs import OutputSet
+
+    if where.keep:
+        summary, n_anchors = P.dataset_summary(where.dataset, b.done, o.summary_by, o.cols)
+        P.write_manifest(where.dataset, b.done, signature, accounting)
+        return summary, n_anchors
+    assert where.local is not None
+    outs = OutputSet(where.local / "commit.json")
+    try:
+        summary, n_anchors = P.assemble(where.dataset, b.done, targets, signature, b.plan.n_segments, o.summary_by,
+                                        o.cols, outs.temp)
+        outs.commit()  # every output in place together, or none
+    finally:
+        outs.discard()
+    fs.remove_tree(where.dataset)
+    return summary, n_anchors
 
 
 class RayEngine:
@@ -561,145 +864,100 @@ class RayEngine:
     name = "ray"
 
     def check(self, options: RunOptions) -> None:
-        """D193 for the local engine's ``resume``/``shard``; D190 (before the input is read) when Ray is missing."""
-        for flag, used in (("--resume", options.resume), ("--shard", options.shard is not None)):
-            if used:
-                raise DDPUsageError(f"{flag} is for the local engine; --engine ray cannot use it (Ray spreads the "
-                                    "work itself and a failed Ray run starts over)", code="D193")
+        """D193 for ``--shard`` (local engine only); D190 (before the input is read) when Ray is missing."""
+        if options.shard is not None:
+            raise DDPUsageError("--shard is for the local engine; --engine ray cannot use it (Ray spreads the work "
+                                "itself; --resume continues an interrupted Ray run)", code="D193")
         import_ray()
 
     def run(self, source: Any, targets: Mapping[str, OutputTarget | None], options: RunOptions) -> RunReport:
-        """Profile ``source`` into ``targets`` on Ray actors (``options.n_process`` actors; the
-        parse cache, ``start_method`` and ``signature_extra`` are the local engine's)."""
-        return _profile_ray_run(source, dict(targets), options)
+        """Profile ``source`` into ``targets`` on Ray actors (:func:`profile_ray`)."""
+        return profile_ray(source, dict(targets), options)
 
 
-def profile_ray(
-    source: Any,
-    targets: dict[str, OutputTarget | None],
-    *,
-    cols: SegmentColumns,
-    settings: Settings,
-    pipeline: str | None = None,
-    n_actors: int | str = "auto",
-    address: str | None = None,
-    batch_chars: int | None = None,
-    batch_size: int = 256,
-    progress: str = "none",
-    summary_by: str | None = None,
-    source_name: str | None = None,
-    reader_options: dict[str, Any] | None = None,
-    quiet: bool = False,
-) -> RunReport:
+def profile_ray(source: Any, targets: dict[str, OutputTarget | None], options: RunOptions | None = None,
+                **fields: Any) -> RunReport:
     """``ddp profile --engine ray``: profile ``source`` on Ray actors into the output ``targets``
-    (roles ``segments``, ``anchors``, ``sentences``, ``documents``, as for
-    :func:`~ddpcore.engines.run.profile_to_files`), with the same rows, order and values as the
-    local engine.
+    (roles ``segments``, ``anchors``, ``sentences``, ``documents`` as for
+    :func:`~ddpcore.engines.run.profile_to_files`; or ``segments`` = :func:`dataset_target`, the
+    dataset left as the output), with the same rows, order and values as the local engine.
 
-    ``n_actors``: actors, each loading the pipeline once (``"auto"``: the cluster's CPUs).
-    ``address``: Ray cluster to join (default ``$RAY_ADDRESS``; none: a local Ray on the
-    available cores). ``batch_chars``: characters per batch of whole documents (default:
-    about four batches per actor, see :func:`auto_batch_chars`). ``progress``: ``bar``,
-    ``plain`` or ``none`` (advances as batches finish). ``reader_options``: ``reader``,
-    ``docs``, ``txt_mode``, ``warn`` of the input reader. The input is staged in a temporary
-    work folder beside the segment output, removed at the end (no ``--resume``), also when
-    this process is killed (a :class:`Reaper` watches it); work folders of killed runs whose
-    watchdog died too are removed by the next run in the same folder (a note says so).
-    ``quiet``: nothing of Ray on stderr. SIGINT and SIGTERM stop the run and shut Ray down:
-    :class:`~ddpcore.engines.base.RunInterrupted` (exit 130 / 143 on the command line).
+    ``options`` (:class:`~ddpcore.engines.base.RunOptions`), or its fields as keywords. Ray uses:
+    ``n_process`` (actors, each loading the pipeline once; ``"auto"``: the cluster's CPUs),
+    ``address`` (cluster to join, default ``$RAY_ADDRESS``; none: a local Ray on the available
+    cores), ``batch_chars`` (default: about four batches per actor, :func:`auto_batch_chars`),
+    ``resume`` (keep the finished parts of an interrupted run: D170 if its settings differ),
+    ``parse_wrapper`` (the parse cache: its folder must be on storage every node sees),
+    ``progress``, ``summary_by``, the reader options, ``warn`` and ``quiet`` (nothing of Ray on
+    stderr). Holds the segment output's :class:`~ddpcore.engines.run.RunLock`. SIGINT and SIGTERM
+    stop the run and shut Ray down: :class:`~ddpcore.engines.base.RunInterrupted` (exit 130/143),
+    the finished parts kept for ``--resume``.
     """
-    options = RunOptions(cols=cols, settings=settings, pipeline=pipeline, n_process=n_actors, address=address,
-                         batch_chars=batch_chars, batch_size=batch_size, progress=progress, summary_by=summary_by,
-                         source_name=source_name, quiet=quiet, **(reader_options or {}))
-    return _profile_ray_run(source, targets, options)
+    from .run import RunLock
+
+    o = replace(options, **fields) if options is not None else RunOptions(**fields)
+    seg = targets["segments"]
+    lock = RunLock(Path(os.path.abspath(str(seg.path)))) if seg is not None and seg.path is not None and \
+        not fs.is_uri(str(seg.path)) else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        return _profile_ray_run(source, targets, o)
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: RunOptions) -> RunReport:
-    """:func:`profile_ray` with its :class:`~ddpcore.engines.base.RunOptions`."""
-    from ..io.outputs import OutputSet
-    from ..io.sinks import write_part
-    from .run import COMMIT_JOURNAL, Progress, _assemble, _signals_raise, _Stop
-    from ..io.sources import CHARS, stage_input, write_json_atomic
-
-    cols, settings, pipeline, address = o.cols, o.settings, o.pipeline, o.address
-    name = o.name_of(source)
-    check_pipeline(pipeline)
-    seg_target = targets["segments"]
-    parent = Path(seg_target.path).parent if seg_target is not None and seg_target.path is not None else None
-    notes = []
-    stale = remove_stale_work(Path(parent) if parent is not None else Path(tempfile.gettempdir()))
+    """:func:`profile_ray`: the old journal, staging on the driver, the plan, the actors, then the
+    manifest or the assembly; the interruption report."""
+    name, say, notes = o.name_of(source), _sayer(o.warn), []
+    check_pipeline(o.pipeline)
+    where = work_location(targets)
+    stale = remove_stale_work(where.local.parent if where.local is not None else Path(tempfile.gettempdir()))
     if stale:
         notes.append(f"removed {len(stale)} work folder(s) left by killed Ray run(s): {', '.join(stale)}")
-    report_progress: Progress | None = None
-    stop: _Stop | None = None
-    reaper: Reaper | None = None
-    work: Path | None = None
-    outs: OutputSet | None = None
-    with _signals_raise():
-        try:
-            from .ray_reaper import owner_token
+    b: _Batches | None = None
+    try:
+        with _signals_raise():
+            old = _old_journal(where, o.resume, say, notes)
+            staged = _stage(source, o, where, name)
+            t0 = time.monotonic()
+            with ray_session(o.address, quiet=o.quiet, own_signals=True) as ray:
+                b = _plan_run(ray, staged, source, o, where, old, say, notes)
+                account = _profile_todo(ray, b, o, where, name, say)
+            accounting = _accounting(b, account, time.monotonic() - t0)
+            info = b.journal.get("pipeline_info") or {}
+            signature = signature_of(info, o.settings, o.cols, n_actors=min(b.n_actors, b.plan.n_batches),
+                                     n_batches=b.plan.n_batches, input_name=name, extra=_cache_entry(o, {k: b.done[k] for k in b.fresh}))
+            summary, n_anchors = _finish(where, b, targets, signature, o, accounting)
+    except RayStop as stop:
+        raise _interrupted(stop, b, o) from None
+    except DDPError:
+        if b is None or not b.done:  # nothing finished: nothing to resume
+            with contextlib.suppress(DDPError):
+                fs.remove_tree(where.dataset) if not where.keep or b is None else None
+        raise
+    finally:
+        if where.temporary:
+            shutil.rmtree(where.dataset, ignore_errors=True)
+    notes.append(_account_note(accounting))
+    return RunReport(signature=signature, summary_frame=summary, n_segments=b.plan.n_segments, n_anchors=n_anchors,
+                     n_batches=b.plan.n_batches, resumed_batches=b.resumed, notes=notes)
 
-            work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=parent))
-            (work / "owner").write_text(owner_token() + "\n")
-            outs = OutputSet(work / COMMIT_JOURNAL)
-            # the watchdog ends the local Ray and removes the work folder if this process is killed
-            reaper = Reaper(work) if not (address or os.environ.get("RAY_ADDRESS")) else None
-            staged = stage_input(source, cols, work, name=name, reader=o.reader, docs=o.docs, txt_mode=o.txt_mode,
-                                 warn=o.warn)
-            if o.summary_by is not None and o.summary_by not in staged.schema:
-                raise DDPUsageError(f"--summary-by {o.summary_by}: no such column in {name}; available columns: "
-                                    f"{', '.join(staged.schema)}", code="D137")
-            with ray_session(address, quiet=o.quiet, reaper=reaper, own_signals=True) as ray:
-                n = resolve_actors(o.n_process, ray)
-                chars = o.batch_chars or auto_batch_chars(int(staged.ids[CHARS].sum()), n)
-                plan = _plan_batches(staged.ids, cols, chars)
-                n_batches = int(plan[BATCH].max()) + 1
-                seg_per_batch = np.bincount(plan[BATCH].to_numpy(), minlength=n_batches)
-                parts = work / "parts"
-                parts.mkdir()
-                report_progress = Progress(o.progress, plan.height)
-                info: dict[str, Any] = {}
-                for res in run_batches(ray, _staged_batches(staged, plan), cols=cols, settings=settings,
-                                       pipeline=pipeline, n_actors=n, batch_size=o.batch_size, source_name=name):
-                    for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
-                        write_part(parts / f"{res.k:06d}.{role}.parquet", df)
-                    rows = res.segments[ROW]
-                    words = int(res.segments[schema.N_TOKENS].sum())
-                    write_json_atomic(parts / f"{res.k:06d}.done", {
-                        "segments": res.segments.height, "anchors": res.anchors.height,
-                        "min_row": int(rows.min()), "max_row": int(rows.max()), "words": words})
-                    info = info or res.info
-                    report_progress.advance(float(seg_per_batch[res.k]))
-                    report_progress.add_words(words)
-                report_progress.close()
-                report_progress = None
-            signature = signature_of(info, settings, cols, n_actors=min(n, n_batches), n_batches=n_batches,
-                                     input_name=name)
-            summary, n_anchors = _assemble(parts, n_batches, targets, signature, plan.height, o.summary_by, cols,
-                                           outs.temp)
-            outs.commit()  # every output in place together, or none (D761)
-        except _Stop as exc:
-            stop = exc
-        finally:
-            if outs is not None:
-                outs.discard()  # temporaries of outputs not put in place
-            if report_progress is not None:
-                report_progress.close()
-            if work is not None:
-                shutil.rmtree(work, ignore_errors=True)
-            if reaper is not None:
-                reaper.close()
-    if stop is not None:
-        import signal
 
-        what = "SIGTERM" if stop.signum == signal.SIGTERM else "interrupted (SIGINT)"
-        if outs is not None and outs.committed:  # the signal was held back while the outputs were put in place
-            raise RunInterrupted(stop.signum, f"{what} while the outputs were put in place: stopped after writing "
-                                 f"all of them completely ({', '.join(map(str, outs.destinations))})")
-        raise RunInterrupted(stop.signum, f"{what}: stopped the Ray run; no output was written (a Ray run cannot "
-                                          "be resumed: run the command again)")
-    return RunReport(signature=signature, summary_frame=summary, n_segments=plan.height, n_anchors=n_anchors,
-                     n_batches=n_batches, notes=notes)
+def _account_note(a: dict[str, Any]) -> str:
+    rate = f", {a['words_per_second']:,.0f} words/s over the cluster" if a.get("words_per_second") else ""
+    return (f"Ray: {a['profiled']} of {a['batches']} batches profiled on {a['nodes']} node(s) by {a['actors']} "
+            f"actor(s){rate}; {a['resumed']} resumed from the interrupted run, {a['retried']} run again after "
+            f"their actor was lost")
+
+
+def _interrupted(stop: RayStop, b: _Batches | None, o: RunOptions) -> RunInterrupted:
+    what = "SIGTERM" if stop.signum == signal.SIGTERM else "interrupted (SIGINT)"
+    n_done = len(b.done) if b is not None else 0
+    return RunInterrupted(stop.signum, f"{what}: stopped the Ray run after {n_done} finished batch(es); no output "
+                                       f"was written. To continue, {o.resume_hint}")
 
 
 def engine_arg(engine: str) -> str:
@@ -709,5 +967,6 @@ def engine_arg(engine: str) -> str:
     return engine
 
 
-__all__ = ["ProfileActor", "RayEngine", "auto_batch_chars", "engine_arg", "import_ray", "profile_frame_ray", "profile_ray",
-           "ray_session", "resolve_actors", "run_batches"]
+__all__ = ["BatchWorker", "DATASET", "PoolAccount", "RayEngine", "RayStop", "auto_batch_chars", "dataset_target",
+           "engine_arg", "import_ray", "profile_frame_ray", "profile_ray", "ray_session", "resolve_actors", "run_pool",
+           "work_location"]

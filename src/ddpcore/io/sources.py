@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
+from .fs import is_uri
+from .id_index import IdIndex, IdIndexWriter, check_unique
 from .segments import ROW, SegmentColumns, check_unique_ids, read_segments
 
 if TYPE_CHECKING:
@@ -57,15 +59,18 @@ class StagedInput:
     cols: SegmentColumns
     schema: dict[str, Any]
     name: str
+    #: the compact id index (``stage_input(index_path=...)``); ``ids`` is then empty
+    index: IdIndex | None = None
 
     @property
     def n_rows(self) -> int:
-        return self.ids.height
+        return self.index.n_rows if self.index is not None else self.ids.height
 
     def read_rows(self, rows: np.ndarray) -> pl.DataFrame:
         """The input rows ``rows`` (sorted ascending, 0-based) with ``ROW`` and every input column."""
         import polars as pl
-        import pyarrow.parquet as pq
+
+        from .fs import open_parquet
 
         if len(rows) == 0:
             return pl.DataFrame(schema={ROW: pl.UInt32, **self.schema})
@@ -79,7 +84,7 @@ class StagedInput:
             if c.row_stop <= lo:
                 continue
             if c.row_group is not None:
-                pf = pq.ParquetFile(c.path)
+                pf = open_parquet(c.path)  # a local path or a pyarrow.fs URI (shared storage)
                 present = [k for k in self.schema if k in pf.schema_arrow.names]
                 df = pl.from_arrow(pf.read_row_group(c.row_group, columns=present))
             else:
@@ -174,6 +179,9 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
     if not isinstance(source, (str, os.PathLike)):
         yield T.read_table(source), None
         return
+    if is_uri(source):  # shared storage (s3://, gs://, file://...): Parquet row groups
+        yield from _iter_uri_row_groups(str(source))
+        return
     path = Path(source)
     if path.is_dir():
         for df in RD.iter_txt_folder(path, cols, txt_mode, warn):
@@ -205,6 +213,22 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
         yield from T.iter_csv_chunks(path, fmt, chunk_rows)
         return
     yield T.read_table(path), None
+
+
+def _iter_uri_row_groups(uri: str) -> Iterator[tuple[pl.DataFrame, int | None]]:
+    """The row groups of the Parquet file at a ``pyarrow.fs`` URI (D861: a URI input must be Parquet)."""
+    import polars as pl
+
+    from .fs import open_parquet
+
+    if not uri.lower().endswith((".parquet", ".pq")):
+        raise DDPUsageError(f"{uri}: an input given as a URI must be a Parquet file (.parquet); convert it, or "
+                            "give a local path", code="D861")
+    pf = open_parquet(uri)
+    for g in range(pf.num_row_groups):
+        df = pl.from_arrow(pf.read_row_group(g))
+        assert isinstance(df, pl.DataFrame)
+        yield df, g
 
 
 def _reader_path(source: Any, reader: str, docs: Any) -> Path:
@@ -262,10 +286,13 @@ def read_input(source: Any, cols: SegmentColumns = SegmentColumns(), *, reader: 
 
 def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name: str | None = None,
                 chunk_rows: int = CHUNK_ROWS, reader: str = "table", docs: str | os.PathLike[str] | None = None,
-                txt_mode: str = "lines", warn: Callable[[str], None] | None = None) -> StagedInput:
+                txt_mode: str = "lines", warn: Callable[[str], None] | None = None,
+                index_path: Path | None = None) -> StagedInput:
     """Read ``source`` once, validate it and build its :class:`StagedInput`.
 
-    ``reader``, ``docs``, ``txt_mode``, ``warn``: as :func:`iter_input_chunks`.
+    ``reader``, ``docs``, ``txt_mode``, ``warn``: as :func:`iter_input_chunks`. ``index_path``:
+    write the compact id index there (:mod:`ddpcore.io.id_index`: memory flat in the corpus
+    size) instead of keeping the id frame ``ids`` in memory (then empty).
 
     Chunks of a non-Parquet input are written to ``workdir/staged/`` (``None``: kept in
     memory, for in-memory tables). Errors name the input row (1-based) as a whole-table read does.
@@ -283,12 +310,18 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     schemas: list[dict[str, Any]] = []
     memory: list[pl.DataFrame] = []
     offset = 0
+    writer = IdIndexWriter(index_path, cols) if index_path is not None else None
     for k, (raw, group) in enumerate(iter_input_chunks(source, cols, chunk_rows, reader=reader, docs=docs,
                                                        txt_mode=txt_mode, warn=warn)):
         if raw.height == 0 and offset > 0:
             continue
         df = _validated(raw, cols, name, offset)
-        ids.append(_index_rows(df, cols))
+        if writer is not None:
+            writer.add(df, df[cols.text].str.len_chars().to_numpy(), _unit_counts(df[cols.text]))
+            if not ids:
+                ids.append(_index_rows(df.clear(), cols))
+        else:
+            ids.append(_index_rows(df, cols))
         body = df.drop(ROW)
         schemas.append(dict(body.schema))
         if in_place:
@@ -305,6 +338,10 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
         raise DDPDataError(f"{name}: the table has no rows", code="D106")
     schema = unify_schemas(schemas, name)
     index = pl.concat(ids, how="vertical_relaxed")
+    if writer is not None:
+        st = StagedInput(chunks, index, cols, schema, name, writer.close())
+        check_unique(st.index, st.read_rows, cols, name)
+        return st
     check_unique_ids(index, cols, name)
     st = StagedInput(chunks, index, cols, schema, name)
     if memory:

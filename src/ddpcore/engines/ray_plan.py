@@ -1,0 +1,185 @@
+"""The Ray engine's plan: batches of whole documents cut from the id index, and what each actor
+needs to read its batch's rows itself.
+
+The driver of a Ray run holds only the **plan** (:class:`RayPlan`): five integers per segment
+(input row, document ordinal, segment key, batch, parse units) and the list of input chunks
+(Parquet row groups of the input read in place, or chunks staged on shared storage). Each batch
+is handed to an actor as a :class:`BatchSpec` — the chunks that hold its rows and the rows'
+numbers and ordering keys, a few kB — and the actor reads the rows
+(:meth:`BatchSpec.read`), so the texts never pass through the driver or the object store.
+
+The same input, batch size and columns always give the same plan, which is what lets
+``--resume`` take the parts of an interrupted run as the journal (:mod:`ddpcore.engines.parts`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import DDPUsageError
+from ..io.segments import ROW, SegmentColumns
+from ..io.sources import CHARS, UNITS, Chunk, StagedInput
+from .local import DOC, SEGKEY, Settings, document_batches, segment_keys
+from ..pipeline.stages import Batch
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """What an actor needs to read batch ``k`` itself.
+
+    ``chunks``: the input chunks holding its rows (paths or URIs every node sees). ``frame_ref``
+    instead, for an in-memory table: an object-store reference to the batch frame itself. ``rows``
+    (n,) int64 sorted input rows; ``doc`` and ``segkey`` (n,) int64 their document ordinal and
+    segment key, in the order of ``rows``. ``schema``: the unified input schema (polars dtypes).
+    """
+
+    k: int
+    chunks: tuple[Chunk, ...]
+    rows: np.ndarray
+    doc: np.ndarray
+    segkey: np.ndarray
+    schema: dict[str, Any]
+    cols: SegmentColumns
+    name: str
+    n_units: int
+    frame_ref: Any = None
+
+    def read(self) -> Batch:
+        """The batch's rows (``ROW``, ``DOC`` renumbered from 0, input columns), in document order."""
+        import polars as pl
+
+        if self.frame_ref is not None:  # an in-memory table: the batch frame itself, from the object store
+            import ray
+
+            return Batch(ray.get(self.frame_ref), self.cols)
+        frame = StagedInput(list(self.chunks), pl.DataFrame(), self.cols, self.schema, self.name).read_rows(self.rows)
+        keys = pl.DataFrame({ROW: self.rows.astype(np.uint32), DOC: self.doc, SEGKEY: self.segkey})
+        keyed = (frame.with_columns(pl.col(ROW).cast(pl.UInt32)).join(keys, on=ROW, how="left")
+                 .sort([DOC, SEGKEY, ROW]))
+        return Batch(keyed.with_columns((pl.col(DOC) - pl.col(DOC).min()).alias(DOC)).drop(SEGKEY), self.cols)
+
+
+@dataclass
+class RayPlan:
+    """The batches of a run, numeric only (processing order: documents by first appearance,
+    segments by id). Arrays are (n_segments,): ``row`` input row, ``doc`` document ordinal,
+    ``segkey`` segment key, ``batch`` batch number, ``units`` parse units; ``bounds``
+    (n_batches + 1,) the plan positions where each batch starts. ``chunks``/``schema``: the input."""
+
+    row: np.ndarray
+    doc: np.ndarray
+    segkey: np.ndarray
+    batch: np.ndarray
+    units: np.ndarray
+    chars: np.ndarray
+    bounds: np.ndarray
+    chunks: list[Chunk]
+    schema: dict[str, Any]
+    cols: SegmentColumns
+    name: str
+    batch_chars: int
+
+    @property
+    def n_batches(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def n_segments(self) -> int:
+        return len(self.row)
+
+    def segments_per_batch(self) -> np.ndarray:
+        """(n_batches,) segments of each batch."""
+        return np.diff(self.bounds)
+
+    def units_per_batch(self) -> np.ndarray:
+        """(n_batches,) parse units of each batch."""
+        return np.add.reduceat(self.units, self.bounds[:-1]) if self.n_segments else np.zeros(0, np.int64)
+
+    def chars_per_batch(self) -> np.ndarray:
+        """(n_batches,) characters of text of each batch."""
+        return np.add.reduceat(self.chars, self.bounds[:-1]) if self.n_segments else np.zeros(0, np.int64)
+
+    def spec(self, k: int, frame_ref: Any = None) -> BatchSpec:
+        """The :class:`BatchSpec` of batch ``k`` (the chunks that hold its rows, its rows sorted)."""
+        a, b = int(self.bounds[k]), int(self.bounds[k + 1])
+        order = np.argsort(self.row[a:b], kind="stable")
+        rows = self.row[a:b][order].astype(np.int64)
+        lo, hi = int(rows[0]), int(rows[-1])
+        chunks = tuple(c for c in self.chunks if c.row_start <= hi and c.row_stop > lo)
+        if frame_ref is not None:
+            chunks = ()
+        return BatchSpec(k, chunks, rows, self.doc[a:b][order], self.segkey[a:b][order], self.schema, self.cols,
+                         self.name, int(self.units[a:b].sum()), frame_ref)
+
+
+def plan_batches(staged: StagedInput, batch_chars: int) -> RayPlan:
+    """Order the id index of ``staged`` (documents by first appearance, segments by id) and cut it
+    into batches of whole documents of about ``batch_chars`` characters
+    (:func:`~ddpcore.engines.local.document_batches`). One hash per distinct document id; the
+    id strings are not kept."""
+    import polars as pl
+
+    ids, cols = staged.ids, staged.cols
+    row = ids[ROW].to_numpy().astype(np.int64)
+    docs = ids[cols.document]
+    uniq = docs.unique(maintain_order=True)  # first-appearance order
+    doc = docs.replace_strict(uniq, pl.int_range(0, uniq.len(), eager=True), return_dtype=pl.Int64).to_numpy()
+    segkey = segment_keys(ids, cols).to_numpy().astype(np.int64)
+    order = np.lexsort((row, segkey, doc))
+    chars = ids[CHARS].to_numpy().astype(np.int64)[order]
+    batch = document_batches(doc[order], chars, batch_chars).astype(np.int64)
+    bounds = np.searchsorted(batch, np.arange(int(batch[-1]) + 2)) if len(batch) else np.zeros(1, np.int64)
+    return RayPlan(row[order], doc[order], segkey[order], batch, ids[UNITS].to_numpy().astype(np.int64)[order],
+                   chars, bounds.astype(np.int64), list(staged.chunks), dict(staged.schema), cols, staged.name,
+                   int(batch_chars))
+
+
+# ------------------------------------------------------------------------------ the journal
+
+#: what each journal key means, in D170 messages
+_FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", "sentence_unit": "sentence unit",
+         "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
+         "ddpcore": "the ddpcore version", "reader": "--reader/--docs/--txt-mode", "engine": "--engine"}
+
+
+def input_identity(source: Any, docs: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """What identifies the input for ``--resume``: path (or URI), size and modification time."""
+    from ..io.fs import fingerprint, is_uri
+    from ..io.sources import input_fingerprint
+
+    if is_uri(source):
+        return fingerprint(source)
+    return input_fingerprint(source, docs)
+
+
+def journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | None, batch_chars: int,
+                     identity: dict[str, Any], reader: dict[str, Any] | None) -> dict[str, Any]:
+    """The settings a resumed Ray run must share with the interrupted one (compared by :func:`compare_settings`)."""
+    return {
+        "ddpcore": __version__, "engine": "ray", "pipeline": pipeline or "default", "distance": settings.distance,
+        "rules": settings.rules.name, "sentence_unit": settings.sentence_unit,
+        "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
+        "batch_chars": batch_chars, "input": identity, "reader": reader,
+    }
+
+
+def compare_settings(old: dict[str, Any], new: dict[str, Any], journal: str) -> None:
+    """D170 (the local engine's code) naming the first setting that differs from the interrupted run's."""
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            what = _FLAG.get(key, key)
+            detail = ("the input changed (size, modification time or path) since the interrupted run" if key == "input"
+                      else f"the interrupted run used {old.get(key)!r}, this one {new.get(key)!r}")
+            raise DDPUsageError(
+                f"--resume: {what} differs from the interrupted run's journal {journal} ({detail}); rerun with the "
+                "same settings to resume, or without --resume to start over", code="D170")
+
+
+__all__ = ["BatchSpec", "RayPlan", "compare_settings", "input_identity", "journal_settings", "plan_batches"]
