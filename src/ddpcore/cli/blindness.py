@@ -16,7 +16,7 @@ from ._common import resample_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .stats import _HelpFormatter
+    from .stats import _HelpFormatter, add_score_reader
 
     p = sub.add_parser(
         "blindness", formatter_class=_HelpFormatter,
@@ -35,7 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "undefined ranking is a 'warning:' line on stderr and in the JSON 'warnings'; --strict makes "
             "each an error. Exit codes: 0 ok, 1 --fail-on gate failed, 2 usage, 3 bad data. "
             "See docs/mix-blindness.md."))
-    p.add_argument("table", metavar="SCORES", help="long score table (.csv .tsv .jsonl .json .parquet; .gz for text)")
+    p.add_argument("table", metavar="SCORES", help="long score table (.csv .tsv .jsonl .json .parquet; .gz for text), "
+                                                   "or a data folder with --reader")
+    add_score_reader(p, "SCORES")
     p.add_argument("--a", default="DOC", metavar="COND", help="coherent condition (value of the condition column)")
     p.add_argument("--b", default="MIX", metavar="COND", help="MIX condition")
     m = p.add_mutually_exclusive_group(required=True)
@@ -116,7 +118,10 @@ def run_blindness(args: argparse.Namespace) -> int:
                              attribute=args.attribute, exclude_systems=args.exclude_system, strict=args.strict)
     inputs = BlindnessInputs(source_system=given["source_system"], spans=given["spans"], text=given["text"],
                              seg=given["seg"], required=[k for k, v in explicit.items() if v is not None])
-    res = blindness(args.table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, design=design,
+    from .stats import score_input
+
+    table = score_input(args, args.table, [args.a, args.b] + ([args.seg] if args.seg else []))
+    res = blindness(table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, design=design,
                     inputs=inputs, columns=TableColumns(document=args.document, segment=args.segment,
                                                         system=args.system, condition=args.condition,
                                                         score=args.score),
