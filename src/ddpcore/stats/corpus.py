@@ -1,0 +1,343 @@
+"""Corpus-level BLEU, chrF and TER in ``ddp stats compare``: sufficient statistics, resampled by segment or document.
+
+A corpus metric is not a mean of segment scores: BLEU, chrF and TER are computed from the *sums* of
+per-segment sufficient statistics (sacrebleu's design). :func:`sufficient_stats` gets those from
+sacrebleu (``metric._extract_corpus_statistics``: the same tokenisation and n-gram counts as
+``sacrebleu -m bleu chrf ter``); :func:`corpus_score` turns summed statistics into the score for
+any number of rows at once (the formulas of sacrebleu 2.x ``compute_bleu`` with ``exp`` smoothing,
+``CHRF._compute_f_score`` and ``TER._compute_score_from_stats``, vectorised);
+:func:`compare_corpus` is the paired bootstrap and approximate randomization of
+:mod:`ddpcore.stats.compare` on those statistics.
+
+Statistics per metric (columns of the (n_segments, k) matrix)
+------------------------------------------------------------
+* ``bleu`` (k = 10): hyp length, ref length, matches of 1..4-grams, totals of 1..4-grams.
+* ``chrf`` (k = 18): per character n-gram order 1..6, (hyp count, ref count, matches).
+* ``ter`` (k = 2): edits, reference length.
+
+Resampling (the same generators as :mod:`ddpcore.stats.compare`, so a run is regenerable)
+--------------------------------------------------------------------------------------
+Units are segments (``unit="segment"``, sacrebleu's setting) or documents (``unit="document"``:
+the statistics of a document's segments are summed first, then whole documents are drawn or
+swapped, which sacrebleu cannot). Bootstrap replicate b sums the statistics of the drawn units
+(``counts[b, u]`` times unit u) and scores every system; ``p_bs = (#{|d_b| - mean|d| > |diff|} + 1)
+/ (B + 1)``. AR trial t builds pseudo-systems ``keep @ baseline + ~keep @ system`` and the reverse;
+``p_ar = (#{|score(A_t) - score(B_t)| > |diff|} + 1) / (T + 1)``. Given sacrebleu's own draws
+(``indices`` = its ``rng.choice`` matrix, ``ar_keep`` = its ``pos_sel``) the p-values are
+sacrebleu's ``--paired-bs`` / ``--paired-ar`` ones (checked in tests/stats/test_corpus.py).
+As in :mod:`ddpcore.stats.compare`, a system equal to the baseline on every unit gets p = 1.
+
+Error codes D835-D839.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .._version import __version__
+from ..errors import DDPDataError, DDPUsageError
+
+CorpusMetric = Literal["bleu", "chrf", "ter"]
+CORPUS_METRICS = ("bleu", "chrf", "ter")
+#: TER: lower is better
+LOWER_IS_BETTER = frozenset({"ter"})
+#: number of sufficient statistics per metric
+N_STATS = {"bleu": 10, "chrf": 18, "ter": 2}
+
+ERROR_CODES = {
+    "D835": "corpus metrics need sacrebleu (pip install sacrebleu), or an unknown corpus metric name",
+    "D836": "sufficient statistics of the wrong shape for the metric, or negative/non-finite",
+    "D837": "a hypothesis or reference text is missing (null) for a (document, segment, system)",
+    "D838": "indices / ar_keep of the wrong shape or range",
+}
+_MY_LOG_ZERO = -9999999999.0  # sacrebleu my_log(0)
+
+
+def _check_metric(metric: str) -> str:
+    if metric not in CORPUS_METRICS:
+        raise DDPUsageError(f"unknown corpus metric {metric!r}; choose from {', '.join(CORPUS_METRICS)} "
+                            "(--corpus-metric)", code="D835")
+    return metric
+
+
+def _sacrebleu_metric(metric: str) -> Any:
+    _check_metric(metric)
+    try:
+        from sacrebleu.metrics import BLEU, CHRF, TER
+    except ImportError:  # pragma: no cover - sacrebleu is installed with the test extras
+        raise DDPUsageError("corpus metrics need sacrebleu for their tokenisation and n-gram counts: "
+                            "pip install 'sacrebleu>=2'", code="D835") from None
+    return {"bleu": BLEU, "chrf": CHRF, "ter": TER}[metric]()
+
+
+def sufficient_stats(hypotheses: Sequence[str], references: Sequence[str], metric: CorpusMetric) -> npt.NDArray[np.float64]:
+    """Per-segment sufficient statistics, shape (n_segments, ``N_STATS[metric]``), float64
+    (sacrebleu 2.x ``_extract_corpus_statistics(hypotheses, [references])``, default settings)."""
+    m = _sacrebleu_metric(metric)
+    if len(hypotheses) != len(references):
+        raise DDPDataError(f"{len(hypotheses)} hypotheses but {len(references)} references", code="D836")
+    if not len(hypotheses):
+        return np.zeros((0, N_STATS[metric]))
+    st = np.asarray(m._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.float64)
+    return st.reshape(len(hypotheses), N_STATS[metric])
+
+
+def corpus_score(stats: npt.ArrayLike, metric: CorpusMetric) -> npt.NDArray[np.float64]:
+    """Score(s) from summed statistics, shape ``stats.shape[:-1]`` (0-100; TER in % edits)."""
+    _check_metric(metric)
+    st = np.asarray(stats, dtype=np.float64)
+    if st.shape[-1:] != (N_STATS[metric],) or not np.isfinite(st).all() or (st < 0).any():
+        raise DDPDataError(f"{metric} statistics must be finite, non-negative, with last axis "
+                           f"{N_STATS[metric]}; got shape {st.shape}", code="D836")
+    if metric == "bleu":
+        return _bleu(st)
+    if metric == "chrf":
+        return _chrf(st)
+    return _ter(st)
+
+
+def _bleu(st: np.ndarray) -> np.ndarray:
+    """sacrebleu ``BLEU.compute_bleu(smooth_method="exp", effective_order=False, max_ngram_order=4)``."""
+    sys_len, ref_len = np.floor(st[..., 0]), np.floor(st[..., 1])  # int() in sacrebleu
+    correct, total = st[..., 2:6], st[..., 6:10]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bp = np.where(sys_len < ref_len, np.where(sys_len > 0, np.exp(1.0 - ref_len / sys_len), 0.0), 1.0)
+        # the loop stops at the first order with total 0: that order and later ones keep precision 0
+        alive = np.cumprod(total > 0, axis=-1).astype(bool)
+        zero = alive & (correct == 0)
+        smooth = np.cumsum(zero, axis=-1)  # smooth_mteval doubles at each zero-match order
+        prec = np.where(zero, 100.0 / (np.power(2.0, smooth) * total),
+                        np.where(alive, 100.0 * correct / total, 0.0))
+        logs = np.where(prec > 0, np.log(np.where(prec > 0, prec, 1.0)), _MY_LOG_ZERO)
+    s = ((logs[..., 0] + logs[..., 1]) + logs[..., 2]) + logs[..., 3]  # python sum() order
+    score = bp * np.exp(s / 4.0)
+    return np.where((correct > 0).any(axis=-1), score, 0.0)
+
+
+def _chrf(st: np.ndarray, beta: float = 2.0, order: int = 6) -> np.ndarray:
+    """sacrebleu ``CHRF._compute_f_score`` (char_order 6, word_order 0, beta 2, eps_smoothing False)."""
+    factor = beta ** 2
+    n_hyp, n_ref, n_match = st[..., 0::3], st[..., 1::3], st[..., 2::3]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec = np.where(n_hyp > 0, n_match / n_hyp, 1e-16)
+        rec = np.where(n_ref > 0, n_match / n_ref, 1e-16)
+    eff = (n_hyp > 0) & (n_ref > 0)
+    avg_prec = np.zeros(st.shape[:-1])
+    avg_rec = np.zeros(st.shape[:-1])
+    for i in range(order):  # six orders: python's left-to-right sum, vectorised over rows
+        avg_prec = avg_prec + np.where(eff[..., i], prec[..., i], 0.0)
+        avg_rec = avg_rec + np.where(eff[..., i], rec[..., i], 0.0)
+    n_eff = eff.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        avg_prec = np.where(n_eff > 0, avg_prec / n_eff, 0.0)
+        avg_rec = np.where(n_eff > 0, avg_rec / n_eff, 0.0)
+        score = (1 + factor) * avg_prec * avg_rec
+        score = score / ((factor * avg_prec) + avg_rec)
+    return np.where((avg_prec + avg_rec) != 0, 100 * score, 0.0)
+
+
+def _ter(st: np.ndarray) -> np.ndarray:
+    edits, ref = st[..., 0], st[..., 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(ref > 0, edits / ref, np.where(edits > 0, 1.0, 0.0))
+    return 100 * r
+
+
+# --------------------------------------------------------------------------- resampling
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusComparison:
+    """:func:`compare_corpus` for one metric; arrays of shape (n_systems,), baseline = row ``baseline``."""
+
+    metric: str
+    score: np.ndarray
+    boot_mean: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    diff: np.ndarray
+    diff_ci_low: np.ndarray
+    diff_ci_high: np.ndarray
+    p_bootstrap: np.ndarray | None
+    p_ar: np.ndarray | None
+
+
+def _unit_stats(stats: np.ndarray, unit_codes: npt.ArrayLike | None) -> np.ndarray:
+    """(S, n_seg, k) -> (S, n_units, k): segments summed per unit code (0..U-1); None = segments."""
+    if unit_codes is None:
+        return stats
+    codes = np.asarray(unit_codes, dtype=np.int64)
+    if codes.shape != (stats.shape[1],) or (codes.size and codes.min() < 0):
+        raise DDPDataError(f"unit_codes must be (n_segments,) non-negative ints, got {codes.shape}", code="D838")
+    n_units = int(codes.max()) + 1 if codes.size else 0
+    out = np.zeros((stats.shape[0], n_units, stats.shape[2]))
+    np.add.at(out, (slice(None), codes), stats)
+    return out
+
+
+def _counts(idx: np.ndarray, n_units: int) -> np.ndarray:
+    """(rows, n_units) draw counts of an index block (rows, n_draws)."""
+    rows = idx.shape[0]
+    flat = (np.arange(rows, dtype=np.int64)[:, None] * n_units + idx).ravel()
+    return np.bincount(flat, minlength=rows * n_units).reshape(rows, n_units).astype(np.float64)
+
+
+def compare_corpus(stats: npt.ArrayLike, metric: CorpusMetric, *, baseline: int = 0,
+                   unit_codes: npt.ArrayLike | None = None, n_boot: int = 1000, n_ar: int = 10_000, seed: int = 0,
+                   test: str = "both", confidence: float = 0.95, indices: npt.ArrayLike | None = None,
+                   ar_keep: npt.ArrayLike | None = None, block_rows: int = 256) -> CorpusComparison:
+    """Every system against ``baseline`` on a corpus metric.
+
+    Parameters
+    ----------
+    stats : (n_systems, n_segments, k) sufficient statistics (:func:`sufficient_stats`), segments
+        aligned across systems.
+    unit_codes : (n_segments,) document code of each segment (0..U-1) to resample documents; None =
+        segments are the units.
+    indices : (n_boot, n_units) bootstrap draws (default: :func:`ddpcore.stats.bootstrap.resample_indices`).
+    ar_keep : (n_ar, n_units) bool, True = the unit keeps its side (default:
+        :func:`ddpcore.stats.compare.ar_swap_matrix` with ``seed``).
+    """
+    from .bootstrap import resample_indices
+    from .compare import _order_stat_ci, ar_swap_matrix
+
+    st = np.asarray(stats, dtype=np.float64)
+    if st.ndim != 3 or st.shape[2] != N_STATS[_check_metric(metric)]:
+        raise DDPDataError(f"{metric} stats must have shape (n_systems, n_segments, {N_STATS[metric]}), got "
+                           f"{st.shape}", code="D836")
+    us = _unit_stats(st, unit_codes)
+    n_sys, n_units, k = us.shape
+    full = corpus_score(us.sum(axis=1), metric)
+    diff = full - full[baseline]
+    flat = us.transpose(1, 0, 2).reshape(n_units, n_sys * k)
+    p_bs = p_ar = None
+    idx = np.asarray(indices, dtype=np.int64) if indices is not None else resample_indices(n_boot, n_units, seed)
+    if idx.ndim != 2 or idx.shape[1] != n_units or (idx.size and (idx.min() < 0 or idx.max() >= n_units)):
+        raise DDPDataError(f"indices must be (n_boot, {n_units}) unit numbers, got {idx.shape}", code="D838")
+    reps = np.empty((n_sys, idx.shape[0]))
+    for a in range(0, idx.shape[0], block_rows):
+        c = _counts(idx[a:a + block_rows], n_units)
+        reps[:, a:a + block_rows] = corpus_score((c @ flat).reshape(-1, n_sys, k), metric).T
+    mean, lo, hi = _order_stat_ci(reps, confidence)
+    d = reps - reps[baseline]
+    _, dlo, dhi = _order_stat_ci(d, confidence)
+    same = np.all(us == us[baseline], axis=(1, 2))
+    if test in ("bootstrap", "both"):
+        a_b = np.abs(d)
+        p_bs = (np.sum(a_b - a_b.mean(axis=1, keepdims=True) > np.abs(diff)[:, None], axis=1) + 1.0) / (d.shape[1] + 1)
+        p_bs[same] = 1.0
+        p_bs[baseline] = np.nan
+    if test in ("ar", "both"):
+        keep = np.asarray(ar_keep, dtype=bool) if ar_keep is not None else ar_swap_matrix(n_ar, n_units, seed)
+        if keep.ndim != 2 or keep.shape[1] != n_units:
+            raise DDPDataError(f"ar_keep must be (n_ar, {n_units}) bool, got {keep.shape}", code="D838")
+        bl = us[baseline]
+        exceed = np.zeros(n_sys)
+        for a in range(0, keep.shape[0], block_rows):
+            kb = keep[a:a + block_rows].astype(np.float64)
+            nb = 1.0 - kb
+            sa = np.einsum("tu,uk->tk", kb, bl)[:, None, :] + np.einsum("tu,suk->tsk", nb, us)
+            sb = np.einsum("tu,uk->tk", nb, bl)[:, None, :] + np.einsum("tu,suk->tsk", kb, us)
+            stat = np.abs(corpus_score(sa, metric) - corpus_score(sb, metric))
+            exceed += np.sum(stat > np.abs(diff)[None, :], axis=0)
+        p_ar = (exceed + 1.0) / (keep.shape[0] + 1)
+        p_ar[same] = 1.0
+        p_ar[baseline] = np.nan
+    return CorpusComparison(metric=metric, score=full, boot_mean=mean, ci_low=lo, ci_high=hi, diff=diff,
+                            diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar)
+
+
+# --------------------------------------------------------------------------- table front end
+
+
+def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *, hypothesis_col: str = "hypothesis",
+                         reference_col: str = "reference", document_col: str = "document_id",
+                         segment_col: str = "segment_id", system_col: str = "system", unit: str = "document",
+                         test: str = "both", n_boot: int = 1000, n_ar: int = 10_000, seed: int = 0,
+                         correction: str = "holm", confidence: float = 0.95, alpha: float = 0.05,
+                         exclude_systems: Sequence[str] = ()) -> Any:
+    """``ddp stats compare --corpus-metric``: a long table with one row per (document, segment, system)
+    and the hypothesis and reference texts -> a :class:`ddpcore.stats.compare.CompareResult` with one
+    comparison per corpus metric (rendered like the segment-mean metrics)."""
+    import polars as pl
+
+    from ._frames import as_frame
+    from .compare import CompareResult, MetricComparison, adjust_pvalues
+
+    df = as_frame(table) if not isinstance(table, (str, bytes)) and not hasattr(table, "__fspath__") else None
+    if df is None:
+        from ..io.tables import read_table
+
+        df = read_table(table)
+    for flag, c in (("--hypothesis-col", hypothesis_col), ("--reference-col", reference_col),
+                    ("--document-col", document_col), ("--segment-col", segment_col), ("--system-col", system_col)):
+        if c not in df.columns:
+            raise DDPDataError(f"column {c!r} ({flag}) is not in the table (columns: {', '.join(df.columns[:12])})",
+                               code="D837")
+    df = df.filter(~pl.col(system_col).cast(pl.String).is_in(list(exclude_systems)))
+    df = df.with_columns(pl.col(document_col).cast(pl.String), pl.col(system_col).cast(pl.String))
+    miss = df.filter(pl.col(hypothesis_col).is_null() | pl.col(reference_col).is_null())
+    if miss.height:
+        r = miss.row(0, named=True)
+        raise DDPDataError(f"no hypothesis or reference text for document {r[document_col]!r}, segment "
+                           f"{r[segment_col]!r}, system {r[system_col]!r}: corpus metrics need both texts of every "
+                           "segment", code="D837")
+    systems = sorted(df[system_col].unique().to_list())
+    if baseline not in systems:
+        raise DDPDataError(f"baseline {baseline!r} is not a system of the table ({', '.join(systems[:10])})",
+                           code="D392")
+    systems = [baseline] + [s for s in systems if s != baseline]
+    keys = df.filter(pl.col(system_col) == baseline).select(document_col, segment_col).sort(document_col, segment_col)
+    n_seg = keys.height
+    stats_all: dict[str, np.ndarray] = {m: np.zeros((len(systems), n_seg, N_STATS[m])) for m in metrics}
+    for i, s in enumerate(systems):  # one sacrebleu call per system and metric
+        part = keys.join(df.filter(pl.col(system_col) == s), on=[document_col, segment_col], how="left",
+                         maintain_order="left")
+        if part[hypothesis_col].null_count() or part.height != n_seg:
+            raise DDPDataError(f"system {s!r} lacks {part[hypothesis_col].null_count()} of the baseline's {n_seg} "
+                               "segments; corpus metrics compare systems on the same segments", code="D393")
+        for m in metrics:
+            stats_all[m][i] = sufficient_stats(part[hypothesis_col].to_list(), part[reference_col].to_list(), m)  # type: ignore[arg-type]
+    codes = keys[document_col].rank("dense").cast(pl.Int64).to_numpy() - 1 if unit == "document" else None
+    n_units = int(codes.max()) + 1 if codes is not None and codes.size else n_seg
+    comps = {}
+    for m in metrics:
+        r = compare_corpus(stats_all[m], m, unit_codes=codes, n_boot=n_boot, n_ar=n_ar, seed=seed, test=test,  # type: ignore[arg-type]
+                           confidence=confidence)
+        low = m in LOWER_IS_BETTER
+        adj = {}
+        for name, p in (("bs", r.p_bootstrap), ("ar", r.p_ar)):
+            if p is not None:
+                a = np.full_like(p, np.nan)
+                a[1:] = adjust_pvalues(p[1:], correction)
+                adj[name] = a
+        p_dec = np.nanmax(np.vstack(list(adj.values())), axis=0) if adj else np.full(len(systems), np.nan)
+        sig = np.r_[False, p_dec[1:] < alpha]
+        better = (r.diff < 0) if low else (r.diff > 0)
+        verdict = ["baseline"] + ["better" if sig[i] and better[i] else "worse" if sig[i] else "n.s."
+                                  for i in range(1, len(systems))]
+        comps[m] = MetricComparison(metric=m, lower_is_better=low, systems=systems, score=r.score, boot_mean=r.boot_mean,
+                                    ci_low=r.ci_low, ci_high=r.ci_high, diff=r.diff, diff_ci_low=r.diff_ci_low,
+                                    diff_ci_high=r.diff_ci_high, p_bootstrap=r.p_bootstrap, p_bootstrap_adj=adj.get("bs"),
+                                    p_ar=r.p_ar, p_ar_adj=adj.get("ar"), p_value=p_dec, significant=sig,
+                                    verdict=verdict)
+    import sacrebleu
+
+    sig_d = {"ddpcore": __version__, "method": "corpus-metric paired bootstrap + AR on sufficient statistics",
+             "metrics": list(metrics), "sacrebleu": sacrebleu.__version__, "tokenize": "sacrebleu defaults (13a)",
+             "unit": unit, "n_units": n_units, "n_boot": n_boot, "n_ar": n_ar, "seed": seed, "test": test,
+             "correction": correction, "confidence": confidence, "alpha": alpha, "baseline": baseline,
+             "columns": {"hypothesis": hypothesis_col, "reference": reference_col, "document": document_col,
+                         "segment": segment_col, "system": system_col}}
+    line = "|".join(f"{k}:{sig_d[k]}" for k in ("ddpcore", "sacrebleu", "unit", "n_boot", "n_ar", "seed", "correction"))
+    return CompareResult(baseline=baseline, metrics=list(metrics), comparisons=comps, unit=unit, n_units=n_units,
+                         n_segments=n_seg, test=test, n_boot=n_boot, n_ar=n_ar, seed=seed, correction=correction,
+                         confidence=confidence, alpha=alpha, signature=sig_d, signature_line=line)
+
+
+__all__ = ["CORPUS_METRICS", "ERROR_CODES", "N_STATS", "CorpusComparison", "compare_corpus", "compare_corpus_table",
+           "corpus_score", "sufficient_stats"]
