@@ -63,6 +63,16 @@ def signature(method: str, **options: Any) -> dict[str, Any]:
     return sig
 
 
+class AsDict:
+    """Mixin of the frozen ``...Result`` dataclasses: ``to_dict()`` is every field as a JSON-safe
+    value (:func:`json_safe`: numpy to Python, NaN to ``None``, infinities to strings)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        import dataclasses
+
+        return json_safe(dataclasses.asdict(self))  # type: ignore[call-overload]
+
+
 def json_safe(value: Any) -> Any:
     """Convert numpy scalars/arrays and tuples to Python values; NaN -> ``None``, +-inf -> ``"inf"``/``"-inf"``."""
     try:

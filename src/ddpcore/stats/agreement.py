@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..signature import AsDict
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from ._table import RATING_KEY, check_magnitude, check_unique_ratings, factorize, json_safe, signature
+from ._table import RATING_KEY, check_magnitude, check_unique_ratings, factorize, signature
 
 if TYPE_CHECKING:
     import polars as pl
@@ -52,7 +53,7 @@ RATIO_MAX_DISTINCT = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
-class AlphaResult:
+class AlphaResult(AsDict):
     """Krippendorff's alpha with the quantities it is made of."""
 
     alpha: float
@@ -64,9 +65,6 @@ class AlphaResult:
     n_pairable_units: int  # units with >= 2 values
     n_pairable_values: int  # n in the formulas
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 @dataclasses.dataclass(frozen=True)

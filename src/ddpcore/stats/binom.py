@@ -31,15 +31,16 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..signature import AsDict
 from ..errors import DDPDataError, DDPUsageError
-from ._table import json_safe, signature
+from ._table import signature
 
 Alternative = Literal["two-sided", "greater", "less"]
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 
 @dataclasses.dataclass(frozen=True)
-class BinomTestResult:
+class BinomTestResult(AsDict):
     """Result of :func:`binom_test` / :func:`sign_test`."""
 
     k: int
@@ -56,9 +57,6 @@ class BinomTestResult:
     n_zero: int = 0  # sign test: differences equal to mu (dropped)
     n_omitted: int = 0  # sign test: NaN pairs dropped (nan_policy="omit")
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def check_alternative(alternative: Any, flag: str = "--alternative") -> str:

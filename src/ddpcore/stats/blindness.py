@@ -55,9 +55,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..signature import AsDict
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ._table import json_safe, load_ratings, signature
+from ._table import load_ratings, signature
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_instance, check_options
 
@@ -71,7 +72,7 @@ _OPTIONAL_INPUTS = ("source_system", "spans", "text", "seg")
 
 
 @dataclasses.dataclass(frozen=True)
-class BlindnessResult:
+class BlindnessResult(AsDict):
     """Verdict, power and the evidence behind them (see the module docstring)."""
 
     verdict: str
@@ -85,9 +86,6 @@ class BlindnessResult:
     attribute_used: str = "nominal"  # which system a MIX row was scored for: "source" or "nominal"
     attribute_reason: str = ""  # why (the --attribute asked for, the column found or the fallback)
     warnings: list[str] = dataclasses.field(default_factory=list)  # every warning of the run, in order
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def _check_design(alpha: float, tau_min: float, confidence: float, unit: str, attribute: str) -> None:

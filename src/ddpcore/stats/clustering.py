@@ -76,6 +76,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..signature import AsDict
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
@@ -1098,7 +1099,7 @@ def _cluster_notes(pair_floor: dict[str, Any] | None, floor: int | None, pair_an
 
 
 @dataclasses.dataclass(frozen=True)
-class ClusterComparisonResult:
+class ClusterComparisonResult(AsDict):
     """How the clusters of two conditions (e.g. DOC vs MIX) relate, over their common systems.
 
     ``cluster_a[s]`` / ``cluster_b[s]`` are 1-based cluster indices (best cluster = 1);
@@ -1122,9 +1123,6 @@ class ClusterComparisonResult:
     n_adjacent_index: int
     only_in_a: tuple[str, ...]
     only_in_b: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def compare_clusters(a: ClusterResult, b: ClusterResult) -> ClusterComparisonResult:

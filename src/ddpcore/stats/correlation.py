@@ -27,13 +27,14 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..signature import AsDict
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from ._table import json_safe, signature
+from ._table import signature
 
 
 @dataclasses.dataclass(frozen=True)
-class CorrelationResult:
+class CorrelationResult(AsDict):
     """A correlation coefficient with its two-sided p-value."""
 
     statistic: float
@@ -41,9 +42,6 @@ class CorrelationResult:
     n: int
     method: str
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def _pair(x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:

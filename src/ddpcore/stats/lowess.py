@@ -18,13 +18,14 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..signature import AsDict
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
-from ._table import check_nan_policy, json_safe, signature
+from ._table import check_nan_policy, signature
 
 
 @dataclasses.dataclass(frozen=True)
-class LowessResult:
+class LowessResult(AsDict):
     """Sorted x values and the LOWESS fit at each of them (both shape (n,))."""
 
     x: np.ndarray
@@ -34,9 +35,6 @@ class LowessResult:
     delta: float
     n_omitted: int
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
     def as_array(self) -> np.ndarray:
         """``(n, 2)`` array ``[x, fitted]``: the layout statsmodels' lowess returns."""

@@ -37,8 +37,9 @@ import dataclasses
 import math
 from typing import Any, Literal
 
+from ..signature import AsDict
 from ..errors import DDPUsageError
-from ._table import json_safe, signature
+from ._table import signature
 
 Alternative = Literal["two-sided", "larger", "smaller"]
 
@@ -205,7 +206,7 @@ def tost_n_needed(sd: float, low: float, high: float, *, true_diff: float = 0.0,
 
 
 @dataclasses.dataclass(frozen=True)
-class TostPowerResult:
+class TostPowerResult(AsDict):
     """Power analysis of a paired TOST at the observed n, margins and SD of the differences."""
 
     n: int
@@ -219,9 +220,6 @@ class TostPowerResult:
     n_needed: int | None  # pairs for 80 % TOST power at true difference 0
     target_power: float
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def tost_power_analysis(n: int, sd: float, low: float, high: float, *, alpha: float = 0.05,

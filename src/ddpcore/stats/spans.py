@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..signature import AsDict
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ._table import result_to_dict, factorize, json_safe, load_long_table, signature
+from ._table import result_to_dict, factorize, load_long_table, signature
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -35,7 +36,7 @@ BOUNDARY_HIGH = 0.8
 
 
 @dataclasses.dataclass(frozen=True)
-class RegressionResult:
+class RegressionResult(AsDict):
     """Simple OLS fit ``y = intercept + slope * x``."""
 
     r2: float
@@ -44,9 +45,6 @@ class RegressionResult:
     intercept: float
     n: int
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def ols_r2(x: npt.ArrayLike, y: npt.ArrayLike) -> RegressionResult:
@@ -78,7 +76,7 @@ def ols_r2(x: npt.ArrayLike, y: npt.ArrayLike) -> RegressionResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class RecoverabilityResult:
+class RecoverabilityResult(AsDict):
     """R^2 of the target condition's unit scores regressed on the predictor condition's."""
 
     r2: float
@@ -91,9 +89,6 @@ class RecoverabilityResult:
     unit: list[str]
     n_unmatched: int
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def score_recoverability_r2(
@@ -176,16 +171,13 @@ def errors_per_1000_chars(n_errors: npt.ArrayLike, text: Any) -> npt.NDArray[np.
 
 
 @dataclasses.dataclass(frozen=True)
-class RateResult:
+class RateResult(AsDict):
     """A proportion ``n_hits / n``."""
 
     rate: float
     n_hits: int
     n: int
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def error_free_rate(
@@ -243,16 +235,13 @@ def _span_positions(
 
 
 @dataclasses.dataclass(frozen=True)
-class BoundaryRateResult:
+class BoundaryRateResult(AsDict):
     """Share of spans whose midpoint lies in the first or last 20 % of the segment."""
 
     rate: float
     n_boundary: int
     n_spans: int
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))
 
 
 def boundary_span_rate(
