@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="segment table to write (.parquet, .csv, .tsv, .jsonl, .json; .gz compresses a text "
                         "format; '-' writes it to stdout, see --stdout-format, and the summary goes to stderr); "
                         "one row per input segment. Text formats get the run signature in "
-                        "PATH.signature.json, Parquet in its metadata")
+                        "PATH.signature.json, Parquet in its metadata. With --engine ray, a folder (DIR/, or a "
+                        "pyarrow.fs URI such as s3://bucket/run/) keeps the run's Parquet dataset there: one part per "
+                        "batch and table, a _SUCCESS manifest with the signature")
     p.add_argument("--anchors", default=None, metavar="PATH", help="also write the anchors table (one row per anchor)")
     p.add_argument("--sentences", default=None, metavar="PATH", help="also write per-sentence DDP")
     p.add_argument("--documents", default=None, metavar="PATH",
@@ -64,7 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="local: this machine (-j processes); ray: the same stages on Ray actors, one spaCy pipeline "
                         "per actor, -j actors (auto = the cluster's CPUs), same output; needs "
-                        "pip install 'ddpcore[ray]'; no --resume, --shard or parse cache")
+                        "pip install 'ddpcore[ray]'; the workers read the input and write their parts on storage every "
+                        "node sees (the input, the output's folder and --cache must be there); --resume works, "
+                        "--shard does not")
     e.add_argument("--start-method", choices=("fork", "spawn"), default=None,
                    help="how -j N > 1 starts its worker processes (local engine): fork = load the spaCy pipeline "
                         "once and fork the workers from this process (they share its memory and start at once; "
@@ -90,6 +94,27 @@ def _shard_arg(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"[D173] expected 0 <= I < N (shard I of N, 0-based; e.g. 0/{max(n, 2)}), "
                                          f"not {text!r}")
     return i, n
+
+
+def _ray_dataset(args: argparse.Namespace, options: list, source: object) -> list | None:
+    """``-o DIR/`` (or a URI) with ``--engine ray``: the dataset target, alone (D868 for other outputs);
+    None for a file output."""
+    from ..errors import DDPUsageError
+    from ..io.fs import is_uri
+
+    out = str(args.output)
+    if not (out.endswith("/") or is_uri(out)):
+        return None
+    if args.engine != "ray":
+        raise DDPUsageError(f"-o/--output {out}: a dataset folder (or URI) is written by --engine ray only; give the "
+                            "local engine a file name (e.g. ddp.parquet)", code="D868")
+    others = [opt for opt, value in options[1:] if value]
+    if others:
+        raise DDPUsageError(f"{others[0]}: with -o {out} (a dataset) the anchors and sentences are parts of the dataset; "
+                            f"drop {others[0]}, or write -o to a file", code="D868")
+    from ..engines.ray_engine import dataset_target
+
+    return [dataset_target(out, "-o/--output", (source, args.docs))]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
                ("--documents", args.documents)]
     if args.documents == "-":
         raise DDPUsageError("--documents: give a file name; only -o can write to stdout", code="D135")
-    checked = check_outputs(options, [source, args.docs], stdout_format=args.stdout_format, sidecars=True)
+    checked = _ray_dataset(args, options, source) or \
+        check_outputs(options, [source, args.docs], stdout_format=args.stdout_format, sidecars=True)
     by_option = {t.option: t for t in checked}
     targets = {role: by_option.get(opt)
                for role, (opt, _) in zip(("segments", "anchors", "sentences", "documents"), options)}
