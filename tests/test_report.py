@@ -95,7 +95,7 @@ def test_plot_profile_png_and_svg(profile, tmp_path: Path, kind: str, capsys) ->
     text = svg.read_text(encoding="utf-8")
     assert text.lstrip().startswith("<?xml") and "<svg" in text and text.rstrip().endswith("</svg>")
     words = svg_texts(svg)
-    assert "DDP (sentences)" in words
+    assert "DDP (sentences, symlog scale)" in words  # the DDP axis of every figure (issue 23)
     assert ("segments" in words) if kind == "hist" else ("share of segments with DDP ≤ x" in words)
     assert "5 segments, 2 documents" in words
     assert "fiction (n=2)" in words and "news (n=3)" in words
@@ -337,7 +337,7 @@ def test_plot_without_matplotlib(profile, tmp_path: Path, monkeypatch, capsys) -
     p, _ = profile
     assert main(["plot", str(p), "--kind", "hist", "-o", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err
-    assert "[D670]" in err and "pip install 'ddpcore[plot]'" in err and len(err.strip().splitlines()) == 1
+    assert "[D670]" in err and "pip install '.[plot]'" in err and len(err.strip().splitlines()) == 1
 
 
 # ---------------------------------------------------------------- report
@@ -370,8 +370,9 @@ def test_report_html_content(profile, tmp_path: Path, capsys) -> None:
     # the per-domain table (summarize) and the signature
     assert "<td>news</td>" in page and "<td>fiction</td>" in page and "&quot;rules&quot;: &quot;refined&quot;" in page
     # top segments: a/2 (DDP 4), b/1 (DDP 3), a/1 (DDP 2), text escaped, anchor + antecedent highlighted
-    order = [page.index(f"document <b>{d}</b>, segment <b>{s}</b>") for d, s in (("a", 2), ("b", 1), ("a", 1))]
-    assert order == sorted(order) and "segment <b>0</b>" not in page
+    top = _top_section(page)
+    order = [top.index(f"document <b>{d}</b>, segment <b>{s}</b>") for d, s in (("a", 2), ("b", 1), ("a", 1))]
+    assert order == sorted(order) and "segment <b>0</b>" not in top
     assert "&lt;Bob&gt;" in page and "<Bob>" not in page and "She &amp; he" in page
     assert re.search(r'<mark class="anchor"[^>]*>Alice</mark> called', page)
     assert re.search(r'<mark class="antecedent"[^>]*>Alice Smith</mark> met', page)  # context of a/2: segment 0

@@ -1,16 +1,23 @@
 """``ddp report``: one self-contained HTML file (inline CSS and inline SVG, nothing fetched) with the
-per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments with the anchor and the
-antecedent that set each DDP highlighted (what ``ddp explain`` shows), the stratify curves when given, and
-the run signature. All text from the data is escaped with :func:`html.escape`.
+per-domain DDP table, the DDP histogram and ECDF (symlog DDP axis), the top-k highest-DDP segments and the
+top few of each domain with the anchor, the antecedent and the first mention a chained distance runs to
+highlighted (what ``ddp explain`` shows, with its table), the stratify curves and numbers (join accounting,
+bin table with n, mean and CI, n_boot, seed) when given, and the run signature. All text from the data is escaped with :func:`html.escape`.
 
-Error codes: D679 ``--top`` not positive, D680 the anchors table lacks needed columns. An anchors table of
-another run is not an error: the segment says that no anchor with its DDP distance was found.
+Error codes: D679 ``--top`` not positive, D610 ``--top-per-domain`` negative, D680 the anchors table lacks
+needed columns. An anchors table of another run is not an error: the segment says that no anchor with its
+DDP distance was found.
+
+A report is meant to be shared: every path it shows (title, signature, ``<meta>``) is relative as given or a
+file name, and the home folder never appears (:func:`shareable`). The Parquet signature of the profile is
+not changed.
 """
 from __future__ import annotations
 
 import html
 import json
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import schema as S
@@ -33,6 +40,9 @@ figure{margin:1em 0}figure svg{max-width:100%;height:auto}
  overflow:auto}
 mark.anchor{background:#E69F00;color:#000;padding:0 .15em;border-radius:3px;font-weight:600}
 mark.antecedent{background:#56B4E9;color:#000;padding:0 .15em;border-radius:3px;font-weight:600}
+mark.first{background:#009E73;color:#000;padding:0 .15em;border-radius:3px;font-weight:600}
+.ctx.first{border-left-color:#009E73}details.explain{margin-top:.4em;font-size:.88em}
+details.explain pre{background:#f6f6f6;padding:.5em;overflow:auto;white-space:pre}p.seen{margin:.3em 0}
 .ctx{font-size:.9em;color:#333;border-left:3px solid #56B4E9;padding-left:.6em;margin-top:.4em;
  white-space:pre-wrap;max-height:10em;overflow:auto}
 pre.sig{background:#f6f6f6;padding:.8em;font-size:.82em;overflow:auto;white-space:pre-wrap}
@@ -64,7 +74,7 @@ def summary_table(df: pl.DataFrame, signature: dict[str, Any], ddp_col: str = S.
     dom = cols.get("domain") or S.DOMAIN
     doc = cols.get("document") or S.DOCUMENT_ID
     src = df if ddp_col == S.DDP else df.with_columns(pl.col(ddp_col).alias(S.DDP))  # summarize reads 'ddp'
-    t = summarize(src, by=dom if dom in df.columns else None, document=doc)
+    t = summarize(src, by=dom if dom in df.columns else None, document_col=doc)
     lab = plots.ddp_label(ddp_col)
     head = ["domain", "documents", "segments", f"mean {lab}", f"median {lab}", f"p90 {lab}", f"max {lab}",
             f"zero-{lab} share"]
@@ -103,14 +113,193 @@ def _find(text: str, needle: str | None) -> tuple[int, int] | None:
     return (i, i + len(needle)) if i >= 0 else None
 
 
-def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict[str, Any], k: int,
-                 ddp_col: str = S.DDP) -> str:
-    """The ``k`` segments of highest ``ddp_col`` (ties in profile order), with the anchors that set it."""
+@dataclass(frozen=True)
+class FirstMention:
+    """The mention a chained distance runs to (``reference_sentence``), found in the anchors table:
+    its text, sentence, segment and character span in that segment's text (None when not found)."""
+
+    text: str | None
+    sentence: int
+    segment: Any
+    span: tuple[int, int] | None
+
+
+def first_mention(doc_anchors: pl.DataFrame, anchor: dict[str, Any], seg_col: str) -> FirstMention | None:
+    """The first mention of the entity an anchor's distance is measured to, when it is not the linked
+    antecedent (``reference_sentence != antecedent_sentence``: the chained distance runs past the
+    antecedent to the entity's first mention, as ``ddp explain`` says). ``doc_anchors``: the anchors
+    rows of the anchor's document. The entity is the antecedent's (its ``entity_id``); without one,
+    the mention in the reference sentence whose text is the antecedent's, else the only
+    first mention in that sentence; None when the distance is measured to the antecedent itself."""
+    import polars as pl
+
+    ref, ant = anchor.get(S.REFERENCE_SENTENCE), anchor.get(S.ANTECEDENT_SENTENCE)
+    if ref is None or ant is None or ref < 0 or ref == ant:
+        return None
+    names = doc_anchors.filter(pl.col(S.KIND) != "pronoun") if S.KIND in doc_anchors.columns else doc_anchors
+    at_ref = names.filter(pl.col(S.SENTENCE) == ref)
+    pick = at_ref.head(0)
+    if S.ENTITY_ID in names.columns:
+        ent = names.filter((pl.col(S.SENTENCE) == ant) & (pl.col(S.TEXT) == anchor.get(S.ANTECEDENT_TEXT)))
+        ids = [e for e in ent[S.ENTITY_ID].to_list() if e is not None and e >= 0]
+        if ids:
+            pick = at_ref.filter(pl.col(S.ENTITY_ID) == ids[0])
+    if pick.height == 0:
+        pick = at_ref.filter(pl.col(S.TEXT) == anchor.get(S.ANTECEDENT_TEXT))
+    if pick.height == 0 and S.ANTECEDENT_KIND in at_ref.columns:
+        firsts = at_ref.filter(pl.col(S.ANTECEDENT_KIND) == "first_mention")
+        pick = firsts if firsts.height == 1 else pick
+    if pick.height == 0:
+        return FirstMention(None, int(ref), None, None)
+    row = pick.row(0, named=True)
+    return FirstMention(row[S.TEXT], int(ref), row[seg_col], (int(row[S.CHAR_START]), int(row[S.CHAR_END])))
+
+
+#: the columns of the anchors table that ``ddp explain``'s table needs (ExplainResult.to_text)
+EXPLAIN_COLUMNS = (S.SENTENCE, S.TEXT, S.KIND, S.LABEL, S.ANTECEDENT_KIND, S.ANTECEDENT_TEXT,
+                   S.ANTECEDENT_SENTENCE, S.REFERENCE_SENTENCE, S.DISTANCE_SENTENCES)
+
+
+def _explain_block(r: dict[str, Any], seg_anchors: pl.DataFrame, signature: dict[str, Any], doc: str, seg: str,
+                   text: str) -> str:
+    """The ``ddp explain`` table of one segment (:meth:`ddpcore.explain.ExplainResult.to_text` on the
+    segment's rows of the anchors table, nothing re-parsed), folded in a ``<details>``."""
+    from ..explain import ExplainResult
+
+    if any(c not in seg_anchors.columns for c in EXPLAIN_COLUMNS) or S.N_SENTENCES not in r \
+            or S.FIRST_SENTENCE not in r:
+        return ""
+    if S.CERTIFIED in seg_anchors.columns and S.CONFIDENCE not in seg_anchors.columns:
+        seg_anchors = seg_anchors.drop(S.CERTIFIED)
+    res = ExplainResult(document=str(r[doc]), segment=str(r[seg]), ddp=int(r[S.DDP] or 0),
+                        ddp_certified=r.get(S.DDP_CERTIFIED) if signature.get("certify") else None,
+                        n_sentences=int(r[S.N_SENTENCES] or 0), first_sentence=int(r[S.FIRST_SENTENCE] or 0),
+                        text=text, anchors=seg_anchors.sort(S.SENTENCE), signature=signature)
+    return ('<details class="explain"><summary><code>ddp explain</code> of this segment (* = sets the DDP)</summary>'
+            f'<pre>{_e(res.to_text())}</pre></details>')
+
+
+def _context(df: pl.DataFrame, doc: str, seg: str, txt: str, d: Any, seg_id: Any,
+             span: tuple[int, int] | None, needle: str | None, cls: str, title: str) -> str | None:
+    """The text of segment ``seg_id`` of document ``d`` with ``span`` (or the first ``needle``) marked."""
+    import polars as pl
+
+    src = df.filter((pl.col(doc).cast(pl.String) == str(d)) & (pl.col(seg).cast(pl.String) == str(seg_id)))
+    if src.height == 0 or txt not in df.columns:
+        return None
+    ctx = str(src[txt][0] or "")
+    hit = span if span is not None and 0 <= span[0] < span[1] <= len(ctx) else _find(ctx, needle)
+    return _highlight(ctx, [(*hit, cls, title)]) if hit else _e(ctx)
+
+
+def _segment_of_sentence(df: pl.DataFrame, doc: str, d: Any, sentence: int) -> Any:
+    import polars as pl
+
+    if S.FIRST_SENTENCE not in df.columns:
+        return None
+    src = df.filter((pl.col(doc).cast(pl.String) == str(d)) & (pl.col(S.FIRST_SENTENCE) <= sentence)
+                    ).sort(S.FIRST_SENTENCE).tail(1)
+    return src.row(0, named=True) if src.height else None
+
+
+def segment_block(df: pl.DataFrame, r: dict[str, Any], anchors: pl.DataFrame | None, signature: dict[str, Any],
+                  ddp_col: str = S.DDP, block_id: str | None = None) -> str:
+    """One segment of the top list: its text with the anchors that set ``ddp_col`` marked, per anchor one
+    line (anchor -> antecedent -> the first mention a chained distance runs to, and the distance as
+    ``ddp explain`` computes it), the earlier segment holding that mention, and the ``ddp explain`` table."""
     import polars as pl
 
     cols = signature.get("columns", {}) or {}
     doc, seg = cols.get("document") or S.DOCUMENT_ID, cols.get("segment") or S.SEGMENT_ID
     txt, dom = cols.get("text") or S.SOURCE, cols.get("domain") or S.DOMAIN
+    only_certified = anchors is not None and ddp_col == S.DDP_CERTIFIED and S.CERTIFIED in anchors.columns
+    has_text = txt in df.columns
+    d, s_id, ddp = r[doc], r[seg], r[ddp_col]
+    text = str(r[txt]) if has_text and r[txt] is not None else ""
+    meta = (f"document <b>{_e(d)}</b>, segment <b>{_e(s_id)}</b>"
+            + (f", domain {_e(r[dom])}" if dom in df.columns else "")
+            + f": <b>{_e(plots.ddp_label(ddp_col))} {_e(ddp)}</b> sentence(s)")
+    spans: list[tuple[int, int, str, str]] = []
+    extra: list[str] = []
+    explain = ""
+    if anchors is not None:
+        doc_anchors = anchors.filter(pl.col(doc).cast(pl.String) == str(d))
+        a = doc_anchors.filter(pl.col(seg).cast(pl.String) == str(s_id))
+        setting = a.filter(pl.col(S.DISTANCE_SENTENCES) == ddp) if ddp and ddp > 0 else a.head(0)
+        if only_certified:
+            setting = setting.filter(pl.col(S.CERTIFIED).fill_null(False))
+        first = r.get(S.FIRST_SENTENCE)
+        n_here = r.get(S.N_SENTENCES) or 0
+
+        def here(sentence: Any) -> bool:
+            return first is not None and sentence is not None and first <= sentence < first + n_here
+
+        shown: set[Any] = set()
+        for ar in setting.iter_rows(named=True):  # display only: the few anchors that set one segment's DDP
+            spans.append((int(ar[S.CHAR_START]), int(ar[S.CHAR_END]), "anchor",
+                          f"anchor (sentence {ar[S.SENTENCE]}), distance {ddp}"))
+            ant, ant_s, ref_s = ar[S.ANTECEDENT_TEXT], ar[S.ANTECEDENT_SENTENCE], ar.get(S.REFERENCE_SENTENCE)
+            line = f"<b>{_e(ar[S.TEXT])}</b> (sentence {_e(ar[S.SENTENCE])})"
+            if ar.get(S.ANTECEDENT_KIND) == "none":
+                extra.append(f"<div>{line}: no compatible antecedent before it, distance {_e(ddp)}</div>")
+                continue
+            line += f" &rarr; antecedent <b>{_e(ant)}</b> (sentence {_e(ant_s)})"
+            fm = first_mention(doc_anchors, ar, seg)
+            if here(ant_s):
+                hit = _find(text[: int(ar[S.CHAR_START])], ant) or _find(text, ant)
+                if hit:
+                    spans.append((*hit, "antecedent", f"antecedent (sentence {ant_s})"))
+            if fm is not None:  # chained: the distance runs on to the entity's first mention
+                line += (f" &rarr; first mention <b>{_e(fm.text) if fm.text else '(not in the anchors table)'}</b> "
+                         f"(sentence {fm.sentence}" + (f", segment {_e(fm.segment)}" if fm.segment is not None
+                                                        else "") + ")")
+                target, target_s, target_text, span = "first", fm.sentence, fm.text, fm.span
+            else:
+                target, target_s, target_text, span = "antecedent", ant_s, ant, None
+            dist = (f"distance {_e(ar[S.SENTENCE])} &minus; {_e(ref_s)} = {_e(ddp)}" if ref_s is not None
+                    and ref_s >= 0 else f"distance {_e(ddp)}")
+            line += f", {dist}"
+            if fm is not None and here(fm.sentence) and fm.span is not None and fm.segment is not None \
+                    and str(fm.segment) == str(s_id):
+                spans.append((*fm.span, "first", f"first mention (sentence {fm.sentence})"))
+                extra.append(f"<div>{line}</div>")
+                continue
+            if target_s is None or target_s < 0 or here(target_s) or not has_text:
+                extra.append(f"<div>{line}</div>")
+                continue
+            holder = fm.segment if fm is not None and fm.segment is not None else None
+            if holder is None:
+                row = _segment_of_sentence(df, doc, d, int(target_s))
+                holder = None if row is None else row[seg]
+            key = (target, str(holder), target_s)
+            body = None if holder is None or key in shown else _context(
+                df, doc, seg, txt, d, holder, span, target_text, target,
+                f"{'first mention' if target == 'first' else 'antecedent'} (sentence {target_s})")
+            if body is None:
+                extra.append(f"<div>{line}" + (f", in segment {_e(holder)} (shown above)" if key in shown else "")
+                             + "</div>")
+            else:
+                shown.add(key)
+                extra.append(f'<div>{line}, in segment {_e(holder)}:</div><div class="ctx {target}">{body}</div>')
+        if setting.height == 0 and ddp and ddp > 0:
+            extra.append('<div class="note">no anchor with this distance in the anchors table (is it the '
+                         "anchors table of this profile?)</div>")
+        explain = _explain_block(r, a, signature, doc, seg, text)
+    body = _highlight(text, spans) if text else '<span class="note">(the profile has no text column)</span>'
+    ident = f' id="{_e(block_id)}"' if block_id else ""
+    return (f'<div class="seg"{ident}><div class="meta">{meta}</div><div class="text">{body}</div>'
+            + "".join(extra) + explain + "</div>")
+
+
+LEGEND = ('<p class="legend"><mark class="anchor">anchor</mark> the mention that sets the DDP; '
+          '<mark class="antecedent">antecedent</mark> the earlier mention it resolves to; '
+          '<mark class="first">first mention</mark> of that entity, where a chained distance is measured to '
+          "(when it is not the antecedent).</p>")
+
+
+def _check_top_inputs(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict[str, Any]) -> None:
+    cols = signature.get("columns", {}) or {}
+    doc, seg = cols.get("document") or S.DOCUMENT_ID, cols.get("segment") or S.SEGMENT_ID
     if doc not in df.columns or seg not in df.columns:
         raise DDPDataError(f"the profile has no '{doc}'/'{seg}' columns; give the segment table of `ddp profile`",
                            code="D671")
@@ -122,63 +311,60 @@ def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict
         if miss:
             raise DDPDataError(f"--anchors: missing column(s) {', '.join(miss)}; give the --anchors table of "
                                "`ddp profile`", code="D680")
-    top = (df.with_row_index("__row").filter(pl.col(ddp_col).is_not_null())
-           .sort([ddp_col, "__row"], descending=[True, False]).head(k))
-    # ddp_certified is set by certified anchors only: the anchors table says which (its 'certified' column)
-    only_certified = anchors is not None and ddp_col == "ddp_certified" and "certified" in anchors.columns
-    has_text = txt in df.columns
-    parts = ['<p class="legend"><mark class="anchor">anchor</mark> the mention that sets the DDP; '
-             '<mark class="antecedent">antecedent</mark> the earlier mention it resolves to.</p>']
+
+
+def _ranked(df: pl.DataFrame, ddp_col: str) -> pl.DataFrame:
+    """Segments with a DDP, highest first, ties in profile order (``__row``: the profile row)."""
+    import polars as pl
+
+    return (df.with_row_index("__row").filter(pl.col(ddp_col).is_not_null())
+            .sort([ddp_col, "__row"], descending=[True, False]))
+
+
+def top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict[str, Any], k: int,
+                 ddp_col: str = S.DDP) -> str:
+    """The ``k`` segments of highest ``ddp_col`` (ties in profile order), with the anchors that set it;
+    each segment block has the id ``top-<profile row>``."""
+    _check_top_inputs(df, anchors, signature)
+    parts = [LEGEND]
     if anchors is None:
         parts.append('<p class="note">Give <code>--anchors ANCHORS.parquet</code> (written by <code>ddp profile '
                      '--anchors</code>) to highlight the anchor and antecedent of each segment.</p>')
-    for r in top.iter_rows(named=True):
-        d, s_id, ddp = r[doc], r[seg], r[ddp_col]
-        text = str(r[txt]) if has_text and r[txt] is not None else ""
-        meta = (f"document <b>{_e(d)}</b>, segment <b>{_e(s_id)}</b>"
-                + (f", domain {_e(r[dom])}" if dom in df.columns else "")
-                + f": <b>{_e(plots.ddp_label(ddp_col))} {_e(ddp)}</b> sentence(s)")
-        spans: list[tuple[int, int, str, str]] = []
-        extra = []
-        if anchors is not None:
-            a = anchors.filter((pl.col(doc).cast(pl.String) == str(d))
-                               & (pl.col(seg).cast(pl.String) == str(s_id)))
-            setting = a.filter(pl.col(S.DISTANCE_SENTENCES) == ddp) if ddp and ddp > 0 else a.head(0)
-            if only_certified:
-                setting = setting.filter(pl.col("certified").fill_null(False))
-            for ar in setting.iter_rows(named=True):
-                spans.append((int(ar[S.CHAR_START]), int(ar[S.CHAR_END]), "anchor",
-                              f"anchor (sentence {ar[S.SENTENCE]}), distance {ddp}"))
-                ant, ant_s = ar[S.ANTECEDENT_TEXT], ar[S.ANTECEDENT_SENTENCE]
-                # the antecedent: in this segment's text if its sentence is here, else in the segment holding it
-                first = r.get(S.FIRST_SENTENCE)
-                here = first is not None and ant_s is not None and first <= ant_s < first + (r.get(S.N_SENTENCES) or 0)
-                line = (f"<b>{_e(ar[S.TEXT])}</b> (sentence {_e(ar[S.SENTENCE])}) &rarr; antecedent "
-                        f"<b>{_e(ant)}</b> (sentence {_e(ant_s)}), distance {_e(ddp)}")
-                if here:
-                    hit = _find(text[: int(ar[S.CHAR_START])], ant) or _find(text, ant)
-                    if hit:
-                        spans.append((*hit, "antecedent", f"antecedent (sentence {ant_s})"))
-                    extra.append(f"<div>{line}</div>")
-                elif ant_s is not None and ant_s >= 0 and S.FIRST_SENTENCE in df.columns and has_text:
-                    src = df.filter((pl.col(doc).cast(pl.String) == str(d)) & (pl.col(S.FIRST_SENTENCE) <= ant_s)
-                                    ).sort(S.FIRST_SENTENCE).tail(1)
-                    if src.height:
-                        ctx = str(src[txt][0] or "")
-                        hit = _find(ctx, ant)
-                        body = _highlight(ctx, [(*hit, "antecedent", f"antecedent (sentence {ant_s})")]) \
-                            if hit else _e(ctx)
-                        extra.append(f"<div>{line}, in segment {_e(src[seg][0])}:</div><div class=\"ctx\">{body}</div>")
-                    else:
-                        extra.append(f"<div>{line}</div>")
-                else:
-                    extra.append(f"<div>{line}</div>")
-            if anchors is not None and setting.height == 0 and ddp and ddp > 0:
-                extra.append('<div class="note">no anchor with this distance in the anchors table (is it the '
-                             "anchors table of this profile?)</div>")
-        body = _highlight(text, spans) if text else '<span class="note">(the profile has no text column)</span>'
-        parts.append(f'<div class="seg"><div class="meta">{meta}</div><div class="text">{body}</div>'
-                     + "".join(extra) + "</div>")
+    for r in _ranked(df, ddp_col).head(k).iter_rows(named=True):
+        parts.append(segment_block(df, r, anchors, signature, ddp_col, block_id=f"top-{r['__row']}"))
+    return "".join(parts)
+
+
+def domain_top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signature: dict[str, Any], k: int,
+                   shown: int, ddp_col: str = S.DDP) -> str:
+    """Per domain, its ``k`` segments of highest ``ddp_col`` above 0; a segment already among the overall top
+    ``shown`` is one line linking to it (``#top-<row>``). '' without a domain column or with one domain."""
+    import polars as pl
+
+    cols = signature.get("columns", {}) or {}
+    dom = cols.get("domain") or S.DOMAIN
+    doc, seg = cols.get("document") or S.DOCUMENT_ID, cols.get("segment") or S.SEGMENT_ID
+    if k < 1 or dom not in df.columns or df[dom].n_unique() < 2:
+        return ""
+    _check_top_inputs(df, anchors, signature)
+    ranked = _ranked(df, ddp_col)
+    overall = set(ranked.head(shown)["__row"].to_list())
+    lab = plots.ddp_label(ddp_col)
+    parts = [f'<p class="note">The {k} highest-{_e(lab)} segments of each domain ({_e(lab)} &gt; 0; a segment of '
+             f"the overall top {shown} links to it above).</p>"]
+    names = sorted(ranked[dom].cast(pl.String).fill_null("(none)").unique().to_list())
+    for name in names:
+        sub = ranked.filter((pl.col(dom).cast(pl.String).fill_null("(none)") == name) & (pl.col(ddp_col) > 0)).head(k)
+        parts.append(f'<h3 id="domain-{_e(name)}">{_e(name)}</h3>')
+        if sub.height == 0:
+            parts.append(f'<p class="note">no segment of this domain has {_e(lab)} &gt; 0.</p>')
+        for r in sub.iter_rows(named=True):
+            if r["__row"] in overall:
+                parts.append(f'<p class="seen">document <b>{_e(r[doc])}</b>, segment <b>{_e(r[seg])}</b>: '
+                             f'<b>{_e(lab)} {_e(r[ddp_col])}</b> &mdash; <a href="#top-{r["__row"]}">shown in the '
+                             "overall top list</a></p>")
+            else:
+                parts.append(segment_block(df, r, anchors, signature, ddp_col, block_id=f"dom-{r['__row']}"))
     return "".join(parts)
 
 
@@ -274,47 +460,99 @@ def stratify_section(res: dict[str, Any]) -> str:
     parts.append(stratify_join_table(sig.get("join") or {}))
     parts.append("<h3>Mean score per DDP bin</h3>")
     nb, seed = sig.get("n_boot"), sig.get("seed")
+    sc = sig.get("score_col")
+    score = ", ".join(str(c) for c in sc) if isinstance(sc, list) else sc
     parts.append(f'<p class="note">CIs: {_e(sig.get("ci", "document bootstrap, 95% percentile"))}; n_boot '
                  f"{_e(nb if nb is not None else '(not recorded)')}, seed {_e(seed if seed is not None else '(not recorded)')}; "
-                 f"score column {_e(sig.get('score_col'))}.</p>")
-    parts.append(stratify_bin_table(res))
+                 f"score column{'s' if isinstance(sc, list) and len(sc) > 1 else ''} {_e(score)}.</p>")
+    n_groups = len(res.get("groups") or []) + len(res.get("gaps") or [])
+    table = stratify_bin_table(res)
+    if n_groups > OPEN_GROUPS:  # folded: the figures above already show every group
+        table = (f"<details><summary>{n_groups} groups &times; {len(sig.get('bins') or []) - 1 or ''} bins "
+                 f"(click to open)</summary>{table}</details>")
+    parts.append(table)
     return "".join(parts)
 
 
+#: a bin table of more groups than this is folded in a <details> element
+OPEN_GROUPS = 12
+
+
+def shareable(obj: Any, home: str | None = None) -> Any:
+    r"""``obj`` (a signature: dicts, lists, strings, numbers) with nothing that names the local machine's
+    folders, so a report can be shared: an absolute path (POSIX ``/...``, Windows ``C:\...`` or
+    ``\\server\...``) becomes its file name, a relative path is kept, and the home folder (``home``,
+    default the user's) inside any other string becomes ``~``. Dict keys are kept."""
+    import os
+    import re
+
+    home = os.path.expanduser("~") if home is None else home
+    home = home.rstrip("/\\") if home and home not in ("/", "~") else None
+
+    def one(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: one(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [one(x) for x in v]
+        if not isinstance(v, str):
+            return v
+        if "\n" not in v and (v.startswith("/") or re.match(r"^(?:[A-Za-z]:[\\/]|\\\\)", v)):
+            name = re.split(r"[\\/]", v.rstrip("/\\"))[-1]
+            return name or v
+        return v.replace(home, "~") if home else v
+
+    return one(obj)
+
+
+def display_path(path: str | None) -> str | None:
+    """A path as the report shows it (:func:`shareable`): relative as given, absolute as its file name."""
+    return None if path is None else shareable(str(path))
+
+
+#: how the report shows paths (recorded in its signature)
+PATHS_NOTE = "absolute paths shown as file names, the home folder as ~ (the report names no local folder)"
+
+
 def report_signature(profile: str, sig: dict[str, Any], *, stratify: str | None, anchors: str | None, top: int,
-                     ddp_col: str) -> dict[str, Any]:
+                     ddp_col: str, top_per_domain: int = 0) -> dict[str, Any]:
     """The signature of a report (in its ``<meta name="ddpcore-signature">``): ddpcore version, inputs, the
-    DDP column shown (``--ddp-col``), ``top`` and the profile's own signature."""
+    DDP column shown (``--ddp-col``), ``top``, ``top_per_domain`` and the profile's own signature, every path
+    made shareable (:func:`shareable`: file names, no local folder)."""
     from .._version import __version__
 
-    return {"ddpcore": __version__, "report": "ddp report", "profile": str(profile), "ddp_col": ddp_col,
-            "stratify": stratify, "anchors": anchors, "top": int(top), "profile_signature": sig}
+    return {"ddpcore": __version__, "report": "ddp report", "profile": display_path(profile), "ddp_col": ddp_col,
+            "stratify": display_path(stratify), "anchors": display_path(anchors), "top": int(top),
+            "top_per_domain": int(top_per_domain), "paths": PATHS_NOTE, "profile_signature": shareable(sig)}
 
 
 def render(profile: str, *, stratify: str | None = None, anchors: str | None = None, top: int = 10,
-           title: str | None = None, ddp_col: str = S.DDP) -> str:
+           title: str | None = None, ddp_col: str = S.DDP, top_per_domain: int = 3) -> str:
     """The report as an HTML string; ``ddp_col`` is the DDP column of the table, the figures and the top-K
-    (a ``stratify`` result computed on another column is D782)."""
-    import polars as pl
-
+    (a ``stratify`` result computed on another column is D782); ``top_per_domain`` (>= 0) segments of
+    highest DDP per domain follow the overall ``top``. Paths in the page are shareable (:func:`shareable`)."""
     if top < 1:
         raise DDPUsageError(f"--top must be at least 1, got {top}", code="D679")
-    df, sig = plots.load_profile(profile, ddp_col=ddp_col)
+    if top_per_domain < 0:
+        raise DDPUsageError(f"--top-per-domain must be 0 or more, got {top_per_domain}", code="D610")
+    df, raw_sig = plots.load_profile(profile, ddp_col=ddp_col)
     anc = None
     if anchors is not None:
-        from ..io.tables import read_table
         from pathlib import Path
+
+        from ..io.tables import read_table
 
         anc = read_table(Path(anchors))
     strat = plots.load_stratify(stratify) if stratify is not None else None
     if strat is not None:
         plots.check_result_ddp_col(strat, ddp_col, stratify)
+        strat = {**strat, "signature": shareable(strat.get("signature") or {})}
+    sig = shareable(raw_sig)
     dom = (sig.get("columns", {}) or {}).get("domain") or S.DOMAIN
     by = dom if dom in df.columns and df[dom].n_unique() > 1 else None
     hist = plots.svg_text(plots.hist_figure(df, by=by, signature=sig, ddp_col=ddp_col))
     ecdf = plots.svg_text(plots.ecdf_figure(df, by=by, signature=sig, ddp_col=ddp_col))
     lab = plots.ddp_label(ddp_col)
-    head = title or f"DDP report: {profile}"
+    head = title or f"DDP report: {display_path(profile)}"
     body = [f"<h1>{_e(head)}</h1>",
             f'<p class="note">{df.height:,} segments; written by ddpcore {_e(sig.get("ddpcore", ""))}; '
             f"distance {_e(sig.get('distance', ''))}, rules {_e(sig.get('rules', ''))}, pipeline "
@@ -323,17 +561,20 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
             f"<h2>{_e(lab)} per domain</h2>", summary_table(df, sig, ddp_col),
             f"<h2>{_e(lab)} distribution</h2>", f'<figure id="fig-hist">{hist}</figure>', f'<figure id="fig-ecdf">{ecdf}</figure>',
             f"<h2>Top {min(top, df.height)} segments by {_e(lab)}</h2>", top_segments(df, anc, sig, top, ddp_col)]
+    per_domain = domain_top_segments(df, anc, sig, top_per_domain, top, ddp_col) if top_per_domain else ""
+    if per_domain:
+        body += [f"<h2>Top {top_per_domain} segments by {_e(lab)} per domain</h2>", per_domain]
     if strat is not None:
         body.append("<h2>Scores by DDP (ddp stratify)</h2>")
-        body.append(stratify_section(strat))
         # pages of at most 4 panels (2 x 2): a page is drawn near its own width in the page, so text stays legible
         for k, fig in enumerate(plots.curves_figures(strat, max_panels=REPORT_PANELS)):
             body.append(f'<figure id="fig-curves{"" if k == 0 else f"-{k + 1}"}">{plots.svg_text(fig)}</figure>')
+        body.append(stratify_section(strat))
     body += ["<h2>Run signature</h2>",
+             f'<p class="note">{_e(PATHS_NOTE)}.</p>',
              f'<pre class="sig">{_e(json.dumps(sig, indent=2, sort_keys=True, default=str)) if sig else "(none recorded)"}</pre>']
-    del pl
-    rsig = json.dumps(report_signature(profile, sig, stratify=stratify, anchors=anchors, top=top, ddp_col=ddp_col),
-                      sort_keys=True, default=str)
+    rsig = json.dumps(report_signature(profile, raw_sig, stratify=stratify, anchors=anchors, top=top, ddp_col=ddp_col,
+                                       top_per_domain=top_per_domain), sort_keys=True, default=str)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<meta name=\"ddpcore-signature\" content=\"{_e(rsig)}\">"

@@ -1,14 +1,15 @@
 """Figures of a DDP profile and of ``ddp stratify`` results (matplotlib, Agg backend).
 
-- :func:`hist_figure`: segments per DDP value (sentences), optionally one outlined histogram per domain;
-- :func:`ecdf_figure`: the share of segments with DDP <= x, optionally one curve per domain;
+- :func:`hist_figure`: segments per DDP bin (:func:`hist_edges`: one per value to 4, then widening bins),
+  optionally one outlined histogram per domain, on the symlog DDP axis of the curves;
+- :func:`ecdf_figure`: the share of segments with DDP <= x, optionally one curve per domain (symlog axis);
 - :func:`curves_figures`: per stratify group, the binned mean score with its 95 % CI bar and the LOWESS
   curve, on a symlog DDP axis (0 and 300 sentences on one readable axis); at most 8 series per panel
   (a larger panel is split, its parts sharing one y range) and at most :data:`MAX_PANELS` panels per
   figure (more go to further pages: :func:`page_paths` names their files ``STEM-p01.EXT`` ...).
 
 Colours: the Okabe-Ito colour-blind-safe palette (:data:`PALETTE`). matplotlib is imported lazily;
-without it :func:`pyplot` raises a one-line D670 usage error naming ``pip install 'ddpcore[plot]'``.
+without it :func:`pyplot` raises a one-line D670 usage error naming :data:`INSTALL_HINT`.
 
 Error codes: D670 matplotlib missing, D671 the plot input lacks a needed column / is not a stratify
 result, D672 unknown output extension for a figure, D673 ``--by`` column missing, D674 nothing to plot,
@@ -21,7 +22,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,10 @@ if TYPE_CHECKING:
 #: Okabe & Ito (2008), black moved last and yellow (low contrast on white) next to last
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 FIGURE_FORMATS = ("png", "svg")
-INSTALL_HINT = "pip install 'ddpcore[plot]'"
+#: what installs matplotlib: from a clone of the repository (the package is not on an index yet)
+INSTALL_HINT = "pip install '.[plot]' in the ddpcore clone (or pip install 'matplotlib>=3.7')"
+#: the stacked score-column name of ``ddp stratify`` (stats.stratify.METRIC): always a panel, never a series
+METRIC_COL = "metric"
 RC = {
     "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9,
     "xtick.labelsize": 10, "ytick.labelsize": 10, "axes.spines.top": False, "axes.spines.right": False,
@@ -169,8 +173,8 @@ def hist_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
     if vals.size == 0:
         raise DDPDataError("no segments with a DDP value to plot", code="D674")
     top = int(vals.max())
-    width = max(1, math.ceil((top + 1) / 60))
-    edges = np.arange(0, top + width + 1, width, dtype=np.float64) - 0.5
+    edges = hist_edges(top)
+    wide = edges.size > 6  # some bins hold more than one DDP value
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
         if by is None:
@@ -180,10 +184,11 @@ def hist_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
                 ax.hist(v, bins=edges, histtype="step", linewidth=2.0, color=PALETTE[i % len(PALETTE)],
                         label=f"{name} (n={v.size:,})")
             ax.legend(title=by, frameon=False)
-        ax.set_xlabel(f"{lab} (sentences)" + (f"; bins of {width} sentences" if width > 1 else ""))
-        ax.set_ylabel("segments")
-        ax.set_xlim(left=-0.5 - width * 0.5)
-        ax.set_title(title or f"{lab} distribution ({_title_suffix(df, signature or {})})")
+        symlog_ddp_axis(ax, float(edges[-1]), left=0.0)
+        ax.set_xlabel(f"{lab} (sentences, symlog scale); bins [0, 1), [1, 2) ..."
+                      + (" [5, 7), [7, 10), [10, 15), [15, 20), [20, 30) ..." if wide else ""))
+        ax.set_ylabel("segments per bin" if wide else "segments")
+        ax.set_title(wrap_title(title or f"{lab} distribution ({_title_suffix(df, signature or {})})", 8, 12))
     return fig
 
 
@@ -211,10 +216,12 @@ def ecdf_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
                     label=name if by is None else f"{name} (n={v.size:,})")
         if by is not None:
             ax.legend(title=by, frameon=False, loc="lower right")
-        ax.set_xlabel(f"{lab} (sentences)")
+        symlog_ddp_axis(ax, xmax, left=-0.1)
+        ax.set_xlabel(f"{lab} (sentences, symlog scale)")
         ax.set_ylabel(f"share of segments with {lab} ≤ x")
         ax.set_ylim(0, 1.02)
-        ax.set_title(title or f"{lab} cumulative distribution ({_title_suffix(df, signature or {})})")
+        ax.set_title(wrap_title(title or f"{lab} cumulative distribution ({_title_suffix(df, signature or {})})",
+                                8, 12))
     return fig
 
 
@@ -251,13 +258,18 @@ class CurvePanels:
     panels: dict[str, list[tuple[str, dict[str, Any]]]]
     family: dict[str, str]
     split: str | None
+    #: panel title -> the metric (value of the ``metric`` column) its y axis shows, when one is
+    scale: dict[str, str] = field(default_factory=dict)
 
 
 def curve_panels(result: dict[str, Any]) -> CurvePanels:
     """Lay a ``ddp stratify`` result out in panels.
 
     The first ``by`` column gives the series of a panel (one colour each); the other ``by`` columns
-    give the panels (e.g. ``--by system,metric``: one panel per metric, one colour per system). A
+    give the panels (e.g. ``--by system,metric``: one panel per metric, one colour per system). The
+    ``metric`` column always gives panels, whatever its place in ``by`` (``--by metric``: one panel
+    per metric; ``--by metric,system``: as ``--by system,metric``), because metrics on different
+    scales flatten each other on one y axis. A
     panel with more series than the palette has colours (8) is split into consecutive panels of at
     most 8 series each, titled ``<panel> [<column> 1-8 of 36]``; they share one y range.
     """
@@ -265,15 +277,22 @@ def curve_panels(result: dict[str, Any]) -> CurvePanels:
     by = list(sig.get("by") or [])
     gap = sig.get("gap") or None
     items: list[tuple[str, str, dict[str, Any]]] = []  # (panel, series, group)
+    scales: dict[str, str] = {}  # panel -> the metric its y axis shows
     kinds = [("groups", "")] + ([("gaps", "gap ")] if result.get("gaps") else [])
     gcols = [gap["col"]] + [c for c in by if c != gap["col"]] if gap else by
     for kind, prefix in kinds:
-        cols = gcols if kind == "gaps" else by
+        cols = _metric_last(gcols if kind == "gaps" else by)
+        metric_only = cols == [METRIC_COL]  # --by metric: one panel per metric, one series each
         for g in result.get(kind, []):
-            series = str(g.get(cols[0])) if cols else "all"
-            panel = prefix + (_group_name(g, cols[1:]) if len(cols) > 1 else (prefix and series or "scores"))
-            if kind == "gaps" and len(cols) <= 1:
+            series = "all" if metric_only else str(g.get(cols[0])) if cols else "all"
+            if metric_only:
+                panel = prefix + str(g.get(METRIC_COL))
+            else:
+                panel = prefix + (_group_name(g, cols[1:]) if len(cols) > 1 else (prefix and series or "scores"))
+            if kind == "gaps" and len(cols) <= 1 and not metric_only:
                 panel = f"gap {series}"
+            if METRIC_COL in cols and (metric_only or cols[0] != METRIC_COL):
+                scales[panel] = str(g.get(METRIC_COL))
             items.append((panel, series, g))
     if not items:
         raise DDPDataError("the stratify result has no groups to plot", code="D674")
@@ -294,12 +313,23 @@ def curve_panels(result: dict[str, Any]) -> CurvePanels:
             title = f"{name} [{what} {lo + 1}-{hi} of {len(series)}]" if name not in ("scores", "all") else \
                 f"{what} {lo + 1}-{hi} of {len(series)}"
             panels[title], family[title] = series[lo:hi], name
+            if name in scales:
+                scales[title] = scales[name]
     note = None
     if split:
         most = max(n for _, n in split)
         note = (f"{len(split)} panel(s) with more than {k} {by[0] if by else 'series'} values (up to {most}) split "
                 f"into panels of at most {k}")
-    return CurvePanels(panels, family, note)
+    return CurvePanels(panels, family, note, {n: scales[n] for n in panels if n in scales})
+
+
+def _metric_last(cols: list[str]) -> list[str]:
+    """The group columns with ``metric`` moved last: the first column gives the series of a panel, the
+    others the panels, and metrics on different scales (XCOMET 0-1, MetricX -25-0) must not share a
+    y axis, so a metric is always a panel of its own."""
+    if METRIC_COL not in cols or len(cols) == 1:
+        return list(cols)
+    return [c for c in cols if c != METRIC_COL] + [METRIC_COL]
 
 
 def curve_pages(layout: CurvePanels, max_panels: int = MAX_PANELS) -> list[list[str]]:
@@ -373,8 +403,6 @@ def _ncols(n: int) -> int:
 def _curves_page(result: dict[str, Any], layout: CurvePanels, names: list[str], ncols: int, title: str | None,
                  page: tuple[int, int]) -> Any:
     plt = pyplot()
-    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
-
     sig = result.get("signature", {}) or {}
     by = list(sig.get("by") or [])
     panels = layout.panels
@@ -423,16 +451,11 @@ def _curves_page(result: dict[str, Any], layout: CurvePanels, names: list[str], 
             yr = shared.get(layout.family[name])
             if yr is not None:
                 ax.set_ylim(*yr)
-            ax.set_xscale("symlog", linthresh=1.0)
-            ax.set_xlim(left=-0.1)
-            ticks = [t for t in (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if t <= xmax * 1.5]
-            ax.xaxis.set_major_locator(FixedLocator(ticks))
-            ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
-            ax.xaxis.set_minor_locator(NullLocator())
+            symlog_ddp_axis(ax, xmax, left=-0.1)
             ax.set_title(name if len(panels) > 1 or name not in ("scores", "all")
                          else f"{score} by {ddp_label(result_ddp_col(result))}")
             ax.set_xlabel(f"{ddp_label(result_ddp_col(result))} (sentences, symlog scale)")
-            ylab = score if "," not in score else "score"
+            ylab = layout.scale.get(name) or (score if "," not in score else "score")
             ax.set_ylabel(f"mean {ylab}" if not name.startswith("gap ") else f"{ylab} difference")
             legend_title = by[0] if by and len(panels[name]) > 1 else None
             if len(panels[name]) > 2:  # below the axes, where it covers no point
@@ -440,10 +463,54 @@ def _curves_page(result: dict[str, Any], layout: CurvePanels, names: list[str], 
                           bbox_to_anchor=(0.5, -0.2), ncols=2, borderaxespad=0.0, columnspacing=1.2)
             else:
                 ax.legend(frameon=False, fontsize=8, title=legend_title)
-        what = score if "," not in score else f"{len(sig.get('score_col') or [])} score columns"
-        head = title or f"{what} by {ddp_label(result_ddp_col(result))}: bin means with 95% document-bootstrap CIs and LOWESS"
-        fig.suptitle(head + (f" (page {page[0]} of {page[1]})" if page[1] > 1 else ""), fontsize=13)
+        head = title or f"{score} by {ddp_label(result_ddp_col(result))}: bin means with 95% document-bootstrap CIs and LOWESS"
+        head += f" (page {page[0]} of {page[1]})" if page[1] > 1 else ""
+        fig.suptitle(wrap_title(head, fig.get_figwidth(), 13), fontsize=13)
     return fig
+
+
+def wrap_title(text: str, width_in: float, fontsize: float) -> str:
+    """``text`` broken into lines that fit a figure ``width_in`` inches wide at ``fontsize`` points
+    (a line holds about width * 72 / (0.6 * fontsize) characters, a bound for DejaVu Sans at its
+    widest common letters; matplotlib clips a suptitle wider than its figure at both edges)."""
+    import textwrap
+
+    per_line = max(20, int(width_in * 72.0 / (0.6 * fontsize)) - 2)
+    return "\n".join(textwrap.wrap(text, per_line, break_long_words=False, break_on_hyphens=False)) or text
+
+
+#: DDP ticks of every symlog DDP axis (sentences)
+DDP_TICKS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000)
+
+
+def symlog_ddp_axis(ax: Any, xmax: float, left: float) -> None:
+    """The DDP x axis of every figure: symlog (linear in [0, 1], logarithmic beyond), so DDP 0 and
+    DDP 300 sit on one readable axis; ticks 0, 1, 2, 5, 10, 20, 50 ... up to about ``xmax``."""
+    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullLocator
+
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlim(left=left)
+    ticks = [t for t in DDP_TICKS if t <= max(xmax, 1.0) * 1.5]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def hist_edges(top: int) -> Any:
+    """Histogram bin edges (sentences) for DDP values ``0..top`` on the symlog axis: one bin per value for
+    0-4, then bins that widen in the steps 5, 7, 10, 15, 20, 30, 50, 70, 100 ... (about equal widths on
+    the log part of the axis). Bin ``k`` holds the whole DDP values ``edges[k] <= d < edges[k+1]`` and is drawn
+    from ``edges[k]`` to ``edges[k+1]``, as the DDP bins of the curves are. Shape ``(n_bins + 1,)``."""
+    import numpy as np
+
+    edges = [0, 1, 2, 3, 4, 5]
+    decade = 1
+    while edges[-1] <= top:
+        for m in (7, 10, 15, 20, 30, 50):
+            edges.append(m * decade)
+        decade *= 10
+    edges = [e for e in edges if e <= top] + [next(e for e in edges if e > top)]
+    return np.asarray(edges, dtype=np.float64)
 
 
 def page_paths(dest: str | os.PathLike[str], n_pages: int) -> list[Path]:
