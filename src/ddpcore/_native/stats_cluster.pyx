@@ -192,7 +192,7 @@ def sign_flip_sums(
             for j in range(n_pairs):
                 out__perm_pair[r, j] = 0.0
         return
-    for blk in prange(n_blocks, nogil=True, schedule="static", num_threads=nt):
+    for blk in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
         r0 = blk * rows_per_block
         r1 = min(r0 + rows_per_block, n_perm)
         ddp_sign_flip_block(&flip__perm_key[0, 0], n_keys, &d__key_pair[0, 0], n_pairs, &out__perm_pair[0, 0], r0, r1)

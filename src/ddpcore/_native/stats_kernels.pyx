@@ -21,7 +21,9 @@ Kernels
 ``lowess_pass``            one LOWESS pass (local linear, tricube, robustness weights)
 
 All replicate loops use OpenMP ``prange`` over replicates; each replicate is computed
-sequentially by one thread, so results do not depend on the number of threads.
+sequentially by one thread, so results do not depend on the number of threads. The loops are
+scheduled dynamically in chunks of a few replicates: on a busy machine a thread that lost its
+core does not hold the others at the end of the loop (a static split waits for its share).
 """
 import numpy as np
 cimport numpy as cnp
@@ -38,15 +40,21 @@ cnp.import_array()
 
 cdef extern from *:
     """
-    /* Column sums of the drawn rows for one or two replicates, for the W columns starting at
-       jb, with the W partial sums held in registers; `idx1`/`idx2` hold the drawn row
-       offsets. Each replicate's sums are accumulated in draw order. */
+    /* Draws per chunk: the chunk's unit indices (2 x 128 words, 2 KB) are generated, their
+       rows prefetched, then summed; 2 x 128 rows of up to 16 columns fit L1d. */
+    #define DDP_CHUNK 128
+
+    /* Add the drawn rows of one chunk to the running sums of the W columns starting at jb of
+       one or two replicates. The partial sums live in registers for the chunk and in acc1 /
+       acc2 between chunks; each column's sum is accumulated in draw order, so the value does
+       not depend on the chunk size. `idx1`/`idx2` hold the drawn row offsets. */
     template <int W>
     static inline void ddp_sum_block(const double* base, Py_ssize_t jb, const Py_ssize_t* idx1,
                                      const Py_ssize_t* idx2, Py_ssize_t n_draws, double* acc1, double* acc2) {
         double a[W], b[W];
-        for (int j = 0; j < W; ++j) { a[j] = 0.0; b[j] = 0.0; }
+        for (int j = 0; j < W; ++j) a[j] = acc1[jb + j];
         if (idx2) {
+            for (int j = 0; j < W; ++j) b[j] = acc2[jb + j];
             for (Py_ssize_t k = 0; k < n_draws; ++k) {
                 const double* r1 = base + idx1[k] + jb;
                 const double* r2 = base + idx2[k] + jb;
@@ -82,37 +90,57 @@ cdef extern from *:
         }
     }
 
+    /* Prefetch every cache line of a row of `bytes` bytes (the gather's memory latency then
+       overlaps the generation of the rest of the chunk). */
+    static inline void ddp_prefetch_row(const double* row, Py_ssize_t bytes) {
+        const char* p = (const char*)row;
+        const char* last = p + bytes - 1;
+        for (; p <= last; p += 64) __builtin_prefetch(p, 0, 3);
+        __builtin_prefetch(last, 0, 3);
+    }
+
     /* Bootstrap replicates r and r + 1 (the second only if `two`): each starts from a copy of
        the generator jumped to its own offset (skip, skip + n_draws) and draws n_draws units;
        their rows of `base` (n_units x n_cols, n_cols even) are summed into acc
-       (and acc + n_cols). The two LCG chains are independent, so drawing both hides the
-       latency of the 128-bit multiply. All state is local, so concurrent calls from OpenMP
-       threads are independent and the result does not depend on which thread runs them.
-       target_clones: an AVX2 build is picked at load time where the CPU supports it.
-       Returns 0, or -1 if the index buffer could not be allocated. */
+       (and acc + n_cols). The draws are made in chunks of DDP_CHUNK: the chunk's indices of
+       both replicates are generated (the two LCG chains are independent, so drawing both
+       hides the latency of the 128-bit multiply) and their rows prefetched, then the chunk
+       is summed. All state is local, so concurrent calls from OpenMP threads are
+       independent and the result does not depend on which thread runs them.
+       target_clones: an AVX2 build is picked at load time where the CPU supports it. */
     __attribute__((target_clones("avx2", "default")))
     static int ddp_pcg64_replicates(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
                                     uint64_t skip, const double* base, uint64_t n_units,
                                     Py_ssize_t n_cols, Py_ssize_t n_draws, double* acc, int two) {
-        Py_ssize_t* idx = (Py_ssize_t*)malloc((size_t)(2 * n_draws + 1) * sizeof(Py_ssize_t));
-        if (!idx) return -1;
-        Py_ssize_t* idx2 = two ? idx + n_draws : NULL;
-        ddp_pcg64 g1, g2;
+        Py_ssize_t idx1[DDP_CHUNK], idx2[DDP_CHUNK];
+        const Py_ssize_t row_bytes = n_cols * (Py_ssize_t)sizeof(double);
+        const int prefetch = (uint64_t)row_bytes * n_units > ((uint64_t)1 << 20);  /* values beyond L2 */
+        double* acc2 = acc + n_cols;
+        ddp_pcg64 g1;
         ddp_pcg64_init(&g1, state_hi, state_lo, inc_hi, inc_lo);
         ddp_pcg64_advance(&g1, skip);
+        ddp_pcg64 g2 = g1;
+        for (Py_ssize_t j = 0; j < n_cols; ++j) acc[j] = 0.0;
         if (two) {
-            g2 = g1;
             ddp_pcg64_advance(&g2, (uint64_t)n_draws);
-            for (Py_ssize_t k = 0; k < n_draws; ++k) {
-                idx[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g1), n_units) * n_cols;
-                idx2[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g2), n_units) * n_cols;
-            }
-        } else {
-            for (Py_ssize_t k = 0; k < n_draws; ++k)
-                idx[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g1), n_units) * n_cols;
+            for (Py_ssize_t j = 0; j < n_cols; ++j) acc2[j] = 0.0;
         }
-        ddp_sum_rows(base, n_cols, idx, idx2, n_draws, acc, acc + n_cols);
-        free(idx);
+        for (Py_ssize_t k0 = 0; k0 < n_draws; k0 += DDP_CHUNK) {
+            const Py_ssize_t m = n_draws - k0 < DDP_CHUNK ? n_draws - k0 : DDP_CHUNK;
+            if (two) {
+                for (Py_ssize_t k = 0; k < m; ++k) {
+                    idx1[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g1), n_units) * n_cols;
+                    idx2[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g2), n_units) * n_cols;
+                    if (prefetch) { ddp_prefetch_row(base + idx1[k], row_bytes); ddp_prefetch_row(base + idx2[k], row_bytes); }
+                }
+            } else {
+                for (Py_ssize_t k = 0; k < m; ++k) {
+                    idx1[k] = (Py_ssize_t)ddp_mulhi64(ddp_pcg64_next(&g1), n_units) * n_cols;
+                    if (prefetch) ddp_prefetch_row(base + idx1[k], row_bytes);
+                }
+            }
+            ddp_sum_rows(base, n_cols, idx1, two ? idx2 : NULL, m, acc, acc2);
+        }
         return 0;
     }
     """
@@ -235,7 +263,7 @@ def resample_sums_indices(
     cdef int nt = _threads(num_threads)
     if n_rep == 0:
         return
-    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+    for r in prange(n_rep, nogil=True, schedule="dynamic", chunksize=4, num_threads=nt):
         acc = out + r * n_cols
         for j in range(n_cols):
             acc[j] = 0.0
@@ -274,7 +302,7 @@ def resample_sums_pcg64(
         raise ValueError("resample_sums_pcg64 needs an even n_cols and matching out columns")
     if n_rep == 0:
         return
-    for p in prange(n_pairs, nogil=True, schedule="static", num_threads=nt):
+    for p in prange(n_pairs, nogil=True, schedule="dynamic", chunksize=1, num_threads=nt):
         r = 2 * p
         if ddp_pcg64_replicates(state_hi, state_lo, inc_hi, inc_lo, <uint64_t>r * <uint64_t>n_draws,
                                 base, <uint64_t>n_units, n_cols, n_draws, out + r * n_cols, r + 1 < n_rep) != 0:
@@ -345,7 +373,7 @@ def tau_b_rows(const double[:, ::1] a__rep_sys, const double[:, ::1] b__rep_sys,
         return
     if n_rep == 0:
         return
-    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+    for r in prange(n_rep, nogil=True, schedule="dynamic", chunksize=256, num_threads=nt):
         out__rep[r] = _tau_b_small(&a__rep_sys[r, 0], &b__rep_sys[r, 0], n)
 
 

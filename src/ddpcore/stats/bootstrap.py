@@ -174,8 +174,12 @@ def _resample_sums_full(
     return out
 
 
-#: elementary additions per block of replicates (bounds block memory and the time check's pilot)
-_BLOCK_WORK = 1 << 23
+#: elementary additions per block of replicates (bounds block memory and the time check's pilot).
+#: Each block is one OpenMP parallel region; at 2**25 (about 30-60 ms of work) the regions are few
+#: enough that waking the threads and waiting at the region's end cost < 1 % even on a busy machine
+#: (at 2**23, 120 regions of a 10 k-document bootstrap cost 2 threads more than they gained under
+#: load: benchmarks/threads_table.py)
+_BLOCK_WORK = 1 << 25
 
 
 def _block_bytes(shape: tuple[int, ...], n_rep: int, per_col: float = 16.0) -> float:
