@@ -97,7 +97,7 @@ CASES = [
     Case("stratify-bins-not-increasing", STR + ("--score-col", "score", "--bins", "0,15,5"), 2, r"\[D640\]",
          files=FILES),
     Case("stratify-missing-join-col", ("stratify", "ddp.parquet", "r.csv", "--score-col", "score"), 2,
-         r"\[D652\].*'document_id' missing.*--on",
+         r"\[D652\].*'document_id' missing.*--document-col/--segment-col",
          files={**FILES, "r.csv": SCORES.replace("document_id", "doc")}),
     Case("stratify-strict-join", STR + ("--score-col", "score", "--strict-join"), 3,
          r"\[D653\].*document_id='zz'", files={**FILES, "s.csv": SCORES + "X,zz,0,1\n"}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import HelpFormatter
-from .select import add_common, check_target, cols_from, emit_summary, where_written
+from .select import add_common, check_target, cols_from, emit_summary, where_written, wrote_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +40,9 @@ def run(args: argparse.Namespace) -> int:
                  outputs_to=args.outputs_to, ddp_col=args.ddp_col)
     where = where_written(target)
     text = (format_report(res, args.by) + "\n" + format_summary("ddp sample", res.summary)
-            + f"\nwrote {where} ({res.summary['after']['segments']} segments)")
+            + "\n" + wrote_line(where, res.summary["after"]["segments"], res.written))
     emit_summary(args, "ddp sample", text, {"bins": res.bins, "outside_bins": res.outside,
                                             "context_rows": res.context_rows, "summary": res.summary,
-                                            "output": where, "signature": res.signature})
+                                            "output": where, "written": [str(w) for w in res.written],
+                                            "signature": res.signature})
     return 0

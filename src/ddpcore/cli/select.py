@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_reader_options, add_segment_columns
+from ._common import HelpFormatter, add_deprecated_alias, add_reader_options, add_segment_columns
 
 HELP_OUTPUT = ("output file in the input's own format (.jsonl/.csv/.tsv/.json/.parquet, .gz for text formats; "
                "'-' = stdout for text inputs, and the summary goes to stderr); text outputs get "
@@ -21,8 +21,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help="the profile's DDP column every criterion, bin, context and summary uses (e.g. ddp_certified: "
                         "only the anchors whose link is certain enough not to over-estimate); recorded in the "
                         "signature")
-    p.add_argument("--summary-format", choices=("text", "json"), default="text",
-                   help="summary on stdout (on stderr with -o -)")
+    p.add_argument("-f", "--format", choices=("text", "json"), default="text",
+                   help="summary format (on stdout; on stderr with -o -)")
+    add_deprecated_alias(p, "--summary-format", "-f/--format", "format", choices=("text", "json"))
     add_segment_columns(p, from_signature=True)
     add_reader_options(p)
     g = p.add_argument_group("WMT layout (--reader wmt24|lines)")
@@ -137,12 +138,29 @@ def where_written(target) -> str:  # type: ignore[no-untyped-def]
     return "stdout" if path is None else str(path)
 
 
+def wrote_line(where: str, n_segments: int, written: list) -> str:  # type: ignore[type-arg]
+    """``wrote OUT (N segments)`` and every other file the run wrote (.docs, --outputs files, signature
+    sidecars), grouped by folder so a WMT layout of 30 system files stays readable."""
+    import os
+
+    others = [str(w) for w in written if str(w) != where]
+    line = f"wrote {where} ({n_segments} segments)"
+    if not others:
+        return line
+    by_dir: dict[str, list[str]] = {}
+    for w in others:
+        by_dir.setdefault(os.path.dirname(w), []).append(os.path.basename(w))
+    parts = [f"{os.path.join(d, names[0])}" if len(names) == 1 else
+             f"{len(names)} files in {d or '.'}{os.sep}: {', '.join(names)}" for d, names in by_dir.items()]
+    return line + "; also " + "; ".join(parts)
+
+
 def emit_summary(args: argparse.Namespace, command: str, text: str, obj: dict) -> None:  # type: ignore[type-arg]
     import json
     import sys
 
     out = sys.stderr if args.output == "-" else sys.stdout
-    if args.summary_format == "json":
+    if args.format == "json":
         print(json.dumps(obj, sort_keys=True, indent=2), file=out)
     else:
         print(text, file=out)
@@ -158,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
     res = select(args.input, args.profile, crit, target, cols=cols_from(args), reader=args.reader, docs=args.docs,
                  outputs=args.outputs, outputs_to=args.outputs_to, ddp_col=args.ddp_col)
     where = where_written(target)
-    text = format_summary("ddp select", res.summary) + f"\nwrote {where} ({res.summary['after']['segments']} segments)"
-    emit_summary(args, "ddp select", text, {"summary": res.summary, "output": where, "signature": res.signature})
+    text = format_summary("ddp select", res.summary) + "\n" + wrote_line(where, res.summary["after"]["segments"],
+                                                                         res.written)
+    emit_summary(args, "ddp select", text, {"summary": res.summary, "output": where,
+                                            "written": [str(w) for w in res.written], "signature": res.signature})
     return 0

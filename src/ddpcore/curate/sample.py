@@ -38,6 +38,7 @@ class SampleResult:
     signature: dict[str, Any] = field(default_factory=dict)
     outside: int = 0
     context_rows: int = 0
+    written: list[Any] = field(default_factory=list)  # every file written (Paths; outputs, .docs, sidecars)
 
 
 def sample_mask(m: Matched, edges: Sequence[float], per_bin: int, by: str, seed: int
@@ -95,12 +96,13 @@ def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins
            "by": by, "seed": int(seed), "rng": RNG, "report": report, "outside_bins": outside,
            "context_rows": added,
            "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
+    written: list[Any] = []
     if target is not None:
         from pathlib import Path
 
-        write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
-                     outputs_to=Path(outputs_to) if outputs_to else None)
-    return SampleResult(keep, report, summary, sig, outside, added)
+        written = write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
+                               outputs_to=Path(outputs_to) if outputs_to else None)
+    return SampleResult(keep, report, summary, sig, outside, added, written)
 
 
 def _edge(e: float) -> float | str:

@@ -775,6 +775,7 @@ class SelectResult:
     keep: np.ndarray
     summary: dict[str, Any]
     signature: dict[str, Any] = field(default_factory=dict)
+    written: list[Path] = field(default_factory=list)  # every file written (outputs, .docs, --outputs, sidecars)
 
 
 def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
@@ -864,14 +865,16 @@ def write_layout(index: InputIndex, keep: np.ndarray, out: Path, signature: dict
             with (gzip.open(tmp, "wb") if dst.suffix == ".gz" else open(tmp, "wb")) as fh:
                 for piece in iter_selected_bytes(src, fmt, mask, int(mask.size)):
                     fh.write(piece)
-        side = stack.enter_context(atomic_path(out.with_name(out.name + ".signature.json")))
+        side_path = out.with_name(out.name + ".signature.json")
+        side = stack.enter_context(atomic_path(side_path))
         side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    return [d for _, d, _, _ in jobs]
+    return [d for _, d, _, _ in jobs] + [side_path]
 
 
 def write_output(index: InputIndex, m: Matched, keep: np.ndarray, target: Any, signature: dict[str, Any], *,
-                 outputs: Path | None = None, outputs_to: Path | None = None) -> None:
-    """Write the kept rows in the input's layout (tables: :func:`write_selected`; readers: :func:`write_layout`)."""
+                 outputs: Path | None = None, outputs_to: Path | None = None) -> list[Path]:
+    """Write the kept rows in the input's layout (tables: :func:`write_selected`; readers: :func:`write_layout`);
+    returns every file written (stdout not counted), signature sidecars included."""
     if index.fmt == "wmt25":
         per_doc = np.zeros(int(m.doc.max()) + 1, dtype=bool)
         per_doc[m.doc[keep]] = True
@@ -880,11 +883,11 @@ def write_output(index: InputIndex, m: Matched, keep: np.ndarray, target: Any, s
             raise DDPUsageError("--reader wmt25: rows are whole documents (their paragraphs are one src_text); keep "
                                 "whole documents with --level document (select) or --by document (sample)",
                                 code="D646")
-        write_layout(index, per_doc, Path(target), signature)
-    elif index.fmt == "lines":
-        write_layout(index, keep, Path(target), signature, outputs=outputs, outputs_to=outputs_to)
-    else:
-        write_selected(index.path, index.fmt, keep, target, signature)
+        return write_layout(index, per_doc, Path(target), signature)
+    if index.fmt == "lines":
+        return write_layout(index, keep, Path(target), signature, outputs=outputs, outputs_to=outputs_to)
+    write_selected(index.path, index.fmt, keep, target, signature)
+    return [p for p in (target.path, target.sidecar) if p is not None]
 
 
 def base_signature(command: str, source: Any, prof: Profile) -> dict[str, Any]:
@@ -911,10 +914,11 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
     summary = keep_summary(m, keep, ddp_col)
     sig = {**base_signature("select", source, prof), "criteria": criteria.to_dict(),
            "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
+    written: list[Path] = []
     if target is not None:
-        write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
-                     outputs_to=Path(outputs_to) if outputs_to else None)
-    return SelectResult(keep, summary, sig)
+        written = write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
+                               outputs_to=Path(outputs_to) if outputs_to else None)
+    return SelectResult(keep, summary, sig, written)
 
 
 __all__ = ["Criteria", "Matched", "Profile", "SelectResult", "context_mask", "index_and_match", "load_profile",
