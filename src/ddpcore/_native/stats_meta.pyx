@@ -1,0 +1,140 @@
+# cython: language_level=3
+"""Kernels of ``ddp meta`` (metric-human agreement): pair enumeration for the tie calibration of
+``acc_eq`` without grouping, and the weighted Kendall counts of a document-bootstrap replicate.
+
+No validation, no I/O: :mod:`ddpcore.stats.meta` checks shapes and values and calls these.
+Slow, obviously-correct oracles live in ``tests/oracles/meta_oracle.py``.
+
+Kernels
+-------
+``tie_entries_sorted``  the pairs whose class changes when the metric's tie threshold passes their
+                        metric difference (human tie: gained; concordant: lost), for one vector sorted
+                        by metric score
+``tau_b_weighted_reps`` Kendall tau-b of every document-bootstrap replicate (points weighted by their
+                        document's multiplicity), O(n log n) per replicate with a Fenwick tree, OpenMP
+                        over replicates
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange, threadid
+from libc.math cimport sqrt, NAN
+from libc.stdint cimport int8_t, int64_t
+from libc.stdlib cimport malloc, free
+
+from .threads cimport resolve_threads as _threads
+
+cnp.import_array()
+
+
+def tie_entries_sorted(const double[::1] h__pt, const double[::1] m__pt, double[::1] diff__ent,
+                       int8_t[::1] sign__ent):
+    """Pairs i < j of points sorted by metric score (``m__pt`` ascending, so ``m[j] - m[i] >= 0``).
+
+    A pair whose metric difference ``d = m[j] - m[i]`` is > 0 changes class when the tie threshold
+    epsilon reaches d (``|d| <= epsilon`` makes it a metric tie): a pair tied in the human scores
+    becomes a correct tie (``sign +1``, a gain), a concordant pair (``h[j] > h[i]``) stops counting
+    (``sign -1``, a loss); a discordant pair stays wrong and is not written. ``diff__ent`` and
+    ``sign__ent`` must hold n (n - 1) / 2 entries. Returns ``(n_entries, con0, ties_both0)``: the
+    entries written, the concordant pairs and the pairs tied in both at epsilon = 0.
+    """
+    cdef Py_ssize_t n = h__pt.shape[0], i, j, k = 0
+    cdef int64_t con0 = 0, tb0 = 0
+    cdef double d, dh
+    with nogil:
+        for i in range(n):
+            for j in range(i + 1, n):
+                d = m__pt[j] - m__pt[i]
+                dh = h__pt[j] - h__pt[i]
+                if d == 0.0:
+                    if dh == 0.0:
+                        tb0 += 1
+                    continue
+                if dh == 0.0:
+                    diff__ent[k] = d
+                    sign__ent[k] = 1
+                    k += 1
+                elif dh > 0.0:
+                    con0 += 1
+                    diff__ent[k] = d
+                    sign__ent[k] = -1
+                    k += 1
+    return k, con0, tb0
+
+
+cdef double _tau_b_weighted(const int64_t* h_rank, const int64_t* m_rank, const int64_t* doc,
+                            const double* w_doc, Py_ssize_t n, Py_ssize_t n_m_ranks, double* tree,
+                            double* mt) noexcept nogil:
+    """tau-b of the points sorted by h rank, each point weighted by its document's multiplicity."""
+    cdef Py_ssize_t i, j, k, g0
+    cdef double s = 0.0, wt = 0.0, th = 0.0, tm = 0.0, seen = 0.0, grp, wi, le, lt, n0
+    for k in range(n_m_ranks + 1):
+        tree[k] = 0.0
+        mt[k] = 0.0
+    i = 0
+    while i < n:
+        g0 = i
+        grp = 0.0
+        while i < n and h_rank[i] == h_rank[g0]:
+            wi = w_doc[doc[i]]
+            if wi != 0.0:
+                lt = 0.0
+                k = m_rank[i] - 1
+                while k > 0:
+                    lt += tree[k]
+                    k -= k & (-k)
+                le = 0.0
+                k = m_rank[i]
+                while k > 0:
+                    le += tree[k]
+                    k -= k & (-k)
+                # earlier runs have a smaller h: a smaller m is concordant, a larger m discordant
+                s += wi * (lt - (seen - le))
+                grp += wi
+            i += 1
+        th += grp * (grp - 1.0) / 2.0
+        for j in range(g0, i):
+            wi = w_doc[doc[j]]
+            if wi != 0.0:
+                k = m_rank[j]
+                mt[k] += wi
+                while k <= n_m_ranks:
+                    tree[k] += wi
+                    k += k & (-k)
+        seen += grp
+    wt = seen
+    for k in range(1, n_m_ranks + 1):
+        tm += mt[k] * (mt[k] - 1.0) / 2.0
+    n0 = wt * (wt - 1.0) / 2.0
+    if n0 - th <= 0.0 or n0 - tm <= 0.0:
+        return NAN
+    return s / sqrt(n0 - th) / sqrt(n0 - tm)
+
+
+def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank__pt, const int64_t[::1] doc__pt,
+                        const double[:, ::1] w__rep_doc, Py_ssize_t n_m_ranks, double[::1] out__rep,
+                        int num_threads=0):
+    """Kendall tau-b of every bootstrap replicate: point i counts ``w[r, doc[i]]`` times in replicate r.
+
+    Points sorted by h rank (1-based dense ranks of h and m). Copies of one point are tied in both
+    (as ``scipy.stats.kendalltau`` counts repeated rows). NaN when the replicate's h or m is constant.
+    One replicate per thread at a time; each replicate is computed sequentially, so the result does
+    not depend on the number of threads. O(n log n) per replicate.
+    """
+    cdef Py_ssize_t n = h_rank__pt.shape[0], n_rep = w__rep_doc.shape[0], r, width = n_m_ranks + 1
+    cdef int nt = _threads(num_threads)
+    if n == 0 or n_rep == 0:
+        out__rep[:] = NAN
+        return
+    if nt > n_rep:
+        nt = <int>n_rep
+    cdef double* buf = <double*>malloc(<size_t>nt * 2 * <size_t>width * sizeof(double))
+    if buf == NULL:
+        raise MemoryError()
+    cdef double* tree
+    try:
+        for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
+            tree = buf + <Py_ssize_t>threadid() * 2 * width
+            out__rep[r] = _tau_b_weighted(&h_rank__pt[0], &m_rank__pt[0], &doc__pt[0], &w__rep_doc[r, 0],
+                                          n, n_m_ranks, tree, tree + width)
+    finally:
+        free(buf)

@@ -1,0 +1,1219 @@
+"""Metric-human agreement by DDP bin (``ddp meta``): does a metric see what humans see at high DDP?
+
+:func:`meta_evaluate` joins a DDP profile (one row per segment) to a score table with one row per
+(document, segment, system), a human score column and any number of metric columns, and reports per
+DDP bin (bins as in ``ddp stratify``: half-open ``[e_i, e_{i+1})`` in sentences) and ``overall``, for
+each metric:
+
+Segment level (the WMT23 metrics task's definitions, google-research/mt-metrics-eval ``stats.py``)
+  ``pearson.none``, ``tau_b.none``, ``acc_eq.none``: over every scored (segment, system) cell of the
+  bin pooled ("no grouping", mt-metrics-eval ``average_by="none"``);
+  ``pearson.item``, ``tau_b.item``, ``acc_eq.item``: per segment over its systems, then averaged over
+  the segments (``average_by="item"``); a segment whose correlation is undefined (fewer than 2 scored
+  systems, or a constant human or metric row) is left out of the average and counted
+  (``n_undefined_items``), as ``AverageCorrelation`` drops NaN rows.
+  ``acc_eq`` is the pairwise accuracy with tie calibration (Deutsch et al. 2023; mt-metrics-eval
+  ``KendallWithTiesOpt(variant="acc23", sample_rate=1.0)``): a pair of cells is correct when the human
+  and the metric order it the same way, or when both tie it; metric differences ``|dm| <= epsilon``
+  count as metric ties, and epsilon is the smallest value maximising the (average) accuracy of the
+  bin (candidates 0 and every pair's ``|dm|``, exactly as ``tau_optimization``). Every pair is used
+  (``sample_rate=1``); without grouping a bin with more than ``max_pairs`` pairs is not calibrated
+  (``status="not_computed"``, with the reason).
+System level
+  ``pairwise_accuracy.sys``: share of system pairs ordered alike by the human and the metric system
+  scores (mt-metrics-eval ``stats.Agreement``: ``sign(dh) == sign(dm)``); a system's score is its mean
+  over the bin's scored cells (the metric's mean over the same cells).
+  ``spa.sys``: soft pairwise accuracy (Thompson et al. 2024; mt-metrics-eval ``pce.py``):
+  ``1 - mean |p_human - p_metric|`` over system pairs, each p the one-sided paired permutation p-value
+  (``spa_perm`` trials swapping segments) on the bin's segments scored for every system.
+
+Confidence intervals: a **document bootstrap** (``n_boot`` replicates, the seeded generator of
+:mod:`ddpcore.stats.bootstrap`: ``PCG64(seed).random_raw`` row-major, unit = ``floor(raw * D / 2**64)``
+over the documents in sorted id order; one draw of documents serves every bin and metric). Each
+statistic is recomputed on the drawn documents (a document drawn k times counts k times); 95 %
+percentile interval (``numpy.nanpercentile``, linear); replicates where a statistic is undefined are
+left out of its interval and counted. ``acc_eq`` keeps its calibrated epsilon in the replicates (the
+interval is conditional on it, as mt-metrics-eval's ``PairwisePermutationSigDiff`` fixes each metric's
+epsilon). Not resampled (``ci_status="not_computed"``): ``acc_eq.none`` and ``spa.sys`` (a permutation
+test inside every replicate), ``tau_b.none`` in a bin of more than ``ci_max_points`` cells.
+
+Tests
+  (a) **metric A vs metric B within a bin**: mt-metrics-eval's PERM-BOTH permutation test
+  (``PermutationSigDiff``), swapping whole **documents** instead of single scores: in each of ``n_perm``
+  trials every document keeps or swaps its A and B scores (metric scores z-scored within the bin, as
+  ``PermutationSigDiff`` does; ``acc_eq`` with each metric's own epsilon). ``p`` = share of trials whose
+  difference (better minus worse) is >= the observed one (one-sided for the metric that scores
+  higher, mt-metrics-eval's p with that metric as ``metric2``). Holm across the metric pairs of a bin
+  and statistic. Stats: ``pearson.none``, ``pearson.item``, ``tau_b.item``, ``acc_eq.item``.
+  (b) **the same metric in bin k vs the first bin** (does agreement fall with DDP?): the difference of
+  the two bins' statistics in every bootstrap replicate (same documents drawn for both); ``p_below`` =
+  share of replicates where bin k is not below the first bin (``diff >= 0``); Holm across metrics per
+  bin and statistic. Every statistic with a bootstrap interval.
+  Swap masks: trial t keeps document u when bit ``u % 64`` of word ``t * W + u // 64`` of
+  ``PCG64(seed).jumped(1).random_raw`` is set (``W = ceil(D / 64)``; the AR masks of ``ddp stats
+  compare``); SPA's segment masks the same with ``jumped(2)`` over the bin's complete segments.
+
+Where document resampling differs from mt-metrics-eval: it resamples or swaps single scores
+(``PermutationSigDiff``: one coin per score; its bootstrap: segments). Segments of one document share
+topic, speaker and annotator, so they are not independent; drawing documents keeps that dependence
+and gives wider, honest intervals. With one segment per document the two coincide in definition.
+
+Edge cases (``status``): a bin with no scored cell, fewer than 2 cells, a constant human or metric
+column in the bin (``undefined`` with the reason, never a NaN printed as a number); missing human
+scores (null/NaN) are counted per bin (``n_human_missing``) and left out, never read as 0; a row whose
+human score is present but a metric score is missing is left out for every metric (all metrics are
+compared on the same cells) and counted in the warnings.
+
+Frames only: :func:`meta_evaluate` takes polars frames (``ddp meta`` reads the files with
+:func:`ddpcore.io.profiles.scan_profile` and :func:`ddpcore.io.scores.scan_scores`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import schema as S
+from .._native import load
+from ..errors import DDPDataError, DDPUsageError
+from ..signature import json_safe, signature
+from . import budget as _budget
+from .bins import bin_of, parse_bins
+from .bootstrap import RNG_DESCRIPTION, resample_indices, resample_sums
+from .compare import adjust_pvalues
+from .correlation import kendall_tau_b
+from .options import ResampleOptions, check_options
+
+if TYPE_CHECKING:
+    import polars as pl
+
+DEFAULT_BINS = (0.0, 1.0, 5.0, 15.0, 50.0, math.inf)
+SEG_NONE = ("pearson.none", "tau_b.none", "acc_eq.none")
+SEG_ITEM = ("pearson.item", "tau_b.item", "acc_eq.item")
+SYS = ("pairwise_accuracy.sys", "spa.sys")
+STATS = SEG_NONE + SEG_ITEM + SYS
+#: statistics of test (a), the document-swap permutation test between two metrics
+PERM_STATS = ("pearson.none", "pearson.item", "tau_b.item", "acc_eq.item")
+PERM_RNG = ("numpy PCG64(seed).jumped(1).random_raw(n_perm * ceil(D/64)); keep document u of trial t = "
+            "bit u%64 of word t*ceil(D/64) + u//64")
+SPA_RNG = ("numpy PCG64(seed).jumped(2).random_raw(spa_perm * ceil(n/64)) per bin over its complete segments; "
+           "+1 (keep) where the bit is set")
+#: trials per block of the permutation test (bounds its memory)
+_PERM_BLOCK = 256
+
+
+# --------------------------------------------------------------------------- options and result
+
+
+@dataclasses.dataclass(frozen=True)
+class MetaTests:
+    """Settings of the tests and of the costly parts of :func:`meta_evaluate`.
+
+    ``n_perm``: document-swap trials of test (a) (0 = no test (a)); ``spa_perm``: segment-swap trials
+    of each SPA p-value (Thompson et al.'s default 1,000); ``alpha``: significance level after Holm;
+    ``pairs``: ``"all"`` metric pairs in test (a) or ``"none"``; ``max_pairs``: largest number of
+    cell pairs of ``acc_eq.none``'s tie calibration (above: not computed); ``ci_max_points``: largest
+    bin (cells) whose ``tau_b.none`` is bootstrapped."""
+
+    n_perm: int = 10_000
+    spa_perm: int = 1_000
+    alpha: float = 0.05
+    pairs: str = "all"
+    max_pairs: int = 20_000_000
+    ci_max_points: int = 50_000
+
+    def __post_init__(self) -> None:
+        for name in ("n_perm", "spa_perm", "max_pairs", "ci_max_points"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not hasattr(v, "__index__") or int(v) < 0:
+                raise DDPUsageError(f"{name} must be an integer >= 0, got {v!r} (--{name.replace('_', '-')})",
+                                    code="D806")
+        if not (isinstance(self.alpha, (int, float)) and 0.0 < float(self.alpha) < 1.0):
+            raise DDPUsageError(f"alpha must be in (0, 1), got {self.alpha!r} (--alpha)", code="D806")
+        if self.pairs not in ("all", "none"):
+            raise DDPUsageError(f"pairs must be 'all' or 'none', got {self.pairs!r} (--pairs)", code="D806")
+
+
+@dataclasses.dataclass(frozen=True)
+class MetaColumns:
+    """Column names of the score table (``--document-col --segment-col --system-col --human-col``) and
+    of the long form: with ``metric_name`` set (``--metric-name-col``), the table has one row per
+    (document, segment, system, metric) with the value in ``score`` (``--score-col``), and the human
+    score is the rows whose metric is ``human``."""
+
+    document: str = S.DOCUMENT_ID
+    segment: str = S.SEGMENT_ID
+    system: str = S.SYSTEM
+    human: str = "human"
+    metric_name: str | None = None
+    score: str = "score"
+
+
+@dataclasses.dataclass(frozen=True)
+class MetaResult:
+    """Result of :func:`meta_evaluate`.
+
+    ``bins``: one entry per DDP bin (``low``, ``high``, counts, ``metrics`` = {metric: {stat: figure}});
+    ``overall``: the same over every segment; ``tests``: ``metric_pairs`` (test a) and
+    ``bins_vs_first`` (test b); ``warnings``; ``signature``. A figure is ``{"value", "ci_low",
+    "ci_high", "status", "reason", "n", ...}`` with ``status`` ``ok`` / ``undefined`` / ``not_computed``."""
+
+    bins: list[dict[str, Any]]
+    overall: dict[str, Any]
+    tests: dict[str, Any]
+    warnings: list[str]
+    signature: dict[str, Any]
+
+    @property
+    def metrics(self) -> list[str]:
+        return list(self.signature["metrics"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({"bins": self.bins, "overall": self.overall, "tests": self.tests,
+                          "warnings": self.warnings, "signature": self.signature})
+
+    def gate(self, specs: Sequence[str]) -> tuple[bool, list[dict[str, Any]], list[str]]:
+        """``(passed, failures, notes)`` of ``--fail-on`` specs (see :func:`parse_fail_on`): a failure is a
+        bin with lower edge >= the spec's DDP where the metric's statistic is significantly below the first
+        bin (Holm-adjusted ``p_below`` < alpha); ``notes`` name the spec bins that could not be tested."""
+        rules = [parse_fail_on(s, self.metrics) for s in specs]
+        fails: list[dict[str, Any]] = []
+        notes: list[str] = []
+        for metrics, stat, min_ddp, text in rules:
+            hit = [t for t in self.tests["bins_vs_first"] if t["stat"] == stat and t["metric"] in metrics
+                   and t["low"] >= min_ddp]
+            tested_bins = {(t["metric"], t["low"]) for t in hit}
+            for b in self.bins[1:]:
+                if b["low"] >= min_ddp:
+                    for m in metrics:
+                        if (m, b["low"]) not in tested_bins:
+                            notes.append(f"{text}: {m} {stat} in bin {b['label']} cannot be tested (no bootstrap "
+                                         "interval there)")
+            for t in hit:
+                if t["status"] != "ok":
+                    notes.append(f"{text}: {t['metric']} {stat} in bin {t['bin']}: {t['reason']}")
+                elif t["significant_below"]:
+                    fails.append({**t, "spec": text})
+        return (not fails), fails, notes
+
+
+def parse_fail_on(text: str, metrics: Sequence[str]) -> tuple[list[str], str, float, str]:
+    """``--fail-on METRIC:STAT:DDP`` -> (metrics, stat, lowest DDP, text).
+
+    ``METRIC`` is a metric name or ``*`` (every metric; a name holding ``:`` cannot be given), ``STAT``
+    one of :data:`STATS` with a bootstrap interval (e.g. ``acc_eq.item``), ``DDP`` a number: every bin
+    whose lower edge is >= DDP is tested against the first bin. Example: ``XCOMET:acc_eq.item:15``
+    fails when XCOMET's acc_eq (averaged by item) at DDP >= 15 is significantly below its value at the
+    first bin. Errors: D805."""
+    parts = str(text).rsplit(":", 2)
+    if len(parts) != 3:
+        raise DDPUsageError(f"--fail-on {text}: expected METRIC:STAT:DDP, e.g. '*:acc_eq.item:15' or "
+                            "'COMET:pearson.item:15'", code="D805")
+    metric, stat, ddp = (p.strip() for p in parts)
+    if stat not in STATS or stat in ("acc_eq.none", "spa.sys"):
+        ok = [s for s in STATS if s not in ("acc_eq.none", "spa.sys")]
+        raise DDPUsageError(f"--fail-on {text}: statistic {stat!r} has no bootstrap test; use one of "
+                            f"{', '.join(ok)}", code="D805")
+    try:
+        low = float(ddp)
+    except ValueError:
+        raise DDPUsageError(f"--fail-on {text}: DDP {ddp!r} is not a number (sentences), e.g. 15", code="D805") \
+            from None
+    if math.isnan(low) or low < 0:
+        raise DDPUsageError(f"--fail-on {text}: DDP must be >= 0, got {ddp}", code="D805")
+    if metric == "*":
+        chosen = list(metrics)
+    elif metric in metrics:
+        chosen = [metric]
+    else:
+        shown = ", ".join(list(metrics)[:20]) + (" ..." if len(metrics) > 20 else "")
+        raise DDPUsageError(f"--fail-on {text}: {metric!r} is not a metric of this run; metrics: {shown}",
+                            code="D805")
+    return chosen, stat, low, str(text)
+
+
+# --------------------------------------------------------------------------- data preparation
+
+
+@dataclasses.dataclass
+class _Data:
+    """Joined scores as dense arrays.
+
+    ``H`` (n_items, n_sys) human scores, NaN where missing; ``M`` (n_metrics, n_items, n_sys) metric
+    scores, NaN where the cell is left out; ``valid`` (n_items, n_sys) cells used; ``item_doc`` (n_items,)
+    document code (0..D-1, sorted ids); ``item_ddp`` (n_items,) DDP in sentences."""
+
+    H: np.ndarray
+    M: np.ndarray
+    valid: np.ndarray
+    item_doc: np.ndarray
+    item_ddp: np.ndarray
+    human_missing: np.ndarray  # (n_items, n_sys) a row with a null/NaN human score
+    systems: list[str]
+    metrics: list[str]
+    n_docs: int
+    join: dict[str, Any]
+    warnings: list[str]
+
+
+def _lazy(frame: Any, what: str) -> pl.LazyFrame:
+    import polars as pl
+
+    if isinstance(frame, pl.LazyFrame):
+        return frame
+    if isinstance(frame, pl.DataFrame):
+        return frame.lazy()
+    raise DDPUsageError(f"meta_evaluate: {what} must be a polars DataFrame or LazyFrame (read files with "
+                        "ddpcore.io.profiles.scan_profile and ddpcore.io.scores.scan_scores), got "
+                        f"{type(frame).__name__}", code="D810")
+
+
+def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: Sequence[str] | None
+                 ) -> tuple[pl.DataFrame, list[str]]:
+    """The score table with one row per (document, segment, system): keys, ``__human`` and the metric
+    columns (Float64). Long form (``cols.metric_name``) is pivoted first."""
+    import polars as pl
+
+    sschema = dict(slf.collect_schema())
+    keys = [cols.document, cols.segment, cols.system]
+    for flag, c in zip(("--document-col", "--segment-col", "--system-col"), keys):
+        if c not in sschema:
+            raise DDPUsageError(f"{sname}: column '{c}' missing ({flag} names it); columns: {', '.join(sschema)}",
+                                code="D800")
+    if cols.metric_name is not None:
+        for flag, c in (("--metric-name-col", cols.metric_name), ("--score-col", cols.score)):
+            if c not in sschema:
+                raise DDPUsageError(f"{sname}: column '{c}' missing ({flag} names it); columns: "
+                                    f"{', '.join(sschema)}", code="D800")
+        df = slf.select(*keys, pl.col(cols.metric_name).cast(pl.String), pl.col(cols.score)).collect()
+        if not (df[cols.score].dtype.is_numeric() or df[cols.score].dtype == pl.Null):
+            raise DDPDataError(f"{sname}, column '{cols.score}': scores must be numbers, found "
+                               f"{df[cols.score].dtype}", code="D812")
+        dup = df.select(*keys, cols.metric_name).is_duplicated()
+        if dup.any():
+            r = int(dup.arg_true()[0])
+            row = df.row(r, named=True)
+            raise DDPDataError(f"{sname}, row {r + 1}: ({', '.join(f'{k}={row[k]!r}' for k in keys)}, "
+                               f"{cols.metric_name}={row[cols.metric_name]!r}) occurs more than once; each "
+                               "(document, segment, system, metric) must occur once", code="D802")
+        names = sorted(set(df[cols.metric_name].drop_nulls().to_list()))
+        if cols.human not in names:
+            raise DDPUsageError(f"--human-col {cols.human}: no row of {sname} has {cols.metric_name} = "
+                                f"{cols.human!r}; values: {', '.join(names[:20])}", code="D800")
+        wide = df.pivot(on=cols.metric_name, index=keys, values=cols.score, aggregate_function=None)
+        sschema = dict(wide.schema)
+        slf = wide.lazy()
+    if cols.human not in sschema:
+        raise DDPUsageError(f"--human-col {cols.human}: not a column of {sname}; columns: {', '.join(sschema)}",
+                            code="D800")
+    if metric_cols:
+        metrics = list(dict.fromkeys(metric_cols))
+        for m in metrics:
+            if m not in sschema:
+                raise DDPUsageError(f"--metric-col {m}: not a column of {sname}; columns: {', '.join(sschema)}",
+                                    code="D801")
+    else:
+        metrics = [c for c, t in sschema.items() if c not in (*keys, cols.human) and t.is_numeric()]
+    if cols.human in metrics:
+        raise DDPUsageError(f"--metric-col {cols.human}: the human score column cannot also be a metric", code="D808")
+    if not metrics:
+        raise DDPUsageError(f"{sname}: no metric column (give --metric-col, numeric columns besides "
+                            f"{', '.join(keys)} and {cols.human})", code="D808")
+    for c in (cols.human, *metrics):
+        t = sschema[c]
+        if not (t.is_numeric() or t == pl.Null):
+            raise DDPDataError(f"{sname}, column '{c}': scores must be numbers, found {t}", code="D812")
+    df = slf.select(*keys, pl.col(cols.human).cast(pl.Float64).alias("__human"),
+                    *[pl.col(m).cast(pl.Float64) for m in metrics]).collect()
+    return df, metrics
+
+
+def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname: str, cols: MetaColumns,
+             metric_cols: Sequence[str] | None, ddp_col: str, strict_join: bool) -> _Data:
+    import polars as pl
+
+    from ..io.profiles import profile_columns
+
+    pc = profile_columns(psig)
+    plf = _lazy(profile, "the profile")
+    pschema = dict(plf.collect_schema())
+    for c in (pc.document, pc.segment, ddp_col):
+        if c not in pschema:
+            raise DDPDataError(f"{pname}: column '{c}' missing; expected a `ddp profile` segment table (columns: "
+                               f"{', '.join(pschema)})", code="D635")
+    df, metrics = _wide_scores(_lazy(scores, "the scores"), sname, cols, metric_cols)
+    keys = [cols.document, cols.segment, cols.system]
+    if df.height == 0:
+        raise DDPDataError(f"{sname}: the score table has no rows", code="D804")
+    nulls = df.select(pl.any_horizontal([pl.col(k).is_null() for k in keys]).alias("__n"))["__n"]
+    if nulls.any():
+        r = int(nulls.arg_true()[0])
+        raise DDPDataError(f"{sname}, row {r + 1}: a null document, segment or system id; every row needs all "
+                           "three", code="D800")
+    dup = df.select(keys).is_duplicated()
+    if dup.any():
+        r = int(dup.arg_true()[0])
+        row = df.row(r, named=True)
+        n_dup = int(dup.sum())
+        raise DDPDataError(f"{sname}, row {r + 1}: ({', '.join(f'{k}={row[k]!r}' for k in keys)}) occurs more than "
+                           f"once ({n_dup} rows repeat a key); each (document, segment, system) must occur once "
+                           "(average repeated ratings first)", code="D802")
+    prof = plf.select(pl.col(pc.document).alias("__pd"), pl.col(pc.segment).alias("__ps"),
+                      pl.col(ddp_col).cast(pl.Float64).alias("__ddp")).collect()
+    if prof.select(pl.struct("__pd", "__ps").is_duplicated().any()).item():
+        raise DDPDataError(f"{pname}: a (document, segment) occurs on two rows; a profile has one row per segment",
+                           code="D712")
+    # the join keys compare as text when the two sides' types differ (e.g. integer ids vs strings)
+    same = df.schema[cols.document] == prof.schema["__pd"] and df.schema[cols.segment] == prof.schema["__ps"]
+    if not same:
+        df = df.with_columns(pl.col(cols.document).cast(pl.String), pl.col(cols.segment).cast(pl.String))
+        prof = prof.with_columns(pl.col("__pd").cast(pl.String), pl.col("__ps").cast(pl.String))
+    prof = prof.with_columns(pl.lit(True).alias("__hit"))
+    j = df.join(prof, left_on=[cols.document, cols.segment], right_on=["__pd", "__ps"], how="left",
+                maintain_order="left")
+    unmatched = j["__hit"].is_null()
+    n_unmatched = int(unmatched.sum())
+    warnings: list[str] = []
+    first = [dict(zip(keys, r)) for r in j.filter(unmatched).select(keys).head(3).iter_rows()]
+    if n_unmatched and strict_join:
+        raise DDPDataError(f"--strict-join: {n_unmatched} of {df.height} score rows of {sname} have no segment in the "
+                           f"profile {pname} (first: {first}); check the ids, or drop --strict-join to count and "
+                           "skip them", code="D803")
+    if n_unmatched:
+        warnings.append(f"{n_unmatched:,} of {df.height:,} score rows have no profile segment and are left out "
+                        f"(first: {first})")
+    j = j.filter(~unmatched)
+    no_ddp = j["__ddp"].is_null() | j["__ddp"].is_nan()
+    n_no_ddp = int(no_ddp.sum())
+    if n_no_ddp:
+        warnings.append(f"{n_no_ddp:,} score rows are on profile segments without a DDP value and are left out")
+        j = j.filter(~no_ddp)
+    if j.height == 0:
+        raise DDPDataError(f"no score row of {sname} joins a profile segment with a DDP value ({pname}); check "
+                           "that the profile is of the scored source (document and segment ids)", code="D804")
+    seg_scored = j.select(cols.document, cols.segment).unique().height
+    n_prof = prof.height
+    if seg_scored < n_prof:
+        warnings.append(f"{n_prof - seg_scored:,} of {n_prof:,} profile segments have no score row")
+    # dense codes: documents in sorted id order, items (document, segment) in sorted order, systems sorted
+    j = j.with_columns((pl.col(cols.document).rank("dense") - 1).cast(pl.Int64).alias("__doc"),
+                       pl.struct(cols.document, cols.segment).rank("dense").cast(pl.Int64).alias("__item") - 1,
+                       (pl.col(cols.system).cast(pl.String).rank("dense") - 1).cast(pl.Int64).alias("__sys"))
+    n_items = int(j["__item"].max()) + 1
+    systems = j.select(pl.col(cols.system).cast(pl.String)).unique().sort(cols.system)[cols.system].to_list()
+    n_sys = len(systems)
+    item = j["__item"].to_numpy()
+    sysi = j["__sys"].to_numpy()
+    item_doc = np.zeros(n_items, dtype=np.int64)
+    item_doc[item] = j["__doc"].to_numpy()
+    item_ddp = np.zeros(n_items, dtype=np.float64)
+    item_ddp[item] = j["__ddp"].to_numpy()
+    H = np.full((n_items, n_sys), np.nan)
+    hv = j["__human"].to_numpy().astype(np.float64)
+    H[item, sysi] = hv
+    present = np.zeros((n_items, n_sys), dtype=bool)
+    present[item, sysi] = True
+    human_missing = present & np.isnan(H)
+    M = np.full((len(metrics), n_items, n_sys), np.nan)
+    for k, m in enumerate(metrics):
+        M[k, item, sysi] = j[m].to_numpy().astype(np.float64)
+    for name, arr in (("human", H), *zip(metrics, M)):
+        if np.isinf(arr).any():
+            raise DDPDataError(f"{sname}, column '{cols.human if name == 'human' else name}': an infinite score; "
+                               "scores must be finite", code="D812")
+        big = np.abs(np.nan_to_num(arr)) > 1e100
+        if big.any():
+            raise DDPDataError(f"{sname}, column '{cols.human if name == 'human' else name}': a score above 1e100 in "
+                               "magnitude; rescale it", code="D360")
+    hum_ok = present & ~np.isnan(H)
+    met_ok = ~np.isnan(M).any(axis=0)
+    valid = hum_ok & met_ok
+    n_metric_missing = int((hum_ok & ~met_ok).sum())
+    if n_metric_missing:
+        bad = [metrics[k] for k in range(len(metrics)) if (hum_ok & np.isnan(M[k])).any()]
+        warnings.append(f"{n_metric_missing:,} scored cells have a human score but a missing metric score "
+                        f"({', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''}) and are left out for every metric")
+    n_hmiss = int(human_missing.sum())
+    if n_hmiss:
+        warnings.append(f"{n_hmiss:,} of {int(present.sum()):,} joined rows have no human score (null/NaN) and are "
+                        "left out (counted per bin as n_human_missing, never read as 0)")
+    if n_sys < 2:
+        raise DDPDataError(f"{sname}: {n_sys} system; metric-human agreement needs at least 2 systems", code="D809")
+    join = {"score_rows": int(df.height), "unmatched_score_rows": n_unmatched, "rows_without_ddp": n_no_ddp,
+            "profile_segments": int(n_prof), "scored_segments": int(seg_scored), "documents": int(item_doc.max()) + 1,
+            "systems": n_sys, "human_missing": n_hmiss, "metric_missing_cells": n_metric_missing,
+            "cells_used": int(valid.sum())}
+    return _Data(H, M, valid, item_doc, item_ddp, human_missing, systems, metrics, int(item_doc.max()) + 1, join,
+                 warnings)
+
+
+# --------------------------------------------------------------------------- per-item statistics
+
+
+def _pair_index(n_sys: int) -> tuple[np.ndarray, np.ndarray]:
+    iu, ju = np.triu_indices(n_sys, 1)
+    return iu.astype(np.int64), ju.astype(np.int64)
+
+
+def item_pearson(h: np.ndarray, m: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Pearson r of each row of ``h`` and ``m`` (shape (n_items, n_sys)) over its ``valid`` cells.
+
+    NaN for a row with fewer than 2 valid cells or a constant human or metric row (scipy's
+    ``pearsonr`` gives NaN there too, and mt-metrics-eval drops such rows from the average)."""
+    n = valid.sum(axis=1).astype(np.float64)
+    hz = np.where(valid, h, 0.0)
+    mz = np.where(valid, m, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mh = hz.sum(1) / n
+        mm = mz.sum(1) / n
+        dh = np.where(valid, h - mh[:, None], 0.0)
+        dm = np.where(valid, m - mm[:, None], 0.0)
+        # a constant row: decided exactly on the values, not on a rounded variance
+        hmax = np.where(valid, h, -np.inf).max(1)
+        hmin = np.where(valid, h, np.inf).min(1)
+        mmax = np.where(valid, m, -np.inf).max(1)
+        mmin = np.where(valid, m, np.inf).min(1)
+        r = (dh * dm).sum(1) / np.sqrt((dh * dh).sum(1) * (dm * dm).sum(1))
+    bad = (n < 2) | (hmax == hmin) | (mmax == mmin)
+    r = np.clip(r, -1.0, 1.0)
+    r[bad] = np.nan
+    return r
+
+
+def _pair_signs(h: np.ndarray, valid: np.ndarray, iu: np.ndarray, ju: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sign of h[:, iu] - h[:, ju], pair valid) for every row; shapes (n_items, n_pairs)."""
+    pv = valid[:, iu] & valid[:, ju]
+    with np.errstate(invalid="ignore"):
+        sh = np.sign(np.where(pv, h[:, iu] - h[:, ju], 0.0))
+    return sh, pv
+
+
+def item_tau_b(sh: np.ndarray, sm: np.ndarray, pv: np.ndarray) -> np.ndarray:
+    """Kendall tau-b of each row from its pair signs (``scipy.stats.kendalltau(variant="b")`` per row):
+    ``sum(sh sm) / sqrt((n0 - n_h_ties) (n0 - n_m_ties))`` over the valid pairs; NaN when either side is
+    constant (or the row has no pair)."""
+    n0 = pv.sum(1).astype(np.float64)
+    th = (pv & (sh == 0)).sum(1)
+    tm = (pv & (sm == 0)).sum(1)
+    s = np.where(pv, sh * sm, 0.0).sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = s / np.sqrt(n0 - th) / np.sqrt(n0 - tm)
+    tau[(n0 - th <= 0) | (n0 - tm <= 0)] = np.nan
+    return np.clip(tau, -1.0, 1.0)
+
+
+def calibrate_ties(diff: np.ndarray, gain: np.ndarray, base: float, *, presorted: bool = False
+                   ) -> tuple[float, float]:
+    """The tie threshold of ``acc_eq``: ``(best objective, epsilon)``.
+
+    ``diff`` (n_entries,) are the |metric differences| of the pairs whose class changes when epsilon
+    reaches them, ``gain`` their weights (+w: a human tie becomes a correct metric tie, -w: a concordant
+    pair becomes a metric tie), ``base`` the objective at epsilon 0 (``presorted``: ``diff`` is already
+    ascending and ``gain`` in the same order). All pairs with the same difference
+    flip together; the smallest epsilon reaching the maximum wins (mt-metrics-eval ``tau_optimization``:
+    candidates 0 and every difference, ``numpy.nanargmax``)."""
+    if diff.size == 0:
+        return base, 0.0
+    if presorted:
+        d, cum = diff, np.cumsum(gain)
+    else:
+        order = np.argsort(diff, kind="stable")
+        d = diff[order]
+        cum = np.cumsum(gain[order])
+    ends = np.r_[np.flatnonzero(d[1:] != d[:-1]), d.size - 1]
+    obj = base + cum[ends]
+    k = int(np.argmax(obj))
+    if obj[k] > base:
+        return float(obj[k]), float(d[ends[k]])
+    return float(base), 0.0
+
+
+def acc_eq_none(h: np.ndarray, m: np.ndarray) -> tuple[float, float]:
+    """``acc_eq`` without grouping of two vectors (shape (n,)): ``(accuracy, epsilon)``; every one of the
+    n (n - 1) / 2 pairs is enumerated (native kernel). NaN for n < 2."""
+    n = h.size
+    if n < 2:
+        return math.nan, 0.0
+    o = np.argsort(m, kind="stable")
+    n_pairs = n * (n - 1) // 2
+    diff = np.empty(n_pairs, dtype=np.float64)
+    sign = np.empty(n_pairs, dtype=np.int8)
+    k, con0, tb0 = load("stats_meta").tie_entries_sorted(np.ascontiguousarray(h[o]), np.ascontiguousarray(m[o]),
+                                                         diff, sign)
+    best, eps = calibrate_ties(diff[:k], sign[:k].astype(np.float64), float(con0 + tb0))
+    return best / n_pairs, eps
+
+
+# --------------------------------------------------------------------------- the evaluation
+
+
+def _figure(value: float | None, n: int, *, status: str = "ok", reason: str | None = None, **extra: Any
+            ) -> dict[str, Any]:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        value = None
+        if status == "ok":
+            status = "undefined"
+    return {"value": value, "ci_low": None, "ci_high": None, "ci_status": None, "status": status,
+            "reason": reason if status != "ok" else None, "n": int(n), **extra}
+
+
+@dataclasses.dataclass
+class _Cell:
+    """One bin (or overall): which items, its figures, and the per-document sums it resamples."""
+
+    name: str
+    low: float | None
+    high: float | None
+    items: np.ndarray  # bool (n_items,)
+    figures: dict[str, dict[str, dict[str, Any]]]
+    # per-document sums (D x columns) of the bootstrap, and how to turn replicate sums into statistics
+    blocks: list[np.ndarray]
+    readers: list[tuple[str, str, Any]]  # (metric, stat, function(sums of this cell's columns) -> values)
+    perm: dict[str, Any]
+
+
+def _zscore(v: np.ndarray) -> np.ndarray:
+    sd = v.std()
+    return (v - v.mean()) / sd if sd > 0 else v - v.mean()
+
+
+def _pearson_from_sums(n: Any, sh: Any, shh: Any, sm: Any, smm: Any, shm: Any) -> Any:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = shm - sh * sm / n
+        vh = shh - sh * sh / n
+        vm = smm - sm * sm / n
+        r = cov / np.sqrt(vh * vm)
+    r = np.where((n >= 2) & (vh > 0) & (vm > 0), r, np.nan)
+    return np.clip(r, -1.0, 1.0)
+
+
+def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, high: float | None,
+                tests: MetaTests, item_cache: dict[str, Any], seed: int) -> _Cell:
+    """Point figures of one bin and the per-document sums of its bootstrap and permutation test."""
+    D = data.n_docs
+    n_sys = len(data.systems)
+    v = data.valid & items[:, None]
+    ii, ss = np.nonzero(v)
+    doc_c = data.item_doc[ii]
+    n_cells = ii.size
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    blocks: list[np.ndarray] = []
+    readers: list[tuple[str, str, Any]] = []
+    perm: dict[str, Any] = {}
+    col = [0]
+
+    def add_block(arr: np.ndarray) -> slice:
+        arr = np.asarray(arr, dtype=np.float64).reshape(D, -1)
+        blocks.append(arr)
+        s = slice(col[0], col[0] + arr.shape[1])
+        col[0] += arr.shape[1]
+        return s
+
+    def per_doc(values: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        return np.bincount(docs, weights=values, minlength=D)
+
+    h = data.H[ii, ss]
+    h_const = n_cells >= 1 and bool(h.max() == h.min())
+    hz = _zscore(h) if n_cells else h
+    shared = add_block(np.stack([per_doc(np.ones(n_cells), doc_c), per_doc(hz, doc_c), per_doc(hz * hz, doc_c)], 1)
+                       ) if n_cells else None
+    n_docs_cell = int(np.unique(doc_c).size)
+    cell_items = np.flatnonzero(items)
+    perm_cols: list[np.ndarray] = []
+    perm_layout: dict[str, dict[str, slice]] = {}
+    for k, metric in enumerate(data.metrics):
+        f: dict[str, dict[str, Any]] = {}
+        m = data.M[k, ii, ss]
+        m_const = n_cells >= 1 and bool(m.max() == m.min())
+        # --- no grouping
+        why = ("no scored cell in this bin" if n_cells == 0 else "fewer than 2 scored cells in this bin"
+               if n_cells < 2 else "human scores are constant in this bin" if h_const
+               else "the metric is constant in this bin" if m_const else None)
+        mz = _zscore(m) if n_cells else m
+        if why:
+            for st in SEG_NONE:
+                f[st] = _figure(None, n_cells, status="undefined", reason=why)
+        else:
+            r = float(_pearson_from_sums(float(n_cells), hz.sum(), (hz * hz).sum(), mz.sum(), (mz * mz).sum(),
+                                         (hz * mz).sum()))
+            f["pearson.none"] = _figure(r, n_cells)
+            f["tau_b.none"] = _figure(kendall_tau_b(h, m).statistic, n_cells)
+            n_pairs = n_cells * (n_cells - 1) // 2
+            if n_pairs > tests.max_pairs:
+                f["acc_eq.none"] = _figure(None, n_cells, status="not_computed",
+                                           reason=f"{n_pairs:,} cell pairs > max_pairs {tests.max_pairs:,} (--max-pairs);"
+                                                  " see acc_eq.item")
+            else:
+                acc, eps = acc_eq_none(h, m)
+                f["acc_eq.none"] = _figure(acc, n_cells, epsilon=eps)
+        if n_cells and shared is not None:
+            sl = add_block(np.stack([per_doc(mz, doc_c), per_doc(mz * mz, doc_c), per_doc(hz * mz, doc_c)], 1))
+            if not why:
+                readers.append((metric, "pearson.none",
+                                lambda R, a=shared, b=sl: _pearson_from_sums(R[:, a][:, 0], R[:, a][:, 1],
+                                                                             R[:, a][:, 2], R[:, b][:, 0],
+                                                                             R[:, b][:, 1], R[:, b][:, 2])))
+        # --- grouped by item
+        pr = item_cache["pearson"][k][cell_items]
+        tb = item_cache["tau"][k][cell_items]
+        P = item_cache["P"][cell_items]
+        rows = P > 0
+        R_items = int(rows.sum())
+        # acc_eq.item: one epsilon for the bin, maximising the mean of the per-item accuracies
+        accv = np.full(cell_items.size, np.nan)
+        eps = 0.0
+        if R_items:
+            w_item = np.zeros(items.size)
+            w_item[cell_items] = np.where(rows, 1.0 / np.maximum(P, 1) / R_items, 0.0)
+            con0, tie0 = item_cache["con0"][k], item_cache["tie0"][k]
+            base = float(((con0 + tie0) * w_item).sum())
+            e_item, e_adm, e_sign = item_cache["entries"][k]
+            inside = items[e_item]
+            ei, ed, es = e_item[inside], e_adm[inside], e_sign[inside]
+            _, eps = calibrate_ties(ed, es * w_item[ei], base, presorted=True)
+            upto = int(np.searchsorted(ed, eps, side="right"))  # entries with |dm| <= epsilon flip
+            flip = np.bincount(ei[:upto], weights=es[:upto], minlength=items.size)[cell_items]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                accv = np.where(rows, (con0[cell_items] + tie0[cell_items] + flip) / np.maximum(P, 1), np.nan)
+        doc_i = data.item_doc[cell_items]
+        for st, vals, extra in (("pearson.item", pr, {}), ("tau_b.item", tb, {}), ("acc_eq.item", accv,
+                                                                                   {"epsilon": eps})):
+            ok = ~np.isnan(vals)
+            n_ok = int(ok.sum())
+            if cell_items.size == 0:
+                f[st] = _figure(None, 0, status="undefined", reason="no scored segment in this bin")
+            elif n_ok == 0:
+                reason = ("no segment with 2+ scored systems in this bin" if R_items == 0 else
+                          "undefined in every segment of the bin (constant human or metric scores within each)")
+                f[st] = _figure(None, 0, status="undefined", reason=reason, n_undefined_items=int(R_items))
+            else:
+                f[st] = _figure(float(vals[ok].mean()), n_ok, n_undefined_items=int(R_items - n_ok), **extra)
+            sums = np.stack([per_doc(np.where(ok, vals, 0.0), doc_i), per_doc(ok.astype(np.float64), doc_i)], 1)
+            sl = add_block(sums)
+            if n_ok:
+                readers.append((metric, st, lambda R, s=sl: _ratio(R[:, s][:, 0], R[:, s][:, 1])))
+            perm_cols.append(sums)
+            perm_layout.setdefault(metric, {})[st] = slice(sum(c.shape[1] for c in perm_cols) - 2,
+                                                           sum(c.shape[1] for c in perm_cols))
+        if n_cells:
+            pn = np.stack([per_doc(mz, doc_c), per_doc(mz * mz, doc_c), per_doc(hz * mz, doc_c)], 1)
+            perm_cols.append(pn)
+            perm_layout[metric]["pearson.none"] = slice(sum(c.shape[1] for c in perm_cols) - 3,
+                                                        sum(c.shape[1] for c in perm_cols))
+        figures[metric] = f
+    # --- system level
+    _system_level(data, v, ii, ss, doc_c, figures, add_block, readers, tests, seed, name)
+    perm["cols"] = np.concatenate(perm_cols, axis=1) if perm_cols else np.zeros((D, 0))
+    perm["layout"] = perm_layout
+    perm["shared"] = (np.array([n_cells, hz.sum(), (hz * hz).sum()]) if n_cells else None)
+    cell = _Cell(name, low, high, items, figures, blocks, readers, perm)
+    cell.counts = {"n_segments": int(cell_items.size), "n_documents": n_docs_cell, "n_cells": int(n_cells),  # type: ignore[attr-defined]
+                   "n_human_missing": int((data.human_missing & items[:, None]).sum())}
+    return cell
+
+
+def _ratio(s: Any, n: Any) -> Any:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / n, np.nan)
+
+
+def _pairwise_accuracy(hs: np.ndarray, ms: np.ndarray) -> np.ndarray:
+    """Share of system pairs with ``sign(dh) == sign(dm)`` (mt-metrics-eval ``stats.Agreement``) along the
+    last axis (systems); NaN entries (a system without cells) leave their pairs out."""
+    n = hs.shape[-1]
+    iu, ju = np.triu_indices(n, 1)
+    dh = np.sign(hs[..., iu] - hs[..., ju])
+    dm = np.sign(ms[..., iu] - ms[..., ju])
+    ok = ~(np.isnan(dh) | np.isnan(dm))
+    agree = (dh == dm) & ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok.sum(-1) > 0, agree.sum(-1) / ok.sum(-1), np.nan)
+
+
+def _keep_bits(bitgen: np.random.PCG64, n_trials: int, n_units: int) -> np.ndarray:
+    """(n_trials, n_units) bool: unit u kept in trial t = bit u%64 of word t*W + u//64 (W = ceil(n/64))."""
+    words = (n_units + 63) // 64
+    raw = bitgen.random_raw(n_trials * words).reshape(n_trials, words)
+    bits = np.unpackbits(raw.astype("<u8").view(np.uint8), axis=1, bitorder="little")
+    return bits[:, :n_units].astype(bool)
+
+
+def pairwise_p_values(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """Thompson et al.'s paired permutation p-values: ``scores`` (n_units, n_sys), ``signs`` (n_trials,
+    n_units) of +1 (keep) / -1 (swap). Entry [i, j] (i < j) = share of trials whose permuted difference
+    ``(signs @ scores)[:, i] - (signs @ scores)[:, j]`` is >= the observed ``sum_i - sum_j``; NaN elsewhere."""
+    tot = scores.sum(0)
+    part = signs @ scores
+    n = scores.shape[1]
+    iu, ju = np.triu_indices(n, 1)
+    null = part[:, iu] - part[:, ju]
+    test = tot[iu] - tot[ju]
+    p = np.full((n, n), np.nan)
+    p[iu, ju] = (null >= test).mean(0)
+    return p
+
+
+def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, doc_c: np.ndarray,
+                  figures: dict[str, Any], add_block: Any, readers: list[Any], tests: MetaTests, seed: int,
+                  cell_name: str) -> None:
+    D, n_sys = data.n_docs, len(data.systems)
+    key = doc_c * n_sys + ss
+    cnt = np.bincount(key, minlength=D * n_sys).astype(np.float64).reshape(D, n_sys)
+    hsum = np.bincount(key, weights=data.H[ii, ss], minlength=D * n_sys).reshape(D, n_sys)
+    c_sl = add_block(cnt)
+    h_sl = add_block(hsum)
+    tot_c = cnt.sum(0)
+    have = tot_c > 0
+    n_have = int(have.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hs = np.where(have, hsum.sum(0) / tot_c, np.nan)
+    # SPA on the segments scored for every system present in the bin
+    complete = None
+    if n_have >= 2 and tests.spa_perm > 0:
+        sel = v[:, have]
+        complete = np.flatnonzero(sel.all(1) & sel.any(1))
+    signs = None
+    if complete is not None and complete.size:
+        bg = np.random.PCG64(seed).jumped(2)
+        keep = _keep_bits(bg, tests.spa_perm, int(complete.size))
+        signs = np.where(keep, 1.0, -1.0)
+        p_h = pairwise_p_values(data.H[complete][:, have], signs)
+    for k, metric in enumerate(data.metrics):
+        msum = np.bincount(key, weights=data.M[k, ii, ss], minlength=D * n_sys).reshape(D, n_sys)
+        m_sl = add_block(msum)
+        f = figures[metric]
+        if n_have < 2:
+            f["pairwise_accuracy.sys"] = _figure(None, n_have, status="undefined",
+                                                 reason="fewer than 2 systems with scored cells in this bin")
+            f["spa.sys"] = _figure(None, n_have, status="undefined",
+                                   reason="fewer than 2 systems with scored cells in this bin")
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ms = np.where(have, msum.sum(0) / tot_c, np.nan)
+        f["pairwise_accuracy.sys"] = _figure(float(_pairwise_accuracy(hs[have], ms[have])), n_have)
+        readers.append((metric, "pairwise_accuracy.sys",
+                        lambda R, c=c_sl, hh=h_sl, mm=m_sl: _pairwise_accuracy(_ratio(R[:, hh], R[:, c]),
+                                                                               _ratio(R[:, mm], R[:, c]))))
+        if tests.spa_perm == 0:
+            f["spa.sys"] = _figure(None, n_have, status="not_computed", reason="spa_perm = 0 (--spa-perm)")
+        elif signs is None:
+            f["spa.sys"] = _figure(None, n_have, status="undefined",
+                                   reason="no segment of this bin is scored for every system")
+        else:
+            p_m = pairwise_p_values(data.M[k][complete][:, have], signs)
+            iu, ju = np.triu_indices(n_have, 1)
+            spa = 1.0 - float(np.mean(np.abs(p_h[iu, ju] - p_m[iu, ju])))
+            f["spa.sys"] = _figure(spa, n_have, n_segments=int(complete.size), ci_reason=None)
+
+
+def _item_cache(data: _Data) -> dict[str, Any]:
+    """Per-segment values that do not depend on the bin, per metric: Pearson and tau-b of each segment,
+    its pairs (``P``), concordant pairs and pairs tied in both at epsilon 0 (``con0``, ``tie0``), and the
+    tie-calibration entries ``(item, |dm|, +1 gain / -1 loss)`` sorted by ``|dm|`` once (a bin takes
+    its entries in the same order)."""
+    iu, ju = _pair_index(len(data.systems))
+    sh, pv = _pair_signs(data.H, data.valid, iu, ju)
+    n_items = data.H.shape[0]
+    cache: dict[str, Any] = {"P": pv.sum(1).astype(np.float64), "pearson": [], "tau": [], "con0": [], "tie0": [],
+                             "entries": []}
+    h_tie = pv & (sh == 0)
+    item_of = np.broadcast_to(np.arange(n_items, dtype=np.int64)[:, None], sh.shape)
+    for k in range(len(data.metrics)):
+        m = data.M[k]
+        with np.errstate(invalid="ignore"):
+            dm = np.where(pv, m[:, iu] - m[:, ju], 0.0)
+        sm = np.sign(dm)
+        conc = pv & (sh * sm > 0)
+        cache["con0"].append(conc.sum(1).astype(np.float64))
+        cache["tie0"].append((h_tie & (sm == 0)).sum(1).astype(np.float64))
+        gain = h_tie & (sm != 0)
+        ent = gain | conc
+        adm = np.abs(dm[ent])
+        order = np.argsort(adm, kind="stable")
+        cache["entries"].append((item_of[ent][order], adm[order], np.where(gain[ent], 1.0, -1.0)[order]))
+        cache["pearson"].append(item_pearson(data.H, m, data.valid))
+        cache["tau"].append(item_tau_b(sh, sm, pv))
+    return cache
+
+
+def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptions, tests: MetaTests,
+               warnings: list[str]) -> dict[tuple[str, str, str], np.ndarray]:
+    """Replicates of every resampled statistic: {(cell, metric, stat): (n_boot,) values}."""
+    if n_boot == 0:
+        return {}
+    mats = [np.concatenate(c.blocks, axis=1) if c.blocks else np.zeros((data.n_docs, 0)) for c in cells]
+    widths = [m.shape[1] for m in mats]
+    V = np.concatenate(mats, axis=1)
+    sums = resample_sums(V, n_boot=n_boot, seed=opts.seed, threads=opts.threads, max_memory=opts.max_memory,
+                         max_seconds=opts.max_seconds)
+    reps: dict[tuple[str, str, str], np.ndarray] = {}
+    start = 0
+    for c, w in zip(cells, widths):
+        R = sums[:, start:start + w]
+        start += w
+        for metric, stat, fn in c.readers:
+            reps[(c.name, metric, stat)] = np.asarray(fn(R), dtype=np.float64).reshape(n_boot)
+    # tau_b.none: the weighted Kendall kernel on the same draws (counts of each document per replicate)
+    need = [c for c in cells if 2 <= c.counts["n_cells"] <= tests.ci_max_points]  # type: ignore[attr-defined]
+    if need:
+        idx = resample_indices(n_boot, data.n_docs, opts.seed, max_memory=opts.max_memory)
+        w = np.zeros((n_boot, data.n_docs))
+        np.add.at(w, (np.repeat(np.arange(n_boot), data.n_docs), idx.ravel()), 1.0)
+        kern = load("stats_meta")
+        for c in need:
+            v = data.valid & c.items[:, None]
+            ii, ss = np.nonzero(v)
+            h = data.H[ii, ss]
+            doc = data.item_doc[ii]
+            hr = np.unique(h, return_inverse=True)[1].astype(np.int64) + 1
+            order = np.argsort(hr, kind="stable")
+            for k, metric in enumerate(data.metrics):
+                if c.figures[metric]["tau_b.none"]["status"] != "ok":
+                    continue
+                m = data.M[k, ii, ss]
+                mr = np.unique(m, return_inverse=True)[1].astype(np.int64) + 1
+                out = np.empty(n_boot)
+                kern.tau_b_weighted_reps(np.ascontiguousarray(hr[order]), np.ascontiguousarray(mr[order]),
+                                         np.ascontiguousarray(doc[order]), w, int(mr.max()), out,
+                                         opts.kernel_threads)
+                reps[(c.name, metric, "tau_b.none")] = out
+    return reps
+
+
+def _apply_cis(cells: list[_Cell], reps: dict[tuple[str, str, str], np.ndarray], n_boot: int,
+               tests: MetaTests) -> None:
+    for c in cells:
+        for metric, figs in c.figures.items():
+            for stat, fig in figs.items():
+                if fig["status"] != "ok":
+                    fig["ci_status"] = "not_computed"
+                    continue
+                r = reps.get((c.name, metric, stat))
+                if n_boot == 0:
+                    fig["ci_status"], fig["ci_reason"] = "not_computed", "n_boot = 0 (--n-boot)"
+                elif r is None:
+                    fig["ci_status"] = "not_computed"
+                    fig["ci_reason"] = {
+                        "acc_eq.none": "a tie calibration per replicate would be needed; see acc_eq.item",
+                        "spa.sys": "a permutation test inside every replicate",
+                        "tau_b.none": f"more than ci_max_points {tests.ci_max_points:,} cells (--ci-max-points)",
+                    }.get(stat, "not resampled")
+                elif c.counts["n_documents"] < 2:  # type: ignore[attr-defined]
+                    fig["ci_status"], fig["ci_reason"] = "undefined", "one document in this bin"
+                else:
+                    ok = ~np.isnan(r)
+                    if ok.sum() == 0:
+                        fig["ci_status"], fig["ci_reason"] = "undefined", "undefined in every replicate"
+                        continue
+                    lo, hi = np.percentile(r[ok], [2.5, 97.5])
+                    fig["ci_low"], fig["ci_high"], fig["ci_status"] = float(lo), float(hi), "ok"
+                    fig["n_boot_undefined"] = int((~ok).sum())
+
+
+def _perm_test(cells: list[_Cell], data: _Data, tests: MetaTests, opts: ResampleOptions) -> list[dict[str, Any]]:
+    """Test (a): every metric pair within every bin, document swaps (see module docstring)."""
+    K = len(data.metrics)
+    if tests.n_perm == 0 or tests.pairs == "none" or K < 2:
+        return []
+    D = data.n_docs
+    a_idx, b_idx = np.triu_indices(K, 1)
+    Y = np.concatenate([c.perm["cols"] for c in cells], axis=1)
+    offs = np.cumsum([0] + [c.perm["cols"].shape[1] for c in cells])
+    bg = np.random.PCG64(opts.seed).jumped(1)
+    budget = opts.budget("ddp meta permutation test", flag="--n-perm")
+    budget.start()
+    exceed = {}  # (cell index, stat) -> counts (n_pairs,)
+    obs = {}
+    plan = []
+    for ci, c in enumerate(cells):
+        lay = c.perm["layout"]
+        for st in PERM_STATS:
+            have = [st in lay.get(m, {}) for m in data.metrics]
+            if not all(have):
+                continue
+            sl = [lay[m][st] for m in data.metrics]
+            cols = np.array([[s.start + offs[ci] + j for j in range(s.stop - s.start)] for s in sl])  # (K, w)
+            tot = Y[:, cols].sum(0)  # (K, w)
+            vals = np.array([c.figures[m][st]["value"] if c.figures[m][st]["status"] == "ok" else np.nan
+                             for m in data.metrics])
+            delta = vals[a_idx] - vals[b_idx]
+            plan.append((ci, st, cols, tot))
+            obs[(ci, st)] = delta
+            exceed[(ci, st)] = np.zeros(a_idx.size, dtype=np.int64)
+    if not plan:
+        return []
+    done = 0
+    while done < tests.n_perm:
+        tb = min(_PERM_BLOCK, tests.n_perm - done)
+        keep = _keep_bits(bg, tb, D).astype(np.float64)
+        Q = keep @ Y  # (tb, columns)
+        for ci, st, cols, tot in plan:
+            q = Q[:, cols]  # (tb, K, w)
+            qa = tot[b_idx][None] + q[:, a_idx] - q[:, b_idx]  # A slot sums (tb, pairs, w)
+            qb = tot[a_idx][None] + tot[b_idx][None] - qa
+            if st == "pearson.none":
+                n, sh, shh = cells[ci].perm["shared"]
+                sa = _pearson_from_sums(n, sh, shh, qa[..., 0], qa[..., 1], qa[..., 2])
+                sb = _pearson_from_sums(n, sh, shh, qb[..., 0], qb[..., 1], qb[..., 2])
+            else:
+                sa, sb = _ratio(qa[..., 0], qa[..., 1]), _ratio(qb[..., 0], qb[..., 1])
+            d = obs[(ci, st)]
+            null = np.sign(d)[None] * (sa - sb)
+            with np.errstate(invalid="ignore"):
+                exceed[(ci, st)] += (null >= np.abs(d)[None] - 1e-12).sum(0)
+        done += tb
+        budget.check_time(done, tests.n_perm)
+    out: list[dict[str, Any]] = []
+    for ci, st, _, _ in plan:
+        d = obs[(ci, st)]
+        p = exceed[(ci, st)] / tests.n_perm
+        p = np.where(np.isnan(d), np.nan, p)
+        adj = adjust_pvalues(p, "holm")
+        c = cells[ci]
+        for j in range(a_idx.size):
+            a, b = data.metrics[a_idx[j]], data.metrics[b_idx[j]]
+            ok = not math.isnan(d[j])
+            out.append({"bin": c.name, "low": c.low, "stat": st, "a": a, "b": b,
+                        "delta": float(d[j]) if ok else None,
+                        "better": (a if d[j] > 0 else b if d[j] < 0 else None) if ok else None,
+                        "p": float(p[j]) if ok else None, "p_holm": float(adj[j]) if ok else None,
+                        "significant": bool(ok and adj[j] < tests.alpha),
+                        "status": "ok" if ok else "undefined",
+                        "reason": None if ok else "the statistic is undefined for one of the two metrics"})
+    return out
+
+
+def _bin_test(cells: list[_Cell], reps: dict[tuple[str, str, str], np.ndarray], data: _Data, tests: MetaTests
+              ) -> list[dict[str, Any]]:
+    """Test (b): every bin k >= 1 against the first bin, per metric and statistic (bootstrap)."""
+    bins = [c for c in cells if c.name != "overall"]
+    if len(bins) < 2 or not reps:
+        return []
+    first = bins[0]
+    out: list[dict[str, Any]] = []
+    for c in bins[1:]:
+        for st in STATS:
+            rows = []
+            for metric in data.metrics:
+                ra, rb = reps.get((c.name, metric, st)), reps.get((first.name, metric, st))
+                fa, fb = c.figures[metric][st], first.figures[metric][st]
+                row = {"bin": c.name, "low": c.low, "first_bin": first.name, "metric": metric, "stat": st,
+                       "diff": None, "ci_low": None, "ci_high": None, "p_below": None, "p_below_holm": None,
+                       "significant_below": False, "status": "ok", "reason": None}
+                if ra is None or rb is None or fa["status"] != "ok" or fb["status"] != "ok":
+                    if ra is None and rb is None and fa["status"] == "ok" and st in ("acc_eq.none", "spa.sys"):
+                        continue
+                    row["status"] = "undefined"
+                    row["reason"] = ("undefined in this bin" if fa["status"] != "ok" else
+                                     "undefined in the first bin" if fb["status"] != "ok" else "not resampled")
+                    rows.append(row)
+                    continue
+                diff = ra - rb
+                ok = ~np.isnan(diff)
+                if ok.sum() == 0 or c.counts["n_documents"] < 2 or first.counts["n_documents"] < 2:  # type: ignore[attr-defined]
+                    row["status"], row["reason"] = "undefined", "too few documents to resample"
+                    rows.append(row)
+                    continue
+                row["diff"] = float(fa["value"] - fb["value"])
+                row["ci_low"], row["ci_high"] = (float(x) for x in np.percentile(diff[ok], [2.5, 97.5]))
+                row["p_below"] = float((diff[ok] >= 0).mean())
+                rows.append(row)
+            p = np.array([r["p_below"] if r["p_below"] is not None else np.nan for r in rows], dtype=np.float64)
+            if p.size:
+                adj = adjust_pvalues(p, "holm")
+                for r, a in zip(rows, adj):
+                    if not math.isnan(a):
+                        r["p_below_holm"] = float(a)
+                        r["significant_below"] = bool(a < tests.alpha)
+            out.extend(rows)
+    return out
+
+
+def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", metric_cols: Sequence[str] | None = None,
+                  columns: MetaColumns | None = None, bins: str | Sequence[float] = DEFAULT_BINS,
+                  ddp_col: str = S.DDP, strict_join: bool = False, profile_signature: dict[str, Any] | None = None,
+                  profile_name: str = "<profile>", scores_name: str = "<scores>",
+                  options: ResampleOptions | None = None, tests: MetaTests | None = None) -> MetaResult:
+    """Metric-human agreement per DDP bin and overall (see the module docstring for every definition).
+
+    Parameters
+    ----------
+    profile
+        ``ddp profile`` segment table (polars DataFrame/LazyFrame): document, segment and ``ddp_col``
+        columns (names from ``profile_signature``).
+    scores
+        One row per (document, segment, system): the human score column ``human_col`` and metric columns
+        ``metric_cols`` (default: every other numeric column); or the long form of ``columns``.
+    columns
+        :class:`MetaColumns` (document, segment, system names; long form); its ``human`` is replaced by
+        ``human_col``.
+    bins
+        DDP bin edges in sentences (``"0,1,5,15,50,inf"``), bins ``[e_i, e_{i+1})``.
+    options
+        :class:`~ddpcore.stats.ResampleOptions`: ``n_boot`` document-bootstrap replicates (default 1,000;
+        0 = no intervals and no test b), ``seed``, ``threads``, ``max_memory``, ``max_seconds``.
+    tests
+        :class:`MetaTests` (permutations, SPA trials, alpha, pairs, caps).
+
+    Returns
+    -------
+    MetaResult
+    """
+    cols = dataclasses.replace(columns or MetaColumns(), human=human_col)
+    tests = tests if tests is not None else MetaTests()
+    if not isinstance(tests, MetaTests):
+        raise DDPUsageError(f"meta_evaluate(tests=...) must be a MetaTests, got {type(tests).__name__}", code="D806")
+    opts = check_options(options, func="meta_evaluate")
+    n_boot = opts.n_boot_or(1000)
+    if n_boot != 0:
+        n_boot = _budget.check_n_boot(n_boot)
+    seed = _budget.check_seed(opts.seed)
+    edges = parse_bins(bins) if isinstance(bins, str) else parse_bins(list(bins))
+    psig = profile_signature or {}
+    data = _prepare(profile, scores, psig, profile_name, scores_name, cols, metric_cols, ddp_col, strict_join)
+    cache = _item_cache(data)
+    b = bin_of(data.item_ddp, edges)
+    n_outside = int((b < 0).sum())
+    warnings = list(data.warnings)
+    if n_outside:
+        warnings.append(f"{n_outside:,} scored segments have a DDP outside the bins {edges} and count only in overall")
+    cells = []
+    for k in range(len(edges) - 1):
+        lo, hi = edges[k], edges[k + 1]
+        label = f"[{lo:g}, {'inf' if math.isinf(hi) else f'{hi:g}'})"
+        cells.append(_cell_stats(data, b == k, label, lo, hi, tests, cache, seed))
+    cells.append(_cell_stats(data, np.ones(b.size, dtype=bool), "overall", None, None, tests, cache, seed))
+    for c in cells:
+        if c.name != "overall" and 0 < c.counts["n_documents"] < 5:  # type: ignore[attr-defined]
+            warnings.append(f"bin {c.name}: {c.counts['n_documents']} document(s), {c.counts['n_segments']} segment(s): "  # type: ignore[attr-defined]
+                            "a thin sample, its intervals are wide or undefined")
+    reps = _bootstrap(cells, data, n_boot, opts, tests, warnings)
+    _apply_cis(cells, reps, n_boot, tests)
+    tests_out = {"metric_pairs": _perm_test(cells, data, tests, opts), "bins_vs_first": _bin_test(cells, reps, data, tests)}
+
+    def entry(c: _Cell) -> dict[str, Any]:
+        return {"label": c.name, "low": c.low, "high": c.high, **c.counts,  # type: ignore[attr-defined]
+                "metrics": c.figures}
+
+    sig = signature(
+        "meta", profile=profile_name, scores=scores_name, human_col=human_col, metrics=data.metrics,
+        systems=data.systems, columns=dataclasses.asdict(cols), ddp_col=ddp_col,
+        bins=[("inf" if math.isinf(e) else float(e)) for e in edges], n_boot=int(n_boot), seed=int(seed),
+        n_perm=int(tests.n_perm), spa_perm=int(tests.spa_perm), alpha=float(tests.alpha), pairs=tests.pairs,
+        max_pairs=int(tests.max_pairs), ci_max_points=int(tests.ci_max_points), strict_join=bool(strict_join),
+        unit="document", ci="document bootstrap, 95% percentile (numpy.percentile, linear) of the defined replicates",
+        rng={"bootstrap": RNG_DESCRIPTION, "permutation": PERM_RNG, "spa": SPA_RNG},
+        correction="holm", join=data.join, warnings=warnings, profile_signature=psig)
+    return MetaResult([entry(c) for c in cells[:-1]], entry(cells[-1]), tests_out, warnings, sig)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _num(x: Any, nd: int = 3) -> str:
+    return "" if x is None else f"{x:.{nd}f}"
+
+
+def to_tsv(res: MetaResult) -> str:
+    """One line per (bin, metric, statistic), then the signature as a comment line."""
+    vs = {(t["bin"], t["metric"], t["stat"]): t for t in res.tests["bins_vs_first"]}
+    head = ["bin", "low", "high", "metric", "stat", "value", "ci_low", "ci_high", "n", "status", "reason",
+            "epsilon", "diff_vs_first", "p_below_holm", "significant_below"]
+    lines = ["\t".join(head)]
+
+    def cell(v: Any) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):
+            return "inf" if math.isinf(v) else f"{v:.6g}"
+        return str(v).replace("\t", " ")
+    for e in [*res.bins, res.overall]:
+        for metric, figs in e["metrics"].items():
+            for st in STATS:
+                f = figs[st]
+                t = vs.get((e["label"], metric, st), {})
+                lines.append("\t".join(cell(x) for x in (
+                    e["label"], e["low"], e["high"], metric, st, f["value"], f["ci_low"], f["ci_high"], f["n"],
+                    f["status"], f["reason"] or f.get("ci_reason"), f.get("epsilon"), t.get("diff"),
+                    t.get("p_below_holm"), t.get("significant_below") if t else None)))
+    lines.append("# signature: " + json.dumps(json_safe({k: v for k, v in res.signature.items()
+                                                         if k != "profile_signature"}), sort_keys=True))
+    return "\n".join(lines) + "\n"
+
+
+def _table_cells(res: MetaResult, stat: str) -> tuple[list[str], list[list[str]]]:
+    vs = {(t["bin"], t["metric"], t["stat"]): t for t in res.tests["bins_vs_first"]}
+    entries = [*res.bins, res.overall]
+    heads = ["metric"] + [f"DDP {e['label']} (n={e['n_segments']})" if e["label"] != "overall"
+                          else f"overall (n={e['n_segments']})" for e in entries]
+    rows = []
+    for metric in res.metrics:
+        row = [metric]
+        for e in entries:
+            f = e["metrics"][metric][stat]
+            if f["status"] != "ok":
+                row.append("n/a" if f["status"] == "undefined" else "—")
+                continue
+            s = _num(f["value"])
+            if f["ci_low"] is not None:
+                s += f" [{_num(f['ci_low'], 2)}, {_num(f['ci_high'], 2)}]"
+            if vs.get((e["label"], metric, stat), {}).get("significant_below"):
+                s += " ↓"
+            row.append(s)
+        rows.append(row)
+    return heads, rows
+
+
+def to_markdown(res: MetaResult, stats: Sequence[str] = STATS) -> str:
+    """One table per statistic: metrics x bins (value [95% CI]; ↓ = significantly below the first bin,
+    Holm across metrics; n/a = undefined, — = not computed)."""
+    out = []
+    for st in stats:
+        heads, rows = _table_cells(res, st)
+        out.append(f"**{st}** (document-bootstrap 95% CI; ↓ significantly below the first bin, Holm, "
+                   f"alpha {res.signature['alpha']:g})\n")
+        out.append("| " + " | ".join(heads) + " |")
+        out.append("|---|" + "---:|" * (len(heads) - 1))
+        for r in rows:
+            out.append("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |")
+        out.append("")
+    if res.warnings:
+        out.append("Warnings: " + "; ".join(res.warnings))
+    return "\n".join(out) + "\n"
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "↓": r"$\downarrow$", "—": "--"}
+
+
+def _tex(s: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in s)
+
+
+def to_latex(res: MetaResult, stats: Sequence[str] = STATS) -> str:
+    """The Markdown tables as LaTeX ``tabular`` environments (booktabs rules)."""
+    out = []
+    for st in stats:
+        heads, rows = _table_cells(res, st)
+        out.append(f"% {st}: document-bootstrap 95% CI; $\\downarrow$ significantly below the first bin (Holm)")
+        out.append("\\begin{tabular}{l" + "r" * (len(heads) - 1) + "}")
+        out += ["\\toprule", " & ".join(_tex(h) for h in heads) + " \\\\", "\\midrule"]
+        out += [" & ".join(_tex(x) for x in r) + " \\\\" for r in rows]
+        out += ["\\bottomrule", "\\end{tabular}", ""]
+    return "\n".join(out)
+
+
+def dumps(res: MetaResult) -> str:
+    return json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n"
+
+
+__all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "PERM_STATS", "STATS", "acc_eq_none",
+           "calibrate_ties", "dumps", "item_pearson", "item_tau_b", "meta_evaluate", "pairwise_p_values",
+           "parse_fail_on", "to_latex", "to_markdown", "to_tsv"]
