@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 #: subcommand modules, in help order
-SUBCOMMANDS = ("profile", "explain", "stats", "validate", "agree", "info", "merge", "cache", "mix", "blindness", "metric-s", "select", "sample", "stratify", "plot", "report")
+SUBCOMMANDS = ("profile", "explain", "stats", "validate", "agree", "info", "merge", "cache", "mix", "blindness", "metric-s", "select", "sample", "stratify", "meta", "plot", "report")
 
 EXIT_OK, EXIT_FAIL_GATE, EXIT_USAGE, EXIT_DATA, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 

@@ -1,0 +1,198 @@
+"""``ddp meta``: metric-human agreement by DDP bin (issue 22): segment-level Pearson, Kendall tau-b and the
+tie-calibrated acc_eq (no grouping and averaged by item), system-level pairwise accuracy and SPA, with
+document-bootstrap CIs, a document-swap permutation test between metrics and a bin-vs-first-bin test.
+
+Only argparse is imported at module level (``ddp --help`` stays fast); the handler calls
+:func:`ddpcore.stats.meta.meta_evaluate`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._common import HelpFormatter, add_budget, resample_options
+
+FORMATS = ("json", "tsv", "markdown", "latex")
+_EXT = {".json": "json", ".tsv": "tsv", ".md": "markdown", ".markdown": "markdown", ".tex": "latex"}
+
+FAIL_ON_HELP = (
+    "CI gate, repeatable: METRIC:STAT:DDP exits 1 when, in a bin whose lower edge is >= DDP, METRIC's STAT is "
+    "significantly below its value in the first bin (bootstrap test b, Holm across metrics, --alpha). METRIC is a "
+    "metric column or '*' (every metric); STAT one of pearson.none, tau_b.none, pearson.item, tau_b.item, "
+    "acc_eq.item, pairwise_accuracy.sys. Example: --fail-on 'XCOMET:acc_eq.item:15' = \"XCOMET's agreement at "
+    "DDP >= 15 is significantly below its agreement at DDP 0\"")
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "meta", formatter_class=HelpFormatter,
+        help="does the metric agree with humans at high DDP? (correlations and accuracy per DDP bin, with tests)",
+        description=(
+            "Join the DDP profile to a score table (one row per document, segment and system, a human score column "
+            "and metric columns) and report per DDP bin and overall, for each metric: segment-level Pearson, Kendall "
+            "tau-b and the tie-calibrated pairwise accuracy acc_eq (Deutsch et al. 2023), each over all cells (.none) "
+            "and averaged over segments (.item, as the WMT23 metrics task); system-level pairwise accuracy and soft "
+            "pairwise accuracy (SPA); document-bootstrap 95%% CIs. Tests: metric A vs B within a bin (PERM-BOTH "
+            "permutation, swapping whole documents; Holm across metric pairs) and each bin vs the first bin "
+            "(bootstrap; Holm across metrics). Missing human scores are counted and left out, never read as 0; a "
+            "statistic that cannot be computed is marked undefined with its reason. Exit codes: 0 ok, 1 a --fail-on "
+            "gate failed, 2 usage, 3 bad data. See docs/meta.md."))
+    p.add_argument("profile", metavar="DDP", help="`ddp profile` segment table (.parquet, or a text format)")
+    p.add_argument("scores", metavar="SCORES",
+                   help="score table (.parquet, .csv, .tsv, .jsonl, .json; .gz): one row per (document, segment, "
+                        "system) with the human score and metric columns (or the long form, --metric-name-col)")
+    c = p.add_argument_group("columns")
+    c.add_argument("--human-col", required=True, metavar="NAME",
+                   help="human score column (e.g. mqm); in the long form the metric name of the human rows")
+    c.add_argument("--metric-col", action="append", default=None, metavar="NAME[,NAME]",
+                   help="metric column(s), repeatable or a comma list (default: every other numeric column)")
+    c.add_argument("--document-col", default="document_id", metavar="NAME", help="document id column of SCORES")
+    c.add_argument("--segment-col", default="segment_id", metavar="NAME", help="segment id column of SCORES")
+    c.add_argument("--system-col", default="system", metavar="NAME", help="system column of SCORES")
+    c.add_argument("--metric-name-col", default=None, metavar="NAME",
+                   help="long form: SCORES has one row per (document, segment, system, metric) with the metric's "
+                        "name in this column and its value in --score-col")
+    c.add_argument("--score-col", default="score", metavar="NAME", help="long form: the value column")
+    c.add_argument("--ddp-col", default="ddp", metavar="NAME", help="the profile's DDP column (e.g. ddp_certified)")
+    c.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",
+                   help="increasing DDP bin edges in sentences; bins are [E_i, E_i+1)")
+    c.add_argument("--strict-join", action="store_true",
+                   help="any score row without a profile segment is an error (exit 3); without it such rows are "
+                        "counted on stderr and in the output's warnings")
+    t = p.add_argument_group("resampling and tests")
+    t.add_argument("--n-boot", type=int, default=1000, metavar="B",
+                   help="document-bootstrap replicates of the CIs and of the bin-vs-first test (0 = none)")
+    t.add_argument("--n-perm", type=int, default=10_000, metavar="T",
+                   help="document-swap trials of the metric-vs-metric test (0 = no test)")
+    t.add_argument("--spa-perm", type=int, default=1000, metavar="T",
+                   help="segment-swap trials of each SPA p-value (Thompson et al. 2024 use 1000)")
+    t.add_argument("--pairs", choices=("all", "none"), default="all",
+                   help="metric pairs of the metric-vs-metric test")
+    t.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm")
+    t.add_argument("--max-pairs", type=int, default=20_000_000, metavar="N",
+                   help="largest number of cell pairs of acc_eq.none's tie calibration in one bin (above: not "
+                        "computed, with the reason)")
+    t.add_argument("--ci-max-points", type=int, default=50_000, metavar="N",
+                   help="largest bin (cells) whose tau_b.none is bootstrapped (O(n log n) per replicate)")
+    t.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, permutation and SPA generators")
+    t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
+    add_budget(p)
+    o = p.add_argument_group("output")
+    o.add_argument("-f", "--format", dest="output_format", choices=FORMATS, default=None,
+                   help="json (every figure, test and the signature), tsv (one line per bin, metric and statistic), "
+                        "markdown or latex (one table per statistic) (default: json, or the -o file's extension)")
+    o.add_argument("-o", "--output", default="-", metavar="PATH",
+                   help="'-' = stdout; a .json, .tsv, .md or .tex file is written atomically, with the signature in "
+                        "PATH.signature.json (checked before any work)")
+    o.add_argument("--stat", action="append", default=None, metavar="STAT[,STAT]",
+                   help="statistics shown in markdown/latex (default: all), e.g. acc_eq.item,pearson.item")
+    o.add_argument("--fail-on", action="append", default=[], metavar="METRIC:STAT:DDP", help=FAIL_ON_HELP)
+    p.set_defaults(func=run)
+
+
+def _check_output(out: str, fmt: str | None, inputs: list[str]) -> tuple[Any, str]:
+    """(path or None, format): the -o file checked before any work (folder exists and is writable, not an
+    input, not a folder); the extension gives the format unless -f names it (they must agree: D807)."""
+    from pathlib import Path
+
+    from ..errors import DDPUsageError
+    from ..io.outputs import check_outputs, file_identity, inside_work_folder, same_file, sidecar_path
+
+    if out in ("-", ""):
+        return None, fmt or "json"
+    path = Path(out)
+    ext_fmt = _EXT.get(path.suffix.lower())
+    if ext_fmt is None:
+        raise DDPUsageError(f"-o {out}: unknown extension '{path.suffix or '(none)'}'; use .json, .tsv, .md or .tex, "
+                            "or -o - for stdout", code="D807")
+    if fmt is not None and fmt != ext_fmt:
+        raise DDPUsageError(f"-o {out}: a {path.suffix} file cannot hold -f {fmt}; use -f {ext_fmt} or another "
+                            "extension", code="D807")
+    if ext_fmt in ("json", "tsv"):
+        (target,) = check_outputs([("-o/--output", out)], inputs=inputs, formats=("json", "tsv"), sidecars=True)
+        return target.path, ext_fmt
+    # .md / .tex: the same checks as check_outputs, by hand (io.outputs knows table formats only)
+    if inside_work_folder(path) is not None or path.is_dir():
+        raise DDPUsageError(f"-o {out}: is a folder or inside a ddp run's work folder; give a file name", code="D807")
+    parent = path.parent if str(path.parent) else Path(".")
+    import os
+
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise DDPUsageError(f"-o {out}: the folder {parent} does not exist or is not writable", code="D807")
+    for cand in (path, sidecar_path(path)):
+        for inp in inputs:
+            if same_file(file_identity(cand), file_identity(Path(inp))):
+                raise DDPUsageError(f"-o {out}: {cand} is the input {inp}; choose another output name", code="D807")
+    return path, ext_fmt
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..io.profiles import scan_profile
+    from ..io.scores import scan_scores
+    from ..stats.bins import parse_bins
+    from ..stats.meta import STATS, MetaColumns, MetaTests, dumps, meta_evaluate, parse_fail_on, to_latex, \
+        to_markdown, to_tsv
+
+    edges = parse_bins(args.bins)
+    path, fmt = _check_output(args.output, args.output_format, [args.profile, args.scores])
+    tests = MetaTests(n_perm=args.n_perm, spa_perm=args.spa_perm, alpha=args.alpha, pairs=args.pairs,
+                      max_pairs=args.max_pairs, ci_max_points=args.ci_max_points)
+    stats = [s for v in (args.stat or []) for s in _csv(v)] or list(STATS)
+    bad = [s for s in stats if s not in STATS]
+    if bad:
+        from ..errors import DDPUsageError
+
+        raise DDPUsageError(f"--stat {bad[0]}: not a statistic; choose from {', '.join(STATS)}", code="D806")
+    metric_cols = [m for v in (args.metric_col or []) for m in _csv(v)] or None
+    for spec in args.fail_on:  # grammar checked before any work (metric names after the join)
+        parse_fail_on(spec, metric_cols or [spec.rsplit(":", 2)[0]])
+    opts = resample_options(args)
+    prof = scan_profile(args.profile, ddp_col=args.ddp_col)
+    res = meta_evaluate(prof.frame, scan_scores(args.scores), human_col=args.human_col, metric_cols=metric_cols,
+                        columns=MetaColumns(document=args.document_col, segment=args.segment_col,
+                                            system=args.system_col, metric_name=args.metric_name_col,
+                                            score=args.score_col),
+                        bins=edges, ddp_col=args.ddp_col, strict_join=args.strict_join,
+                        profile_signature=prof.signature, profile_name=str(args.profile),
+                        scores_name=str(args.scores), options=opts, tests=tests)
+    passed, fails, notes = res.gate(args.fail_on) if args.fail_on else (True, [], [])
+    if args.fail_on:
+        res.signature["fail_on"] = list(args.fail_on)
+        res.signature["gate"] = {"passed": passed, "failures": fails, "notes": notes}
+    for w in res.warnings:
+        print(f"ddp meta: warning: {w}", file=sys.stderr)
+    text = {"json": lambda: dumps(res), "tsv": lambda: to_tsv(res), "markdown": lambda: to_markdown(res, stats),
+            "latex": lambda: to_latex(res, stats)}[fmt]()
+    if path is None:
+        sys.stdout.write(text)
+    else:
+        import contextlib
+        import json
+
+        from ..io.outputs import sidecar_path
+        from ..io.tables import atomic_path
+        from ..signature import json_safe
+
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(atomic_path(path)).write_text(text, encoding="utf-8")
+            stack.enter_context(atomic_path(sidecar_path(path))).write_text(
+                json.dumps(json_safe(res.signature), sort_keys=True, indent=2) + "\n", encoding="utf-8")
+        print(f"ddp meta: wrote {path} and {sidecar_path(path)}", file=sys.stderr)
+    j = res.signature["join"]
+    print(f"ddp meta: join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile segment, "
+          f"{j['human_missing']} without a human score; {j['cells_used']} cells of {j['systems']} systems and "
+          f"{len(res.metrics)} metrics used", file=sys.stderr)
+    for n in notes:
+        print(f"ddp meta: --fail-on: {n}", file=sys.stderr)
+    if not passed:
+        items = [f"{f['metric']} {f['stat']} in {f['bin']} ({f['diff']:+.3f} vs {f['first_bin']}, "
+                 f"p_holm={f['p_below_holm']:.3g})" for f in fails[:10]]
+        print(f"ddp meta: --fail-on: {len(fails)} significant drop(s) below the first bin: {'; '.join(items)}"
+              + (f" and {len(fails) - 10} more" if len(fails) > 10 else ""), file=sys.stderr)
+        return 1
+    return 0
