@@ -50,8 +50,9 @@ CASES = [
          files={"o.csv": GOOD}),
     Case("mix-forbid-adjacent-two", MIX + ("--forbid-adjacent-repeat",), 2, r"\[D505\].*at least 3",
          files={"o.csv": _outputs({"a": 4}, ["X", "Y"])}),
-    Case("mix-no-seed", ("mix", "o.csv", "-o", "m.csv", "--assignment", "a.csv"), 2, r"--seed",
-         files={"o.csv": GOOD}),
+    # --seed defaults to 0 and --assignment to M.assignment.csv beside -o M.csv (issue 23): the default is checked too
+    Case("mix-default-assignment-is-input", ("mix", "m.assignment.csv", "-o", "m.csv"), 2,
+         r"\[D133\].*--assignment m.assignment.csv", files={"m.assignment.csv": GOOD}),
     Case("mix-negative-seed", ("mix", "o.csv", "--seed", "-1", "-o", "m.csv", "--assignment", "a.csv"), 2,
          r"\[D311\].*seed", files={"o.csv": GOOD}),
     Case("mix-output-is-input", ("mix", "o.csv", "--seed", "0", "-o", "o.csv", "--assignment", "a.csv"), 2,

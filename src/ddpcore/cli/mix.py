@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--system-col", dest="system", default="system", metavar="NAME", help="system column")
     c.add_argument("--text-col", dest="text", default="text", metavar="NAME", help="translation column")
     m = p.add_argument_group("construction")
-    m.add_argument("--seed", type=int, required=True, help="seed of the assignment generator (numpy PCG64)")
+    m.add_argument("--seed", type=int, default=0, help="seed of the assignment generator (numpy PCG64); recorded in the "
+                                                      "signature")
     m.add_argument("--pool", type=_csv_list, default=None, metavar="A,B,...",
                    help="pooled systems (default: every system in OUTPUTS)")
     m.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
@@ -62,13 +63,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", required=True, metavar="MIX",
                    help="MIX table: document, segment, system (nominal), text, source_system")
-    o.add_argument("--assignment", required=True, metavar="ASSIGN",
-                   help="assignment table: document, system (nominal), segment, source_system, position, feasible")
+    o.add_argument("--assignment", default=None, metavar="ASSIGN",
+                   help="assignment table (which system each MIX segment came from): document, system (nominal), "
+                        "segment, source_system, position, feasible (default: MIX_STEM.assignment.EXT beside -o, "
+                        "e.g. mix.parquet -> mix.assignment.parquet)")
     o.add_argument("-f", "--format", dest="output_format", choices=("json", "text"), default="json",
                    help="summary on stdout")
     o.add_argument("--fail-on", choices=("infeasible",), default=None,
                    help="exit 1 when a document is shorter than the pool (coverage constraint infeasible)")
     p.set_defaults(func=run_mix)
+
+
+def default_assignment(output: str) -> Any:
+    """``--assignment`` when not given: ``<stem>.assignment<suffixes>`` beside ``-o`` (``mix.csv.gz`` ->
+    ``mix.assignment.csv.gz``)."""
+    from pathlib import Path
+
+    out = Path(output)
+    suffixes = "".join(out.suffixes[-2:]) if out.suffix.lower() == ".gz" else out.suffix
+    stem = out.name[: len(out.name) - len(suffixes)] if suffixes else out.name
+    return out.with_name(f"{stem}.assignment{suffixes}")
 
 
 def run_mix(args: argparse.Namespace) -> int:
@@ -89,6 +103,8 @@ def run_mix(args: argparse.Namespace) -> int:
         if args.docs or args.outputs or args.lp:
             raise DDPUsageError("--docs/--outputs/--lp apply to --reader wmt24 only", code="D506")
         inputs = [args.table]
+    if args.assignment is None:
+        args.assignment = str(default_assignment(args.output))
     targets = check_outputs([("-o/--output", args.output), ("--assignment", args.assignment)], inputs, sidecars=True)
     from ..io.tables import write_tables_atomic
     from ..curate.mix import build_mix
