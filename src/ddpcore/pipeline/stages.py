@@ -230,30 +230,28 @@ def build_tables(
     *,
     pos_space: int,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """The three output tables of a batch.
+    """The three output tables of a batch: :func:`segment_table`, :func:`anchor_table` and
+    :func:`sentence_table`, then the certified columns (:func:`certify_tables`) when the rule set
+    has a certification model."""
+    segments = segment_table(batch, toks, index, items, distances, pos_space=pos_space)
+    anchors = anchor_table(batch, index, items, entities, distances, rules)
+    sentences = sentence_table(batch, index, distances)
+    if rules.certify_model:
+        segments, anchors, sentences = certify_tables(segments, anchors, sentences, batch.frame, batch.cols, rules)
+    return segments, anchors, sentences
 
-    ``segments`` (one row per segment, sorted by input row, with ``ROW`` kept for merging
-    batches), ``anchors`` (one row per anchor, document order) and ``sentences`` (one row
-    per sentence, document order).
-    """
+
+def segment_table(batch: Batch, toks: TokenArrays, index: TokenIndex, items: dict[str, np.ndarray],
+                  distances: Distances, *, pos_space: int) -> pl.DataFrame:
+    """One row per segment of the batch, sorted by input row (``ROW`` kept for merging batches):
+    the id columns, ``n_sentences``, ``n_tokens`` (non-space tokens), ``n_anchors``, ``ddp`` and
+    ``first_sentence``, then the input's other columns."""
     import polars as pl
 
-    cols = batch.cols
-    df = batch.frame
+    cols, df = batch.cols, batch.frame
     n_seg = df.height
-    seg_doc = batch.seg_doc
-    n_docs = int(seg_doc.max()) + 1 if n_seg else 0
-    it_tok = items["token"]
-    it_seg = index.seg__tok[it_tok]
-    it_doc = seg_doc[it_seg]
-    it_sent = index.sent__tok[it_tok].astype(np.int32)
-    ent_id = entities.entity__item
-    offsets = entities.doc_offsets
-    dist, ante, ref = distances.distance__item, distances.antecedent__item, distances.reference__item
-
-    # ---- segment table (input order)
-    is_anchor = items["kind"] != 2
-    n_anchor_seg = np.bincount(it_seg[is_anchor], minlength=n_seg)
+    it_seg = index.seg__tok[items["token"]]
+    n_anchor_seg = np.bincount(it_seg[items["kind"] != 2], minlength=n_seg)
     n_tok_seg = np.bincount(index.seg__tok[toks.pos != pos_space], minlength=n_seg)
     extra = [c for c in df.columns if c not in (ROW, DOC)]
     segments = (
@@ -269,24 +267,47 @@ def build_tables(
     )
     lead = [cols.document, cols.segment, cols.domain, schema.N_SENTENCES, schema.N_TOKENS, schema.N_ANCHORS, schema.DDP,
             schema.FIRST_SENTENCE]
-    segments = segments.select(ROW, *lead, *[c for c in extra if c not in lead])
+    return segments.select(ROW, *lead, *[c for c in extra if c not in lead])
 
-    # ---- anchors table (document order)
-    a_idx = np.flatnonzero(is_anchor)
+
+def _anchor_labels(items: dict[str, np.ndarray], rules: RuleSet) -> np.ndarray:
+    """``(n_items,)`` object array: the entity label of a name, the group (gender/number) of a pronoun."""
+    labels_entity = np.array(rules.entity_labels + ("",), dtype=object)
+    group_names = np.array(["", *(GROUP_NAMES.get(b, "") for b in range(1, 9))], dtype=object)
+    lab = items["label"].astype(np.int64)
+    return np.where(
+        items["kind"] == 0,
+        labels_entity[np.where(items["kind"] == 0, lab, len(rules.entity_labels))],
+        group_names[np.where(items["kind"] == 1, lab, 1)],
+    )
+
+
+def anchor_table(batch: Batch, index: TokenIndex, items: dict[str, np.ndarray], entities: Entities,
+                 distances: Distances, rules: RuleSet) -> pl.DataFrame:
+    """One row per anchor (a name or a 3rd-person pronoun: items of kind != 2), document order: ids,
+    ``anchor_index`` within the document, sentence, kind, label, text and character span, the
+    document-local entity id, the antecedent (kind, text, sentence), the reference sentence the
+    distance runs to and ``distance_sentences``."""
+    import polars as pl
+
+    cols, df = batch.cols, batch.frame
+    n_seg = df.height
+    seg_doc = batch.seg_doc
+    n_docs = int(seg_doc.max()) + 1 if n_seg else 0
+    it_tok = items["token"]
+    it_seg = index.seg__tok[it_tok]
+    it_doc = seg_doc[it_seg]
+    it_sent = index.sent__tok[it_tok].astype(np.int32)
+    ent_id = entities.entity__item
+    dist, ante, ref = distances.distance__item, distances.antecedent__item, distances.reference__item
+    a_idx = np.flatnonzero(items["kind"] != 2)
     item_char_start = index.char__tok[it_tok]
     item_char_end = index.char_end__tok[items["end_token"] - 1]
     ent_base = np.full(max(n_docs, 1), np.iinfo(np.int32).max, dtype=np.int64)
     ent_mask = ent_id >= 0
     np.minimum.at(ent_base, it_doc[ent_mask], ent_id[ent_mask])
     local_eid = np.where(ent_mask, ent_id - ent_base[it_doc], -1)
-    labels_entity = np.array(rules.entity_labels + ("",), dtype=object)
-    group_names = np.array(["", *(GROUP_NAMES.get(b, "") for b in range(1, 9))], dtype=object)
-    lab = items["label"].astype(np.int64)
-    label_str = np.where(
-        items["kind"] == 0,
-        labels_entity[np.where(items["kind"] == 0, lab, len(rules.entity_labels))],
-        group_names[np.where(items["kind"] == 1, lab, 1)],
-    )
+    label_str = _anchor_labels(items, rules)
     has_ante = ante >= 0
     ante_safe = np.where(has_ante, ante, 0)
     ref_safe = np.where(ref >= 0, ref, 0)
@@ -296,7 +317,7 @@ def build_tables(
         kind_names[items["kind"][ante_safe]] if len(ante_safe) else np.array([], dtype=object),
         np.where(items["kind"] == 0, "first_mention", "none"),
     )
-    doc_anchor_first = np.searchsorted(a_idx, offsets[:-1])  # first anchor row per document
+    doc_anchor_first = np.searchsorted(a_idx, entities.doc_offsets[:-1])  # first anchor row per document
     a_doc = it_doc[a_idx]
     sl = pl.DataFrame({
         "__seg": it_seg[a_idx],
@@ -322,7 +343,7 @@ def build_tables(
         cols.segment: df[cols.segment],
         "__text": df[cols.text],
     })
-    anchors = (
+    return (
         sl.join(seg_lookup, on="__seg", how="left")
         .join(seg_lookup.select(pl.col("__seg").alias("__aseg"), pl.col("__text").alias("__atext")), on="__aseg",
               how="left")
@@ -343,16 +364,19 @@ def build_tables(
         )
     )
 
-    # ---- sentences table (document order)
-    sentences = pl.DataFrame({
+
+def sentence_table(batch: Batch, index: TokenIndex, distances: Distances) -> pl.DataFrame:
+    """One row per sentence, document order: ids, ``sentence`` (index in the document) and
+    ``sentence_ddp`` (the largest anchor distance of the sentence, in sentences)."""
+    import polars as pl
+
+    cols, df = batch.cols, batch.frame
+    return pl.DataFrame({
         cols.document: df[cols.document].gather(index.seg__sent),
         cols.segment: df[cols.segment].gather(index.seg__sent),
         schema.SENTENCE: index.sent_in_doc__sent.astype(np.int64),
         schema.SENTENCE_DDP: distances.ddp__sent.astype(np.int64),
     })
-    if rules.certify_model:
-        segments, anchors, sentences = certify_tables(segments, anchors, sentences, df, cols, rules)
-    return segments, anchors, sentences
 
 
 def certify_tables(
