@@ -1,0 +1,434 @@
+"""``ddp select --evaluate``: is the DDP-selected subset a better test set than a random one?
+
+The difficulty-estimation protocol (Proietti et al. 2025, ``zouharvi/translation-difficulty-estimation``;
+``zouharvi/subset2evaluate`` ``evaluate.py``) on human scores, for each budget B (a share of the items):
+the estimator's top ``ceil(B * n)`` items (highest DDP first: DDP is a difficulty estimate) against
+``n_random`` random subsets of the same size and document structure.
+
+Items and inputs
+----------------
+An item is a segment (``level="segment"``) scored by every system: ``human`` is (n_items, n_systems),
+``estimator`` (n_items,), ``doc`` (n_items,) the document code of each item. Items where any system
+lacks a human score are left out before anything is computed (counted in ``warnings``: a missing
+score is never 0). With ``level="document"`` whole documents are ranked by their maximum estimator
+value and taken until ``ceil(B * n_documents)`` documents; random subsets draw the same number of
+whole documents (so their segment counts vary, as the selection's would). With ``level="segment"``
+random subsets draw the same number of segments uniformly without replacement (subset2evaluate's
+``method="random"``). Ties in the ranking are broken by item order (stable).
+
+Measures of a subset I (each for the selection and every random subset)
+-----------------------------------------------------------------------
+* ``mean_human``: mean of ``human[I, :]``.
+* ``share_perfect``: share of ``human[I, :] == perfect`` (``perfect``: default the table's maximum,
+  e.g. 0 for MQM, 100 for ESA).
+* ``tau_estimator``: Kendall tau-b between ``estimator[I]`` and ``human[I, s]``, averaged over the
+  systems s where it is defined (a constant column gives no tau; counted). A useful difficulty
+  estimator has a negative tau (harder items get lower scores).
+* ``clusters``: subset2evaluate ``eval_subset_clusters``: systems sorted by mean over I (best first);
+  walking down, the next system starts a new cluster when its paired differences to the previous
+  system are all 0 or the one-sided Wilcoxon test (``alternative="less"``, scipy's defaults, as
+  :func:`ddpcore.stats.clustering.wilcoxon_signed_rank`) gives p < ``alpha``; 1 for |I| < 3.
+* ``spearman``: Spearman correlation of the systems' means over I with their means over all items
+  (subset2evaluate ``eval_subset_correlation``; 0 when one side is constant).
+
+Per measure: the selection's value, the random distribution's mean, sd and 2.5/97.5 % quantiles, and
+the selection's percentile ``100 * (#{random < x} + #{random == x} / 2) / n_random``.
+
+Budget for parity with random (subset2evaluate ``eval_clucor_par``)
+-------------------------------------------------------------------
+For budget B, with the random mean of clusters (of spearman) at B as the target: the smallest prefix
+``k >= 5`` of the estimator's ranking whose clusters (spearman) reach the target, as a share of the
+budget, ``k / (n * B)`` (< 1: the estimator needs less data than random for the same separation;
+the whole ranking when never reached). With ``level="document"`` prefixes are whole documents and
+``k`` counts segments. Prefixes are scanned every ``parity_step`` items (default: every item up to
+2,000 items, else ``ceil(n / 2000)``; recorded).
+
+Random subsets (seeded, regenerable): ``numpy.random.Generator(PCG64(seed)).random((n_random, m))``,
+row r ranks the m units (segments or documents) by ``argsort``; subset r is the first k of row r.
+
+Error codes D840-D849.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._version import __version__
+from ..errors import DDPDataError, DDPUsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+ERROR_CODES = {
+    "D840": "bad --evaluate option: budgets outside (0, 1], n_random < 1, unknown level, alpha outside (0, 1)",
+    "D841": "the human score column (--human-col) or a key column is missing from the score table",
+    "D842": "fewer than 2 systems or 5 items with complete human scores: nothing to evaluate",
+    "D843": "--strict-join: score rows without a profile row (or profile rows without scores) were dropped",
+    "D844": "a human score or estimator value is not finite",
+}
+MEASURES = ("mean_human", "share_perfect", "tau_estimator", "clusters", "spearman")
+LEVELS = ("segment", "document")
+#: prefixes scanned for parity (every item up to this many items)
+PARITY_MAX_PREFIXES = 2000
+RNG = "numpy Generator(PCG64(seed)).random((n_random, n_units)); subset r = argsort(row r)[:k]"
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluateOptions:
+    """Settings of :func:`evaluate_selection` (CLI flags of the same names)."""
+
+    budgets: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5)
+    n_random: int = 1000
+    seed: int = 0
+    level: str = "segment"
+    alpha: float = 0.05
+    perfect: float | None = None
+    parity_step: int | None = None
+
+    def check(self) -> None:
+        if not self.budgets or any(not (0 < b <= 1) for b in self.budgets):
+            raise DDPUsageError(f"--budgets {','.join(map(str, self.budgets))}: each budget must be in (0, 1]",
+                                code="D840")
+        if self.n_random < 1:
+            raise DDPUsageError(f"--n-random {self.n_random}: must be at least 1", code="D840")
+        if self.level not in LEVELS:
+            raise DDPUsageError(f"--level {self.level}: choose segment or document", code="D840")
+        if not 0 < self.alpha < 1:
+            raise DDPUsageError(f"--alpha {self.alpha}: must be in (0, 1)", code="D840")
+        if self.parity_step is not None and self.parity_step < 1:
+            raise DDPUsageError(f"parity_step {self.parity_step}: must be at least 1", code="D840")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluateResult:
+    """One table per budget (``tables``: list of dicts), the average parities, ``warnings`` and the signature."""
+
+    tables: list[dict[str, Any]]
+    parity: dict[str, float | None]
+    n_items: int
+    n_systems: int
+    n_documents: int
+    warnings: list[str]
+    signature: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"budgets": self.tables, "parity_average": self.parity, "n_items": self.n_items,
+                "n_systems": self.n_systems, "n_documents": self.n_documents, "warnings": list(self.warnings),
+                "signature": self.signature}
+
+
+# --------------------------------------------------------------------------- measures on many subsets
+
+
+def _kern() -> Any:
+    from .._native import load
+
+    return load("stats_kernels")
+
+
+def subset_means(human: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """System means over each subset: masks (R, n) float 0/1 -> (R, S)."""
+    return (masks @ human) / masks.sum(axis=1, keepdims=True)
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman (average ranks) between each row of ``a`` (R, S) and ``b`` (S,) ; 0 where either is constant."""
+    from scipy.stats import rankdata
+
+    ra = rankdata(a, axis=1)
+    rb = rankdata(b)
+    ra = ra - ra.mean(axis=1, keepdims=True)
+    rb = rb - rb.mean()
+    den = np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (ra @ rb) / den
+    return np.where(den > 0, r, 0.0)
+
+
+def clusters_rows(human: np.ndarray, masks: np.ndarray, alpha: float = 0.05, block: int = 64) -> np.ndarray:
+    """subset2evaluate's cluster count for each subset (masks (R, n) bool) -> (R,) int."""
+    from ..stats.clustering import wilcoxon_signed_rank
+
+    r_all, n = masks.shape
+    s = human.shape[1]
+    out = np.ones(r_all, dtype=np.int64)
+    if s < 2:
+        return out
+    sizes = masks.sum(axis=1)
+    block = max(1, min(block, int(2e7 // max(1, n * (s - 1)))))  # ~160 MB of differences at most
+    for a in range(0, r_all, block):
+        m = masks[a:a + block]
+        means = subset_means(human, m.astype(np.float64))
+        order = np.lexsort((np.broadcast_to(np.arange(s), means.shape), -means), axis=-1)  # best first, stable
+        prev, nxt = order[:, :-1], order[:, 1:]
+        # dn[r, p, i] = human[i, next] - human[i, prev] on the subset's items, NaN elsewhere
+        dn = (human[:, nxt] - human[:, prev]).transpose(1, 2, 0)  # (r, S-1, n)
+        dn = np.where(m[:, None, :], dn, np.nan).reshape(-1, n)  # (r * (S-1), n)
+        _, p = wilcoxon_signed_rank(dn, alternative="less")
+        allzero = np.nansum(np.abs(dn), axis=1) == 0
+        new = (allzero | (p < alpha)).reshape(m.shape[0], s - 1)
+        out[a:a + block] = 1 + new.sum(axis=1)
+    out[sizes < 3] = 1
+    return out
+
+
+def tau_rows(estimator: np.ndarray, human: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over systems of Kendall tau-b(estimator[I], human[I, s]) for subsets of equal size
+    (idx (R, k) item numbers) -> (mean tau (R,), number of systems with a defined tau (R,))."""
+    r, k = idx.shape
+    s = human.shape[1]
+    a = np.ascontiguousarray(np.repeat(estimator[idx], s, axis=0))  # (R*S, k)
+    b = np.ascontiguousarray(human[idx].transpose(0, 2, 1).reshape(r * s, k))
+    out = np.empty(r * s)
+    _kern().tau_b_rows(a, b, out)
+    t = out.reshape(r, s)
+    ok = ~np.isnan(t)
+    with np.errstate(invalid="ignore"):
+        mean = np.where(ok.any(axis=1), np.nansum(t, axis=1) / np.maximum(ok.sum(axis=1), 1), np.nan)
+    return mean, ok.sum(axis=1)
+
+
+def _measures(human: np.ndarray, estimator: np.ndarray, masks: np.ndarray, full_means: np.ndarray,
+              perfect: float, alpha: float) -> dict[str, np.ndarray]:
+    """Every measure for subsets given as masks (R, n) bool."""
+    mf = masks.astype(np.float64)
+    size = mf.sum(axis=1)
+    s = human.shape[1]
+    means = subset_means(human, mf)
+    out = {"mean_human": means.mean(axis=1),
+           "share_perfect": (mf @ (human == perfect).astype(np.float64)).sum(axis=1) / (size * s),
+           "spearman": spearman_rows(means, full_means),
+           "clusters": clusters_rows(human, masks, alpha).astype(np.float64)}
+    tau = np.full(masks.shape[0], np.nan)
+    for k in np.unique(size.astype(np.int64)):  # subsets of one size at a time (one size at segment level)
+        rows = np.flatnonzero(size == k)
+        idx = np.argsort(~masks[rows], axis=1, kind="stable")[:, :int(k)]
+        tau[rows], _ = tau_rows(estimator, human, idx)
+    out["tau_estimator"] = tau
+    return out
+
+
+# --------------------------------------------------------------------------- subsets
+
+
+def _ranking_units(estimator: np.ndarray, doc: np.ndarray, level: str) -> tuple[np.ndarray, np.ndarray]:
+    """(unit of each item (n,), unit order of the estimator's ranking (m,)): hardest first, stable."""
+    if level == "segment":
+        return np.arange(len(estimator)), np.argsort(-estimator, kind="stable")
+    m = int(doc.max()) + 1
+    value = np.full(m, -np.inf)
+    np.maximum.at(value, doc, estimator)
+    return doc, np.argsort(-value, kind="stable")
+
+
+def _masks_from_units(unit: np.ndarray, chosen: np.ndarray, m: int) -> np.ndarray:
+    """chosen (R, k) unit numbers -> (R, n) item masks."""
+    sel = np.zeros((chosen.shape[0], m), dtype=bool)
+    np.put_along_axis(sel, chosen, True, axis=1)
+    return sel[:, unit]
+
+
+def random_units(n_random: int, m: int, k: int, seed: int) -> np.ndarray:
+    """The (n_random, k) random unit subsets (see module docstring)."""
+    u = np.random.Generator(np.random.PCG64(seed)).random((n_random, m))
+    return np.argsort(u, axis=1, kind="stable")[:, :k]
+
+
+def _percentile(x: float, dist: np.ndarray) -> float | None:
+    d = dist[~np.isnan(dist)]
+    if not d.size or np.isnan(x):
+        return None
+    return float(100.0 * (np.sum(d < x) + 0.5 * np.sum(d == x)) / d.size)
+
+
+def _summary(x: float, dist: np.ndarray) -> dict[str, Any]:
+    d = dist[~np.isnan(dist)]
+    f = (lambda v: None if v is None or not np.isfinite(v) else float(v))
+    return {"selected": f(x), "random_mean": f(d.mean()) if d.size else None,
+            "random_sd": f(d.std(ddof=1)) if d.size > 1 else None,
+            "random_q025": f(np.quantile(d, 0.025)) if d.size else None,
+            "random_q975": f(np.quantile(d, 0.975)) if d.size else None,
+            "percentile": _percentile(x, dist), "n_random_defined": int(d.size)}
+
+
+def parity_budget(human: np.ndarray, estimator: np.ndarray, doc: np.ndarray, level: str, budget: float,
+                  clu_target: float, cor_target: float, full_means: np.ndarray, alpha: float,
+                  step: int) -> tuple[float, float, int]:
+    """subset2evaluate ``eval_clucor_par`` for one budget -> (clusters parity, spearman parity, step)."""
+    n = human.shape[0]
+    unit, order = _ranking_units(estimator, doc, level)
+    m = order.size
+    pos = np.empty(m, dtype=np.int64)
+    pos[order] = np.arange(m)
+    rank_of_item = pos[unit]  # the ranking position of each item's unit
+    # prefixes by units; the prefix's item count is what subset2evaluate's k counts
+    cuts = np.arange(1, m + 1)
+    items_in = np.bincount(rank_of_item, minlength=m).cumsum()
+    keep = items_in >= 5
+    cuts, items_in = cuts[keep][::step], items_in[keep][::step]
+    if not cuts.size or cuts[-1] != m:
+        cuts, items_in = np.r_[cuts, m], np.r_[items_in, n]
+    clu_k = cor_k = None
+    for a in range(0, cuts.size, 256):
+        masks = rank_of_item[None, :] < cuts[a:a + 256, None]
+        clu = clusters_rows(human, masks, alpha)
+        cor = spearman_rows(subset_means(human, masks.astype(np.float64)), full_means)
+        if clu_k is None and (hit := np.flatnonzero(clu >= clu_target)).size:
+            clu_k = int(items_in[a + hit[0]])
+        if cor_k is None and (hit := np.flatnonzero(cor >= cor_target)).size:
+            cor_k = int(items_in[a + hit[0]])
+        if clu_k is not None and cor_k is not None:
+            break
+    clu_k = n if clu_k is None else clu_k
+    cor_k = n if cor_k is None else cor_k
+    return clu_k / (n * budget), cor_k / (n * budget), step
+
+
+# --------------------------------------------------------------------------- front ends
+
+
+def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.ArrayLike | None = None, *,
+                    options: EvaluateOptions = EvaluateOptions(), systems: Sequence[str] | None = None,
+                    warnings: Sequence[str] = ()) -> EvaluateResult:
+    """The protocol on flat arrays: ``human`` (n_items, n_systems) complete scores, ``estimator`` (n_items,)
+    difficulty (higher = harder), ``doc`` (n_items,) document codes 0..D-1 (None: one document per item)."""
+    options.check()
+    h = np.ascontiguousarray(human, dtype=np.float64)
+    e = np.ascontiguousarray(estimator, dtype=np.float64)
+    if h.ndim != 2 or e.shape != (h.shape[0],):
+        raise DDPDataError(f"human must be (n_items, n_systems) and estimator (n_items,); got {h.shape} and {e.shape}",
+                           code="D844")
+    if not (np.isfinite(h).all() and np.isfinite(e).all()):
+        raise DDPDataError("a human score or estimator value is not finite (drop incomplete items first)",
+                           code="D844")
+    n, s = h.shape
+    if s < 2 or n < 5:
+        raise DDPDataError(f"{n} item(s) and {s} system(s) with complete human scores: --evaluate needs at least 5 "
+                           "items and 2 systems", code="D842")
+    d = np.arange(n) if doc is None else np.asarray(doc, dtype=np.int64)
+    warns = list(warnings)
+    perfect = float(h.max()) if options.perfect is None else float(options.perfect)
+    full_means = h.mean(axis=0)
+    unit, order = _ranking_units(e, d, options.level)
+    m = order.size
+    step = options.parity_step or max(1, math.ceil(m / PARITY_MAX_PREFIXES))
+    tables = []
+    par_clu, par_cor = [], []
+    for b in options.budgets:
+        k = max(1, math.ceil(b * m - 1e-9))
+        sel_mask = _masks_from_units(unit, order[None, :k], m)
+        rnd_mask = _masks_from_units(unit, random_units(options.n_random, m, k, options.seed), m)
+        sel = _measures(h, e, sel_mask, full_means, perfect, options.alpha)
+        rnd = _measures(h, e, rnd_mask, full_means, perfect, options.alpha)
+        n_items = int(sel_mask.sum())
+        row: dict[str, Any] = {"budget": b, "n_units": k, "n_items": n_items,
+                               "n_documents": int(np.unique(d[sel_mask[0]]).size),
+                               "random_n_items_mean": float(rnd_mask.sum(axis=1).mean())}
+        for name in MEASURES:
+            row[name] = _summary(float(sel[name][0]), rnd[name])
+        pc, pr, _ = parity_budget(h, e, d, options.level, b, float(np.nanmean(rnd["clusters"])),
+                                  float(np.nanmean(rnd["spearman"])), full_means, options.alpha, step)
+        row["parity_clusters"], row["parity_spearman"] = pc, pr
+        par_clu.append(pc)
+        par_cor.append(pr)
+        if n_items < 30:
+            w = (f"budget {b:g}: the subset has {n_items} items; its cluster count and correlations rest on a thin "
+                 "sample")
+            warns.append(w)
+        tables.append(row)
+    sig = {"ddpcore": __version__, "command": "ddp select --evaluate", "budgets": list(options.budgets),
+           "n_random": options.n_random, "seed": options.seed, "level": options.level, "alpha": options.alpha,
+           "perfect": perfect, "parity_step": step, "rng": RNG, "n_items": n, "n_systems": s,
+           "systems": list(systems) if systems is not None else None,
+           "definitions": "zouharvi/subset2evaluate evaluate.py (eval_subset_clusters, eval_subset_correlation, "
+                          "eval_clucor_par)"}
+    return EvaluateResult(tables=tables, parity={"clusters": float(np.mean(par_clu)), "spearman": float(np.mean(par_cor))},
+                          n_items=n, n_systems=s, n_documents=int(np.unique(d).size), warnings=warns, signature=sig)
+
+
+def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col: str, ddp_col: str = "ddp",
+                       document_col: str = "document_id", segment_col: str = "segment_id", system_col: str = "system",
+                       exclude_systems: Sequence[str] = (), strict_join: bool = False,
+                       options: EvaluateOptions = EvaluateOptions(), warn: Any = None) -> EvaluateResult:
+    """Join a score table (one row per (document, segment, system), column ``human_col``) to a profile
+    (``document_col``, ``segment_col``, ``ddp_col``) and run :func:`evaluate_arrays`.
+
+    Dropped rows are counted on ``warn`` and in ``warnings``: score rows without a profile row, items
+    where some system has no (or a null) human score. ``strict_join``: a join that drops rows is D843.
+    """
+    import polars as pl
+
+    options.check()
+    for c, flag in ((human_col, "--human-col"), (document_col, "--document-col"), (segment_col, "--segment-col"),
+                    (system_col, "--system-col")):
+        if c not in scores.columns:
+            raise DDPDataError(f"score table: no column {c!r} ({flag}); columns: {', '.join(scores.columns[:16])}",
+                               code="D841")
+    keys = [document_col, segment_col]
+    sc = scores.select(pl.col(document_col).cast(pl.String), pl.col(segment_col).cast(pl.Int64),
+                       pl.col(system_col).cast(pl.String), pl.col(human_col).cast(pl.Float64).alias("__h"))
+    sc = sc.filter(~pl.col(system_col).is_in(list(exclude_systems)))
+    pr = profile.select(pl.col(document_col).cast(pl.String), pl.col(segment_col).cast(pl.Int64),
+                        pl.col(ddp_col).cast(pl.Float64).alias("__e"))
+    warns: list[str] = []
+
+    def note(msg: str) -> None:
+        warns.append(msg)
+        if warn is not None:
+            warn(msg)
+
+    items = sc.select(keys).unique()
+    joined = items.join(pr, on=keys, how="inner")
+    lost, unused = items.height - joined.height, pr.height - joined.height
+    if lost or unused:
+        msg = (f"join: {lost} scored segment(s) have no profile row and {unused} profile row(s) no scores "
+               f"({joined.height} segments joined on {document_col}, {segment_col})")
+        if strict_join:
+            raise DDPDataError(f"--strict-join: {msg}; profile the same test set the scores are for", code="D843")
+        note(msg)
+    wide = sc.filter(pl.col("__h").is_not_null() & pl.col("__h").is_not_nan()).pivot(
+        on=system_col, index=keys, values="__h", aggregate_function="first")
+    systems = sorted(c for c in wide.columns if c not in keys)
+    full = joined.join(wide, on=keys, how="left").sort(keys)
+    complete = full.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in systems])) if systems else full
+    if complete.height < full.height:
+        note(f"{full.height - complete.height} of {full.height} segment(s) lack a human score ({human_col}) for at "
+             f"least one of the {len(systems)} systems and are left out (missing scores are never 0)")
+    if complete["__e"].null_count():
+        raise DDPDataError(f"the profile's {ddp_col} is null for a joined segment", code="D844")
+    doc = complete[document_col].rank("dense").cast(pl.Int64).to_numpy() - 1
+    res = evaluate_arrays(complete.select(systems).to_numpy(), complete["__e"].to_numpy(), doc, options=options,
+                          systems=systems, warnings=warns)
+    res.signature.update({"human_col": human_col, "ddp_col": ddp_col, "exclude_systems": list(exclude_systems),
+                          "columns": {"document": document_col, "segment": segment_col, "system": system_col}})
+    return res
+
+
+def render_markdown(res: EvaluateResult) -> str:
+    """One Markdown table per budget: measure, selected, random mean [2.5, 97.5], percentile."""
+    out = [f"{res.n_items} segments, {res.n_documents} documents, {res.n_systems} systems; "
+           f"{res.signature['n_random']} random subsets (seed {res.signature['seed']}), level {res.signature['level']}",
+           ""]
+    for t in res.tables:
+        out += [f"**budget {t['budget']:g}** ({t['n_items']} segments, {t['n_documents']} documents; parity: clusters "
+                f"{t['parity_clusters']:.2f}, spearman {t['parity_spearman']:.2f})", "",
+                "| measure | selected | random mean | random 95% | percentile |", "|---|---:|---:|---:|---:|"]
+        for name in MEASURES:
+            r = t[name]
+            fmt = (lambda v: "—" if v is None else f"{v:.3f}")
+            out.append(f"| {name} | {fmt(r['selected'])} | {fmt(r['random_mean'])} | "
+                       f"[{fmt(r['random_q025'])}, {fmt(r['random_q975'])}] | {fmt(r['percentile'])} |")
+        out.append("")
+    out.append(f"average parity: clusters {res.parity['clusters']:.2f}, spearman {res.parity['spearman']:.2f}")
+    if res.warnings:
+        out += [""] + [f"warning: {w}" for w in res.warnings]
+    return "\n".join(out)
+
+
+__all__ = ["ERROR_CODES", "EvaluateOptions", "EvaluateResult", "MEASURES", "clusters_rows", "evaluate_arrays",
+           "evaluate_selection", "parity_budget", "random_units", "render_markdown", "spearman_rows", "tau_rows"]

@@ -1,0 +1,198 @@
+"""``ddp select --evaluate`` (ddpcore.curate.evaluate) against slow, obviously-correct loops.
+
+The oracles below restate zouharvi/subset2evaluate ``subset2evaluate/evaluate.py`` (read through the
+code index, commit 02830664): ``eval_subset_clusters`` (systems sorted by mean, best first; the next
+system opens a cluster when all its differences to the previous one are 0 or
+``scipy.stats.wilcoxon(diffs, alternative="less").pvalue < 0.05``; 1 below 3 items),
+``eval_subset_correlation`` (``scipy.stats.spearmanr`` of subset vs full system means, 0 on a
+constant input) and ``eval_clucor_par`` (smallest k >= 5 of the ordered data reaching the target,
+as ``k / (n * prop)``). Per-system Kendall tau-b is ``scipy.stats.kendalltau`` (tau-b by default).
+All expected values are computed here by scipy (1.17 when written) from these loops.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddpcore.curate.evaluate import (EvaluateOptions, clusters_rows, evaluate_arrays, evaluate_selection,
+                                     parity_budget, random_units, spearman_rows, tau_rows)
+from ddpcore.errors import DDPDataError, DDPUsageError
+
+
+# --------------------------------------------------------------------------- oracles (subset2evaluate, restated)
+
+
+def oracle_clusters(h: np.ndarray, alpha: float = 0.05) -> int:
+    if len(h) < 3:
+        return 1
+    means = h.mean(axis=0)
+    order = sorted(range(h.shape[1]), key=lambda j: means[j], reverse=True)  # python stable sort, as theirs
+    clusters = [[order.pop(0)]]
+    while order:
+        j = order.pop(0)
+        diffs = h[:, j] - h[:, clusters[-1][-1]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if all(d == 0 for d in diffs) or scipy.stats.wilcoxon(diffs, alternative="less").pvalue < alpha:
+                clusters.append([j])
+            else:
+                clusters[-1].append(j)
+    return len(clusters)
+
+
+def oracle_spearman(h_sub: np.ndarray, h_full: np.ndarray) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scipy.stats.ConstantInputWarning)
+        try:
+            return float(scipy.stats.spearmanr(h_full.mean(0), h_sub.mean(0)).correlation)
+        except scipy.stats.ConstantInputWarning:
+            return 0.0
+
+
+def oracle_tau(e: np.ndarray, h: np.ndarray) -> float:
+    vals = []
+    for j in range(h.shape[1]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = scipy.stats.kendalltau(e, h[:, j]).statistic
+        if not np.isnan(t):
+            vals.append(t)
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def oracle_parity(h: np.ndarray, order: np.ndarray, prop: float, clu_t: float, cor_t: float) -> tuple[float, float]:
+    data = h[order]
+    n = len(h)
+    for k in range(5, n + 1):
+        if oracle_clusters(data[:k]) >= clu_t:
+            break
+    kc = k
+    for k in range(5, n + 1):
+        if oracle_spearman(data[:k], h) >= cor_t:
+            break
+    return kc / (n * prop), k / (n * prop)
+
+
+def _data(n: int, s: int, seed: int, ties: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(0, 1, s)
+    difficulty = rng.gamma(2.0, 2.0, n)
+    h = quality[None, :] - 0.4 * difficulty[:, None] + rng.normal(0, 1.5, (n, s))
+    if ties:
+        h = np.round(np.clip(h * 10, -25, 0))  # MQM-like: many zeros (perfect) and ties
+    est = np.round(difficulty + rng.normal(0, 1, n))
+    return h, est
+
+
+# --------------------------------------------------------------------------- the measures
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_measures_against_the_loops(ties: bool) -> None:
+    h, e = _data(80, 6, 1, ties)
+    idx = random_units(40, 80, 25, seed=3)
+    masks = np.zeros((40, 80), dtype=bool)
+    np.put_along_axis(masks, idx, True, axis=1)
+    clu = clusters_rows(h, masks)
+    sp = spearman_rows((masks.astype(float) @ h) / 25, h.mean(0))
+    tau, _ = tau_rows(e, h, np.sort(idx, axis=1))
+    for r in range(40):
+        sub = np.sort(idx[r])
+        assert clu[r] == oracle_clusters(h[sub])
+        assert sp[r] == pytest.approx(oracle_spearman(h[sub], h), abs=1e-12)
+        assert tau[r] == pytest.approx(oracle_tau(e[sub], h[sub]), abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 7), st.integers(3, 30))
+def test_clusters_property(seed: int, s: int, k: int) -> None:
+    h, _ = _data(30, s, seed, ties=seed % 2 == 0)
+    masks = np.zeros((1, 30), dtype=bool)
+    masks[0, :k] = True
+    assert clusters_rows(h, masks)[0] == oracle_clusters(h[:k])
+
+
+def test_parity_against_the_loop() -> None:
+    h, e = _data(120, 5, 4, ties=True)
+    order = np.argsort(-e, kind="stable")
+    full = h.mean(0)
+    # targets off the discrete Spearman values of 5 systems (0.6, 0.9, ...): at exactly 0.9 scipy gives
+    # 0.8999999999999998 and ddpcore 0.9, a 1-ulp difference that moves the first prefix reaching it
+    for prop, ct, rt in ((0.1, 2.0, 0.65), (0.25, 3.0, 0.93), (0.5, 4.5, 0.985)):
+        pc, pr, _ = parity_budget(h, e, np.arange(120), "segment", prop, ct, rt, full, 0.05, 1)
+        oc, orr = oracle_parity(h, order, prop, ct, rt)
+        assert pc == pytest.approx(oc) and pr == pytest.approx(orr)
+
+
+def test_evaluate_arrays_selected_row_and_percentiles() -> None:
+    h, e = _data(200, 6, 7, ties=True)
+    opts = EvaluateOptions(budgets=(0.1, 0.5), n_random=60, seed=2)
+    res = evaluate_arrays(h, e, options=opts)
+    order = np.argsort(-e, kind="stable")
+    for t, b in zip(res.tables, (0.1, 0.5)):
+        k = int(np.ceil(b * 200))
+        sub = order[:k]
+        assert t["n_items"] == k
+        assert t["mean_human"]["selected"] == pytest.approx(h[sub].mean())
+        assert t["share_perfect"]["selected"] == pytest.approx((h[sub] == h.max()).mean())
+        assert t["clusters"]["selected"] == oracle_clusters(h[np.sort(sub)])
+        assert t["tau_estimator"]["selected"] == pytest.approx(oracle_tau(e[sub], h[sub]), abs=1e-12)
+        # percentile of the selection among the random draws, from the same draws
+        rnd = random_units(60, 200, k, seed=2)
+        vals = np.array([h[r].mean() for r in rnd])
+        x = h[sub].mean()
+        assert t["mean_human"]["percentile"] == pytest.approx(100 * (np.sum(vals < x) + 0.5 * np.sum(vals == x)) / 60)
+    # the harder (high-DDP) subset has lower human scores than random: percentile near 0
+    assert res.tables[0]["mean_human"]["percentile"] < 10
+    again = evaluate_arrays(h, e, options=opts)
+    assert json.dumps(again.to_dict()) == json.dumps(res.to_dict())  # seeded: the same draws
+
+
+def test_document_level_takes_whole_documents() -> None:
+    h, e = _data(90, 4, 9)
+    doc = np.repeat(np.arange(30), 3)
+    res = evaluate_arrays(h, e, doc, options=EvaluateOptions(budgets=(0.2,), n_random=20, level="document"))
+    t = res.tables[0]
+    assert t["n_units"] == 6 and t["n_documents"] == 6 and t["n_items"] == 18
+    dmax = np.array([e[doc == d].max() for d in range(30)])
+    top = np.argsort(-dmax, kind="stable")[:6]
+    sub = np.flatnonzero(np.isin(doc, top))
+    assert t["mean_human"]["selected"] == pytest.approx(h[sub].mean())
+
+
+def test_join_counts_missing_scores_and_strict_join() -> None:
+    h, e = _data(40, 3, 2, ties=True)
+    rows = []
+    for i in range(40):
+        for j, s in enumerate("ABC"):
+            rows.append({"document_id": f"d{i // 4}", "segment_id": i % 4, "system": s,
+                         "mqm": None if (i == 3 and s == "B") else float(h[i, j])})
+    scores = pl.DataFrame(rows)
+    prof = pl.DataFrame({"document_id": [f"d{i // 4}" for i in range(41)], "segment_id": [i % 4 for i in range(41)],
+                         "ddp": [float(x) for x in e] + [0.0]})
+    msgs: list[str] = []
+    res = evaluate_selection(scores, prof, human_col="mqm", options=EvaluateOptions(budgets=(0.5,), n_random=10),
+                             warn=msgs.append)
+    assert res.n_items == 39  # the segment with a None score is left out, never scored 0
+    assert any("1 of 40 segment(s) lack a human score" in m for m in res.warnings)
+    assert any("1 profile row(s) no scores" in m for m in msgs)
+    with pytest.raises(DDPDataError, match="D843"):
+        evaluate_selection(scores, prof, human_col="mqm", strict_join=True,
+                           options=EvaluateOptions(budgets=(0.5,), n_random=10))
+
+
+def test_bad_options() -> None:
+    h, e = _data(20, 3, 0)
+    with pytest.raises(DDPUsageError, match="D840"):
+        evaluate_arrays(h, e, options=EvaluateOptions(budgets=(0.0,)))
+    with pytest.raises(DDPDataError, match="D842"):
+        evaluate_arrays(h[:, :1], e)
+    with pytest.raises(DDPDataError, match="D844"):
+        evaluate_arrays(np.where(h > 0, np.nan, h), e)
