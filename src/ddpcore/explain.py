@@ -104,6 +104,63 @@ PROFILE_KEYS = ("document_col", "segment_col", "text_col", "domain_col", "rules"
 OPTION_KEYS = ("distance", "sentence_unit", "n_threads", "batch_size", "progress")
 
 
+def _document_rows(df: pl.DataFrame, cols: SegmentColumns, document: Any, segment: Any) -> pl.DataFrame:
+    """The rows of ``document`` in ``df`` (ids matched as strings): D116 when the document is not
+    there, D117 when it has no segment ``segment`` (both name a few ids that are there)."""
+    import polars as pl
+
+    sub = df.filter(pl.col(cols.document).cast(pl.String) == str(document))
+    if sub.height == 0:
+        ids = df[cols.document].unique(maintain_order=True)
+        sample = ", ".join(map(str, ids.head(5).to_list()))
+        raise DDPDataError(f"document {document!r} not found in column '{cols.document}' ({len(ids)} documents, "
+                           f"the first: {sample})", code="D116")
+    if sub.filter(pl.col(cols.segment).cast(pl.String) == str(segment)).height == 0:
+        sample = ", ".join(map(str, sub[cols.segment].head(10).to_list()))
+        more = f"{sub.height} segments, the first 10: " if sub.height > 10 else f"{sub.height} segment(s): "
+        raise DDPDataError(
+            f"segment {segment!r} not found in document {document!r} (column '{cols.segment}'; {more}{sample})",
+            code="D117",
+        )
+    return sub
+
+
+def _profile_arguments(opts: dict[str, Any]) -> tuple[dict[str, Any], ProfileOptions]:
+    """``opts`` (flat) as :func:`ddpcore.api.profile_anchors` keywords and its :class:`ProfileOptions`;
+    ``certify_model`` becomes the rule set with that certification model (checked before the parse)."""
+    opts = dict(opts)
+    certify_model = opts.pop("certify_model", None)
+    if certify_model is not None:
+        import dataclasses
+
+        from .anchors.rules import get_rules
+
+        opts["rules"] = get_rules(dataclasses.replace(get_rules(opts.get("rules")), certify_model=certify_model))
+    unknown = sorted(set(opts) - set(PROFILE_KEYS) - set(OPTION_KEYS))
+    if unknown:
+        raise TypeError(f"explain() got unexpected keyword argument(s) {', '.join(unknown)}")
+    return ({k: v for k, v in opts.items() if k in PROFILE_KEYS},
+            ProfileOptions(**{k: v for k, v in opts.items() if k in OPTION_KEYS}))
+
+
+def _inherit(sig: dict[str, Any], opts: dict[str, Any], read_opts: dict[str, Any]) -> dict[str, Any]:
+    """Fill ``opts`` (profile settings) and ``read_opts`` (reader settings), in place, with what the
+    signature ``sig`` records for every key the caller did not give; returns what was taken."""
+    inherited: dict[str, Any] = {}
+    recorded = {f"{key}_col": sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
+    recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
+    pipe = sig.get("pipeline")
+    recorded["pipeline"] = None if pipe in (None, "default") else pipe
+    for key, value in recorded.items():
+        if key not in opts and value is not None:
+            opts[key] = inherited[key] = value
+    rec = sig.get("reader") or {}
+    for key, value in (("reader", rec.get("name")), ("docs", rec.get("docs")), ("txt_mode", rec.get("txt_mode"))):
+        if key not in read_opts and value is not None:
+            read_opts[key] = inherited[key] = value
+    return inherited
+
+
 def _locate(recorded: str, output: Any) -> Path | None:
     """A path recorded in an output's signature: as recorded (relative to the working folder), else
     relative to the output's folder, else beside the output by its name; None when none exists."""
@@ -180,46 +237,15 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
                         "name the columns)")
     document, segment = document_id, segment_id
 
-    from .io.outputs import sidecar_path
-    from .io.tables import read_parquet_metadata, read_table
+    from .io.profiles import load_signature
+    from .io.tables import read_table
 
     opts = {k: v for k, v in kwargs.items() if v is not None}
     table: Any = source
-    sig: dict[str, Any] | None = None
-    settings_from: str | None = None
-    if isinstance(source, (str, os.PathLike)):
-        if str(source).lower().endswith((".parquet", ".pq")) and os.path.isfile(source):
-            try:
-                meta = read_parquet_metadata(source)
-            except Exception as exc:  # pyarrow raises several types for a bad file
-                raise DDPDataError(f"{source}: not a readable Parquet file ({str(exc).splitlines()[0]})",
-                                   code="D103") from None
-            if SIGNATURE_KEY in meta:
-                sig, settings_from = json.loads(meta[SIGNATURE_KEY]), str(source)
-        elif sidecar_path(source).is_file():
-            side = sidecar_path(source)
-            try:
-                sig = json.loads(side.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise DDPDataError(f"{side}: not a readable signature file ({exc}); delete it or pass "
-                                   "--rules/--distance/--pipeline and the column options", code="D103") from None
-            if not isinstance(sig, dict):
-                raise DDPDataError(f"{side}: not a signature (expected a JSON object)", code="D103")
-            settings_from = str(side)
-    inherited: dict[str, Any] = {}
+    sig, settings_from = load_signature(source) if isinstance(source, (str, os.PathLike)) else (None, None)
     read_opts = {k: opts.pop(k) for k in READER_KEYS if k in opts}  # how the input is read, not parse settings
+    inherited = _inherit(sig, opts, read_opts) if sig is not None else {}
     if sig is not None:
-        recorded = {f"{key}_col": sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
-        recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
-        pipe = sig.get("pipeline")
-        recorded["pipeline"] = None if pipe in (None, "default") else pipe
-        for key, value in recorded.items():
-            if key not in opts and value is not None:
-                opts[key] = inherited[key] = value
-        rec = sig.get("reader") or {}
-        for key, value in (("reader", rec.get("name")), ("docs", rec.get("docs")), ("txt_mode", rec.get("txt_mode"))):
-            if key not in read_opts and value is not None:
-                read_opts[key] = inherited[key] = value
         table = read_table(source)
     opts = {k: v for k, v in opts.items() if v is not None}
     doc_col = opts.setdefault("document_col", schema.DOCUMENT_ID)
@@ -233,32 +259,10 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
         df = _recorded_input(source, sig, table, cols, read_opts, document)
     else:
         df = read_input(table, cols, **(read_opts if sig is None else {})).drop(ROW)
-    sub = df.filter(pl.col(doc_col).cast(pl.String) == str(document))
-    if sub.height == 0:
-        ids = df[doc_col].unique(maintain_order=True)
-        sample = ", ".join(map(str, ids.head(5).to_list()))
-        raise DDPDataError(f"document {document!r} not found in column '{doc_col}' ({len(ids)} documents, "
-                           f"the first: {sample})", code="D116")
-    if sub.filter(pl.col(seg_col).cast(pl.String) == str(segment)).height == 0:
-        sample = ", ".join(map(str, sub[seg_col].head(10).to_list()))
-        more = f"{sub.height} segments, the first 10: " if sub.height > 10 else f"{sub.height} segment(s): "
-        raise DDPDataError(
-            f"segment {segment!r} not found in document {document!r} (column '{seg_col}'; {more}{sample})",
-            code="D117",
-        )
+    sub = _document_rows(df, cols, document, segment)
     keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
-    certify_model = opts.pop("certify_model", None)
-    if certify_model is not None:  # the rule set with another certification model (checked before the parse)
-        import dataclasses
-
-        from .anchors.rules import get_rules
-
-        opts["rules"] = get_rules(dataclasses.replace(get_rules(opts.get("rules")), certify_model=certify_model))
-    unknown = sorted(set(opts) - set(PROFILE_KEYS) - set(OPTION_KEYS))
-    if unknown:
-        raise TypeError(f"explain() got unexpected keyword argument(s) {', '.join(unknown)}")
-    result = profile_anchors(sub.select(keep), **{k: v for k, v in opts.items() if k in PROFILE_KEYS},
-                             options=ProfileOptions(**{k: v for k, v in opts.items() if k in OPTION_KEYS}))
+    flat, options = _profile_arguments(opts)
+    result = profile_anchors(sub.select(keep), **flat, options=options)
     seg_row = result.segments.filter(pl.col(seg_col).cast(pl.String) == str(segment))
     anchors = result.anchors.filter(pl.col(seg_col).cast(pl.String) == str(segment))
     return ExplainResult(

@@ -45,6 +45,34 @@ def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
         return {}
 
 
+def load_signature(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, str | None]:
+    """The signature of an output and the file it was read from, strictly: a Parquet file's metadata
+    (``.parquet``/``.pq``) or a text output's ``.signature.json`` sidecar; ``(None, None)`` when the
+    output has none (an input, say). An unreadable Parquet file or sidecar, or a sidecar that is not a
+    JSON object, is D103 (unlike :func:`read_signature`, which gives ``{}``)."""
+    from .outputs import sidecar_path
+    from .tables import read_parquet_metadata
+
+    if str(path).lower().endswith((".parquet", ".pq")) and os.path.isfile(path):
+        try:
+            meta = read_parquet_metadata(path)
+        except Exception as exc:  # pyarrow raises several types for a bad file
+            raise DDPDataError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})",
+                               code="D103") from None
+        return (json.loads(meta[SIGNATURE_KEY]), str(path)) if SIGNATURE_KEY in meta else (None, None)
+    side = sidecar_path(path)
+    if not side.is_file():
+        return None, None
+    try:
+        sig = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DDPDataError(f"{side}: not a readable signature file ({exc}); delete it or pass "
+                           "--rules/--distance/--pipeline and the column options", code="D103") from None
+    if not isinstance(sig, dict):
+        raise DDPDataError(f"{side}: not a signature (expected a JSON object)", code="D103")
+    return sig, str(side)
+
+
 def profile_columns(signature: dict[str, Any], *, document: str | None = None, segment: str | None = None,
                     domain: str | None = None, text: str | None = None) -> SegmentColumns:
     """Column names: given ones first, then the profile signature's ``columns``, then the defaults."""
