@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
@@ -23,7 +24,7 @@ from polars.testing import assert_frame_equal
 from ddpcore.anchors.rules import get_rules
 from ddpcore.cli.main import main
 from ddpcore.engines import ray_engine as RE
-from ddpcore.engines.local import BATCH_CHARS, SEGKEY, Settings, order_segments
+from ddpcore.engines.local import BATCH_CHARS, Settings, order_segments
 from ddpcore.api import ProfileOptions, profile_anchors
 from ddpcore.errors import DDPDataError, DDPUsageError
 from ddpcore.io.outputs import check_outputs
@@ -46,7 +47,7 @@ def _same_signature(sig: dict, ref: dict) -> bool:
 def ray_local():
     ray = pytest.importorskip("ray", reason="Ray is not installed here (pip install 'ddpcore[ray]'): the Ray "
                                             "engine cannot run")
-    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
@@ -82,12 +83,12 @@ def _check_files(paths: list[Path], ref) -> dict:
 def _run_files(source: Path, rules: str, tmp_path: Path) -> list[Path]:
     targets, paths = _targets(tmp_path, [source])
     # small batches: several batches over two actors, finishing in any order
-    rep = RE.profile_ray(source, targets, cols=COLS, settings=Settings(rules=get_rules(rules)), n_actors=2,
+    rep = RE.profile_ray(source, targets, cols=COLS, settings=Settings(rules=get_rules(rules)), n_process=2,
                          batch_chars=1500, source_name=str(source))
     sig = json.loads(pq.read_schema(paths[0]).metadata[b"ddpcore.signature"])
     assert sig["batches"] == rep.n_batches > 2 and sig["actors"] == 2
     assert rep.n_segments == 20 and rep.n_anchors == pl.read_parquet(paths[1]).height
-    assert not list(tmp_path.glob(".ddp-ray-work-*"))  # the work folder is gone
+    assert not list(tmp_path.glob(".*ddp-work"))  # the dataset of parts is gone once the files are assembled
     return paths
 
 
@@ -130,7 +131,7 @@ def test_an_error_on_an_actor_reaches_the_caller_with_its_code(ray_local, tmp_pa
                   "source": ["A short line.", "x" * 1_000_001]}).write_ndjson(src)
     targets, _ = _targets(tmp_path, [src])
     with pytest.raises(DDPDataError, match=r"row 2, column 'source'.*exceeds the parser limit") as exc:
-        RE.profile_ray(src, targets, cols=COLS, settings=Settings(), n_actors=2, batch_chars=100)
+        RE.profile_ray(src, targets, cols=COLS, settings=Settings(), n_process=2, batch_chars=100)
     assert exc.value.code == "D115"
     assert not (tmp_path / "segments.parquet").exists()
 
@@ -150,7 +151,7 @@ def test_a_missing_ray_is_a_one_line_usage_error(monkeypatch, tmp_path, capsys):
         profile_anchors(MINI, options=ProfileOptions(engine="ray"))
 
 
-@pytest.mark.parametrize("flags", [["--resume"], ["--shard", "0/2"]])
+@pytest.mark.parametrize("flags", [["--shard", "0/2"]])
 def test_local_only_options_are_refused_with_ray(tmp_path, capsys, flags):
     assert main(["profile", str(MINI), "--engine", "ray", "-o", str(tmp_path / "o.parquet"), *flags]) == 2
     err = capsys.readouterr().err
@@ -187,16 +188,86 @@ def test_actors_default_to_the_cluster_cpus_and_never_exceed_them():
         RE.resolve_actors(0, FakeRay)
 
 
-@pytest.mark.spacy_model
-def test_the_actor_refuses_a_block_that_splits_a_batch():
-    df = order_segments(read_segments(MINI, COLS), COLS)
-    block = df.drop(SEGKEY).with_columns(pl.lit(0, pl.Int64).alias(RE.BATCH),
-                                             pl.lit(df.height, pl.Int64).alias(RE.BATCH_ROWS))
-    actor = RE.ProfileActor(None, 256, Settings(), COLS, "mini")
-    whole = pl.from_arrow(actor(block.to_arrow()))
-    assert whole[RE.BATCH].to_list() == [0] and whole["error"].to_list() == [""]
-    with pytest.raises(RuntimeError, match="whole batches"):
-        actor(block.head(5).to_arrow())
+@pytest.mark.parametrize("chars", [1, 1500, 10**6])
+def test_each_batch_spec_reads_exactly_the_local_engines_batch(interleaved, tmp_path, chars):
+    """What an actor reads for batch k (its chunks + row numbers, no Ray) is the local engine's batch k
+    (:func:`batches_from_frame` over the whole ordered table): same rows, columns, order and DOC numbers."""
+    from ddpcore.engines.local import batches_from_frame
+    from ddpcore.engines.ray_plan import plan_batches
+    from ddpcore.io.sources import stage_input
+
+    src = tmp_path / "in.parquet"
+    pl.read_ndjson(interleaved).write_parquet(src, row_group_size=3)  # 7 row groups: batches span several
+    plan = plan_batches(stage_input(src, COLS, None), chars)
+    local = list(batches_from_frame(order_segments(read_segments(src, COLS), COLS), COLS, chars))
+    assert plan.n_batches == len(local) and plan.segments_per_batch().sum() == 20
+    for k, want in enumerate(local):
+        spec = plan.spec(k)
+        assert all(c.row_group is not None for c in spec.chunks) and len(spec.chunks) <= 7
+        assert_frame_equal(spec.read().frame, want.frame)
+
+
+def test_a_part_that_does_not_match_its_checksum_is_refused(tmp_path):
+    from ddpcore.engines import parts as P
+
+    ds = str(tmp_path / "ds")
+    P.prepare(ds)
+    seg = pl.DataFrame({"__row": pl.Series([0, 1], dtype=pl.UInt32), "n_tokens": [3, 4]})
+    m = P.write_batch(ds, 0, seg, pl.DataFrame({"a": [1]}), pl.DataFrame({"b": [2]}))
+    assert P.finished_batches(ds, 1, print) == {0: m}
+    assert_frame_equal(P.read_part(ds, "anchors", 0, m["files"]["anchors"]), pl.DataFrame({"a": [1]}))
+    part = Path(P.part_location(ds, "anchors", 0))
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte, same size: only the checksum sees it
+    part.write_bytes(bytes(data))
+    with pytest.raises(DDPDataError, match=r"\[D864\].*does not match the checksum") as exc:
+        P.read_part(ds, "anchors", 0, m["files"]["anchors"])
+    assert "--resume" in str(exc.value)
+    assert P.finished_batches(ds, 1, print) == {}  # its marker is gone: --resume profiles the batch again
+    part.write_bytes(b"")
+    said: list[str] = []
+    P.write_batch(ds, 0, seg, pl.DataFrame({"a": [1]}), pl.DataFrame({"b": [2]}))
+    Path(P.part_location(ds, "sentences", 0)).write_bytes(b"short")  # a truncated part
+    assert P.finished_batches(ds, 1, said.append) == {} and "damaged" in said[0]
+
+
+def test_a_dataset_output_is_checked_before_any_work(tmp_path, capsys):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    for out, why in ((tmp_path / "no" / "such" / "ds", "does not exist"), (tmp_path / "full", "not a ddpcore Ray")):
+        assert main(["profile", str(MINI), "--engine", "ray", "-o", f"{out}/"]) == 2
+        err = capsys.readouterr().err
+        assert "[D867]" in err and why in err
+    assert main(["profile", str(MINI), "-o", f"{tmp_path / 'ds'}/"]) == 2
+    assert "[D868]" in capsys.readouterr().err
+    assert main(["profile", str(MINI), "--engine", "ray", "-o", f"{tmp_path / 'ds'}/", "--anchors",
+                 str(tmp_path / "a.parquet")]) == 2
+    assert "[D868] --anchors" in capsys.readouterr().err
+    assert (tmp_path / "full" / "notes.txt").read_text() == "mine" and not (tmp_path / "ds").exists()
+
+
+def test_uri_inputs_and_datasets_go_through_pyarrow_fs(tmp_path):
+    from ddpcore.errors import DDPDataError as DataError
+    from ddpcore.io import fs
+    from ddpcore.io.sources import stage_input
+
+    src = tmp_path / "in.parquet"
+    pl.read_ndjson(MINI).write_parquet(src, row_group_size=5)
+    uri = src.as_uri()  # file:///...: the same code path as s3:// or gs://
+    staged = stage_input(uri, COLS, None, name=uri)
+    assert [c.path for c in staged.chunks] == [uri] * 4
+    assert_frame_equal(staged.read_rows(np.arange(20)).drop("__row"),
+                       read_segments(src, COLS).drop("__row"), check_dtypes=False)
+    ds = fs.join((tmp_path / "ds").as_uri(), "segments", "x.json")
+    fs.make_dirs(fs.join((tmp_path / "ds").as_uri(), "segments"))
+    fs.write_json_atomic(ds, {"a": 1})
+    assert fs.read_json(ds) == {"a": 1} and fs.list_files(fs.join((tmp_path / "ds").as_uri(), "segments")) == ["x.json"]
+    with pytest.raises(DataError, match=r"\[D860\]"):
+        fs.resolve("nosuchscheme://bucket/x")
+    with pytest.raises(DataError, match=r"\[D862\].*not found"):
+        fs.open_parquet((tmp_path / "gone.parquet").as_uri())
+    with pytest.raises(DDPUsageError, match=r"\[D861\]"):
+        stage_input((tmp_path / "in.jsonl").as_uri(), COLS, None)
 
 
 def test_an_unreachable_cluster_is_a_usage_error_not_a_dead_process(tmp_path):
@@ -226,11 +297,9 @@ def _wait_for_ray(proc: subprocess.Popen, tmp_path: Path, timeout: float = 240.0
     from ddpcore.engines import ray_reaper
 
     deadline = time.monotonic() + timeout
-    token = ""
+    token = ray_reaper.owner_token(proc.pid)  # the driver's: its local Ray carries it
     while time.monotonic() < deadline and proc.poll() is None:
-        owners = list(tmp_path.glob(".ddp-ray-work-*/owner"))
-        token = owners[0].read_text().strip() if owners else ""
-        if token and len(ray_reaper.marked_pids(token)) >= 3:  # gcs, raylet, an agent...
+        if len(ray_reaper.marked_pids(token)) >= 3 and list(tmp_path.glob(".o.parquet.ray.ddp-work/_parts")):
             time.sleep(2.0)
             return token
         time.sleep(0.3)
@@ -243,20 +312,21 @@ def _no_ray_left(token: str, tmp_path: Path, within: float = 20.0) -> None:
     from ddpcore.engines import ray_reaper
 
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline and (ray_reaper.marked_pids(token) or list(tmp_path.glob(".ddp-ray-*"))):
+    while time.monotonic() < deadline and ray_reaper.marked_pids(token):
         time.sleep(0.5)
     left = ray_reaper.marked_pids(token)
     for pid in left:  # do not leak them into the rest of the session
         with contextlib.suppress(OSError):
             os.kill(pid, 9)
     assert not left, f"Ray processes of the run still alive {within} s after it ended: {left}"
-    assert not list(tmp_path.glob(".ddp-ray-*")), "the work folder was left behind"
+    # the dataset of finished parts stays for --resume
+    assert (tmp_path / ".o.parquet.ray.ddp-work" / "journal.json").exists()
 
 
 @pytest.mark.spacy_model
 @pytest.mark.slow
 def test_a_quiet_ray_run_prints_nothing_on_stderr(tmp_path):
-    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
     r = subprocess.run(_ray_cmd(tmp_path, "-q"), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     # before: Ray's C++ core printed "[... E ...] core_worker.cc: Actor ... has constructor arguments ..."
@@ -269,7 +339,7 @@ def test_a_quiet_ray_run_prints_nothing_on_stderr(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code", "what"), [(15, 143, "SIGTERM"), (2, 130, r"interrupted \(SIGINT\)")])
 def test_a_signal_shuts_ray_down_and_exits_with_one_line(tmp_path, signum, code, what):
-    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
     proc = subprocess.Popen(_ray_cmd(tmp_path, "-q"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         token = _wait_for_ray(proc, tmp_path)
@@ -281,15 +351,16 @@ def test_a_signal_shuts_ray_down_and_exits_with_one_line(tmp_path, signum, code,
     # before: exit 15 and Ray's "*** SIGTERM received ... PC: @ ..." stack dumps
     assert proc.returncode == code, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and re.match(rf"ddp profile: {what}: stopped the Ray run; no output was written", lines[0])
+    assert len(lines) == 1 and re.match(rf"ddp profile: {what}: stopped the Ray run after \d+ finished batch\(es\); "
+                                        r"no output was written. To continue, rerun with --resume", lines[0])
     assert not (tmp_path / "o.parquet").exists()
     _no_ray_left(token, tmp_path, within=20.0)
 
 
 @pytest.mark.spacy_model
 @pytest.mark.slow
-def test_a_killed_driver_leaves_no_ray_process_and_no_work_folder(tmp_path):
-    pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ddpcore[ray]')")
+def test_a_killed_driver_leaves_no_ray_process_and_its_parts_for_resume(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
     proc = subprocess.Popen(_ray_cmd(tmp_path, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         token = _wait_for_ray(proc, tmp_path)
@@ -298,7 +369,7 @@ def test_a_killed_driver_leaves_no_ray_process_and_no_work_folder(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    # before: the raylet's DashboardAgent and RuntimeEnvAgent stayed alive, and the work folder
+    # before: the raylet's DashboardAgent and RuntimeEnvAgent stayed alive
     _no_ray_left(token, tmp_path, within=20.0)
 
 
