@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only units of domain D (repeat for several)")
     s.add_argument("--with-context", action="store_true",
                    help="also keep the earlier segments each selected segment's DDP reaches into")
+    add_evaluate_options(p)
     p.set_defaults(func=run)
 
 
@@ -166,8 +167,104 @@ def emit_summary(args: argparse.Namespace, command: str, text: str, obj: dict) -
         print(text, file=out)
 
 
+def _budgets(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give shares in (0, 1] separated by commas") from None
+
+
+def add_evaluate_options(p: argparse.ArgumentParser) -> None:
+    """``--evaluate`` and its options (:mod:`ddpcore.curate.evaluate`)."""
+    e = p.add_argument_group("evaluate (--evaluate: is the DDP-selected subset a better test set than random?)")
+    e.add_argument("--evaluate", action="store_true",
+                   help="instead of writing rows: INPUT is a score table (one row per document, segment, system with "
+                        "the --human-col column) or, with --reader mtme, an mt-metrics-eval test-set folder; for each "
+                        "--budgets share, the top-DDP subset (by --ddp-col, per --level) is compared with --n-random "
+                        "random subsets of the same size: mean human score, share of perfect scores, per-system Kendall "
+                        "tau-b of DDP vs human, system clusters, Spearman with the full ranking, percentiles and the "
+                        "budget for parity with random (docs/meta.md). -o takes the report ('-' = stdout, .json or .md)")
+    e.add_argument("--human-col", default="score", metavar="NAME",
+                   help="the human score column (with --reader mtme: a human score name such as mqm or da-sqm)")
+    e.add_argument("--budgets", type=_budgets, default=(0.05, 0.1, 0.25, 0.5), metavar="B[,B]",
+                   help="subset sizes as shares of the units (default: 0.05,0.1,0.25,0.5)")
+    e.add_argument("--n-random", type=int, default=1000, metavar="R", help="random subsets per budget")
+    e.add_argument("--seed", type=int, default=0, help="seed of the random subsets")
+    e.add_argument("--alpha", type=float, default=0.05, help="level of the Wilcoxon tests that separate clusters")
+    e.add_argument("--system-col", default="system", metavar="NAME", help="system column of the score table")
+    e.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
+                   help="leave a system out (repeatable; e.g. a human reference scored as a system)")
+    e.add_argument("--perfect-score", type=float, default=None, metavar="X",
+                   help="the score counted as perfect (default: the highest human score in the table, e.g. 0 for MQM)")
+    e.add_argument("--strict-join", action="store_true",
+                   help="exit 3 when joining scores and profile drops rows (default: counted on stderr and in "
+                        "the report's warnings)")
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """``ddp select --evaluate``: read, join, evaluate, report."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from ..curate.evaluate import EvaluateOptions, evaluate_selection, render_markdown
+    from ..curate.select import load_profile
+    from ..errors import DDPUsageError
+    from ..io.outputs import file_identity, same_file
+    from ..io.tables import atomic_path, read_table
+
+    opts = EvaluateOptions(budgets=tuple(args.budgets), n_random=args.n_random, seed=args.seed, level=args.level,
+                           alpha=args.alpha, perfect=args.perfect_score)
+    opts.check()
+    if args.reader not in ("table", "mtme"):
+        raise DDPUsageError(f"--evaluate reads a score table (--reader table) or an mt-metrics-eval folder "
+                            f"(--reader mtme), not --reader {args.reader}", code="D840")
+    out = None if args.output == "-" else Path(args.output)
+    if out is not None:
+        if out.is_dir() or not out.parent.is_dir():
+            raise DDPUsageError(f"-o {out}: give a file in an existing folder", code="D840")
+        for i in (args.input, args.profile):
+            if same_file(file_identity(out), file_identity(Path(i))):
+                raise DDPUsageError(f"-o {out}: is the input {i}; choose another report name", code="D133")
+    cols = cols_from(args)
+    prof = load_profile(args.profile, cols, need=(args.ddp_col,), ddp_col=args.ddp_col)
+
+    def warn(msg: str) -> None:
+        print(f"ddp select --evaluate: warning: {msg}", file=sys.stderr)
+
+    reader_notes: list[str] = []
+    if args.reader == "mtme":
+        from ..io.mtme import read_mtme_scores
+
+        def note(msg: str) -> None:
+            reader_notes.append(msg)
+            warn(msg)
+
+        scores = read_mtme_scores(args.input, human=[args.human_col], warn=note).table
+    else:
+        scores = read_table(args.input)
+    res = evaluate_selection(scores, prof.frame, human_col=args.human_col, ddp_col=args.ddp_col,
+                             document_col=cols.document, segment_col=cols.segment, system_col=args.system_col,
+                             exclude_systems=args.exclude_system, strict_join=args.strict_join, options=opts, warn=warn)
+    res.warnings[:0] = reader_notes  # the reader's counts of None scores belong to the report too
+    res.signature.update({"input": str(args.input), "profile": str(args.profile), "reader": args.reader})
+    fmt = "json" if (args.format == "json" or (out is not None and out.suffix.lower() == ".json")) else "text"
+    text = (json.dumps(res.to_dict(), indent=2) if fmt == "json"
+            else render_markdown(res) + "\n\nSignature: `" + json.dumps(res.signature, sort_keys=True) + "`")
+    if out is None:
+        print(text)
+    else:
+        with atomic_path(out) as tmp:
+            tmp.write_text(text + "\n", encoding="utf-8")
+        print(f"ddp select --evaluate: wrote {out}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from ..curate.select import Criteria, format_summary, select
+
+    if getattr(args, "evaluate", False):
+        return run_evaluate(args)
 
     crit = Criteria(min_ddp=args.min_ddp, max_ddp=args.max_ddp, top_share=args.top_share, level=args.level,
                     domains=tuple(args.domain or ()), with_context=args.with_context)

@@ -312,7 +312,7 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
                            "items and 2 systems", code="D842")
     d = np.arange(n) if doc is None else np.asarray(doc, dtype=np.int64)
     warns = list(warnings)
-    perfect = float(h.max()) if options.perfect is None else float(options.perfect)
+    perfect = (float(h.max()) if options.perfect is None else float(options.perfect)) + 0.0  # no -0.0
     full_means = h.mean(axis=0)
     unit, order = _ranking_units(e, d, options.level)
     m = order.size
