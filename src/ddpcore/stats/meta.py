@@ -549,6 +549,26 @@ def acc_eq_none(h: np.ndarray, m: np.ndarray) -> tuple[float, float]:
     return best / n_pairs, eps
 
 
+def acc_eq_at(h: npt.ArrayLike, m: npt.ArrayLike, epsilon: float = 0.0) -> float:
+    """``acc23`` of two vectors (shape (n,)) at a given tie threshold (mt-metrics-eval
+    ``KendallVariants(gold=h, metric=m, variant="acc23", epsilon=epsilon)``): (concordant pairs with
+    ``|dm| > epsilon`` + pairs tied in h with ``|dm| <= epsilon``) / all pairs. NaN for n < 2."""
+    h, m = np.asarray(h, dtype=np.float64), np.asarray(m, dtype=np.float64)
+    n = h.size
+    if n < 2:
+        return math.nan
+    if epsilon < 0:
+        raise DDPUsageError(f"epsilon must be >= 0, got {epsilon}", code="D806")
+    o = np.argsort(m, kind="stable")
+    n_pairs = n * (n - 1) // 2
+    diff = np.empty(n_pairs, dtype=np.float64)
+    sign = np.empty(n_pairs, dtype=np.int8)
+    k, con0, tb0 = load("stats_meta").tie_entries_sorted(np.ascontiguousarray(h[o]), np.ascontiguousarray(m[o]),
+                                                         diff, sign)
+    flip = int(sign[:k][diff[:k] <= epsilon].sum())
+    return (con0 + tb0 + flip) / n_pairs
+
+
 # --------------------------------------------------------------------------- the evaluation
 
 
@@ -712,7 +732,8 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
     perm["layout"] = perm_layout
     perm["shared"] = (np.array([n_cells, hz.sum(), (hz * hz).sum()]) if n_cells else None)
     cell = _Cell(name, low, high, items, figures, blocks, readers, perm)
-    cell.counts = {"n_segments": int(cell_items.size), "n_documents": n_docs_cell, "n_cells": int(n_cells),  # type: ignore[attr-defined]
+    cell.counts = {"n_segments": int(cell_items.size), "n_segments_scored": int(np.unique(ii).size),  # type: ignore[attr-defined]
+                   "n_documents": n_docs_cell, "n_cells": int(n_cells),
                    "n_human_missing": int((data.human_missing & items[:, None]).sum())}
     return cell
 
@@ -722,9 +743,11 @@ def _ratio(s: Any, n: Any) -> Any:
         return np.where(n > 0, s / n, np.nan)
 
 
-def _pairwise_accuracy(hs: np.ndarray, ms: np.ndarray) -> np.ndarray:
+def pairwise_accuracy(hs: npt.ArrayLike, ms: npt.ArrayLike) -> Any:
     """Share of system pairs with ``sign(dh) == sign(dm)`` (mt-metrics-eval ``stats.Agreement``) along the
-    last axis (systems); NaN entries (a system without cells) leave their pairs out."""
+    last axis (systems): ``hs``, ``ms`` shape (..., n_sys) system scores; NaN entries (a system without
+    cells) leave their pairs out. Returns shape (...)."""
+    hs, ms = np.asarray(hs, dtype=np.float64), np.asarray(ms, dtype=np.float64)
     n = hs.shape[-1]
     iu, ju = np.triu_indices(n, 1)
     dh = np.sign(hs[..., iu] - hs[..., ju])
@@ -795,9 +818,9 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
             continue
         with np.errstate(invalid="ignore", divide="ignore"):
             ms = np.where(have, msum.sum(0) / tot_c, np.nan)
-        f["pairwise_accuracy.sys"] = _figure(float(_pairwise_accuracy(hs[have], ms[have])), n_have)
+        f["pairwise_accuracy.sys"] = _figure(float(pairwise_accuracy(hs[have], ms[have])), n_have)
         readers.append((metric, "pairwise_accuracy.sys",
-                        lambda R, c=c_sl, hh=h_sl, mm=m_sl: _pairwise_accuracy(_ratio(R[:, hh], R[:, c]),
+                        lambda R, c=c_sl, hh=h_sl, mm=m_sl: pairwise_accuracy(_ratio(R[:, hh], R[:, c]),
                                                                                _ratio(R[:, mm], R[:, c]))))
         if tests.spa_perm == 0:
             f["spa.sys"] = _figure(None, n_have, status="not_computed", reason="spa_perm = 0 (--spa-perm)")
@@ -1090,7 +1113,8 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", metric
     cells.append(_cell_stats(data, np.ones(b.size, dtype=bool), "overall", None, None, tests, cache, seed))
     for c in cells:
         if c.name != "overall" and 0 < c.counts["n_documents"] < 5:  # type: ignore[attr-defined]
-            warnings.append(f"bin {c.name}: {c.counts['n_documents']} document(s), {c.counts['n_segments']} segment(s): "  # type: ignore[attr-defined]
+            warnings.append(f"bin {c.name}: {c.counts['n_documents']} document(s), {c.counts['n_segments_scored']} "  # type: ignore[attr-defined]
+                            f"human-scored segment(s) of {c.counts['n_segments']}: "  # type: ignore[attr-defined]
                             "a thin sample, its intervals are wide or undefined")
     reps = _bootstrap(cells, data, n_boot, opts, tests, warnings)
     _apply_cis(cells, reps, n_boot, tests)
@@ -1151,8 +1175,8 @@ def to_tsv(res: MetaResult) -> str:
 def _table_cells(res: MetaResult, stat: str) -> tuple[list[str], list[list[str]]]:
     vs = {(t["bin"], t["metric"], t["stat"]): t for t in res.tests["bins_vs_first"]}
     entries = [*res.bins, res.overall]
-    heads = ["metric"] + [f"DDP {e['label']} (n={e['n_segments']})" if e["label"] != "overall"
-                          else f"overall (n={e['n_segments']})" for e in entries]
+    heads = ["metric"] + [f"DDP {e['label']} (n={e['n_segments_scored']})" if e["label"] != "overall"
+                          else f"overall (n={e['n_segments_scored']})" for e in entries]
     rows = []
     for metric in res.metrics:
         row = [metric]
@@ -1173,7 +1197,7 @@ def _table_cells(res: MetaResult, stat: str) -> tuple[list[str], list[list[str]]
 
 def to_markdown(res: MetaResult, stats: Sequence[str] = STATS) -> str:
     """One table per statistic: metrics x bins (value [95% CI]; ↓ = significantly below the first bin,
-    Holm across metrics; n/a = undefined, — = not computed)."""
+    Holm across metrics; n/a = undefined, — = not computed; n = human-scored segments of the bin)."""
     out = []
     for st in stats:
         heads, rows = _table_cells(res, st)
@@ -1214,6 +1238,7 @@ def dumps(res: MetaResult) -> str:
     return json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n"
 
 
-__all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "PERM_STATS", "STATS", "acc_eq_none",
-           "calibrate_ties", "dumps", "item_pearson", "item_tau_b", "meta_evaluate", "pairwise_p_values",
+__all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "PERM_STATS", "STATS", "acc_eq_at", "acc_eq_none",
+           "calibrate_ties", "dumps", "item_pearson", "item_tau_b", "meta_evaluate", "pairwise_accuracy",
+           "pairwise_p_values",
            "parse_fail_on", "to_latex", "to_markdown", "to_tsv"]
