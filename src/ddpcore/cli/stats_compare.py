@@ -58,6 +58,15 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
                    help="metric columns where lower is better (e.g. ter): flips better/worse")
     c.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
                    help="leave a system out (repeatable)")
+    k = p.add_argument_group("corpus metrics (from sacrebleu's sufficient statistics; docs/stats-compare.md)")
+    k.add_argument("--corpus-metric", action="append", default=None, metavar="NAME[,NAME]",
+                   help="bleu, chrf and/or ter computed on the corpus (sums of per-segment statistics, not a mean of "
+                        "segment scores) from --hypothesis-col and --reference-col; resampled by --unit like the "
+                        "other metrics (segment = sacrebleu --paired-bs/--paired-ar); needs sacrebleu installed")
+    k.add_argument("--hypothesis-col", default="hypothesis", metavar="NAME",
+                   help="system output text column (--reader mtme: read from system-outputs/)")
+    k.add_argument("--reference-col", default="reference", metavar="NAME",
+                   help="reference text column (--reader mtme: references/LP.REF.txt, the first REF)")
     t = p.add_argument_group("tests")
     t.add_argument("--unit", choices=("document", "segment"), default="document",
                    help="resampling / swapping unit")
@@ -94,12 +103,17 @@ def run_compare(args: argparse.Namespace) -> int:
     target = check_result_output(args, [args.table])  # before anything is read
     tests = CompareTests(unit=args.unit, test=args.test, n_ar=args.n_ar, correction=args.correction,
                          alpha=args.alpha, confidence=args.confidence)
-    res = compare_systems(
-        score_input(args, args.table), args.baseline, metrics=_append_csv(args.metrics) or ["score"],
-        lower_is_better=_append_csv(args.lower_is_better), exclude_systems=args.exclude_system, tests=tests,
-        columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
-        options=resample_options(args),
-    )
+    corpus = _append_csv(getattr(args, "corpus_metric", None))
+    res = None
+    if not corpus or args.metrics:
+        res = compare_systems(
+            score_input(args, args.table), args.baseline, metrics=_append_csv(args.metrics) or ["score"],
+            lower_is_better=_append_csv(args.lower_is_better), exclude_systems=args.exclude_system, tests=tests,
+            columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
+            options=resample_options(args),
+        )
+    if corpus:
+        res = _with_corpus(args, corpus, res)
     payload = res.to_dict()
     passed = True
     bad: list[dict[str, Any]] = []
@@ -117,6 +131,31 @@ def run_compare(args: argparse.Namespace) -> int:
         print(gate_message(res, args.fail_on, bad), file=sys.stderr)
         return 1
     return 0
+
+
+def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
+    """The corpus-metric comparisons (:func:`ddpcore.stats.corpus.compare_corpus_table`), merged into ``res``."""
+    import dataclasses
+
+    from ..stats.corpus import compare_corpus_table
+
+    if args.reader == "mtme":
+        from ..io.mtme import read_mtme_scores
+
+        table: Any = read_mtme_scores(args.table, lp=args.lp[0] if args.lp else None, human=[], metrics=(),
+                                      with_text=True, warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr)).table
+    else:
+        table = score_input(args, args.table)
+    cres = compare_corpus_table(table, args.baseline, corpus, hypothesis_col=args.hypothesis_col,
+                                reference_col=args.reference_col, document_col=args.document,
+                                segment_col=args.segment, system_col=args.system, unit=args.unit, test=args.test,
+                                n_boot=args.n_boot or 1000, n_ar=args.n_ar, seed=args.seed, correction=args.correction,
+                                confidence=args.confidence, alpha=args.alpha, exclude_systems=args.exclude_system)
+    if res is None:
+        return cres
+    sig = dict(res.signature, corpus=cres.signature)
+    return dataclasses.replace(res, metrics=[*res.metrics, *cres.metrics],
+                               comparisons={**res.comparisons, **cres.comparisons}, signature=sig)
 
 
 def gate_message(res: Any, fail_on: str, bad: list[dict[str, Any]]) -> str:

@@ -315,7 +315,9 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *, h
                 a = np.full_like(p, np.nan)
                 a[1:] = adjust_pvalues(p[1:], correction)
                 adj[name] = a
-        p_dec = np.nanmax(np.vstack(list(adj.values())), axis=0) if adj else np.full(len(systems), np.nan)
+        p_dec = np.full(len(systems), np.nan)
+        if adj:
+            p_dec[1:] = np.max(np.vstack([a[1:] for a in adj.values()]), axis=0)  # the baseline has none
         sig = np.r_[False, p_dec[1:] < alpha]
         better = (r.diff < 0) if low else (r.diff > 0)
         verdict = ["baseline"] + ["better" if sig[i] and better[i] else "worse" if sig[i] else "n.s."
