@@ -754,6 +754,15 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
         k = current["k"]
         prog.advance(n_units * batch_units[k] / max(int(units_per_batch[k]), 1))
 
+    live_words: dict[int, int] = {}  # batch -> tokens the parser reported while parsing it
+
+    def words(n_tokens: int) -> None:  # Parser.parse calls it after each chunk: words/s move while a batch parses
+        k = current["k"]
+        live_words[k] = live_words.get(k, 0) + n_tokens
+        prog.add_words(n_tokens)
+
+    tick.words = words  # type: ignore[attr-defined]
+
     def parsing(i: int) -> None:
         current["k"] = todo[i]
 
@@ -772,7 +781,8 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
             journal["pipeline_info"] = parser.info()
             write_json_atomic(journal_path, journal)
         write_json_atomic(parts / f"{k:06d}.done", marker)
-        prog.add_words(marker["words"])
+        # the batch's exact count (cache hits were not parsed, a prefetched batch may have reported already)
+        prog.add_words(marker["words"] - live_words.pop(k, 0))
     info = journal.get("pipeline_info") or parser.info()
     if "pipeline_info" not in journal:
         journal["pipeline_info"] = info

@@ -295,17 +295,22 @@ class Parser:
 
     # -- work
     def parse(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> X.TokenArrays:
-        """Token arrays of ``texts`` (n_units,), concatenated in input order."""
+        """Token arrays of ``texts`` (n_units,), concatenated in input order. ``progress(n_units)`` is
+        called after each chunk; when it has a ``words`` attribute, ``progress.words(n_tokens)`` too (the
+        live words/s of ``ddp profile --progress``)."""
         if not texts:
             return X.TokenArrays.empty()
         lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
         bounds = chunk_bounds(lengths, self.n_process)
         chunks = [texts[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         parts: list[X.TokenArrays] = []
+        words = getattr(progress, "words", None)  # optional: tokens of each chunk as it is parsed (words/s)
         if self.n_process <= 1:
             nlp = self._ensure_nlp()
             for chunk in chunks:
                 parts.append(X._parse_chunk(nlp, chunk, self.batch_size))
+                if words:  # before progress(): the line it may print shows this chunk's words
+                    words(int(parts[-1].n_tokens__unit.sum()))
                 if progress:
                     progress(len(chunk))
             return X.TokenArrays.concat(parts)
@@ -316,6 +321,8 @@ class Parser:
             pool = self._ensure_pool()
             for chunk, arr in zip(chunks, pool.map(work, [(c, self.batch_size) for c in chunks])):
                 parts.append(arr)
+                if words:
+                    words(int(arr.n_tokens__unit.sum()))
                 if progress:
                     progress(len(chunk))
         except BrokenProcessPool as exc:
