@@ -90,10 +90,26 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
     shards of a role are told apart by their metadata, so their order on the command line
     does not matter.
     """
-    import polars as pl
+    from .run import INPUT_DIGEST
 
-    from ..io.sinks import Sink
-    from .run import INPUT_DIGEST, SHARD_DOC_ROW, SHARD_ROW
+    by_role, reference, n_total = _index_shards(shards)
+    _check_complete(by_role, outputs, n_total)
+    signature = {**reference, "merged_shards": n_total}
+    if INPUT_DIGEST not in reference:  # shards of an older ddpcore: the input cannot be compared
+        signature["input_check"] = "none (shards without input_sha256)"  # said once the merge is written
+    tables = [(target, _merged_table(role, by_role, reference, n_total)) for role, target in outputs.items()
+              if target is not None]
+    _write_merged(tables, signature, warn)
+    if "input_check" in signature and warn is not None:
+        warn("the shards carry no input fingerprint (written by an older ddpcore), so whether they were made "
+             "from the same input is not checked; recorded as input_check in the signature")
+    return signature
+
+
+def _index_shards(shards: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, dict[int, Path]], dict[str, Any], int]:
+    """Each shard file by table role and shard number, the signature they share (every key but the
+    varying ones) and N; D176 for a shard of another run or input, D177 for one given twice."""
+    from .run import INPUT_DIGEST
 
     first: Path | None = None
     by_role: dict[str, dict[int, Path]] = {}
@@ -121,6 +137,15 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
                                 f"(also {by_role[role][i]})", code="D177")
         by_role[role][i] = path
     assert reference is not None and n_total is not None
+    return by_role, reference, n_total
+
+
+def _check_complete(by_role: dict[str, dict[int, Path]], outputs: dict[str, Any], n_total: int) -> None:
+    """D177 unless every wanted table has all ``n_total`` shards and every given table an output."""
+    import polars as pl
+
+    from .run import SHARD_DOC_ROW
+
     for role, target in outputs.items():
         if target is None:
             continue
@@ -137,29 +162,36 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
     if extra:
         raise DDPUsageError(f"shards of the {extra[0]} table were given but no output for them "
                             f"({'-o' if extra[0] == 'segments' else '--' + extra[0]} PATH)", code="D177")
-    signature = {**reference, "merged_shards": n_total}
-    if INPUT_DIGEST not in reference:  # shards of an older ddpcore: the input cannot be compared
-        signature["input_check"] = "none (shards without input_sha256)"  # said once the merge is written
-    sig_json = json.dumps(signature, sort_keys=True)
-    with_sidecars = []
-    for role, target in outputs.items():
-        if target is None:
-            continue
-        files = [str(by_role[role][i]) for i in range(n_total)]
-        if role == "documents":
-            segs = [str(by_role["segments"][i]) for i in range(n_total)] if len(by_role.get("segments", {})) == n_total \
-                else None
-            document = (reference.get("columns") or {}).get("document", "document_id")
-            with_sidecars.append((target, _documents_order(files, segs, document)))
-            continue
-        key = SHARD_ROW if role == "segments" else SHARD_DOC_ROW
-        # ordering keys are small; the sort is by them alone, stable within a shard's document
-        lf = pl.scan_parquet(files)
-        merged = lf.sort(key, maintain_order=True).drop(key).collect()
-        with_sidecars.append((target, merged))
-    from ..io.outputs import OutputSet, recover_commit
 
-    files_out = [t.path for t, _ in with_sidecars if t.path is not None]
+
+def _merged_table(role: str, by_role: dict[str, dict[int, Path]], reference: dict[str, Any],
+                  n_total: int) -> pl.DataFrame:
+    """The ``role`` table of all shards in input order (segments by input row, the others by
+    document row, stable within a shard's document)."""
+    import polars as pl
+
+    from .run import SHARD_DOC_ROW, SHARD_ROW
+
+    files = [str(by_role[role][i]) for i in range(n_total)]
+    if role == "documents":
+        segs = [str(by_role["segments"][i]) for i in range(n_total)] if len(by_role.get("segments", {})) == n_total \
+            else None
+        document = (reference.get("columns") or {}).get("document", "document_id")
+        return _documents_order(files, segs, document)
+    key = SHARD_ROW if role == "segments" else SHARD_DOC_ROW
+    # ordering keys are small; the sort is by them alone, stable within a shard's document
+    return pl.scan_parquet(files).sort(key, maintain_order=True).drop(key).collect()
+
+
+def _write_merged(tables: list[tuple[Any, pl.DataFrame]], signature: dict[str, Any],
+                  warn: Callable[[str], None] | None) -> None:
+    """Write every merged table (and its signature sidecar) as one all-or-nothing output set
+    (D761), first finishing a merge killed while putting its outputs in place."""
+    from ..io.outputs import OutputSet, recover_commit
+    from ..io.sinks import Sink
+
+    sig_json = json.dumps(signature, sort_keys=True)
+    files_out = [t.path for t, _ in tables if t.path is not None]
     journal = (Path(files_out[0]).parent / f".{Path(files_out[0]).name}.ddp-merge.json") if files_out else None
     if journal is not None:
         placed = recover_commit(journal)  # an earlier merge killed while putting its outputs in place
@@ -168,7 +200,7 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
                  f"{', '.join(map(str, placed))} now hold(s) that merge's complete new output")
     outs = OutputSet(journal) if journal is not None else None
     try:
-        for target, merged in with_sidecars:
+        for target, merged in tables:
             meta = {SIGNATURE_KEY: sig_json, TABLE_KEY: "merged"}
             if target.path is None:
                 import sys
@@ -188,7 +220,3 @@ def merge_shards(shards: Sequence[str | os.PathLike[str]], outputs: dict[str, An
     finally:
         if outs is not None:
             outs.discard()
-    if "input_check" in signature and warn is not None:
-        warn("the shards carry no input fingerprint (written by an older ddpcore), so whether they were made "
-             "from the same input is not checked; recorded as input_check in the signature")
-    return signature
