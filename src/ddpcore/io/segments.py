@@ -89,9 +89,10 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     bad = df.filter(pl.col(cols.text).is_null() | (pl.col(cols.text).str.strip_chars().str.len_chars() == 0))
     if bad.height:
         row = int(bad[ROW][0])
+        ids = ", ".join(f"{what} {'id missing' if v is None else repr(v)}"  # never "segment None"
+                        for what, v in (("document", bad[cols.document][0]), ("segment", bad[cols.segment][0])))
         raise DDPDataError(
-            f"{name}, row {row + 1}, column '{cols.text}': empty source text "
-            f"(document {bad[cols.document][0]!r}, segment {bad[cols.segment][0]!r}); "
+            f"{name}, row {row + 1}, column '{cols.text}': empty source text ({ids}); "
             f"fill it or drop the row ({bad.height} empty row(s) in total)",
             code="D111",
         )

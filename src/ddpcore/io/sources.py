@@ -190,7 +190,7 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
     if txt_mode != "lines":
         raise DDPUsageError(f"--txt-mode {txt_mode}: is for a folder of .txt documents; {path} is a file",
                             code="D601")
-    fmt = T.detect_format(path)
+    fmt = _table_format(path)
     if fmt == "parquet":
         if not path.exists():
             raise DDPDataError(f"{path}: file not found; check the path", code="D102")
@@ -282,6 +282,21 @@ def read_input(source: Any, cols: SegmentColumns = SegmentColumns(), *, reader: 
     frames = [df for df, _ in iter_input_chunks(source, cols, reader=reader, docs=docs, txt_mode=txt_mode,
                                                 warn=warn)]
     return read_segments(pl.concat(frames, how="vertical_relaxed"), cols, name=name)
+
+
+def _table_format(path: Path) -> str:
+    """:func:`ddpcore.io.tables.detect_format`, with the reader a plain-text file needs in the D101 message."""
+    from . import tables as T
+
+    try:
+        return T.detect_format(path)
+    except DDPUsageError:
+        if not path.name.lower().endswith((".txt", ".txt.gz")):
+            raise
+        raise DDPUsageError(
+            f"{path}: a .txt file is not a table; read it with --reader wmt24 (a WMT24 source .txt with its .docs) "
+            "or --reader lines (one segment per line with a .docs file, --docs PATH), or give a folder of .txt "
+            "documents (blank line = segment boundary)", code="D101") from None
 
 
 def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name: str | None = None,
