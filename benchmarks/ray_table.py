@@ -67,7 +67,8 @@ def main() -> None:
                                     "--no-cache"], env))
         ref = pl.read_parquet(out) if ref is None else ref
         out = tmp / f"ray{r}.parquet"
-        times["ray"].append(_ddp(["profile", str(source), "-o", str(out), "-q", "--engine", "ray", "-j", cpus], env))
+        times["ray"].append(_ddp(["profile", str(source), "-o", str(out), "-q", "--engine", "ray", "-j", cpus,
+                                  "--no-cache"], env))
         assert_frame_equal(ref, pl.read_parquet(out))
 
     import ray
@@ -84,7 +85,7 @@ def main() -> None:
             targets = {"segments": check_outputs([("-o", out)], [source])[0], "anchors": None, "sentences": None}
             t0 = time.perf_counter()
             profile_ray(source, targets, cols=SegmentColumns("document_id", "segment_id", "source", "domain"),
-                        settings=Settings(), n_actors=args.cpus)
+                        settings=Settings(), n_process=args.cpus)
             times["ray, Ray running"].append(time.perf_counter() - t0)
             assert_frame_equal(ref, pl.read_parquet(out))
     finally:
