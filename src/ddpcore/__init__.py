@@ -44,6 +44,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ddpcore' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    """``dir(ddpcore)``: the public API (lazy names included) and the module dunders, not the
+    helpers this file imports (``sys``, ``Any``, ``annotations``)."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__") and n.endswith("__"))})
+
+
 def _register_namespace() -> None:
     from . import namespace  # noqa: F401  (registers DataFrame.ddp)
 
