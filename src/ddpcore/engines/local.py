@@ -53,9 +53,11 @@ class BatchResult:
     n_units: int
 
 
-def segment_keys(df: pl.DataFrame, cols: SegmentColumns) -> pl.Series:
+def segment_keys(df: pl.DataFrame, cols: SegmentColumns, all_ints: bool | None = None) -> pl.Series:
     """Sort key of each segment within its document: integer ids (or strings that all parse
-    as integers) sort numerically, floats as floats; other ids keep input order (``ROW``)."""
+    as integers) sort numerically, floats as floats; other ids keep input order (``ROW``).
+    ``all_ints``: whether the text ids of the whole input all parse (``df`` is one batch of it;
+    None: decide on ``df``)."""
     import polars as pl
 
     seg = df[cols.segment]
@@ -64,7 +66,8 @@ def segment_keys(df: pl.DataFrame, cols: SegmentColumns) -> pl.Series:
     if seg.dtype.is_float():
         return seg
     as_int = seg.cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
-    return as_int if as_int.null_count() == 0 else df[ROW].cast(pl.Int64)
+    ok = as_int.null_count() == 0 if all_ints is None else all_ints
+    return as_int if ok else df[ROW].cast(pl.Int64)
 
 
 def order_segments(df: pl.DataFrame, cols: SegmentColumns) -> pl.DataFrame:
@@ -87,20 +90,25 @@ def document_batches(doc__seg: np.ndarray, chars__seg: np.ndarray, batch_chars: 
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     doc_start = np.flatnonzero(np.r_[True, doc__seg[1:] != doc__seg[:-1]])
-    doc_chars = np.add.reduceat(chars__seg.astype(np.int64), doc_start)
+    batch_of_doc = batch_of_documents(np.add.reduceat(chars__seg.astype(np.int64), doc_start), batch_chars)
+    return np.repeat(batch_of_doc, np.diff(np.r_[doc_start, n]))
+
+
+def batch_of_documents(chars__doc: np.ndarray, batch_chars: int = BATCH_CHARS) -> np.ndarray:
+    """Batch number (n_doc,) of each document of ``chars__doc`` (characters of each, in processing
+    order): consecutive whole documents, a new batch once ``batch_chars`` characters are reached."""
     # greedy over cumulative sizes at document ends (a document never splits); one loop
     # iteration per batch, each a binary search
-    cum_end = np.cumsum(doc_chars)
-    batch_of_doc = np.empty(len(doc_chars), dtype=np.int64)
+    cum_end = np.cumsum(chars__doc.astype(np.int64))
+    batch_of_doc = np.empty(len(chars__doc), dtype=np.int64)
     start_total, b, i = 0, 0, 0
-    while i < len(doc_chars):
+    while i < len(chars__doc):
         j = int(np.searchsorted(cum_end, start_total + batch_chars, side="left"))
-        j = min(max(j, i), len(doc_chars) - 1)
+        j = min(max(j, i), len(chars__doc) - 1)
         batch_of_doc[i:j + 1] = b
         start_total = int(cum_end[j])
         i, b = j + 1, b + 1
-    seg_doc_index = np.repeat(np.arange(len(doc_chars)), np.diff(np.r_[doc_start, n]))
-    return batch_of_doc[seg_doc_index]
+    return batch_of_doc
 
 
 def batches_from_frame(df: pl.DataFrame, cols: SegmentColumns, batch_chars: int = BATCH_CHARS) -> Iterator[Batch]:

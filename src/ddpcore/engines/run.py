@@ -5,13 +5,15 @@ segment output (``.<output>.ddp-work/``)::
 
     journal.json          settings, input fingerprint, pipeline info (what --resume checks)
     staged/               the input as Parquet chunks (not for a Parquet input: read in place)
-    ids.parquet           the id index (one small row per segment)
+    ids.parquet           the compact id index (:mod:`ddpcore.io.id_index`: 28 bytes a segment)
     parts/NNNNNN.*.parquet  the three tables of each finished batch, then NNNNNN.done
 
-Memory holds the id index, one batch and one assembly range at a time, never the whole
-input's texts or token arrays. When every batch is done the outputs are assembled from the
-parts (segments in input order, anchors and sentences in document order), written to
-temporary files and renamed together, and the work folder is removed. After a crash or
+Memory holds the batch plan (:mod:`ddpcore.engines.batch_plan`: about 40 bytes per run of
+consecutive rows of one document), one batch and one assembly range at a time, never the
+input's ids, texts or token arrays; what grows with the corpus is the summary frame (16 bytes
+a segment). When every batch is done the outputs are assembled from the parts
+(:mod:`ddpcore.engines.assembly`: segments in input order, anchors and sentences in document
+order), written to temporary files and renamed together, and the work folder is removed. After a crash or
 SIGKILL the same command with ``--resume`` picks up after the last finished batch and
 writes the same outputs as an uninterrupted run.
 """
@@ -36,27 +38,25 @@ from .._version import __version__
 from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
-from ..io.sinks import Sink, write_part
+from ..io.sinks import write_part
 from ..signature import run_signature
+from .assembly import ASSEMBLE_ROWS, ROLES, SHARD_DOC_ROW, SHARD_ROW, assemble_outputs  # noqa: F401 (re-exported)
 from .base import RunInterrupted, RunOptions, RunReport
+from .batch_plan import BatchPlan, plan_batches
 from ..pipeline import stage_times
-from .local import BATCH_CHARS, DOC, SEGKEY, Settings, document_batches, iter_profile
+from .local import BATCH_CHARS, DOC, SEGKEY, Settings, iter_profile, segment_keys
 from ..pipeline.extract import head_noun_source
 from ..pipeline.parse import Parser, end_processes
 from ..io.sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
 from ..pipeline.stages import Batch
-from ..schema import SIGNATURE_KEY
-from ..schema import TABLE_KEY
 
 if TYPE_CHECKING:
     import polars as pl
 
     from ..io.outputs import OutputTarget
 
-JOURNAL_VERSION = 1
-#: rows of the segment output assembled at a time (the segment table carries the input text:
-#: 20,000 rows of long paragraphs are ~10 MB; larger pieces made the assembly the memory peak)
-ASSEMBLE_ROWS = 20_000
+#: 2: the compact id index (``ids.parquet`` of :mod:`ddpcore.io.id_index`, described in ``staged.index``)
+JOURNAL_VERSION = 2
 #: below this many characters of text ``-j auto`` uses one process, by how workers start.
 #: Measured on 2 quiet cores (``benchmarks/scale_table.py`` part d, LitBank, no cache, median of 3):
 #: spawned workers (each imports spaCy and loads the pipeline): -j 2 vs -j 1 was 0.83x at 50 k
@@ -64,16 +64,12 @@ ASSEMBLE_ROWS = 20_000
 #: forked workers (the pipeline loaded once, small first chunks): 1.19x at 25 k, 1.34x at 50 k,
 #: 1.40x at 75 k, 1.52x at 100 k, 1.57x at 150 k: -j 2 already wins at 25 k; 50 k keeps a margin
 AUTO_MIN_CHARS: dict[str, int] = {"fork": 50_000, "spawn": 150_000}
-ROLES = ("segments", "anchors", "sentences")
 #: with -j N > 1 and no parse cache, start the workers before the input is staged (spawn: the
 #: worker processes; fork: the pipeline loads in a background thread), so the start-up overlaps
 #: the staging. Off: it bought nothing measurable (``benchmarks/startup_table.py``, 150 k words
 #: of LitBank on 2 quiet cores: 32.4 s with fork, 31.0 s without; staging takes well under a
 #: second). With a cache a re-run may parse nothing, so it never applies there.
 START_WORKERS_EARLY = False
-#: ordering keys kept in shard outputs (``--shard``) for ``ddp merge``
-SHARD_ROW = "input_row"
-SHARD_DOC_ROW = "document_first_row"
 
 
 #: signature key of a shard's input content (SHA-256), compared by ``ddp merge``
@@ -194,66 +190,42 @@ def pl_int64() -> Any:
     return pl.Int64
 
 
-def _plan(ids: pl.DataFrame, cols: SegmentColumns, batch_chars: int, shard: tuple[int, int] | None = None
-          ) -> pl.DataFrame:
-    """Order the id index (documents by first appearance, segments by id), keep the documents
-    of ``shard`` = (i, N) if given, and number batches.
+def _document_shards(staged: StagedInput, first_rows: np.ndarray, n_shards: int) -> np.ndarray:
+    """Shard (:func:`shard_of_documents`) of the documents whose first input rows are ``first_rows``
+    (sorted), their ids read from the staged input a slice at a time."""
+    out = np.empty(len(first_rows), dtype=np.int64)
+    step = 20_000
+    for a in range(0, len(first_rows), step):  # one iteration per slice of documents
+        ids = staged.read_rows(first_rows[a:a + step])[staged.cols.document]
+        out[a:a + step] = shard_of_documents(ids, n_shards)
+    return out
 
-    Returns a compact numeric frame in processing order: ``ROW`` (u32), ``DOC`` (document
-    ordinal by first appearance), ``SEGKEY``, ``__doc_row`` (first input row of the
-    document), ``__batch`` and ``__units``; document ids stay in the id index only. Built
-    with numpy on integer codes (one hash of each distinct document id), so planning a
-    million segments costs tens of MB, not copies of the id strings.
-    """
+
+def _batch_frames(staged: StagedInput, plan: BatchPlan, todo: Sequence[int]) -> Iterator[Batch]:
+    """The batches ``todo`` of ``plan``: their rows read back from the staged input, ordered by
+    document (first appearance), segment key (:func:`ddpcore.engines.local.segment_keys` over the
+    whole input) and input row, ``DOC`` numbered from 0 in each batch. D855 if two documents of a
+    batch share their id-index key."""
     import polars as pl
 
-    from .local import segment_keys
-    from ..io.sources import CHARS, UNITS
-
-    row = ids[ROW].to_numpy().astype(np.int64)
-    docs = ids[cols.document]
-    uniq = docs.unique(maintain_order=True)  # first-appearance order
-    doc = docs.replace_strict(uniq, pl.int_range(0, uniq.len(), eager=True), return_dtype=pl.Int64).to_numpy()
-    segkey = segment_keys(ids, cols).to_numpy()
-    order = np.lexsort((row, segkey, doc))
-    doc_row = np.full(uniq.len(), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(doc_row, doc, row)
-    if shard is not None:
-        mine = shard_of_documents(uniq, shard[1]) == shard[0]
-        order = order[mine[doc[order]]]
-        if len(order) == 0:
-            raise DDPUsageError(f"--shard {shard[0]}/{shard[1]}: no document of the input hashes to this shard "
-                                f"(the input has {uniq.len()} documents); use fewer shards", code="D174")
-    doc_o = doc[order]
-    batch = document_batches(doc_o, ids[CHARS].to_numpy()[order], batch_chars)
-    return pl.DataFrame({
-        ROW: row[order].astype(np.uint32),
-        DOC: doc_o,
-        SEGKEY: segkey[order],
-        "__doc_row": doc_row[doc_o],
-        "__batch": batch,
-        "__units": ids[UNITS].to_numpy()[order].astype(np.int64),
-    })
-
-
-def _batch_frames(staged: StagedInput, plan: pl.DataFrame, todo: Sequence[int]) -> Iterator[Batch]:
-    """The batches ``todo`` of the ordered ``plan`` (batches are contiguous in plan order)."""
-    import polars as pl
+    from ..io.id_index import document_key_collision
 
     cols = staged.cols
-    batch_of = plan["__batch"].to_numpy()
-    bounds = np.searchsorted(batch_of, np.arange(int(batch_of[-1]) + 2))
+    all_ints = staged.index.segment_ints if staged.index is not None else None
     for k in todo:
-        sel = plan.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
-        rows = np.sort(sel[ROW].to_numpy().astype(np.int64))
-        frame = staged.read_rows(rows)
-        keyed = (
-            frame.with_columns(pl.col(ROW).cast(pl.UInt32))
-            .join(sel.select(pl.col(ROW).cast(pl.UInt32), DOC, SEGKEY), on=ROW, how="left")
-            .sort([DOC, SEGKEY, ROW])
-        )
-        first = int(keyed[DOC][0])
-        yield Batch(keyed.with_columns((pl.col(DOC) - first).alias(DOC)).drop(SEGKEY), cols)
+        rows, docs = plan.batch_rows(k)
+        by_row = np.argsort(rows, kind="stable")
+        frame = staged.read_rows(rows[by_row])  # ascending input rows
+        keyed = frame.with_columns(pl.col(ROW).cast(pl.UInt32), pl.Series(DOC, docs[by_row]))
+        keyed = keyed.with_columns(segment_keys(keyed, cols, all_ints).alias(SEGKEY)).sort([DOC, SEGKEY, ROW])
+        ids = keyed[cols.document]
+        new_id = ids.ne_missing(ids.shift(1)).fill_null(True).to_numpy()
+        d = keyed[DOC].to_numpy()
+        new_doc = np.r_[True, d[1:] != d[:-1]]
+        if not np.array_equal(new_id, new_doc):
+            at = int(np.flatnonzero(new_id != new_doc)[0])
+            raise document_key_collision(staged.name, cols, ids[at - 1], ids[at])
+        yield Batch(keyed.drop(SEGKEY), cols)
 
 
 # ------------------------------------------------------------------------------- progress
@@ -515,10 +487,11 @@ class _Live:
 
 @dataclass
 class _Plan:
-    """The batches of a run: ``plan`` (:func:`_plan`), the batches finished by an interrupted run
-    (``done``) and the ones to profile (``todo``), and the resolved number of parse processes."""
+    """The batches of a run: ``plan`` (:func:`ddpcore.engines.batch_plan.plan_batches`), the batches
+    finished by an interrupted run (``done``) and the ones to profile (``todo``), and the resolved
+    number of parse processes."""
 
-    plan: pl.DataFrame
+    plan: BatchPlan
     n_batches: int
     done: list[int]
     todo: list[int]
@@ -561,11 +534,10 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
             signature = run_signature(info, o.settings, o.cols, head_nouns=head_noun_source(info),
                                       run={"input": name, "batches": run_plan.n_batches, "n_process": run_plan.n_proc},
                                       extra={**extra, **parse_sig})
-            doc_rows = (staged.ids.group_by(o.cols.document, maintain_order=True)  # shard runs: for ddp merge
-                        .agg(pl.col(ROW).min().cast(pl.Int64).alias("__doc_row")) if o.shard else None)
             with stage_times.stage("write"):
-                summary, n_anchors = _assemble(parts, run_plan.n_batches, targets, signature, staged.n_rows,
-                                               o.summary_by, o.cols, outs.temp, doc_rows)
+                summary, n_anchors = assemble_outputs(parts, run_plan.n_batches, dict(targets), signature,
+                                                      staged.n_rows, o.summary_by, o.cols, outs.temp,
+                                                      shard_keys=o.shard is not None)
                 outs.commit()  # every output in place together, or none (D761)
     except _Stop as exc:
         stop = exc
@@ -583,7 +555,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
         raise _interrupted(stop, outs, parts, work, tmp_root is not None, o.resume_hint)
     if tmp_root is None:
         shutil.rmtree(work, ignore_errors=True)
-    return RunReport(signature=signature, summary_frame=summary, n_segments=run_plan.plan.height,
+    return RunReport(signature=signature, summary_frame=summary, n_segments=run_plan.plan.n_segments,
                      n_anchors=n_anchors, n_batches=run_plan.n_batches, resumed_batches=len(run_plan.done),
                      notes=notes)
 
@@ -689,10 +661,11 @@ def _stage(source: Any, o: RunOptions, work: Path, journal: dict[str, Any], docs
             # an absolute path in the chunks of a Parquet input (read in place): --resume from elsewhere
             src = Path(os.path.abspath(source)) if isinstance(source, (str, os.PathLike)) else source
             staged = stage_input(src, o.cols, work, name=name, reader=o.reader, docs=docs_path,
-                                 txt_mode=o.txt_mode, warn=o.warn)
-        staged.ids.write_parquet(work / "ids.parquet")
+                                 txt_mode=o.txt_mode, warn=o.warn, index_path=work / "ids.parquet")
+        assert staged.index is not None
         pl.DataFrame(schema=staged.schema).write_parquet(work / "schema.parquet")
-        journal["staged"] = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in staged.chunks]}
+        journal["staged"] = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in staged.chunks],
+                             "index": staged.index.to_json()}
         write_json_atomic(work / "journal.json", journal)
     if o.summary_by is not None and o.summary_by not in staged.schema:
         raise DDPUsageError(
@@ -703,25 +676,23 @@ def _stage(source: Any, o: RunOptions, work: Path, journal: dict[str, Any], docs
 
 def _plan_batches(staged: StagedInput, o: RunOptions, work: Path, journal: dict[str, Any], notes: list[str],
                   say: Callable[[str], None]) -> _Plan:
-    """Cut the staged input into batches (:func:`_plan`, shard applied), keep the batches an
-    interrupted run finished whole (:func:`_finished_batches`) and resolve ``-j``."""
-    from ..io.sources import CHARS
-
-    plan = _plan(staged.ids, o.cols, int(o.batch_chars or BATCH_CHARS), o.shard)
-    n_batches = int(plan["__batch"].max()) + 1 if plan.height else 0
+    """Cut the staged input into batches (:func:`ddpcore.engines.batch_plan.plan_batches`, shard
+    applied), keep the batches an interrupted run finished whole (:func:`_finished_batches`) and
+    resolve ``-j``."""
+    assert staged.index is not None
+    plan = plan_batches(staged.index, int(o.batch_chars or BATCH_CHARS), o.shard,
+                        shard_of=lambda rows, n: _document_shards(staged, rows, n))
+    n_batches = plan.n_batches
     if journal.get("n_batches") != n_batches:
         journal["n_batches"] = n_batches
         write_json_atomic(work / "journal.json", journal)
     done = _finished_batches(work / "parts", n_batches, say)
     done_set = set(done)
     todo = [k for k in range(n_batches) if k not in done_set]
-    n_proc = resolve_n_process(o.n_process, int(staged.ids[CHARS].sum()), o.start_method)
-    if o.shard is None:  # the plan has what the run needs: keep only the row count of the id index
-        staged.ids = staged.ids.select(ROW)
-    seg_per_batch = plan.group_by("__batch").len().sort("__batch")["len"].to_numpy()
-    done_segments = int(seg_per_batch[done].sum()) if done else 0
+    n_proc = resolve_n_process(o.n_process, staged.index.total_chars, o.start_method)
+    done_segments = int(plan.seg_per_batch[done].sum()) if done else 0
     if done:
-        notes.append(f"resuming: {len(done)} of {n_batches} batches ({done_segments:,} of {plan.height:,} "
+        notes.append(f"resuming: {len(done)} of {n_batches} batches ({done_segments:,} of {plan.n_segments:,} "
                      "segments) were finished by the interrupted run")
         print(f"ddp profile: {notes[-1]}", file=sys.stderr, flush=True)
     return _Plan(plan, n_batches, done, todo, n_proc, done_segments)
@@ -735,18 +706,16 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
     """Profile the batches ``rp.todo`` into ``work/parts`` (three Parquet parts and a ``.done``
     marker per batch, the journal's ``pipeline_info`` after the first). Returns the pipeline info
     and the parse function's signature keys (the parse cache's hits and misses)."""
-    import polars as pl
-
     parts = work / "parts"
     journal_path = work / "journal.json"
     plan = rp.plan
-    live.progress = prog = Progress(o.progress, plan.height, done_segments=rp.done_segments)
+    live.progress = prog = Progress(o.progress, plan.n_segments, done_segments=rp.done_segments)
     if live.parser is None:
         live.parser = Parser(o.pipeline, n_process=rp.n_proc, batch_size=o.batch_size, start_method=o.start_method)
     parser = live.parser
     parse_fn = o.parse_wrapper(parser) if o.parse_wrapper is not None else None
-    batch_units = dict(zip(*np.unique(plan["__batch"].to_numpy(), return_counts=True)))
-    units_per_batch = plan.group_by("__batch").agg(pl.col("__units").sum()).sort("__batch")["__units"].to_numpy()
+    batch_units = plan.seg_per_batch
+    units_per_batch = plan.units_per_batch
     current = {"k": 0}
     todo = rp.todo
 
@@ -883,9 +852,11 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
 
     from ..io.sources import Chunk
 
+    from ..io.id_index import IdIndex
+
     st = journal.get("staged")
     ids_path = work / "ids.parquet"
-    if not st or not ids_path.exists():
+    if not st or not ids_path.exists() or "index" not in st:
         return None
     try:
         chunks = [Chunk(p, a, b, g) for p, a, b, g in st["chunks"]]
@@ -896,122 +867,18 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
                     raise ValueError(f"{Path(c.path).name} has {n} rows, expected {c.row_stop - c.row_start}")
             elif not Path(c.path).exists():
                 raise FileNotFoundError(2, "no such file", c.path)
-        ids = pl.read_parquet(ids_path)
+        index = IdIndex.open(ids_path, st["index"])
         schema = dict(pl.read_parquet_schema(work / "schema.parquet"))
     except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
         if say is not None:
             say(f"--resume: the staged input of the interrupted run is damaged ({_reason(exc)}); reading the input "
                 "again (its finished batches are kept)")
         return None
-    return StagedInput(chunks, ids, cols, schema, name)
-
-
-def _write_documents(parts: Path, n_batches: int, target: OutputTarget,
-                     signature: dict[str, Any], cols: SegmentColumns, temp: Any,
-                     doc_rows: pl.DataFrame | None = None) -> None:
-    """The ``--documents`` table from the segment parts (:func:`ddpcore.pipeline.documents.document_rows`);
-    a shard run (``doc_rows``) keeps ``document_first_row`` for ``ddp merge``, as anchors do."""
-    import polars as pl
-
-    from ..pipeline.documents import document_rows
-
-    meta = {SIGNATURE_KEY: json.dumps(signature, sort_keys=True), TABLE_KEY: "documents"}
-    assert target.path is not None
-    sink = Sink(temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
-    empty = None
-    for k in range(n_batches):
-        seg = pl.read_parquet(parts / f"{k:06d}.segments.parquet")
-        rows = document_rows(seg, cols)
-        if doc_rows is not None:
-            rows = rows.join(doc_rows.select(cols.document, pl.col("__doc_row").cast(pl.Int64).alias(SHARD_DOC_ROW)),
-                             on=cols.document, how="left", maintain_order="left")
-        empty = rows.schema
-        sink.write(rows)
-    sink.close(empty_schema=empty)
-    if target.sidecar is not None:
-        side = temp(target.sidecar)
-        side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-
-
-def _summary_columns(piece: pl.DataFrame, keep: list[str], document: str) -> pl.DataFrame:
-    """What the summary needs of a piece of the segment table, compactly: the document id as a
-    64-bit hash (only counted), the grouping column as categories, DDP as int32."""
-    import polars as pl
-
-    exprs = []
-    for c in keep:
-        if c not in piece.columns:
-            continue
-        if c == document:
-            exprs.append(pl.col(c).hash(seed=0))
-        elif c == schema.DDP:
-            exprs.append(pl.col(c).cast(pl.Int32))
-        else:
-            exprs.append(pl.col(c).cast(pl.String).cast(pl.Categorical))
-    return piece.select(exprs)
+    return StagedInput(chunks, pl.DataFrame(), cols, schema, name, index)
 
 
 def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], signature: dict[str, Any],
               n_rows: int, summary_by: str | None, cols: SegmentColumns, temp: Any,
-              doc_rows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
-    """Write the outputs from the parts to temporaries (``temp(dest)``, :meth:`OutputSet.temp`; the
-    caller commits them all together); return the summary frame and the anchor count.
-
-    ``doc_rows`` (shard runs: document id → first input row of the document) keeps the
-    ordering keys ``input_row``/``document_first_row`` in the outputs for ``ddp merge``.
-    """
-    import polars as pl
-
-    sig_json = json.dumps(signature, sort_keys=True)
-    markers = [json.loads((parts / f"{k:06d}.done").read_text()) for k in range(n_batches)]
-    n_anchors = sum(m["anchors"] for m in markers)
-    keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, schema.DDP]) if c]
-    summary_parts: list[pl.DataFrame] = []
-    for role in ROLES:
-        target = targets.get(role)
-        if target is None and role != "segments":
-            continue
-        files = [parts / f"{k:06d}.{role}.parquet" for k in range(n_batches)]
-        meta = {SIGNATURE_KEY: sig_json, TABLE_KEY: role}
-        if target is not None and target.path is not None:
-            tmp = temp(target.path)
-            sink = Sink(tmp, target.format, gzip_=target.gzip, metadata=meta)
-        elif target is not None:
-            sink = Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
-        else:
-            sink = None
-        shard_schema = pl.read_parquet_schema(files[0]) if files else None
-        if role == "segments":
-            for lo in range(0, n_rows, ASSEMBLE_ROWS):
-                hi = lo + ASSEMBLE_ROWS
-                use = [f for f, m in zip(files, markers) if m["min_row"] < hi and m["max_row"] >= lo]
-                if not use:
-                    continue
-                piece = pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect().sort(ROW)
-                piece = (piece.rename({ROW: SHARD_ROW}).with_columns(pl.col(SHARD_ROW).cast(pl.Int64))
-                         if doc_rows is not None else piece.drop(ROW))
-                summary_parts.append(_summary_columns(piece, keep, cols.document))
-                if sink is not None:
-                    sink.write(piece)
-            empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in shard_schema.items()}
-                     if doc_rows is not None else {k: v for k, v in shard_schema.items() if k != ROW}
-                     ) if shard_schema else None
-        else:
-            for f in files:
-                if sink is not None:
-                    piece = pl.read_parquet(f)
-                    if doc_rows is not None:
-                        piece = piece.join(doc_rows.select(cols.document, pl.col("__doc_row").cast(pl.Int64)
-                                                           .alias(SHARD_DOC_ROW)),
-                                           on=cols.document, how="left", maintain_order="left")
-                    sink.write(piece)
-            empty = ({**shard_schema, SHARD_DOC_ROW: pl.Int64} if doc_rows is not None else shard_schema
-                     ) if shard_schema else None
-        if sink is not None:
-            sink.close(empty_schema=empty)
-        if target is not None and target.sidecar is not None:
-            side = temp(target.sidecar)
-            side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    if targets.get("documents") is not None:  # one row per document, batch by batch (whole documents)
-        _write_documents(parts, n_batches, targets["documents"], signature, cols, temp, doc_rows)
-    return pl.concat(summary_parts) if summary_parts else pl.DataFrame(), n_anchors
+              shard_keys: bool = False) -> tuple[pl.DataFrame, int]:
+    """:func:`ddpcore.engines.assembly.assemble_outputs` (kept under this name for callers of the engine)."""
+    return assemble_outputs(parts, n_batches, dict(targets), signature, n_rows, summary_by, cols, temp, shard_keys)
