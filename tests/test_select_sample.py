@@ -171,7 +171,7 @@ def test_parquet_rows_and_metadata(tmp_path: Path) -> None:
     t = df.to_arrow().replace_schema_metadata({b"mine": b"kept"})
     pq.write_table(t, tmp_path / "in.parquet", row_group_size=7)
     out = tmp_path / "out.parquet"
-    assert main(["select", str(tmp_path / "in.parquet"), "--profile", str(prof), "--level", "document",
+    assert main(["select", str(tmp_path / "in.parquet"), "--profile", str(prof), "--unit", "document",
                  "--min-ddp", "3", "-o", str(out)]) == 0
     keep = sorted(oracle.select(rows, min_ddp=3, level="document"))
     got = pq.read_table(out)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter
+from ._common import HelpFormatter, add_deprecated_alias
 from .select import add_common, check_target, cols_from, emit_summary, where_written, wrote_line
 
 
@@ -11,8 +11,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sample", help="a DDP-stratified sample of a test set (verbatim, in the input's format)",
         description=(
-            "Draw at most N units per DDP bin (bins [low, high) in sentences): --by document bins documents by "
-            "their max DDP and keeps them whole; --by segment keeps segments with the earlier segments their DDP "
+            "Draw at most N units per DDP bin (bins [low, high) in sentences): --unit document bins documents by "
+            "their max DDP and keeps them whole; --unit segment keeps segments with the earlier segments their DDP "
             "reaches into. Deterministic for a seed (the same bytes twice). Writes INPUT's rows in its own format "
             "and order and reports target vs achieved counts per bin, saying which bins cannot be filled."),
         formatter_class=HelpFormatter)
@@ -21,7 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",
                    help="increasing bin edges in sentences; bins are [E_i, E_i+1)")
     s.add_argument("--per-bin", type=int, required=True, metavar="N", help="units to draw per bin (at most)")
-    s.add_argument("--by", choices=("document", "segment"), default="document", help="sampling unit")
+    s.add_argument("--unit", dest="by", choices=("document", "segment"), default="document",
+                   help="sampling unit: whole documents (binned by their max DDP) or segments")
+    add_deprecated_alias(s, "--by", "--unit", "by", choices=("document", "segment"))
     s.add_argument("--seed", type=int, default=0, help="random seed (numpy PCG64)")
     p.set_defaults(func=run)
 

@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Write the rows of INPUT whose discourse dependency passes (--min-ddp, --max-ddp, --top-share), "
             "in INPUT's own format: the same columns, values and order; JSONL/CSV/TSV rows are copied byte for "
-            "byte. --level document keeps whole documents whose max DDP passes; --with-context keeps each selected "
+            "byte. --unit document keeps whole documents whose max DDP passes; --with-context keeps each selected "
             "segment with the earlier segments its DDP reaches into. Prints documents, segments and the DDP "
             "distribution before and after. Exit codes: 0 ok, 2 usage, 3 bad data (e.g. a profile of another "
             "input)."),
@@ -52,8 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--max-ddp", type=float, default=None, metavar="Y", help="keep units with DDP <= Y (sentences)")
     s.add_argument("--top-share", type=float, default=None, metavar="F",
                    help="keep the share F (0-1] of units with the highest DDP (ties at the threshold kept)")
-    s.add_argument("--level", choices=("segment", "document"), default="segment",
+    s.add_argument("--unit", dest="level", choices=("segment", "document"), default="segment",
                    help="unit: segments (their DDP), or whole documents (their max DDP)")
+    add_deprecated_alias(s, "--level", "--unit", "level", choices=("segment", "document"))
     s.add_argument("--domain", action="append", default=None, metavar="D",
                    help="only units of domain D (repeat for several)")
     s.add_argument("--with-context", action="store_true",
@@ -180,7 +181,7 @@ def add_evaluate_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--evaluate", action="store_true",
                    help="instead of writing rows: INPUT is a score table (one row per document, segment, system with "
                         "the --human-col column) or, with --reader mtme, an mt-metrics-eval test-set folder; for each "
-                        "--budgets share, the top-DDP subset (by --ddp-col, per --level) is compared with --n-random "
+                        "--budgets share, the top-DDP subset (by --ddp-col, per --unit) is compared with --n-random "
                         "random subsets of the same size: mean human score, share of perfect scores, per-system Kendall "
                         "tau-b of DDP vs human, system clusters, Spearman with the full ranking, percentiles and the "
                         "budget for parity with random (docs/meta.md). -o takes the report ('-' = stdout, .json or .md)")

@@ -97,7 +97,7 @@ class EvaluateOptions:
         if self.n_random < 1:
             raise DDPUsageError(f"--n-random {self.n_random}: must be at least 1", code="D840")
         if self.level not in LEVELS:
-            raise DDPUsageError(f"--level {self.level}: choose segment or document", code="D840")
+            raise DDPUsageError(f"--unit {self.level}: choose segment or document", code="D840")
         if not 0 < self.alpha < 1:
             raise DDPUsageError(f"--alpha {self.alpha}: must be in (0, 1)", code="D840")
         if self.parity_step is not None and self.parity_step < 1:

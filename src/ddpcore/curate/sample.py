@@ -47,7 +47,7 @@ def sample_mask(m: Matched, edges: Sequence[float], per_bin: int, by: str, seed:
     if per_bin < 1:
         raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
     if by not in ("document", "segment"):
-        raise DDPUsageError(f"--by must be document or segment, got {by!r}", code="D641")
+        raise DDPUsageError(f"--unit must be document or segment, got {by!r}", code="D641")
     value = doc_max(m.doc, m.ddp) if by == "document" else m.ddp
     n_units = value.size
     try:
@@ -87,7 +87,7 @@ def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins
     if per_bin < 1:
         raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
     if reader == "wmt25" and by != "document":
-        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --by document",
+        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --unit document",
                             code="D646")
     index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs, ddp_col=ddp_col)
     keep, report, outside, added = sample_mask(m, edges, per_bin, by, seed)

@@ -512,7 +512,7 @@ class Criteria:
             raise DDPUsageError(f"--min-ddp {self.min_ddp} is above --max-ddp {self.max_ddp}; nothing could be kept",
                                 code="D632")
         if self.level not in LEVELS:
-            raise DDPUsageError(f"--level must be segment or document, got {self.level!r}", code="D630")
+            raise DDPUsageError(f"--unit must be segment or document, got {self.level!r}", code="D630")
 
     def to_dict(self) -> dict[str, Any]:
         return {"min_ddp": self.min_ddp, "max_ddp": self.max_ddp, "top_share": self.top_share, "level": self.level,
@@ -881,7 +881,7 @@ def write_output(index: InputIndex, m: Matched, keep: np.ndarray, target: Any, s
         whole = per_doc[m.doc]
         if not np.array_equal(whole, keep):
             raise DDPUsageError("--reader wmt25: rows are whole documents (their paragraphs are one src_text); keep "
-                                "whole documents with --level document (select) or --by document (sample)",
+                                "whole documents with --unit document",
                                 code="D646")
         return write_layout(index, per_doc, Path(target), signature)
     if index.fmt == "lines":
@@ -905,7 +905,7 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
     ``ddp_col``: the profile's DDP column the criteria, the context and the summary use (``--ddp-col``)."""
     criteria.check()
     if reader == "wmt25" and criteria.level != "document":
-        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --level document",
+        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --unit document",
                             code="D646")
     index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs, ddp_col=ddp_col)
     if criteria.domains:
