@@ -392,3 +392,25 @@ def test_a_rerun_removes_the_work_folders_of_dead_runs_only(tmp_path):
     creating.mkdir()  # no owner file yet: a run creating it
     assert RE.remove_stale_work(tmp_path) == [stale.name, reused.name]
     assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, creating.name]
+
+
+@pytest.mark.spacy_model
+def test_the_parse_cache_works_at_a_pyarrow_fs_uri(tmp_path):
+    """``--cache file:///...`` (the code path of s3:// and gs://): the second run parses nothing, and
+    the shards and markers are the ones a local cache folder holds."""
+    from ddpcore.engines.run import profile_to_files
+    from ddpcore.pipeline.cache import cache_wrapper, shard_files
+
+    uri = (tmp_path / "cache").as_uri()
+    sigs = []
+    for r in range(2):
+        out = tmp_path / f"o{r}.parquet"
+        rep = profile_to_files(MINI, {"segments": check_outputs([("-o", out)], [MINI])[0]}, cols=COLS,
+                               parse_wrapper=cache_wrapper(uri))
+        sigs.append(rep.signature["cache"])
+    assert sigs[0]["misses"] > 0 and sigs[1] == {"hits": sigs[0]["hits"] + sigs[0]["misses"], "misses": 0,
+                                                 "dir": uri}
+    assert_frame_equal(pl.read_parquet(tmp_path / "o0.parquet"), pl.read_parquet(tmp_path / "o1.parquet"))
+    folders = [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
+    assert len(folders) == 1 and shard_files(folders[0]) and (tmp_path / "cache" / "ddpcore-cache.json").exists()
+    assert not [p for p in folders[0].iterdir() if p.name.endswith(".tmp")]

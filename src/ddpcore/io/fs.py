@@ -233,6 +233,143 @@ def fingerprint(location: str | os.PathLike[str]) -> dict[str, Any]:
     return {"path": str(location), "size": info[0], "mtime_ns": info[1]}
 
 
-__all__ = ["digest", "exists", "file_info", "fingerprint", "is_uri", "join", "list_files", "make_dirs",
-           "open_parquet", "parquet_bytes", "read_bytes", "read_json", "read_parquet_bytes", "remove", "remove_tree",
-           "resolve", "write_bytes_atomic", "write_json_atomic"]
+class StoragePath:
+    """A :class:`pathlib.Path`-like handle on a location at a ``pyarrow.fs`` URI: the subset of
+    ``Path`` the parse cache uses (``/``, ``name``, ``parent``, ``with_name``, ``exists``,
+    ``is_dir``, ``is_file``, ``mkdir``, ``iterdir``, ``read_bytes``/``read_text``,
+    ``write_bytes``/``write_text``, ``unlink``, ``rmdir``, ``stat``), so that a cache folder on
+    ``s3://``/``gs://`` works like a local one. :func:`replace` renames, :func:`parquet_source`
+    opens for Parquet reading. Holds only the URI (cheap to send to Ray actors)."""
+
+    def __init__(self, uri: str, kind: str | None = None) -> None:
+        self.uri = uri.rstrip("/")
+        self._kind = kind  # "file" / "dir" when known from a listing
+
+    def __truediv__(self, name: str) -> StoragePath:
+        return StoragePath(f"{self.uri}/{name}")
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def __repr__(self) -> str:
+        return f"StoragePath({self.uri!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StoragePath) and other.uri == self.uri
+
+    def __hash__(self) -> int:
+        return hash(self.uri)
+
+    def __lt__(self, other: StoragePath) -> bool:
+        return self.uri < other.uri
+
+    @property
+    def name(self) -> str:
+        return self.uri.rpartition("/")[2]
+
+    @property
+    def parent(self) -> StoragePath:
+        return StoragePath(self.uri.rpartition("/")[0])
+
+    def with_name(self, name: str) -> StoragePath:
+        return self.parent / name
+
+    def expanduser(self) -> StoragePath:
+        return self
+
+    def _type(self) -> str:
+        import pyarrow.fs as pafs
+
+        if self._kind is None:
+            fsys, path = resolve(self.uri)
+            t = fsys.get_file_info(path).type
+            return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(t, "none")
+        return self._kind
+
+    def exists(self) -> bool:
+        return self._type() != "none"
+
+    def is_dir(self) -> bool:
+        return self._type() == "dir"
+
+    def is_file(self) -> bool:
+        return self._type() == "file"
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
+        fsys, path = resolve(self.uri)
+        fsys.create_dir(path, recursive=parents)
+
+    def iterdir(self) -> list[StoragePath]:
+        import pyarrow.fs as pafs
+
+        fsys, path = resolve(self.uri)
+        infos = fsys.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return [StoragePath(f"{self.uri}/{i.base_name}", "dir" if i.type == pafs.FileType.Directory else "file")
+                for i in infos]
+
+    def read_bytes(self) -> bytes:
+        fsys, path = resolve(self.uri)
+        with fsys.open_input_stream(path) as fh:
+            return bytes(fh.read())
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        return self.read_bytes().decode(encoding)
+
+    def write_bytes(self, data: bytes) -> None:
+        fsys, path = resolve(self.uri)
+        with fsys.open_output_stream(path) as fh:
+            fh.write(data)
+
+    def write_text(self, text: str, encoding: str = "utf-8") -> None:
+        self.write_bytes(text.encode(encoding))
+
+    def unlink(self, missing_ok: bool = False) -> None:
+        fsys, path = resolve(self.uri)
+        try:
+            fsys.delete_file(path)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def rmdir(self) -> None:
+        fsys, path = resolve(self.uri)
+        fsys.delete_dir(path)
+
+    def stat(self) -> os.stat_result:
+        info = file_info(self.uri)
+        if info is None:
+            raise FileNotFoundError(2, "no such file", self.uri)
+        return os.stat_result((0, 0, 0, 0, 0, 0, info[0], 0, info[1] // 10**9, 0))
+
+
+def storage_path(location: str | os.PathLike[str]) -> Any:
+    """A :class:`StoragePath` for a URI, else a :class:`pathlib.Path` (``~`` expanded)."""
+    from pathlib import Path
+
+    return StoragePath(str(location)) if is_uri(location) else Path(os.fspath(location)).expanduser()
+
+
+def replace(src: Any, dst: Any) -> None:
+    """Rename ``src`` to ``dst`` (both :class:`pathlib.Path` or both :class:`StoragePath`), replacing ``dst``."""
+    if isinstance(src, StoragePath):
+        fsys, a = resolve(src.uri)
+        fsys.move(a, resolve(dst.uri)[1])
+    else:
+        os.replace(src, dst)
+
+
+def parquet_source(path: Any) -> Any:
+    """What :class:`pyarrow.parquet.ParquetFile` reads for ``path`` (a local path as is; a
+    :class:`StoragePath` opened as a random-access file)."""
+    if isinstance(path, StoragePath):
+        fsys, p = resolve(path.uri)
+        return fsys.open_input_file(p)
+    return path
+
+
+__all__ = ["StoragePath", "digest", "exists", "file_info", "fingerprint", "is_uri", "join", "list_files", "make_dirs",
+           "open_parquet", "parquet_bytes", "parquet_source", "read_bytes", "read_json", "read_parquet_bytes",
+           "remove", "remove_tree", "replace", "resolve", "storage_path", "write_bytes_atomic", "write_json_atomic"]

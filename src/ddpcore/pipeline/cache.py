@@ -62,6 +62,7 @@ import numpy as np
 
 from ..anchors import spacy_extract as X
 from ..anchors.spacy_extract import TokenArrays
+from ..io.fs import parquet_source, replace, storage_path
 
 if TYPE_CHECKING:
     import polars as pl
@@ -300,8 +301,10 @@ def write_shard(folder: Path, keys: np.ndarray, toks: TokenArrays) -> Path:
     tmp = folder / f".{name}.tmp"
     final = folder / f"{name}{SHARD_SUFFIX}"
     try:
-        pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 20)
-        os.replace(tmp, final)
+        sink = pa.BufferOutputStream()  # (bytes, then one write: a local folder or a pyarrow.fs URI alike)
+        pq.write_table(table, sink, compression="zstd", row_group_size=1 << 20)
+        tmp.write_bytes(sink.getvalue().to_pybytes())
+        replace(tmp, final)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -313,7 +316,7 @@ def read_shard_keys(path: Path) -> np.ndarray:
     import pyarrow.parquet as pq
 
     try:
-        with pq.ParquetFile(path) as fh:  # (pq.read_table would import pyarrow.dataset and pandas)
+        with pq.ParquetFile(parquet_source(path)) as fh:  # (pq.read_table would import pyarrow.dataset and pandas)
             t = fh.read(columns=["k0", "k1"])
         return np.stack([_np(t["k0"], np.uint64), _np(t["k1"], np.uint64)], axis=1)
     except Exception as exc:  # any reader failure: a truncated or foreign file
@@ -325,7 +328,7 @@ def read_shard(path: Path) -> tuple[np.ndarray, TokenArrays]:
     import pyarrow.parquet as pq
 
     try:
-        with pq.ParquetFile(path) as fh:
+        with pq.ParquetFile(parquet_source(path)) as fh:
             t = fh.read()
         meta = json.loads((t.schema.metadata or {})[SHARD_META_KEY])
         keys = np.stack([_np(t["k0"], np.uint64), _np(t["k1"], np.uint64)], axis=1)
@@ -344,7 +347,7 @@ def _write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        replace(tmp, path)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -498,7 +501,7 @@ def resolve_cache(cache: str | os.PathLike[str] | bool | None) -> Path | None:
         return None
     if cache is None or cache is True:
         return cache_dir()
-    return Path(os.fspath(cache)).expanduser()
+    return storage_path(cache)  # a local folder, or a StoragePath for a pyarrow.fs URI (s3://, gs://...)
 
 
 def default_warn(message: str) -> None:
@@ -884,7 +887,7 @@ def check_cache_path(cache: str | os.PathLike[str] | bool | None, *, outputs: Se
     from ..errors import DDPUsageError
 
     root = resolve_cache(cache)
-    if root is None:
+    if root is None or not isinstance(root, Path):  # a URI is never one of the run's local paths
         return
 
     def ident(p: Path) -> tuple[str, tuple[int, int] | None]:
