@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -481,10 +482,10 @@ OPEN_GROUPS = 12
 def shareable(obj: Any, home: str | None = None) -> Any:
     r"""``obj`` (a signature: dicts, lists, strings, numbers) with nothing that names the local machine's
     folders, so a report can be shared: an absolute path (POSIX ``/...``, Windows ``C:\...`` or
-    ``\\server\...``) becomes its file name, a relative path is kept, and the home folder (``home``,
-    default the user's) inside any other string becomes ``~``. Dict keys are kept."""
+    ``\\server\...``) becomes its file name; in a longer string (a warning naming a file) the home folder
+    (``home``, default the user's) becomes ``~`` and an absolute POSIX path (or ``~/...``) starting a word
+    keeps only its file name; a relative path is kept. Dict keys are kept."""
     import os
-    import re
 
     home = os.path.expanduser("~") if home is None else home
     home = home.rstrip("/\\") if home and home not in ("/", "~") else None
@@ -499,7 +500,8 @@ def shareable(obj: Any, home: str | None = None) -> Any:
         if "\n" not in v and (v.startswith("/") or re.match(r"^(?:[A-Za-z]:[\\/]|\\\\)", v)):
             name = re.split(r"[\\/]", v.rstrip("/\\"))[-1]
             return name or v
-        return v.replace(home, "~") if home else v
+        v = v.replace(home, "~") if home else v
+        return _EMBEDDED_DIRS.sub("", v)  # '... read /srv/data/x.tsv (3 rows)' -> '... read x.tsv (3 rows)'
 
     return one(obj)
 
@@ -508,6 +510,10 @@ def display_path(path: str | None) -> str | None:
     """A path as the report shows it (:func:`shareable`): relative as given, absolute as its file name."""
     return None if path is None else shareable(str(path))
 
+
+#: the folders of an absolute POSIX path (or one under ~) that starts a word of a longer string (a message):
+#: '/srv/data/' of '/srv/data/x.tsv'
+_EMBEDDED_DIRS = re.compile(r"(?<![^\s'\"(\[=])~?/(?:[^\s/'\"]+/)+(?=[^\s/'\"])")
 
 #: how the report shows paths (recorded in its signature)
 PATHS_NOTE = "absolute paths shown as file names, the home folder as ~ (the report names no local folder)"
