@@ -93,9 +93,28 @@ class RayStop(BaseException):
         self.signum = signum
 
 
+#: while Ray's own C code waits (``ray.wait``/``ray.get``), a signal is only recorded here and raised
+#: as :class:`RayStop` when the call returns (an exception raised inside it becomes a SystemError)
+_DEFERRED: dict[str, Any] = {"on": False, "signum": None}
+
+
+@contextlib.contextmanager
+def _deferred_signals() -> Iterator[None]:
+    """Around a blocking Ray call: a SIGINT/SIGTERM is raised as :class:`RayStop` once it returns."""
+    _DEFERRED["on"] = True
+    try:
+        yield
+    finally:
+        _DEFERRED["on"] = False
+    if _DEFERRED["signum"] is not None:
+        signum, _DEFERRED["signum"] = _DEFERRED["signum"], None
+        raise RayStop(signum)
+
+
 @contextlib.contextmanager
 def _signals_raise() -> Iterator[None]:
-    """SIGTERM and SIGINT raise :class:`RayStop` in the main thread while the run is on."""
+    """SIGTERM and SIGINT raise :class:`RayStop` in the main thread while the run is on
+    (deferred to the end of a blocking Ray call: :func:`_deferred_signals`)."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
@@ -104,6 +123,9 @@ def _signals_raise() -> Iterator[None]:
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def handler(signum: int, frame: Any) -> None:
+        if _DEFERRED["on"]:
+            _DEFERRED["signum"] = signum
+            return
         raise RayStop(signum)
 
     for s in old:
@@ -477,8 +499,9 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
              on_result: Callable[[dict[str, Any]], None], account: PoolAccount | None = None) -> PoolAccount:
     """Profile ``specs`` on ``n_actors`` actors (``make_worker()`` starts one), largest batches
     first, :data:`IN_FLIGHT_PER_ACTOR` queued per actor; ``on_result(result)`` for every finished
-    batch (any order). A batch lost with its actor is queued again on a new actor, at most
-    :data:`MAX_BATCH_RETRIES` times (then D863); an error of a batch is raised with its code.
+    batch (any order). A batch lost with its actor is queued again, at most
+    :data:`MAX_BATCH_RETRIES` times (then D863); the dead actor is replaced while the cluster has a
+    CPU for it (:func:`_replace`). An error of a batch is raised with its code.
     D866 when nothing finishes for :data:`NO_CPU_TIMEOUT` seconds while the cluster has no CPU."""
     account = account or PoolAccount()
     lost = _lost_errors(ray)
@@ -490,8 +513,10 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
     inflight: dict[Any, tuple[int, int, BatchSpec]] = {}
     attempts: dict[int, int] = {}
 
+    active = set(range(n))
+
     def fill() -> None:
-        for slot in range(n):
+        for slot in sorted(active):
             while load[slot] < IN_FLIGHT_PER_ACTOR and queue:
                 spec = queue.popleft()
                 inflight[actors[slot].profile.remote(spec)] = (slot, generation[slot], spec)
@@ -501,7 +526,8 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
         fill()
         quiet_since = time.monotonic()
         while inflight:  # one iteration per finished (or lost) batch
-            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=2.0)
+            with _deferred_signals():
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
             if not ready:
                 _check_stalled(ray, quiet_since)
                 continue
@@ -509,14 +535,13 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
             slot, gen, spec = inflight.pop(ready[0])
             load[slot] -= 1
             try:
-                result = ray.get(ready[0])
+                with _deferred_signals():
+                    result = ray.get(ready[0])
             except lost as exc:
                 _requeue(spec, exc, attempts, account)
-                if gen == generation[slot]:  # the first loss seen from this actor: start its replacement
-                    with contextlib.suppress(Exception):
-                        ray.kill(actors[slot], no_restart=True)
-                    actors[slot], generation[slot], load[slot] = make_worker(), gen + 1, 0
-                    account.replaced_actors += 1
+                if gen == generation[slot]:  # the first loss seen from this actor
+                    _replace(ray, actors, slot, active, make_worker, account)
+                    generation[slot] += 1
                 queue.appendleft(spec)
                 fill()
                 continue
@@ -532,6 +557,20 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
             with contextlib.suppress(Exception):
                 ray.kill(a, no_restart=True)
     return account
+
+
+def _replace(ray: Any, actors: list[Any], slot: int, active: set[int], make_worker: Callable[[], Any],
+             account: PoolAccount) -> None:
+    """After actor ``slot`` died: start a replacement where the cluster still has a CPU for it, else
+    retire the slot (the pool shrinks with the cluster; one actor always remains, waiting for a CPU)."""
+    with contextlib.suppress(Exception):
+        ray.kill(actors[slot], no_restart=True)
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    if cpus >= len(active) or len(active) == 1:
+        actors[slot] = make_worker()
+        account.replaced_actors += 1
+    else:
+        active.discard(slot)
 
 
 def _requeue(spec: BatchSpec, exc: BaseException, attempts: dict[int, int], account: PoolAccount) -> None:
@@ -941,7 +980,8 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
     finally:
         if where.temporary:
             shutil.rmtree(where.dataset, ignore_errors=True)
-    notes.append(_account_note(accounting))
+    if not o.quiet or accounting["retried"]:  # -q: said only when batches had to run again
+        notes.append(_account_note(accounting))
     return RunReport(signature=signature, summary_frame=summary, n_segments=b.plan.n_segments, n_anchors=n_anchors,
                      n_batches=b.plan.n_batches, resumed_batches=b.resumed, notes=notes)
 
