@@ -105,13 +105,18 @@ def spa(h_scores, m_scores, signs):
 # --------------------------------------------------------------------------- statistics of a cell list
 
 
-def cell_stats(cells, metric, eps_item=None, eps_none=None):
+def cell_stats(cells, metric, eps_item=None, eps_none=None, only=None):
     """Every statistic of ``ddp meta`` on a list of cells (duplicates allowed: bootstrap copies carry
-    distinct item keys). ``eps_*`` given: acc_eq at that epsilon, else calibrated."""
+    distinct item keys). ``eps_*`` given: acc_eq at that epsilon (``eps_none=-1``: skip acc_eq.none),
+    else calibrated. ``only``: compute that statistic only (the loops are slow)."""
     h = [c[3] for c in cells]
     m = [c[4][metric] for c in cells]
+    if only == "pearson.none":
+        return {only: pearson(h, m)}
     out = {"pearson.none": pearson(h, m), "tau_b.none": tau_b(h, m)}
-    if eps_none is None:
+    if only is not None or eps_none == -1:
+        out["acc_eq.none"] = math.nan
+    elif eps_none is None:
         out["acc_eq.none"] = acc23_opt([h], [m])[0] if len(h) >= 2 else math.nan
     else:
         out["acc_eq.none"] = acc23(h, m, eps_none)
@@ -124,11 +129,15 @@ def cell_stats(cells, metric, eps_item=None, eps_none=None):
     tb = [tau_b(a, b) for a, b in zip(rows_h, rows_m) if len(a) >= 2]
     out["pearson.item"] = float(np.nanmean(pr)) if np.any(~np.isnan(pr)) else math.nan
     out["tau_b.item"] = float(np.nanmean(tb)) if np.any(~np.isnan(tb)) else math.nan
-    if eps_item is None:
+    if only is not None and only != "acc_eq.item":
+        out["acc_eq.item"] = math.nan
+    elif eps_item is None:
         out["acc_eq.item"], out["epsilon.item"] = acc23_opt(rows_h, rows_m)
     else:
         vals = [acc23(a, b, eps_item) for a, b in zip(rows_h, rows_m) if len(a) >= 2]
         out["acc_eq.item"] = float(np.mean(vals)) if vals else math.nan
+    if only is not None:
+        return out
     sys_h, sys_m = defaultdict(list), defaultdict(list)
     for c in cells:
         sys_h[c[2]].append(c[3])
