@@ -26,6 +26,7 @@ from libcpp.unordered_set cimport unordered_set
 
 from .hashsets cimport map_of, set_of
 from .kinds cimport KIND_ENTITY, KIND_NOUN, KIND_PRONOUN
+from .threads cimport resolve_threads
 
 cnp.import_array()
 
@@ -408,7 +409,8 @@ def compute_distances(
     Returns ``(distance__item int32 (-1: first mention or noun), antecedent__item int32
     (linked item or -1), reference__item int32 (item the distance is measured to or -1),
     ddp__segment int32[n_segments], ddp__sentence int32[n_sentences])``. Documents are
-    independent, so they run in parallel (``n_threads``); results do not depend on it.
+    independent, so they run in parallel (``n_threads``; 0 or less = OpenMP's default, ``OMP_NUM_THREADS``
+    or all cores); results do not depend on it.
     """
     cdef Py_ssize_t n_docs = offsets__doc.shape[0] - 1
     cdef Py_ssize_t n = kind__item.shape[0]
@@ -429,8 +431,9 @@ def compute_distances(
     cdef int32_t[::1] first = first_item
     cdef int32_t[::1] last = last_item
     cdef Py_ssize_t d
+    cdef int nt = resolve_threads(n_threads)
     with nogil:
-        for d in prange(n_docs, num_threads=max(n_threads, 1), schedule="dynamic", chunksize=64):
+        for d in prange(n_docs, num_threads=nt, schedule="dynamic", chunksize=64):
             _distances_one_doc(offsets__doc[d], offsets__doc[d + 1], kind__item, sentence__item,
                                entity__item, compat__item, segment__item, gsentence__item, nearest,
                                dist, ante, ref, dseg, dsent, first, last)
