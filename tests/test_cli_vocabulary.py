@@ -291,3 +291,101 @@ def test_mix_defaults_seed_0_and_assignment_beside_output(tmp_path: Path, capsys
     code, _, _ = _run(capsys, "mix", str(tmp_path / "o.csv"), "-o", str(tmp_path / "m2.csv"), "--seed", "0",
                       "--assignment", str(tmp_path / "a2.csv"))
     assert code == 0 and (tmp_path / "m2.csv").read_bytes() == first  # the default IS seed 0
+
+
+def _profile_and_scores(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A small profile (Parquet with its signature), its input table and per-segment scores under other
+    id names (doc, seg_idx)."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    rows = [{"document_id": f"d{d}", "segment_id": s, "domain": "news", "source": f"Text {d} {s}.",
+             "ddp": (d + s) % 4, "first_sentence": s, "n_sentences": 1} for d in range(6) for s in range(4)]
+    inp = tmp_path / "in.jsonl"
+    pl.DataFrame(rows).select("document_id", "segment_id", "domain", "source").write_ndjson(inp)
+    prof = tmp_path / "p.parquet"
+    t = pl.DataFrame(rows).select("document_id", "segment_id", "domain", pl.col("n_sentences").cast(pl.Int32),
+                                  pl.lit(3).alias("n_tokens"), pl.lit(1).alias("n_anchors"),
+                                  pl.col("ddp").cast(pl.Int32), pl.col("first_sentence").cast(pl.Int32)).to_arrow()
+    sig = {"columns": {"document": "document_id", "segment": "segment_id", "text": "source", "domain": "domain"}}
+    pq.write_table(t.replace_schema_metadata({b"ddpcore.signature": json.dumps(sig).encode()}), prof)
+    scores = tmp_path / "s.csv"
+    pl.DataFrame([{"doc": r["document_id"], "seg_idx": r["segment_id"], "system": sy,
+                   "comet": 0.5 + 0.1 * r["ddp"] + (0.05 if sy == "A" else 0)} for r in rows for sy in "AB"]
+                 ).write_csv(scores)
+    return inp, prof, scores
+
+
+def test_stratify_on_alias_equals_document_col_segment_col(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, prof, scores = _profile_and_scores(tmp_path)
+    base = ("stratify", str(prof), str(scores), "--score-col", "comet", "--by", "system", "--n-boot", "20")
+    code, new, err = _run(capsys, *base, "--document-col", "doc", "--segment-col", "seg_idx")
+    assert code == 0 and "warning" not in err
+    code, old, err = _run(capsys, *base, "--on", "doc,seg_idx")
+    assert code == 0 and json.loads(old)["groups"] == json.loads(new)["groups"]
+    assert "ddp stratify: warning: --on is deprecated and will be removed in the next release; use " \
+           "--document-col/--segment-col" in err.splitlines()
+    # PROFILE_COL=SCORES_COL on one side, the profile's name on the other
+    code, pairs, _ = _run(capsys, *base, "--document-col", "document_id=doc", "--segment-col", "seg_idx")
+    assert code == 0 and json.loads(pairs)["groups"] == json.loads(new)["groups"]
+    code, _, err = _run(capsys, *base, "--document-col", "doc", "--on", "doc,seg_idx")
+    assert code == 2 and "[D881]" in err
+    # without the flags the profile's names are looked for in the scores: the message names the new flags
+    code, _, err = _run(capsys, *base)
+    assert code == 2 and "--document-col/--segment-col" in err and "--on" not in err.replace("--on is", "")
+
+
+def test_select_sample_format_and_unit_aliases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inp, prof, _ = _profile_and_scores(tmp_path)
+    sel = ("select", str(inp), "--profile", str(prof), "--min-ddp", "2", "-o")
+    code, new, err = _run(capsys, *sel, str(tmp_path / "a.jsonl"), "-f", "json", "--unit", "document")
+    assert code == 0 and err == ""
+    code, old, err = _run(capsys, *sel, str(tmp_path / "b.jsonl"), "--summary-format", "json", "--level", "document")
+    assert code == 0 and json.loads(old)["summary"] == json.loads(new)["summary"]
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert [ln.split(":")[1].strip() for ln in err.splitlines()] == ["warning", "warning"]
+    assert "use -f/--format" in err and "use --unit" in err
+    sam = ("sample", str(inp), "--profile", str(prof), "--per-bin", "2", "--seed", "3", "-f", "json", "-o")
+    code, new, _ = _run(capsys, *sam, str(tmp_path / "c.jsonl"), "--unit", "segment")
+    code2, old, err = _run(capsys, *sam, str(tmp_path / "d.jsonl"), "--by", "segment")
+    assert code == code2 == 0 and "use --unit" in err
+    assert (tmp_path / "c.jsonl").read_bytes() == (tmp_path / "d.jsonl").read_bytes()
+    assert json.loads(new)["written"] == [str(tmp_path / "c.jsonl"), str(tmp_path / "c.jsonl.signature.json")]
+
+
+def test_select_outputs_names_every_file_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--reader wmt24 --outputs: the summary says the .docs, every system file and the sidecar (issue 23 §4;
+    it said only 'wrote sel/top.txt')."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    n = 8
+    rows = [{"document_id": f"d{i // 4}", "segment_id": i % 4, "domain": "news", "ddp": i % 3, "first_sentence": i % 4,
+             "n_sentences": 1, "line_id": i + 1} for i in range(n)]
+    (tmp_path / "src.txt").write_text("CANARY GUID 0\n" + "".join(f"line {i}\n" for i in range(n)))
+    (tmp_path / "src.docs").write_text("canary\tcanary\n" + "".join(f"news\t{r['document_id']}\n" for r in rows))
+    for lp, system in (("en-cs", "A"), ("en-cs", "B"), ("en-ja", "ref")):
+        (tmp_path / "outputs" / lp).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "outputs" / lp / f"{system}.txt").write_text("canary\n" + "".join(f"{system} {i}\n" for i in range(n)))
+    t = pl.DataFrame(rows).select("document_id", "segment_id", "domain", pl.col("n_sentences").cast(pl.Int32),
+                                  pl.lit(3).alias("n_tokens"), pl.lit(1).alias("n_anchors"),
+                                  pl.col("ddp").cast(pl.Int32), pl.col("first_sentence").cast(pl.Int32),
+                                  "line_id").to_arrow()
+    sig = {"columns": {"document": "document_id", "segment": "segment_id", "text": "source", "domain": "domain"}}
+    pq.write_table(t.replace_schema_metadata({b"ddpcore.signature": json.dumps(sig).encode()}), tmp_path / "p.parquet")
+    (tmp_path / "sel").mkdir()
+    out = tmp_path / "sel" / "top.txt"
+    argv = ("select", str(tmp_path / "src.txt"), "--reader", "wmt24", "--profile", str(tmp_path / "p.parquet"),
+            "--min-ddp", "1", "--outputs", str(tmp_path / "outputs"), "-o", str(out))
+    code, text, _ = _run(capsys, *argv)
+    assert code == 0
+    wrote = text.strip().splitlines()[-1]
+    for f in ("top.docs", "top.txt.signature.json", "A.txt", "B.txt", "ref.txt"):
+        assert f in wrote, wrote
+    code, js, _ = _run(capsys, *argv, "-f", "json")
+    written = json.loads(js)["written"]
+    expected = [out, out.with_suffix(".docs"), *(tmp_path / "sel" / "top.outputs" / lp / f for lp, f in
+                                                 (("en-cs", "A.txt"), ("en-cs", "B.txt"), ("en-ja", "ref.txt"))),
+                tmp_path / "sel" / "top.txt.signature.json"]
+    assert sorted(written) == sorted(str(p) for p in expected)
+    assert all(Path(p).is_file() for p in written)
