@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 import scipy.stats
 
-from ddpcore.stats.meta import (MetaTests, acc_eq_at, acc_eq_none, item_tau_b, meta_evaluate, pairwise_accuracy,
-                                _keep_bits)
+from ddpcore.stats.meta import (MetaTests, acc_eq_at, acc_eq_none, item_statistics, meta_evaluate,
+                                pairwise_accuracy, _keep_bits)
 from ddpcore.stats.options import ResampleOptions
 from oracles import meta_oracle as O
 
@@ -45,9 +45,8 @@ def run(prof, scores, **kw):
 def test_kendall_variants_stats_test():
     # stats_test.py CorrelationTest.testKendallVariants: Correlation(1, [1, 2, 2, 3, 4], [2, 1, 1.5, 5, 3])
     g, m = [1, 2, 2, 3, 4], [2, 1, 1.5, 5, 3]
-    sh = np.sign(np.subtract.outer(g, g))[np.triu_indices(5, 1)][None]
-    sm = np.sign(np.subtract.outer(m, m))[np.triu_indices(5, 1)][None]
-    assert item_tau_b(sh, sm, np.ones_like(sh, dtype=bool))[0] == pytest.approx(0.316227766)  # variant='b'
+    one = item_statistics([g], [m], np.ones((1, 5), dtype=bool))
+    assert one["tau_b"][0] == pytest.approx(0.316227766)  # variant='b'
     assert acc_eq_at(g, m) == 0.6                       # variant='acc23'
     assert acc_eq_at(g, m, epsilon=2) == 0.4            # variant='acc23', epsilon=2
     # stats_test.py CorrelationTest.testKendallWithTiesOpt: KendallWithTiesOpt(acc23, sample_rate=1.0) = 0.7

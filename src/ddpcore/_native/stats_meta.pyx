@@ -10,6 +10,8 @@ Kernels
 ``tie_entries_sorted``  the pairs whose class changes when the metric's tie threshold passes their
                         metric difference (human tie: gained; concordant: lost), for one vector sorted
                         by metric score
+``item_pairs``          per segment over its systems: Pearson, tau-b, pair counts and the tie-calibration
+                        entries of ``acc_eq`` grouped by item
 ``tau_b_weighted_reps`` Kendall tau-b of every document-bootstrap replicate (points weighted by their
                         document's multiplicity), O(n log n) per replicate with a Fenwick tree, OpenMP
                         over replicates
@@ -17,8 +19,8 @@ Kernels
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
-from libc.math cimport sqrt, NAN
-from libc.stdint cimport int8_t, int64_t
+from libc.math cimport sqrt, INFINITY, NAN
+from libc.stdint cimport int8_t, int64_t, uint8_t
 from libc.stdlib cimport malloc, free
 
 from .threads cimport resolve_threads as _threads
@@ -138,3 +140,102 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
                                           n, n_m_ranks, tree, tree + width)
     finally:
         free(buf)
+
+
+def item_pairs(const double[:, ::1] h__item_sys, const double[:, ::1] m__item_sys, const uint8_t[:, ::1] ok__item_sys,
+               double[::1] pearson__item, double[::1] tau__item, double[::1] pairs__item, double[::1] con0__item,
+               double[::1] tie0__item, int64_t[::1] item__ent, double[::1] adm__ent, double[::1] sign__ent):
+    """Per segment (row) over its valid systems: Pearson r, Kendall tau-b, the number of pairs, the
+    concordant pairs and the pairs tied in both at epsilon 0, and the tie-calibration entries (pairs
+    whose class flips when epsilon reaches ``|dm|``: +1 a human tie, -1 a concordant pair), in row order.
+
+    NaN r / tau for a row with fewer than 2 valid cells or a constant human or metric row (constant
+    decided on the values: max == min). The entry arrays must hold n_items * n_sys (n_sys - 1) / 2
+    values. Returns the number of entries written.
+    """
+    cdef Py_ssize_t n_items = h__item_sys.shape[0], n_sys = h__item_sys.shape[1], i, a, b, k = 0
+    cdef double n, sh, sm, mh, mm, dh, dm, cov, vh, vm, hmin, hmax, mmin, mmax, s, th, tm, p, c0, t0, r
+    with nogil:
+        for i in range(n_items):
+            n = 0.0
+            sh = 0.0
+            sm = 0.0
+            hmin = INFINITY
+            hmax = -INFINITY
+            mmin = INFINITY
+            mmax = -INFINITY
+            for a in range(n_sys):
+                if ok__item_sys[i, a]:
+                    n += 1.0
+                    sh += h__item_sys[i, a]
+                    sm += m__item_sys[i, a]
+                    if h__item_sys[i, a] < hmin:
+                        hmin = h__item_sys[i, a]
+                    if h__item_sys[i, a] > hmax:
+                        hmax = h__item_sys[i, a]
+                    if m__item_sys[i, a] < mmin:
+                        mmin = m__item_sys[i, a]
+                    if m__item_sys[i, a] > mmax:
+                        mmax = m__item_sys[i, a]
+            if n < 2.0 or hmin == hmax or mmin == mmax:
+                pearson__item[i] = NAN
+            else:
+                mh = sh / n
+                mm = sm / n
+                cov = 0.0
+                vh = 0.0
+                vm = 0.0
+                for a in range(n_sys):
+                    if ok__item_sys[i, a]:
+                        dh = h__item_sys[i, a] - mh
+                        dm = m__item_sys[i, a] - mm
+                        cov += dh * dm
+                        vh += dh * dh
+                        vm += dm * dm
+                r = cov / sqrt(vh * vm)
+                pearson__item[i] = 1.0 if r > 1.0 else (-1.0 if r < -1.0 else r)
+            s = 0.0
+            th = 0.0
+            tm = 0.0
+            p = 0.0
+            c0 = 0.0
+            t0 = 0.0
+            for a in range(n_sys):
+                if not ok__item_sys[i, a]:
+                    continue
+                for b in range(a + 1, n_sys):
+                    if not ok__item_sys[i, b]:
+                        continue
+                    p += 1.0
+                    dh = h__item_sys[i, a] - h__item_sys[i, b]
+                    dm = m__item_sys[i, a] - m__item_sys[i, b]
+                    if dh == 0.0:
+                        th += 1.0
+                        if dm == 0.0:
+                            tm += 1.0
+                            t0 += 1.0
+                        else:
+                            item__ent[k] = i
+                            adm__ent[k] = dm if dm > 0.0 else -dm
+                            sign__ent[k] = 1.0
+                            k += 1
+                    elif dm == 0.0:
+                        tm += 1.0
+                    elif (dh > 0.0) == (dm > 0.0):
+                        s += 1.0
+                        c0 += 1.0
+                        item__ent[k] = i
+                        adm__ent[k] = dm if dm > 0.0 else -dm
+                        sign__ent[k] = -1.0
+                        k += 1
+                    else:
+                        s -= 1.0
+            pairs__item[i] = p
+            con0__item[i] = c0
+            tie0__item[i] = t0
+            if p - th <= 0.0 or p - tm <= 0.0:
+                tau__item[i] = NAN
+            else:
+                r = s / sqrt(p - th) / sqrt(p - tm)
+                tau__item[i] = 1.0 if r > 1.0 else (-1.0 if r < -1.0 else r)
+    return k

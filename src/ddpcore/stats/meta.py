@@ -86,7 +86,6 @@ from . import budget as _budget
 from .bins import bin_of, parse_bins
 from .bootstrap import RNG_DESCRIPTION, resample_indices, resample_sums
 from .compare import adjust_pvalues
-from .correlation import kendall_tau_b
 from .options import ResampleOptions, check_options
 
 if TYPE_CHECKING:
@@ -455,56 +454,26 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
 # --------------------------------------------------------------------------- per-item statistics
 
 
-def _pair_index(n_sys: int) -> tuple[np.ndarray, np.ndarray]:
-    iu, ju = np.triu_indices(n_sys, 1)
-    return iu.astype(np.int64), ju.astype(np.int64)
-
-
-def item_pearson(h: np.ndarray, m: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Pearson r of each row of ``h`` and ``m`` (shape (n_items, n_sys)) over its ``valid`` cells.
-
-    NaN for a row with fewer than 2 valid cells or a constant human or metric row (scipy's
-    ``pearsonr`` gives NaN there too, and mt-metrics-eval drops such rows from the average)."""
-    n = valid.sum(axis=1).astype(np.float64)
-    hz = np.where(valid, h, 0.0)
-    mz = np.where(valid, m, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mh = hz.sum(1) / n
-        mm = mz.sum(1) / n
-        dh = np.where(valid, h - mh[:, None], 0.0)
-        dm = np.where(valid, m - mm[:, None], 0.0)
-        # a constant row: decided exactly on the values, not on a rounded variance
-        hmax = np.where(valid, h, -np.inf).max(1)
-        hmin = np.where(valid, h, np.inf).min(1)
-        mmax = np.where(valid, m, -np.inf).max(1)
-        mmin = np.where(valid, m, np.inf).min(1)
-        r = (dh * dm).sum(1) / np.sqrt((dh * dh).sum(1) * (dm * dm).sum(1))
-    bad = (n < 2) | (hmax == hmin) | (mmax == mmin)
-    r = np.clip(r, -1.0, 1.0)
-    r[bad] = np.nan
-    return r
-
-
-def _pair_signs(h: np.ndarray, valid: np.ndarray, iu: np.ndarray, ju: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sign of h[:, iu] - h[:, ju], pair valid) for every row; shapes (n_items, n_pairs)."""
-    pv = valid[:, iu] & valid[:, ju]
-    with np.errstate(invalid="ignore"):
-        sh = np.sign(np.where(pv, h[:, iu] - h[:, ju], 0.0))
-    return sh, pv
-
-
-def item_tau_b(sh: np.ndarray, sm: np.ndarray, pv: np.ndarray) -> np.ndarray:
-    """Kendall tau-b of each row from its pair signs (``scipy.stats.kendalltau(variant="b")`` per row):
-    ``sum(sh sm) / sqrt((n0 - n_h_ties) (n0 - n_m_ties))`` over the valid pairs; NaN when either side is
-    constant (or the row has no pair)."""
-    n0 = pv.sum(1).astype(np.float64)
-    th = (pv & (sh == 0)).sum(1)
-    tm = (pv & (sm == 0)).sum(1)
-    s = np.where(pv, sh * sm, 0.0).sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = s / np.sqrt(n0 - th) / np.sqrt(n0 - tm)
-    tau[(n0 - th <= 0) | (n0 - tm <= 0)] = np.nan
-    return np.clip(tau, -1.0, 1.0)
+def item_statistics(h: npt.ArrayLike, m: npt.ArrayLike, valid: npt.ArrayLike) -> dict[str, np.ndarray]:
+    """Per segment (row) of ``h``, ``m`` (shape (n_items, n_sys)) over its ``valid`` cells (native kernel):
+    ``pearson``, ``tau_b`` (NaN for fewer than 2 cells or a constant human or metric row, where scipy's
+    ``pearsonr`` / ``kendalltau`` give NaN and mt-metrics-eval drops the row from the average), ``pairs``,
+    ``con0`` (concordant pairs), ``tie0`` (pairs tied in both), each shape (n_items,), and the tie
+    calibration entries ``entries = (item, |dm|, +1 a human tie / -1 a concordant pair)`` in row order."""
+    h = np.ascontiguousarray(h, dtype=np.float64)
+    m = np.ascontiguousarray(m, dtype=np.float64)
+    ok = np.ascontiguousarray(valid, dtype=np.uint8)
+    if h.ndim != 2 or h.shape != m.shape or h.shape != ok.shape:
+        raise DDPUsageError(f"item_statistics: h, m and valid must be 2-D of one shape, got {h.shape}, {m.shape}, "
+                            f"{ok.shape}", code="D806")
+    n_items, n_sys = h.shape
+    out = {k: np.empty(n_items) for k in ("pearson", "tau_b", "pairs", "con0", "tie0")}
+    cap = n_items * n_sys * (n_sys - 1) // 2
+    e_item, e_adm, e_sign = np.empty(cap, dtype=np.int64), np.empty(cap), np.empty(cap)
+    k = load("stats_meta").item_pairs(h, m, ok, out["pearson"], out["tau_b"], out["pairs"], out["con0"], out["tie0"],
+                                      e_item, e_adm, e_sign)
+    out["entries"] = (e_item[:k], e_adm[:k], e_sign[:k])  # type: ignore[assignment]
+    return out
 
 
 def calibrate_ties(diff: np.ndarray, gain: np.ndarray, base: float, *, presorted: bool = False
@@ -637,6 +606,7 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
     def per_doc(values: np.ndarray, docs: np.ndarray) -> np.ndarray:
         return np.bincount(docs, weights=values, minlength=D)
 
+    ranks = _cell_ranks(data, item_cache, items)
     h = data.H[ii, ss]
     h_const = n_cells >= 1 and bool(h.max() == h.min())
     hz = _zscore(h) if n_cells else h
@@ -662,7 +632,7 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
             r = float(_pearson_from_sums(float(n_cells), hz.sum(), (hz * hz).sum(), mz.sum(), (mz * mz).sum(),
                                          (hz * mz).sum()))
             f["pearson.none"] = _figure(r, n_cells)
-            f["tau_b.none"] = _figure(kendall_tau_b(h, m).statistic, n_cells)
+            f["tau_b.none"] = _figure(float(_tau_b_reps(item_cache, k, *ranks, np.ones((1, D)), 0)[0]), n_cells)
             n_pairs = n_cells * (n_cells - 1) // 2
             if n_pairs > tests.max_pairs:
                 f["acc_eq.none"] = _figure(None, n_cells, status="not_computed",
@@ -766,19 +736,23 @@ def _keep_bits(bitgen: np.random.PCG64, n_trials: int, n_units: int) -> np.ndarr
     return bits[:, :n_units].astype(bool)
 
 
-def pairwise_p_values(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
-    """Thompson et al.'s paired permutation p-values: ``scores`` (n_units, n_sys), ``signs`` (n_trials,
-    n_units) of +1 (keep) / -1 (swap). Entry [i, j] (i < j) = share of trials whose permuted difference
-    ``(signs @ scores)[:, i] - (signs @ scores)[:, j]`` is >= the observed ``sum_i - sum_j``; NaN elsewhere."""
-    tot = scores.sum(0)
-    part = signs @ scores
-    n = scores.shape[1]
+def pairwise_p_values(scores: npt.ArrayLike, signs: npt.ArrayLike) -> np.ndarray:
+    """Thompson et al.'s paired permutation p-values: ``scores`` (n_units, n_sys) -- or (n_units, G, n_sys)
+    for G score sets at once (one matrix product) -- and ``signs`` (n_trials, n_units) of +1 (keep) / -1
+    (swap). Entry [i, j] (i < j) = share of trials whose permuted difference ``(signs @ scores)[:, i] -
+    (signs @ scores)[:, j]`` is >= the observed ``sum_i - sum_j``; NaN elsewhere. Shape (n_sys, n_sys)
+    (or (G, n_sys, n_sys))."""
+    sc = np.asarray(scores, dtype=np.float64)
+    one = sc.ndim == 2
+    if one:
+        sc = sc[:, None, :]
+    n_units, G, n = sc.shape
+    tot = sc.sum(0)  # (G, n)
+    part = (np.asarray(signs, dtype=np.float64) @ sc.reshape(n_units, G * n)).reshape(-1, G, n)
     iu, ju = np.triu_indices(n, 1)
-    null = part[:, iu] - part[:, ju]
-    test = tot[iu] - tot[ju]
-    p = np.full((n, n), np.nan)
-    p[iu, ju] = (null >= test).mean(0)
-    return p
+    p = np.full((G, n, n), np.nan)
+    p[:, iu, ju] = ((part[:, :, iu] - part[:, :, ju]) >= (tot[:, iu] - tot[:, ju])[None]).mean(0)
+    return p[0] if one else p
 
 
 def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, doc_c: np.ndarray,
@@ -800,12 +774,13 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
     if n_have >= 2 and tests.spa_perm > 0:
         sel = v[:, have]
         complete = np.flatnonzero(sel.all(1) & sel.any(1))
-    signs = None
+    p_all = None
     if complete is not None and complete.size:
         bg = np.random.PCG64(seed).jumped(2)
         keep = _keep_bits(bg, tests.spa_perm, int(complete.size))
-        signs = np.where(keep, 1.0, -1.0)
-        p_h = pairwise_p_values(data.H[complete][:, have], signs)
+        stacked = np.concatenate([data.H[complete][:, None, have], data.M[:, complete][:, :, have].transpose(1, 0, 2)],
+                                 axis=1)  # (n_complete, 1 + n_metrics, n_have)
+        p_all = pairwise_p_values(stacked, np.where(keep, 1.0, -1.0))
     for k, metric in enumerate(data.metrics):
         msum = np.bincount(key, weights=data.M[k, ii, ss], minlength=D * n_sys).reshape(D, n_sys)
         m_sl = add_block(msum)
@@ -824,48 +799,66 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
                                                                                _ratio(R[:, mm], R[:, c]))))
         if tests.spa_perm == 0:
             f["spa.sys"] = _figure(None, n_have, status="not_computed", reason="spa_perm = 0 (--spa-perm)")
-        elif signs is None:
+        elif p_all is None:
             f["spa.sys"] = _figure(None, n_have, status="undefined",
                                    reason="no segment of this bin is scored for every system")
         else:
-            p_m = pairwise_p_values(data.M[k][complete][:, have], signs)
             iu, ju = np.triu_indices(n_have, 1)
-            spa = 1.0 - float(np.mean(np.abs(p_h[iu, ju] - p_m[iu, ju])))
-            f["spa.sys"] = _figure(spa, n_have, n_segments=int(complete.size), ci_reason=None)
+            spa = 1.0 - float(np.mean(np.abs(p_all[0][iu, ju] - p_all[k + 1][iu, ju])))
+            f["spa.sys"] = _figure(spa, n_have, n_segments=int(complete.size))  # type: ignore[union-attr]
+
+
+def _dense_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based dense ranks (equal values share a rank)."""
+    return np.unique(values, return_inverse=True)[1].astype(np.int64).reshape(values.shape) + 1
 
 
 def _item_cache(data: _Data) -> dict[str, Any]:
-    """Per-segment values that do not depend on the bin, per metric: Pearson and tau-b of each segment,
-    its pairs (``P``), concordant pairs and pairs tied in both at epsilon 0 (``con0``, ``tie0``), and the
-    tie-calibration entries ``(item, |dm|, +1 gain / -1 loss)`` sorted by ``|dm|`` once (a bin takes
-    its entries in the same order)."""
-    iu, ju = _pair_index(len(data.systems))
-    sh, pv = _pair_signs(data.H, data.valid, iu, ju)
-    n_items = data.H.shape[0]
-    cache: dict[str, Any] = {"P": pv.sum(1).astype(np.float64), "pearson": [], "tau": [], "con0": [], "tie0": [],
-                             "entries": []}
-    h_tie = pv & (sh == 0)
-    item_of = np.broadcast_to(np.arange(n_items, dtype=np.int64)[:, None], sh.shape)
+    """What does not depend on the bin, per metric: each segment's Pearson, tau-b, pairs (``P``), concordant
+    pairs and pairs tied in both at epsilon 0 (``con0``, ``tie0``), the tie-calibration entries sorted by
+    ``|dm|`` once (a bin takes its entries in the same order), and the dense ranks of the scored cells
+    for the no-grouping tau-b (``h_order``: the flat cell indices sorted by human rank; a bin keeps its
+    cells in that order)."""
+    n_sys = len(data.systems)
+    flat = np.flatnonzero(data.valid.ravel())
+    h_rank = np.zeros(data.valid.size, dtype=np.int64)
+    h_rank[flat] = _dense_ranks(data.H.ravel()[flat])
+    cache: dict[str, Any] = {"pearson": [], "tau": [], "con0": [], "tie0": [], "entries": [], "m_rank": [],
+                             "h_rank": h_rank, "h_order": flat[np.argsort(h_rank[flat], kind="stable")],
+                             "n_sys": n_sys}
     for k in range(len(data.metrics)):
-        m = data.M[k]
-        with np.errstate(invalid="ignore"):
-            dm = np.where(pv, m[:, iu] - m[:, ju], 0.0)
-        sm = np.sign(dm)
-        conc = pv & (sh * sm > 0)
-        cache["con0"].append(conc.sum(1).astype(np.float64))
-        cache["tie0"].append((h_tie & (sm == 0)).sum(1).astype(np.float64))
-        gain = h_tie & (sm != 0)
-        ent = gain | conc
-        adm = np.abs(dm[ent])
-        order = np.argsort(adm, kind="stable")
-        cache["entries"].append((item_of[ent][order], adm[order], np.where(gain[ent], 1.0, -1.0)[order]))
-        cache["pearson"].append(item_pearson(data.H, m, data.valid))
-        cache["tau"].append(item_tau_b(sh, sm, pv))
+        st = item_statistics(data.H, data.M[k], data.valid)
+        cache["P"] = st["pairs"]
+        for key, name in (("pearson", "pearson"), ("tau", "tau_b"), ("con0", "con0"), ("tie0", "tie0")):
+            cache[key].append(st[name])
+        e_item, e_adm, e_sign = st["entries"]  # type: ignore[misc]
+        order = np.argsort(e_adm, kind="stable")
+        cache["entries"].append((e_item[order], e_adm[order], e_sign[order]))
+        m_rank = np.zeros(data.valid.size, dtype=np.int64)
+        m_rank[flat] = _dense_ranks(data.M[k].ravel()[flat])
+        cache["m_rank"].append(m_rank)
     return cache
 
 
+def _cell_ranks(data: _Data, cache: dict[str, Any], items: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flat cell indices sorted by human rank, human ranks, documents) of one bin's scored cells."""
+    order = cache["h_order"]
+    sel = order[items[order // cache["n_sys"]]]
+    return sel, np.ascontiguousarray(cache["h_rank"][sel]), np.ascontiguousarray(data.item_doc[sel // cache["n_sys"]])
+
+
+def _tau_b_reps(cache: dict[str, Any], k: int, sel: np.ndarray, hr: np.ndarray, doc: np.ndarray,
+                w: np.ndarray, threads: int) -> np.ndarray:
+    """tau-b of the bin's cells for every row of document weights ``w`` (n_rep, D): the native kernel."""
+    mr = np.ascontiguousarray(cache["m_rank"][k][sel])
+    out = np.empty(w.shape[0])
+    load("stats_meta").tau_b_weighted_reps(hr, mr, doc, np.ascontiguousarray(w, dtype=np.float64),
+                                           int(mr.max()) if mr.size else 1, out, threads)
+    return out
+
+
 def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptions, tests: MetaTests,
-               warnings: list[str]) -> dict[tuple[str, str, str], np.ndarray]:
+               cache: dict[str, Any]) -> dict[tuple[str, str, str], np.ndarray]:
     """Replicates of every resampled statistic: {(cell, metric, stat): (n_boot,) values}."""
     if n_boot == 0:
         return {}
@@ -885,26 +878,13 @@ def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptio
     need = [c for c in cells if 2 <= c.counts["n_cells"] <= tests.ci_max_points]  # type: ignore[attr-defined]
     if need:
         idx = resample_indices(n_boot, data.n_docs, opts.seed, max_memory=opts.max_memory)
-        w = np.zeros((n_boot, data.n_docs))
-        np.add.at(w, (np.repeat(np.arange(n_boot), data.n_docs), idx.ravel()), 1.0)
-        kern = load("stats_meta")
+        flat = (np.arange(n_boot, dtype=np.int64)[:, None] * data.n_docs + idx).ravel()
+        w = np.bincount(flat, minlength=n_boot * data.n_docs).reshape(n_boot, data.n_docs).astype(np.float64)
         for c in need:
-            v = data.valid & c.items[:, None]
-            ii, ss = np.nonzero(v)
-            h = data.H[ii, ss]
-            doc = data.item_doc[ii]
-            hr = np.unique(h, return_inverse=True)[1].astype(np.int64) + 1
-            order = np.argsort(hr, kind="stable")
+            ranks = _cell_ranks(data, cache, c.items)
             for k, metric in enumerate(data.metrics):
-                if c.figures[metric]["tau_b.none"]["status"] != "ok":
-                    continue
-                m = data.M[k, ii, ss]
-                mr = np.unique(m, return_inverse=True)[1].astype(np.int64) + 1
-                out = np.empty(n_boot)
-                kern.tau_b_weighted_reps(np.ascontiguousarray(hr[order]), np.ascontiguousarray(mr[order]),
-                                         np.ascontiguousarray(doc[order]), w, int(mr.max()), out,
-                                         opts.kernel_threads)
-                reps[(c.name, metric, "tau_b.none")] = out
+                if c.figures[metric]["tau_b.none"]["status"] == "ok":
+                    reps[(c.name, metric, "tau_b.none")] = _tau_b_reps(cache, k, *ranks, w, opts.kernel_threads)
     return reps
 
 
@@ -1116,7 +1096,7 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", metric
             warnings.append(f"bin {c.name}: {c.counts['n_documents']} document(s), {c.counts['n_segments_scored']} "  # type: ignore[attr-defined]
                             f"human-scored segment(s) of {c.counts['n_segments']}: "  # type: ignore[attr-defined]
                             "a thin sample, its intervals are wide or undefined")
-    reps = _bootstrap(cells, data, n_boot, opts, tests, warnings)
+    reps = _bootstrap(cells, data, n_boot, opts, tests, cache)
     _apply_cis(cells, reps, n_boot, tests)
     tests_out = {"metric_pairs": _perm_test(cells, data, tests, opts), "bins_vs_first": _bin_test(cells, reps, data, tests)}
 
@@ -1239,6 +1219,6 @@ def dumps(res: MetaResult) -> str:
 
 
 __all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "PERM_STATS", "STATS", "acc_eq_at", "acc_eq_none",
-           "calibrate_ties", "dumps", "item_pearson", "item_tau_b", "meta_evaluate", "pairwise_accuracy",
+           "calibrate_ties", "dumps", "item_statistics", "meta_evaluate", "pairwise_accuracy",
            "pairwise_p_values",
            "parse_fail_on", "to_latex", "to_markdown", "to_tsv"]
