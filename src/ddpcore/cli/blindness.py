@@ -16,7 +16,8 @@ from ._common import resample_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .stats import _HelpFormatter, add_score_reader
+    from ._scores import add_score_reader
+    from .stats import _HelpFormatter
 
     p = sub.add_parser(
         "blindness", formatter_class=_HelpFormatter,
@@ -118,7 +119,7 @@ def run_blindness(args: argparse.Namespace) -> int:
                              attribute=args.attribute, exclude_systems=args.exclude_system, strict=args.strict)
     inputs = BlindnessInputs(source_system=given["source_system"], spans=given["spans"], text=given["text"],
                              seg=given["seg"], required=[k for k, v in explicit.items() if v is not None])
-    from .stats import score_input
+    from ._scores import score_input
 
     table = score_input(args, args.table, [args.a, args.b] + ([args.seg] if args.seg else []))
     res = blindness(table, args.a, args.b, margin=args.margin, margin_sd=args.margin_sd, design=design,

@@ -15,7 +15,7 @@ from typing import Any
 from ._common import (add_budget, add_deprecated_alias, add_result_output, check_result_output, fmt_number,
                       resample_options, write_result)
 
-from ..io.scores import SCORE_READERS as READERS  # one tuple for every score command (io.scores)
+from ._scores import READERS, add_score_reader, score_input  # noqa: F401  (one reader set for every score command)
 
 
 # --------------------------------------------------------------------------- parser
@@ -39,23 +39,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 def _column(group: Any, new: str, old: str, dest: str, default: str, help: str) -> None:
     group.add_argument(new, dest=dest, default=default, metavar="NAME", help=help)
     add_deprecated_alias(group, old, new, dest, metavar="NAME")
-
-
-def add_score_reader(p: argparse.ArgumentParser, what: str = "TABLE") -> None:
-    """``--reader/--waves/--lp``: how a score table is read. One helper for every command that reads
-    scores (``ddp stats *``, ``ddp blindness``, ``ddp stratify``); :func:`score_input` applies it."""
-    r = p.add_argument_group("input")
-    r.add_argument("--reader", choices=READERS, default="table",
-                   help=f"how to read {what}: a table file, the ESA WMT23 en-de folder (esa-wmt23-ende) or the "
-                        "WMT24 ESA folder (wmt24-genmt), an mt-metrics-eval test-set folder (mtme; conditions = human "
-                        "score or METRIC-REF names, --lp picks the pair), the WMT25 automatic-scores JSONL "
-                        "(wmt25-scores; conditions = metric names) or COMET --to_json output (comet); see "
-                        "docs/stats-cli.md and docs/readers.md")
-    r.add_argument("--waves", type=lambda s: [int(x) for x in _csv_list(s)], default=[2, 3], metavar="N,N",
-                   help="--reader wmt24: waves to read")
-    r.add_argument("--lp", type=_csv_list, default=None, metavar="LP[,LP]",
-                   help="--reader wmt24: keep only these language pairs (e.g. en-cs); mtme, wmt25-scores: the "
-                        "language pair to read")
 
 
 def _add_common(p: argparse.ArgumentParser, *, annotator: bool = True) -> None:
@@ -226,15 +209,6 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 
 
 # --------------------------------------------------------------------------- input
-
-
-def score_input(args: argparse.Namespace, path: Any, conditions: list[str] | None = None) -> Any:
-    """``path`` as given (read by the statistics functions) or the long table ``--reader`` reads from it
-    (the options of :func:`add_score_reader`)."""
-    from ..io.scores import read_score_input
-
-    return read_score_input(path, args.reader, conditions=conditions, waves=args.waves, lps=args.lp,
-                            warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
 
 
 def _input(args: argparse.Namespace, conditions: list[str] | None = None) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._common import (add_deprecated_alias, add_result_output, check_result_output, fmt_number, resample_options,
                       write_result)
-from .stats import add_score_reader, score_input
+from ._scores import add_score_reader, score_input
 
 FORMATS = ("json", "text", "tsv", "markdown", "latex")
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._common import HelpFormatter, add_deprecated_alias
-from .stats import add_score_reader, score_input
+from ._scores import add_score_reader, score_input
 
 
 def _csv(text: str) -> list[str]:
