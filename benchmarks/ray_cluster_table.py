@@ -75,7 +75,7 @@ def _synthetic(n: int, path: Path) -> None:
     i = np.arange(n)
     pl.DataFrame({"document_id": [f"d{k}" for k in (i // 10).tolist()], "segment_id": (i % 10),
                   "source": pl.Series(pool)[(i * 7919) % 200], "domain": "synthetic"}
-                 ).write_parquet(path, row_group_size=100_000)
+                 ).write_parquet(path, row_group_size=20_000)  # the size of the chunks ddpcore stages
 
 
 def part_rss(tmp: Path, address: str, repeats: int) -> None:

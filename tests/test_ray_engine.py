@@ -445,3 +445,17 @@ def test_the_lean_duplicate_id_check_names_the_first_two_rows_a_loop_finds(seed)
                                            rf"{first[0] + 1} and {second + 1},") as exc:
         check_unique_ids(df, cols, "t")
     assert exc.value.code == "D113" and f"document {key[0]!r}" in str(exc.value) and twins[0] == first[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_first_appearance_numbers_values_as_a_loop_does(seed, monkeypatch):
+    """ray_plan.first_appearance against a dict loop, also on the path taken after a hash collision."""
+    from ddpcore.engines import ray_plan
+
+    rng = np.random.default_rng(seed)
+    values = [f"doc{v}" for v in rng.integers(0, 50, 400)]
+    seen: dict = {}
+    want = [seen.setdefault(v, len(seen)) for v in values]
+    assert ray_plan.first_appearance(pl.Series(values)).tolist() == want
+    monkeypatch.setattr(pl.Series, "n_unique", lambda self: -1)  # as if two ids shared a hash
+    assert ray_plan.first_appearance(pl.Series(values)).tolist() == want

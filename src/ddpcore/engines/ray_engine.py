@@ -485,6 +485,7 @@ class PoolAccount:
     replaced_actors: int = 0
     nodes: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
@@ -522,6 +523,7 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
                 inflight[actors[slot].profile.remote(spec)] = (slot, generation[slot], spec)
                 load[slot] += 1
 
+    start = time.monotonic()
     try:
         fill()
         quiet_since = time.monotonic()
@@ -553,6 +555,7 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
             on_result(result)
             fill()
     finally:
+        account.seconds += time.monotonic() - start
         for a in actors:
             with contextlib.suppress(Exception):
                 ray.kill(a, no_restart=True)
@@ -809,8 +812,7 @@ def _plan_run(ray: Any, staged: Any, source: Any, o: RunOptions, where: _Where, 
     settings = journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident, reader)
     if old is not None:
         compare_settings(old["settings"], settings, fs.join(where.dataset, P.JOURNAL))
-    plan = plan_batches(staged, int(chars))
-    staged.ids = staged.ids.head(0)  # the plan has what the run needs
+    plan = plan_batches(staged, int(chars))  # (consumes the id index)
     journal = {"version": 1, "settings": settings, "n_batches": plan.n_batches,
                **({"pipeline_info": old["pipeline_info"]} if old and "pipeline_info" in old else {})}
     P.prepare(where.dataset)
@@ -855,8 +857,11 @@ def _profile_todo(ray: Any, b: _Batches, o: RunOptions, where: _Where, name: str
     return account
 
 
-def _accounting(b: _Batches, account: PoolAccount, seconds: float) -> dict[str, Any]:
-    """The run's accounting (notes and the manifest): batches profiled here, resumed, retried; words/s."""
+def _accounting(b: _Batches, account: PoolAccount) -> dict[str, Any]:
+    """The run's accounting (notes and the manifest): batches profiled here, resumed, retried; words/s
+    over the cluster (words of this run's batches / seconds from the first batch handed out to the last
+    finished, actor start-up included)."""
+    seconds = account.seconds
     words = sum(int(b.done[k].get("words", 0)) for k in b.fresh)
     return {"batches": b.plan.n_batches, "profiled": account.finished, "resumed": b.resumed,
             "retried": account.retried, "replaced_actors": account.replaced_actors, "nodes": len(account.nodes),
@@ -961,11 +966,10 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
         with _signals_raise():
             old = _old_journal(where, o.resume, say, notes)
             staged = _stage(source, o, where, name)
-            t0 = time.monotonic()
             with ray_session(o.address, quiet=o.quiet, own_signals=True) as ray:
                 b = _plan_run(ray, staged, source, o, where, old, say, notes)
                 account = _profile_todo(ray, b, o, where, name, say)
-            accounting = _accounting(b, account, time.monotonic() - t0)
+            accounting = _accounting(b, account)
             info = b.journal.get("pipeline_info") or {}
             signature = signature_of(info, o.settings, o.cols, n_actors=min(b.n_actors, b.plan.n_batches),
                                      n_batches=b.plan.n_batches, input_name=name, extra=_cache_entry(o, {k: b.done[k] for k in b.fresh}))

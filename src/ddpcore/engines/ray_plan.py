@@ -70,7 +70,8 @@ class BatchSpec:
 class RayPlan:
     """The batches of a run, numeric only (processing order: documents by first appearance,
     segments by id). Arrays are (n_segments,): ``row`` input row, ``doc`` document ordinal,
-    ``segkey`` segment key, ``batch`` batch number, ``units`` parse units; ``bounds``
+    ``segkey`` segment key (int64), ``batch`` batch number, ``units`` parse units (the others
+    32-bit: about 28 bytes per segment); ``bounds``
     (n_batches + 1,) the plan positions where each batch starts. ``chunks``/``schema``: the input."""
 
     row: np.ndarray
@@ -100,11 +101,11 @@ class RayPlan:
 
     def units_per_batch(self) -> np.ndarray:
         """(n_batches,) parse units of each batch."""
-        return np.add.reduceat(self.units, self.bounds[:-1]) if self.n_segments else np.zeros(0, np.int64)
+        return np.add.reduceat(self.units.astype(np.int64), self.bounds[:-1]) if self.n_segments else np.zeros(0, np.int64)
 
     def chars_per_batch(self) -> np.ndarray:
         """(n_batches,) characters of text of each batch."""
-        return np.add.reduceat(self.chars, self.bounds[:-1]) if self.n_segments else np.zeros(0, np.int64)
+        return np.add.reduceat(self.chars.astype(np.int64), self.bounds[:-1]) if self.n_segments else np.zeros(0, np.int64)
 
     def spec(self, k: int, frame_ref: Any = None) -> BatchSpec:
         """The :class:`BatchSpec` of batch ``k`` (the chunks that hold its rows, its rows sorted)."""
@@ -115,30 +116,50 @@ class RayPlan:
         chunks = tuple(c for c in self.chunks if c.row_start <= hi and c.row_stop > lo)
         if frame_ref is not None:
             chunks = ()
-        return BatchSpec(k, chunks, rows, self.doc[a:b][order], self.segkey[a:b][order], self.schema, self.cols,
-                         self.name, int(self.units[a:b].sum()), frame_ref)
+        return BatchSpec(k, chunks, rows, self.doc[a:b][order].astype(np.int64), self.segkey[a:b][order],
+                         self.schema, self.cols, self.name, int(self.units[a:b].sum()), frame_ref)
+
+
+def first_appearance(values: pl.Series) -> np.ndarray:
+    """Ordinal (n,) int32 of each value in order of first appearance (``d, e, d`` -> ``0, 1, 0``).
+
+    A 64-bit hash of each value, numbered with ``np.unique``: about 40 bytes per value at the peak,
+    half of polars' ``replace_strict`` over the strings. Exact: used only when the hashes have as
+    many distinct values as the strings (no collision), else the strings themselves are numbered."""
+    import polars as pl
+
+    h = values.hash(seed=0).to_numpy()
+    uniq, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    del h
+    if len(uniq) != values.n_unique():  # a hash collision (about 1 in 10^7 at a million documents)
+        distinct = values.unique(maintain_order=True)
+        return values.replace_strict(distinct, pl.int_range(0, distinct.len(), eager=True),
+                                     return_dtype=pl.Int32).to_numpy()
+    rank = np.empty(len(uniq), dtype=np.int32)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq), dtype=np.int32)
+    return rank[np.asarray(inverse).reshape(-1)]
 
 
 def plan_batches(staged: StagedInput, batch_chars: int) -> RayPlan:
     """Order the id index of ``staged`` (documents by first appearance, segments by id) and cut it
     into batches of whole documents of about ``batch_chars`` characters
-    (:func:`~ddpcore.engines.local.document_batches`). One hash per distinct document id; the
-    id strings are not kept."""
-    import polars as pl
+    (:func:`~ddpcore.engines.local.document_batches`). The id index is consumed (``staged.ids``
+    is left empty): the plan keeps no id strings."""
 
     ids, cols = staged.ids, staged.cols
-    row = ids[ROW].to_numpy().astype(np.int64)
-    docs = ids[cols.document]
-    uniq = docs.unique(maintain_order=True)  # first-appearance order
-    doc = docs.replace_strict(uniq, pl.int_range(0, uniq.len(), eager=True), return_dtype=pl.Int64).to_numpy()
-    segkey = segment_keys(ids, cols).to_numpy().astype(np.int64)
+    staged.ids = ids.head(0)  # consumed: its columns are freed as the plan is built
+    row = ids[ROW].to_numpy().astype(np.uint32, copy=False)
+    doc = first_appearance(ids.drop_in_place(cols.document))
+    segkey = segment_keys(ids, cols).to_numpy().astype(np.int64, copy=False)
     order = np.lexsort((row, segkey, doc))
-    chars = ids[CHARS].to_numpy().astype(np.int64)[order]
-    batch = document_batches(doc[order], chars, batch_chars).astype(np.int64)
+    row, doc, segkey = row[order], doc[order], segkey[order]
+    chars = ids[CHARS].to_numpy()[order].astype(np.int32)
+    units = ids[UNITS].to_numpy()[order].astype(np.int32)
+    del order
+    batch = document_batches(doc, chars, batch_chars).astype(np.int32)
     bounds = np.searchsorted(batch, np.arange(int(batch[-1]) + 2)) if len(batch) else np.zeros(1, np.int64)
-    return RayPlan(row[order], doc[order], segkey[order], batch, ids[UNITS].to_numpy().astype(np.int64)[order],
-                   chars, bounds.astype(np.int64), list(staged.chunks), dict(staged.schema), cols, staged.name,
-                   int(batch_chars))
+    return RayPlan(row, doc, segkey, batch, units, chars, bounds.astype(np.int64), list(staged.chunks),
+                   dict(staged.schema), cols, staged.name, int(batch_chars))
 
 
 # ------------------------------------------------------------------------------ the journal
