@@ -155,6 +155,22 @@ def test_evaluate_arrays_selected_row_and_percentiles() -> None:
     assert json.dumps(again.to_dict()) == json.dumps(res.to_dict())  # seeded: the same draws
 
 
+def test_parity_randnorm_against_the_loop() -> None:
+    # eval_clucor_randnorm: parity divided by the mean parity of random orderings, here the evaluator's own
+    # orderings (Generator(PCG64([seed, 1])).permutation, documented) run through the loop oracle
+    h, e = _data(100, 5, 8, ties=True)
+    opts = EvaluateOptions(budgets=(0.25,), n_random=40, seed=4, n_parity_random=3)
+    t = evaluate_arrays(h, e, options=opts).tables[0]
+    targets = (t["clusters"]["random_mean"], t["spearman"]["random_mean"])
+    rng = np.random.Generator(np.random.PCG64([4, 1]))
+    rand = [oracle_parity(h, np.argsort(-rng.permutation(100).astype(float), kind="stable"), 0.25, *targets)
+            for _ in range(3)]
+    sel = oracle_parity(h, np.argsort(-e, kind="stable"), 0.25, *targets)
+    assert t["parity_clusters"] == pytest.approx(sel[0])
+    assert t["random_parity_clusters"] == pytest.approx(np.mean([r[0] for r in rand]))
+    assert t["parity_spearman_randnorm"] == pytest.approx(sel[1] / np.mean([r[1] for r in rand]))
+
+
 def test_document_level_takes_whole_documents() -> None:
     h, e = _data(90, 4, 9)
     doc = np.repeat(np.arange(30), 3)

@@ -39,7 +39,10 @@ Budget for parity with random (subset2evaluate ``eval_clucor_par``)
 For budget B, with the random mean of clusters (of spearman) at B as the target: the smallest prefix
 ``k >= 5`` of the estimator's ranking whose clusters (spearman) reach the target, as a share of the
 budget, ``k / (n * B)`` (< 1: the estimator needs less data than random for the same separation;
-the whole ranking when never reached). With ``level="document"`` prefixes are whole documents and
+the whole ranking when never reached). As subset2evaluate's ``eval_clucor_randnorm``, it is also divided
+by the same parity of ``n_parity_random`` (10) random orderings (``..._randnorm``): cluster counts are not
+monotone in k, so a random ordering's prefix reaches its own mean early by luck too; a ratio below 1 says
+the estimator's ordering gets there sooner than random orderings do. With ``level="document"`` prefixes are whole documents and
 ``k`` counts segments. Prefixes are scanned every ``parity_step`` items (default: every item up to
 2,000 items, else ``ceil(n / 2000)``; recorded).
 
@@ -89,6 +92,7 @@ class EvaluateOptions:
     alpha: float = 0.05
     perfect: float | None = None
     parity_step: int | None = None
+    n_parity_random: int = 10
 
     def check(self) -> None:
         if not self.budgets or any(not (0 < b <= 1) for b in self.budgets):
@@ -100,6 +104,8 @@ class EvaluateOptions:
             raise DDPUsageError(f"--unit {self.level}: choose segment or document", code="D840")
         if not 0 < self.alpha < 1:
             raise DDPUsageError(f"--alpha {self.alpha}: must be in (0, 1)", code="D840")
+        if self.n_parity_random < 1:
+            raise DDPUsageError(f"n_parity_random {self.n_parity_random}: must be at least 1", code="D840")
         if self.parity_step is not None and self.parity_step < 1:
             raise DDPUsageError(f"parity_step {self.parity_step}: must be at least 1", code="D840")
 
@@ -337,6 +343,9 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
     step = options.parity_step or max(1, math.ceil(m / PARITY_MAX_PREFIXES))
     tables = []
     par_clu, par_cor = [], []
+    # random orderings for the parity normalisation: a fake estimator ranking units in a random order
+    rng = np.random.Generator(np.random.PCG64([options.seed, 1]))
+    random_orderings = [rng.permutation(m).astype(np.float64)[unit] for _ in range(options.n_parity_random)]
     for b in options.budgets:
         k = max(1, math.ceil(b * m - 1e-9))
         sel_mask = _masks_from_units(unit, order[None, :k], m)
@@ -349,11 +358,18 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
                                "random_n_items_mean": float(rnd_mask.sum(axis=1).mean())}
         for name in MEASURES:
             row[name] = _summary(float(sel[name][0]), rnd[name])
-        pc, pr, _ = parity_budget(h, e, d, options.level, b, float(np.nanmean(rnd["clusters"])),
-                                  float(np.nanmean(rnd["spearman"])), full_means, options.alpha, step)
-        row["parity_clusters"], row["parity_spearman"] = pc, pr
-        par_clu.append(pc)
-        par_cor.append(pr)
+        targets = (float(np.nanmean(rnd["clusters"])), float(np.nanmean(rnd["spearman"])))
+        pc, pr, _ = parity_budget(h, e, d, options.level, b, *targets, full_means, options.alpha, step)
+        # subset2evaluate eval_clucor_randnorm: the same parity of random orderings (their own luck of a
+        # non-monotone prefix reaching the target), to divide by
+        rp = np.array([parity_budget(h, fake, d, options.level, b, *targets, full_means, options.alpha, step)[:2]
+                       for fake in random_orderings])
+        rc, rr = float(rp[:, 0].mean()), float(rp[:, 1].mean())
+        row.update({"parity_clusters": pc, "parity_spearman": pr, "random_parity_clusters": rc,
+                    "random_parity_spearman": rr, "parity_clusters_randnorm": pc / rc,
+                    "parity_spearman_randnorm": pr / rr})
+        par_clu.append((pc, pc / rc))
+        par_cor.append((pr, pr / rr))
         if n_items < 30:
             w = (f"budget {b:g}: the subset has {n_items} items; its cluster count and correlations rest on a thin "
                  "sample")
@@ -361,11 +377,16 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
         tables.append(row)
     sig = {"ddpcore": __version__, "command": "ddp select --evaluate", "budgets": list(options.budgets),
            "n_random": options.n_random, "seed": options.seed, "level": options.level, "alpha": options.alpha,
-           "perfect": perfect, "parity_step": step, "rng": RNG, "n_items": n, "n_systems": s,
+           "perfect": perfect, "parity_step": step, "n_parity_random": options.n_parity_random,
+           "rng": RNG, "parity_rng": "numpy Generator(PCG64([seed, 1])).permutation(n_units), n_parity_random times",
+           "n_items": n, "n_systems": s,
            "systems": list(systems) if systems is not None else None,
            "definitions": "zouharvi/subset2evaluate evaluate.py (eval_subset_clusters, eval_subset_correlation, "
                           "eval_clucor_par)"}
-    return EvaluateResult(tables=tables, parity={"clusters": float(np.mean(par_clu)), "spearman": float(np.mean(par_cor))},
+    pa_c, pa_r = np.array(par_clu), np.array(par_cor)
+    parity = {"clusters": float(pa_c[:, 0].mean()), "spearman": float(pa_r[:, 0].mean()),
+              "clusters_randnorm": float(pa_c[:, 1].mean()), "spearman_randnorm": float(pa_r[:, 1].mean())}
+    return EvaluateResult(tables=tables, parity=parity,
                           n_items=n, n_systems=s, n_documents=int(np.unique(d).size), warnings=warns, signature=sig)
 
 
@@ -434,7 +455,8 @@ def render_markdown(res: EvaluateResult) -> str:
            ""]
     for t in res.tables:
         out += [f"**budget {t['budget']:g}** ({t['n_items']} segments, {t['n_documents']} documents; parity: clusters "
-                f"{t['parity_clusters']:.2f}, spearman {t['parity_spearman']:.2f})", "",
+                f"{t['parity_clusters']:.2f} (/random {t['parity_clusters_randnorm']:.2f}), spearman "
+                f"{t['parity_spearman']:.2f} (/random {t['parity_spearman_randnorm']:.2f}))", "",
                 "| measure | selected | random mean | random 95% | percentile |", "|---|---:|---:|---:|---:|"]
         for name in MEASURES:
             r = t[name]
@@ -442,7 +464,8 @@ def render_markdown(res: EvaluateResult) -> str:
             out.append(f"| {name} | {fmt(r['selected'])} | {fmt(r['random_mean'])} | "
                        f"[{fmt(r['random_q025'])}, {fmt(r['random_q975'])}] | {fmt(r['percentile'])} |")
         out.append("")
-    out.append(f"average parity: clusters {res.parity['clusters']:.2f}, spearman {res.parity['spearman']:.2f}")
+    out.append(f"average parity: clusters {res.parity['clusters']:.2f} (/random {res.parity['clusters_randnorm']:.2f}), "
+               f"spearman {res.parity['spearman']:.2f} (/random {res.parity['spearman_randnorm']:.2f})")
     if res.warnings:
         out += [""] + [f"warning: {w}" for w in res.warnings]
     return "\n".join(out)
