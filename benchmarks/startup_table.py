@@ -40,6 +40,23 @@ parses one short line; wall seconds to the result and CPU seconds of all its pro
 Needs the shared data folder (LitBank novels). Usage::
 
     python benchmarks/startup_table.py [--words 150000] [--repeats 3] [--first-chunk 20000]
+
+Part 3, *cold start* (issue 25 §4; ``--cold`` runs only this part, no shared data needed): fresh
+processes, alternated in rounds, wall and CPU seconds (the process and its children):
+
+- a bare spaCy script: ``import spacy``, load the pipeline ddpcore loads (same name, same excluded
+  components), read 20 segments of the bundled WMT25 source (JSON Lines) and parse them;
+- ``ddp profile`` of the same 20 segments (``--no-cache``, Parquet output); the issue's target is
+  at most +0.3 CPU-s over the bare script;
+- ``ddp stats tau`` on a 10,000-row Parquet table (500 documents x 10 systems x 2 conditions,
+  B 10 k); target <= 0.5 s wall on an idle machine;
+- the imports alone that the two commands need beyond the bare script (numpy, polars,
+  pyarrow.parquet, pandas - which pyarrow imports the first time it converts a numpy array).
+
+``PYTHONDONTWRITEBYTECODE`` is removed from the children's environment and every command runs once
+before the timed rounds, so the byte code is cached as in a normal installation::
+
+    python benchmarks/startup_table.py --cold [--repeats 5] [--wait 0]
 """
 from __future__ import annotations
 
@@ -195,6 +212,78 @@ def startup_alone(tmp: Path, repeats: int, max_wait: float) -> list[tuple[str, f
             for label, rs in runs.items()]
 
 
+#: the bare spaCy script of part 3: argv = pipeline, excluded components (comma list), input JSON Lines
+BARE_SPACY = """
+import json, sys
+import spacy
+texts = [json.loads(line)["source"] for line in open(sys.argv[3], encoding="utf-8")]
+nlp = spacy.load(sys.argv[1], exclude=[c for c in sys.argv[2].split(",") if c])
+print(sum(len(d) for d in nlp.pipe(texts)))
+"""
+
+
+def cold_start(tmp: Path, repeats: int, max_wait: float) -> None:
+    """Part 3: cold ``ddp profile`` (20 segments) vs a bare spaCy script, cold ``ddp stats tau`` (10 k rows)."""
+    import numpy as np
+    import polars as pl
+
+    from ddpcore.anchors.spacy_extract import UNUSED_COMPONENTS, resolve_pipeline
+
+    src = Path(__file__).resolve().parents[1] / "src" / "ddpcore" / "data" / "wmt25_en_source.jsonl"
+    seg20 = tmp / "seg20.jsonl"
+    seg20.write_text("".join(src.read_text(encoding="utf-8").splitlines(keepends=True)[:20]), encoding="utf-8")
+    rng = np.random.default_rng(0)
+    n_docs, n_sys = 500, 10
+    doc = np.repeat(np.arange(n_docs), n_sys * 2)
+    sys_ = np.tile(np.arange(n_sys), n_docs * 2)
+    cond = np.tile(np.repeat(["DOC", "MIX"], n_sys), n_docs)
+    tau_in = tmp / "tau10k.parquet"
+    pl.DataFrame({"document_id": doc, "segment_id": 0, "system": [f"s{k}" for k in sys_], "condition": cond,
+                  "score": rng.normal(70, 10, doc.size) + sys_}).write_parquet(tau_in)
+    bare = tmp / "bare_spacy.py"
+    bare.write_text(BARE_SPACY)
+    ddp = [PY, "-m", "ddpcore.cli.main"]
+    commands = [
+        ("bare spaCy script (20 segments)", [PY, str(bare), resolve_pipeline(None), ",".join(UNUSED_COMPONENTS), str(seg20)]),
+        ("ddp profile, 20 segments, --no-cache", ddp + ["profile", str(seg20), "-o", str(tmp / "p.parquet"), "-q", "--no-cache"]),
+        ("ddp stats tau, 10 k rows, B 10 k", ddp + ["stats", "tau", str(tau_in), "--a", "DOC", "--b", "MIX", "-q",
+                                                    "-o", str(tmp / "tau.json")]),
+        ("python -c 'import numpy'", [PY, "-c", "import numpy"]),
+        ("python -c 'import numpy, polars'", [PY, "-c", "import numpy, polars"]),
+        ("python -c 'import pyarrow.parquet'", [PY, "-c", "import pyarrow.parquet"]),
+        ("python -c 'import pandas'", [PY, "-c", "import pandas"]),
+        ("python -c 'import spacy'", [PY, "-c", "import spacy"]),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    os.environ.clear()
+    os.environ.update(env)
+    for _, argv in commands:  # byte code written, files in the page cache
+        subprocess.run(argv, capture_output=True, check=True)
+    res: dict[str, list[dict]] = {label: [] for label, _ in commands}
+    load0 = os.getloadavg()
+    for _ in range(repeats):
+        for label, argv in commands:
+            r, m = measured(argv, max_wait)
+            if r.returncode != 0:
+                raise SystemExit(f"{label} failed: {r.stderr[-500:]}")
+            res[label].append(m)
+
+    def col(label: str, key: str) -> str:
+        xs = [m[key] for m in res[label]]
+        return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})"
+
+    print(f"\nCold start (fresh processes, byte code cached; medians (min-max) of {repeats} rounds):\n")
+    print("| command | wall s | CPU s | load (1 min) at the end |\n|---|---|---|---|")
+    for label, _ in commands:
+        print(f"| {label} | {col(label, 'wall')} | {col(label, 'cpu')} | "
+              f"{statistics.median(m['load'] for m in res[label]):.1f} |")
+    gap = [p["cpu"] - b["cpu"] for p, b in zip(res[commands[1][0]], res[commands[0][0]])]
+    print(f"\nddp profile - bare spaCy, CPU s (paired by round): median {statistics.median(gap):+.2f} "
+          f"(range {min(gap):+.2f} to {max(gap):+.2f}); load average {', '.join(f'{x:.1f}' for x in load0)} at the "
+          f"start, {', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end; others' share of the CPUs: median "
+          f"{100 * statistics.median(m['others'] for ms in res.values() for m in ms):.0f} %")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--words", type=int, default=150_000, help="LitBank words of the input")
@@ -206,7 +295,12 @@ def main() -> None:
                     help="repeat a run in which other processes took more than this share of the CPUs")
     ap.add_argument("--attempts", type=int, default=4, help="runs at most per measurement (then the last is kept)")
     ap.add_argument("--startup-repeats", type=int, default=5, help="repeats of part 2 (0 = skip it)")
+    ap.add_argument("--cold", action="store_true", help="run only part 3, cold start (no shared data needed)")
     args = ap.parse_args()
+    if args.cold:
+        with tempfile.TemporaryDirectory(prefix="ddp-cold-") as d:
+            cold_start(Path(d), args.repeats, args.wait)
+        return
     chosen = variants(args.first_chunk)
     if args.only:
         keep = {int(x) for x in args.only.split(",")} | {0}
