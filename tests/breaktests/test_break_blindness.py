@@ -157,7 +157,7 @@ CASES = [
          files={"s.csv": _scores(source=False, systems=("A",))}),
     # the warnings reach the -o file too, which is written once
     Case("fallback-with-output", BL + ("-o", "r.json"), 0, r"warning: --attribute auto fell back",
-         files={"s.csv": NOSRC}, outputs=("r.json",)),
+         files={"s.csv": NOSRC}, outputs=("r.json", "r.json.signature.json")),
 ]
 
 @parametrize(CASES)

@@ -113,9 +113,12 @@ def test_cli_formats_and_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out = tmp_path / "r.json"
     # simulated scores have no source_system column: --attribute nominal says so (auto would warn)
     args = ["blindness", str(src), "--margin", "3", "--n-boot", "300", "--n-boot-cluster", "100", "--attribute", "nominal"]
-    assert main(args + ["-o", str(out)]) == 0
+    assert main(args) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["verdict"] == "blind" and "signature" in payload and json.loads(out.read_text()) == payload
+    assert payload["verdict"] == "blind" and "signature" in payload
+    assert main(args + ["-o", str(out)]) == 0  # -o FILE: the result goes there instead of stdout (issue 23)
+    assert capsys.readouterr().out == "" and json.loads(out.read_text()) == payload
+    assert json.loads((tmp_path / "r.json.signature.json").read_text()) == payload["signature"]
     assert main(args + ["-f", "markdown"]) == 0
     md = capsys.readouterr().out
     assert "| verdict | **blind** |" in md and "Signature:" in md

@@ -185,7 +185,8 @@ def add_deprecated_alias(p: Any, old: str, new: str, dest: str, **kwargs: Any) -
     p.add_argument(old, dest=dest, action=DeprecatedAlias, new=new, help=argparse.SUPPRESS, **kwargs)
 
 
-def add_result_output(p: Any, formats: tuple[str, ...], *, what: str = "the result") -> None:
+def add_result_output(p: Any, formats: tuple[str, ...], *, what: str = "the result",
+                      file_formats: tuple[str, ...] = ("json", "tsv")) -> None:
     """``-f/--format`` and ``-o/--output`` of a command that prints one result (``ddp stats *``).
 
     ``-o -`` (the default) is stdout; ``-o FILE.json`` / ``-o FILE.tsv`` writes the file atomically
@@ -194,16 +195,18 @@ def add_result_output(p: Any, formats: tuple[str, ...], *, what: str = "the resu
     :func:`check_result_output`)."""
     p.add_argument("-f", "--format", dest="output_format", choices=formats, default=None,
                    help=f"format of {what} (default: json, or the -o file's extension)")
+    exts = " or ".join(f".{f}" for f in file_formats)
     p.add_argument("-o", "--output", default="-", metavar="PATH",
-                   help=f"where {what} goes: '-' = stdout; a .json or .tsv file is written atomically with its "
+                   help=f"where {what} goes: '-' = stdout; a {exts} file is written atomically with its "
                         "signature inside and in PATH.signature.json (checked before any work)")
 
 
-def check_result_output(args: argparse.Namespace, inputs: list[Any]) -> Any:
+def check_result_output(args: argparse.Namespace, inputs: list[Any],
+                        file_formats: tuple[str, ...] = ("json", "tsv")) -> Any:
     """Check ``-o`` before any work and settle ``args.output_format``; returns the
     :class:`ddpcore.io.outputs.OutputTarget` of a file, or ``None`` for stdout.
 
-    A file must be .json or .tsv (D101 and the other checks of :func:`ddpcore.io.outputs.check_outputs`);
+    A file must be one of ``file_formats`` (D101 and the other checks of :func:`ddpcore.io.outputs.check_outputs`);
     an explicit ``-f`` that disagrees with the extension is D880."""
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
@@ -214,7 +217,7 @@ def check_result_output(args: argparse.Namespace, inputs: list[Any]) -> Any:
         return None
     (target,) = check_outputs([("-o/--output", out)], inputs=[i for i in inputs if isinstance(i, (str, bytes))
                                                               or hasattr(i, "__fspath__")],
-                              formats=("json", "tsv"), sidecars=True)
+                              formats=file_formats, sidecars=True)
     if target.gzip:
         raise DDPUsageError(f"-o {out}: a result file is not compressed; drop the .gz", code="D880")
     if args.output_format not in (None, target.format):

@@ -1,7 +1,8 @@
 """``ddp blindness``: does an evaluation notice MIX documents? Battery, power analysis and verdict.
 
 Calls :func:`ddpcore.stats.blindness.blindness` and prints JSON (default), text or a Markdown
-table a paper can paste; ``-o FILE.json`` also writes the JSON result atomically.
+table a paper can paste; ``-o FILE.json`` writes the JSON result there instead (atomically, with a
+``FILE.json.signature.json`` sidecar; ``-o -`` = stdout).
 ``--fail-on blind|sensitive`` exits 1 (one stderr line) when the verdict is that value.
 
 Only argparse is imported at module level (``ddp --help`` stays fast).
@@ -12,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import resample_options
+from ._common import add_result_output, check_result_output, resample_options, write_result
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,9 +92,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_budget(p)
     o = p.add_argument_group("output")
-    o.add_argument("-f", "--format", dest="output_format", choices=("json", "text", "markdown"), default="json",
-                   help="output on stdout")
-    o.add_argument("-o", "--output", default=None, metavar="FILE.json", help="also write the JSON result")
+    add_result_output(o, ("json", "text", "markdown"), file_formats=("json",))
     o.add_argument("--fail-on", choices=("blind", "sensitive"), default=None,
                    help="exit 1 when the verdict is blind (e.g. a metric that should see documents) or sensitive")
     p.set_defaults(func=run_blindness)
@@ -102,9 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_blindness(args: argparse.Namespace) -> int:
     import json
 
-    from ..io.outputs import check_outputs
-
-    targets = check_outputs([("-o/--output", args.output)], [args.table], formats=("json",))
+    target = check_result_output(args, [args.table], file_formats=("json",))  # before any work
     from ..stats.blindness import BlindnessDesign, BlindnessInputs, blindness
     from ..stats.columns import TableColumns
 
@@ -135,20 +132,17 @@ def run_blindness(args: argparse.Namespace) -> int:
         payload["fail_on"] = args.fail_on
         payload["passed"] = not failed
         payload["signature"] = dict(payload["signature"], fail_on=args.fail_on)
-    text = json.dumps(payload, indent=2)
-    if targets:
-        from ..io.tables import atomic_path
+    out = json.dumps(payload, indent=2) if args.output_format == "json" else render(payload, args.output_format)
+    if target is not None:
+        write_result(target, out, payload["signature"], "ddp blindness")
+    else:
+        try:
+            print(out)
+            sys.stdout.flush()
+        except BrokenPipeError:  # pragma: no cover
+            import os
 
-        with atomic_path(targets[0].path) as tmp:
-            tmp.write_text(text + "\n", encoding="utf-8")
-    out = text if args.output_format == "json" else render(payload, args.output_format)
-    try:
-        print(out)
-        sys.stdout.flush()
-    except BrokenPipeError:  # pragma: no cover
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if failed:
         print(f"ddp blindness: gate {args.fail_on} failed: verdict {res.verdict}: {'; '.join(res.reasons)}",
               file=sys.stderr)
