@@ -147,7 +147,7 @@ def test_a_missing_ray_is_a_one_line_usage_error(monkeypatch, tmp_path, capsys):
     assert exc.value.code == "D190"
     assert main(["profile", str(MINI), "--engine", "ray", "-o", str(tmp_path / "o.parquet")]) == 2
     err = capsys.readouterr().err.strip()
-    assert "D190" in err and "pip install 'ddpcore[ray]'" in err and len(err.splitlines()) == 1
+    assert "D190" in err and "pip install '.[ray]'" in err and len(err.splitlines()) == 1
     with pytest.raises(DDPUsageError, match="D190"):
         profile_anchors(MINI, options=ProfileOptions(engine="ray"))
 
@@ -459,3 +459,25 @@ def test_first_appearance_numbers_values_as_a_loop_does(seed, monkeypatch):
     assert ray_plan.first_appearance(pl.Series(values)).tolist() == want
     monkeypatch.setattr(pl.Series, "n_unique", lambda self: -1)  # as if two ids shared a hash
     assert ray_plan.first_appearance(pl.Series(values)).tolist() == want
+
+
+@pytest.mark.spacy_model
+def test_bad_input_is_refused_on_the_driver_with_the_local_engines_code(tmp_path):
+    """Validation happens while the driver reads the id index (before Ray starts): same code, file, row
+    and column as the local engine; no dataset folder is left."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
+    from ddpcore.engines.run import profile_to_files
+
+    src = tmp_path / "dup.jsonl"
+    pl.DataFrame({"document_id": ["d", "e", "d"], "segment_id": [0, 0, 0],
+                  "source": ["One.", "Two.", "Three."]}).write_ndjson(src)
+    errors = []
+    for engine in ("local", "ray"):
+        out = tmp_path / f"{engine}.parquet"
+        target = {"segments": check_outputs([("-o", out)], [src])[0]}
+        run = RE.profile_ray if engine == "ray" else profile_to_files
+        with pytest.raises(DDPDataError) as exc:
+            run(src, target, cols=COLS, n_process=1)
+        errors.append(str(exc.value))
+    assert errors[0] == errors[1] and "[D113]" in errors[0] and "rows 1 and 3" in errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.jsonl"]

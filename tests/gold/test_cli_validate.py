@@ -87,7 +87,7 @@ def test_text_report_plot_and_over_estimates(tmp_path: Path, capsys: pytest.Capt
 def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     assert main(["validate", str(TINY), "--plot", str(tmp_path / "p.png")]) == 2
-    assert "pip install 'ddpcore[plot]'" in capsys.readouterr().err
+    assert "pip install '.[plot]'" in capsys.readouterr().err
     assert not (tmp_path / "p.png").exists()
 
 

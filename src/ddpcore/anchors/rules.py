@@ -272,7 +272,7 @@ def _load_names(min_ratio: float) -> dict[str, int]:
 
         raise DDPUsageError(
             "rule set 'refined-names' needs the package `names` (US census first-name lists, MIT): "
-            "pip install 'ddpcore[names]' (or names==0.3.0)",
+            "pip install names==0.3.0 (the [names] extra; from a ddpcore clone pip install '.[names]')",
             code="D208",
         ) from None
     base = os.path.dirname(names_pkg.__file__)

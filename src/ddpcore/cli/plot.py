@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "panels of 8 that share one y range), the other --by columns give the panels; with more panels than "
             "--max-panels the figure is paged: -o curves.png writes curves-p01.png, curves-p02.png, ... (one line "
             "on stderr lists them and says what was split). Needs matplotlib: "
-            "pip install 'ddpcore[plot]'. Exit codes: 0 ok, 2 usage, 3 bad data."),
+            "pip install 'matplotlib>=3.7' (the [plot] extra; from a clone pip install '.[plot]'). "
+            "Exit codes: 0 ok, 2 usage, 3 bad data."),
         formatter_class=HelpFormatter)
     p.add_argument("input", metavar="INPUT", help="DDP.parquet (segment table of `ddp profile`) for hist/ecdf; "
                                                    "STRATIFY.json (`ddp stratify -f json`) for curves")

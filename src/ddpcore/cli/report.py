@@ -13,13 +13,15 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Write one self-contained HTML file (inline CSS and SVG; nothing is fetched from a network): the "
             "per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments with the anchor and "
             "antecedent that set each DDP highlighted (with --anchors), the `ddp stratify` curves (with "
-            "--stratify) and the run signature. Needs matplotlib: pip install 'ddpcore[plot]'. "
+            "--stratify) and the run signature. Needs matplotlib: pip install 'matplotlib>=3.7' (the [plot] extra; from a clone pip install '.[plot]'). "
             "Exit codes: 0 ok, 2 usage, 3 bad data."),
         formatter_class=HelpFormatter)
     p.add_argument("profile", metavar="DDP", help="segment table of `ddp profile` (.parquet, or a text format)")
     p.add_argument("--stratify", default=None, metavar="STRATIFY.json", help="a `ddp stratify -f json` result")
     p.add_argument("--anchors", default=None, metavar="ANCHORS.parquet", help="the --anchors table of `ddp profile`")
     p.add_argument("--top", type=int, default=10, metavar="K", help="highest-DDP segments to show")
+    p.add_argument("--top-per-domain", type=int, default=3, metavar="K",
+                   help="then the K highest-DDP segments of each domain (DDP > 0; 0 = none)")
     p.add_argument("--ddp-col", default="ddp", metavar="NAME",
                    help="the profile's DDP column of the table, figures and top-K (e.g. ddp_certified); a --stratify "
                         "result must have been computed on the same column; recorded in the report's signature")
@@ -38,6 +40,6 @@ def run(args: argparse.Namespace) -> int:
                                   ("html", "htm"))
     plots.pyplot()
     write_report(str(out), args.profile, stratify=args.stratify, anchors=args.anchors, top=args.top,
-                 title=args.title, ddp_col=args.ddp_col)
+                 top_per_domain=args.top_per_domain, title=args.title, ddp_col=args.ddp_col)
     print(f"ddp report: wrote {out}", file=sys.stderr)
     return 0

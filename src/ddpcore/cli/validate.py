@@ -148,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
             from ..errors import DDPUsageError
 
             raise DDPUsageError(
-                "--plot needs matplotlib, which is not installed; install it with `pip install 'ddpcore[plot]'`",
+                "--plot needs matplotlib, which is not installed; install it with `pip install 'matplotlib>=3.7'` "
+                "(the [plot] extra; from a ddpcore clone `pip install '.[plot]'`)",
                 code="D425",
             ) from None
     result = validate(

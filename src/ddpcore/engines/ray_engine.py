@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from ..pipeline.stages import Batch
 
 #: install hint of every "Ray is missing" message
-INSTALL_HINT = "pip install 'ddpcore[ray]'"
+INSTALL_HINT = "pip install 'ray[data]==2.60.0' (the [ray] extra; from a ddpcore clone pip install '.[ray]')"
 #: smallest automatic batch, in characters (smaller batches cost more in Ray overhead than they gain)
 MIN_AUTO_BATCH_CHARS = 20_000
 #: batches per actor aimed at by the automatic batch size (load balance vs per-batch overhead)

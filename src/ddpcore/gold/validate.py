@@ -1001,7 +1001,8 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
         import matplotlib.pyplot as plt
     except ImportError:
         raise DDPUsageError(
-            "--plot needs matplotlib, which is not installed; install it with `pip install 'ddpcore[plot]'`",
+            "--plot needs matplotlib, which is not installed; install it with `pip install 'matplotlib>=3.7'` "
+            "(the [plot] extra; from a ddpcore clone `pip install '.[plot]'`)",
             code="D425",
         ) from None
     import polars as pl

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 FIGURE_FORMATS = ("png", "svg")
 #: what installs matplotlib: from a clone of the repository (the package is not on an index yet)
-INSTALL_HINT = "pip install '.[plot]' in the ddpcore clone (or pip install 'matplotlib>=3.7')"
+INSTALL_HINT = "`pip install 'matplotlib>=3.7'` (the [plot] extra; from a ddpcore clone `pip install '.[plot]'`)"
 #: the stacked score-column name of ``ddp stratify`` (stats.stratify.METRIC): always a panel, never a series
 METRIC_COL = "metric"
 RC = {
@@ -53,7 +53,7 @@ def pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise DDPUsageError(f"plots need matplotlib, which is not installed; install it with `{INSTALL_HINT}`",
+        raise DDPUsageError(f"plots need matplotlib, which is not installed; install it with {INSTALL_HINT}",
                             code="D670") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
