@@ -31,10 +31,13 @@ def add_score_reader(p: argparse.ArgumentParser, what: str = "TABLE") -> None:
                         "language pair to read")
 
 
-def score_input(args: argparse.Namespace, path: Any, conditions: list[str] | None = None) -> Any:
-    """``path`` as given (read by the statistics functions) or the long table ``--reader`` reads from it
-    (the options of :func:`add_score_reader`)."""
+def score_input(args: argparse.Namespace, path: Any, conditions: list[str] | None = None,
+                layout: str = "long") -> Any:
+    """``path`` as given (read by the statistics functions) or the table ``--reader`` reads from it
+    (the options of :func:`add_score_reader`): ``layout="long"`` (condition + score rows, ``ddp stats
+    tost/tau/cluster``) or ``"wide"`` (one column per score: ``ddp stats compare``; ``conditions`` then
+    names the columns wanted, e.g. mtme METRIC-REF names)."""
     from ..io.scores import read_score_input
 
-    return read_score_input(path, args.reader, conditions=conditions, waves=args.waves, lps=args.lp,
+    return read_score_input(path, args.reader, conditions=conditions, waves=args.waves, lps=args.lp, layout=layout,
                             warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))

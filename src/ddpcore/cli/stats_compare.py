@@ -107,7 +107,8 @@ def run_compare(args: argparse.Namespace) -> int:
     res = None
     if not corpus or args.metrics:
         res = compare_systems(
-            score_input(args, args.table), args.baseline, metrics=_append_csv(args.metrics) or ["score"],
+            score_input(args, args.table, _append_csv(args.metrics) or ["score"], layout="wide"), args.baseline,
+            metrics=_append_csv(args.metrics) or ["score"],
             lower_is_better=_append_csv(args.lower_is_better), exclude_systems=args.exclude_system, tests=tests,
             columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
             options=resample_options(args),
