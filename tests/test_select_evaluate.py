@@ -212,3 +212,31 @@ def test_bad_options() -> None:
         evaluate_arrays(h[:, :1], e)
     with pytest.raises(DDPDataError, match="D844"):
         evaluate_arrays(np.where(h > 0, np.nan, h), e)
+
+
+def test_cli_evaluate_on_the_mtme_fixture(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    toy = Path(__file__).resolve().parent / "data" / "mtme" / "toy"
+    prof = tmp_path / "p.parquet"
+    run = lambda *a: subprocess.run([sys.executable, "-m", "ddpcore.cli.main", *map(str, a)],  # noqa: E731
+                                    capture_output=True, text=True)
+    r = run("profile", toy, "--reader", "mtme", "-o", prof)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "report.json"
+    r = run("select", "--evaluate", toy, "--reader", "mtme", "--profile", prof, "--human-col", "mqm",
+            "--budgets", "0.5,1", "--n-random", "20", "-o", out)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(out.read_text())
+    assert [t["budget"] for t in rep["budgets"]] == [0.5, 1.0]
+    assert rep["n_items"] == 5 and rep["n_systems"] == 3  # sysA's None leaves segment doc-a/3 out
+    assert any("mqm 1" in w for w in rep["warnings"]) and "None" in r.stderr
+    assert rep["signature"]["human_col"] == "mqm" and rep["signature"]["n_random"] == 20
+    full = rep["budgets"][1]
+    assert full["spearman"]["selected"] == pytest.approx(1.0)  # the whole set ranks systems as itself
+    pl.read_parquet(prof).head(4).write_parquet(tmp_path / "part.parquet")
+    r = run("select", "--evaluate", toy, "--reader", "mtme", "--profile", tmp_path / "part.parquet",
+            "--human-col", "mqm", "--n-random", "5", "--strict-join", "-o", "-")
+    assert r.returncode == 3 and "D843" in r.stderr
