@@ -481,3 +481,20 @@ def test_bad_input_is_refused_on_the_driver_with_the_local_engines_code(tmp_path
         errors.append(str(exc.value))
     assert errors[0] == errors[1] and "[D113]" in errors[0] and "rows 1 and 3" in errors[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.jsonl"]
+
+
+def test_the_ray_engine_is_split_into_steps_and_spells_its_options_once():
+    """Issue 20: no function of the Ray engine's modules over 80 lines; profile_ray takes RunOptions
+    (or its fields) instead of repeating profile_frame_ray's keyword list."""
+    import ast
+    import inspect
+
+    src = Path(RE.__file__).parent
+    for name in ("ray_engine.py", "parts.py", "ray_plan.py"):
+        tree = ast.parse((src / name).read_text(encoding="utf-8"))
+        lengths = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert max(lengths.values()) <= 80, (name, sorted(lengths.items(), key=lambda kv: -kv[1])[:3])
+    params = list(inspect.signature(RE.profile_ray).parameters)
+    assert params == ["source", "targets", "options", "fields"]
+    shared = set(inspect.signature(RE.profile_frame_ray).parameters) & set(params)
+    assert shared == set()

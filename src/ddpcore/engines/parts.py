@@ -273,7 +273,7 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
             empty = rows.schema
             sink.write(rows)
         sink.close(empty_schema=empty)
-    return (pl.concat(summary) if summary else pl.DataFrame()), n_anchors
+    return (pl.concat(summary, rechunk=False) if summary else pl.DataFrame()), n_anchors  # (no copy of the pieces)
 
 
 def dataset_summary(dataset: str, markers: dict[int, dict[str, Any]], summary_by: str | None,
@@ -286,7 +286,7 @@ def dataset_summary(dataset: str, markers: dict[int, dict[str, Any]], summary_by
     pieces = [_summary_columns(read_part(dataset, "segments", k, markers[k]["files"]["segments"]), keep,
                                cols.document) for k in sorted(markers)]
     n_anchors = sum(int(m["files"]["anchors"]["rows"]) for m in markers.values())
-    return (pl.concat(pieces) if pieces else pl.DataFrame()), n_anchors
+    return (pl.concat(pieces, rechunk=False) if pieces else pl.DataFrame()), n_anchors
 
 
 def write_manifest(dataset: str, markers: dict[int, dict[str, Any]], signature: dict[str, Any],
