@@ -195,3 +195,56 @@ def test_compute_distances() -> None:
             it["n_seg"], it["n_sent"])
     for nearest in (False, True):
         _same_for_all_threads(lambda t: DK.compute_distances(*args, nearest, t))
+
+
+# --------------------------------------------------------------------------- thread-count plumbing
+
+
+def _cluster_table():  # type: ignore[no-untyped-def]
+    import polars as pl
+
+    rng = np.random.default_rng(6)
+    n_doc, n_seg, n_sys = 30, 4, 5
+    doc = np.repeat(np.arange(n_doc), n_seg * n_sys)
+    seg = np.tile(np.repeat(np.arange(n_seg), n_sys), n_doc)
+    sys_ = np.tile(np.arange(n_sys), n_doc * n_seg)
+    return pl.DataFrame({"document_id": doc, "segment_id": seg, "system": [f"s{k}" for k in sys_],
+                         "score": np.round(rng.normal(70, 10, doc.size) + 2 * sys_)})
+
+
+@pytest.mark.parametrize("method", ["permutation", "bootstrap"])
+def test_cluster_systems_passes_threads_to_the_kernels(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ddpcore.stats.bootstrap as bs
+    import ddpcore.stats.clustering as clu
+    from ddpcore.stats import ResampleOptions
+
+    seen: list[int] = []
+    real_flip, real_sums = CL.sign_flip_sums, SK.resample_sums_pcg64
+
+    class Recorder:
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(CL, name)
+
+        @staticmethod
+        def sign_flip_sums(*a):  # type: ignore[no-untyped-def]
+            seen.append(a[3])
+            return real_flip(*a)
+
+    class SumsRecorder:
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(SK, name)
+
+        @staticmethod
+        def resample_sums_pcg64(*a):  # type: ignore[no-untyped-def]
+            seen.append(a[-1])
+            return real_sums(*a)
+
+    monkeypatch.setattr(clu, "_kernel", lambda: Recorder())
+    real_load = bs.load
+    monkeypatch.setattr(bs, "load", lambda name: SumsRecorder() if name == "stats_kernels" else real_load(name))
+    t = _cluster_table()
+    results = [clu.cluster_systems(t, method=method, options=ResampleOptions(n_boot=200, seed=3, threads=th))
+               for th in (1, 2, None)]
+    assert seen and set(seen) == {1, 2, 0}
+    for r in results[1:]:
+        assert np.array_equal(r.p_values, results[0].p_values, equal_nan=True)

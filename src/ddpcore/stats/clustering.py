@@ -484,7 +484,7 @@ def _pair_diffs(x: npt.NDArray[np.float64], i: int, j: int) -> npt.NDArray[np.fl
 
 
 def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
-                        progress: Any, budget: _budget.Budget) -> tuple[np.ndarray, np.ndarray]:
+                        progress: Any, budget: _budget.Budget, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
     s = x.shape[1]
     ii, jj = _pairs(s)
     d = x[:, ii] - x[:, jj]  # keys x pairs, NaN where a system is absent
@@ -518,7 +518,7 @@ def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
             rows += take
         flips = np.ascontiguousarray(np.concatenate(blocks).view(np.uint8))
         perm = np.empty((rows, len(ii)))
-        kernel.sign_flip_sums(flips, d, perm)
+        kernel.sign_flip_sums(flips, d, perm, threads)
         ge += (perm >= observed - gamma).sum(axis=0)
         le += (perm <= observed + gamma).sum(axis=0)
         done += rows
@@ -535,7 +535,7 @@ def _permutation_matrix(x: npt.NDArray[np.float64], n_boot: int, seed: int,
 
 
 def _bootstrap_matrix(pr: _Prepared, n_boot: int, seed: int, indices: npt.ArrayLike | None,
-                      progress: Any, budget: _budget.Budget) -> tuple[np.ndarray, np.ndarray]:
+                      progress: Any, budget: _budget.Budget, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided paired-bootstrap p for every pair from one shared set of unit resamples.
 
     The resamples are those of :func:`ddpcore.stats.bootstrap.resample_sums` (same seed and
@@ -557,7 +557,7 @@ def _bootstrap_matrix(pr: _Prepared, n_boot: int, seed: int, indices: npt.ArrayL
     ge = np.zeros(len(ii), dtype=np.int64)
     valid = np.zeros(len(ii), dtype=np.int64)
     for _, sums in iter_resample_sums(values, n_boot=None if indices is not None else n_boot, seed=seed,
-                                      indices=indices, budget=budget):
+                                      indices=indices, budget=budget, threads=threads):
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(sums[:, s:] > 0, sums[:, :s] / sums[:, s:], np.nan)  # block x S
         for b in range(0, means.shape[0], sub):  # bounded memory: (sub x pairs) differences
@@ -727,6 +727,7 @@ class _Run:
     by_domain: bool
     progress: Any  # tqdm bar or None
     budget: _budget.Budget
+    threads: int = 0  # OpenMP threads of the resampling kernels (0 = their default)
 
 
 #: (best, worst, cuts) from p (S x S, mean order) and means (S,) at level alpha
@@ -760,12 +761,12 @@ class _Strategy:
 
 
 def _bootstrap_pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
-    return _bootstrap_matrix(pr, run.n_boot, run.seed, run.indices, run.progress, run.budget)
+    return _bootstrap_matrix(pr, run.n_boot, run.seed, run.indices, run.progress, run.budget, run.threads)
 
 
 def _permutation_pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
     x, _ = _paired_matrix(pr)
-    return _permutation_matrix(x, run.n_boot, run.seed, run.progress, run.budget)
+    return _permutation_matrix(x, run.n_boot, run.seed, run.progress, run.budget, run.threads)
 
 
 def _wilcoxon_pvalues(two_sided: bool) -> Callable[[_Prepared, _Run], tuple[np.ndarray, np.ndarray]]:
@@ -920,7 +921,7 @@ def cluster_systems(
                   by_domain=by_domain)
     means = _system_means(pr, macro_domains=by_domain)
     run = _Run(n_boot=n_boot if strategy.resampling else 0, seed=seed if strategy.resampling else 0,
-               indices=indices, by_domain=by_domain, progress=None, budget=budget)
+               indices=indices, by_domain=by_domain, progress=None, budget=budget, threads=opts.kernel_threads)
     p, n = _run_pvalues(strategy, pr, run, progress=opts.progress, desc=f"cluster ({method})")
     order = _order(means, pr.systems)
     po = p[np.ix_(order, order)]
