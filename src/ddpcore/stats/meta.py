@@ -102,6 +102,8 @@ PERM_RNG = ("numpy PCG64(seed).jumped(1).random_raw(n_perm * ceil(D/64)); keep d
             "bit u%64 of word t*ceil(D/64) + u//64")
 SPA_RNG = ("numpy PCG64(seed).jumped(2).random_raw(spa_perm * ceil(n/64)) per bin over its complete segments; "
            "+1 (keep) where the bit is set")
+#: text that means "no score" in a score column read as text (mt-metrics-eval writes None)
+MISSING_TEXT = ("None", "none", "NaN", "nan", "null", "NA", "")
 #: trials per block of the permutation test (bounds its memory)
 _PERM_BLOCK = 256
 
@@ -323,12 +325,23 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
     if not metrics:
         raise DDPUsageError(f"{sname}: no metric column (give --metric-col, numeric columns besides "
                             f"{', '.join(keys)} and {cols.human})", code="D808")
+    text_cols = [c for c in (cols.human, *metrics) if sschema[c] == pl.String]
     for c in (cols.human, *metrics):
         t = sschema[c]
-        if not (t.is_numeric() or t == pl.Null):
+        if not (t.is_numeric() or t == pl.Null or t == pl.String):
             raise DDPDataError(f"{sname}, column '{c}': scores must be numbers, found {t}", code="D812")
-    df = slf.select(*keys, pl.col(cols.human).cast(pl.Float64).alias("__human"),
-                    *[pl.col(m).cast(pl.Float64) for m in metrics]).collect()
+    df = slf.select(*keys, pl.col(cols.human).alias("__human"), *metrics).collect()
+    for c in text_cols:  # a text column: numbers, and the missing-value spellings of mt-metrics-eval and CSV
+        name = "__human" if c == cols.human else c
+        raw = df[name].str.strip_chars()
+        num = raw.cast(pl.Float64, strict=False)
+        bad = num.is_null() & raw.is_not_null() & ~raw.is_in(list(MISSING_TEXT))
+        if bad.any():
+            r = int(bad.arg_true()[0])
+            raise DDPDataError(f"{sname}, row {r + 1}, column '{c}': {raw[r]!r} is not a number (missing scores are "
+                               f"written {', '.join(repr(x) for x in MISSING_TEXT if x)} or left empty)", code="D812")
+        df = df.with_columns(num.alias(name))
+    df = df.with_columns(pl.col("__human").cast(pl.Float64), *[pl.col(m).cast(pl.Float64) for m in metrics])
     return df, metrics
 
 
