@@ -248,3 +248,9 @@ def test_cluster_systems_passes_threads_to_the_kernels(method: str, monkeypatch:
     assert seen and set(seen) == {1, 2, 0}
     for r in results[1:]:
         assert np.array_equal(r.p_values, results[0].p_values, equal_nan=True)
+
+
+def test_ddp_info_reports_the_wait_policy() -> None:
+    out = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "info"], capture_output=True, text=True,
+                         check=True, env=_env(OMP_WAIT_POLICY="active"))
+    assert "wait policy active (OMP_WAIT_POLICY)" in out.stdout

@@ -152,9 +152,12 @@ def kernel_info() -> dict[str, Any]:
         cpus = len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
     except (AttributeError, OSError):
         cpus = os.cpu_count()
+    from .._native import WAIT_POLICY
+
     return {
         "openmp": openmp_any,
         "openmp_max_threads": threads,
+        "openmp_wait_policy": WAIT_POLICY,
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
         "cpus_available": cpus,
         "modules": modules,
@@ -203,7 +206,8 @@ def format_text(d: dict[str, Any]) -> str:
     lines.append(f"compiled kernels: {', '.join(built) or 'none'}"
                  + (f"; MISSING: {', '.join(missing)} (reinstall with a C++ compiler)" if missing else ""))
     lines.append(f"OpenMP: {'yes' if k['openmp'] else 'no'}; default threads {k['openmp_max_threads'] or 1}"
-                 f" (OMP_NUM_THREADS={k['OMP_NUM_THREADS'] or 'unset'}, {k['cpus_available']} CPUs available)")
+                 f" (OMP_NUM_THREADS={k['OMP_NUM_THREADS'] or 'unset'}, {k['cpus_available']} CPUs available);"
+                 f" wait policy {k.get('openmp_wait_policy') or '?'}")
     lines.append(f"cache: {d['cache_dir']} (from {d['cache_dir_source']})")
     return "\n".join(lines)
 
