@@ -240,3 +240,38 @@ def test_cli_evaluate_on_the_mtme_fixture(tmp_path) -> None:  # type: ignore[no-
     r = run("select", "--evaluate", toy, "--reader", "mtme", "--profile", tmp_path / "part.parquet",
             "--human-col", "mqm", "--n-random", "5", "--strict-join", "-o", "-")
     assert r.returncode == 3 and "D843" in r.stderr
+
+
+@pytest.mark.shared_data
+def test_real_wmt23_ende_against_the_wide_tsv(shared_data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The WMT23 en-de mt-metrics-eval tree of the ESA archive: the selected subset's mean MQM equals
+    the same selection made by hand from the release's wide TSV (its WMT-MQM column, same files)."""
+    import subprocess
+    import sys
+    import tarfile
+    from pathlib import Path
+
+    dest = Path("/tmp/ddpcore-mtme-wmt23")
+    root = dest / "data" / "mt-metrics-eval-v2" / "wmt23"
+    if not root.is_dir():
+        with tarfile.open(shared_data / "esa-wmt23-ende" / "errorspanannotation_wmt23_en-de_data.tar.xz") as tf:
+            members = [m for m in tf.getmembers() if m.name.startswith("data/mt-metrics-eval-v2/wmt23/")]
+            tf.extractall(dest, members=members, filter="data")
+    prof = tmp_path / "p.parquet"
+    run = lambda *a: subprocess.run([sys.executable, "-m", "ddpcore.cli.main", *map(str, a)],  # noqa: E731
+                                    capture_output=True, text=True)
+    assert run("profile", root, "--reader", "mtme", "-o", prof).returncode == 0
+    out = tmp_path / "r.json"
+    r = run("select", "--evaluate", root, "--reader", "mtme", "--profile", prof, "--human-col", "mqm",
+            "--budgets", "0.25", "--n-random", "50", "-o", out)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(out.read_text())
+    wide = pl.read_csv(shared_data / "esa-wmt23-ende" / "esa_wmt23_en-de_scores_wide.tsv", separator="\t",
+                       null_values=[""], infer_schema_length=100000)
+    p = pl.read_parquet(prof).select("line_id", "ddp")
+    m = wide.select(pl.col("seg_idx").alias("line_id"), "system", "WMT-MQM").pivot(
+        on="system", index="line_id", values="WMT-MQM").drop_nulls().join(p, on="line_id").sort("line_id")
+    assert m.height == rep["n_items"] == 460
+    order = np.argsort(-m["ddp"].to_numpy(), kind="stable")[: int(np.ceil(0.25 * m.height))]
+    vals = m.drop("line_id", "ddp").to_numpy()[order]
+    assert rep["budgets"][0]["mean_human"]["selected"] == pytest.approx(vals.mean(), rel=1e-12)

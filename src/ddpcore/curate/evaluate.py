@@ -14,7 +14,9 @@ score is never 0). With ``level="document"`` whole documents are ranked by their
 value and taken until ``ceil(B * n_documents)`` documents; random subsets draw the same number of
 whole documents (so their segment counts vary, as the selection's would). With ``level="segment"``
 random subsets draw the same number of segments uniformly without replacement (subset2evaluate's
-``method="random"``). Ties in the ranking are broken by item order (stable).
+``method="random"``). Ties in the ranking are broken by item order (stable; :func:`evaluate_selection`
+keeps the profile's row order, i.e. the test set's, as subset2evaluate's stable sort keeps the data
+order); a cut that falls inside a tie is said in ``warnings`` (how many tied units are in).
 
 Measures of a subset I (each for the selection and every random subset)
 -----------------------------------------------------------------------
@@ -349,6 +351,14 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
     for b in options.budgets:
         k = max(1, math.ceil(b * m - 1e-9))
         sel_mask = _masks_from_units(unit, order[None, :k], m)
+        if k < m:
+            uval = e if options.level == "segment" else np.maximum.reduceat(e[np.argsort(d, kind="stable")],
+                                                                            np.r_[0, np.flatnonzero(np.diff(np.sort(d))) + 1])
+            cut = uval[order[k - 1]]
+            n_tie, n_in = int(np.sum(uval == cut)), int(np.sum(uval[order[:k]] == cut))
+            if n_in < n_tie:
+                warns.append(f"budget {b:g}: the cut falls inside a tie: {n_in} of the {n_tie} units with value "
+                             f"{cut:g} are in the subset, chosen by input order (the profile's row order)")
         rnd_mask = _masks_from_units(unit, random_units(options.n_random, m, k, options.seed), m)
         sel = _measures(h, e, sel_mask, full_means, perfect, options.alpha)
         rnd = _measures(h, e, rnd_mask, full_means, perfect, options.alpha)
@@ -413,7 +423,7 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
                        pl.col(system_col).cast(pl.String), pl.col(human_col).cast(pl.Float64).alias("__h"))
     sc = sc.filter(~pl.col(system_col).is_in(list(exclude_systems)))
     pr = profile.select(pl.col(document_col).cast(pl.String), pl.col(segment_col).cast(pl.Int64),
-                        pl.col(ddp_col).cast(pl.Float64).alias("__e"))
+                        pl.col(ddp_col).cast(pl.Float64).alias("__e")).with_row_index("__row")
     warns: list[str] = []
 
     def note(msg: str) -> None:
@@ -433,14 +443,15 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
     wide = sc.filter(pl.col("__h").is_not_null() & pl.col("__h").is_not_nan()).pivot(
         on=system_col, index=keys, values="__h", aggregate_function="first")
     systems = sorted(c for c in wide.columns if c not in keys)
-    full = joined.join(wide, on=keys, how="left").sort(keys)
+    full = joined.join(wide, on=keys, how="left").sort("__row")  # the profile's (test set's) order
     complete = full.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in systems])) if systems else full
     if complete.height < full.height:
         note(f"{full.height - complete.height} of {full.height} segment(s) lack a human score ({human_col}) for at "
              f"least one of the {len(systems)} systems and are left out (missing scores are never 0)")
     if complete["__e"].null_count():
         raise DDPDataError(f"the profile's {ddp_col} is null for a joined segment", code="D844")
-    doc = complete[document_col].rank("dense").cast(pl.Int64).to_numpy() - 1
+    _, first, inv = np.unique(complete[document_col].to_numpy(), return_index=True, return_inverse=True)
+    doc = np.argsort(np.argsort(first, kind="stable"), kind="stable")[inv]  # documents numbered in input order
     res = evaluate_arrays(complete.select(systems).to_numpy(), complete["__e"].to_numpy(), doc, options=options,
                           systems=systems, warnings=warns)
     res.signature.update({"human_col": human_col, "ddp_col": ddp_col, "exclude_systems": list(exclude_systems),
