@@ -7,7 +7,8 @@ setup.py (``DDPCORE_DEBUG=1`` for the debug ones)::
     cp -r setup.py pyproject.toml README.md src /tmp/ktime && cd /tmp/ktime
     python <repo>/benchmarks/kernel_build_times.py
 
-Prints a Markdown table: module, Cython seconds, C++ seconds, .cpp size. Results: benchmarks/kernels_pxd.md.
+Prints a Markdown table: module, Cython seconds, C++ seconds, .cpp size. Results: benchmarks/kernels_pxd.md
+and docs/install.md (where the build time goes; -g vs -g0 vs -O2/-O1).
 """
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ DEBUG = os.environ.get("DDPCORE_DEBUG", "0") == "1"
 def main() -> None:
     directives = {"language_level": 3, "boundscheck": DEBUG, "wraparound": DEBUG, "initializedcheck": DEBUG,
                   "cdivision": not DEBUG, "nonecheck": DEBUG, "embedsignature": True}
-    opt = ["-O0", "-g"] if DEBUG else ["-O3"]
+    # setup.py's flags: release builds drop the debug information Python's CFLAGS ask for (-g0), the same
+    # machine code; DDPCORE_KTIME_FLAGS="-O2" etc. appends flags to compare (docs/install.md)
+    opt = ["-O0", "-g"] if DEBUG else ["-O3", "-g0"]
+    opt += os.environ.get("DDPCORE_KTIME_FLAGS", "").split()
     cxx = os.environ.get("CXX", "g++")
     inc = [np.get_include(), sysconfig.get_paths()["include"]]
     Path("build/ktime").mkdir(parents=True, exist_ok=True)
