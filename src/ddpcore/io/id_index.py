@@ -105,12 +105,13 @@ class IdIndexWriter:
     def add(self, frame: pl.DataFrame, chars: np.ndarray, units: np.ndarray) -> None:
         """Index the validated chunk ``frame`` (its rows follow the previous chunk's);
         ``chars``/``units`` (n,): its texts' characters and parse units."""
-        import pyarrow as pa
+        import polars as pl
         import pyarrow.parquet as pq
 
         arrays, ints = index_chunk(frame, self.cols, chars, units)
         self.segment_ints = self.segment_ints and ints
-        table = pa.table({k: pa.array(v) for k, v in arrays.items()})
+        # through polars: pyarrow's own numpy conversions import pandas (~45 MB of RSS)
+        table = pl.DataFrame(arrays).to_arrow()
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = pq.ParquetWriter(self.path, table.schema, compression="none")
@@ -156,15 +157,17 @@ class IdIndex:
 
     def iter_groups(self, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         """``(first_row, {column: (n_g,) array})`` of every row group, in row order."""
+        import polars as pl
         import pyarrow.parquet as pq
 
         pf = pq.ParquetFile(self.path)
         start = 0
         for g in range(pf.num_row_groups):
-            t = pf.read_row_group(g, columns=list(columns))
-            arrays = {c: t.column(c).to_numpy() for c in columns}
+            t = pl.from_arrow(pf.read_row_group(g, columns=list(columns)))  # (not pyarrow's to_numpy: pandas)
+            assert isinstance(t, pl.DataFrame)
+            arrays = {c: t[c].to_numpy() for c in columns}
             yield start, arrays
-            start += t.num_rows
+            start += t.height
 
     def column(self, name: str) -> np.ndarray:
         """One column of the whole index, (n_rows,): 4 or 8 bytes a segment, for a moment."""
