@@ -38,7 +38,7 @@ from .._version import __version__
 from .. import schema
 from ..errors import DDPError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns
-from ..io.sinks import write_part
+from ..io.sinks import Sink, write_part  # noqa: F401 (Sink: re-exported for callers of the engine)
 from ..signature import run_signature
 from .assembly import ASSEMBLE_ROWS, ROLES, SHARD_DOC_ROW, SHARD_ROW, assemble_outputs  # noqa: F401 (re-exported)
 from .base import RunInterrupted, RunOptions, RunReport
