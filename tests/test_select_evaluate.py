@@ -133,7 +133,7 @@ def test_parity_against_the_loop() -> None:
 
 def test_evaluate_arrays_selected_row_and_percentiles() -> None:
     h, e = _data(200, 6, 7, ties=True)
-    opts = EvaluateOptions(budgets=(0.1, 0.5), n_random=60, seed=2)
+    opts = EvaluateOptions(budgets=(0.1, 0.5), n_random=60, seed=2, ties="input")
     res = evaluate_arrays(h, e, options=opts)
     order = np.argsort(-e, kind="stable")
     for t, b in zip(res.tables, (0.1, 0.5)):
@@ -159,7 +159,7 @@ def test_parity_randnorm_against_the_loop() -> None:
     # eval_clucor_randnorm: parity divided by the mean parity of random orderings, here the evaluator's own
     # orderings (Generator(PCG64([seed, 1])).permutation, documented) run through the loop oracle
     h, e = _data(100, 5, 8, ties=True)
-    opts = EvaluateOptions(budgets=(0.25,), n_random=40, seed=4, n_parity_random=3)
+    opts = EvaluateOptions(budgets=(0.25,), n_random=40, seed=4, n_parity_random=3, ties="input")
     t = evaluate_arrays(h, e, options=opts).tables[0]
     targets = (t["clusters"]["random_mean"], t["spearman"]["random_mean"])
     rng = np.random.Generator(np.random.PCG64([4, 1]))
@@ -171,10 +171,23 @@ def test_parity_randnorm_against_the_loop() -> None:
     assert t["parity_spearman_randnorm"] == pytest.approx(sel[1] / np.mean([r[1] for r in rand]))
 
 
+def test_random_tie_break_is_the_documented_permutation() -> None:
+    h, e = _data(150, 4, 5, ties=True)
+    e = np.minimum(e, 3)  # large ties at the top
+    res = evaluate_arrays(h, e, options=EvaluateOptions(budgets=(0.2,), n_random=10, seed=9))
+    perm = np.random.Generator(np.random.PCG64([9, 2])).permutation(150)
+    sub = np.lexsort((perm, -e))[:30]
+    assert res.tables[0]["mean_human"]["selected"] == pytest.approx(h[sub].mean())
+    assert any("cut falls inside a tie" in w and "at random" in w for w in res.warnings)
+    stable = evaluate_arrays(h, e, options=EvaluateOptions(budgets=(0.2,), n_random=10, seed=9, ties="input"))
+    assert stable.tables[0]["mean_human"]["selected"] == pytest.approx(h[np.argsort(-e, kind="stable")[:30]].mean())
+
+
 def test_document_level_takes_whole_documents() -> None:
     h, e = _data(90, 4, 9)
     doc = np.repeat(np.arange(30), 3)
-    res = evaluate_arrays(h, e, doc, options=EvaluateOptions(budgets=(0.2,), n_random=20, level="document"))
+    res = evaluate_arrays(h, e, doc, options=EvaluateOptions(budgets=(0.2,), n_random=20, level="document",
+                                                             ties="input"))
     t = res.tables[0]
     assert t["n_units"] == 6 and t["n_documents"] == 6 and t["n_items"] == 18
     dmax = np.array([e[doc == d].max() for d in range(30)])
@@ -263,7 +276,7 @@ def test_real_wmt23_ende_against_the_wide_tsv(shared_data, tmp_path) -> None:  #
     assert run("profile", root, "--reader", "mtme", "-o", prof).returncode == 0
     out = tmp_path / "r.json"
     r = run("select", "--evaluate", root, "--reader", "mtme", "--profile", prof, "--human-col", "mqm",
-            "--budgets", "0.25", "--n-random", "50", "-o", out)
+            "--budgets", "0.25", "--n-random", "50", "--ties", "input", "-o", out)
     assert r.returncode == 0, r.stderr
     rep = json.loads(out.read_text())
     wide = pl.read_csv(shared_data / "esa-wmt23-ende" / "esa_wmt23_en-de_scores_wide.tsv", separator="\t",

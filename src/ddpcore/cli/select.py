@@ -197,6 +197,9 @@ def add_evaluate_options(p: argparse.ArgumentParser) -> None:
                    help="leave a system out (repeatable; e.g. a human reference scored as a system)")
     e.add_argument("--perfect-score", type=float, default=None, metavar="X",
                    help="the score counted as perfect (default: the highest human score in the table, e.g. 0 for MQM)")
+    e.add_argument("--ties", choices=("random", "input"), default="random",
+                   help="how units with equal DDP are ordered where a budget cuts through them: a seeded random "
+                        "order (random) or the profile's row order (input, as subset2evaluate's stable sort)")
     e.add_argument("--strict-join", action="store_true",
                    help="exit 3 when joining scores and profile drops rows (default: counted on stderr and in "
                         "the report's warnings)")
@@ -215,7 +218,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from ..io.tables import atomic_path, read_table
 
     opts = EvaluateOptions(budgets=tuple(args.budgets), n_random=args.n_random, seed=args.seed, level=args.level,
-                           alpha=args.alpha, perfect=args.perfect_score)
+                           alpha=args.alpha, perfect=args.perfect_score, ties=args.ties)
     opts.check()
     if args.reader not in ("table", "mtme"):
         raise DDPUsageError(f"--evaluate reads a score table (--reader table) or an mt-metrics-eval folder "

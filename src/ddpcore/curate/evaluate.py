@@ -16,7 +16,10 @@ whole documents (so their segment counts vary, as the selection's would). With `
 random subsets draw the same number of segments uniformly without replacement (subset2evaluate's
 ``method="random"``). Ties in the ranking are broken by item order (stable; :func:`evaluate_selection`
 keeps the profile's row order, i.e. the test set's, as subset2evaluate's stable sort keeps the data
-order); a cut that falls inside a tie is said in ``warnings`` (how many tied units are in).
+order) with ``ties="input"``; the default ``ties="random"`` breaks them by a seeded random permutation
+of the units instead, because a test set's order is not random (WMT files are grouped by domain and
+document) and a cut inside a large tie (DDP 0 or 1 hold most segments) would otherwise select by
+position. A cut that falls inside a tie is said in ``warnings`` (how many tied units are in).
 
 Measures of a subset I (each for the selection and every random subset)
 -----------------------------------------------------------------------
@@ -95,6 +98,7 @@ class EvaluateOptions:
     perfect: float | None = None
     parity_step: int | None = None
     n_parity_random: int = 10
+    ties: str = "random"
 
     def check(self) -> None:
         if not self.budgets or any(not (0 < b <= 1) for b in self.budgets):
@@ -106,6 +110,8 @@ class EvaluateOptions:
             raise DDPUsageError(f"--unit {self.level}: choose segment or document", code="D840")
         if not 0 < self.alpha < 1:
             raise DDPUsageError(f"--alpha {self.alpha}: must be in (0, 1)", code="D840")
+        if self.ties not in ("random", "input"):
+            raise DDPUsageError(f"--ties {self.ties}: choose random or input", code="D840")
         if self.n_parity_random < 1:
             raise DDPUsageError(f"n_parity_random {self.n_parity_random}: must be at least 1", code="D840")
         if self.parity_step is not None and self.parity_step < 1:
@@ -242,14 +248,20 @@ def _measures(human: np.ndarray, estimator: np.ndarray, masks: np.ndarray, full_
 # --------------------------------------------------------------------------- subsets
 
 
-def _ranking_units(estimator: np.ndarray, doc: np.ndarray, level: str) -> tuple[np.ndarray, np.ndarray]:
-    """(unit of each item (n,), unit order of the estimator's ranking (m,)): hardest first, stable."""
+def _ranking_units(estimator: np.ndarray, doc: np.ndarray, level: str,
+                   tie_key: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(unit of each item (n,), unit order of the estimator's ranking (m,)): hardest first; ties by
+    ``tie_key`` (m,) ascending, else by unit number (stable)."""
     if level == "segment":
-        return np.arange(len(estimator)), np.argsort(-estimator, kind="stable")
-    m = int(doc.max()) + 1
-    value = np.full(m, -np.inf)
-    np.maximum.at(value, doc, estimator)
-    return doc, np.argsort(-value, kind="stable")
+        unit, value = np.arange(len(estimator)), estimator
+    else:
+        m = int(doc.max()) + 1
+        value = np.full(m, -np.inf)
+        np.maximum.at(value, doc, estimator)
+        unit = doc
+    if tie_key is None:
+        return unit, np.argsort(-value, kind="stable")
+    return unit, np.lexsort((tie_key, -value))
 
 
 def _masks_from_units(unit: np.ndarray, chosen: np.ndarray, m: int) -> np.ndarray:
@@ -340,8 +352,13 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
     warns = list(warnings)
     perfect = (float(h.max()) if options.perfect is None else float(options.perfect)) + 0.0  # no -0.0
     full_means = h.mean(axis=0)
-    unit, order = _ranking_units(e, d, options.level)
-    m = order.size
+    m = n if options.level == "segment" else int(d.max()) + 1
+    tie_key = (np.random.Generator(np.random.PCG64([options.seed, 2])).permutation(m)
+               if options.ties == "random" else None)
+    unit, order = _ranking_units(e, d, options.level, tie_key)
+    pos = np.empty(m, dtype=np.int64)
+    pos[order] = np.arange(m)
+    e_rank = (m - pos[unit]).astype(np.float64)  # the ranking with its tie-break, as a strict estimator
     step = options.parity_step or max(1, math.ceil(m / PARITY_MAX_PREFIXES))
     tables = []
     par_clu, par_cor = [], []
@@ -358,7 +375,8 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
             n_tie, n_in = int(np.sum(uval == cut)), int(np.sum(uval[order[:k]] == cut))
             if n_in < n_tie:
                 warns.append(f"budget {b:g}: the cut falls inside a tie: {n_in} of the {n_tie} units with value "
-                             f"{cut:g} are in the subset, chosen by input order (the profile's row order)")
+                             f"{cut:g} are in the subset, chosen " + ("at random (seeded, --ties random)" if options.ties == "random"
+                                                                 else "by input order (--ties input)"))
         rnd_mask = _masks_from_units(unit, random_units(options.n_random, m, k, options.seed), m)
         sel = _measures(h, e, sel_mask, full_means, perfect, options.alpha)
         rnd = _measures(h, e, rnd_mask, full_means, perfect, options.alpha)
@@ -369,7 +387,7 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
         for name in MEASURES:
             row[name] = _summary(float(sel[name][0]), rnd[name])
         targets = (float(np.nanmean(rnd["clusters"])), float(np.nanmean(rnd["spearman"])))
-        pc, pr, _ = parity_budget(h, e, d, options.level, b, *targets, full_means, options.alpha, step)
+        pc, pr, _ = parity_budget(h, e_rank, d, options.level, b, *targets, full_means, options.alpha, step)
         # subset2evaluate eval_clucor_randnorm: the same parity of random orderings (their own luck of a
         # non-monotone prefix reaching the target), to divide by
         rp = np.array([parity_budget(h, fake, d, options.level, b, *targets, full_means, options.alpha, step)[:2]
@@ -388,6 +406,8 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
     sig = {"ddpcore": __version__, "command": "ddp select --evaluate", "budgets": list(options.budgets),
            "n_random": options.n_random, "seed": options.seed, "level": options.level, "alpha": options.alpha,
            "perfect": perfect, "parity_step": step, "n_parity_random": options.n_parity_random,
+           "ties": options.ties, "ties_rng": "numpy Generator(PCG64([seed, 2])).permutation(n_units): rank among "
+                                             "equal values (--ties random)",
            "rng": RNG, "parity_rng": "numpy Generator(PCG64([seed, 1])).permutation(n_units), n_parity_random times",
            "n_items": n, "n_systems": s,
            "systems": list(systems) if systems is not None else None,
