@@ -73,7 +73,7 @@ cdef extern from *:
 
 from libc.stdlib cimport malloc, free
 
-from .threads cimport resolve_threads as _threads
+from .threads cimport threads_for as _threads_for
 
 
 def signed_rank_rows(
@@ -89,7 +89,7 @@ def signed_rank_rows(
     cdef Py_ssize_t n_tests = d__test_obs.shape[0], n = d__test_obs.shape[1], t
     cdef double* buf
     cdef int failed = 0
-    cdef int nt = _threads(num_threads)
+    cdef int nt = _threads_for(num_threads, <double>n_tests * <double>n * 16.0)
     if n_tests == 0:
         return
     for t in prange(n_tests, nogil=True, schedule="dynamic", num_threads=nt):
@@ -120,7 +120,7 @@ def signed_rank_pairs(
     cdef double* buf
     cdef const double* base
     cdef int failed = 0
-    cdef int nt = _threads(num_threads)
+    cdef int nt = _threads_for(num_threads, <double>n_pairs * <double>n * 16.0)
     if n_pairs == 0 or n == 0:
         for p in range(n_pairs):
             r_plus__pair[p] = 0.0
@@ -184,7 +184,7 @@ def sign_flip_sums(
     cdef Py_ssize_t n_pairs = d__key_pair.shape[1], r, k, j, blk, r0, r1
     cdef Py_ssize_t rows_per_block = 8  # 8 accumulators of n_pairs doubles stay in L1/L2
     cdef Py_ssize_t n_blocks = (n_perm + rows_per_block - 1) // rows_per_block
-    cdef int nt = _threads(num_threads)
+    cdef int nt = _threads_for(num_threads, <double>n_perm * <double>n_keys * <double>n_pairs)
     if n_perm == 0 or n_pairs == 0:
         return
     if n_keys == 0:

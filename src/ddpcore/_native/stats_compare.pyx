@@ -31,7 +31,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 
 from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_init, ddp_pcg64_next
-from .threads cimport ddp_omp_max_threads, resolve_threads
+from .threads cimport ddp_omp_max_threads, threads_for
 
 cnp.import_array()
 
@@ -288,7 +288,7 @@ def ar_exceed_pcg64(
     cdef Py_ssize_t n_words = (n_units + 63) // 64
     cdef int tb = _block_trials(n_cols)
     cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
-    cdef int nt = resolve_threads(num_threads)
+    cdef int nt = threads_for(num_threads, <double>n_trials * <double>n_units * <double>n_cols)
     cdef Py_ssize_t blk, k, t0
     cdef int tid, failed = 0, this_nt
     out__col[:] = 0
@@ -323,7 +323,7 @@ def ar_exceed_bits(
     cdef Py_ssize_t n_units = d__unit_col.shape[0], n_cols = d__unit_col.shape[1]
     cdef int tb = _block_trials(n_cols)
     cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
-    cdef int nt = resolve_threads(num_threads)
+    cdef int nt = threads_for(num_threads, <double>n_trials * <double>n_units * <double>n_cols)
     cdef Py_ssize_t blk, t0
     cdef int tid, failed = 0, this_nt
     out__col[:] = 0
@@ -399,7 +399,7 @@ def ar_exceed_chunked(
             gp = &given[0, 0]
     cdef int tb = 64
     cdef Py_ssize_t n_blocks = (n_trials + tb - 1) // tb
-    cdef int nt = resolve_threads(num_threads)
+    cdef int nt = threads_for(num_threads, <double>n_trials * <double>n_units * 8.0 * <double>n_chunks)
     cdef Py_ssize_t blk, t0
     cdef int tid, failed = 0, this_nt
     np.asarray(out__col)[:] = 0
@@ -544,7 +544,7 @@ def bootstrap_sums_chunked(
             raise ValueError("index must have shape (n_rep, n_units)")
         if n_rep > 0:
             ip = &idx[0, 0]
-    cdef int nt = resolve_threads(num_threads)
+    cdef int nt = threads_for(num_threads, <double>n_rep * <double>n_units * 8.0 * <double>n_chunks)
     cdef Py_ssize_t n_blocks = (n_rep + 31) // 32, blk, r0
     cdef int failed = 0, this_nr
     if n_rep == 0 or n_units == 0 or n_chunks == 0:

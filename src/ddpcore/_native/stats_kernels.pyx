@@ -33,7 +33,7 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
 from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_init, ddp_pcg64_next
-from .threads cimport ddp_omp_max_threads, resolve_threads as _threads
+from .threads cimport ddp_omp_max_threads, threads_for as _threads_for
 
 cnp.import_array()
 
@@ -260,7 +260,7 @@ def resample_sums_indices(
     cdef const int64_t* idx = &index__rep_draw[0, 0]
     cdef double* out = &out__rep_col[0, 0]
     cdef double* acc
-    cdef int nt = _threads(num_threads)
+    cdef int nt = _threads_for(num_threads, <double>n_rep * <double>n_draws * <double>n_cols)
     if n_rep == 0:
         return
     for r in prange(n_rep, nogil=True, schedule="dynamic", chunksize=4, num_threads=nt):
@@ -296,7 +296,7 @@ def resample_sums_pcg64(
     cdef Py_ssize_t n_units = values__unit_col.shape[0], n_cols = values__unit_col.shape[1]
     cdef const double* base = &values__unit_col[0, 0]
     cdef double* out = &out__rep_col[0, 0]
-    cdef int nt = _threads(num_threads)
+    cdef int nt = _threads_for(num_threads, <double>n_rep * <double>n_draws * <double>n_cols)
     cdef int failed = 0
     if n_cols % 2 != 0 or out__rep_col.shape[1] != n_cols:
         raise ValueError("resample_sums_pcg64 needs an even n_cols and matching out columns")
@@ -367,7 +367,7 @@ def tau_b_rows(const double[:, ::1] a__rep_sys, const double[:, ::1] b__rep_sys,
     NaN in a row, or a row of all-equal values, gives NaN (scipy returns NaN there too).
     """
     cdef Py_ssize_t r, n_rep = a__rep_sys.shape[0], n = a__rep_sys.shape[1]
-    cdef int nt = _threads(num_threads)
+    cdef int nt = _threads_for(num_threads, <double>n_rep * <double>n * <double>n / 2.0)
     if n < 2:
         out__rep[:] = NAN
         return
@@ -465,7 +465,7 @@ def ratio_pair_sum(const double[::1] values__val, const double[::1] counts__val,
     """
     cdef Py_ssize_t V = values__val.shape[0], c, k
     cdef double s, d, acc, total = 0.0
-    cdef int nt = _threads(num_threads)
+    cdef int nt = _threads_for(num_threads, <double>V * <double>V / 2.0)
     row = np.zeros(V, dtype=np.float64)
     cdef double[::1] row__val = row
     if V < 2:
