@@ -15,7 +15,7 @@ the per-document sums of 10 systems; one draw = one unit's row added to one repl
   a draw, so a bandwidth-bound gather would run at ``bandwidth / 128 B`` draws/s;
 - *full kernel*: ``resample_sums_pcg64`` (RNG + gather + reduction, chunked, prefetching), 1 and 2
   threads, and the end-to-end ``bootstrap_system_means`` on 100 k documents x 10 systems x 3
-  segments (the issue's target: >= 200 M resample-documents/s idle on 2 cores).
+  segments, B 10 k (the issue's target: >= 200 M resample-documents/s idle on 2 cores).
 
 Part 2, *vs scipy*: ``bootstrap_system_means`` (10 k documents x 10 systems x 3 segments, B 10 k,
 default threads) against ``scipy.stats.bootstrap`` (paired, vectorised, batched, percentile; B 1 k,
@@ -129,7 +129,7 @@ def part1(rounds: int) -> None:
             print(f"| full kernel resample_sums_pcg64, {th} thread(s) | {n_units:,} | {fmt_rate(draws, ts)} | "
                   f"{statistics.median(ts) / draws * 1e9 * th:.2f} (x threads) | {load_str()} |", flush=True)
     table = _bootstrap_table(n_docs=100_000)
-    n_boot = 2_000
+    n_boot = 10_000  # the run (1e9 resample-documents)
     for th in (None, 1):
         ts = timed(lambda: bootstrap_system_means(table, options=ResampleOptions(n_boot=n_boot, seed=1, threads=th,
                                                                                 max_seconds=0)), rounds)
