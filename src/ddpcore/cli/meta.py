@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ._common import HelpFormatter, add_budget, resample_options
+from ._scores import add_score_reader
 
 FORMATS = ("json", "tsv", "markdown", "latex")
 _EXT = {".json": "json", ".tsv": "tsv", ".md": "markdown", ".markdown": "markdown", ".tex": "latex"}
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("scores", metavar="SCORES",
                    help="score table (.parquet, .csv, .tsv, .jsonl, .json; .gz): one row per (document, segment, "
                         "system) with the human score and metric columns (or the long form, --metric-name-col)")
+    add_score_reader(p, "SCORES")
     c = p.add_argument_group("columns")
     c.add_argument("--human-col", required=True, metavar="NAME",
                    help="human score column (e.g. mqm); in the long form the metric name of the human rows")
@@ -154,7 +156,19 @@ def run(args: argparse.Namespace) -> int:
         parse_fail_on(spec, metric_cols or [spec.rsplit(":", 2)[0]])
     opts = resample_options(args)
     prof = scan_profile(args.profile, ddp_col=args.ddp_col)
-    res = meta_evaluate(prof.frame, scan_scores(args.scores), human_col=args.human_col, metric_cols=metric_cols,
+    if args.reader == "table":
+        table = scan_scores(args.scores)
+    else:  # a reader's wide table: one column per score (mtme: the human NAME and METRIC-REF columns)
+        from ..io.scores import read_score_input
+
+        table = read_score_input(args.scores, args.reader, conditions=[args.human_col, *(metric_cols or [])],
+                                 waves=args.waves, lps=args.lp, layout="wide",
+                                 metrics=metric_cols if metric_cols else None,
+                                 warn=lambda m: print(f"ddp meta: note: {m}", file=sys.stderr))
+        if metric_cols is None:
+            keys = {args.document_col, args.segment_col, args.system_col, args.human_col, "line_id", "domain"}
+            metric_cols = [c for c, t in table.schema.items() if c not in keys and t.is_numeric()]
+    res = meta_evaluate(prof.frame, table, human_col=args.human_col, metric_cols=metric_cols,
                         columns=MetaColumns(document=args.document_col, segment=args.segment_col,
                                             system=args.system_col, metric_name=args.metric_name_col,
                                             score=args.score_col),
