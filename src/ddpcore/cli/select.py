@@ -190,11 +190,12 @@ def add_evaluate_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--budgets", type=_budgets, default=(0.05, 0.1, 0.25, 0.5), metavar="B[,B]",
                    help="subset sizes as shares of the units (default: 0.05,0.1,0.25,0.5)")
     e.add_argument("--n-random", type=int, default=1000, metavar="R", help="random subsets per budget")
-    e.add_argument("--seed", type=int, default=0, help="seed of the random subsets")
+    e.add_argument("--seed", type=int, default=0,
+                   help="seed of the random subsets, the tie-break and the parity orderings (default: 0)")
     e.add_argument("--alpha", type=float, default=0.05, help="level of the Wilcoxon tests that separate clusters")
     e.add_argument("--system-col", default="system", metavar="NAME", help="system column of the score table")
     e.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
-                   help="leave a system out (repeatable; e.g. a human reference scored as a system)")
+                   help="leave a system out (repeatable; e.g. a human reference scored as a system; default: none)")
     e.add_argument("--perfect-score", type=float, default=None, metavar="X",
                    help="the score counted as perfect (default: the highest human score in the table, e.g. 0 for MQM)")
     e.add_argument("--ties", choices=("random", "input"), default="random",
