@@ -111,6 +111,26 @@ def test_measures_against_the_loops(ties: bool) -> None:
 
 
 @settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.integers(1, 6))
+def test_tau_level_form_equals_scipy(seed: int, k: int, n_levels: int) -> None:
+    # the O(k V) form of tau_rows (used for large subsets) against scipy.stats.kendalltau, ties on both sides
+    import ddpcore.curate.evaluate as ev
+
+    rng = np.random.default_rng(seed)
+    e = rng.integers(0, n_levels, 60).astype(float)
+    h = np.round(rng.normal(0, 1.5, (60, 3)))
+    idx = np.sort(random_units(5, 60, k, seed), axis=1)
+    old = ev.TAU_LEVELS_FACTOR
+    try:
+        ev.TAU_LEVELS_FACTOR = 0  # force the level form
+        got, _ = tau_rows(e, h, idx)
+    finally:
+        ev.TAU_LEVELS_FACTOR = old
+    want = np.array([oracle_tau(e[i], h[i]) for i in idx])
+    np.testing.assert_allclose(got, want, atol=1e-12, equal_nan=True)
+
+
+@settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(3, 7), st.integers(3, 30))
 def test_clusters_property(seed: int, s: int, k: int) -> None:
     h, _ = _data(30, s, seed, ties=seed % 2 == 0)
