@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Draw a figure (.png or .svg, from the -o extension). --kind hist|ecdf: the DDP distribution of a "
             "`ddp profile` segment table (--by domain: one curve per domain). --kind curves: a `ddp stratify` JSON "
-            "result: per group the binned mean score with its 95%% CI bar and the LOWESS curve; the first --by column of "
+            "result: per group the binned mean score with its 95% CI bar and the LOWESS curve; the first --by column of "
             "the stratify run gives the coloured series of a panel (at most 8: a panel with more is split into "
             "panels of 8 that share one y range), the other --by columns give the panels; with more panels than "
             "--max-panels the figure is paged: -o curves.png writes curves-p01.png, curves-p02.png, ... (one line "

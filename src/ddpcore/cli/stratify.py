@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Join the DDP profile to per-segment scores (automatic metrics or human scores) and report per group "
             "(--by): n, Spearman rho between DDP and the score with its p, per DDP bin the mean score with a "
-            "document-bootstrap 95%% CI, and a LOWESS curve (statsmodels defaults). Inner join on the profile's "
-            "document and segment columns (--document-col/--segment-col name the scores' columns). When more than --max-unjoined (1%%) of the "
+            "document-bootstrap 95% CI, and a LOWESS curve (statsmodels defaults). Inner join on the profile's "
+            "document and segment columns (--document-col/--segment-col name the scores' columns). When more than --max-unjoined (1%) of the "
             "score rows or of the profile segments do not join, or of the scores are null, it stops with an error "
             "naming the first unmatched keys (--allow-partial-join: go on with the matched rows); any row left out "
             "is a warning on stderr and is counted in signature.join. Exit codes: 0 ok, 2 usage, 3 bad data."),
