@@ -1,10 +1,12 @@
-"""Certified DDP (issue 21): features against a slow per-anchor oracle, the confidence rule, the
-weights-file checks (D250-D257) and the certified columns of a real profile.
+"""Certified DDP (issue 21): features and candidate distances against slow per-anchor oracles, the
+confidence rule, the weights-file checks (D250-D258) and the certified columns of a real profile.
 
-The oracle (:func:`naive_features`) walks the anchors one by one in plain Python: chain
-statistics by scanning the earlier mentions of the same entity, the PERSON window by scanning the
-five sentences before, the surface tests with Python's ``re`` on the text after the anchor; the
-package computes the same with polars expressions (Rust regex engine, window functions, joins).
+The oracles (:func:`naive_features`, :func:`naive_candidates`) walk the anchors one by one in plain
+Python: chain statistics by scanning the earlier mentions of the same entity, the PERSON window by
+scanning the five sentences before, the anchors before in the same sentence by scanning the
+sentence, the surface tests with Python's ``re`` on the text around the anchor, the candidate
+distances by scanning the chain's mentions; the package computes the same with polars expressions
+(Rust regex engine, window functions, joins).
 """
 from __future__ import annotations
 
@@ -65,13 +67,63 @@ def naive_features(anchors: list[dict], texts: dict[tuple[str, int], str]) -> np
               float(ent and re.sub(r"^the\s+", "", low) == re.sub(r"^the\s+", "", ante)),
               float(ent and low in ante), l1(a["sentence"]), l1(len(persons)), ent * l1(recent),
               ent * l1(a["sentence"] - sents[0])]
-        assert len(f) == len(C.FEATURES), (len(f), len(C.FEATURES))
+        # the anchors before this one in its sentence (anchor_index order)
+        same = [b for b in anchors if b["document_id"] == a["document_id"] and b["sentence"] == a["sentence"]
+                and b["anchor_index"] < a["anchor_index"]]
+        n_ent = sum(b["kind"] == "entity" for b in same)
+        n_per = sum(b["kind"] == "entity" and b["label"] == "PERSON" for b in same)
+        n_grp = sum(b["kind"] == "entity" and b["label"] in ("ORG", "NORP", "GPE") for b in same)
+        compatible = pro and ((a["label"] in ("MASC_SG", "FEM_SG") and n_per > 0)
+                              or (a["label"] == "NEUT_SG" and n_ent > n_per) or (a["label"] == "PL" and n_grp > 0))
+        quotes = sum(ch in '"“”' for ch in text[:a["char_start"]])
+        words_after = re.match(r"\s*(\S+)", after)
+        word = words_after.group(1) if words_after else ""
+        f += [l1(n_ent), l1(sum(b["kind"] == "pronoun" for b in same)), float(compatible), float(quotes % 2 == 1),
+              a["char_start"] / max(len(text), 1),
+              float(pro and re.match(r"(?:is|was|are|were|'s|’s|isn't|wasn't|isn’t|wasn’t)\b", word) is not None),
+              float(pro and re.match(r"(?:would|will|can|could|may|might|must|should|'ll|’ll|'d|’d)\b", word) is not None),
+              float(pro and re.match(r"(?:has|had|have|'ve|’ve)\b", word) is not None),
+              float(re.search(r"(?:^|\s)(?:in|on|at|of|for|with|to|from|by|about|into|like|than)\s*$", before) is not None),
+              l1(len((a["antecedent_text"] or "").split())),
+              float(a["antecedent_kind"] == "noun" and (a["antecedent_text"] or "")[:1].isupper()
+                    and (a["antecedent_text"] or "")[:1].isascii())]
+        assert len(f) == len(C.ANCHOR_FEATURES), (len(f), len(C.ANCHOR_FEATURES))
         rows.append(f)
-    return np.array(rows, dtype=np.float64).reshape(len(anchors), len(C.FEATURES))
+    return np.array(rows, dtype=np.float64).reshape(len(anchors), len(C.ANCHOR_FEATURES))
+
+
+def naive_candidates(anchors: list[dict]) -> list[tuple[int, int, int]]:
+    """(anchor row, rank, distance) of every candidate, by scanning each anchor's chain."""
+    out = []
+    for i, a in enumerate(anchors):
+        s, d = a["sentence"], a["distance_sentences"]
+        if d <= 0:
+            continue
+        ref, ante = a["reference_sentence"], a["antecedent_sentence"]
+        eid = None
+        if a["kind"] == "entity":
+            eid = a["entity_id"]
+        elif a["antecedent_kind"] == "entity":
+            ids = [b["entity_id"] for b in anchors if b["kind"] == "entity" and b["document_id"] == a["document_id"]
+                   and b["sentence"] == ante and b["text"] == a["antecedent_text"]]
+            eid = min(ids) if ids else None
+        cands = [(0, d)]  # the full distance as the table has it
+        if eid is not None:
+            chain = sorted({b["sentence"] for b in anchors if b["kind"] == "entity"
+                            and b["document_id"] == a["document_id"] and b["entity_id"] == eid})
+            chain = [m for m in chain if ref <= m <= ante and m < s]
+            cands += [(r, s - chain[r]) for r in (1, 2) if r < len(chain)]
+            cands.append((3, s - ante))
+        seen: set[int] = set()
+        for rank, dist in sorted(cands):
+            if 0 < dist <= d and dist not in seen:
+                seen.add(dist)
+                out.append((i, rank, dist))
+    return out
 
 
 WORDS = ["it", "is", "hard", "to", "say", "He", "she", "his", "or", "her", "Paris", "Anna", "seems", "raining",
-         "was", "that", "the", "Bank", "?", "ORG", "2020", "they", "."]
+         "was", "that", "the", "Bank", "?", "ORG", "2020", "they", ".", "would", "has", "in", '"', "“", "isn't"]
 
 
 @st.composite
@@ -94,6 +146,9 @@ def anchor_tables(draw):  # type: ignore[no-untyped-def]
                 kind = draw(st.sampled_from(["entity", "pronoun"]))
                 label = draw(st.sampled_from(["PERSON", "ORG", "GPE"] if kind == "entity" else ["MASC_SG", "NEUT_SG", "PL"]))
                 dist = draw(st.integers(-1, min(sent, 20)))
+                ref = sent - dist if dist >= 0 else -1
+                # the antecedent between the reference (the chain's first mention) and the anchor
+                ante_s = draw(st.integers(ref, sent)) if dist >= 0 else -1
                 ante_kind = draw(st.sampled_from(["entity", "noun", "none", "first_mention"]))
                 anchors.append({
                     "document_id": doc, "segment_id": s, "anchor_index": len([a for a in anchors if a["document_id"] == doc]),
@@ -102,7 +157,7 @@ def anchor_tables(draw):  # type: ignore[no-untyped-def]
                     "entity_id": draw(st.integers(0, 1)) if kind == "entity" else -1,
                     "antecedent_kind": ante_kind,
                     "antecedent_text": draw(st.sampled_from(WORDS)) if ante_kind in ("entity", "noun") else None,
-                    "antecedent_sentence": max(sent - max(dist, 0), 0) if dist >= 0 else -1,
+                    "antecedent_sentence": ante_s, "reference_sentence": ref,
                     "distance_sentences": dist,
                 })
     return anchors, texts
@@ -112,7 +167,7 @@ def _frames(anchors, texts):  # type: ignore[no-untyped-def]
     schema = {"document_id": pl.String, "segment_id": pl.Int64, "anchor_index": pl.Int64, "sentence": pl.Int64,
               "kind": pl.String, "label": pl.String, "text": pl.String, "char_start": pl.Int64, "char_end": pl.Int64,
               "entity_id": pl.Int64, "antecedent_kind": pl.String, "antecedent_text": pl.String,
-              "antecedent_sentence": pl.Int64, "distance_sentences": pl.Int64}
+              "antecedent_sentence": pl.Int64, "reference_sentence": pl.Int64, "distance_sentences": pl.Int64}
     a = pl.DataFrame(anchors, schema=schema)
     t = pl.DataFrame({"document_id": [k[0] for k in texts], "segment_id": [k[1] for k in texts],
                       "source": list(texts.values())})
@@ -129,6 +184,15 @@ def test_features_equal_the_per_anchor_oracle(table) -> None:  # type: ignore[no
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(anchor_tables())
+def test_candidates_equal_the_per_anchor_oracle(table) -> None:  # type: ignore[no-untyped-def]
+    anchors, texts = table
+    a, _ = _frames(anchors, texts)
+    c = C.chain_candidates(a)
+    assert list(zip(c.row.tolist(), c.rank.tolist(), c.distance.tolist())) == naive_candidates(anchors)
+
+
 def test_features_of_hand_cases() -> None:
     """Extraposed and weather *it*, generic *his or her*, a repeated name (values worked out by hand)."""
     texts = {("d", 0): "Anna met Bob.", ("d", 1): "It is hard to say whether his or her team won.",
@@ -136,20 +200,23 @@ def test_features_of_hand_cases() -> None:
     anchors = [
         dict(document_id="d", segment_id=0, anchor_index=0, sentence=0, kind="entity", label="PERSON", text="Anna",
              char_start=0, char_end=4, entity_id=0, antecedent_kind="first_mention", antecedent_text=None,
-             antecedent_sentence=-1, distance_sentences=-1),
+             antecedent_sentence=-1, reference_sentence=-1, distance_sentences=-1),
         dict(document_id="d", segment_id=1, anchor_index=1, sentence=1, kind="pronoun", label="NEUT_SG", text="It",
              char_start=0, char_end=2, entity_id=-1, antecedent_kind="none", antecedent_text=None,
-             antecedent_sentence=-1, distance_sentences=1),
+             antecedent_sentence=-1, reference_sentence=0, distance_sentences=1),
         dict(document_id="d", segment_id=1, anchor_index=2, sentence=1, kind="pronoun", label="MASC_SG", text="his",
              char_start=26, char_end=29, entity_id=-1, antecedent_kind="entity", antecedent_text="Anna",
-             antecedent_sentence=0, distance_sentences=1),
+             antecedent_sentence=0, reference_sentence=0, distance_sentences=1),
         dict(document_id="d", segment_id=2, anchor_index=3, sentence=2, kind="entity", label="PERSON", text="Anna",
              char_start=20, char_end=24, entity_id=0, antecedent_kind="entity", antecedent_text="Anna",
-             antecedent_sentence=0, distance_sentences=2),
+             antecedent_sentence=0, reference_sentence=0, distance_sentences=2),
     ]
     a, t = _frames(anchors, texts)
-    f = dict(zip(C.FEATURES, C.anchor_features(a, t).T))
+    f = dict(zip(C.ANCHOR_FEATURES, C.anchor_features(a, t).T))
     assert list(f["extraposition"]) == [0, 1, 0, 0]
+    assert list(f["next_be"]) == [0, 1, 0, 0]  # "It is"; "It was" of segment 2 is not an anchor here
+    assert list(f["log_pronouns_before"]) == pytest.approx([0, 0, math.log(2), 0])  # "his" after "It"
+    assert list(f["compatible_before"]) == [0, 0, 0, 0]  # no PERSON name before "his" in its sentence
     assert list(f["followed_by_or"]) == [0, 0, 1, 0]
     assert list(f["sentence_initial"]) == [1, 1, 0, 0]
     assert list(f["same_string"]) == [0, 0, 0, 1]
@@ -160,32 +227,48 @@ def test_features_of_hand_cases() -> None:
 
 def _model_doc(**over):  # type: ignore[no-untyped-def]
     n = len(C.FEATURES)
-    doc = {"format": CERTIFY_FORMAT, "version": 1, "features": list(C.FEATURES), "weights": [0.1] * n,
+    doc = {"format": CERTIFY_FORMAT, "version": 2, "features": list(C.FEATURES), "weights": [0.1] * n,
            "mean": [0.0] * n, "scale": [1.0] * n, "bias": -1.0, "threshold": 0.8, "threshold_long": 0.9,
-           "long_distance": 15}
+           "long_distance": 15, "long_full_only": True}
     doc.update(over)
     return doc
 
 
-def test_certify_rule_matches_the_logistic_formula(tmp_path: Path) -> None:
+@pytest.mark.parametrize("long_full_only", [True, False])
+def test_certify_rule_matches_the_logistic_formula(tmp_path: Path, long_full_only: bool) -> None:
+    """Confidence, certified and distance_certified against scalar arithmetic and loops per candidate."""
     rng = np.random.default_rng(3)
     n = len(C.FEATURES)
     w, mean, scale = rng.normal(size=n), rng.normal(size=n), rng.uniform(0.5, 2, size=n)
     p = tmp_path / "m.json"
     p.write_text(json.dumps(_model_doc(weights=w.tolist(), mean=mean.tolist(), scale=scale.tolist(), bias=0.3,
-                                       threshold=0.6, threshold_long=0.7)))
+                                       threshold=0.6, threshold_long=0.7, long_full_only=long_full_only)))
     model = load_certify_model(p, C.FEATURES)
-    X = rng.normal(size=(50, n))
-    d = rng.integers(-1, 30, size=50)
-    conf, cert = C.certify(X, d, model)
-    for i in range(50):  # plain scalar arithmetic per anchor
-        z = sum((X[i, j] - mean[j]) / scale[j] * w[j] for j in range(n)) + 0.3
+    n_anchors = 40
+    d = rng.integers(-1, 30, size=n_anchors)
+    rows, ranks, dists = [], [], []
+    for i in np.flatnonzero(d > 0):  # the full distance, then up to three shorter ones
+        shorter = sorted(set(rng.integers(1, d[i] + 1, size=3).tolist()) - {int(d[i])}, reverse=True)
+        for rank, x in enumerate([int(d[i])] + shorter):
+            rows.append(i), ranks.append(rank), dists.append(x)
+    cand = C.Candidates(row=np.array(rows), rank=np.array(ranks), distance=np.array(dists))
+    X = rng.normal(size=(len(rows), n))
+    res = C.certify(X, cand, d, model)
+    want_dc = [0] * n_anchors
+    for k in range(len(rows)):  # plain scalar arithmetic per candidate
+        z = sum((X[k, j] - mean[j]) / scale[j] * w[j] for j in range(n)) + 0.3
         c = 1 - 1 / (1 + math.exp(-z))
-        if d[i] <= 0:
-            assert math.isnan(conf[i]) and not cert[i]
-        else:
-            assert conf[i] == pytest.approx(c, rel=1e-12)
-            assert cert[i] == (c >= (0.7 if d[i] >= 15 else 0.6))
+        long = dists[k] >= 15
+        ok = c >= (0.7 if long else 0.6) and not (long and long_full_only and ranks[k] > 0)
+        if ok:
+            want_dc[rows[k]] = max(want_dc[rows[k]], dists[k])
+        if ranks[k] == 0:
+            assert res.confidence[rows[k]] == pytest.approx(c, rel=1e-12)
+            assert res.certified[rows[k]] == ok
+    assert res.distance_certified.tolist() == want_dc
+    for i in np.flatnonzero(d <= 0):
+        assert math.isnan(res.confidence[i]) and not res.certified[i] and res.distance_certified[i] == 0
+    assert (res.distance_certified[res.certified] == d[res.certified]).all()  # a certified full distance counts whole
 
 
 @pytest.mark.parametrize("change,code", [
@@ -200,6 +283,9 @@ def test_certify_rule_matches_the_logistic_formula(tmp_path: Path) -> None:
     (lambda p: p.write_text(json.dumps(_model_doc(threshold=1.5))), "D256"),
     (lambda p: p.write_text(json.dumps(_model_doc(long_distance=0))), "D256"),
     (lambda p: p.write_text(json.dumps(_model_doc(scale=[0.0] * len(C.FEATURES)))), "D257"),
+    (lambda p: p.write_text(json.dumps(_model_doc(long_full_only=1))), "D258"),
+    (lambda p: p.write_text(json.dumps({k: v for k, v in _model_doc().items() if k != "long_full_only"})), "D251"),
+    (lambda p: p.write_text(json.dumps(_model_doc(version=1))), "D252"),  # layout 1: one row per anchor
 ])
 def test_bad_model_files_are_coded_errors(tmp_path: Path, change, code: str) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "m.json"
@@ -220,10 +306,11 @@ def test_chain_continuity_boundaries() -> None:
     anchors = [dict(document_id="d", segment_id=s, anchor_index=i, sentence=s, kind="entity", label="PERSON",
                     text="Anna", char_start=0, char_end=4, entity_id=0,
                     antecedent_kind="entity" if i else "first_mention", antecedent_text="Anna" if i else None,
-                    antecedent_sentence=sents[i - 1] if i else -1, distance_sentences=s if i else -1)
+                    antecedent_sentence=sents[i - 1] if i else -1, reference_sentence=0 if i else -1,
+                    distance_sentences=s if i else -1)
                for i, s in enumerate(sents)]
     a, t = _frames(anchors, texts)
-    f = dict(zip(C.FEATURES, C.anchor_features(a, t).T))
+    f = dict(zip(C.ANCHOR_FEATURES, C.anchor_features(a, t).T))
     assert np.allclose(f["log_recent_mentions"], np.log1p([0, 1, 1, 2]))
     assert np.allclose(f["log_max_gap"], np.log1p([0, 10, 11, 11]))
     assert np.allclose(f["log_gap"], np.log1p([0, 10, 11, 1]))
@@ -231,9 +318,32 @@ def test_chain_continuity_boundaries() -> None:
     np.testing.assert_allclose(C.anchor_features(a, t), naive_features(anchors, texts), atol=1e-12)
 
 
+def test_candidates_of_a_long_chain() -> None:
+    """Anna at sentences 0, 2, 5, 9, 14, 20, then "she" at 21 -> Anna (20): worked out by hand."""
+    sents = [0, 2, 5, 9, 14, 20]
+    texts = {("d", s): "Anna spoke." for s in sents} | {("d", 21): "Then she left."}
+    anchors = [dict(document_id="d", segment_id=s, anchor_index=i, sentence=s, kind="entity", label="PERSON",
+                    text="Anna", char_start=0, char_end=4, entity_id=0,
+                    antecedent_kind="entity" if i else "first_mention", antecedent_text="Anna" if i else None,
+                    antecedent_sentence=sents[i - 1] if i else -1, reference_sentence=0 if i else -1,
+                    distance_sentences=s if i else -1)
+               for i, s in enumerate(sents)]
+    anchors.append(dict(document_id="d", segment_id=21, anchor_index=6, sentence=21, kind="pronoun", label="FEM_SG",
+                        text="she", char_start=5, char_end=8, entity_id=-1, antecedent_kind="entity",
+                        antecedent_text="Anna", antecedent_sentence=20, reference_sentence=0, distance_sentences=21))
+    a, _ = _frames(anchors, texts)
+    c = C.chain_candidates(a)
+    got = {(r, k): d for r, k, d in zip(c.row.tolist(), c.rank.tolist(), c.distance.tolist())}
+    assert {k: d for (r, k), d in got.items() if r == 5} == {0: 20, 1: 18, 2: 15, 3: 6}  # Anna at 20
+    assert {k: d for (r, k), d in got.items() if r == 6} == {0: 21, 1: 19, 2: 16, 3: 1}  # she at 21
+    assert {k: d for (r, k), d in got.items() if r == 1} == {0: 2}  # Anna at 2: the antecedent is the first mention
+    assert list(zip(c.row.tolist(), c.rank.tolist(), c.distance.tolist())) == naive_candidates(anchors)
+
+
 @pytest.mark.spacy_model
 def test_profile_carries_the_certified_columns() -> None:
-    """ddp_certified = max distance over certified anchors (0 without one), checked by loops over the tables."""
+    """ddp_certified = max distance_certified over the anchors (0 without one), checked by loops over the
+    tables; distance_certified is one of the anchor's candidate distances (naive_candidates) or 0."""
     import dataclasses
 
     import ddpcore
@@ -244,18 +354,25 @@ def test_profile_carries_the_certified_columns() -> None:
     model = certify_model_for(get_rules(None))
     best: dict[tuple, int] = {}
     best_sent: dict[tuple, int] = {}
-    for r in anc.iter_rows(named=True):
-        d = r["distance_sentences"]
+    rows = list(anc.iter_rows(named=True))
+    cands: dict[int, set[int]] = {}
+    for i, _, dist in naive_candidates(rows):
+        cands.setdefault(i, set()).add(dist)
+    partial = 0
+    for i, r in enumerate(rows):
+        d, dc = r["distance_sentences"], r["distance_certified"]
         if d > 0:
             assert 0.0 <= r["confidence"] <= 1.0
             thr = model.threshold_long if d >= model.long_distance else model.threshold
             assert r["certified"] == (r["confidence"] >= thr)
+            assert dc == d if r["certified"] else (dc == 0 or dc in cands[i] and dc < d)
+            partial += 0 < dc < d
         else:
-            assert math.isnan(r["confidence"]) and not r["certified"]
+            assert math.isnan(r["confidence"]) and not r["certified"] and dc == 0
         k = (r["document_id"], r["segment_id"])
         ks = (r["document_id"], r["sentence"])
-        best[k] = max(best.get(k, 0), d if r["certified"] else 0)
-        best_sent[ks] = max(best_sent.get(ks, 0), d if r["certified"] else 0)
+        best[k] = max(best.get(k, 0), dc)
+        best_sent[ks] = max(best_sent.get(ks, 0), dc)
     for r in seg.iter_rows(named=True):
         assert r["ddp_certified"] == best.get((r["document_id"], r["segment_id"]), 0)
         assert r["ddp_certified"] <= r["ddp"]
@@ -263,10 +380,12 @@ def test_profile_carries_the_certified_columns() -> None:
         assert r["sentence_ddp_certified"] == best_sent.get((r["document_id"], r["sentence"]), 0)
     assert seg.columns.index("ddp_certified") == seg.columns.index("ddp") + 1
     assert anc["certified"].any() and not anc["certified"].all()  # the model certifies some anchors, not all
+    assert partial > 0  # and some anchors only in part (a shorter distance of their chain)
     # no certification model: no certified columns, and ddp itself unchanged
     bare = dataclasses.replace(get_rules(None), certify_model="")
     run0 = ddpcore.profile_anchors(str(ROOT / "tests" / "data" / "wmt25_mini.jsonl"), rules=bare)
     assert "ddp_certified" not in run0.segments.columns and "certified" not in run0.anchors.columns
+    assert "distance_certified" not in run0.anchors.columns
     assert run0.segments["ddp"].to_list() == seg["ddp"].to_list()
 
 
@@ -295,8 +414,7 @@ def test_confidence_does_not_depend_on_the_batch(tmp_path: Path) -> None:
                                        scale=rng.uniform(0.1, 3, size=n).tolist(), bias=0.7)))
     model = load_certify_model(p, C.FEATURES)
     X = rng.normal(size=(5000, n)) * 10
-    d = np.full(5000, 3)
-    whole, _ = C.certify(X, d, model)
+    whole = C.confidence_of(X, model)
     for size in (1, 7, 333):
-        part = np.concatenate([C.certify(X[i:i + size], d[i:i + size], model)[0] for i in range(0, 5000, size)])
+        part = np.concatenate([C.confidence_of(X[i:i + size], model) for i in range(0, 5000, size)])
         assert np.array_equal(part, whole)

@@ -1,26 +1,37 @@
-"""Certified DDP: which anchors' distances are certain enough not to over-estimate gold (issue 21).
+"""Certified DDP: which distances are certain enough not to over-estimate gold (issue 21).
 
 DDP promises a lower bound: a segment at DDP *k* needs context at least *k* sentences back. An
 anchor whose link may be wrong (a pronoun linked to the wrong entity, two entities keyed as one
-name, a non-referential *it*) can break that promise. This stage scores every anchor with the
-shipped certification model (:mod:`ddpcore.anchors.certify_model`): ``confidence`` is the model's
-calibrated probability that the anchor's measured distance does not exceed the gold distance of its
-sentence, measured out of fold on gold coreference (docs/validation.md, "Certified DDP"), and
-``certified`` is ``confidence >= threshold`` (one threshold for distances below
-``long_distance``, a stricter one at and above it, both chosen by nested cross-validation).
-``ddp_certified`` of a segment (sentence) is the maximum distance over its certified anchors, 0
-when it has none: uncertain anchors abstain, they never get a default distance.
+name, a non-referential *it*) can break that promise. This stage scores, with the shipped
+certification model (:mod:`ddpcore.anchors.certify_model`), every **candidate distance** of an
+anchor (:func:`chain_candidates`): its full distance (back to its chain's first mention, the one
+``ddp`` counts) and the shorter distances back to the chain's second and third mention and to the
+antecedent it links to. A candidate's confidence is the model's calibrated probability that its
+distance does not exceed the gold distance of the anchor's sentence, measured out of fold on gold
+coreference (docs/validation.md, "Certified DDP"); it is certified when the confidence reaches the
+threshold (one below ``long_distance`` sentences, a stricter one at and above it, where only full
+distances count; both chosen by nested cross-validation).
 
-The features (:data:`FEATURES`) are read off the anchors table of whole documents and the segment
-texts, with polars expressions (no Python loop over anchors): the anchor's kind, label, pronoun
-form and antecedent kind; its distance and link gap; the continuity of its entity's chain up to
-the anchor (mentions so far, largest gap, mentions in the last ten sentences); surface tests for
-non-referential *it* (extraposition "it is ADJ to/that", "it seems", weather and time, clefts);
-generic "his or her"; and, for names, whether the antecedent is the same string.
+Per anchor: ``confidence`` and ``certified`` are those of the full distance, ``distance_certified``
+is the largest certified candidate distance (partial credit: when the whole chain is uncertain but
+its last link is not, the anchor counts the link's distance), 0 when none. ``ddp_certified`` of a
+segment (sentence) is the maximum ``distance_certified`` of its anchors, 0 when it has none:
+uncertain anchors abstain, and every certified value is a measured distance back to a mention of
+the anchor's chain, never a default distance.
+
+The anchor features (:data:`ANCHOR_FEATURES`) are read off the anchors table of whole documents and
+the segment texts, with polars expressions (no Python loop over anchors): the anchor's kind, label,
+pronoun form and antecedent kind; its distance and link gap; the continuity of its entity's chain up
+to the anchor (mentions so far, largest gap, mentions in the last ten sentences); the anchors before
+it in its sentence (names, pronouns, a name a pronoun can take up); surface tests for
+non-referential *it* (extraposition "it is ADJ to/that", "it seems", weather and time, clefts) and
+the word after a pronoun; quotation; generic "his or her"; for names, whether the antecedent is the
+same string; the antecedent's length and capital. :data:`CANDIDATE_FEATURES` describe the candidate.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,7 +61,16 @@ WEATHER = (r"^\s*(?:is|was|'s|’s)\s+(?:raining|snowing|sunny|cold|hot|warm|dar
            r"morning|night|evening|\d)")
 CLEFT = r"^\s*(?:is|was|'s|’s)\s+(?:not\s+)?(?:only\s+)?(?:\w+\s+){1,4}(?:that|who|which|whom)\b"
 
-FEATURES: tuple[str, ...] = (
+#: entity labels a plural pronoun can take up within its sentence ("the company ... they")
+GROUP_LABELS = ("ORG", "NORP", "GPE")
+#: double quotation marks; an odd number before the anchor in its segment: inside a quotation
+QUOTES = r'["“”]'
+NEXT_BE = r"^\s*(?:is|was|are|were|'s|’s|isn't|wasn't|isn’t|wasn’t)\b"
+NEXT_MODAL = r"^\s*(?:would|will|can|could|may|might|must|should|'ll|’ll|'d|’d)\b"
+NEXT_HAVE = r"^\s*(?:has|had|have|'ve|’ve)\b"
+PREPOSITION_BEFORE = r"(?:^|\s)(?:in|on|at|of|for|with|to|from|by|about|into|like|than)\s*$"
+
+ANCHOR_FEATURES: tuple[str, ...] = (
     "pronoun",
     *(f"label={x}" for x in LABELS),
     *(f"antecedent={x}" for x in ANTECEDENT_KINDS),
@@ -60,6 +80,9 @@ FEATURES: tuple[str, ...] = (
     "sentence_initial", "followed_by_or", "preceded_by_or", "at_sentence_end", "name_tokens", "has_digit",
     "all_caps", "same_string", "antecedent_contains", "log_sentence", "log_persons_5", "log_recent_mentions",
     "log_since_first",
+    # issue 21, second round: the sentence around the anchor, the word after a pronoun, the antecedent's form
+    "log_entities_before", "log_pronouns_before", "compatible_before", "quoted", "relative_position",
+    "next_be", "next_modal", "next_have", "after_preposition", "log_antecedent_tokens", "antecedent_capitalized",
 )
 
 
@@ -113,6 +136,22 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
     strip_the = r"^the\s+"
     ante_low = pl.col(schema.ANTECEDENT_TEXT).fill_null("").str.to_lowercase()
     log1p = lambda e: (e.cast(pl.Float64).clip(0, None) + 1).log()  # noqa: E731
+    # anchors of the same sentence before this one (anchor_index order), by kind; a compatible name before a pronoun
+    skey = [doc, "sentence"]
+    a = a.sort(doc, "sentence", schema.ANCHOR_INDEX).with_columns(
+        __ents_before=(ent.cast(pl.Int64).cum_sum() - ent.cast(pl.Int64)).over(skey),
+        __pros_before=(pro.cast(pl.Int64).cum_sum() - pro.cast(pl.Int64)).over(skey),
+        __person_before=((ent & (pl.col(schema.LABEL) == "PERSON")).cast(pl.Int64).cum_sum()
+                         - (ent & (pl.col(schema.LABEL) == "PERSON")).cast(pl.Int64)).over(skey),
+        __group_before=((ent & pl.col(schema.LABEL).is_in(GROUP_LABELS)).cast(pl.Int64).cum_sum()
+                        - (ent & pl.col(schema.LABEL).is_in(GROUP_LABELS)).cast(pl.Int64)).over(skey),
+    )
+    lab = pl.col(schema.LABEL)
+    compatible = pro & (((lab.is_in(["MASC_SG", "FEM_SG"])) & (pl.col("__person_before") > 0))
+                        | ((lab == "NEUT_SG") & (pl.col("__ents_before") > pl.col("__person_before")))
+                        | ((lab == "PL") & (pl.col("__group_before") > 0)))
+    head = text.str.slice(0, pl.col(schema.CHAR_START))
+    ante = pl.col(schema.ANTECEDENT_TEXT).fill_null("")
     cols = [
         pro,
         *[pl.col(schema.LABEL) == x for x in LABELS],
@@ -133,26 +172,168 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
         ent & ante_low.str.contains(low, literal=True),
         log1p(pl.col("sentence")), log1p(pl.col("__persons")), entf * log1p(pl.col("__recent")),
         entf * log1p(pl.col("sentence") - pl.col("__first")),
+        log1p(pl.col("__ents_before")), log1p(pl.col("__pros_before")), compatible,
+        (head.str.count_matches(QUOTES) % 2) == 1,
+        pl.col(schema.CHAR_START).cast(pl.Float64) / pl.max_horizontal(text.str.len_chars(), 1).cast(pl.Float64),
+        pro & after.str.contains(NEXT_BE), pro & after.str.contains(NEXT_MODAL), pro & after.str.contains(NEXT_HAVE),
+        before.str.contains(PREPOSITION_BEFORE),
+        log1p(ante.str.count_matches(r"\S+")),
+        (pl.col(schema.ANTECEDENT_KIND) == "noun") & ante.str.contains(r"^[A-Z]"),
     ]
-    assert len(cols) == len(FEATURES)
+    assert len(cols) == len(ANCHOR_FEATURES)
     out = a.select(pl.col("__order"), *[c.cast(pl.Float64).fill_null(0.0).alias(f"f{i}") for i, c in enumerate(cols)])
     return out.sort("__order").drop("__order").to_numpy().astype(np.float64, copy=False)
 
 
-def certify(features: np.ndarray, distance: np.ndarray, model: CertifyModel) -> tuple[np.ndarray, np.ndarray]:
-    """``(confidence, certified)`` of every anchor: ``confidence`` float64 in [0, 1] (the calibrated
-    probability that the distance does not over-estimate gold; NaN for rows with distance <= 0,
-    which measure nothing), ``certified`` bool. Shapes ``(n_anchors,)``."""
+#: the chain positions a distance can be certified back to (partial credit): the chain's first mention
+#: (the full distance), its second and third (distinct sentences), and the antecedent the anchor links to
+CANDIDATES = ("first", "second", "third", "antecedent")
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The distances an anchor can be certified for, one row per (anchor, chain position), sorted by
+    anchor then position: ``row`` int64 anchor row, ``rank`` int64 index into :data:`CANDIDATES`,
+    ``distance`` int64 sentences from the anchor back to that mention (> 0); shapes ``(n_candidates,)``."""
+
+    row: np.ndarray
+    rank: np.ndarray
+    distance: np.ndarray
+
+
+def chain_candidates(anchors: pl.DataFrame, *, document: str = schema.DOCUMENT_ID) -> Candidates:
+    """Every measured distance of an anchor back to a mention of its chain (columns as
+    :func:`anchor_features`, plus ``reference_sentence``). An anchor with ``distance_sentences > 0``
+    gets its full distance (``distance_sentences`` itself, rank 0: the distance ``ddp`` counts) and,
+    when its chain is a name's (the anchor's own ``entity_id``, or for a pronoun the entity of its
+    antecedent mention: the entity row at ``antecedent_sentence`` with the antecedent's text, the
+    lowest entity id if several), the distances back to the chain's second and third distinct
+    sentences between ``reference_sentence`` and ``antecedent_sentence`` (ranks 1, 2) and back to
+    ``antecedent_sentence`` (rank 3). Only distances in 1 .. the full distance; a distance reached
+    twice is kept once, at its lowest rank. A pronoun without an antecedent has its full distance
+    only (the model learns that it over-estimates)."""
+    import polars as pl
+
+    doc = document
+    a = anchors.select(doc, "sentence", schema.KIND, schema.TEXT, schema.ENTITY_ID, schema.ANTECEDENT_KIND,
+                       schema.ANTECEDENT_TEXT, schema.ANTECEDENT_SENTENCE, schema.REFERENCE_SENTENCE,
+                       schema.DISTANCE_SENTENCES).with_row_index("__row")
+    ent = a.filter(pl.col(schema.KIND) == "entity")
+    # the entity of a pronoun's antecedent: the name at that sentence with that text (lowest entity id if several)
+    key = (ent.group_by(doc, pl.col("sentence").alias(schema.ANTECEDENT_SENTENCE),
+                        pl.col(schema.TEXT).alias(schema.ANTECEDENT_TEXT))
+           .agg(pl.col(schema.ENTITY_ID).min().alias("__eid")))
+    a = a.join(key, on=[doc, schema.ANTECEDENT_SENTENCE, schema.ANTECEDENT_TEXT], how="left", maintain_order="left")
+    eid = (pl.when(pl.col(schema.KIND) == "entity").then(pl.col(schema.ENTITY_ID))
+           .when(pl.col(schema.ANTECEDENT_KIND) == "entity").then(pl.col("__eid")).otherwise(None))
+    meas = a.filter(pl.col(schema.DISTANCE_SENTENCES) > 0).with_columns(eid.alias("__eid"))
+    chain = ent.select(doc, pl.col(schema.ENTITY_ID).alias("__eid"), pl.col("sentence").alias("__m")).unique()
+    ladder = (meas.filter(pl.col("__eid").is_not_null())
+              .select("__row", doc, "__eid", "sentence", schema.REFERENCE_SENTENCE, schema.ANTECEDENT_SENTENCE)
+              .join(chain, on=[doc, "__eid"], how="inner")
+              .filter((pl.col("__m") >= pl.col(schema.REFERENCE_SENTENCE))
+                      & (pl.col("__m") <= pl.col(schema.ANTECEDENT_SENTENCE)) & (pl.col("__m") < pl.col("sentence")))
+              .sort("__row", "__m")
+              .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("__row").alias("__rank"))
+              .filter(pl.col("__rank").is_between(1, 2))
+              .select("__row", "__rank", "sentence", "__m"))
+    parts = [meas.select("__row", pl.lit(0, pl.Int64).alias("__rank"), "sentence",
+                         (pl.col("sentence") - pl.col(schema.DISTANCE_SENTENCES)).alias("__m")),
+             ladder,
+             meas.filter(pl.col("__eid").is_not_null())
+             .select("__row", pl.lit(3, pl.Int64).alias("__rank"), "sentence",
+                     pl.col(schema.ANTECEDENT_SENTENCE).alias("__m"))]
+    full = meas.select("__row", pl.col(schema.DISTANCE_SENTENCES).alias("__full"))
+    c = (pl.concat(parts).with_columns((pl.col("sentence") - pl.col("__m")).alias("__d"))
+         .join(full, on="__row", how="left")
+         .filter((pl.col("__d") > 0) & (pl.col("__d") <= pl.col("__full")))
+         .sort("__row", "__rank")
+         .unique(["__row", "__d"], keep="first", maintain_order=True))
+    return Candidates(row=c["__row"].to_numpy().astype(np.int64), rank=c["__rank"].to_numpy().astype(np.int64),
+                      distance=c["__d"].to_numpy().astype(np.int64))
+
+
+#: what the model reads of a candidate distance besides its anchor's features
+CANDIDATE_FEATURES: tuple[str, ...] = (
+    *(f"candidate={x}" for x in CANDIDATES), "log_candidate_distance", "log_skipped", "antecedent_pronoun",
+)
+#: the model's features in kernel order: the anchor's, then the candidate's
+FEATURES: tuple[str, ...] = ANCHOR_FEATURES + CANDIDATE_FEATURES
+
+
+def candidate_features(features: np.ndarray, candidates: Candidates, distance: np.ndarray) -> np.ndarray:
+    """Feature matrix of every candidate, shape ``(n_candidates, len(FEATURES))`` float64: the row of
+    its anchor in ``features`` (:func:`anchor_features`, ``(n_anchors, len(ANCHOR_FEATURES))``), then
+    :data:`CANDIDATE_FEATURES`: the chain position (one-hot), log(1 + candidate distance), log(1 +
+    sentences skipped: the anchor's full ``distance`` minus the candidate's) and a pronoun's
+    antecedent candidate. ``distance``: the anchors' ``distance_sentences``, ``(n_anchors,)``."""
+    anchor = features[candidates.row]
+    rank = candidates.rank
+    onehot = (rank[:, None] == np.arange(len(CANDIDATES))[None, :]).astype(np.float64)
+    skipped = np.clip(distance[candidates.row] - candidates.distance, 0, None)
+    pronoun = anchor[:, ANCHOR_FEATURES.index("pronoun")]
+    extra = np.column_stack([onehot, np.log1p(candidates.distance.astype(np.float64)),
+                             np.log1p(skipped.astype(np.float64)), pronoun * (rank == len(CANDIDATES) - 1)])
+    return np.ascontiguousarray(np.hstack([anchor, extra]), dtype=np.float64)
+
+
+def confidence_of(features: np.ndarray, model: CertifyModel) -> np.ndarray:
+    """The model's confidence of every row of ``features`` (``(n, len(FEATURES))``): 1 - the logistic
+    probability of over-estimating, float64 ``(n,)``. The logit is summed feature by feature in a fixed
+    order, so a row gets the same bits whatever the number of rows (a matrix product's summation
+    order depends on the batch size, and outputs must not)."""
     z = (features - model.mean) / model.scale
-    # the dot product feature by feature, in a fixed order: the same bits whatever the number of rows
-    # (a matrix product's summation order depends on the batch size, and outputs must not)
     logit = np.full(z.shape[0], model.bias, dtype=np.float64)
-    for j in range(z.shape[1]):  # over the 63 features, vectorised over the anchors
+    for j in range(z.shape[1]):  # over the features, vectorised over the rows
         logit += z[:, j] * model.weights[j]
-    p_over = 1.0 / (1.0 + np.exp(-logit))
-    confidence = 1.0 - p_over
-    measured = distance > 0
-    threshold = np.where(distance >= model.long_distance, model.threshold_long, model.threshold)
-    certified = measured & (confidence >= threshold)
-    confidence = np.where(measured, confidence, math.nan)
-    return confidence, certified
+    return 1.0 - 1.0 / (1.0 + np.exp(-logit))
+
+
+@dataclass(frozen=True)
+class CertifyResult:
+    """Per anchor, shapes ``(n_anchors,)``: ``confidence`` float64 (of the full distance; NaN when the
+    anchor measures nothing), ``certified`` bool (the full distance is certified) and
+    ``distance_certified`` int64 (the largest certified candidate distance, 0 when none: the anchor's
+    contribution to ``ddp_certified``)."""
+
+    confidence: np.ndarray
+    certified: np.ndarray
+    distance_certified: np.ndarray
+
+
+def certify(features: np.ndarray, candidates: Candidates, distance: np.ndarray, model: CertifyModel) -> CertifyResult:
+    """Certify every candidate distance and reduce to the anchors.
+
+    ``features``: :func:`candidate_features` ``(n_candidates, len(FEATURES))``; ``candidates`` the
+    :class:`Candidates` they describe; ``distance``: the anchors' ``distance_sentences``
+    ``(n_anchors,)``. A candidate is certified when its confidence reaches ``model.threshold``
+    (``model.threshold_long`` at and above ``model.long_distance`` sentences, where a model with
+    ``long_full_only`` certifies only full distances). An anchor's ``distance_certified`` is its
+    largest certified candidate distance; ``certified`` and ``confidence`` are those of its full
+    distance (rank 0), which every anchor with ``distance > 0`` has.
+    """
+    n = distance.shape[0]
+    conf = confidence_of(features, model)
+    long = candidates.distance >= model.long_distance
+    ok = conf >= np.where(long, model.threshold_long, model.threshold)
+    if model.long_full_only:
+        ok &= ~long | (candidates.rank == 0)
+    distance_certified = np.zeros(n, dtype=np.int64)
+    np.maximum.at(distance_certified, candidates.row[ok], candidates.distance[ok])
+    full = candidates.rank == 0
+    confidence = np.full(n, math.nan)
+    confidence[candidates.row[full]] = conf[full]
+    certified = np.zeros(n, dtype=bool)
+    certified[candidates.row[full]] = ok[full]
+    return CertifyResult(confidence=confidence, certified=certified, distance_certified=distance_certified)
+
+
+def certify_anchors(anchors: pl.DataFrame, texts: pl.DataFrame, model: CertifyModel, *,
+                    document: str = schema.DOCUMENT_ID, segment: str = schema.SEGMENT_ID,
+                    text: str = schema.SOURCE) -> CertifyResult:
+    """The whole stage on an anchors table of whole documents (columns and ``texts`` as in
+    :func:`anchor_features`, plus ``reference_sentence``): features, candidates, :func:`certify`."""
+    distance = anchors[schema.DISTANCE_SENTENCES].to_numpy().astype(np.int64)
+    cand = chain_candidates(anchors, document=document)
+    feats = anchor_features(anchors, texts, document=document, segment=segment, text=text)
+    return certify(candidate_features(feats, cand, distance), cand, distance, model)

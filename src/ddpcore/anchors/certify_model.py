@@ -1,13 +1,15 @@
-"""The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D257).
+"""The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D258).
 
-The file is JSON (``format`` ``"ddpcore-certify-weights"``): the feature names in kernel order
-(they must equal :data:`ddpcore.pipeline.certify.FEATURES`), a logistic model over standardised
-features (``mean``, ``scale``, ``weights``, ``bias``; it predicts the probability that an anchor's
-distance over-estimates the gold distance of its sentence), the two confidence thresholds
-(``threshold`` below ``long_distance`` sentences, ``threshold_long`` at and above), the out-of-fold
-figures they were chosen on and the recipe that rebuilds the file
+The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 2): the feature names
+in kernel order (they must equal :data:`ddpcore.anchors.certify.FEATURES`: an anchor's features,
+then those of one candidate distance of it), a logistic model over standardised features
+(``mean``, ``scale``, ``weights``, ``bias``; it predicts the probability that a candidate distance
+over-estimates the gold distance of the anchor's sentence), the two confidence thresholds
+(``threshold`` below ``long_distance`` sentences, ``threshold_long`` at and above),
+``long_full_only`` (at and above ``long_distance`` only full distances are certified), the
+out-of-fold figures they were chosen on and the recipe that rebuilds the file
 (``python scripts/train_certify.py --check``). A file that does not fit fails at load, before any
-parse.
+parse. Layout 1 (one row per anchor, no ``long_full_only``) is no longer read: its features differ.
 """
 from __future__ import annotations
 
@@ -29,10 +31,10 @@ if TYPE_CHECKING:
 #: folder of the packaged weights
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: the shipped model (a bare file name is looked up in DATA_DIR)
-DEFAULT_CERTIFY_MODEL = "certify-v1.json"
+DEFAULT_CERTIFY_MODEL = "certify-v2.json"
 CERTIFY_FORMAT = "ddpcore-certify-weights"
 #: versions of the file layout this build reads
-CERTIFY_VERSIONS = (1,)
+CERTIFY_VERSIONS = (2,)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class CertifyModel:
     threshold: float
     threshold_long: float
     long_distance: int
+    long_full_only: bool
     version: int
     path: str = ""
     sha256: str = ""
@@ -58,7 +61,7 @@ class CertifyModel:
         """What a signature records of the model."""
         return {"file": os.path.basename(self.path), "version": self.version, "sha256": self.sha256,
                 "threshold": self.threshold, "threshold_long": self.threshold_long,
-                "long_distance": self.long_distance}
+                "long_distance": self.long_distance, "long_full_only": self.long_full_only}
 
 
 def certify_model_path(name: str | None) -> Path:
@@ -103,7 +106,7 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
     certification weights file (bad JSON, wrong ``format`` or missing fields), D252 a layout
     version this build does not read, D253 other features than this build computes, D254 a vector
     of the wrong length, D255 a non-finite or non-numeric value, D256 a threshold, bias or distance
-    out of range, D257 a zero or negative scale.
+    out of range, D257 a zero or negative scale, D258 a ``long_full_only`` that is not a boolean.
     """
     p = Path(path)
     try:
@@ -118,7 +121,7 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
     if not isinstance(doc, dict) or doc.get("format") != CERTIFY_FORMAT:
         raise _bad(p, f"not a ddpcore certification model (field 'format' must be {CERTIFY_FORMAT!r})", "D251")
     missing = [k for k in ("version", "features", "weights", "mean", "scale", "bias", "threshold", "threshold_long",
-                           "long_distance") if k not in doc]
+                           "long_distance", "long_full_only") if k not in doc]
     if missing:
         raise _bad(p, f"lacks the field(s) {', '.join(missing)}", "D251")
     if doc["version"] not in CERTIFY_VERSIONS:
@@ -137,8 +140,11 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
     threshold = _number(doc, "threshold", p, 0.0, 1.0)
     threshold_long = _number(doc, "threshold_long", p, 0.0, 1.0)
     long_distance = int(_number(doc, "long_distance", p, 1, 1e9))
+    if not isinstance(doc["long_full_only"], bool):
+        raise _bad(p, f"field 'long_full_only' must be true or false, got {doc['long_full_only']!r}", "D258")
     return CertifyModel(weights=weights, mean=mean, scale=scale, bias=bias, threshold=threshold,
-                        threshold_long=threshold_long, long_distance=long_distance, version=int(doc["version"]),
+                        threshold_long=threshold_long, long_distance=long_distance,
+                        long_full_only=doc["long_full_only"], version=int(doc["version"]),
                         path=str(p), sha256=hashlib.sha256(raw).hexdigest(), recipe=dict(doc.get("recipe") or {}),
                         figures=dict(doc.get("figures") or {}))
 

@@ -387,20 +387,20 @@ def certify_tables(
     cols: SegmentColumns,
     rules: RuleSet,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Add the certified columns (ddpcore.anchors.certify): ``certified`` / ``confidence`` to the
-    anchors, ``ddp_certified`` after ``ddp`` to the segments and ``sentence_ddp_certified`` to the
-    sentences (the maximum distance over the certified anchors; 0 where there is none)."""
+    """Add the certified columns (ddpcore.anchors.certify): ``certified`` / ``confidence`` (of the full
+    distance) and ``distance_certified`` (the certified part of it, 0 when none) to the anchors,
+    ``ddp_certified`` after ``ddp`` to the segments and ``sentence_ddp_certified`` to the sentences
+    (the maximum ``distance_certified``; 0 where there is none)."""
     import polars as pl
 
-    from ..anchors.certify import anchor_features, certify
+    from ..anchors.certify import certify_anchors
     from ..anchors.rules import certify_model_for
 
-    model = certify_model_for(rules)
-    features = anchor_features(anchors, frame.select(cols.document, cols.segment, cols.text),
-                               document=cols.document, segment=cols.segment, text=cols.text)
-    confidence, certified = certify(features, anchors[schema.DISTANCE_SENTENCES].to_numpy(), model)
-    anchors = anchors.with_columns(pl.Series(schema.CERTIFIED, certified), pl.Series(schema.CONFIDENCE, confidence))
-    dist = pl.when(pl.col(schema.CERTIFIED)).then(pl.col(schema.DISTANCE_SENTENCES)).otherwise(0).clip(0, None)
+    res = certify_anchors(anchors, frame.select(cols.document, cols.segment, cols.text), certify_model_for(rules),
+                          document=cols.document, segment=cols.segment, text=cols.text)
+    anchors = anchors.with_columns(pl.Series(schema.CERTIFIED, res.certified), pl.Series(schema.CONFIDENCE, res.confidence),
+                                   pl.Series(schema.DISTANCE_CERTIFIED, res.distance_certified))
+    dist = pl.col(schema.DISTANCE_CERTIFIED)
     per_seg = anchors.group_by(cols.document, cols.segment).agg(dist.max().alias(schema.DDP_CERTIFIED))
     per_sent = anchors.group_by(cols.document, schema.SENTENCE).agg(dist.max().alias(schema.SENTENCE_DDP_CERTIFIED))
     order = segments.columns
