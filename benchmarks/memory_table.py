@@ -112,6 +112,8 @@ def main() -> None:
             rss = [r["max_rss_kib"] / 1024 for r in runs]
             rows.append((n, statistics.median(rss), min(rss), max(rss), statistics.median(r["seconds"] for r in runs),
                          len(runs)))
+            print(f"# {n:,} segments: peak RSS {', '.join(f'{x:,.0f}' for x in rss)} MiB, "
+                  f"{rows[-1][4]:.1f} s, load {os.getloadavg()[0]:.2f}", flush=True)  # partial results survive
     load_after = os.getloadavg()
     n0, base = rows[0][0], rows[0][1]
     print(f"ddp profile, cache-served, segments of ~{args.chars} characters, documents of 10 segments, "
