@@ -826,7 +826,7 @@ def _dense_ranks(values: np.ndarray) -> np.ndarray:
     return np.unique(values, return_inverse=True)[1].astype(np.int64).reshape(values.shape) + 1
 
 
-def _item_cache(data: _Data) -> dict[str, Any]:
+def _item_cache(data: _Data, threads: int = 1) -> dict[str, Any]:
     """What does not depend on the bin, per metric: each segment's Pearson, tau-b, pairs (``P``), concordant
     pairs and pairs tied in both at epsilon 0 (``con0``, ``tie0``), the tie-calibration entries sorted by
     ``|dm|`` once (a bin takes its entries in the same order), and the dense ranks of the scored cells
@@ -839,16 +839,25 @@ def _item_cache(data: _Data) -> dict[str, Any]:
     cache: dict[str, Any] = {"pearson": [], "tau": [], "con0": [], "tie0": [], "entries": [], "m_rank": [],
                              "h_rank": h_rank, "h_order": flat[np.argsort(h_rank[flat], kind="stable")],
                              "n_sys": n_sys}
-    for k in range(len(data.metrics)):
+    def one(k: int) -> tuple[Any, ...]:
         st = item_statistics(data.H, data.M[k], data.valid)
+        e_item, e_adm, e_sign = st["entries"]  # type: ignore[misc]
+        order = np.argsort(e_adm)  # equal |dm| flip together (run ends), so no stable sort is needed
+        m_rank = np.zeros(data.valid.size, dtype=np.int64)
+        m_rank[flat] = _dense_ranks(data.M[k].ravel()[flat])
+        return st, (e_item[order], e_adm[order], e_sign[order]), m_rank
+
+    # one metric per thread: the kernel and numpy's sorts release the GIL; results are per metric, so
+    # they do not depend on the number of threads
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(data.metrics)))) as pool:
+        done = list(pool.map(one, range(len(data.metrics))))
+    for st, ent, m_rank in done:
         cache["P"] = st["pairs"]
         for key, name in (("pearson", "pearson"), ("tau", "tau_b"), ("con0", "con0"), ("tie0", "tie0")):
             cache[key].append(st[name])
-        e_item, e_adm, e_sign = st["entries"]  # type: ignore[misc]
-        order = np.argsort(e_adm)  # equal |dm| flip together (run ends), so no stable sort is needed
-        cache["entries"].append((e_item[order], e_adm[order], e_sign[order]))
-        m_rank = np.zeros(data.valid.size, dtype=np.int64)
-        m_rank[flat] = _dense_ranks(data.M[k].ravel()[flat])
+        cache["entries"].append(ent)
         cache["m_rank"].append(m_rank)
     return cache
 
@@ -1092,7 +1101,10 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", metric
     edges = parse_bins(bins) if isinstance(bins, str) else parse_bins(list(bins))
     psig = profile_signature or {}
     data = _prepare(profile, scores, psig, profile_name, scores_name, cols, metric_cols, ddp_col, strict_join)
-    cache = _item_cache(data)
+    import os
+
+    cache = _item_cache(data, opts.threads if opts.threads and opts.threads > 0
+                        else int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or (os.cpu_count() or 1))
     b = bin_of(data.item_ddp, edges)
     n_outside = int((b < 0).sum())
     warnings = list(data.warnings)
