@@ -56,6 +56,8 @@ STAGED = "staged"
 MANIFEST_KIND = "ddpcore ray dataset"
 #: rows of the segment output assembled at a time
 ASSEMBLE_ROWS = 20_000
+#: what the manifest keeps of each batch's marker
+BATCH_KEYS = ("seconds", "node", "units", "words", "cache_hits", "cache_misses", "min_row", "max_row")
 #: decoded parts kept while the segments are assembled in input order
 PART_CACHE = 8
 
@@ -300,6 +302,8 @@ def write_manifest(dataset: str, markers: dict[int, dict[str, Any]], signature: 
                   for role in ROLES},
         "rows": {role: sum(int(markers[k]["files"][role]["rows"]) for k in ks) for role in ROLES},
         "run": accounting,
+        # per batch: what its actor reported (seconds from reading its rows to writing its marker)
+        "batches": [{"k": k, **{key: markers[k][key] for key in BATCH_KEYS if key in markers[k]}} for k in ks],
     }
     fs.write_json_atomic(fs.join(dataset, MANIFEST), manifest)
     for k in ks:
