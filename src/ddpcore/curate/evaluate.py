@@ -150,12 +150,18 @@ def subset_means(human: np.ndarray, masks: np.ndarray) -> np.ndarray:
     return (masks @ human) / masks.sum(axis=1, keepdims=True)
 
 
+def _avg_ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties share their mean rank, as scipy ``rankdata``) along the rows of
+    x (R, S), for the few systems S: rank_i = #{x_j < x_i} + (#{x_j == x_i} + 1) / 2."""
+    less = (x[:, None, :] < x[:, :, None]).sum(axis=2)
+    equal = (x[:, None, :] == x[:, :, None]).sum(axis=2)
+    return less + (equal + 1) / 2.0
+
+
 def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman (average ranks) between each row of ``a`` (R, S) and ``b`` (S,) ; 0 where either is constant."""
-    from scipy.stats import rankdata
-
-    ra = rankdata(a, axis=1)
-    rb = rankdata(b)
+    ra = _avg_ranks(a)
+    rb = _avg_ranks(np.asarray(b, dtype=np.float64)[None, :])[0]
     ra = ra - ra.mean(axis=1, keepdims=True)
     rb = rb - rb.mean()
     den = np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum())
