@@ -11,9 +11,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "report", help="one self-contained HTML report of a profile (needs ddpcore[plot])",
         description=(
             "Write one self-contained HTML file (inline CSS and SVG; nothing is fetched from a network): the "
-            "per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments with the anchor and "
-            "antecedent that set each DDP highlighted (with --anchors), the `ddp stratify` curves (with "
-            "--stratify) and the run signature. Needs matplotlib: pip install 'matplotlib>=3.7' (the [plot] extra; from a clone pip install '.[plot]'). "
+            "per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments overall and per domain "
+            "with the anchor, its antecedent and the first mention a chained distance runs to highlighted (with "
+            "--anchors), the `ddp stratify` curves and numbers (with --stratify) and the run signature; paths are "
+            "shown as file names (the page names no local folder). Needs matplotlib: pip install 'matplotlib>=3.7' (the [plot] extra; from a clone pip install '.[plot]'). "
             "Exit codes: 0 ok, 2 usage, 3 bad data."),
         formatter_class=HelpFormatter)
     p.add_argument("profile", metavar="DDP", help="segment table of `ddp profile` (.parquet, or a text format)")
