@@ -63,6 +63,7 @@ def load(name: str) -> ModuleType:
         raise DDPNativeError(
             f"the compiled kernel module ddpcore._native.{name} is missing ({exc}). "
             "ddpcore was installed without building its Cython extensions: reinstall with "
-            "`pip install -e .` (needs a C++ compiler) or `python setup.py build_ext --inplace`.",
+            "`pip install .` in the ddpcore clone (`pip install -e .` for a development install; needs a C++ "
+            "compiler) or `python setup.py build_ext --inplace`.",
             code="D901",
         ) from exc

@@ -195,7 +195,7 @@ def format_text(d: dict[str, Any]) -> str:
         lines.append(f"default pipeline: {dp['name'] or dp['package']} {dp['version'] or '?'} "
                      f"(package {dp['package']} {dp['package_version'] or '?'})")
     else:
-        lines.append(f"default pipeline: {dp['package']} NOT INSTALLED (reinstall ddpcore: pip install -e .)")
+        lines.append(f"default pipeline: {dp['package']} NOT INSTALLED (reinstall ddpcore: pip install . in its clone)")
     lines.append("installed spaCy pipelines:" + ("" if d["installed_pipelines"] else " none"))
     for p in d["installed_pipelines"]:
         lines.append(f"  {p['package']} {p['package_version'] or '?'}: {p['name'] or '?'} {p['version'] or '?'}"
