@@ -7,6 +7,7 @@ Expected values are read off the fixture files by eye / by the plain-Python loop
 from __future__ import annotations
 
 import shutil
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -138,6 +139,15 @@ def test_cli_profile_and_stats(tmp_path: Path) -> None:
                        capture_output=True, text=True)
     assert r.returncode == 3 and "D310" in r.stderr and "refA" in r.stderr, r.stderr
     assert "COMET-refA 6" in r.stderr  # the reader's count of None lines on stderr
+    # stratify reads the wide layout (one column per --score-col): the None lines are the nulls D711 counts
+    strat = [sys.executable, "-m", "ddpcore.cli.main", "stratify", str(out), str(TOY), "--reader", "mtme",
+             "--score-col", "mqm,COMET-refA", "--by", "system", "--n-boot", "20", "-f", "json"]
+    r = subprocess.run(strat, capture_output=True, text=True)
+    assert r.returncode == 3 and "D711" in r.stderr and "7 of 36 score rows" in r.stderr, r.stderr  # 1 + 6 None
+    r = subprocess.run([*strat, "--allow-partial-join"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["signature"]["score_col"] == ["mqm", "COMET-refA"]
 
 
 @pytest.mark.shared_data

@@ -31,6 +31,11 @@ def add_score_reader(p: argparse.ArgumentParser, what: str = "TABLE") -> None:
                         "language pair to read")
 
 
+#: score readers whose table can be wide (one column per score), as ``ddp stratify`` and
+#: ``ddp stats compare`` read them: ``--score-col`` then names the columns
+WIDE_READERS = ("mtme", "wmt25-scores", "comet")
+
+
 def score_input(args: argparse.Namespace, path: Any, conditions: list[str] | None = None,
                 layout: str = "long") -> Any:
     """``path`` as given (read by the statistics functions) or the table ``--reader`` reads from it

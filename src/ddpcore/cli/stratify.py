@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._common import HelpFormatter, add_deprecated_alias
-from ._scores import add_score_reader, score_input
+from ._scores import WIDE_READERS, add_score_reader, score_input
 
 
 def _csv(text: str) -> list[str]:
@@ -129,7 +129,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output not in (None, "-"):
         (target,) = check_outputs([("-o/--output", args.output)], inputs=[args.profile, args.scores],
                                   formats=("json", "tsv"), sidecars=True)
-    scores = score_input(args, args.scores)
+    if args.reader in WIDE_READERS:  # one column per score: --score-col names them (mtme: METRIC-REF, mqm)
+        wanted = [args.score_col] if isinstance(args.score_col, str) else list(args.score_col)
+        scores = score_input(args, args.scores, wanted, layout="wide")
+    else:
+        scores = score_input(args, args.scores)
     res = stratify_files(args.profile, scores, args.score_col, ddp_col=args.ddp_col, by=args.by, bins=edges,
                          document_col=args.document_col, segment_col=args.segment_col, on=args.on, gap=args.gap,
                          gap_col=args.gap_col, n_boot=args.n_boot, seed=args.seed,
