@@ -142,7 +142,7 @@ def test_an_error_on_an_actor_reaches_the_caller_with_its_code(ray_local, tmp_pa
 
 def test_a_missing_ray_is_a_one_line_usage_error(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
-    with pytest.raises(DDPUsageError, match=r"pip install 'ddpcore\[ray\]'") as exc:
+    with pytest.raises(DDPUsageError, match=r"pip install '\.\[ray\]'") as exc:
         RE.import_ray()
     assert exc.value.code == "D190"
     assert main(["profile", str(MINI), "--engine", "ray", "-o", str(tmp_path / "o.parquet")]) == 2
