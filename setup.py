@@ -15,6 +15,13 @@ Before building, a trivial C++ file is compiled with the configured compiler; wh
 the build stops with one message naming what to install, instead of pip's raw
 "Could not build wheels".
 
+An editable install (``pip install -e '.[extra]'``) builds in a fresh temporary folder each time,
+and a non-editable one from a clone regenerates the .cpp files in a fresh build environment, so
+both recompiled every kernel to add an extra. ``BuildExtChecked`` reuses the module of the previous
+build (in place for an editable build, in build/lib otherwise) when nothing that goes into it
+changed (stamp in ``build/ddpcore-stamps/``: SHA-256 of the sources, flags, versions, and of the
+module file itself); ``--force`` builds anyway.
+
 Build time (``benchmarks/kernel_build_times.py``, docs/install.md): the modules are Cythonized and
 compiled in parallel, one job per core this process may use (``DDPCORE_BUILD_JOBS=N`` for another
 number; ``python setup.py build_ext -j N`` still wins), and release builds add ``-g0``: Python's own
@@ -60,6 +67,86 @@ class BuildExtChecked(build_ext):
     def build_extensions(self) -> None:
         self._probe_cxx()
         super().build_extensions()
+
+    def build_extension(self, ext: Extension) -> None:
+        # pip install -e '.[extra]' and pip install '.[extra]' recompiled every kernel (405 s to add
+        # matplotlib). The module of an earlier build is reused when its stamp matches: the same sources
+        # (.cpp, .pyx, every .pxd: SHA-256), flags, directives, Cython, numpy, Python and compiler
+        # settings, and the module file is still the one that was built.
+        if self._reuse_built(ext):
+            return
+        super().build_extension(ext)
+        self._write_stamp(ext)  # whichever build made it: the stamp names the module it built
+
+    def _paths(self, ext: Extension) -> tuple[Path, Path, Path] | None:
+        if not hasattr(self, "_get_inplace_equivalent"):  # another setuptools: always build
+            return None
+        inplace, regular = self._get_inplace_equivalent(self.get_finalized_command("build_py"), ext)
+        return Path(inplace), Path(regular), Path("build") / "ddpcore-stamps" / f"{ext.name}.json"
+
+    @staticmethod
+    def _inputs(ext: Extension) -> dict[str, object]:
+        import hashlib
+
+        import Cython
+
+        digest = hashlib.sha256()
+        pyx = [str(Path(src).with_suffix(".pyx")) for src in ext.sources]
+        for src in sorted(set(ext.sources) | set(pyx) | set(glob("src/ddpcore/_native/*.pxd"))):
+            if os.path.exists(src):
+                text = Path(src).read_bytes()
+                # Cython's metadata block names the build environment's temporary include folder; the
+                # settings it records are in this stamp anyway
+                a, b = text.find(b"/* BEGIN: Cython Metadata"), text.find(b"END: Cython Metadata */")
+                if 0 <= a < b:
+                    text = text[:a] + text[b:]
+                digest.update(src.encode() + b"\0" + text + b"\0")
+        env = {k: os.environ.get(k) for k in ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED")}
+        return {"sources_sha256": digest.hexdigest(), "compile_args": list(ext.extra_compile_args),
+                "link_args": list(ext.extra_link_args), "directives": directives, "cython": Cython.__version__,
+                "numpy": np.__version__, "python": sys.version, "env": env}
+
+    def _reuse_built(self, ext: Extension) -> bool:
+        """Reuse the module an earlier build made from the same inputs: in an editable build the in-place
+        one (copied to where setuptools expects the build), otherwise the one in build/lib (a non-editable
+        ``pip install '.[extra]'`` builds in the clone's build/ folder, which setuptools' timestamp check
+        did not reuse once Cython had regenerated the .cpp files)."""
+        import hashlib
+        import json
+        import shutil
+
+        paths = self._paths(ext)
+        if paths is None or self.force:
+            return False
+        inplace, regular, stamp = paths
+        source = inplace if getattr(self, "editable_mode", False) else regular
+        try:
+            rec = json.loads(stamp.read_text(encoding="utf-8"))
+            same = rec.get("inputs") == json.loads(json.dumps(self._inputs(ext))) and \
+                rec.get("module_sha256") == hashlib.sha256(source.read_bytes()).hexdigest()
+        except (OSError, ValueError):
+            return False
+        if not same:
+            return False
+        if source != regular:
+            regular.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, regular)
+        sys.stderr.write(f"ddpcore: {ext.name}: reusing the module built from the same sources and flags "
+                         f"({source})\n")
+        return True
+
+    def _write_stamp(self, ext: Extension) -> None:
+        import hashlib
+        import json
+
+        paths = self._paths(ext)
+        if paths is None or not paths[1].exists():
+            return
+        _, regular, stamp = paths
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps({"inputs": self._inputs(ext),
+                                     "module_sha256": hashlib.sha256(regular.read_bytes()).hexdigest()},
+                                    indent=1, sort_keys=True), encoding="utf-8")
 
     def _probe_cxx(self) -> None:
         import tempfile
