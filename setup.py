@@ -56,6 +56,13 @@ chosen with the CXX/CC environment variables.
 """
 
 
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 class BuildExtChecked(build_ext):
     """``build_ext`` that first proves the C++ compiler works (one tiny file, milliseconds)."""
 
@@ -75,8 +82,13 @@ class BuildExtChecked(build_ext):
         # settings, and the module file is still the one that was built.
         if self._reuse_built(ext):
             return
+        paths = self._paths(ext)
+        before = _mtime(paths[1]) if paths else None
         super().build_extension(ext)
-        self._write_stamp(ext)  # whichever build made it: the stamp names the module it built
+        # only a module this build compiled gets a stamp (setuptools skips one it thinks up to date by
+        # timestamps alone, which says nothing about the flags it was built with)
+        if paths is not None and _mtime(paths[1]) != before:
+            self._write_stamp(ext)
 
     def _paths(self, ext: Extension) -> tuple[Path, Path, Path] | None:
         if not hasattr(self, "_get_inplace_equivalent"):  # another setuptools: always build
