@@ -676,8 +676,11 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
             con0, tie0 = item_cache["con0"][k], item_cache["tie0"][k]
             base = float(((con0 + tie0) * w_item).sum())
             e_item, e_adm, e_sign = item_cache["entries"][k]
-            inside = items[e_item]
-            ei, ed, es = e_item[inside], e_adm[inside], e_sign[inside]
+            if cell_items.size == items.size:  # overall: every entry
+                ei, ed, es = e_item, e_adm, e_sign
+            else:
+                inside = items[e_item]
+                ei, ed, es = e_item[inside], e_adm[inside], e_sign[inside]
             _, eps = calibrate_ties(ed, es * w_item[ei], base, presorted=True)
             upto = int(np.searchsorted(ed, eps, side="right"))  # entries with |dm| <= epsilon flip
             flip = np.bincount(ei[:upto], weights=es[:upto], minlength=items.size)[cell_items]
