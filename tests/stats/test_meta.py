@@ -248,7 +248,7 @@ def test_bad_input_codes():
     with pytest.raises(DDPUsageError, match="D800"):
         meta_evaluate(prof, scores, human_col="mqm")
     with pytest.raises(DDPUsageError, match="D801"):
-        meta_evaluate(prof, scores, human_col="human", metric_cols=["nope"])
+        meta_evaluate(prof, scores, human_col="human", score_col=["nope"])
     with pytest.raises(DDPDataError, match="D809"):
         evaluate(prof, scores.filter(pl.col("system") == "sys0"), n_boot=0, n_perm=0)
     with pytest.raises(DDPUsageError, match="D806"):
@@ -337,7 +337,7 @@ def test_metric_pair_symmetry(seed):
     """Listing the metrics in the other order negates delta and keeps p (the swap null is symmetric)."""
     prof, scores = make_data(seed, n_docs=4)
     ab = evaluate(prof, scores, n_boot=0, n_perm=40, spa_perm=0)
-    ba = meta_evaluate(prof, scores, human_col="human", metric_cols=["b", "a"], bins=EDGES,
+    ba = meta_evaluate(prof, scores, human_col="human", score_col=["b", "a"], bins=EDGES,
                        options=ResampleOptions(n_boot=0, seed=3), tests=MetaTests(n_perm=40, spa_perm=0))
     for x, y in zip(ab.tests["metric_pairs"], ba.tests["metric_pairs"]):
         assert (x["a"], x["b"]) == (y["b"], y["a"])

@@ -51,15 +51,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = p.add_argument_group("columns")
     c.add_argument("--human-col", required=True, metavar="NAME",
                    help="human score column (e.g. mqm); in the long form the metric name of the human rows")
-    c.add_argument("--metric-col", action="append", default=None, metavar="NAME[,NAME]",
-                   help="metric column(s), repeatable or a comma list (default: every other numeric column)")
+    c.add_argument("--score-col", action="append", default=None, metavar="NAME[,NAME]",
+                   help="metric score column(s), repeatable or a comma list (default: every other numeric column); "
+                        "with --metric-name-col (long form) the one value column (default: score)")
     c.add_argument("--document-col", default="document_id", metavar="NAME", help="document id column of SCORES")
     c.add_argument("--segment-col", default="segment_id", metavar="NAME", help="segment id column of SCORES")
     c.add_argument("--system-col", default="system", metavar="NAME", help="system column of SCORES")
     c.add_argument("--metric-name-col", default=None, metavar="NAME",
                    help="long form: SCORES has one row per (document, segment, system, metric) with the metric's "
                         "name in this column and its value in --score-col")
-    c.add_argument("--score-col", default="score", metavar="NAME", help="long form: the value column")
     c.add_argument("--ddp-col", default="ddp", metavar="NAME", help="the profile's DDP column (e.g. ddp_certified)")
     c.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",
                    help="increasing DDP bin edges in sentences; bins are [E_i, E_i+1)")
@@ -151,9 +151,10 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import DDPUsageError
 
         raise DDPUsageError(f"--stat {bad[0]}: not a statistic; choose from {', '.join(STATS)}", code="D806")
-    metric_cols = [m for v in (args.metric_col or []) for m in _csv(v)] or None
+    metric_cols = [m for v in (args.score_col or []) for m in _csv(v)] or None
+    long_form = args.metric_name_col is not None
     for spec in args.fail_on:  # grammar checked before any work (metric names after the join)
-        parse_fail_on(spec, metric_cols or [spec.rsplit(":", 2)[0]])
+        parse_fail_on(spec, (None if long_form else metric_cols) or [spec.rsplit(":", 2)[0]])
     opts = resample_options(args)
     prof = scan_profile(args.profile, ddp_col=args.ddp_col)
     if args.reader == "table":
@@ -168,10 +169,9 @@ def run(args: argparse.Namespace) -> int:
         if metric_cols is None:
             keys = {args.document_col, args.segment_col, args.system_col, args.human_col, "line_id", "domain"}
             metric_cols = [c for c, t in table.schema.items() if c not in keys and t.is_numeric()]
-    res = meta_evaluate(prof.frame, table, human_col=args.human_col, metric_cols=metric_cols,
+    res = meta_evaluate(prof.frame, table, human_col=args.human_col, score_col=metric_cols,
                         columns=MetaColumns(document=args.document_col, segment=args.segment_col,
-                                            system=args.system_col, metric_name=args.metric_name_col,
-                                            score=args.score_col),
+                                            system=args.system_col, metric_name=args.metric_name_col),
                         bins=edges, ddp_col=args.ddp_col, strict_join=args.strict_join,
                         profile_signature=prof.signature, profile_name=str(args.profile),
                         scores_name=str(args.scores), options=opts, tests=tests)

@@ -144,15 +144,14 @@ class MetaTests:
 class MetaColumns:
     """Column names of the score table (``--document-col --segment-col --system-col --human-col``) and
     of the long form: with ``metric_name`` set (``--metric-name-col``), the table has one row per
-    (document, segment, system, metric) with the value in ``score`` (``--score-col``), and the human
-    score is the rows whose metric is ``human``."""
+    (document, segment, system, metric) with the value in the one ``score_col`` of :func:`meta_evaluate`
+    (``--score-col``, default ``score``), and the human score is the rows whose metric is ``human``."""
 
     document: str = S.DOCUMENT_ID
     segment: str = S.SEGMENT_ID
     system: str = S.SYSTEM
     human: str = "human"
     metric_name: str | None = None
-    score: str = "score"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,7 +274,7 @@ def _lazy(frame: Any, what: str) -> pl.LazyFrame:
 
 
 def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: Sequence[str] | None
-                 ) -> tuple[pl.DataFrame, list[str]]:
+                 ) -> tuple[pl.DataFrame, list[str]]:  # metric_cols: the score_col of meta_evaluate
     """The score table with one row per (document, segment, system): keys, ``__human`` and the metric
     columns (Float64). Long form (``cols.metric_name``) is pivoted first."""
     import polars as pl
@@ -287,14 +286,20 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
             raise DDPUsageError(f"{sname}: column '{c}' missing ({flag} names it); columns: {', '.join(sschema)}",
                                 code="D800")
     if cols.metric_name is not None:
-        for flag, c in (("--metric-name-col", cols.metric_name), ("--score-col", cols.score)):
+        values = list(metric_cols or ["score"])
+        if len(values) != 1:
+            raise DDPUsageError(f"--score-col {','.join(values)}: with --metric-name-col (the long form) give the one "
+                                "column holding the values (default: score)", code="D811")
+        value = values[0]
+        metric_cols = None
+        for flag, c in (("--metric-name-col", cols.metric_name), ("--score-col", value)):
             if c not in sschema:
                 raise DDPUsageError(f"{sname}: column '{c}' missing ({flag} names it); columns: "
                                     f"{', '.join(sschema)}", code="D800")
-        df = slf.select(*keys, pl.col(cols.metric_name).cast(pl.String), pl.col(cols.score)).collect()
-        if not (df[cols.score].dtype.is_numeric() or df[cols.score].dtype == pl.Null):
-            raise DDPDataError(f"{sname}, column '{cols.score}': scores must be numbers, found "
-                               f"{df[cols.score].dtype}", code="D812")
+        df = slf.select(*keys, pl.col(cols.metric_name).cast(pl.String), pl.col(value)).collect()
+        if not (df[value].dtype.is_numeric() or df[value].dtype == pl.Null):
+            raise DDPDataError(f"{sname}, column '{value}': scores must be numbers, found {df[value].dtype}",
+                               code="D812")
         dup = df.select(*keys, cols.metric_name).is_duplicated()
         if dup.any():
             r = int(dup.arg_true()[0])
@@ -306,7 +311,7 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
         if cols.human not in names:
             raise DDPUsageError(f"--human-col {cols.human}: no row of {sname} has {cols.metric_name} = "
                                 f"{cols.human!r}; values: {', '.join(names[:20])}", code="D800")
-        wide = df.pivot(on=cols.metric_name, index=keys, values=cols.score, aggregate_function=None)
+        wide = df.pivot(on=cols.metric_name, index=keys, values=value, aggregate_function=None)
         sschema = dict(wide.schema)
         slf = wide.lazy()
     if cols.human not in sschema:
@@ -316,14 +321,14 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
         metrics = list(dict.fromkeys(metric_cols))
         for m in metrics:
             if m not in sschema:
-                raise DDPUsageError(f"--metric-col {m}: not a column of {sname}; columns: {', '.join(sschema)}",
+                raise DDPUsageError(f"--score-col {m}: not a column of {sname}; columns: {', '.join(sschema)}",
                                     code="D801")
     else:
         metrics = [c for c, t in sschema.items() if c not in (*keys, cols.human) and t.is_numeric()]
     if cols.human in metrics:
-        raise DDPUsageError(f"--metric-col {cols.human}: the human score column cannot also be a metric", code="D808")
+        raise DDPUsageError(f"--score-col {cols.human}: the human score column cannot also be a metric", code="D808")
     if not metrics:
-        raise DDPUsageError(f"{sname}: no metric column (give --metric-col, numeric columns besides "
+        raise DDPUsageError(f"{sname}: no metric column (give --score-col, numeric columns besides "
                             f"{', '.join(keys)} and {cols.human})", code="D808")
     text_cols = [c for c in (cols.human, *metrics) if sschema[c] == pl.String]
     for c in (cols.human, *metrics):
@@ -1062,7 +1067,7 @@ def _bin_test(cells: list[_Cell], reps: dict[tuple[str, str, str], np.ndarray], 
     return out
 
 
-def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", metric_cols: Sequence[str] | None = None,
+def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_col: str | Sequence[str] | None = None,
                   columns: MetaColumns | None = None, bins: str | Sequence[float] = DEFAULT_BINS,
                   ddp_col: str = S.DDP, strict_join: bool = False, profile_signature: dict[str, Any] | None = None,
                   profile_name: str = "<profile>", scores_name: str = "<scores>",
@@ -1075,8 +1080,9 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", metric
         ``ddp profile`` segment table (polars DataFrame/LazyFrame): document, segment and ``ddp_col``
         columns (names from ``profile_signature``).
     scores
-        One row per (document, segment, system): the human score column ``human_col`` and metric columns
-        ``metric_cols`` (default: every other numeric column); or the long form of ``columns``.
+        One row per (document, segment, system): the human score column ``human_col`` and the metric
+        columns ``score_col`` (``--score-col``; default: every other numeric column); or the long form of
+        ``columns`` (``score_col`` is then its one value column, default ``score``).
     columns
         :class:`MetaColumns` (document, segment, system names; long form); its ``human`` is replaced by
         ``human_col``.
@@ -1103,6 +1109,7 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", metric
     seed = _budget.check_seed(opts.seed)
     edges = parse_bins(bins) if isinstance(bins, str) else parse_bins(list(bins))
     psig = profile_signature or {}
+    metric_cols = [score_col] if isinstance(score_col, str) else (list(score_col) if score_col else None)
     data = _prepare(profile, scores, psig, profile_name, scores_name, cols, metric_cols, ddp_col, strict_join)
     import os
 
