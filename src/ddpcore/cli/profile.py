@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="local: this machine (-j processes); ray: the same stages on Ray actors, one spaCy pipeline "
                         "per actor, -j actors (auto = the cluster's CPUs), same output; needs "
-                        "pip install 'ddpcore[ray]'; the workers read the input and write their parts on storage every "
+                        "the [ray] extra (pip install 'ray[data]==2.60.0'; from a clone pip install '.[ray]'); the workers read the input and write their parts on storage every "
                         "node sees (the input, the output's folder and --cache must be there); --resume works, "
                         "--shard does not")
     e.add_argument("--start-method", choices=("fork", "spawn"), default=None,

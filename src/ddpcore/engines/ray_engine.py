@@ -1,6 +1,6 @@
 """The Ray engine: the local engine's stages on the actors of a Ray cluster, disk to disk.
 
-``pip install 'ddpcore[ray]'``; ``ddp profile IN -o OUT --engine ray [--address ADDR]`` or
+``pip install 'ray[data]==2.60.0'`` (the ``[ray]`` extra); ``ddp profile IN -o OUT --engine ray [--address ADDR]`` or
 ``ddpcore.profile(..., engine="ray")``. The design keeps the driver small (issue 24):
 
 1. **Read the id index and plan on the driver.** The input is read once and validated by the
