@@ -362,7 +362,7 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
     for c in (pc.document, pc.segment, ddp_col):
         if c not in pschema:
             raise DDPDataError(f"{pname}: column '{c}' missing; expected a `ddp profile` segment table (columns: "
-                               f"{', '.join(pschema)})", code="D635")
+                               f"{', '.join(pschema)})", code="D813")
     df, metrics = _wide_scores(_lazy(scores, "the scores"), sname, cols, metric_cols)
     keys = [cols.document, cols.segment, cols.system]
     if df.height == 0:
@@ -384,7 +384,7 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
                       pl.col(ddp_col).cast(pl.Float64).alias("__ddp")).collect()
     if prof.select(pl.struct("__pd", "__ps").is_duplicated().any()).item():
         raise DDPDataError(f"{pname}: a (document, segment) occurs on two rows; a profile has one row per segment",
-                           code="D712")
+                           code="D814")
     # the join keys compare as text when the two sides' types differ (e.g. integer ids vs strings)
     same = df.schema[cols.document] == prof.schema["__pd"] and df.schema[cols.segment] == prof.schema["__ps"]
     if not same:
@@ -446,7 +446,7 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
         big = np.abs(np.nan_to_num(arr)) > 1e100
         if big.any():
             raise DDPDataError(f"{sname}, column '{cols.human if name == 'human' else name}': a score above 1e100 in "
-                               "magnitude; rescale it", code="D360")
+                               "magnitude; rescale it", code="D815")
     hum_ok = present & ~np.isnan(H)
     met_ok = ~np.isnan(M).any(axis=0)
     valid = hum_ok & met_ok
