@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "and metric columns) and report per DDP bin and overall, for each metric: segment-level Pearson, Kendall "
             "tau-b and the tie-calibrated pairwise accuracy acc_eq (Deutsch et al. 2023), each over all cells (.none) "
             "and averaged over segments (.item, as the WMT23 metrics task); system-level pairwise accuracy and soft "
-            "pairwise accuracy (SPA); document-bootstrap 95%% CIs. Tests: metric A vs B within a bin (PERM-BOTH "
+            "pairwise accuracy (SPA); document-bootstrap 95% CIs. Tests: metric A vs B within a bin (PERM-BOTH "
             "permutation, swapping whole documents; Holm across metric pairs) and each bin vs the first bin "
             "(bootstrap; Holm across metrics). Missing human scores are counted and left out, never read as 0; a "
             "statistic that cannot be computed is marked undefined with its reason. Exit codes: 0 ok, 1 a --fail-on "
