@@ -103,7 +103,8 @@ def test_profile_shows_the_keywords_of_profile_anchors():
     import pydoc
 
     shown = pydoc.render_doc(ddpcore.profile, renderer=pydoc.plaintext)  # what help() prints
-    assert "**kwargs" not in shown and "distance: 'Distance' = 'chained'" in shown
+    assert "**kwargs" not in shown and "document_col: 'str' = 'document_id'" in shown
+    assert "options: 'ProfileOptions | None' = None" in shown
     with pytest.raises(TypeError, match="n_actors"):
         ddpcore.profile(pl.DataFrame({"document_id": ["d"], "segment_id": [0], "source": ["x"]}), n_actors=2)
 
@@ -171,4 +172,4 @@ def test_sinks_live_in_io():
 
     assert run.Sink is sinks.Sink and run.write_part is sinks.write_part
     assert "class Sink" not in (SRC / "engines" / "run.py").read_text()
-    assert "Sink" in inspect.getsource(merge.merge_shards)
+    assert "from ..io.sinks import Sink" in inspect.getsource(merge._write_merged)  # merge writes with io's Sink
