@@ -243,28 +243,12 @@ def summarize(segments: pl.DataFrame, *, by: str | None = schema.DOMAIN,
               document_col: str = schema.DOCUMENT_ID) -> pl.DataFrame:
     """Per-group DDP summary of a segment table: documents, segments, mean / median / p90 /
     max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row. ``by``: the
-    column to group by (``None``: only the ``all`` row); ``document_col``: the document id column.
+    column to group by (``None``, or a column the table lacks: only the ``all`` row); ``document_col``:
+    the document id column.
 
-    Quantiles use linear interpolation (numpy's default).
+    Quantiles use linear interpolation (numpy's default). The same computation as ``ddp profile``'s
+    summary, which it builds batch by batch (:class:`ddpcore.pipeline.summary.SummaryAccumulator`).
     """
-    import polars as pl
+    from .pipeline.summary import SummaryAccumulator
 
-    aggs = [
-        pl.col(document_col).n_unique().alias("documents"),
-        pl.len().alias("segments"),
-        pl.col(schema.DDP).mean().alias("mean_ddp"),
-        pl.col(schema.DDP).median().alias("median_ddp"),
-        pl.col(schema.DDP).quantile(0.9, "linear").alias("p90_ddp"),
-        pl.col(schema.DDP).max().alias("max_ddp"),
-        (pl.col(schema.DDP) == 0).mean().alias("zero_ddp_share"),
-    ]
-    total = segments.select(pl.lit("all").alias("group"), *aggs)
-    if by is None or by not in segments.columns:
-        return total
-    per = (
-        segments.with_columns(pl.col(by).cast(pl.String).fill_null("(none)").alias("group"))
-        .group_by("group")
-        .agg(*aggs)
-        .sort("group")
-    )
-    return pl.concat([per, total.cast(per.schema)])
+    return SummaryAccumulator(by, document_col).add(segments).table()

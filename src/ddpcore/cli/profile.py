@@ -189,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"ddp profile: note: {note}", file=sys.stderr)
     signature = report.signature
     names = [str(t.path) if t.path is not None else "<stdout>" for t in targets.values() if t is not None]
-    summary = summarize(report.summary_frame, by=by, document_col=cols.document)
+    summary = report.summary if report.summary is not None else \
+        summarize(report.summary_frame, by=by, document_col=cols.document)
     if args.format == "json":
         text = json.dumps({"summary": summary.to_dicts(), "summary_by": by, "outputs": names,
                            "signature": signature}, indent=2)

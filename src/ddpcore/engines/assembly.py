@@ -10,8 +10,8 @@ puts them all in place together, or none):
   parts whose row range overlaps it (batches may have finished in any order: only their rows count);
 - anchors, sentences and documents batch by batch (document order, whole documents per batch).
 
-Memory holds one range or one part, plus the compact summary frame (16 bytes a segment: the
-document id hashed, the summary column as categories, DDP as int32). Shard runs (``shard_keys``)
+Memory holds one range or one part, plus the summary's histograms (:class:`ddpcore.pipeline.summary.
+SummaryAccumulator`: a row per (group, DDP value) and per (group, document), never one per segment). Shard runs (``shard_keys``)
 keep ``input_row`` in the segments and ``document_first_row`` in the other tables for
 ``ddp merge``; a document is whole in its batch, so its first row comes from that batch's
 segment part.
@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import schema
 from ..io.segments import ROW, SegmentColumns
 from ..io.sinks import Sink
+from ..pipeline.summary import SummaryAccumulator
 from ..schema import SIGNATURE_KEY, TABLE_KEY
 
 if TYPE_CHECKING:
@@ -46,24 +46,6 @@ SHARD_DOC_ROW = "document_first_row"
 def part_path(parts: Path, k: int, role: str) -> Path:
     """Batch ``k``'s part of table ``role``."""
     return parts / f"{k:06d}.{role}.parquet"
-
-
-def _summary_columns(piece: pl.DataFrame, keep: list[str], document: str) -> pl.DataFrame:
-    """What the summary needs of a piece of the segment table, compactly: the document id as a
-    64-bit hash (only counted), the grouping column as categories, DDP as int32."""
-    import polars as pl
-
-    exprs = []
-    for c in keep:
-        if c not in piece.columns:
-            continue
-        if c == document:
-            exprs.append(pl.col(c).hash(seed=0))
-        elif c == schema.DDP:
-            exprs.append(pl.col(c).cast(pl.Int32))
-        else:
-            exprs.append(pl.col(c).cast(pl.String).cast(pl.Categorical))
-    return piece.select(exprs)
 
 
 def _first_rows(parts: Path, k: int, cols: SegmentColumns) -> pl.DataFrame:
@@ -114,13 +96,13 @@ def _write_documents(parts: Path, n_batches: int, target: OutputTarget, signatur
     _sidecar(target, signature, temp)
 
 
-def _write_segments(parts: Path, markers: list[dict[str, Any]], sink: Sink | None, n_rows: int, keep: list[str],
-                    cols: SegmentColumns, shard_keys: bool) -> list[pl.DataFrame]:
-    """The segment table in input order, :data:`ASSEMBLE_ROWS` rows at a time; returns the summary pieces."""
+def _write_segments(parts: Path, markers: list[dict[str, Any]], sink: Sink | None, n_rows: int,
+                    summary: SummaryAccumulator, shard_keys: bool) -> None:
+    """The segment table in input order, :data:`ASSEMBLE_ROWS` rows at a time, each range also
+    added to ``summary``."""
     import polars as pl
 
     files = [part_path(parts, k, "segments") for k in range(len(markers))]
-    summary: list[pl.DataFrame] = []
     for lo in range(0, n_rows, ASSEMBLE_ROWS):  # one iteration per range of input rows
         hi = lo + ASSEMBLE_ROWS
         use = [f for f, m in zip(files, markers) if m["min_row"] < hi and m["max_row"] >= lo]
@@ -129,10 +111,9 @@ def _write_segments(parts: Path, markers: list[dict[str, Any]], sink: Sink | Non
         piece = pl.scan_parquet(use).filter((pl.col(ROW) >= lo) & (pl.col(ROW) < hi)).collect().sort(ROW)
         piece = (piece.rename({ROW: SHARD_ROW}).with_columns(pl.col(SHARD_ROW).cast(pl.Int64))
                  if shard_keys else piece.drop(ROW))
-        summary.append(_summary_columns(piece, keep, cols.document))
+        summary.add(piece)
         if sink is not None:
             sink.write(piece)
-    return summary
 
 
 def assemble_outputs(parts: Path, n_batches: int, targets: dict[str, OutputTarget | None],
@@ -140,15 +121,14 @@ def assemble_outputs(parts: Path, n_batches: int, targets: dict[str, OutputTarge
                      temp: Callable[[Any], Path], shard_keys: bool = False) -> tuple[pl.DataFrame, int]:
     """Write the outputs from the parts of batches ``0..n_batches-1`` to temporaries (``temp(dest)``,
     :meth:`ddpcore.io.outputs.OutputSet.temp`; the caller commits them all together); return the
-    summary frame (one row per segment, input order: document hash, summary column, DDP) and the
-    anchor count. ``n_rows``: input rows (the segment rows are looked up in ranges of input rows)."""
+    summary table (:func:`ddpcore.api.summarize` of the segment table, grouped by ``summary_by`` or
+    the domain column, computed range by range) and the anchor count. ``n_rows``: input rows (the segment rows are looked up in ranges of input rows)."""
     import polars as pl
 
     sig_json = json.dumps(signature, sort_keys=True)
     markers = [json.loads((parts / f"{k:06d}.done").read_text()) for k in range(n_batches)]
     n_anchors = sum(m["anchors"] for m in markers)
-    keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, schema.DDP]) if c]
-    summary: list[pl.DataFrame] = []
+    summary = SummaryAccumulator(summary_by or cols.domain, cols.document)
     for role in ROLES:
         target = targets.get(role)
         if target is None and role != "segments":
@@ -157,7 +137,7 @@ def assemble_outputs(parts: Path, n_batches: int, targets: dict[str, OutputTarge
         first = part_path(parts, 0, role)
         part_schema = pl.read_parquet_schema(first) if n_batches else None
         if role == "segments":
-            summary = _write_segments(parts, markers, sink, n_rows, keep, cols, shard_keys)
+            _write_segments(parts, markers, sink, n_rows, summary, shard_keys)
             empty = ({(SHARD_ROW if k == ROW else k): (pl.Int64 if k == ROW else v) for k, v in part_schema.items()}
                      if shard_keys else {k: v for k, v in part_schema.items() if k != ROW}) if part_schema else None
         else:
@@ -172,4 +152,4 @@ def assemble_outputs(parts: Path, n_batches: int, targets: dict[str, OutputTarge
             _sidecar(target, signature, temp)
     if targets.get("documents") is not None:  # one row per document, batch by batch (whole documents)
         _write_documents(parts, n_batches, targets["documents"], signature, cols, temp, shard_keys)
-    return pl.concat(summary, rechunk=False) if summary else pl.DataFrame(), n_anchors
+    return summary.table(), n_anchors

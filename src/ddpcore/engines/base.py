@@ -74,17 +74,20 @@ class RunInterrupted(BaseException):
 
 @dataclass
 class RunReport:
-    """What a file-to-file run did: ``signature`` (as written into the outputs),
-    ``summary_frame`` (document, summary column and DDP of every segment), counts, and
-    ``resumed_batches`` (batches taken from an interrupted run's journal)."""
+    """What a file-to-file run did: ``signature`` (as written into the outputs), the DDP summary
+    table (``summary``: :func:`ddpcore.api.summarize` of the segments, computed while the outputs
+    were written; or ``summary_frame``, the document, summary column and DDP of every segment, for
+    the caller to summarise), counts, and ``resumed_batches`` (batches taken from an interrupted
+    run's journal)."""
 
     signature: dict[str, Any]
-    summary_frame: pl.DataFrame
+    summary_frame: pl.DataFrame | None
     n_segments: int
     n_anchors: int
     n_batches: int
     resumed_batches: int = 0
     notes: list[str] = field(default_factory=list)
+    summary: pl.DataFrame | None = None
 
 
 @runtime_checkable

@@ -555,7 +555,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
         raise _interrupted(stop, outs, parts, work, tmp_root is not None, o.resume_hint)
     if tmp_root is None:
         shutil.rmtree(work, ignore_errors=True)
-    return RunReport(signature=signature, summary_frame=summary, n_segments=run_plan.plan.n_segments,
+    return RunReport(signature=signature, summary_frame=None, summary=summary, n_segments=run_plan.plan.n_segments,
                      n_anchors=n_anchors, n_batches=run_plan.n_batches, resumed_batches=len(run_plan.done),
                      notes=notes)
 

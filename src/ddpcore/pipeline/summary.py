@@ -1,0 +1,113 @@
+"""The per-group DDP summary (``ddp profile``'s table on stdout, :func:`ddpcore.api.summarize`),
+built piece by piece so that a run never holds a row per segment for it.
+
+A piece (any rows of a segment table) adds, per group, a histogram of its DDP values (segments per
+DDP value) and its distinct documents (64-bit hashes of the ids). The table is computed from these
+alone: the mean, the median and the 90th percentile (linear interpolation between order
+statistics, numpy's and polars' default) and the maximum are exact functions of the histogram.
+Memory: one histogram row per distinct (group, DDP) pair, one document row per (group, document).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import schema
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: the label of a segment whose group value is null
+NULL_GROUP = "(none)"
+#: pieces kept before they are merged into one histogram / one document list
+_MERGE_EVERY = 64
+_G, _D, _N, _DOC = "__group", "__ddp", "__n", "__doc"
+
+
+class SummaryAccumulator:
+    """Accumulates :meth:`add`-ed pieces of a segment table; :meth:`table` gives the summary:
+    per group of ``by`` (cast to text, nulls as ``"(none)"``; ``None`` or a column the pieces lack:
+    no group rows) and an ``all`` row, the columns ``group, documents, segments, mean_ddp,
+    median_ddp, p90_ddp, max_ddp, zero_ddp_share`` (DDP in sentences; documents counted by
+    ``document_col``)."""
+
+    def __init__(self, by: str | None, document_col: str = schema.DOCUMENT_ID, ddp_col: str = schema.DDP) -> None:
+        self.by, self.document_col, self.ddp_col = by, document_col, ddp_col
+        self._hist: list[pl.DataFrame] = []
+        self._docs: list[pl.DataFrame] = []
+        self._grouped: bool | None = None
+
+    def add(self, piece: pl.DataFrame) -> SummaryAccumulator:
+        """Count the rows of ``piece`` (needs ``document_col`` and ``ddp_col``; ``by`` when grouped)."""
+        import polars as pl
+
+        grouped = self.by is not None and self.by in piece.columns
+        if self._grouped is None:
+            self._grouped = grouped
+        group = pl.col(self.by).cast(pl.String).fill_null(NULL_GROUP) if self._grouped else pl.lit("")
+        rows = piece.select(group.alias(_G), pl.col(self.ddp_col).cast(pl.Int64).alias(_D),
+                            pl.col(self.document_col).hash(seed=0).alias(_DOC))
+        self._hist.append(rows.group_by(_G, _D).agg(pl.len().cast(pl.Int64).alias(_N)))
+        self._docs.append(rows.select(_G, _DOC).unique())
+        if len(self._hist) >= _MERGE_EVERY:
+            self._hist, self._docs = [self._merged_hist()], [self._merged_docs()]
+        return self
+
+    def _merged_hist(self) -> pl.DataFrame:
+        import polars as pl
+
+        return pl.concat(self._hist).group_by(_G, _D).agg(pl.col(_N).sum())
+
+    def _merged_docs(self) -> pl.DataFrame:
+        import polars as pl
+
+        return pl.concat(self._docs).unique()
+
+    def table(self) -> pl.DataFrame:
+        """The summary: one row per group (sorted by its text), then ``all``."""
+        import polars as pl
+
+        if self._hist:
+            hist, docs = self._merged_hist(), self._merged_docs()
+        else:
+            hist = pl.DataFrame(schema={_G: pl.String, _D: pl.Int64, _N: pl.Int64})
+            docs = pl.DataFrame(schema={_G: pl.String, _DOC: pl.UInt64})
+        rows = []
+
+        def row(name: str, h: pl.DataFrame, d: pl.DataFrame) -> tuple[object, ...]:
+            valued = h.filter(pl.col(_D).is_not_null())  # a null DDP counts as a segment, not as a value
+            return _row(name, d[_DOC].n_unique(), int(h[_N].sum()), valued[_D].to_numpy(), valued[_N].to_numpy())
+
+        if self._grouped:
+            for name in sorted(hist[_G].unique().to_list()):
+                rows.append(row(name, hist.filter(pl.col(_G) == name), docs.filter(pl.col(_G) == name)))
+        rows.append(row("all", hist.group_by(_D).agg(pl.col(_N).sum()), docs))
+        return pl.DataFrame(rows, schema={"group": pl.String, "documents": pl.UInt32, "segments": pl.UInt32,
+                                          "mean_ddp": pl.Float64, "median_ddp": pl.Float64, "p90_ddp": pl.Float64,
+                                          "max_ddp": pl.Int64, "zero_ddp_share": pl.Float64}, orient="row")
+
+
+def _row(name: str, n_docs: int, n_rows: int, ddp: np.ndarray, count: np.ndarray) -> tuple[object, ...]:
+    """One summary row from a group's histogram: ``n_rows`` segments, of which ``count[i]`` have the
+    (non-null) DDP ``ddp[i]``."""
+    keep = count > 0
+    ddp, count = ddp[keep].astype(np.int64), count[keep]
+    n = int(count.sum())
+    if n == 0:
+        return (name, n_docs, n_rows, None, None, None, None, None)
+    order = np.argsort(ddp, kind="stable")
+    ddp, count = ddp[order], count[order]
+    cum = np.cumsum(count)
+
+    def quantile(q: float) -> float:
+        pos = q * (n - 1)
+        lo = int(np.floor(pos))
+        hi = min(lo + 1, n - 1)
+        v_lo = float(ddp[np.searchsorted(cum, lo, side="right")])
+        v_hi = float(ddp[np.searchsorted(cum, hi, side="right")])
+        return v_lo + (pos - lo) * (v_hi - v_lo)
+
+    mean = float((ddp * count).sum()) / n
+    zero = float(count[ddp == 0].sum()) / n
+    return (name, n_docs, n_rows, mean, quantile(0.5), quantile(0.9), int(ddp[-1]), zero)
