@@ -295,7 +295,8 @@ def ray_session(address: str | None = None, num_cpus: int | None = None, *, quie
                 env = os.environ.pop("RAY_ADDRESS", None)  # an empty RAY_ADDRESS must not mean "connect"
                 try:
                     with _init_environment(quiet, reaper.token if reaper is not None else None):
-                        ray.init(num_cpus=num_cpus or available_cores(), **kwargs)
+                        # address="local": a Ray of our own, never one another user's run left in /tmp/ray
+                        ray.init(address="local", num_cpus=num_cpus or available_cores(), **kwargs)
                 finally:
                     if env is not None:
                         os.environ["RAY_ADDRESS"] = env
@@ -423,6 +424,12 @@ class BatchWorker:
             assert self._next is not None
             yield self._next
 
+    def ready(self) -> str:
+        """The node this actor runs on (answered once the actor has started: a replacement's signal)."""
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+
     def _cache_counts(self) -> tuple[int, int]:
         return int(getattr(self.parse, "hits", 0)), int(getattr(self.parse, "misses", 0))
 
@@ -502,50 +509,40 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
     first, :data:`IN_FLIGHT_PER_ACTOR` queued per actor; ``on_result(result)`` for every finished
     batch (any order). A batch lost with its actor is queued again, at most
     :data:`MAX_BATCH_RETRIES` times (then D863); the dead actor is replaced while the cluster has a
-    CPU for it (:func:`_replace`). An error of a batch is raised with its code.
-    D866 when nothing finishes for :data:`NO_CPU_TIMEOUT` seconds while the cluster has no CPU."""
+    CPU for it, and the replacement gets batches only once it has started (:class:`_Pool`), so a
+    replacement that waits for a CPU never holds batches back. An error of a batch is raised with
+    its code. D866 when nothing finishes for :data:`NO_CPU_TIMEOUT` seconds while the cluster has no CPU."""
     account = account or PoolAccount()
     lost = _lost_errors(ray)
     queue = deque(sorted(specs, key=lambda s: -s.n_units))
-    n = max(1, min(n_actors, len(specs)))
-    actors = [make_worker() for _ in range(n)]
-    generation = [0] * n
-    load = [0] * n
-    inflight: dict[Any, tuple[int, int, BatchSpec]] = {}
+    pool = _Pool(ray, make_worker, max(1, min(n_actors, len(specs))), account)
     attempts: dict[int, int] = {}
-
-    active = set(range(n))
-
-    def fill() -> None:
-        for slot in sorted(active):
-            while load[slot] < IN_FLIGHT_PER_ACTOR and queue:
-                spec = queue.popleft()
-                inflight[actors[slot].profile.remote(spec)] = (slot, generation[slot], spec)
-                load[slot] += 1
-
     start = time.monotonic()
     try:
-        fill()
+        pool.fill(queue)
         quiet_since = time.monotonic()
-        while inflight:  # one iteration per finished (or lost) batch
+        while pool.inflight or (queue and pool.pending):  # one iteration per finished (or lost) batch
             with _deferred_signals():
-                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
+                ready, _ = ray.wait([*pool.inflight, *pool.pending], num_returns=1, timeout=0.5)
             if not ready:
                 _check_stalled(ray, quiet_since)
                 continue
             quiet_since = time.monotonic()
-            slot, gen, spec = inflight.pop(ready[0])
-            load[slot] -= 1
+            ref = ready[0]
+            if ref in pool.pending:
+                pool.started(ref, lost)
+                pool.fill(queue)
+                continue
+            slot, gen, spec = pool.inflight.pop(ref)
+            pool.load[slot] -= 1
             try:
                 with _deferred_signals():
-                    result = ray.get(ready[0])
+                    result = ray.get(ref)
             except lost as exc:
                 _requeue(spec, exc, attempts, account)
-                if gen == generation[slot]:  # the first loss seen from this actor
-                    _replace(ray, actors, slot, active, make_worker, account)
-                    generation[slot] += 1
+                pool.lost(slot, gen)
                 queue.appendleft(spec)
-                fill()
+                pool.fill(queue)
                 continue
             account.warnings.extend(result.get("warnings") or ())
             if result["error"]:
@@ -553,27 +550,77 @@ def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n
             account.finished += 1
             account.nodes.add(result["node"])
             on_result(result)
-            fill()
+            pool.fill(queue)
     finally:
         account.seconds += time.monotonic() - start
-        for a in actors:
-            with contextlib.suppress(Exception):
-                ray.kill(a, no_restart=True)
+        pool.close()
+    if queue:  # (cannot happen: a slot always remains, started or starting)
+        raise DDPError(f"{len(queue)} batch(es) were left without an actor; rerun with --resume", code="D865")
     return account
 
 
-def _replace(ray: Any, actors: list[Any], slot: int, active: set[int], make_worker: Callable[[], Any],
-             account: PoolAccount) -> None:
-    """After actor ``slot`` died: start a replacement where the cluster still has a CPU for it, else
-    retire the slot (the pool shrinks with the cluster; one actor always remains, waiting for a CPU)."""
-    with contextlib.suppress(Exception):
-        ray.kill(actors[slot], no_restart=True)
-    cpus = int(ray.cluster_resources().get("CPU", 0))
-    if cpus >= len(active) or len(active) == 1:
-        actors[slot] = make_worker()
-        account.replaced_actors += 1
-    else:
-        active.discard(slot)
+class _Pool:
+    """The actors of :func:`run_pool`: slot ``i`` holds ``actors[i]`` (its ``generation`` counts
+    replacements), ``load`` batches queued on it; ``inflight`` maps a batch's result reference to
+    ``(slot, generation, spec)``; ``pending`` the ``ready()`` reference of a replacement not yet
+    started to its slot. ``active``: the slots still in use (the pool shrinks with the cluster)."""
+
+    def __init__(self, ray: Any, make_worker: Callable[[], Any], n: int, account: PoolAccount) -> None:
+        self.ray, self.make_worker, self.account = ray, make_worker, account
+        self.actors = [make_worker() for _ in range(n)]
+        self.generation = [0] * n
+        self.load = [0] * n
+        self.active = set(range(n))
+        self.inflight: dict[Any, tuple[int, int, BatchSpec]] = {}
+        self.pending: dict[Any, int] = {}
+
+    def fill(self, queue: deque[BatchSpec]) -> None:
+        waiting = set(self.pending.values())
+        for slot in sorted(self.active - waiting):
+            while self.load[slot] < IN_FLIGHT_PER_ACTOR and queue:
+                spec = queue.popleft()
+                self.inflight[self.actors[slot].profile.remote(spec)] = (slot, self.generation[slot], spec)
+                self.load[slot] += 1
+
+    def lost(self, slot: int, gen: int) -> None:
+        """A batch of ``slot`` was lost with its actor: replace the actor (once per generation) where
+        the cluster still has a CPU for it, else retire the slot (one slot always remains)."""
+        if gen != self.generation[slot]:
+            return  # the actor was already replaced
+        self.generation[slot] += 1
+        with contextlib.suppress(Exception):
+            self.ray.kill(self.actors[slot], no_restart=True)
+        cpus = int(self.ray.cluster_resources().get("CPU", 0))
+        if cpus >= len(self.active) or len(self.active) == 1:
+            self.actors[slot] = self.make_worker()
+            self.pending[self.actors[slot].ready.remote()] = slot
+            self.account.replaced_actors += 1
+        else:
+            self.active.discard(slot)
+
+    def started(self, ref: Any, lost: tuple[type[BaseException], ...]) -> None:
+        """The replacement of ``pending[ref]`` answered (it may take batches) or died (replaced again,
+        at most :data:`MAX_BATCH_RETRIES` times per slot, then the slot is retired)."""
+        slot = self.pending.pop(ref)
+        try:
+            with _deferred_signals():
+                self.ray.get(ref)
+        except lost as exc:
+            if self.generation[slot] <= MAX_BATCH_RETRIES:
+                self.lost(slot, self.generation[slot])
+            elif len(self.active) > 1:
+                self.active.discard(slot)
+            else:
+                first = " ".join(str(exc).split())[:200] or type(exc).__name__
+                raise DDPError(f"the Ray actors keep dying as they start ({self.generation[slot]} replacements; last: "
+                               f"{type(exc).__name__}: {first}); check that every node has ddpcore and the pipeline "
+                               "installed, then rerun with --resume to keep the finished batches",
+                               code="D863") from None
+
+    def close(self) -> None:
+        for a in self.actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(a, no_restart=True)
 
 
 def _requeue(spec: BatchSpec, exc: BaseException, attempts: dict[int, int], account: PoolAccount) -> None:
