@@ -415,3 +415,30 @@ def test_top_per_domain_negative_is_d610(chained) -> None:
     with pytest.raises(DDPUsageError, match=r"D610.*--top-per-domain"):
         H.render(str(chained[0]), top_per_domain=-1)
     assert os.sep  # keep os imported for the HOME test above
+
+
+def test_certified_ddp_set_by_partial_credit_is_shown(chained) -> None:
+    """--ddp-col ddp_certified: the anchor that sets it is found by its distance_certified (issue 21's
+    partial credit: the certain part of an uncertain chain), and its line says so. Segment c/1: 'Alice'
+    (full distance 3) abstains; 'she' (full distance 5, uncertain) is certified back 2 sentences, so
+    ddp_certified = 2 - an anchor no full distance of 2 would find."""
+    seg_path, anc_path = chained
+    df = pl.read_parquet(seg_path).with_columns(pl.Series("ddp_certified", [0, 2, 0]))
+    anc = pl.read_parquet(anc_path).with_columns(
+        pl.Series("certified", [None, False, False, False, False]),
+        pl.Series("confidence", [None, 0.5, 0.4, 0.6, 0.1]),
+        pl.Series("distance_certified", [0, 0, 0, 2, 0]))
+    row = df.row(1, named=True)
+    html = H.segment_block(df, row, anc, SIG, ddp_col="ddp_certified")
+    assert "<b>she</b>" in html and "partial credit" in html and "full distance 5 &minus; 0 = 5" in html
+    assert "no anchor with this distance" not in html
+    # the explain text of the same rows says why 'she' counts 2 and 'Alice' nothing
+    from ddpcore.explain import ExplainResult
+
+    sig = {"certify": {"threshold": 0.93, "threshold_long": 0.93, "long_distance": 15, "file": "m.json"}}
+    text = ExplainResult(document="c", segment="1", ddp=5, ddp_certified=2, n_sentences=3, first_sentence=3,
+                         text=SEG1, anchors=anc.filter(pl.col("segment_id") == 1), signature=sig).to_text()
+    she = next(line for line in text.splitlines() if "'she'" in line)
+    alice = next(line for line in text.splitlines() if "'Alice'" in line)
+    assert "certified back 2 sentence(s) (partial credit" in she
+    assert "abstains from the certified DDP" in alice

@@ -89,8 +89,14 @@ class ExplainResult:
             if schema.CERTIFIED in row and d > 0:
                 thr = cert.get("threshold_long") if d >= (cert.get("long_distance") or 0) else cert.get("threshold")
                 conf = row[schema.CONFIDENCE]
-                why += (f"; certified (confidence {conf:.3f} >= {thr})" if row[schema.CERTIFIED]
-                        else f"; not certified (confidence {conf:.3f} < {thr}: abstains from the certified DDP)")
+                part = row.get(schema.DISTANCE_CERTIFIED)
+                if row[schema.CERTIFIED]:
+                    why += f"; certified (confidence {conf:.3f} >= {thr})"
+                elif part:  # partial credit: a shorter, measured distance of its chain is certain
+                    why += (f"; not certified (confidence {conf:.3f} < {thr}); its chain is certified back {part} "
+                            "sentence(s) (partial credit in the certified DDP)")
+                else:
+                    why += f"; not certified (confidence {conf:.3f} < {thr}: abstains from the certified DDP)"
             lines.append(f"{mark} s{row[schema.SENTENCE]:<5} {row[schema.TEXT]!r:<24} {what:<18} {why}")
         return "\n".join(lines)
 

@@ -226,9 +226,14 @@ def segment_block(df: pl.DataFrame, r: dict[str, Any], anchors: pl.DataFrame | N
     if anchors is not None:
         doc_anchors = anchors.filter(pl.col(doc).cast(pl.String) == str(d))
         a = doc_anchors.filter(pl.col(seg).cast(pl.String) == str(s_id))
-        setting = a.filter(pl.col(S.DISTANCE_SENTENCES) == ddp) if ddp and ddp > 0 else a.head(0)
-        if only_certified:
-            setting = setting.filter(pl.col(S.CERTIFIED).fill_null(False))
+        if only_certified and S.DISTANCE_CERTIFIED in a.columns:
+            # the certified DDP is the largest certified distance: an anchor's full distance, or the certain
+            # part of its chain (partial credit)
+            setting = a.filter(pl.col(S.DISTANCE_CERTIFIED) == ddp) if ddp and ddp > 0 else a.head(0)
+        else:
+            setting = a.filter(pl.col(S.DISTANCE_SENTENCES) == ddp) if ddp and ddp > 0 else a.head(0)
+            if only_certified:
+                setting = setting.filter(pl.col(S.CERTIFIED).fill_null(False))
         first = r.get(S.FIRST_SENTENCE)
         n_here = r.get(S.N_SENTENCES) or 0
 
@@ -257,8 +262,13 @@ def segment_block(df: pl.DataFrame, r: dict[str, Any], anchors: pl.DataFrame | N
                 target, target_s, target_text, span = "first", fm.sentence, fm.text, fm.span
             else:
                 target, target_s, target_text, span = "antecedent", ant_s, ant, None
-            dist = (f"distance {_e(ar[S.SENTENCE])} &minus; {_e(ref_s)} = {_e(ddp)}" if ref_s is not None
-                    and ref_s >= 0 else f"distance {_e(ddp)}")
+            full = ar.get(S.DISTANCE_SENTENCES)
+            if only_certified and full is not None and full != ddp:
+                dist = (f"certified distance {_e(ddp)}: the certain part of its chain (partial credit; full "
+                        f"distance {_e(ar[S.SENTENCE])} &minus; {_e(ref_s)} = {_e(full)} is not certified)")
+            else:
+                dist = (f"distance {_e(ar[S.SENTENCE])} &minus; {_e(ref_s)} = {_e(ddp)}" if ref_s is not None
+                        and ref_s >= 0 else f"distance {_e(ddp)}")
             line += f", {dist}"
             if fm is not None and here(fm.sentence) and fm.span is not None and fm.segment is not None \
                     and str(fm.segment) == str(s_id):
