@@ -141,17 +141,10 @@ def run(args: argparse.Namespace) -> int:
 
     _check_removed(args)
     check_validate_outputs(args.gold, args.over_estimates, args.plot)
-    if args.plot:  # fail before the long run if matplotlib is missing
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            from ..errors import DDPUsageError
+    if args.plot:  # fail before the long run if matplotlib is missing (D425)
+        from ..gold.validate import pyplot
 
-            raise DDPUsageError(
-                "--plot needs matplotlib, which is not installed; install it with `pip install 'matplotlib>=3.7'` "
-                "(the [plot] extra; from a ddpcore clone `pip install '.[plot]'`)",
-                code="D425",
-            ) from None
+        pyplot()
     result = validate(
         args.gold,
         format=args.gold_format,

@@ -991,9 +991,10 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
     return "\n".join(lines)
 
 
-def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> None:
-    """Scatter plot of DDP (y) against gold distance (x), one colour per genre, with the
-    diagonal DDP = gold; points above it are over-estimates. Needs ``ddpcore[plot]``."""
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or D425 (exit 2) saying how to install matplotlib
+    (``ddp validate --plot`` calls it before the long run, so a missing package fails first)."""
     try:
         import matplotlib
 
@@ -1005,6 +1006,13 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
             "(the [plot] extra; from a ddpcore clone `pip install '.[plot]'`)",
             code="D425",
         ) from None
+    return plt
+
+
+def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> None:
+    """Scatter plot of DDP (y) against gold distance (x), one colour per genre, with the
+    diagonal DDP = gold; points above it are over-estimates. Needs ``ddpcore[plot]``."""
+    plt = pyplot()
     import polars as pl
 
     from ..io.tables import atomic_path

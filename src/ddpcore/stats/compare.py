@@ -361,8 +361,11 @@ def adjust_pvalues(p: npt.ArrayLike, method: str = "holm") -> np.ndarray:
 
 
 @dataclasses.dataclass(frozen=True)
-class ArrayComparison:
-    """Raw output of :func:`compare_arrays` (arrays of shape (n_metrics, n_systems))."""
+class ComparisonArrays:
+    """The figures of every system against the baseline, one array each: the score with its bootstrap
+    mean and CI, the paired difference with its CI, and the paired-bootstrap and
+    approximate-randomization p-values (None when not run). Shape (n_metrics, n_systems) in
+    :class:`ArrayComparison`, (n_systems,) in :class:`ddpcore.stats.corpus.CorpusComparison`."""
 
     score: np.ndarray
     boot_mean: np.ndarray
@@ -373,6 +376,12 @@ class ArrayComparison:
     diff_ci_high: np.ndarray
     p_bootstrap: np.ndarray | None
     p_ar: np.ndarray | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayComparison(ComparisonArrays):
+    """Raw output of :func:`compare_arrays` (arrays of shape (n_metrics, n_systems))."""
+
     identical: np.ndarray  # system equals the baseline on every unit
     n_boot: int
     n_ar: int

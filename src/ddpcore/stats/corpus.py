@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from .._version import __version__
 from ..errors import DDPDataError, DDPUsageError
+from .compare import ComparisonArrays
 
 CorpusMetric = Literal["bleu", "chrf", "ter"]
 CORPUS_METRICS = ("bleu", "chrf", "ter")
@@ -151,19 +152,11 @@ def _ter(st: np.ndarray) -> np.ndarray:
 
 
 @dataclasses.dataclass(frozen=True)
-class CorpusComparison:
-    """:func:`compare_corpus` for one metric; arrays of shape (n_systems,), baseline = row ``baseline``."""
+class CorpusComparison(ComparisonArrays):
+    """:func:`compare_corpus` for one metric (``metric``); arrays of shape (n_systems,), baseline = row
+    ``baseline``."""
 
-    metric: str
-    score: np.ndarray
-    boot_mean: np.ndarray
-    ci_low: np.ndarray
-    ci_high: np.ndarray
-    diff: np.ndarray
-    diff_ci_low: np.ndarray
-    diff_ci_high: np.ndarray
-    p_bootstrap: np.ndarray | None
-    p_ar: np.ndarray | None
+    metric: str = ""
 
 
 def _unit_stats(stats: np.ndarray, unit_codes: npt.ArrayLike | None) -> np.ndarray:

@@ -526,14 +526,24 @@ def acc_eq_none(h: np.ndarray, m: np.ndarray) -> tuple[float, float]:
     n = h.size
     if n < 2:
         return math.nan, 0.0
+    n_pairs, diff, sign, con0, tb0 = _tie_entries(h, m)
+    best, eps = calibrate_ties(diff, sign.astype(np.float64), float(con0 + tb0))
+    return best / n_pairs, eps
+
+
+def _tie_entries(h: np.ndarray, m: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, int, int]:
+    """The pairs of ``h``/``m`` (shape (n,), n >= 2) whose acc23 outcome depends on the tie threshold,
+    from the native kernel over ``m``-sorted order: ``(n_pairs, diff, sign, con0, tb0)`` with ``diff``
+    the ``|dm|`` of each such pair and ``sign`` +1/-1 what counting it as a metric tie changes, and
+    ``con0 + tb0`` the pairs counted right at threshold 0 (concordant, and tied in both)."""
+    n = h.size
     o = np.argsort(m, kind="stable")
     n_pairs = n * (n - 1) // 2
     diff = np.empty(n_pairs, dtype=np.float64)
     sign = np.empty(n_pairs, dtype=np.int8)
     k, con0, tb0 = load("stats_meta").tie_entries_sorted(np.ascontiguousarray(h[o]), np.ascontiguousarray(m[o]),
                                                          diff, sign)
-    best, eps = calibrate_ties(diff[:k], sign[:k].astype(np.float64), float(con0 + tb0))
-    return best / n_pairs, eps
+    return n_pairs, diff[:k], sign[:k], int(con0), int(tb0)
 
 
 def acc_eq_at(h: npt.ArrayLike, m: npt.ArrayLike, epsilon: float = 0.0) -> float:
@@ -546,13 +556,8 @@ def acc_eq_at(h: npt.ArrayLike, m: npt.ArrayLike, epsilon: float = 0.0) -> float
         return math.nan
     if epsilon < 0:
         raise DDPUsageError(f"epsilon must be >= 0, got {epsilon}", code="D806")
-    o = np.argsort(m, kind="stable")
-    n_pairs = n * (n - 1) // 2
-    diff = np.empty(n_pairs, dtype=np.float64)
-    sign = np.empty(n_pairs, dtype=np.int8)
-    k, con0, tb0 = load("stats_meta").tie_entries_sorted(np.ascontiguousarray(h[o]), np.ascontiguousarray(m[o]),
-                                                         diff, sign)
-    flip = int(sign[:k][diff[:k] <= epsilon].sum())
+    n_pairs, diff, sign, con0, tb0 = _tie_entries(h, m)
+    flip = int(sign[diff <= epsilon].sum())
     return (con0 + tb0 + flip) / n_pairs
 
 
