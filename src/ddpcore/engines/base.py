@@ -4,8 +4,9 @@ Ray engine (:class:`ddpcore.engines.ray_engine.RayEngine`) implement, so that ``
 calls one interface (:func:`ddpcore.engines.get_engine`)."""
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -60,6 +61,26 @@ class RunOptions:
     def name_of(self, source: Any) -> str:
         """The input's name in signatures and messages: ``source_name``, else the path, else ``<table>``."""
         return self.source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
+
+
+@contextlib.contextmanager
+def stop_signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler(signum, frame)`` for SIGINT and SIGTERM while the block runs, the previous handlers
+    back after it; nothing outside the main thread (Python delivers signals there only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 class RunInterrupted(BaseException):

@@ -56,7 +56,7 @@ from ..errors import DDPDataError, DDPError, DDPUsageError
 from ..io import fs
 from ..io.segments import ROW, SegmentColumns
 from . import parts as P
-from .base import RunInterrupted, RunOptions, RunReport
+from .base import RunInterrupted, RunOptions, RunReport, stop_signals
 from .local import BATCH_CHARS, Settings, iter_profile
 from .ray_plan import BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, plan_batches
 from ..pipeline.extract import head_noun_source
@@ -115,26 +115,14 @@ def _deferred_signals() -> Iterator[None]:
 def _signals_raise() -> Iterator[None]:
     """SIGTERM and SIGINT raise :class:`RayStop` in the main thread while the run is on
     (deferred to the end of a blocking Ray call: :func:`_deferred_signals`)."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
     def handler(signum: int, frame: Any) -> None:
         if _DEFERRED["on"]:
             _DEFERRED["signum"] = signum
             return
         raise RayStop(signum)
 
-    for s in old:
-        signal.signal(s, handler)
-    try:
+    with stop_signals(handler):
         yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 # ---------------------------------------------------------------------------- Ray access

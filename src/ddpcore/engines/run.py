@@ -41,7 +41,7 @@ from ..io.segments import ROW, SegmentColumns
 from ..io.sinks import Sink, write_part  # noqa: F401 (Sink: re-exported for callers of the engine)
 from ..signature import run_signature
 from .assembly import ASSEMBLE_ROWS, ROLES, SHARD_DOC_ROW, SHARD_ROW, assemble_outputs  # noqa: F401 (re-exported)
-from .base import RunInterrupted, RunOptions, RunReport
+from .base import RunInterrupted, RunOptions, RunReport, stop_signals
 from .batch_plan import BatchPlan, plan_batches
 from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, iter_profile, segment_keys
@@ -289,21 +289,11 @@ class Progress:
 @contextlib.contextmanager
 def _signals_raise() -> Iterator[None]:
     """SIGTERM (and SIGINT) raise :class:`_Stop` in the main thread while the run is on."""
-    if threading_main() is False:
-        yield
-        return
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
     def handler(signum: int, frame: Any) -> None:
         raise _Stop(signum)
 
-    for s in old:
-        signal.signal(s, handler)
-    try:
+    with stop_signals(handler):
         yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def threading_main() -> bool:
