@@ -8,7 +8,7 @@ from ._common import HelpFormatter
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "plot", help="plot the DDP distribution (hist, ecdf) or stratify curves (needs ddpcore[plot])",
+        "plot", help="plot the DDP distribution (hist, ecdf) or stratify curves (needs matplotlib: the [plot] extra)",
         description=(
             "Draw a figure (.png or .svg, from the -o extension). --kind hist|ecdf: the DDP distribution of a "
             "`ddp profile` segment table (--by domain: one curve per domain). --kind curves: a `ddp stratify` JSON "

@@ -8,7 +8,7 @@ from ._common import HelpFormatter
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "report", help="one self-contained HTML report of a profile (needs ddpcore[plot])",
+        "report", help="one self-contained HTML report of a profile (needs matplotlib: the [plot] extra)",
         description=(
             "Write one self-contained HTML file (inline CSS and SVG; nothing is fetched from a network): the "
             "per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments overall and per domain "

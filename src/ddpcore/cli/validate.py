@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--restricted", action="store_true", dest="removed_restricted", help=argparse.SUPPRESS)
     p.add_argument("--output-format", dest="removed_output_format", default=None, help=argparse.SUPPRESS)
     p.add_argument("--plot", default=None, metavar="FILE",
-                   help="write a scatter plot of DDP vs gold distance (.png, .pdf, .svg; needs ddpcore[plot])")
+                   help="write a scatter plot of DDP vs gold distance (.png, .pdf, .svg; needs matplotlib: the [plot] extra)")
     p.add_argument("--over-estimates", default=None, metavar="FILE",
                    help="write the over-estimated segments with the anchor responsible (.csv, .tsv, .jsonl, .parquet)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no warnings on stderr")

@@ -31,9 +31,9 @@ class RunOptions:
     Ray: about four batches per actor). ``progress``: ``bar|plain|none``. ``summary_by``: the
     column the summary groups by. ``reader``/``docs``/``txt_mode``/``warn``: the input reader
     (:func:`ddpcore.io.sources.iter_input_chunks`); ``warn(message)`` also receives every
-    fallback the run takes. Local engine only: ``resume`` (+ ``resume_hint``, the command that
-    resumes), ``shard=(i, N)``, ``parse_wrapper(parser)`` (the parse cache), ``start_method``,
-    ``signature_extra`` (keys added to the signature). Ray only: ``address``, ``quiet``.
+    fallback the run takes. ``resume`` (+ ``resume_hint``, the command that resumes) and
+    ``parse_wrapper(parser)`` (the parse cache): both engines. Local engine only: ``shard=(i, N)``,
+    ``start_method``, ``signature_extra`` (keys added to the signature). Ray only: ``address``, ``quiet``.
     """
 
     cols: SegmentColumns = field(default_factory=SegmentColumns)
