@@ -63,6 +63,18 @@ class RunOptions:
         return self.source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
 
 
+def warner(warn: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``warn``, or a function printing a ``ddp profile: warning:`` line on stderr."""
+    if warn is not None:
+        return warn
+
+    def say(message: str) -> None:
+        import sys
+
+        print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
+    return say
+
+
 @contextlib.contextmanager
 def stop_signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
     """``handler(signum, frame)`` for SIGINT and SIGTERM while the block runs, the previous handlers

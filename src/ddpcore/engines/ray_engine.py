@@ -56,7 +56,7 @@ from ..errors import DDPDataError, DDPError, DDPUsageError
 from ..io import fs
 from ..io.segments import ROW, SegmentColumns
 from . import parts as P
-from .base import RunInterrupted, RunOptions, RunReport, stop_signals
+from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
 from .local import BATCH_CHARS, Settings, iter_profile
 from .ray_plan import BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, plan_batches
 from ..pipeline.extract import head_noun_source
@@ -766,13 +766,7 @@ def work_location(targets: Mapping[str, OutputTarget | None]) -> _Where:
     return _Where(str(tmp), False, tmp, temporary=True)
 
 
-def _sayer(warn: Callable[[str], None] | None) -> Callable[[str], None]:
-    if warn is not None:
-        return warn
-
-    def say(message: str) -> None:
-        print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
-    return say
+_sayer = warner  # ``warn``, or a ``ddp profile: warning:`` line on stderr
 
 
 def _old_journal(where: _Where, resume: bool, say: Callable[[str], None], notes: list[str]) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ from ..io.segments import ROW, SegmentColumns
 from ..io.sinks import Sink, write_part  # noqa: F401 (Sink: re-exported for callers of the engine)
 from ..signature import run_signature
 from .assembly import ASSEMBLE_ROWS, ROLES, SHARD_DOC_ROW, SHARD_ROW, assemble_outputs  # noqa: F401 (re-exported)
-from .base import RunInterrupted, RunOptions, RunReport, stop_signals
+from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
 from .batch_plan import BatchPlan, plan_batches
 from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, iter_profile, segment_keys
@@ -550,14 +550,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
                      notes=notes)
 
 
-def _sayer(warn: Callable[[str], None] | None) -> Callable[[str], None]:
-    """``warn``, or a ``ddp profile: warning:`` line on stderr."""
-    if warn is not None:
-        return warn
-
-    def say(message: str) -> None:
-        print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
-    return say
+_sayer = warner  # ``warn``, or a ``ddp profile: warning:`` line on stderr
 
 
 # ------------------------------------------------------------------------- the journal step
