@@ -156,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(command, exc)
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
+        if argv is None:  # the `ddp` process itself (not a caller's main([...])): it exits next
+            _ignore_further_interrupts()
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         return _internal_error(command, exc)
@@ -175,6 +177,18 @@ def _run(args: argparse.Namespace, command: str) -> int:
     except DDPError as exc:  # DDPNativeError (D9xx): a broken installation
         print(f"{command}: error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _ignore_further_interrupts() -> None:
+    """After the one ``interrupted`` line, the exit must not print more: a Ctrl-C that arrives while the
+    interpreter shuts down (joining a finished pool's threads) would print a KeyboardInterrupt traceback
+    ("Exception ignored in: <module 'threading'>", seen on a CI run of ``ddp validate -j 2``)."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread (main() called from a thread): nothing to do
+        pass
 
 
 def _internal_error(command: str, exc: BaseException) -> int:
