@@ -301,16 +301,89 @@ def test_unreadable_shard_is_reported_and_reparsed(tmp_path):
     assert len(warnings_seen) == 1 and "corrupted" in warnings_seen[0] and run.misses == 2
 
 
-def test_unwritable_cache_folder_runs_without_cache(tmp_path):
+@pytest.mark.parametrize("where", ["under a file", "a file", "uri under a file"])
+def test_a_cache_that_cannot_be_read_is_one_coded_error(tmp_path, where):
+    """A file where the cache folder (or a folder above it) should be: [D870] naming the path, nothing parsed."""
+    from ddpcore.errors import DDPDataError
+
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    warnings_seen: list[str] = []
+    root = {"under a file": blocker / "cache", "a file": blocker}.get(where)
+    root = root if root is not None else C.storage_path((blocker / "cache").as_uri())
     parser = FakeParser()
-    run = C.CachedParse(parser, blocker / "cache", warn=warnings_seen.append)
+    run = C.CachedParse(parser, root, warn=pytest.fail)
+    with pytest.raises(DDPDataError, match=r"^\[D870\] .*file.*: cannot read the parse cache \(a file is where its "
+                                           r"folder should be\); give a folder") as err:
+        run(["a b", "c"])
+    assert str(root) in str(err.value) and parser.calls == []
+
+
+def _immutable(folder: Path, on: bool) -> bool:
+    """``chattr +i`` / ``-i`` on ``folder``: no new file in it, even for root (False where unsupported)."""
+    r = subprocess.run(["chattr", "+i" if on else "-i", str(folder)], capture_output=True)
+    return r.returncode == 0
+
+
+def test_a_cache_that_cannot_be_written_is_read_and_said_in_the_signature(tmp_path):
+    """A read-only cache folder (``chattr +i``: root cannot create files in it either): its parses are
+    used, the new parses are not stored, one warning, and the signature records why (``not_written``)."""
+    _fill(tmp_path, ["a b"])
+    (folder,) = [p for p, _ in C.cache_folders(tmp_path)]
+    before = sorted(p.name for p in folder.iterdir())
+    if not _immutable(folder, True):
+        pytest.skip("chattr +i is not supported here (needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs)")
+    try:
+        seen: list[str] = []
+        parser = FakeParser()
+        run = C.CachedParse(parser, tmp_path, warn=seen.append)
+        assert same_arrays(run(["a b", "c"]), fake_arrays(["a b", "c"]))
+        assert same_arrays(run(["c"]), fake_arrays(["c"]))  # not stored: parsed again, no second warning
+        run.flush()
+    finally:
+        _immutable(folder, False)
+    assert parser.calls == [["c"], ["c"]] and sorted(p.name for p in folder.iterdir()) == before
+    assert len(seen) == 1 and "cannot write the parse cache" in seen[0] and "are not stored" in seen[0]
+    sig = run.signature()["cache"]
+    assert sig["hits"] == 1 and sig["misses"] == 2 and sig["dir"] == str(tmp_path)
+    assert sig["not_written"] == "Operation not permitted"
+
+
+def test_a_cache_folder_that_cannot_be_created_runs_without_cache(tmp_path):
+    """A cache root where no folder can be created (``chattr +i``): one warning, every unit parsed,
+    the signature says the cache was not used and why."""
+    root = tmp_path / "ro"
+    root.mkdir()
+    if not _immutable(root, True):
+        pytest.skip("chattr +i is not supported here (needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs)")
+    try:
+        seen: list[str] = []
+        run = C.CachedParse(FakeParser(), root, warn=seen.append)
+        assert same_arrays(run(["a b", "c"]), fake_arrays(["a b", "c"]))
+        assert same_arrays(run(["a b"]), fake_arrays(["a b"]))
+    finally:
+        _immutable(root, False)
+    assert len(seen) == 1 and "running without the cache" in seen[0]
+    assert run.signature() == {"cache": {"hits": 0, "misses": 3, "dir": None, "not_written": "Operation not permitted"}}
+    assert list(root.iterdir()) == []
+
+
+def test_a_failed_shard_write_keeps_the_cache_readable(tmp_path, monkeypatch):
+    """A shard write that fails mid-run (a full disk: ENOSPC): later hits are still served from the
+    shards already there; nothing more is written; the reason is in the signature."""
+    _fill(tmp_path, ["a b"])
+    seen: list[str] = []
+    parser = FakeParser()
+    run = C.CachedParse(parser, tmp_path, warn=seen.append)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(C, "write_shard", full)
+    assert same_arrays(run(["c"]), fake_arrays(["c"]))
     assert same_arrays(run(["a b", "c"]), fake_arrays(["a b", "c"]))
-    assert same_arrays(run(["a b"]), fake_arrays(["a b"]))
-    assert len(warnings_seen) == 1 and "running without the cache" in warnings_seen[0]
-    assert run.signature() == {"cache": {"hits": 0, "misses": 3, "dir": None}}
+    assert parser.calls == [["c"], ["c"]] and len(seen) == 1 and "are not stored" in seen[0]
+    assert run.signature()["cache"] == {"hits": 1, "misses": 2, "dir": str(tmp_path),
+                                        "not_written": "No space left on device"}
 
 
 # ------------------------------------------------------------------------ concurrency
@@ -467,10 +540,9 @@ def test_ddp_profile_corrupted_cache_and_unwritable_cache(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
     r = _ddp("profile", str(MINI), "-o", str(out), "-q", "-j", "1", "--cache", str(blocker / "sub"))
-    assert r.returncode == 0, r.stderr
-    assert [ln for ln in r.stderr.splitlines() if ln] == [ln for ln in r.stderr.splitlines() if "warning" in ln]
-    assert len(r.stderr.strip().splitlines()) == 1 and "running without the cache" in r.stderr
-    assert pl.read_parquet(out).equals(pl.read_parquet(ref))
+    assert r.returncode == 3, r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if ln]
+    assert "[D870]" in line and f"{blocker / 'sub'}: cannot read the parse cache" in line
 
 
 def test_json_files_without_checksum_are_not_trusted_and_rewritten(tmp_path):

@@ -37,9 +37,18 @@ offsets). Its schema metadata ``ddpcore.cache`` holds a BLAKE2b checksum of ever
 a shard whose checksum does not match (or that cannot be read) is reported once, removed,
 and its units are parsed again.
 
-Several processes may share one cache: shards are never modified, names are unique and a
-shard appears only once complete (``os.replace``); the same unit stored twice is harmless
-(the first copy found wins).
+Several processes may share one cache, a local folder or a ``pyarrow.fs`` URI alike, without a
+lock: shards are never modified, names are unique (time, process id, random), a shard is written
+under a temporary name and appears only once complete (``os.replace``; ``FileSystem.move`` at a
+URI: a rename on ``file://`` and HDFS, a whole-object copy on object stores), and every reader
+verifies a shard's checksum before using it; the same unit stored twice is harmless (the first
+copy found wins).
+
+A cache that cannot be **written** (a read-only mount, no permission, a full disk) is a warning:
+its parses are still used when its folder exists, the new parses are not stored, and the run's
+signature says so (``cache.not_written``: the reason). A cache that cannot be **read** (a file
+where its folder or a folder above it should be, a folder that cannot be listed) is ``[D870]``,
+one coded error naming the path, on a Ray worker as on the driver.
 """
 from __future__ import annotations
 
@@ -401,12 +410,15 @@ def read_checked_json(path: Path) -> tuple[dict[str, Any] | None, str]:
     return {k: v for k, v in data.items() if k != JSON_CHECKSUM_KEY}, "ok"
 
 
-def shard_files(folder: Path) -> list[Path]:
+def shard_files(folder: Path, strict: bool = False) -> list[Path]:
     """The shards of a pipeline folder: files named as :func:`write_shard` names them (any other
-    ``.parquet`` file there is not ddpcore's and is never read, counted or removed)."""
+    ``.parquet`` file there is not ddpcore's and is never read, counted or removed). A folder that
+    cannot be listed has none, or raises its OSError when ``strict``."""
     try:
         return sorted(p for p in folder.iterdir() if SHARD_NAME.fullmatch(p.name) and p.is_file())
     except OSError:
+        if strict:
+            raise
         return []
 
 
@@ -427,7 +439,7 @@ class _Store:
         self._decoded: OrderedDict[int, TokenArrays] = OrderedDict()
         self._decoded_bytes = 0
         parts = []
-        for path in shard_files(folder):
+        for path in shard_files(folder, strict=True):
             try:
                 keys = read_shard_keys(path)
             except ShardError as exc:
@@ -527,6 +539,25 @@ def stderr_warn(prefix: str) -> Callable[[str], None]:
     return warn
 
 
+def _readable_folder(folder: Path) -> bool:
+    """Whether ``folder`` exists as a folder (False also when that cannot be looked up)."""
+    try:
+        return folder.is_dir()
+    except OSError:
+        return False
+
+
+def _unreadable(where: Path, exc: OSError) -> Exception:
+    """``[D870]``: the parse cache at ``where`` cannot be read (a file where its folder should be, or a
+    folder that cannot be listed): one coded error, on the driver or on a Ray worker alike."""
+    from ..errors import DDPDataError
+
+    why = "a file is where its folder should be" if isinstance(exc, (NotADirectoryError, FileExistsError)) \
+        else (exc.strerror or " ".join(str(exc).split())[:200])
+    return DDPDataError(f"{where}: cannot read the parse cache ({why}); give a folder every node of the cluster sees "
+                        "with --cache DIR or DDPCORE_CACHE, or run with --no-cache", code="D870")
+
+
 @dataclass
 class CachedParse:
     """The parse function of a run with the cache: ``(texts, progress) -> TokenArrays`` like
@@ -547,6 +578,8 @@ class CachedParse:
     _warmed: bool = False
     _seen: set[str] = field(default_factory=set)
     corrupted: list[str] = field(default_factory=list)
+    #: why the cache could not be written (None: it could): its parses are still read when its folder exists
+    not_written: str | None = None
 
     # -- set-up (on the first call, so opening the cache costs nothing when nothing is parsed)
     def _open(self) -> None:
@@ -562,11 +595,18 @@ class CachedParse:
             probe.write_bytes(b"")
             probe.unlink()
             _mark(self.root, folder, fp)
+        except (NotADirectoryError, FileExistsError) as exc:  # the cache, or a folder above it, is a file
+            raise _unreadable(self.root, exc) from None
         except OSError as exc:
-            self.enabled = False
-            self.warn(f"cannot write the parse cache at {self.root} ({exc.strerror or exc}); running without the "
-                      "cache (choose another folder with --cache DIR or DDPCORE_CACHE, or --no-cache)")
-            return
+            self.not_written = exc.strerror or str(exc)
+            if not _readable_folder(folder):  # nothing to read: the run goes without the cache
+                self.enabled = False
+                self.warn(f"cannot write the parse cache at {self.root} ({self.not_written}); running without the "
+                          "cache (choose another folder with --cache DIR or DDPCORE_CACHE, or --no-cache)")
+                return
+            self.warn(f"cannot write the parse cache at {self.root} ({self.not_written}); its parses are used, but "
+                      "the new parses of this run are not stored (make the folder writable, or choose another one "
+                      "with --cache DIR)")
         self._folder = folder
         info, status = read_checked_json(folder / INFO_FILE)
         if status == "corrupted":
@@ -590,7 +630,10 @@ class CachedParse:
                 X.POS_IDS.setdefault(k, v)
             self._strings_saved = len(X.STRING_IDS) + len(X.POS_IDS)
         self._spacy_version = fp["spacy"]
-        self._store = _Store(folder, self.warn)
+        try:
+            self._store = _Store(folder, self.warn)
+        except OSError as exc:  # the folder cannot be listed
+            raise _unreadable(folder, exc) from None
 
     def _corrupted(self, path: Path, fallback: str) -> None:
         self.corrupted.append(path.name)
@@ -605,6 +648,8 @@ class CachedParse:
         dropped = self.corrupted + (self._store.dropped if self._store is not None else [])
         if dropped:
             entry["corrupted"] = sorted(dropped)
+        if self.not_written is not None:
+            entry["not_written"] = self.not_written
         return {"cache": entry}
 
     # -- the parse function
@@ -650,7 +695,8 @@ class CachedParse:
             part[miss] = len(parts)
             row[miss] = rank[np.asarray(inverse).reshape(-1)]
             parts.append(parsed)
-            self._save(keys[todo], parsed)
+            if self.not_written is None:
+                self._save(keys[todo], parsed)
         return gather_units(parts, part, row)
 
     def _save(self, keys: np.ndarray, parsed: TokenArrays) -> None:
@@ -660,11 +706,10 @@ class CachedParse:
             self._store.store(keys, parsed)
             self._save_info()
             self._save_strings()
-        except OSError as exc:
-            self.warn(f"cannot write the parse cache at {self.root} ({exc.strerror or exc}); new parses of this "
+        except OSError as exc:  # the store stays readable: its index knows only the shards that were written
+            self.not_written = exc.strerror or str(exc)
+            self.warn(f"cannot write the parse cache at {self.root} ({self.not_written}); new parses of this "
                       "run are not stored")
-            self._store = None
-            self.enabled = False
 
     def _save_info(self) -> None:
         if not self._info_saved:
@@ -701,7 +746,7 @@ class CachedParse:
 
     def flush(self) -> None:
         """Save spaCy ids computed after the last store (called at the end of a run)."""
-        if self._folder is not None and self.enabled:
+        if self._folder is not None and self.enabled and self.not_written is None:
             with contextlib.suppress(OSError):
                 self._save_info()  # (a corrupted or legacy info.json of a fully cached run; info is known by now)
                 self._save_strings()
