@@ -10,9 +10,11 @@ local to a ``ddp_pcg64`` value, so threads never share a generator.
 (``bit_generator.state["state"]``: 128-bit ``state`` and ``inc`` in 64-bit halves)
 ``ddp_pcg64_next(g)``           the next raw 64-bit word (``PCG64.random_raw``)
 ``ddp_pcg64_advance(g, delta)`` jump ahead by ``delta`` words in O(log delta) (``PCG64.advance``)
+``ddp_pcg64_fill(out, n, state_hi, state_lo, inc_hi, inc_lo, skip)``  words ``skip ... skip + n - 1``
+of a stream into ``out[0 .. n)`` (the AR masks, the raw-word exports)
 ``ddp_mulhi64(a, n)``           ``floor(a * n / 2**64)``: a raw word mapped to [0, n)
 """
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int64_t, uint64_t
 
 cdef extern from *:
     """
@@ -57,6 +59,14 @@ cdef extern from *:
         g->state = (((unsigned __int128)state_hi) << 64) | state_lo;
         g->inc = (((unsigned __int128)inc_hi) << 64) | inc_lo;
     }
+
+    static inline void ddp_pcg64_fill(uint64_t* out, int64_t n, uint64_t state_hi, uint64_t state_lo,
+                                      uint64_t inc_hi, uint64_t inc_lo, uint64_t skip) {
+        ddp_pcg64 g;
+        ddp_pcg64_init(&g, state_hi, state_lo, inc_hi, inc_lo);
+        ddp_pcg64_advance(&g, skip);
+        for (int64_t j = 0; j < n; ++j) out[j] = ddp_pcg64_next(&g);
+    }
     #endif
     """
     ctypedef struct ddp_pcg64:
@@ -65,3 +75,5 @@ cdef extern from *:
     uint64_t ddp_pcg64_next(ddp_pcg64* g) noexcept nogil
     void ddp_pcg64_advance(ddp_pcg64* g, uint64_t delta) noexcept nogil
     void ddp_pcg64_init(ddp_pcg64* g, uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo) noexcept nogil
+    void ddp_pcg64_fill(uint64_t* out, int64_t n, uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo,
+                        uint64_t skip) noexcept nogil

@@ -30,7 +30,7 @@ from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 
-from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_init, ddp_pcg64_next
+from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_fill, ddp_pcg64_init, ddp_pcg64_next
 from .threads cimport ddp_omp_max_threads, threads_for
 
 cnp.import_array()
@@ -182,10 +182,7 @@ cdef extern from *:
         if (given_bits) {
             memcpy(bits, given_bits + t0 * n_words, sizeof(uint64_t) * (size_t)nt * (size_t)n_words);
         } else {
-            ddp_pcg64 g;
-            ddp_pcg64_init(&g, shi, slo, ihi, ilo);
-            ddp_pcg64_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
-            for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddp_pcg64_next(&g);
+            ddp_pcg64_fill(bits, (int64_t)nt * n_words, shi, slo, ihi, ilo, (uint64_t)t0 * (uint64_t)n_words);
         }
         ddpc_v4d* park = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 2 * (size_t)nt_pad * (size_t)n_chunks + 32);
         ddpc_v4d* tab = (ddpc_v4d*)aligned_alloc(32, sizeof(ddpc_v4d) * 16 * 32);
@@ -205,10 +202,7 @@ cdef extern from *:
         uint64_t* bits = (uint64_t*)malloc(sizeof(uint64_t) * (size_t)nt * (size_t)n_words + 8);
         double* acc = (double*)malloc(sizeof(double) * (size_t)nt * (size_t)n_cols + 8);
         if (!bits || !acc) { free(bits); free(acc); return -1; }
-        ddp_pcg64 g;
-        ddp_pcg64_init(&g, shi, slo, ihi, ilo);
-        ddp_pcg64_advance(&g, (uint64_t)t0 * (uint64_t)n_words);
-        for (Py_ssize_t j = 0; j < (Py_ssize_t)nt * n_words; ++j) bits[j] = ddp_pcg64_next(&g);
+        ddp_pcg64_fill(bits, (int64_t)nt * n_words, shi, slo, ihi, ilo, (uint64_t)t0 * (uint64_t)n_words);
         ddpc_ar_block(d, n_units, n_cols, bits, n_words, nt, obs_abs, acc, counts);
         free(bits);
         free(acc);
@@ -350,13 +344,9 @@ def ar_exceed_bits(
 def pcg64_words(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo, uint64_t skip,
                 uint64_t[::1] out):
     """Raw PCG64 words ``skip ... skip + len(out) - 1`` of the stream (tests, exports)."""
-    cdef ddp_pcg64 g
-    cdef Py_ssize_t i
-    with nogil:
-        ddp_pcg64_init(&g, state_hi, state_lo, inc_hi, inc_lo)
-        ddp_pcg64_advance(&g, skip)
-        for i in range(out.shape[0]):
-            out[i] = ddp_pcg64_next(&g)
+    if out.shape[0]:
+        with nogil:
+            ddp_pcg64_fill(&out[0], out.shape[0], state_hi, state_lo, inc_hi, inc_lo, skip)
 
 
 def max_threads() -> int:

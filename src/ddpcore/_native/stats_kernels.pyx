@@ -32,7 +32,7 @@ from libc.math cimport sqrt, fabs, isnan, NAN
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
-from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_init, ddp_pcg64_next
+from .pcg64 cimport ddp_pcg64, ddp_pcg64_advance, ddp_pcg64_fill, ddp_pcg64_init, ddp_pcg64_next
 from .threads cimport ddp_omp_max_threads, threads_for as _threads_for
 
 cnp.import_array()
@@ -313,13 +313,9 @@ def resample_sums_pcg64(
 
 def pcg64_raw(uint64_t state_hi, uint64_t state_lo, uint64_t inc_hi, uint64_t inc_lo, uint64_t skip, uint64_t[::1] out):
     """Raw PCG64 words ``skip ... skip + len(out) - 1`` of the stream (for tests/exports)."""
-    cdef ddp_pcg64 gen
-    cdef Py_ssize_t i
-    with nogil:
-        ddp_pcg64_init(&gen, state_hi, state_lo, inc_hi, inc_lo)
-        ddp_pcg64_advance(&gen, skip)
-        for i in range(out.shape[0]):
-            out[i] = ddp_pcg64_next(&gen)
+    if out.shape[0]:
+        with nogil:
+            ddp_pcg64_fill(&out[0], out.shape[0], state_hi, state_lo, inc_hi, inc_lo, skip)
 
 
 # --------------------------------------------------------------------------- Kendall tau-b

@@ -94,7 +94,15 @@ class TostResult:
 # --------------------------------------------------------------------------- validation
 
 
-def _check_margins(low: float, high: float, alpha: float) -> tuple[float, float, float]:
+class _Margins(NamedTuple):
+    """The checked equivalence interval ``(low, high)`` and the level ``alpha`` of each one-sided test."""
+
+    low: float
+    high: float
+    alpha: float
+
+
+def _check_margins(low: float, high: float, alpha: float) -> _Margins:
     try:
         low, high, alpha = float(low), float(high), float(alpha)
     except (TypeError, ValueError):
@@ -109,7 +117,7 @@ def _check_margins(low: float, high: float, alpha: float) -> tuple[float, float,
         )
     if not 0.0 < alpha < 0.5:
         raise DDPUsageError(f"alpha must be in (0, 0.5), got {alpha} (--alpha)", code="D311")
-    return low, high, alpha
+    return _Margins(low, high, alpha)
 
 
 def _as_1d(values: npt.ArrayLike, name: str) -> npt.NDArray[np.float64]:
@@ -156,9 +164,7 @@ def _tost_core(
     dof: npt.NDArray[np.float64],
     constant: npt.NDArray[np.bool_],
     too_few: npt.NDArray[np.bool_],
-    low: float,
-    high: float,
-    alpha: float,
+    margins: _Margins,
 ) -> dict[str, np.ndarray]:
     """TOST for many tests at once from (difference, standard error, df) arrays.
 
@@ -167,6 +173,7 @@ def _tost_core(
     """
     from scipy import special
 
+    low, high, alpha = margins
     # a standard error that underflows to 0 pins the difference as well as a constant sample
     constant = (constant | (se == 0.0)) & ~too_few
     ok = ~(constant | too_few)
@@ -214,32 +221,6 @@ def _tost_core(
     }
 
 
-def _paired_from_stats(
-    n: npt.NDArray[np.float64],
-    mean: npt.NDArray[np.float64],
-    ss: npt.NDArray[np.float64],
-    constant: npt.NDArray[np.bool_],
-    low: float,
-    high: float,
-    alpha: float,
-) -> dict[str, np.ndarray]:
-    """Paired TOST from per-test sufficient statistics of the differences.
-
-    ``n`` pairs, ``mean`` of the differences, ``ss`` = sum of squared deviations from the
-    mean, ``constant`` = all differences are exactly equal (``mean`` then holds that value).
-    """
-    too_few = n < 2
-    constant = constant & ~too_few
-    diff = mean
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # statsmodels DescrStatsW(ddof=0): std_mean = sqrt(ss / n) / sqrt(n - 1)
-        se = np.sqrt(ss / n) / np.sqrt(n - 1.0)
-    dof = n - 1.0
-    out = _tost_core(diff, se, dof, constant, too_few, low, high, alpha)
-    out["n"] = n
-    return out
-
-
 class _SampleStats(NamedTuple):
     """Sufficient statistics of one sample per group, each of shape (n_groups,): size, mean, sum of
     squared deviations, and whether the sample is constant (``min == max``; ``mean`` is then that
@@ -251,8 +232,26 @@ class _SampleStats(NamedTuple):
     const: npt.NDArray[np.bool_]
 
 
-def _ind_from_stats(sx: _SampleStats, sy: _SampleStats, low: float, high: float, alpha: float,
-                    equal_var: bool) -> dict[str, np.ndarray]:
+def _paired_from_stats(d: _SampleStats, margins: _Margins) -> dict[str, np.ndarray]:
+    """Paired TOST from per-test sufficient statistics of the differences.
+
+    ``d.n`` pairs, ``d.mean`` of the differences, ``d.ss`` = sum of squared deviations from the
+    mean, ``d.const`` = all differences are exactly equal (``mean`` then holds that value).
+    """
+    n, mean, ss, constant = d
+    too_few = n < 2
+    constant = constant & ~too_few
+    diff = mean
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # statsmodels DescrStatsW(ddof=0): std_mean = sqrt(ss / n) / sqrt(n - 1)
+        se = np.sqrt(ss / n) / np.sqrt(n - 1.0)
+    dof = n - 1.0
+    out = _tost_core(diff, se, dof, constant, too_few, margins)
+    out["n"] = n
+    return out
+
+
+def _ind_from_stats(sx: _SampleStats, sy: _SampleStats, margins: _Margins, equal_var: bool) -> dict[str, np.ndarray]:
     """Independent-samples TOST from per-sample sufficient statistics (arrays of shape (n_groups,))."""
     n_x, mean_x, ss_x, const_x = sx
     n_y, mean_y, ss_y, const_y = sy
@@ -276,7 +275,7 @@ def _ind_from_stats(sx: _SampleStats, sy: _SampleStats, low: float, high: float,
             # is 0/0; report the pooled df
             dof = np.where(constant | (sem == 0.0), n_x + n_y - 2.0, dof)
             se = np.sqrt(sem)
-    out = _tost_core(diff, se, dof, constant, too_few, low, high, alpha)
+    out = _tost_core(diff, se, dof, constant, too_few, margins)
     out["n_x"] = n_x
     out["n_y"] = n_y
     out["n"] = n_x + n_y
@@ -307,8 +306,8 @@ def _all_finite(values: npt.NDArray[np.float64]) -> bool:
     return bool(np.isfinite(total) or np.isfinite(values).all())
 
 
-def _one_sample(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64] | None = None) -> tuple[np.ndarray, ...]:
-    return _moments(np.zeros(x.size, dtype=np.int64), x, y, 1)
+def _one_sample(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64] | None = None) -> _SampleStats:
+    return _SampleStats(*_moments(np.zeros(x.size, dtype=np.int64), x, y, 1))
 
 
 def _result(out: dict[str, np.ndarray], **extra: Any) -> TostResult:
@@ -356,7 +355,8 @@ def tost_paired(
     nan_policy : {"raise", "omit"}
         ``"omit"`` drops every pair with a NaN on either side.
     """
-    low, high, alpha = _check_margins(low, high, alpha)
+    margins = _check_margins(low, high, alpha)
+    low, high, alpha = margins
     check_nan_policy(nan_policy)
     xa, ya = _as_1d(x, "x"), _as_1d(y, "y")
     if xa.shape != ya.shape:
@@ -374,7 +374,7 @@ def tost_paired(
         xa, ya = xa[~nan], ya[~nan]
     if xa.size == 0:
         raise DDPDataError("no pairs to test (empty input" + (" after omitting NaN" if n_omitted else "") + ")", code="D309")
-    out = _paired_from_stats(*_one_sample(xa, ya), low, high, alpha)
+    out = _paired_from_stats(_one_sample(xa, ya), margins)
     return _result(
         out,
         low=low,
@@ -407,7 +407,8 @@ def tost_ind(
     low, high, alpha, nan_policy
         As in :func:`tost_paired`; ``"omit"`` drops NaN from each sample separately.
     """
-    low, high, alpha = _check_margins(low, high, alpha)
+    margins = _check_margins(low, high, alpha)
+    low, high, alpha = margins
     check_nan_policy(nan_policy)
     xa, ya = _as_1d(x, "x"), _as_1d(y, "y")
     n_omitted = 0
@@ -420,17 +421,16 @@ def tost_ind(
     for name, arr in (("x", xa), ("y", ya)):
         if arr.size == 0:
             raise DDPDataError(f"sample {name} is empty" + (" after omitting NaN" if n_omitted else ""), code="D309")
-    nx, mx, ssx, cx = _one_sample(xa)
-    ny, my, ssy, cy = _one_sample(ya)
-    out = _ind_from_stats(_SampleStats(nx, mx, ssx, cx), _SampleStats(ny, my, ssy, cy), low, high, alpha, equal_var)
+    sx, sy = _one_sample(xa), _one_sample(ya)
+    out = _ind_from_stats(sx, sy, margins, equal_var)
     return _result(
         out,
         low=low,
         high=high,
         alpha=alpha,
         design="independent",
-        n_x=int(nx[0]),
-        n_y=int(ny[0]),
+        n_x=int(sx.n[0]),
+        n_y=int(sy.n[0]),
         equal_var=bool(equal_var),
         n_omitted=n_omitted,
         signature=signature("tost_ind", low=low, high=high, alpha=alpha, equal_var=bool(equal_var), nan_policy=nan_policy),
@@ -480,22 +480,20 @@ def tost_grouped(
 
     from ._frames import as_frame
 
-    low, high, alpha = _check_margins(low, high, alpha)
+    margins = _check_margins(low, high, alpha)
     check_nan_policy(nan_policy)
     by = [by] if isinstance(by, str) else list(by)
     frame = as_frame(df)
     xs, ys = _grouped_scores(frame, by, x, y, paired, nan_policy)
     moments, keys = _grouped_moments(frame, by, xs, ys if paired else None)
     if paired:
-        n, mean, ss, const = moments(xs, ys)  # NaN on either side -> pair skipped
-        out = _paired_from_stats(n, mean, ss, const, low, high, alpha)
-        cols: dict[str, Any] = {"n": n.astype(np.int64)}
+        d = _SampleStats(*moments(xs, ys))  # NaN on either side -> pair skipped
+        out = _paired_from_stats(d, margins)
+        cols: dict[str, Any] = {"n": d.n.astype(np.int64)}
     else:
-        n_x, mean_x, ss_x, const_x = moments(xs, None)
-        n_y, mean_y, ss_y, const_y = moments(ys, None)
-        out = _ind_from_stats(_SampleStats(n_x, mean_x, ss_x, const_x), _SampleStats(n_y, mean_y, ss_y, const_y), low,
-                              high, alpha, equal_var)
-        cols = {"n": out["n"].astype(np.int64), "n_x": n_x.astype(np.int64), "n_y": n_y.astype(np.int64)}
+        sx, sy = _SampleStats(*moments(xs, None)), _SampleStats(*moments(ys, None))
+        out = _ind_from_stats(sx, sy, margins, equal_var)
+        cols = {"n": out["n"].astype(np.int64), "n_x": sx.n.astype(np.int64), "n_y": sy.n.astype(np.int64)}
     for key in ("mean_diff", "df", "t_lower", "p_lower", "t_upper", "p_upper", "p_value", "ci_low", "ci_high"):
         cols[key] = np.asarray(out[key], dtype=np.float64)
     cols["equivalent"] = np.asarray(out["equivalent"], dtype=bool)
