@@ -125,6 +125,71 @@ def test_two_nodes_read_their_rows_and_write_their_parts(cluster, shared, refere
     assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == ["_SUCCESS", "anchors", "segments", "sentences"]
 
 
+def test_a_worker_that_cannot_read_the_cache_or_the_input_fails_with_one_coded_error(cluster, shared, tmp_path):
+    """A cache path under a file: D870 naming it, raised on the worker and re-raised by the driver, nothing
+    left behind. A batch whose input chunk the worker cannot open: D862 naming the file. Neither hangs."""
+    from dataclasses import replace
+
+    import ray
+
+    from ddpcore.engines.base import RunOptions
+    from ddpcore.errors import DDPDataError
+    from ddpcore.io.sources import Chunk
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    out = tmp_path / "out"
+    out.mkdir()
+    t0 = time.monotonic()
+    with pytest.raises(DDPDataError, match=r"^\[D870\] .*/blocker/cache: cannot read the parse cache \(a file is "
+                                           r"where its folder should be\)"):
+        RE.profile_ray(shared / "in.parquet", _targets(out, shared / "in.parquet"), cols=COLS, n_process=2,
+                       batch_chars=BATCH, source_name="in.parquet", parse_wrapper=cache_wrapper(blocker / "cache"))
+    assert list(out.iterdir()) == []  # no output, no work folder: nothing had finished
+    plan = plan_batches(stage_input(shared / "in.parquet", COLS, None), BATCH)
+    spec = plan.spec(0)
+    gone = tmp_path / "gone.parquet"  # a chunk of the plan that this "node" does not see
+    spec = replace(spec, chunks=tuple(Chunk(str(gone), c.row_start, c.row_stop, c.row_group) for c in spec.chunks))
+    make = RE._worker_factory(ray, RunOptions(cols=COLS), "in.parquet", str(tmp_path / "ds"))
+    with pytest.raises(DDPDataError, match=rf"^\[D862\] {gone}: file not found; check the path"):
+        RE.run_pool(ray, [spec], make, 1, lambda r: None)
+    assert time.monotonic() - t0 < 300  # (a hang would be stopped by the test timeout long before)
+
+
+@pytest.mark.slow
+def test_a_cache_the_workers_cannot_write_is_read_and_said_in_the_signature(cluster, shared, reference, tmp_path):
+    """The cache's pipeline folder made read-only (``chattr +i``: root cannot create files in it either) after a
+    run filled it with half the input: the Ray run uses its parses, stores nothing, gives the local engine's
+    output, and says why in the signature (``cache.not_written``), the note and the warnings."""
+    from ddpcore.engines.run import profile_to_files
+
+    cache = tmp_path / "cache"
+    half = tmp_path / "half.jsonl"
+    pl.read_ndjson(shared / "in.jsonl").head(30).write_ndjson(half)
+    profile_to_files(half, {"segments": check_outputs([("-o", tmp_path / "half.parquet")], [half])[0]}, cols=COLS,
+                     parse_wrapper=cache_wrapper(cache))
+    (folder,) = [p for p in cache.iterdir() if p.is_dir()]
+    before = sorted(p.name for p in folder.iterdir())
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported here (needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs)")
+    out = tmp_path / "out"
+    out.mkdir()
+    said: list[str] = []
+    try:
+        rep = RE.profile_ray(shared / "in.parquet", _targets(out, shared / "in.parquet"), cols=COLS, n_process=2,
+                             batch_chars=BATCH, source_name="in.parquet", parse_wrapper=cache_wrapper(cache),
+                             warn=said.append)
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+    sig = _equal(out, reference)
+    assert sig["cache"]["hits"] > 0 and sig["cache"]["misses"] > 0 and sig["cache"]["dir"] == str(cache)
+    assert sig["cache"]["not_written"] == "Operation not permitted"
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert f"the parse cache could not be written for {rep.n_batches} batch(es) (Operation not permitted)" in \
+        rep.notes[-1]
+    assert said and all("cannot write the parse cache" in w and "are not stored" in w for w in said)
+
+
 @pytest.mark.slow
 def test_a_node_lost_mid_run_gives_the_same_output(cluster, shared, reference, tmp_path):
     c, workers = cluster

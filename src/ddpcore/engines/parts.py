@@ -38,6 +38,7 @@ from .. import schema
 from ..errors import DDPDataError
 from ..io import fs
 from ..io.segments import ROW, SegmentColumns
+from ..pipeline.summary import SummaryAccumulator
 from ..schema import SIGNATURE_KEY, TABLE_KEY
 
 if TYPE_CHECKING:
@@ -173,24 +174,6 @@ def read_part(dataset: str, role: str, k: int, entry: dict[str, Any]) -> pl.Data
 # -------------------------------------------------------------------------------- assembly
 
 
-def _summary_columns(piece: pl.DataFrame, keep: list[str], document: str) -> pl.DataFrame:
-    """What the summary needs of a piece of the segment table: the document id hashed (only
-    counted), the grouping column as categories, DDP as int32."""
-    import polars as pl
-
-    exprs = []
-    for c in keep:
-        if c not in piece.columns:
-            continue
-        if c == document:
-            exprs.append(pl.col(c).hash(seed=0))
-        elif c == schema.DDP:
-            exprs.append(pl.col(c).cast(pl.Int32))
-        else:
-            exprs.append(pl.col(c).cast(pl.String).cast(pl.Categorical))
-    return piece.select(exprs)
-
-
 class _Parts:
     """Decoded segment parts, a few at a time (the assembly in input order visits a part once
     per range of rows it overlaps)."""
@@ -215,7 +198,8 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
              temp: Callable[[Any], Any]) -> tuple[pl.DataFrame, int]:
     """Write the ``-o`` files from the parts to temporaries (``temp(dest)``; the caller commits
     them together): segments in input order without ``input_row``, anchors and sentences in
-    document order, documents batch by batch. Returns the summary frame and the anchor count."""
+    document order, documents batch by batch. Returns the DDP summary table (built range by range,
+    :class:`~ddpcore.pipeline.summary.SummaryAccumulator`: no row per segment is kept) and the anchor count."""
     import polars as pl
 
     from ..io.sinks import Sink
@@ -223,8 +207,7 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
     ks = sorted(markers)
     sig_json = json.dumps(signature, sort_keys=True)
     n_anchors = sum(int(markers[k]["files"]["anchors"]["rows"]) for k in ks)
-    keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, schema.DDP]) if c]
-    summary: list[pl.DataFrame] = []
+    summary = SummaryAccumulator(summary_by or cols.domain, cols.document)
 
     def sink_for(role: str) -> Any:
         target = targets.get(role)
@@ -250,9 +233,10 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
             continue
         piece = pl.concat(pieces).sort(INPUT_ROW).drop(INPUT_ROW)
         empty = piece.schema
-        summary.append(_summary_columns(piece, keep, cols.document))
+        summary.add(piece)
         if sink is not None:
             sink.write(piece)
+        del pieces, piece
     if sink is not None:
         sink.close(empty_schema=empty)
     for role in ("anchors", "sentences"):
@@ -275,20 +259,18 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
             empty = rows.schema
             sink.write(rows)
         sink.close(empty_schema=empty)
-    return (pl.concat(summary, rechunk=False) if summary else pl.DataFrame()), n_anchors  # (no copy of the pieces)
+    return summary.table(), n_anchors
 
 
 def dataset_summary(dataset: str, markers: dict[int, dict[str, Any]], summary_by: str | None,
                     cols: SegmentColumns) -> tuple[pl.DataFrame, int]:
-    """The summary frame and anchor count of a dataset left as the output (``-o DIR/``), read from
-    its segment parts (checksums verified) in batch order."""
-    import polars as pl
-
-    keep = [c for c in dict.fromkeys([cols.document, summary_by or cols.domain, schema.DDP]) if c]
-    pieces = [_summary_columns(read_part(dataset, "segments", k, markers[k]["files"]["segments"]), keep,
-                               cols.document) for k in sorted(markers)]
+    """The DDP summary table (:func:`ddpcore.api.summarize`) and anchor count of a dataset left as the
+    output (``-o DIR/``), read from its segment parts (checksums verified) one at a time, in batch order."""
+    summary = SummaryAccumulator(summary_by or cols.domain, cols.document)
+    for k in sorted(markers):  # one iteration per batch: one decoded part at a time
+        summary.add(read_part(dataset, "segments", k, markers[k]["files"]["segments"]))
     n_anchors = sum(int(m["files"]["anchors"]["rows"]) for m in markers.values())
-    return (pl.concat(pieces, rechunk=False) if pieces else pl.DataFrame()), n_anchors
+    return summary.table(), n_anchors
 
 
 def write_manifest(dataset: str, markers: dict[int, dict[str, Any]], signature: dict[str, Any],

@@ -444,6 +444,8 @@ class BatchWorker:
             if self.parse is not None:
                 entry = self.parse.signature().get("cache", {}) if hasattr(self.parse, "signature") else {}
                 extra.update(cache_hits=h1 - h0, cache_misses=m1 - m0, cache_dir=entry.get("dir"))
+                if entry.get("not_written"):  # the cache could not be written on this actor: said in the summary
+                    extra["cache_not_written"] = entry["not_written"]
             if self.dataset is not None:
                 out["marker"] = P.write_batch(self.dataset, spec.k, res.segments, res.anchors, res.sentences, extra)
             else:
@@ -892,7 +894,9 @@ def _accounting(b: _Batches, account: PoolAccount) -> dict[str, Any]:
     finished, actor start-up included)."""
     seconds = account.seconds
     words = sum(int(b.done[k].get("words", 0)) for k in b.fresh)
+    unstored = [b.done[k]["cache_not_written"] for k in sorted(b.fresh) if b.done[k].get("cache_not_written")]
     return {"batches": b.plan.n_batches, "profiled": account.finished, "resumed": b.resumed,
+            "cache_not_written": len(unstored), **({"cache_not_written_why": unstored[0]} if unstored else {}),
             "retried": account.retried, "replaced_actors": account.replaced_actors, "nodes": len(account.nodes),
             "actors": b.n_actors, "seconds": round(seconds, 3),
             "words_per_second": round(words / seconds, 1) if seconds > 0 and account.finished else None}
@@ -905,8 +909,12 @@ def _cache_entry(o: RunOptions, done: dict[int, dict[str, Any]]) -> dict[str, An
         return {}
     ms = [m for m in done.values() if "cache_hits" in m]
     folder = next((m["cache_dir"] for m in ms if m.get("cache_dir")), None)
-    return {"cache": {"hits": sum(int(m["cache_hits"]) for m in ms), "misses": sum(int(m["cache_misses"]) for m in ms),
-                      "dir": folder}}
+    entry = {"hits": sum(int(m["cache_hits"]) for m in ms), "misses": sum(int(m["cache_misses"]) for m in ms),
+             "dir": folder}
+    why = next((m["cache_not_written"] for m in ms if m.get("cache_not_written")), None)
+    if why is not None:  # as the local engine's signature: why the new parses were not stored
+        entry["not_written"] = why
+    return {"cache": entry}
 
 
 def _finish(where: _Where, b: _Batches, targets: dict[str, OutputTarget | None], signature: dict[str, Any],
@@ -1013,17 +1021,19 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
     finally:
         if where.temporary:
             shutil.rmtree(where.dataset, ignore_errors=True)
-    if not o.quiet or accounting["retried"]:  # -q: said only when batches had to run again
+    if not o.quiet or accounting["retried"] or accounting["cache_not_written"]:  # -q: said only when something failed
         notes.append(_account_note(accounting))
-    return RunReport(signature=signature, summary_frame=summary, n_segments=b.plan.n_segments, n_anchors=n_anchors,
+    return RunReport(signature=signature, summary_frame=None, summary=summary, n_segments=b.plan.n_segments, n_anchors=n_anchors,
                      n_batches=b.plan.n_batches, resumed_batches=b.resumed, notes=notes)
 
 
 def _account_note(a: dict[str, Any]) -> str:
     rate = f", {a['words_per_second']:,.0f} words/s over the cluster" if a.get("words_per_second") else ""
+    unstored = (f"; the parse cache could not be written for {a['cache_not_written']} batch(es) "
+                f"({a['cache_not_written_why']}): their new parses are not stored") if a.get("cache_not_written") else ""
     return (f"Ray: {a['profiled']} of {a['batches']} batches profiled on {a['nodes']} node(s) by {a['actors']} "
             f"actor(s){rate}; {a['resumed']} resumed from the interrupted run, {a['retried']} run again after "
-            f"their actor was lost")
+            f"their actor was lost{unstored}")
 
 
 def _interrupted(stop: RayStop, b: _Batches | None, o: RunOptions) -> RunInterrupted:
