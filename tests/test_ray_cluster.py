@@ -269,6 +269,53 @@ def test_a_killed_driver_is_resumed_and_parses_only_the_missing_batches(cluster,
 
 
 @pytest.mark.slow
+def test_a_resumed_run_takes_the_saved_plan_and_never_reads_the_input(cluster, shared, reference, tmp_path,
+                                                                       monkeypatch):
+    """A run stopped after half its batches (a SIGINT raised on the driver as its results come in), then the
+    JSONL input overwritten with zeros of the same size and modification time: the resumed run checks only the
+    input's identity, loads the saved plan, and its actors read the chunks the first run staged, so it completes
+    with the local engine's output (a driver that read the input again would fail on the zeros)."""
+    import shutil
+
+    from ddpcore.engines.base import RunInterrupted
+
+    source = tmp_path / "in.jsonl"
+    shutil.copy(shared / "in.jsonl", source)
+    out = tmp_path / "out"
+    out.mkdir()
+    work = out / ".segments.parquet.ray.ddp-work"
+    real = RE.run_pool
+
+    def stop_after_half(ray, specs, make, n, on_result, account=None):
+        seen = []
+
+        def counted(result):
+            on_result(result)
+            seen.append(result["k"])
+            if len(seen) >= len(specs) // 2:
+                raise RE.RayStop(signal.SIGINT)
+
+        return real(ray, specs, make, n, counted, account)
+
+    monkeypatch.setattr(RE, "run_pool", stop_after_half)
+    with pytest.raises(RunInterrupted):
+        RE.profile_ray(source, _targets(out, source), cols=COLS, n_process=2, batch_chars=BATCH,
+                       source_name="in.jsonl")
+    monkeypatch.setattr(RE, "run_pool", real)
+    done = sorted(int(p.stem) for p in (work / P.MARKERS).glob("*.json"))
+    journal = json.loads((work / P.JOURNAL).read_text())
+    assert 0 < len(done) < journal["n_batches"] and (work / P.PLAN).exists() and list((work / P.STAGED).iterdir())
+    st = source.stat()
+    source.write_bytes(b"\0" * st.st_size)
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+    rep = RE.profile_ray(source, _targets(out, source), cols=COLS, n_process=2, batch_chars=BATCH, resume=True,
+                         source_name="in.jsonl")
+    assert rep.resumed_batches == len(done) and rep.n_batches == journal["n_batches"]
+    _equal(out, reference)
+    assert not work.exists()
+
+
+@pytest.mark.slow
 def test_a_resume_with_another_setting_is_refused(cluster, shared, tmp_path):
     c, _ = cluster
     out = tmp_path / "out"

@@ -208,6 +208,40 @@ def test_each_batch_spec_reads_exactly_the_local_engines_batch(interleaved, tmp_
         assert_frame_equal(spec.read().frame, want.frame)
 
 
+def test_the_saved_plan_is_the_plan_and_a_damaged_one_is_refused(interleaved, tmp_path):
+    """``save_plan``/``load_plan`` (what ``--resume`` reads instead of the input): the same arrays, chunks,
+    schema and batch specs as the plan planned from the input; a flipped byte, a missing file, a chunk that is
+    gone or a journal entry of another plan give None and the reason."""
+    from ddpcore.engines.ray_plan import PLAN_FILE, load_plan, plan_batches, save_plan
+    from ddpcore.io.sources import stage_input
+
+    ds = str(tmp_path / "ds")
+    os.makedirs(ds)
+    src = tmp_path / "in.parquet"
+    pl.read_ndjson(interleaved).write_parquet(src, row_group_size=7)
+    plan = plan_batches(stage_input(src, COLS, None), 1500)
+    entry = save_plan(plan, ds)
+    got, why = load_plan(ds, entry, COLS)
+    assert why == "" and got is not None and got.n_batches == plan.n_batches > 2
+    for a in ("row", "doc", "segkey", "batch", "units", "chars", "bounds"):
+        assert np.array_equal(getattr(got, a), getattr(plan, a)) and getattr(got, a).dtype == getattr(plan, a).dtype
+    assert got.chunks == plan.chunks and got.schema == plan.schema and got.name == plan.name
+    for k in range(plan.n_batches):
+        assert_frame_equal(got.spec(k).read().frame, plan.spec(k).read().frame)
+    assert load_plan(ds, {**entry, "n_batches": entry["n_batches"] + 1}, COLS)[1].endswith("does not match its journal")
+    path = tmp_path / "ds" / PLAN_FILE
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert load_plan(ds, entry, COLS)[0] is None and "does not match the checksum" in load_plan(ds, entry, COLS)[1]
+    entry = save_plan(plan, ds)
+    src.rename(tmp_path / "moved.parquet")
+    assert load_plan(ds, entry, COLS) == (None, f"the input chunk {src} the workers read is gone")
+    path.unlink()
+    assert load_plan(ds, entry, COLS)[1].endswith("is missing")
+    assert load_plan(ds, None, COLS) == (None, "the interrupted run's journal records no saved plan")
+
+
 def test_a_part_that_does_not_match_its_checksum_is_refused(tmp_path):
     from ddpcore.engines import parts as P
 

@@ -4,6 +4,7 @@ finished batch and table, written by the actor that profiled the batch.
 Layout of a dataset folder (a local path every node sees, or a ``pyarrow.fs`` URI)::
 
     journal.json                  settings and input identity of the run (what --resume checks)
+    plan.npz                      the plan: batches of input rows (a resumed run reads it, not the input)
     segments/part-NNNNNN.parquet  batch NNNNNN's segment rows (document order; ``input_row``: 0-based input row)
     anchors/part-NNNNNN.parquet   its anchor rows
     sentences/part-NNNNNN.parquet its sentence rows
@@ -16,7 +17,7 @@ a batch counts as finished once its marker exists, after its three parts. The ma
 run's journal: ``--resume`` keeps every batch whose parts have the sizes its marker records
 (:func:`finished_batches`) and the assembly checks every part's checksum as it reads it
 (:func:`read_part`, D864). When the run completes, ``_SUCCESS`` replaces the markers, the
-journal and the staged chunks.
+journal, the plan and the staged chunks.
 
 With ``-o FILE`` the outputs are assembled from the parts (:func:`assemble`: segments in input
 order, anchors and sentences in document order, exactly the local engine's files) and the
@@ -50,6 +51,8 @@ ROLES = ("segments", "anchors", "sentences")
 #: the 0-based input row of every segment in the dataset's segment parts
 INPUT_ROW = "input_row"
 JOURNAL = "journal.json"
+#: the run's plan (:func:`ddpcore.engines.ray_plan.save_plan`): what ``--resume`` needs instead of the input
+PLAN = "plan.npz"
 MARKERS = "_parts"
 MANIFEST = "_SUCCESS"
 #: chunks of a non-Parquet input staged by the driver for the workers (:func:`ddpcore.io.sources.stage_input`)
@@ -291,6 +294,7 @@ def write_manifest(dataset: str, markers: dict[int, dict[str, Any]], signature: 
     for k in ks:
         fs.remove(marker_location(dataset, k))
     fs.remove(fs.join(dataset, JOURNAL))
+    fs.remove(fs.join(dataset, PLAN))
     for sub in (MARKERS, STAGED):
         fs.remove_tree(fs.join(dataset, sub))
 

@@ -23,7 +23,9 @@
    is the output, completed by a ``_SUCCESS`` manifest holding the signature.
 
 **Resume.** The markers are the journal: ``--resume`` keeps every batch whose parts are whole
-and profiles the others; a changed input or setting is refused (D170) as locally. **Faults.**
+and profiles the others; a changed input or setting is refused (D170) as locally. The driver of
+a resumed run does not read the input again: it checks the input's identity (path, size,
+modification time) and loads the plan the interrupted run saved (``plan.npz``, checksummed). **Faults.**
 An actor that dies (its node is lost) is replaced and its batches run again, at most
 :data:`MAX_BATCH_RETRIES` times each (D863 beyond); a killed driver leaves the finished parts
 for ``--resume``; a worker that cannot read the input or the parts is one coded error (D862).
@@ -58,7 +60,8 @@ from ..io.segments import ROW, SegmentColumns
 from . import parts as P
 from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
 from .local import BATCH_CHARS, Settings, iter_profile
-from .ray_plan import BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, plan_batches
+from .ray_plan import (BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, load_plan, plan_batches,
+                       save_plan)
 from ..pipeline.extract import head_noun_source
 from ..signature import run_signature
 
@@ -829,24 +832,56 @@ class _Batches:
     fresh: set[int] = field(default_factory=set)
 
 
-def _plan_run(ray: Any, staged: Any, source: Any, o: RunOptions, where: _Where, old: dict[str, Any] | None,
-              say: Callable[[str], None], notes: list[str]) -> _Batches:
+def _settings_of(source: Any, o: RunOptions, chars: int) -> dict[str, Any]:
+    """The journal's settings of this run (what a resumed run must share with the interrupted one)."""
+    reader = {"name": o.reader, "docs": None if o.docs is None else str(o.docs), "txt_mode": o.txt_mode}
+    ident = input_identity(source, o.docs) if isinstance(source, (str, os.PathLike)) else {"path": None}
+    return journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident, reader)
+
+
+def _saved_plan(source: Any, o: RunOptions, where: _Where, old: dict[str, Any] | None, name: str,
+                notes: list[str]) -> RayPlan | None:
+    """``--resume``: the interrupted run's saved plan (:func:`~ddpcore.engines.ray_plan.load_plan`), once
+    the input's identity (path, size, modification time) and the settings are checked against its journal
+    (D170) — the input itself is not read again. None (the input is read and planned anew): no journal, or
+    a journal without a usable plan (a note says why). D137 (``--summary-by``) from the saved schema."""
+    if old is None:
+        return None
+    chars = o.batch_chars or old["settings"].get("batch_chars")
+    if not chars:
+        return None
+    compare_settings(old["settings"], _settings_of(source, o, int(chars)), fs.join(where.dataset, P.JOURNAL))
+    plan, why = load_plan(where.dataset, old.get("plan"), o.cols)
+    if plan is None:
+        notes.append(f"--resume: {why}; reading the input again to plan the run")
+        return None
+    if o.summary_by is not None and o.summary_by not in plan.schema:
+        raise DDPUsageError(f"--summary-by {o.summary_by}: no such column in {name}; available columns: "
+                            f"{', '.join(plan.schema)}", code="D137")
+    return plan
+
+
+def _plan_run(ray: Any, staged: Any, saved: RayPlan | None, source: Any, o: RunOptions, where: _Where,
+              old: dict[str, Any] | None, say: Callable[[str], None], notes: list[str]) -> _Batches:
     """Resolve actors and batch size (a resumed run keeps the interrupted run's), compare the
-    settings with the interrupted run's (D170), plan, write the journal, keep the finished batches."""
+    settings with the interrupted run's (D170), plan (or take the ``saved`` plan of the interrupted
+    run), save the plan and write the journal, keep the finished batches."""
     n = resolve_actors(o.n_process, ray)
     from ..io.sources import CHARS
 
-    chars = o.batch_chars or (old["settings"].get("batch_chars") if old else None) or \
-        auto_batch_chars(int(staged.ids[CHARS].sum()), n)
-    reader = {"name": o.reader, "docs": None if o.docs is None else str(o.docs), "txt_mode": o.txt_mode}
-    ident = input_identity(source, o.docs) if isinstance(source, (str, os.PathLike)) else {"path": None}
-    settings = journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident, reader)
+    if saved is not None:
+        chars = saved.batch_chars
+    else:
+        chars = o.batch_chars or (old["settings"].get("batch_chars") if old else None) or \
+            auto_batch_chars(int(staged.ids[CHARS].sum()), n)
+    settings = _settings_of(source, o, int(chars))
     if old is not None:
         compare_settings(old["settings"], settings, fs.join(where.dataset, P.JOURNAL))
-    plan = plan_batches(staged, int(chars))  # (consumes the id index)
-    journal = {"version": 1, "settings": settings, "n_batches": plan.n_batches,
-               **({"pipeline_info": old["pipeline_info"]} if old and "pipeline_info" in old else {})}
+    plan = saved if saved is not None else plan_batches(staged, int(chars))  # (consumes the id index)
     P.prepare(where.dataset)
+    entry = old["plan"] if saved is not None else save_plan(plan, where.dataset)
+    journal = {"version": 1, "settings": settings, "n_batches": plan.n_batches, "plan": entry,
+               **({"pipeline_info": old["pipeline_info"]} if old and "pipeline_info" in old else {})}
     fs.write_json_atomic(fs.join(where.dataset, P.JOURNAL), journal)
     done = P.finished_batches(where.dataset, plan.n_batches, say) if old is not None else {}
     if done:
@@ -1002,9 +1037,10 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
     try:
         with _signals_raise():
             old = _old_journal(where, o.resume, say, notes)
-            staged = _stage(source, o, where, name)
+            saved = _saved_plan(source, o, where, old, name, notes)
+            staged = _stage(source, o, where, name) if saved is None else None
             with ray_session(o.address, quiet=o.quiet, own_signals=True) as ray:
-                b = _plan_run(ray, staged, source, o, where, old, say, notes)
+                b = _plan_run(ray, staged, saved, source, o, where, old, say, notes)
                 account = _profile_todo(ray, b, o, where, name, say)
             accounting = _accounting(b, account)
             info = b.journal.get("pipeline_info") or {}

@@ -10,6 +10,10 @@ numbers and ordering keys, a few kB — and the actor reads the rows
 
 The same input, batch size and columns always give the same plan, which is what lets
 ``--resume`` take the parts of an interrupted run as the journal (:mod:`ddpcore.engines.parts`).
+The plan is also saved in the dataset folder (:func:`save_plan`, ``plan.npz``, its checksum in
+the journal): a resumed run loads it (:func:`load_plan`) after checking that the input's path,
+size and modification time and the settings are the interrupted run's (D170), and does not read
+the input again; only a missing or damaged plan makes it read and plan the input anew.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from ..errors import DDPUsageError
 from ..io.segments import ROW, SegmentColumns
 from ..io.sources import CHARS, UNITS, Chunk, StagedInput
 from .local import DOC, SEGKEY, Settings, document_batches, segment_keys
+from .parts import PLAN
 from ..pipeline.stages import Batch
 
 if TYPE_CHECKING:
@@ -162,6 +167,76 @@ def plan_batches(staged: StagedInput, batch_chars: int) -> RayPlan:
                    dict(staged.schema), cols, staged.name, int(batch_chars))
 
 
+# ------------------------------------------------------------------------- the saved plan
+
+#: the plan of a run, saved in its dataset folder for ``--resume`` (the journal records its checksum)
+PLAN_FILE = PLAN
+_PLAN_ARRAYS = ("row", "doc", "segkey", "batch", "units", "chars", "bounds")
+
+
+def save_plan(plan: RayPlan, dataset: str) -> dict[str, Any]:
+    """Write ``plan`` to ``dataset/plan.npz`` (atomically): its arrays, its chunks and the input
+    schema (an empty Arrow IPC frame), so that ``--resume`` needs neither the input nor its id
+    index on the driver. Returns the journal's ``plan`` entry (file, size, BLAKE2b, segments)."""
+    import io
+    import json
+
+    import polars as pl
+
+    from ..io import fs
+
+    schema = io.BytesIO()
+    pl.DataFrame(schema=plan.schema).write_ipc(schema)
+    meta = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in plan.chunks], "name": plan.name,
+            "batch_chars": plan.batch_chars}
+    buf = io.BytesIO()
+    np.savez(buf, **{a: getattr(plan, a) for a in _PLAN_ARRAYS},
+             schema=np.frombuffer(schema.getvalue(), dtype=np.uint8),
+             meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8))
+    data = buf.getvalue()
+    fs.write_bytes_atomic(fs.join(dataset, PLAN_FILE), data)
+    return {"file": PLAN_FILE, "size": len(data), "digest": fs.digest(data), "n_segments": plan.n_segments,
+            "n_batches": plan.n_batches}
+
+
+def load_plan(dataset: str, entry: Any, cols: SegmentColumns) -> tuple[RayPlan | None, str]:
+    """The plan saved by :func:`save_plan` as the journal's ``entry`` records it, and ``""``; or
+    ``(None, why)`` when it is missing, damaged (size or checksum) or its chunks are gone (the
+    caller then reads the input again)."""
+    import io
+    import json
+
+    import polars as pl
+
+    from ..io import fs
+
+    if not isinstance(entry, dict) or entry.get("file") != PLAN_FILE:
+        return None, "the interrupted run's journal records no saved plan"
+    where = fs.join(dataset, PLAN_FILE)
+    try:
+        data = fs.read_bytes(where)
+    except FileNotFoundError:
+        return None, f"its saved plan {where} is missing"
+    if len(data) != entry.get("size") or fs.digest(data) != entry.get("digest"):
+        return None, f"its saved plan {where} does not match the checksum its journal recorded"
+    try:
+        with np.load(io.BytesIO(data)) as z:
+            arrays = {a: z[a] for a in _PLAN_ARRAYS}
+            schema = dict(pl.read_ipc(io.BytesIO(z["schema"].tobytes())).schema)
+            meta = json.loads(z["meta"].tobytes().decode("utf-8"))
+        chunks = [Chunk(str(p), int(a), int(b), None if g is None else int(g)) for p, a, b, g in meta["chunks"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"its saved plan {where} cannot be read ({type(exc).__name__})"
+    for path in dict.fromkeys(c.path for c in chunks):  # one look-up per distinct file (one for a Parquet input)
+        if fs.file_info(path) is None:
+            return None, f"the input chunk {path} the workers read is gone"
+    plan = RayPlan(**arrays, chunks=chunks, schema=schema, cols=cols, name=str(meta["name"]),
+                   batch_chars=int(meta["batch_chars"]))
+    if plan.n_segments != entry.get("n_segments") or plan.n_batches != entry.get("n_batches"):
+        return None, f"its saved plan {where} does not match its journal"
+    return plan, ""
+
+
 # ------------------------------------------------------------------------------ the journal
 
 #: what each journal key means, in D170 messages
@@ -203,4 +278,5 @@ def compare_settings(old: dict[str, Any], new: dict[str, Any], journal: str) -> 
                 "same settings to resume, or without --resume to start over", code="D170")
 
 
-__all__ = ["BatchSpec", "RayPlan", "compare_settings", "input_identity", "journal_settings", "plan_batches"]
+__all__ = ["BatchSpec", "PLAN_FILE", "RayPlan", "compare_settings", "input_identity", "journal_settings", "load_plan",
+           "plan_batches", "save_plan"]
