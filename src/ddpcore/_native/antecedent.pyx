@@ -37,6 +37,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libcpp.unordered_set cimport unordered_set
 
+from .ddp_max cimport raise_ddp
 from .hashsets cimport set_of
 from .kinds cimport FEM_SG, KIND_ENTITY, KIND_NOUN, KIND_PRONOUN, MASC_SG, NEUT_SG, PL
 
@@ -704,8 +705,5 @@ def learned_distances(
             dist[i] = d
             ref[i] = r
             if d > 0:
-                if d > dsent[gsentence__item[i]]:
-                    dsent[gsentence__item[i]] = d
-                if d > dseg[segment__item[i]]:
-                    dseg[segment__item[i]] = d
+                raise_ddp(d, &dsent[gsentence__item[i]], &dseg[segment__item[i]])
     return distance, antecedent, reference, cluster, ddp_seg, ddp_sent

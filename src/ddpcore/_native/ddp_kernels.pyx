@@ -24,6 +24,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libcpp.unordered_map cimport unordered_map
 from libcpp.unordered_set cimport unordered_set
 
+from .ddp_max cimport raise_ddp
 from .hashsets cimport map_of, set_of
 from .kinds cimport KIND_ENTITY, KIND_NOUN, KIND_PRONOUN
 from .threads cimport resolve_threads
@@ -503,10 +504,7 @@ cdef void _distances_one_doc(
         ante[i] = a
         ref[i] = r
         if d > 0:
-            if d > dsent[gsent[i]]:
-                dsent[gsent[i]] = d
-            if d > dseg[seg[i]]:
-                dseg[seg[i]] = d
+            raise_ddp(d, &dsent[gsent[i]], &dseg[seg[i]])
 
 
 def entity_key(const uint64_t[::1] token_hashes):

@@ -162,19 +162,52 @@ def _lazy(frame: Any, what: str) -> pl.LazyFrame:
     """A polars DataFrame or LazyFrame as a LazyFrame (anything else: a usage error naming ``what``)."""
     import polars as pl
 
-    if isinstance(frame, pl.LazyFrame):
-        return frame
-    if isinstance(frame, pl.DataFrame):
-        return frame.lazy()
+    if isinstance(frame, (pl.LazyFrame, pl.DataFrame)):
+        return frame.lazy()  # a LazyFrame's lazy() is the frame itself
     raise DDPUsageError(f"stratify: {what} must be a polars DataFrame or LazyFrame (read files with "
                         "ddpcore.io.profiles.scan_profile and ddpcore.io.scores.scan_scores), got "
                         f"{type(frame).__name__}", code="D657")
 
 
-def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname: str, score_cols: Sequence[str],
-             by: Sequence[str], on: Sequence[str] | None, strict_join: bool, extra_keys: Sequence[str] = (), *,
-             max_unjoined: float = MAX_UNJOINED, allow_partial_join: bool = False,
-             ddp_col: str = S.DDP) -> _Prepared:
+@dataclass(frozen=True)
+class _JoinPolicy:
+    """How :func:`stratify` joins the scores to the profile: ``on`` (None = the profile's document and
+    segment columns), ``strict`` (any unmatched row or null score is D653), ``max_unjoined`` and
+    ``allow_partial`` (D710/D711)."""
+
+    on: Sequence[str] | None = None
+    strict: bool = False
+    max_unjoined: float = MAX_UNJOINED
+    allow_partial: bool = False
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The two checked sides of the join (step 1 of :func:`_prepare`)."""
+
+    plf: pl.LazyFrame
+    slf: pl.LazyFrame
+    pschema: Any
+    sschema: Any
+    document: str                 # the profile's document column
+    keys: list[tuple[str, str]]   # (profile column, scores column) join pairs
+    s_by: list[str]               # by/extra columns taken from the scores (or the stacked METRIC)
+    p_by: list[str]               # by/extra columns taken from the profile
+    multi: bool                   # several score columns, stacked into METRIC
+
+    @property
+    def pk(self) -> list[str]:
+        return [pc for pc, _ in self.keys]
+
+    @property
+    def skeys(self) -> list[str]:
+        return list(dict.fromkeys(sc for _, sc in self.keys))
+
+
+def _check_inputs(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname: str,
+                  score_cols: Sequence[str], by_all: list[str], on: Sequence[str] | None, ddp_col: str) -> _Inputs:
+    """Step 1: both frames, their columns, the join keys, the score and ``by`` columns (D635, D652, D650,
+    D654, D560, D651)."""
     import polars as pl
 
     from ..io.profiles import check_ddp_col, profile_columns
@@ -207,7 +240,7 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
         if not (sschema[c].is_numeric() or sschema[c] == pl.Null):
             raise _not_numeric(slf, sname, c, sschema[c])
     multi = len(score_cols) > 1
-    if multi and METRIC in list(by) + list(extra_keys) and (METRIC in sschema or METRIC in pschema):
+    if multi and METRIC in by_all and (METRIC in sschema or METRIC in pschema):
         where = sname if METRIC in sschema else str(ppath)
         raise DDPUsageError(
             f"--by {METRIC}: ambiguous: {where} has a column '{METRIC}', and the {len(score_cols)} --score-col columns "
@@ -215,31 +248,41 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
             f"existing column, or rename it", code="D560")
     avail_by = [c for c in sschema if c not in score_cols] + ([METRIC] if multi else []) + \
         [c for c in pschema if c not in sschema and c not in (S.DDP, ddp_col)]
-    for b in list(by) + list(extra_keys):
+    for b in by_all:
         if b not in avail_by:
             raise DDPUsageError(f"--by {b}: not a column of the scores or the profile; available columns: "
                                 f"{', '.join(dict.fromkeys(avail_by))}", code="D651")
-    s_by = [b for b in dict.fromkeys(list(by) + list(extra_keys)) if b in sschema or (multi and b == METRIC)]
-    p_by = [b for b in dict.fromkeys(list(by) + list(extra_keys)) if b not in s_by]
-    # scores: keys, by columns, one score column (unpivoted when several)
-    # METRIC is the stacked pseudo-column only with several score columns; otherwise a real column
-    base = [sc for _, sc in keys] + [b for b in s_by if not (multi and b == METRIC)]
-    if multi:
-        slong = slf.select(*dict.fromkeys(base), *score_cols).unpivot(
-            index=list(dict.fromkeys(base)), on=list(score_cols), variable_name=METRIC, value_name=SCORE)
+    s_by = [b for b in dict.fromkeys(by_all) if b in sschema or (multi and b == METRIC)]
+    p_by = [b for b in dict.fromkeys(by_all) if b not in s_by]
+    return _Inputs(plf, slf, pschema, sschema, cols.document, keys, s_by, p_by, multi)
+
+
+def _long_scores(inp: _Inputs, score_cols: Sequence[str]) -> pl.LazyFrame:
+    """Step 2: the scores as keys, ``by`` columns and one float score column SCORE (several score columns
+    unpivoted into METRIC; METRIC is that pseudo-column only then, otherwise a real column)."""
+    import polars as pl
+
+    base = list(dict.fromkeys([sc for _, sc in inp.keys] + [b for b in inp.s_by if not (inp.multi and b == METRIC)]))
+    if inp.multi:
+        slong = inp.slf.select(*base, *score_cols).unpivot(
+            index=base, on=list(score_cols), variable_name=METRIC, value_name=SCORE)
     else:
-        slong = slf.select(*dict.fromkeys(base), pl.col(score_cols[0]).alias(SCORE))
-    slong = slong.with_columns(pl.col(SCORE).cast(pl.Float64))
-    pk = [pc for pc, _ in keys]
-    # the profile (one row per segment) is small: collect it with integer document codes (sorted id
-    # order, the bootstrap's unit order) and row numbers, so the 10 M-row join carries no strings
-    prof_df = plf.select(*dict.fromkeys(pk + [cols.document] + p_by),
-                         pl.col(ddp_col).cast(pl.Int64).alias(DDPK)).collect()
+        slong = inp.slf.select(*base, pl.col(score_cols[0]).alias(SCORE))
+    return slong.with_columns(pl.col(SCORE).cast(pl.Float64))
+
+
+def _profile_table(inp: _Inputs, ppath: str, ddp_col: str) -> pl.DataFrame:
+    """Step 3: the profile (one row per segment, small) collected with integer document codes DOCK (sorted
+    id order, the bootstrap's unit order), row numbers SEGK and DDPK, so the 10 M-row join carries no
+    strings. A join key on two profile rows would pair each of its score rows with two DDP values: D712."""
+    import polars as pl
+
+    pk = inp.pk
+    prof_df = inp.plf.select(*dict.fromkeys(pk + [inp.document] + inp.p_by),
+                             pl.col(ddp_col).cast(pl.Int64).alias(DDPK)).collect()
     prof_df = prof_df.with_columns(
-        (pl.col(cols.document).rank("dense") - 1).cast(pl.UInt32).alias(DOCK),
+        (pl.col(inp.document).rank("dense") - 1).cast(pl.UInt32).alias(DOCK),
         pl.int_range(pl.len(), dtype=pl.UInt32).alias(SEGK), pl.lit(True).alias("__hit"))
-    n_prof = prof_df.height
-    # a profile key twice would pair each of its score rows with two DDP values (counted twice)
     pdup = prof_df.filter(pl.struct(pk).is_duplicated()) if pk else prof_df.head(0)
     if pdup.height:
         first = pdup.row(0, named=True)
@@ -248,22 +291,42 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
             f"{ppath}: the join key ({_keys_text(first, pk)}) is on {same} profile rows ({pdup.height} rows share "
             "a key with another row), so a score row would join twice; join on columns that name one segment each "
             "(--document-col/--segment-col PROFILE_COL=SCORES_COL) or give the segment table of one `ddp profile` run", code="D712")
-    # ids compare as text when the two sides' types differ
+    return prof_df
+
+
+def _finite_score() -> pl.Expr:
+    import polars as pl
+
+    return (pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()).fill_null(False)
+
+
+def _left_join(inp: _Inputs, slong: pl.LazyFrame, prof_df: pl.DataFrame) -> pl.LazyFrame:
+    """Step 4: every score row with its profile segment (``__hit`` null where there is none); ids compare
+    as text when the two sides' types differ; the scores' row order is kept (float sums, LOWESS ties)."""
+    import polars as pl
+
     lk, rk = [], []
-    for (pc, sc) in keys:
-        if pschema[pc] != sschema[sc]:
+    for (pc, sc) in inp.keys:
+        if inp.pschema[pc] != inp.sschema[sc]:
             lk.append(pl.col(sc).cast(pl.String))
             rk.append(pl.col(pc).cast(pl.String))
         else:
             lk.append(pl.col(sc))
             rk.append(pl.col(pc))
-    right = prof_df.select(*dict.fromkeys(pk), *[b for b in p_by if b not in pk], DOCK, SEGK, DDPK, "__hit").lazy()
-    joined = slong.join(right, left_on=lk, right_on=rk, how="left", suffix="__prof",
-                        maintain_order="left")  # deterministic row order: float sums, LOWESS ties
-    finite = (pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()).fill_null(False)
-    keep_cols = [b if b in s_by else (f"{b}__prof" if b in sschema else b) for b in s_by + p_by]
-    skeys = list(dict.fromkeys(sc for _, sc in keys))
-    # one pass: the join (no strings) and, from the same plan, the first unmatched keys and null-score rows
+    pk = inp.pk
+    right = prof_df.select(*dict.fromkeys(pk), *[b for b in inp.p_by if b not in pk], DOCK, SEGK, DDPK, "__hit").lazy()
+    return slong.join(right, left_on=lk, right_on=rk, how="left", suffix="__prof", maintain_order="left")
+
+
+def _collect_join(inp: _Inputs, joined: pl.LazyFrame, sname: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Step 5, one pass over one plan: the joined rows (no strings) with ``__hit``/``__ok`` flags, the
+    first unmatched score keys and the first null-score keys (D658 when the scores cannot be read)."""
+    import polars as pl
+
+    s_by, p_by = inp.s_by, inp.p_by
+    keep_cols = [b if b in s_by else (f"{b}__prof" if b in inp.sschema else b) for b in s_by + p_by]
+    skeys = inp.skeys
+    finite = _finite_score()
     full_lf = joined.select(*[pl.col(k).alias(b) for k, b in zip(keep_cols, s_by + p_by)], DOCK, SEGK, DDPK, SCORE,
                             pl.col("__hit").is_not_null().alias("__hit"), finite.alias("__ok"))
     miss_lf = (joined.filter(pl.col("__hit").is_null()).select(*skeys).unique(maintain_order=True)
@@ -273,6 +336,16 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
         full, miss_df, null_df = pl.collect_all([full_lf, miss_lf, null_lf])
     except Exception as exc:  # noqa: BLE001
         raise DDPDataError(f"{sname}: cannot read ({str(exc).splitlines()[0]})", code="D658") from None
+    return full, miss_df, null_df
+
+
+def _join_report(inp: _Inputs, full: pl.DataFrame, miss_df: pl.DataFrame, null_df: pl.DataFrame,
+                 prof_df: pl.DataFrame, policy: _JoinPolicy, sname: str,
+                 score_cols: Sequence[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Step 6: the rows kept (matched, finite score, profile DDP; a finite |score| over MAX_ABS_SCORE is
+    D360) and ``signature["join"]``: counts, shares and first keys of every kind of row left out."""
+    import polars as pl
+
     hit = full["__hit"]
     no_ddp = full["__hit"] & full[DDPK].is_null()  # a profile segment without a DDP value
     good = hit & full["__ok"] & ~no_ddp
@@ -281,14 +354,16 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
     n_no_ddp = int((no_ddp & full["__ok"]).sum())
     big = good & (full[SCORE].abs() > MAX_ABS_SCORE)
     if big.any():
-        _raise_too_large(slf, sname, score_cols)
+        _raise_too_large(inp.slf, sname, score_cols)
     frame = full.filter(good).drop("__hit", "__ok")
+    n_prof = prof_df.height
     matched_segs = full.filter(hit)[SEGK].unique()
     n_prof_unmatched = int(n_prof - matched_segs.len())
     prof_miss = prof_df.filter(~pl.col(SEGK).is_in(matched_segs.implode())).head(FIRST_KEYS) \
         if n_prof_unmatched else prof_df.head(0)
     n_rows = int(full.height)
-    join = {"on": [{"profile": pc, "scores": sc} for pc, sc in keys], "score_rows": n_rows,
+    skeys, pk = inp.skeys, inp.pk
+    join = {"on": [{"profile": pc, "scores": sc} for pc, sc in inp.keys], "score_rows": n_rows,
             "matched_score_rows": n_rows - n_unmatched, "unmatched_score_rows": n_unmatched,
             "unmatched_score_share": (n_unmatched / n_rows) if n_rows else 0.0,
             "first_unmatched_score_keys": [_keys_dict(r, skeys) for r in miss_df.iter_rows(named=True)],
@@ -302,10 +377,21 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
             "profile_segments_without_score": int(n_prof - frame[SEGK].n_unique()),
             "documents": int(frame[DOCK].n_unique()),
             "used_score_rows": int(frame.height),
-            "max_unjoined": float(max_unjoined), "allow_partial_join": bool(allow_partial_join)}
-    del full
-    if strict_join and (n_unmatched or n_null):
-        bad = joined.filter(pl.col("__hit").is_null() | ~finite).head(1).collect().row(0, named=True)
+            "max_unjoined": float(policy.max_unjoined), "allow_partial_join": bool(policy.allow_partial)}
+    return frame, join
+
+
+def _check_join(inp: _Inputs, joined: pl.LazyFrame, frame: pl.DataFrame, join: dict[str, Any],
+                policy: _JoinPolicy, ppath: str, sname: str) -> None:
+    """Step 7: the join policy: strict (D653), nothing matched (D656), either side unmatched over
+    ``max_unjoined`` (D710), null scores over it (D711), no usable row (D711)."""
+    import polars as pl
+
+    keys, max_unjoined = inp.keys, policy.max_unjoined
+    n_rows, n_unmatched, n_null = join["score_rows"], join["unmatched_score_rows"], join["null_scores"]
+    n_prof, n_prof_unmatched = join["profile_segments"], join["unmatched_profile_segments"]
+    if policy.strict and (n_unmatched or n_null):
+        bad = joined.filter(pl.col("__hit").is_null() | ~_finite_score()).head(1).collect().row(0, named=True)
         what = "has no profile segment" if bad["__hit"] is None else "has a null or non-finite score"
         ids = ", ".join(f"{sc}={bad[sc]!r}" for _, sc in keys)
         raise DDPDataError(
@@ -324,12 +410,12 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
         sides.append(f"{n_prof_unmatched:,} of {n_prof:,} segments of the profile {ppath} "
                      f"({_pct(join['unmatched_profile_share'])}) have no score row (first: "
                      f"{_first_text(join['first_unmatched_profile_keys'])})")
-    if sides and not allow_partial_join:
+    if sides and not policy.allow_partial:
         raise DDPDataError(
             f"join on {', '.join(f'{p}={s}' for p, s in keys)}: " + "; ".join(sides)
             + f"; more than --max-unjoined {max_unjoined:g} of a side: check the ids (--document-col/--segment-col, a prefix one side lacks) "
             "or give --allow-partial-join to stratify the matched rows only", code="D710")
-    if n_null and join["null_score_share"] > max_unjoined and not allow_partial_join:
+    if n_null and join["null_score_share"] > max_unjoined and not policy.allow_partial:
         raise DDPDataError(
             f"{sname}: {n_null:,} of {n_rows:,} score rows ({_pct(join['null_score_share'])}) have a null or "
             f"non-finite score (first: {_first_text(join['first_null_score_keys'])}), more than --max-unjoined "
@@ -337,6 +423,13 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
     if frame.height == 0:
         raise DDPDataError(f"{sname}: no matched score row has a finite score and a profile DDP; nothing to "
                            "stratify", code="D711")
+
+
+def _join_warnings(join: dict[str, Any]) -> list[str]:
+    """Step 8: one line per kind of row left out (``signature["warnings"]``, the CLI's ``warning:`` lines)."""
+    n_rows, n_unmatched, n_null = join["score_rows"], join["unmatched_score_rows"], join["null_scores"]
+    n_prof, n_prof_unmatched = join["profile_segments"], join["unmatched_profile_segments"]
+    n_no_ddp = join["scores_on_segments_without_ddp"]
     warnings = []
     if n_unmatched:
         warnings.append(f"{n_unmatched:,} of {n_rows:,} score rows ({_pct(join['unmatched_score_share'])}) have no "
@@ -349,7 +442,23 @@ def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname:
                         f"{_first_text(join['first_null_score_keys'])})")
     if n_no_ddp:
         warnings.append(f"{n_no_ddp:,} score row(s) on profile segments without a DDP value left out")
-    return _Prepared(frame, list(by), join, psig, warnings, prof_df.select(*dict.fromkeys(pk), SEGK))
+    return warnings
+
+
+def _prepare(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, sname: str, score_cols: Sequence[str],
+             by: Sequence[str], policy: _JoinPolicy, extra_keys: Sequence[str] = (), *,
+             ddp_col: str = S.DDP) -> _Prepared:
+    """The joined rows of :func:`stratify` and the join's account, in the named steps above."""
+    inp = _check_inputs(profile, psig, ppath, scores, sname, score_cols, list(by) + list(extra_keys), policy.on,
+                        ddp_col)
+    slong = _long_scores(inp, score_cols)
+    prof_df = _profile_table(inp, ppath, ddp_col)
+    joined = _left_join(inp, slong, prof_df)
+    full, miss_df, null_df = _collect_join(inp, joined, sname)
+    frame, join = _join_report(inp, full, miss_df, null_df, prof_df, policy, sname, score_cols)
+    del full
+    _check_join(inp, joined, frame, join, policy, ppath, sname)
+    return _Prepared(frame, list(by), join, psig, _join_warnings(join), prof_df.select(*dict.fromkeys(inp.pk), SEGK))
 
 
 def _rows_per_segment(prep: _Prepared, by: list[str]) -> None:
@@ -592,6 +701,77 @@ def check_options(*, by: Sequence[str] = (), bins: str | Sequence[float] = DEFAU
     return edges, gcol
 
 
+@dataclass(frozen=True)
+class _Curves:
+    """What :func:`_groups` computes per group: the DDP bin edges (float64, (n_bins + 1,)), the document
+    bootstrap (``n_boot`` replicates, ``seed``, ``threads``) and the LOWESS subsample size."""
+
+    edges: np.ndarray
+    n_boot: int
+    seed: int
+    lowess_max_points: int
+    threads: int | None
+
+    def groups(self, frame: pl.DataFrame, by: list[str]) -> list[dict[str, Any]]:
+        return _groups(frame, by, self.edges, self.n_boot, self.seed, self.lowess_max_points, self.threads)
+
+
+def _gap_groups(prep: _Prepared, by: list[str], gap: tuple[str, str], gcol: str, curves: _Curves) -> list[dict[str, Any]]:
+    """The groups of the score difference A - B of ``gap = (A, B)``, two values of ``gcol``, paired per profile
+    segment within the other ``by`` columns (D655: a value missing, a side scoring a segment twice, no pair);
+    ``prep.join["gap_pairs"]`` counts the pairs."""
+    import polars as pl
+
+    f = prep.frame
+    vals = f[gcol].cast(pl.String)
+    a, b = gap
+    have = sorted(set(vals.unique().drop_nulls().to_list()))
+    for v in (a, b):
+        if v not in have:
+            raise DDPUsageError(f"--gap {a},{b}: {v!r} is not a value of '{gcol}'; values: {', '.join(have[:30])}"
+                                + (" ..." if len(have) > 30 else ""), code="D655")
+    rest = [c for c in by if c != gcol]
+    # pair on the profile's segment (document + DDP + the join keys are implied by the row's segment)
+    f = f.with_columns(vals.alias("__g"))
+    key = [c for c in f.columns if c not in (gcol, SCORE, "__g")]  # segment, document, DDP, other by columns
+    fa = f.filter(pl.col("__g") == a).select(*key, pl.col(SCORE).alias("__a"))
+    fb = f.filter(pl.col("__g") == b).select(*key, pl.col(SCORE).alias("__b"))
+    for side, fx in ((a, fa), (b, fb)):
+        dup = fx.filter(pl.struct(key).is_duplicated())
+        if dup.height:
+            raise DDPUsageError(
+                f"--gap {a},{b}: {gcol} {side!r} scores {dup.select(SEGK).n_unique()} segment(s) more than once "
+                f"({dup.height} rows) within the other --by columns, so A and B cannot be paired; add the column "
+                "that tells them apart (e.g. lp, annotator) to --by", code="D655")
+    paired = fa.join(fb, on=key, how="inner", nulls_equal=True, maintain_order="left").with_columns(
+        (pl.col("__a") - pl.col("__b")).alias(SCORE), pl.lit(f"{a} - {b}").alias(gcol))
+    if paired.height == 0:
+        raise DDPDataError(f"--gap {a},{b}: no segment is scored for both", code="D655")
+    gaps = curves.groups(paired.select(*[c for c in [gcol, *rest] if c in paired.columns], DOCK, DDPK, SCORE),
+                         [gcol, *rest])
+    prep.join["gap_pairs"] = int(paired.height)
+    return gaps
+
+
+def _signature(prep: _Prepared, profile_name: str, scores_name: str | None, score_cols: list[str], ddp_col: str,
+               curves: _Curves, gap: Sequence[str] | None, gcol: str | None) -> dict[str, Any]:
+    """``result["signature"]`` of :func:`stratify`: settings, methods, the join's account and warnings."""
+    return {
+        "ddpcore": __version__, "method": "stratify", "profile": profile_name,
+        "scores": scores_name if scores_name is not None else "<table>",
+        "score_col": score_cols if len(score_cols) > 1 else score_cols[0], "ddp_col": ddp_col, "by": prep.by,
+        "bins": [("inf" if math.isinf(e) else float(e)) for e in curves.edges], "n_boot": int(curves.n_boot),
+        "seed": int(curves.seed),
+        "ci": "document bootstrap, 95% percentile (numpy.nanpercentile, linear)",
+        "rng": "numpy PCG64(seed).random_raw, row-major; unit = floor(raw * n_units / 2**64)",
+        "spearman": "ddpcore.stats.spearman (scipy.stats.spearmanr)",
+        "lowess": {"frac": 2.0 / 3.0, "it": 3, "delta": 0.0, "max_points": int(curves.lowess_max_points),
+                   "subsample": "numpy Generator(PCG64(seed)).choice(n, max_points, replace=False)"},
+        "gap": ({"col": gcol, "a": str(gap[0]), "b": str(gap[1])} if gap is not None else None),
+        "join": prep.join, "warnings": prep.warnings, "profile_signature": prep.prof_signature,
+    }
+
+
 def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.LazyFrame,
              score_col: str | Sequence[str], *, profile_signature: dict[str, Any] | None = None,
              profile_name: str = "<profile>", scores_name: str | None = None, ddp_col: str = S.DDP,
@@ -611,64 +791,22 @@ def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.Laz
     ``scores_name`` (e.g. the file paths) name them in messages and in the signature.
     ``ddp_col`` is the DDP column binned and correlated (``--ddp-col``: e.g. ``ddp_certified``);
     a name the profile does not have is D780."""
-    import polars as pl
-
     edges, gcol = check_options(by=by, bins=bins, gap=gap, gap_col=gap_col, n_boot=n_boot, seed=seed,
                                 lowess_max_points=lowess_max_points, max_unjoined=max_unjoined)
     score_cols = [score_col] if isinstance(score_col, str) else list(score_col)
     by = list(by)
     psig = dict(profile_signature or {})
     ppath = str(Path(profile_name))
-    prep = _prepare(profile, psig, ppath, scores, scores_name or "<scores>", score_cols, by, on, strict_join,
-                    extra_keys=[gcol] if gcol else [], max_unjoined=float(max_unjoined),
-                    allow_partial_join=allow_partial_join, ddp_col=ddp_col)
+    policy = _JoinPolicy(on, strict_join, float(max_unjoined), allow_partial_join)
+    prep = _prepare(profile, psig, ppath, scores, scores_name or "<scores>", score_cols, by, policy,
+                    extra_keys=[gcol] if gcol else [], ddp_col=ddp_col)
     _rows_per_segment(prep, by)
-    _group_coverage(prep, by, float(max_unjoined), allow_partial_join)
-    groups = _groups(prep.frame, by, edges, n_boot, seed, lowess_max_points, threads)
-    result: dict[str, Any] = {"groups": groups}
+    _group_coverage(prep, by, policy.max_unjoined, allow_partial_join)
+    curves = _Curves(edges, n_boot, seed, lowess_max_points, threads)
+    result: dict[str, Any] = {"groups": curves.groups(prep.frame, by)}
     if gap is not None and gcol is not None:
-        f = prep.frame
-        vals = f[gcol].cast(pl.String)
-        a, b = str(gap[0]), str(gap[1])
-        have = sorted(set(vals.unique().drop_nulls().to_list()))
-        for v in (a, b):
-            if v not in have:
-                raise DDPUsageError(f"--gap {a},{b}: {v!r} is not a value of '{gcol}'; values: {', '.join(have[:30])}"
-                                    + (" ..." if len(have) > 30 else ""), code="D655")
-        rest = [c for c in by if c != gcol]
-        # pair on the profile's segment (document + DDP + the join keys are implied by the row's segment)
-        f = f.with_columns(vals.alias("__g"))
-        key = [c for c in f.columns if c not in (gcol, SCORE, "__g")]  # segment, document, DDP, other by columns
-        fa = f.filter(pl.col("__g") == a).select(*key, pl.col(SCORE).alias("__a"))
-        fb = f.filter(pl.col("__g") == b).select(*key, pl.col(SCORE).alias("__b"))
-        for side, fx in ((a, fa), (b, fb)):
-            dup = fx.filter(pl.struct(key).is_duplicated())
-            if dup.height:
-                raise DDPUsageError(
-                    f"--gap {a},{b}: {gcol} {side!r} scores {dup.select(SEGK).n_unique()} segment(s) more than once "
-                    f"({dup.height} rows) within the other --by columns, so A and B cannot be paired; add the column "
-                    "that tells them apart (e.g. lp, annotator) to --by", code="D655")
-        paired = fa.join(fb, on=key, how="inner", nulls_equal=True, maintain_order="left").with_columns(
-            (pl.col("__a") - pl.col("__b")).alias(SCORE), pl.lit(f"{a} - {b}").alias(gcol))
-        if paired.height == 0:
-            raise DDPDataError(f"--gap {a},{b}: no segment is scored for both", code="D655")
-        gaps = _groups(paired.select(*[c for c in [gcol, *rest] if c in paired.columns], DOCK, DDPK, SCORE),
-                       [gcol, *rest], edges, n_boot, seed, lowess_max_points, threads)
-        result["gaps"] = gaps
-        prep.join["gap_pairs"] = int(paired.height)
-    result["signature"] = {
-        "ddpcore": __version__, "method": "stratify", "profile": profile_name,
-        "scores": scores_name if scores_name is not None else "<table>",
-        "score_col": score_cols if len(score_cols) > 1 else score_cols[0], "ddp_col": ddp_col, "by": by,
-        "bins": [("inf" if math.isinf(e) else float(e)) for e in edges], "n_boot": int(n_boot), "seed": int(seed),
-        "ci": "document bootstrap, 95% percentile (numpy.nanpercentile, linear)",
-        "rng": "numpy PCG64(seed).random_raw, row-major; unit = floor(raw * n_units / 2**64)",
-        "spearman": "ddpcore.stats.spearman (scipy.stats.spearmanr)",
-        "lowess": {"frac": 2.0 / 3.0, "it": 3, "delta": 0.0, "max_points": int(lowess_max_points),
-                   "subsample": "numpy Generator(PCG64(seed)).choice(n, max_points, replace=False)"},
-        "gap": ({"col": gcol, "a": str(gap[0]), "b": str(gap[1])} if gap is not None else None),
-        "join": prep.join, "warnings": prep.warnings, "profile_signature": prep.prof_signature,
-    }
+        result["gaps"] = _gap_groups(prep, by, (str(gap[0]), str(gap[1])), gcol, curves)
+    result["signature"] = _signature(prep, profile_name, scores_name, score_cols, ddp_col, curves, gap, gcol)
     return result
 
 
