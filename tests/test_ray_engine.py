@@ -229,6 +229,11 @@ def test_the_saved_plan_is_the_plan_and_a_damaged_one_is_refused(interleaved, tm
     for k in range(plan.n_batches):
         assert_frame_equal(got.spec(k).read().frame, plan.spec(k).read().frame)
     assert load_plan(ds, {**entry, "n_batches": entry["n_batches"] + 1}, COLS)[1].endswith("does not match its journal")
+    uri = (tmp_path / "ds-uri").as_uri()  # the dataset at a pyarrow.fs URI: written through its output stream
+    os.makedirs(tmp_path / "ds-uri")
+    at_uri, why = load_plan(uri, save_plan(plan, uri), COLS)
+    assert why == "" and np.array_equal(at_uri.row, plan.row) and np.array_equal(at_uri.bounds, plan.bounds)
+    assert (tmp_path / "ds-uri" / PLAN_FILE).read_bytes() == (tmp_path / "ds" / PLAN_FILE).read_bytes()
     path = tmp_path / "ds" / PLAN_FILE
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF

@@ -4,7 +4,7 @@ finished batch and table, written by the actor that profiled the batch.
 Layout of a dataset folder (a local path every node sees, or a ``pyarrow.fs`` URI)::
 
     journal.json                  settings and input identity of the run (what --resume checks)
-    plan.npz                      the plan: batches of input rows (a resumed run reads it, not the input)
+    plan.bin                      the plan: batches of input rows (a resumed run reads it, not the input)
     segments/part-NNNNNN.parquet  batch NNNNNN's segment rows (document order; ``input_row``: 0-based input row)
     anchors/part-NNNNNN.parquet   its anchor rows
     sentences/part-NNNNNN.parquet its sentence rows
@@ -52,7 +52,7 @@ ROLES = ("segments", "anchors", "sentences")
 INPUT_ROW = "input_row"
 JOURNAL = "journal.json"
 #: the run's plan (:func:`ddpcore.engines.ray_plan.save_plan`): what ``--resume`` needs instead of the input
-PLAN = "plan.npz"
+PLAN = "plan.bin"
 MARKERS = "_parts"
 MANIFEST = "_SUCCESS"
 #: chunks of a non-Parquet input staged by the driver for the workers (:func:`ddpcore.io.sources.stage_input`)

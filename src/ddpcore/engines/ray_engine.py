@@ -25,7 +25,7 @@
 **Resume.** The markers are the journal: ``--resume`` keeps every batch whose parts are whole
 and profiles the others; a changed input or setting is refused (D170) as locally. The driver of
 a resumed run does not read the input again: it checks the input's identity (path, size,
-modification time) and loads the plan the interrupted run saved (``plan.npz``, checksummed). **Faults.**
+modification time) and loads the plan the interrupted run saved (``plan.bin``, checksummed). **Faults.**
 An actor that dies (its node is lost) is replaced and its batches run again, at most
 :data:`MAX_BATCH_RETRIES` times each (D863 beyond); a killed driver leaves the finished parts
 for ``--resume``; a worker that cannot read the input or the parts is one coded error (D862).

@@ -10,7 +10,7 @@ numbers and ordering keys, a few kB — and the actor reads the rows
 
 The same input, batch size and columns always give the same plan, which is what lets
 ``--resume`` take the parts of an interrupted run as the journal (:mod:`ddpcore.engines.parts`).
-The plan is also saved in the dataset folder (:func:`save_plan`, ``plan.npz``, its checksum in
+The plan is also saved in the dataset folder (:func:`save_plan`, ``plan.bin``, its checksum in
 the journal): a resumed run loads it (:func:`load_plan`) after checking that the input's path,
 size and modification time and the settings are the interrupted run's (D170), and does not read
 the input again; only a missing or damaged plan makes it read and plan the input anew.
@@ -174,10 +174,19 @@ PLAN_FILE = PLAN
 _PLAN_ARRAYS = ("row", "doc", "segkey", "batch", "units", "chars", "bounds")
 
 
+#: the first bytes of a saved plan; then the header's length (8 bytes, little-endian), the header (JSON),
+#: and the arrays' bytes one after the other (the header gives each array's dtype and length)
+_PLAN_MAGIC = b"DDPPLAN1"
+#: bytes of an array written at a time (a view of the array: no copy)
+_WRITE_SLICE = 1 << 20
+
+
 def save_plan(plan: RayPlan, dataset: str) -> dict[str, Any]:
-    """Write ``plan`` to ``dataset/plan.npz`` (atomically): its arrays, its chunks and the input
+    """Write ``plan`` to ``dataset/plan.bin`` (atomically): its arrays, its chunks and the input
     schema (an empty Arrow IPC frame), so that ``--resume`` needs neither the input nor its id
-    index on the driver. Returns the journal's ``plan`` entry (file, size, BLAKE2b, segments)."""
+    index on the driver. Streamed from views of the arrays, 1 MiB at a time: the driver holds no
+    copy of them. Returns the journal's ``plan`` entry (file, size, BLAKE2b, segments, batches)."""
+    import base64
     import io
     import json
 
@@ -187,27 +196,55 @@ def save_plan(plan: RayPlan, dataset: str) -> dict[str, Any]:
 
     schema = io.BytesIO()
     pl.DataFrame(schema=plan.schema).write_ipc(schema)
-    meta = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in plan.chunks], "name": plan.name,
-            "batch_chars": plan.batch_chars}
-    buf = io.BytesIO()
-    np.savez(buf, **{a: getattr(plan, a) for a in _PLAN_ARRAYS},
-             schema=np.frombuffer(schema.getvalue(), dtype=np.uint8),
-             meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8))
-    data = buf.getvalue()
-    fs.write_bytes_atomic(fs.join(dataset, PLAN_FILE), data)
-    return {"file": PLAN_FILE, "size": len(data), "digest": fs.digest(data), "n_segments": plan.n_segments,
+    arrays = [np.ascontiguousarray(getattr(plan, a)) for a in _PLAN_ARRAYS]
+    header = json.dumps({
+        "arrays": [[a, x.dtype.str, len(x)] for a, x in zip(_PLAN_ARRAYS, arrays)],
+        "chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in plan.chunks], "name": plan.name,
+        "batch_chars": plan.batch_chars, "schema": base64.b64encode(schema.getvalue()).decode("ascii"),
+    }).encode("utf-8")
+
+    def write(fh: Any) -> None:
+        fh.write(_PLAN_MAGIC + len(header).to_bytes(8, "little") + header)
+        for x in arrays:  # one iteration per array, then per MiB of it
+            view = memoryview(x).cast("B")
+            for at in range(0, len(view), _WRITE_SLICE):
+                fh.write(view[at:at + _WRITE_SLICE])
+
+    size, digest = fs.write_stream_atomic(fs.join(dataset, PLAN_FILE), write)
+    return {"file": PLAN_FILE, "size": size, "digest": digest, "n_segments": plan.n_segments,
             "n_batches": plan.n_batches}
+
+
+def _parse_plan(data: bytes, cols: SegmentColumns) -> RayPlan:
+    """The :class:`RayPlan` of a saved plan's bytes (ValueError, KeyError... when they are not one)."""
+    import base64
+    import io
+    import json
+
+    import polars as pl
+
+    if data[:len(_PLAN_MAGIC)] != _PLAN_MAGIC:
+        raise ValueError("not a saved ddpcore plan")
+    at = len(_PLAN_MAGIC) + 8
+    end = at + int.from_bytes(data[len(_PLAN_MAGIC):at], "little")
+    head = json.loads(data[at:end].decode("utf-8"))
+    arrays = {}
+    for name, dtype, n in head["arrays"]:  # one iteration per array (seven)
+        dt = np.dtype(dtype)
+        arrays[name] = np.frombuffer(data, dtype=dt, count=int(n), offset=end)  # (read-only views of the bytes)
+        end += dt.itemsize * int(n)
+    if end != len(data) or set(arrays) != set(_PLAN_ARRAYS):
+        raise ValueError("a saved plan of another length")
+    chunks = [Chunk(str(p), int(a), int(b), None if g is None else int(g)) for p, a, b, g in head["chunks"]]
+    schema = dict(pl.read_ipc(io.BytesIO(base64.b64decode(head["schema"]))).schema)
+    return RayPlan(**arrays, chunks=chunks, schema=schema, cols=cols, name=str(head["name"]),
+                   batch_chars=int(head["batch_chars"]))
 
 
 def load_plan(dataset: str, entry: Any, cols: SegmentColumns) -> tuple[RayPlan | None, str]:
     """The plan saved by :func:`save_plan` as the journal's ``entry`` records it, and ``""``; or
     ``(None, why)`` when it is missing, damaged (size or checksum) or its chunks are gone (the
     caller then reads the input again)."""
-    import io
-    import json
-
-    import polars as pl
-
     from ..io import fs
 
     if not isinstance(entry, dict) or entry.get("file") != PLAN_FILE:
@@ -220,18 +257,12 @@ def load_plan(dataset: str, entry: Any, cols: SegmentColumns) -> tuple[RayPlan |
     if len(data) != entry.get("size") or fs.digest(data) != entry.get("digest"):
         return None, f"its saved plan {where} does not match the checksum its journal recorded"
     try:
-        with np.load(io.BytesIO(data)) as z:
-            arrays = {a: z[a] for a in _PLAN_ARRAYS}
-            schema = dict(pl.read_ipc(io.BytesIO(z["schema"].tobytes())).schema)
-            meta = json.loads(z["meta"].tobytes().decode("utf-8"))
-        chunks = [Chunk(str(p), int(a), int(b), None if g is None else int(g)) for p, a, b, g in meta["chunks"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        plan = _parse_plan(data, cols)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         return None, f"its saved plan {where} cannot be read ({type(exc).__name__})"
-    for path in dict.fromkeys(c.path for c in chunks):  # one look-up per distinct file (one for a Parquet input)
+    for path in dict.fromkeys(c.path for c in plan.chunks):  # one look-up per distinct file (one for a Parquet input)
         if fs.file_info(path) is None:
             return None, f"the input chunk {path} the workers read is gone"
-    plan = RayPlan(**arrays, chunks=chunks, schema=schema, cols=cols, name=str(meta["name"]),
-                   batch_chars=int(meta["batch_chars"]))
     if plan.n_segments != entry.get("n_segments") or plan.n_batches != entry.get("n_batches"):
         return None, f"its saved plan {where} does not match its journal"
     return plan, ""

@@ -167,6 +167,54 @@ def write_bytes_atomic(location: str | os.PathLike[str], data: bytes) -> None:
         raise _fail(location, "write", exc) from None
 
 
+class _Hashing:
+    """A write-only file object over ``raw`` that counts and BLAKE2b-hashes what passes through it
+    (unseekable: a zip writer then streams, as to a pipe)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw, self.size, self.hash = raw, 0, hashlib.blake2b(digest_size=16)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self.raw.write(view)
+        self.hash.update(view)
+        self.size += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        pass
+
+    def read(self, *args: Any) -> bytes:  # (numpy.savez takes an object with ``read`` for a file object)
+        raise OSError("write-only stream")
+
+
+def write_stream_atomic(location: str | os.PathLike[str], write: Any) -> tuple[int, str]:
+    """``write(fh)`` streams a file to ``location`` through a temporary name, then the rename of
+    :func:`write_bytes_atomic`; the file's bytes are never held whole. Returns its size and
+    BLAKE2b (:func:`digest`)."""
+    fsys, path = resolve(location)
+    folder, _, name = path.rpartition("/")
+    tmp = f"{folder}/.{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with fsys.open_output_stream(tmp) as raw:
+            fh = _Hashing(raw)
+            write(fh)
+        if is_uri(location):
+            fsys.move(tmp, path)
+        else:
+            os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            fsys.delete_file(tmp)
+        except OSError:
+            pass
+        raise _fail(location, "write", exc) from None
+    return fh.size, fh.hash.hexdigest()
+
+
 def digest(data: bytes) -> str:
     """BLAKE2b (16 bytes, hex) of ``data``: the checksum of every part and manifest."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -372,4 +420,5 @@ def parquet_source(path: Any) -> Any:
 
 __all__ = ["StoragePath", "digest", "exists", "file_info", "fingerprint", "is_uri", "join", "list_files", "make_dirs",
            "open_parquet", "parquet_bytes", "parquet_source", "read_bytes", "read_json", "read_parquet_bytes",
-           "remove", "remove_tree", "replace", "resolve", "storage_path", "write_bytes_atomic", "write_json_atomic"]
+           "remove", "remove_tree", "replace", "resolve", "storage_path", "write_bytes_atomic", "write_json_atomic",
+           "write_stream_atomic"]
