@@ -161,6 +161,138 @@ def _conditions(spec: Any, hashes: Callable[[Sequence[str]], np.ndarray]) -> lis
     return out
 
 
+def _unexpressible(patterns: Sequence[dict[str, Any]], r: int, why: str, source: str) -> DDPUsageError:
+    """D210 for rule ``r``, which sets an output DDP reads but uses ``why``."""
+    shown = json.dumps(patterns[r].get("patterns"), ensure_ascii=False, default=str)
+    if len(shown) > 160:
+        shown = shown[:157] + "..."
+    return DDPUsageError(
+        f"{source}: pattern {r} {shown} sets {', '.join(sorted(_outputs(patterns[r])))} but uses {why}, which "
+        "ddpcore's compiled attribute rules cannot express; use --pipeline default (runs the attribute ruler) "
+        "or remove the pattern from the pipeline", code="D210")
+
+
+def _rule_sequences(patterns: Sequence[dict[str, Any]], r: int, hashes: Callable[[Sequence[str]], np.ndarray],
+                    source: str) -> tuple[bool, list[tuple[int, list[Any]]] | None]:
+    """Step 1 for rule ``r``: ``(sets_something_ddp_reads, sequences)``; ``sequences`` is None for a rule
+    the compiler cannot express that sets nothing DDP reads (skipped). D210 for one that does."""
+    outputs = _outputs(patterns[r])
+    relevant = [a for a in outputs if a not in IGNORED_OUTPUTS]
+    unsupported = [a for a in relevant if a not in APPLIED_OUTPUTS]
+    if unsupported:
+        raise _unexpressible(patterns, r, f"the output {unsupported[0]} (read by DDP, not set by the compiled rules)",
+                             source)
+    try:
+        return bool(relevant), _sequences(patterns[r], hashes)
+    except _Unsupported as exc:
+        if relevant:
+            raise _unexpressible(patterns, r, str(exc), source) from None
+        return False, None
+
+
+class _RuleOutputs:
+    """Step 2: the POS id / TAG / DEP hash each rule sets (``rule_*`` of :class:`PosRules`) and whether it
+    sets it (``rule_sets_*``), filled one rule at a time."""
+
+    def __init__(self, n_rules: int) -> None:
+        self.pos = np.full(n_rules, -1, dtype=np.int32)
+        self.tag = np.zeros(n_rules, dtype=np.uint64)
+        self.dep = np.zeros(n_rules, dtype=np.uint64)
+        self.sets = {k: np.zeros(n_rules, dtype=np.uint8) for k in APPLIED_OUTPUTS}
+
+    def add(self, r: int, rule: dict[str, Any], pos_id: Callable[[str], int],
+            hashes: Callable[[Sequence[str]], np.ndarray]) -> None:
+        values = {str(k).upper(): v for k, v in rule["attrs"].items()}
+        if "POS" in values:
+            self.pos[r] = int(values["POS"]) if isinstance(values["POS"], int) else pos_id(str(values["POS"]))
+            self.sets["POS"][r] = 1
+        for name, table in (("TAG", self.tag), ("DEP", self.dep)):
+            if name in values:
+                v = values[name]
+                table[r] = np.uint64(v) if isinstance(v, int) else hashes([str(v)])[0]
+                self.sets[name][r] = 1
+
+    def fields(self) -> dict[str, np.ndarray]:
+        return {"rule_pos": self.pos, "rule_sets_pos": self.sets["POS"], "rule_tag": self.tag,
+                "rule_sets_tag": self.sets["TAG"], "rule_dep": self.dep, "rule_sets_dep": self.sets["DEP"]}
+
+
+class _SequenceTable:
+    """Step 3: the sequence and condition arrays of :class:`PosRules` (``attrs``, ``seq_*``, ``cond_*``),
+    one sequence at a time, and the positive first-token conditions of each sequence (for dispatch)."""
+
+    def __init__(self) -> None:
+        self.attrs: list[str] = []
+        self.seq_rule: list[int] = []
+        self.seq_len: list[int] = []
+        self.seq_target: list[int] = []
+        self.seq_cond_start = [0]
+        self.cond_offset: list[int] = []
+        self.cond_attr: list[int] = []
+        self.cond_negate: list[int] = []
+        self.cond_value_start = [0]
+        self.cond_values: list[int] = []
+        self.first_conds: list[list[tuple[str, list[int]]]] = []
+
+    def add(self, r: int, target: int, toks: list[Any]) -> None:
+        self.seq_rule.append(r)
+        self.seq_len.append(len(toks))
+        self.seq_target.append(target)
+        firsts = []
+        for off, conds in enumerate(toks):
+            for attr, negate, ids in conds:
+                if attr not in self.attrs:
+                    self.attrs.append(attr)
+                self.cond_offset.append(off)
+                self.cond_attr.append(self.attrs.index(attr))
+                self.cond_negate.append(int(negate))
+                self.cond_values.extend(sorted(set(ids)))
+                self.cond_value_start.append(len(self.cond_values))
+                if off == 0 and not negate:
+                    firsts.append((attr, sorted(set(ids))))
+        self.seq_cond_start.append(len(self.cond_offset))
+        self.first_conds.append(firsts)
+
+    def fields(self) -> dict[str, Any]:
+        i32 = np.int32
+        return {
+            "attrs": tuple(self.attrs),
+            "seq_rule": np.asarray(self.seq_rule, i32), "seq_len": np.asarray(self.seq_len, i32),
+            "seq_target": np.asarray(self.seq_target, i32), "seq_cond_start": np.asarray(self.seq_cond_start, np.int64),
+            "cond_offset": np.asarray(self.cond_offset, i32), "cond_attr": np.asarray(self.cond_attr, i32),
+            "cond_negate": np.asarray(self.cond_negate, np.uint8),
+            "cond_value_start": np.asarray(self.cond_value_start, np.int64),
+            "cond_values": np.asarray(self.cond_values, np.uint64),
+        }
+
+
+def _dispatch(first_conds: list[list[tuple[str, list[int]]]], attrs: list[str]) -> dict[str, np.ndarray]:
+    """Step 4: each sequence under its most selective positive first-token condition (``dispatch_*``), or
+    in ``always_seq`` when it has none."""
+    slots: list[str] = []
+    groups: dict[tuple[int, int], list[int]] = {}
+    always = []
+    for s, firsts in enumerate(first_conds):
+        if not firsts:
+            always.append(s)
+            continue
+        attr, ids = min(firsts, key=lambda c: (_DISPATCH_ORDER.get(c[0], 4), len(c[1])))
+        if attr not in slots:
+            slots.append(attr)
+        for v in ids:
+            groups.setdefault((slots.index(attr), v), []).append(s)
+    keys = sorted(groups)
+    i32 = np.int32
+    return {
+        "dispatch_slot_attr": np.asarray([attrs.index(a) for a in slots], i32),
+        "dispatch_group_slot": np.asarray([k[0] for k in keys], i32),
+        "dispatch_group_value": np.asarray([k[1] for k in keys], np.uint64),
+        "dispatch_group_seq_start": np.cumsum([0] + [len(groups[k]) for k in keys]).astype(np.int64),
+        "dispatch_group_seq": np.asarray([s for k in keys for s in groups[k]], i32),
+        "always_seq": np.asarray(always, i32),
+    }
+
+
 def compile_pos_rules(
     patterns: Sequence[dict[str, Any]],
     *,
@@ -177,106 +309,26 @@ def compile_pos_rules(
     (or an attribute DDP reads that the kernel cannot set) with a pattern the compiler cannot
     express.
     """
-    attrs: list[str] = []
-    seq_rule, seq_len, seq_target, seq_cond_start = [], [], [], [0]
-    cond_offset, cond_attr, cond_negate, cond_value_start, cond_values = [], [], [], [0], []
-    first_conds: list[list[tuple[str, list[int]]]] = []
     n_rules = len(patterns)
-    rule_pos = np.full(n_rules, -1, dtype=np.int32)
-    rule_tag = np.zeros(n_rules, dtype=np.uint64)
-    rule_dep = np.zeros(n_rules, dtype=np.uint64)
-    sets = {k: np.zeros(n_rules, dtype=np.uint8) for k in APPLIED_OUTPUTS}
+    outputs = _RuleOutputs(n_rules)
+    table = _SequenceTable()
     skipped: list[int] = []
     applied = 0
-
-    def fail(r: int, why: str) -> DDPUsageError:
-        shown = json.dumps(patterns[r].get("patterns"), ensure_ascii=False, default=str)
-        if len(shown) > 160:
-            shown = shown[:157] + "..."
-        return DDPUsageError(
-            f"{source}: pattern {r} {shown} sets {', '.join(sorted(_outputs(patterns[r])))} but uses {why}, which "
-            "ddpcore's compiled attribute rules cannot express; use --pipeline default (runs the attribute ruler) "
-            "or remove the pattern from the pipeline", code="D210")
-
     for r, rule in enumerate(patterns):
-        outputs = _outputs(rule)
-        relevant = [a for a in outputs if a not in IGNORED_OUTPUTS]
-        unsupported = [a for a in relevant if a not in APPLIED_OUTPUTS]
-        if unsupported:
-            raise fail(r, f"the output {unsupported[0]} (read by DDP, not set by the compiled rules)")
-        try:
-            seqs = _sequences(rule, hashes)
-        except _Unsupported as exc:
-            if relevant:
-                raise fail(r, str(exc)) from None
+        relevant, seqs = _rule_sequences(patterns, r, hashes, source)
+        if seqs is None:
             skipped.append(r)
             continue
         if not relevant:
             continue  # sets only what DDP never reads
         applied += 1
-        values = {str(k).upper(): v for k, v in rule["attrs"].items()}
-        if "POS" in values:
-            rule_pos[r] = int(values["POS"]) if isinstance(values["POS"], int) else pos_id(str(values["POS"]))
-            sets["POS"][r] = 1
-        for name, table in (("TAG", rule_tag), ("DEP", rule_dep)):
-            if name in values:
-                v = values[name]
-                table[r] = np.uint64(v) if isinstance(v, int) else hashes([str(v)])[0]
-                sets[name][r] = 1
+        outputs.add(r, rule, pos_id, hashes)
         for target, toks in seqs:
-            seq_rule.append(r)
-            seq_len.append(len(toks))
-            seq_target.append(target)
-            firsts = []
-            for off, conds in enumerate(toks):
-                for attr, negate, ids in conds:
-                    if attr not in attrs:
-                        attrs.append(attr)
-                    cond_offset.append(off)
-                    cond_attr.append(attrs.index(attr))
-                    cond_negate.append(int(negate))
-                    cond_values.extend(sorted(set(ids)))
-                    cond_value_start.append(len(cond_values))
-                    if off == 0 and not negate:
-                        firsts.append((attr, sorted(set(ids))))
-            seq_cond_start.append(len(cond_offset))
-            first_conds.append(firsts)
-
-    # dispatch: each sequence under its most selective positive first-token condition
-    slots: list[str] = []
-    groups: dict[tuple[int, int], list[int]] = {}
-    always = []
-    for s, firsts in enumerate(first_conds):
-        if not firsts:
-            always.append(s)
-            continue
-        attr, ids = min(firsts, key=lambda c: (_DISPATCH_ORDER.get(c[0], 4), len(c[1])))
-        if attr not in slots:
-            slots.append(attr)
-        for v in ids:
-            groups.setdefault((slots.index(attr), v), []).append(s)
-    keys = sorted(groups)
-    group_seq_start = np.cumsum([0] + [len(groups[k]) for k in keys]).astype(np.int64)
+            table.add(r, target, toks)
     digest = hashlib.blake2b(json.dumps(list(patterns), sort_keys=True, default=str).encode(),
                              digest_size=8).hexdigest()
-    i32 = np.int32
-    return PosRules(
-        attrs=tuple(attrs),
-        seq_rule=np.asarray(seq_rule, i32), seq_len=np.asarray(seq_len, i32), seq_target=np.asarray(seq_target, i32),
-        seq_cond_start=np.asarray(seq_cond_start, np.int64),
-        cond_offset=np.asarray(cond_offset, i32), cond_attr=np.asarray(cond_attr, i32),
-        cond_negate=np.asarray(cond_negate, np.uint8), cond_value_start=np.asarray(cond_value_start, np.int64),
-        cond_values=np.asarray(cond_values, np.uint64),
-        dispatch_slot_attr=np.asarray([attrs.index(a) for a in slots], i32),
-        dispatch_group_slot=np.asarray([k[0] for k in keys], i32),
-        dispatch_group_value=np.asarray([k[1] for k in keys], np.uint64),
-        dispatch_group_seq_start=group_seq_start,
-        dispatch_group_seq=np.asarray([s for k in keys for s in groups[k]], i32),
-        always_seq=np.asarray(always, i32),
-        rule_pos=rule_pos, rule_sets_pos=sets["POS"], rule_tag=rule_tag, rule_sets_tag=sets["TAG"],
-        rule_dep=rule_dep, rule_sets_dep=sets["DEP"],
-        n_rules=n_rules, applied=applied, skipped=tuple(skipped), digest=digest,
-    )
+    return PosRules(**table.fields(), **_dispatch(table.first_conds, table.attrs), **outputs.fields(),
+                    n_rules=n_rules, applied=applied, skipped=tuple(skipped), digest=digest)
 
 
 def _sequences(rule: dict[str, Any], hashes: Callable[[Sequence[str]], np.ndarray]) -> list[tuple[int, list[Any]]]:
