@@ -359,8 +359,6 @@ def read_gold(
         Missing files, no gold documents found, malformed lines (message names file and line),
         or the same document id read twice.
     """
-    import polars as pl
-
     if format is not None and format not in FORMATS:
         raise DDPUsageError(f"unknown gold format '{format}'; choose one of {', '.join(FORMATS)}", code="D402")
     if isinstance(paths, (str, os.PathLike)):
@@ -368,38 +366,51 @@ def read_gold(
     if not paths:
         raise DDPUsageError("no gold files given", code="D402")
 
-    sent_rows: list[dict[str, Any]] = []
-    mention_rows: list[dict[str, Any]] = []
-    seen_docs: dict[str, str] = {}
-    warnings: list[str] = []
-
-    def problem(message: str, code: str) -> None:
-        if strict:
-            raise DDPDataError(message, code=code)
-        warnings.append(f"[{code}] {message}")
-    used_formats: list[str] = []
-
+    found = _Found(strict)
     for raw in paths:
-        path = Path(raw)
+        found.read_path(Path(raw), format)
+    return found.corpus()
+
+
+class _Found:
+    """The rows :func:`read_gold` has read so far: sentences, mentions, where each document came from
+    (D404 for a document read twice), the formats used and the repairs (``problem``: D409/D410 under
+    ``strict``, else a warning)."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.sent_rows: list[dict[str, Any]] = []
+        self.mention_rows: list[dict[str, Any]] = []
+        self.seen_docs: dict[str, str] = {}
+        self.warnings: list[str] = []
+        self.formats: list[str] = []
+
+    def problem(self, message: str, code: str) -> None:
+        if self.strict:
+            raise DDPDataError(message, code=code)
+        self.warnings.append(f"[{code}] {message}")
+
+    def read_path(self, path: Path, format: str | None) -> None:
+        """Every gold member of one file, folder or archive (D405 when it holds none)."""
         members = list(_iter_members(path))
         single_file = path.is_file() and not _is_tar_name(path.name)
         jobs = _plan(path, members, format, single_file)
-        results = _run_jobs(jobs, problem)
+        results = _run_jobs(jobs, self.problem)
         found = 0
         for (member, fmt, _txt), docs in zip(jobs, results):
             for doc_id, sents, ments in docs:
-                if doc_id in seen_docs:
+                if doc_id in self.seen_docs:
                     raise DDPDataError(
-                        f"{member.label}: document '{doc_id}' was already read from {seen_docs[doc_id]}; "
+                        f"{member.label}: document '{doc_id}' was already read from {self.seen_docs[doc_id]}; "
                         "give each document once (e.g. not both LitBank forms)",
                         code="D404",
                     )
-                seen_docs[doc_id] = member.label
-                sent_rows.extend(sents)
-                mention_rows.extend(ments)
+                self.seen_docs[doc_id] = member.label
+                self.sent_rows.extend(sents)
+                self.mention_rows.extend(ments)
                 found += 1
-            if fmt not in used_formats:
-                used_formats.append(fmt)
+            if fmt not in self.formats:
+                self.formats.append(fmt)
         if found == 0:
             what = f"{format} " if format else ""
             raise DDPDataError(
@@ -408,22 +419,26 @@ def read_gold(
                 code="D405",
             )
 
-    sentences = pl.DataFrame(
-        sent_rows,
-        schema={
-            DOCUMENT_ID: pl.String, SENTENCE: pl.Int32, GENRE: pl.String, TEXT: pl.String,
-            TOKENS: pl.List(pl.String), N_TOKENS: pl.Int32, SOURCE_FILE: pl.String,
-        },
-    )
-    mentions = pl.DataFrame(
-        mention_rows,
-        schema={
-            DOCUMENT_ID: pl.String, SENTENCE: pl.Int32, TOKEN_START: pl.Int32, TOKEN_END: pl.Int32,
-            CHAIN_ID: pl.String, MENTION_TYPE: pl.String, ENTITY_TYPE: pl.String, TEXT: pl.String,
-            HEAD_TOKEN: pl.Int32, HEAD_TEXT: pl.String,
-        },
-    )
-    return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(used_formats), warnings=tuple(warnings))
+    def corpus(self) -> GoldCorpus:
+        import polars as pl
+
+        sentences = pl.DataFrame(
+            self.sent_rows,
+            schema={
+                DOCUMENT_ID: pl.String, SENTENCE: pl.Int32, GENRE: pl.String, TEXT: pl.String,
+                TOKENS: pl.List(pl.String), N_TOKENS: pl.Int32, SOURCE_FILE: pl.String,
+            },
+        )
+        mentions = pl.DataFrame(
+            self.mention_rows,
+            schema={
+                DOCUMENT_ID: pl.String, SENTENCE: pl.Int32, TOKEN_START: pl.Int32, TOKEN_END: pl.Int32,
+                CHAIN_ID: pl.String, MENTION_TYPE: pl.String, ENTITY_TYPE: pl.String, TEXT: pl.String,
+                HEAD_TOKEN: pl.Int32, HEAD_TEXT: pl.String,
+            },
+        )
+        return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(self.formats),
+                          warnings=tuple(self.warnings))
 
 
 _Job = tuple["_Member", str, "_Member | None"]  # member, format, LitBank brat sentence file
@@ -677,37 +692,41 @@ def _conll_head(pos: list[str]) -> int:
     return len(pos) - 1
 
 
-def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> list[_Doc]:
-    docs: list[_Doc] = []
-    lines = _Lines(member)  # streamed: a large file is never held whole
-    default_name = Path(member.name).name
-    state: dict[str, Any] = {}
+class _Conll2012:
+    """A CoNLL-2012 (or LitBank CoNLL) reader of one member: documents (``#begin``/``#end document``),
+    sentences (blank lines), token lines and their coreference brackets, one line at a time."""
 
-    def start(name: str, part: str | None, lineno: int) -> None:
+    def __init__(self, member: _Member, problem: _Problem, litbank: bool) -> None:
+        self.member, self.problem, self.litbank = member, problem, litbank
+        self.docs: list[_Doc] = []
+        self.state: dict[str, Any] = {}  # the open document: id, genre, rows, words/pos/brackets of its sentence
+
+    def start(self, name: str, part: str | None, lineno: int) -> None:
         try:
             part_no = int(part) if part is not None else 0
         except ValueError:
-            raise DDPDataError(f"{member.label}: line {lineno}: document part '{part}' is not an integer", code="D408") from None
-        doc_id = name if (litbank or part_no == 0) else f"{name}#{part_no}"
-        if litbank:
+            raise DDPDataError(f"{self.member.label}: line {lineno}: document part '{part}' is not an integer", code="D408") from None
+        doc_id = name if (self.litbank or part_no == 0) else f"{name}#{part_no}"
+        if self.litbank:
             genre = LITBANK_GENRE
         else:
             genre = name.split("/")[0] if "/" in name else UNKNOWN_GENRE
-        state.update(doc_id=doc_id, genre=genre, sents=[], ments=[], words=[], pos=[], open={}, begin=lineno)
+        self.state.update(doc_id=doc_id, genre=genre, sents=[], ments=[], words=[], pos=[], open={}, begin=lineno)
 
-    def flush_sentence(lineno: int) -> None:
+    def flush_sentence(self, lineno: int) -> None:
+        state, label = self.state, self.member.label
         words, pos = state["words"], state["pos"]
         if not words:
             return
         for eid in state["open"]:
-            problem(
-                f"{member.label}: line {lineno}: sentence ends with chain '{eid}' still open (missing '{eid})'); "
+            self.problem(
+                f"{label}: line {lineno}: sentence ends with chain '{eid}' still open (missing '{eid})'); "
                 "mention dropped",
                 "D409",
             )
         state["open"] = {}
         idx = len(state["sents"])
-        state["sents"].append(_sentence_row(state["doc_id"], idx, state["genre"], words, member.label))
+        state["sents"].append(_sentence_row(state["doc_id"], idx, state["genre"], words, label))
         no_pos = all(p in ("_", "-", "") for p in pos)
         for chain, a, b in state.pop("pending", []):
             if no_pos:
@@ -719,47 +738,51 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
             state["ments"].append(_mention_row(state["doc_id"], idx, a, b, chain, mtype, None, words, head))
         state["words"], state["pos"] = [], []
 
-    def finish(lineno: int) -> None:
-        flush_sentence(lineno)
-        if state["sents"]:
-            docs.append((state["doc_id"], state["sents"], state["ments"]))
-        state.clear()
+    def finish(self, lineno: int) -> None:
+        self.flush_sentence(lineno)
+        if self.state["sents"]:
+            self.docs.append((self.state["doc_id"], self.state["sents"], self.state["ments"]))
+        self.state.clear()
 
-    for lineno, line in enumerate(lines, 1):
+    def line(self, line: str, lineno: int, default_name: str) -> None:
+        """One line: a document boundary, a comment, a sentence break or a token line."""
         if line.startswith("#begin document"):
-            if state:
-                finish(lineno)
+            if self.state:
+                self.finish(lineno)
             m = _BEGIN_RE.match(line)
             if m is None:
-                raise DDPDataError(f"{member.label}: line {lineno}: expected '#begin document (NAME); part N'", code="D408")
-            start(m.group(1), m.group(2), lineno)
-            continue
-        if line.startswith("#end document"):
-            if state:
-                finish(lineno)
-            continue
-        if line.startswith("#"):
-            continue
-        if not line.strip():
-            if state:
-                flush_sentence(lineno)
-            continue
-        if not state:
-            start(default_name, None, lineno)
+                raise DDPDataError(f"{self.member.label}: line {lineno}: expected '#begin document (NAME); part N'", code="D408")
+            self.start(m.group(1), m.group(2), lineno)
+        elif line.startswith("#end document"):
+            if self.state:
+                self.finish(lineno)
+        elif line.startswith("#"):
+            pass
+        elif not line.strip():
+            if self.state:
+                self.flush_sentence(lineno)
+        else:
+            if not self.state:
+                self.start(default_name, None, lineno)
+            self.token(line, lineno)
+
+    def token(self, line: str, lineno: int) -> None:
+        """A token line: its word, POS and coreference column (at least 5 columns, numbered in order)."""
+        label, state = self.member.label, self.state
         cols = line.split("\t") if "\t" in line else line.split()
         if len(cols) < 5:
             raise DDPDataError(
-                f"{member.label}: line {lineno}: expected at least 5 columns (document part word_number word ... coref), "
+                f"{label}: line {lineno}: expected at least 5 columns (document part word_number word ... coref), "
                 f"got {len(cols)}",
                 code="D408",
             )
         try:
             word_no = int(cols[2])
         except ValueError:
-            raise DDPDataError(f"{member.label}: line {lineno}, column 3: word number '{cols[2]}' is not an integer", code="D408") from None
+            raise DDPDataError(f"{label}: line {lineno}, column 3: word number '{cols[2]}' is not an integer", code="D408") from None
         if word_no != len(state["words"]):
             raise DDPDataError(
-                f"{member.label}: line {lineno}, column 3: word number {word_no}, expected {len(state['words'])}; "
+                f"{label}: line {lineno}, column 3: word number {word_no}, expected {len(state['words'])}; "
                 "is a blank line (sentence break) missing?",
                 code="D408",
             )
@@ -770,14 +793,17 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
         state["words"].append(word)
         state["pos"].append(cols[4] if len(cols) >= 12 else "_")
         coref = cols[-1].strip() if len(cols) >= 12 else ""
-        if coref in ("", "-", "_"):
-            continue
-        tok = word_no
+        if coref not in ("", "-", "_"):
+            self.brackets(coref, word_no, lineno)
+
+    def brackets(self, coref: str, tok: int, lineno: int) -> None:
+        """The coreference column of token ``tok``: ``(ID``, ``ID)``, ``(ID)`` pieces joined by ``|``."""
+        state = self.state
         for piece in coref.split("|"):
             m = re.fullmatch(r"(\()?([^()]+?)(\))?", piece)
             if m is None or not (m.group(1) or m.group(3)):
                 raise DDPDataError(
-                    f"{member.label}: line {lineno}, coref column: cannot parse '{piece}' (expected '(ID', 'ID)' or '(ID)')",
+                    f"{self.member.label}: line {lineno}, coref column: cannot parse '{piece}' (expected '(ID', 'ID)' or '(ID)')",
                     code="D409",
                 )
             eid = m.group(2)
@@ -788,17 +814,25 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
             else:
                 stack = state["open"].get(eid)
                 if not stack:
-                    problem(f"{member.label}: line {lineno}, coref column: '{piece}' closes chain {eid}, which is not open; ignored", "D409")
+                    self.problem(f"{self.member.label}: line {lineno}, coref column: '{piece}' closes chain {eid}, which is not open; ignored", "D409")
                     continue
                 a = stack.pop()
                 if not stack:
                     del state["open"][eid]
                 state.setdefault("pending", []).append((eid, a, tok + 1))
-    if state:
-        finish(lines.count + 1)
-    if not docs and lines.count:
+
+
+def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> list[_Doc]:
+    reader = _Conll2012(member, problem, litbank)
+    lines = _Lines(member)  # streamed: a large file is never held whole
+    default_name = Path(member.name).name
+    for lineno, line in enumerate(lines, 1):
+        reader.line(line, lineno, default_name)
+    if reader.state:
+        reader.finish(lines.count + 1)
+    if not reader.docs and lines.count:
         raise DDPDataError(f"{member.label}: no token lines found; is this a CoNLL-2012 file?", code="D408")
-    return docs
+    return reader.docs
 
 
 # --------------------------------------------------------------------------- CoNLL-U with Entity=
@@ -839,30 +873,35 @@ def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, s
     return out
 
 
-def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
-    docs: list[_Doc] = []
-    lines = _Lines(member)  # streamed: a large file is never held whole
-    file_stem = Path(member.name).name.rsplit(".", 1)[0]
-    doc: dict[str, Any] = {}
-    etype_index = -1
-    sent: dict[str, Any] = {}
+class _Conllu:
+    """A CoNLL-U reader of one member with CorefUD ``Entity=`` brackets in MISC: documents (``newdoc``),
+    sentences, token lines and their entity brackets, one line at a time."""
 
-    def new_doc(doc_id: str) -> None:
-        doc.clear()
-        doc.update(doc_id=doc_id, genre=None, sents=[], ments=[], open={}, raw=[])
+    def __init__(self, member: _Member, problem: _Problem) -> None:
+        self.member, self.problem = member, problem
+        self.file_stem = Path(member.name).name.rsplit(".", 1)[0]
+        self.docs: list[_Doc] = []
+        self.doc: dict[str, Any] = {}   # the open document: id, genre, rows, entities still open
+        self.sent: dict[str, Any] = {}  # the open sentence: token columns, finished mentions, text
+        self.etype_index = -1           # position of "etype" in global.Entity
 
-    def flush_sentence(lineno: int) -> None:
+    def new_doc(self, doc_id: str) -> None:
+        self.doc.clear()
+        self.doc.update(doc_id=doc_id, genre=None, sents=[], ments=[], open={}, raw=[])
+
+    def flush_sentence(self, lineno: int) -> None:
+        doc, sent, label = self.doc, self.sent, self.member.label
         if not sent.get("forms"):
             sent.clear()
             return
         if not doc:
-            new_doc(file_stem)
+            self.new_doc(self.file_stem)
         forms, heads = sent["forms"], sent["heads"]
         idx = len(doc["sents"])
         text = sent.get("text")
         if text is None:
             text = "".join(f + ("" if noskip else " ") for f, noskip in zip(forms, sent["nospace"])).rstrip()
-        doc["sents"].append(_sentence_row(doc["doc_id"], idx, "", forms, member.label, text))
+        doc["sents"].append(_sentence_row(doc["doc_id"], idx, "", forms, label, text))
         for eid, a, b, etype in sent["done"]:
             span_heads = [k for k in range(a, b) if not (a < heads[k] <= b)]  # heads are 1-based, 0 = root
             h = span_heads[0] if span_heads else a
@@ -870,10 +909,11 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
             doc["ments"].append(_mention_row(doc["doc_id"], idx, a, b, eid, mtype, etype, forms, h))
         sent.clear()
 
-    def finish_doc(lineno: int) -> None:
+    def finish_doc(self, lineno: int) -> None:
+        doc = self.doc
         for eid, starts in (doc.get("open") or {}).items():
-            problem(
-                f"{member.label}: document '{doc['doc_id']}' ends with entity {eid} still open "
+            self.problem(
+                f"{self.member.label}: document '{doc['doc_id']}' ends with entity {eid} still open "
                 f"(opened in sentence {starts[-1][0] + 1}); mention dropped",
                 "D410",
             )
@@ -881,45 +921,53 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
             genre = doc["genre"] or UNKNOWN_GENRE
             for row in doc["sents"]:
                 row[GENRE] = genre
-            docs.append((doc["doc_id"], doc["sents"], doc["ments"]))
+            self.docs.append((doc["doc_id"], doc["sents"], doc["ments"]))
         doc.clear()
 
-    for lineno, line in enumerate(lines, 1):
+    def line(self, line: str, lineno: int) -> None:
+        """One line: a sentence break, a comment (document, entity layout, genre, text) or a token line."""
         if not line.strip():
-            flush_sentence(lineno)
-            continue
-        if line.startswith("#"):
-            key, _, val = line[1:].partition("=")
-            key, val = key.strip(), val.strip()
-            if key in ("newdoc id", "newdoc"):
-                flush_sentence(lineno)
-                finish_doc(lineno)
-                new_doc(val or f"{file_stem}-{len(docs)}")
-            elif key == "global.Entity":
-                fields = val.split("-")
-                etype_index = fields.index("etype") if "etype" in fields else -1
-            elif key in ("meta::genre", "genre"):
-                if not doc:
-                    new_doc(file_stem)
-                doc["genre"] = val
-            elif key == "text":
-                sent["text"] = val
-            continue
+            self.flush_sentence(lineno)
+        elif line.startswith("#"):
+            self.comment(line, lineno)
+        else:
+            self.token(line, lineno)
+
+    def comment(self, line: str, lineno: int) -> None:
+        key, _, val = line[1:].partition("=")
+        key, val = key.strip(), val.strip()
+        if key in ("newdoc id", "newdoc"):
+            self.flush_sentence(lineno)
+            self.finish_doc(lineno)
+            self.new_doc(val or f"{self.file_stem}-{len(self.docs)}")
+        elif key == "global.Entity":
+            fields = val.split("-")
+            self.etype_index = fields.index("etype") if "etype" in fields else -1
+        elif key in ("meta::genre", "genre"):
+            if not self.doc:
+                self.new_doc(self.file_stem)
+            self.doc["genre"] = val
+        elif key == "text":
+            self.sent["text"] = val
+
+    def token(self, line: str, lineno: int) -> None:
+        """A token line (10 tab-separated columns; ranges and empty nodes skipped) and its entities."""
+        label, sent = self.member.label, self.sent
         cols = line.split("\t")
         if len(cols) != 10:
-            raise DDPDataError(f"{member.label}: line {lineno}: a CoNLL-U token line needs 10 tab-separated columns, got {len(cols)}", code="D411")
+            raise DDPDataError(f"{label}: line {lineno}: a CoNLL-U token line needs 10 tab-separated columns, got {len(cols)}", code="D411")
         tid = cols[0]
         if not tid.isdigit():
             if re.fullmatch(r"\d+-\d+|\d+\.\d+", tid):
-                continue  # multiword token range / empty node: not a word of the sentence
-            raise DDPDataError(f"{member.label}: line {lineno}, column ID: '{tid}' is not a token id", code="D411")
-        if not doc:
-            new_doc(file_stem)
+                return  # multiword token range / empty node: not a word of the sentence
+            raise DDPDataError(f"{label}: line {lineno}, column ID: '{tid}' is not a token id", code="D411")
+        if not self.doc:
+            self.new_doc(self.file_stem)
         if not sent.get("forms"):
             sent.update(forms=[], heads=[], xpos=[], upos=[], feats=[], nospace=[], done=[])
         k = len(sent["forms"])
         if int(tid) != k + 1:
-            raise DDPDataError(f"{member.label}: line {lineno}, column ID: token id {tid}, expected {k + 1}", code="D411")
+            raise DDPDataError(f"{label}: line {lineno}, column ID: token id {tid}, expected {k + 1}", code="D411")
         head = cols[6]
         sent["forms"].append(cols[1])
         sent["upos"].append(cols[3])
@@ -929,13 +977,17 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
         misc = cols[9]
         sent["nospace"].append("SpaceAfter=No" in misc)
         m = _ENTITY_RE.search(misc)
-        if m is None:
-            continue
+        if m is not None:
+            self.entities(m.group(1), k, lineno)
+
+    def entities(self, value: str, k: int, lineno: int) -> None:
+        """The ``Entity=`` brackets of token ``k``: a mention opens, closes (within its sentence) or is one token."""
+        doc, sent, label = self.doc, self.sent, self.member.label
         sidx = len(doc["sents"])
-        for op, eid, attrs in _parse_entity(m.group(1), member.label, lineno):
+        for op, eid, attrs in _parse_entity(value, label, lineno):
             eid = _DISCONTINUOUS_RE.sub("", eid)  # CorefUD "e5[1/2]": part of a discontinuous mention of e5
             fields = attrs.split("-") if attrs else []
-            etype = fields[etype_index - 1] if 0 < etype_index <= len(fields) else None
+            etype = fields[self.etype_index - 1] if 0 < self.etype_index <= len(fields) else None
             if op == "single":
                 sent["done"].append((eid, k, k + 1, etype))
             elif op == "open":
@@ -943,22 +995,29 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
             else:
                 stack = doc["open"].get(eid)
                 if not stack:
-                    problem(f"{member.label}: line {lineno}, MISC: 'Entity=...{eid})' closes entity {eid}, which is not open; ignored", "D410")
+                    self.problem(f"{label}: line {lineno}, MISC: 'Entity=...{eid})' closes entity {eid}, which is not open; ignored", "D410")
                     continue
                 s0, a, et = stack.pop()
                 if not stack:
                     del doc["open"][eid]
                 if s0 != sidx:
-                    problem(
-                        f"{member.label}: line {lineno}, MISC: a mention of entity {eid} spans sentences "
+                    self.problem(
+                        f"{label}: line {lineno}, MISC: a mention of entity {eid} spans sentences "
                         f"{s0 + 1}-{sidx + 1} of document '{doc['doc_id']}'; dropped (gold mentions must lie within one sentence)",
                         "D410",
                     )
                     continue
                 sent["done"].append((eid, a, k + 1, et))
-    flush_sentence(lines.count + 1)
-    finish_doc(lines.count + 1)
-    return docs
+
+
+def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
+    reader = _Conllu(member, problem)
+    lines = _Lines(member)  # streamed: a large file is never held whole
+    for lineno, line in enumerate(lines, 1):
+        reader.line(line, lineno)
+    reader.flush_sentence(lines.count + 1)
+    reader.finish_doc(lines.count + 1)
+    return reader.docs
 
 
 __all__ = [
