@@ -222,7 +222,7 @@ def test_a_node_lost_mid_run_gives_the_same_output(cluster, shared, reference, t
     assert retried >= 1, note  # the batches queued on the lost node's actor ran again
 
 
-def _profile_cmd(source: Path, out: Path, address: str, cache: Path, *extra: str) -> list[str]:
+def _profile_cmd(source: Path, out: Path, address: str, cache: Path | str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "ddpcore.cli.main", "profile", str(source), "--engine", "ray", "--address",
             address, "-j", "2", "--batch-chars", str(BATCH), "--cache", str(cache), "-q",
             "--document-col", COLS.document, "--segment-col", COLS.segment, "--text-col", COLS.text,
@@ -334,14 +334,18 @@ def test_a_resume_with_another_setting_is_refused(cluster, shared, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_runs_share_one_cache_folder(cluster, shared, reference, tmp_path):
+@pytest.mark.parametrize("as_uri", [False, True], ids=["path", "file-uri"])
+def test_two_runs_share_one_cache_folder(cluster, shared, reference, tmp_path, as_uri):
+    """Two CLI runs at once on one cache, a folder or a file:// URI (pyarrow.fs: the code path of s3:// and
+    gs://), no lock: both give the local engine's output, and a third run finds every unit."""
     c, _ = cluster
     cache = tmp_path / "cache"
+    where = cache.as_uri() if as_uri else str(cache)
     outs = [tmp_path / "a", tmp_path / "b"]
     procs = []
     for out in outs:
         out.mkdir()
-        cmd = _profile_cmd(shared / "in.parquet", out, c.address, cache)
+        cmd = _profile_cmd(shared / "in.parquet", out, c.address, where)
         cmd[cmd.index("-j") + 1] = "1"
         procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
     try:
@@ -358,7 +362,8 @@ def test_two_runs_share_one_cache_folder(cluster, shared, reference, tmp_path):
     third.mkdir()
     sig = None
     rep = RE.profile_ray(shared / "in.parquet", _targets(third, shared / "in.parquet"), cols=COLS, n_process=2,
-                         batch_chars=BATCH, parse_wrapper=cache_wrapper(cache))
+                         batch_chars=BATCH, parse_wrapper=cache_wrapper(where))
     sig = _equal(third, reference)
-    assert sig["cache"] == {"hits": total, "misses": 0, "dir": str(cache)} and rep.n_segments == 60
+    assert sig["cache"] == {"hits": total, "misses": 0, "dir": where} and rep.n_segments == 60
+    assert not [p for p in cache.rglob("*") if p.name.endswith(".tmp")]
     assert not os.environ.get("RAY_ADDRESS")
