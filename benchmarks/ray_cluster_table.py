@@ -10,14 +10,14 @@ run joins it, so Ray's own start-up is reported apart. Parts:
   distinct sentences, the parse cache warmed first so that the actors only run the stages), once
   with ``-o DIR/`` (the dataset is the output: the driver holds the plan only) and once with
   ``-o FILE`` (the driver also assembles the file, range by range). Target: 1 M <= 1.5x 10 k.
-- ``overhead``: per-batch cost of the Ray path on cached units (everything but the parse: read
-  the rows, cache look-up, stages, write the parts) against the local engine's per-batch time,
-  default batch size (1,000,000 characters), 1 actor vs ``-j 1``, same process, rounds
-  alternated; the input is ``--words`` of LitBank 40 times over (renamed documents: about 20
-  batches). Each engine's fixed cost is measured on a one-segment input and taken off
-  (``(T - T_one) / batches``); the Ray row "on the actor" is the median time an actor reports
-  per batch, its first batch (imports, cache index, rule tables) left out. Target: Ray per
-  batch <= 1.05x local.
+- ``overhead``: per-batch time of the Ray path on cached units (everything but the parse: read
+  the rows, cache look-up, stages, write the parts and marker, the Ray call) against the local
+  engine's, at the default batch size (1,000,000 characters), 1 actor vs ``-j 1``, the same input
+  in the same run, rounds alternated; the input is ``--words`` of LitBank 20 times over (renamed
+  documents). A batch's time is the time between two consecutive finished batches, taken from
+  the mtimes of the batch markers each engine writes (watched by a separate process); the median
+  is over batches 2..N of every round (the first carries the run's set-up). The Ray row "as the
+  actor reports it" is the actor's own time per batch. Target: Ray per batch <= 1.05x local.
 - ``speed``: ``--words`` words of LitBank novels (paragraphs as segments), no cache: Ray with 2
   actors on the warm Ray vs the local engine ``-j 2`` (fork), whole ``profile_*`` call each
   (actor start and pipeline load included). Target: >= 0.9x local. Start-up apart: ``ray.init``
@@ -116,13 +116,54 @@ def _litbank(words: int, copies: int = 1):
     return pl.concat([lit.with_columns(pl.col("document_id") + f"-{c}") for c in range(copies)])
 
 
-def part_overhead(tmp: Path, repeats: int, words: int, copies: int = 40) -> None:
+#: a separate process that records when each batch marker appears (its file's mtime: the write time), so
+#: that watching costs the measured process nothing: ``python -c WATCH FOLDER SUFFIX``; stdin closed = stop
+WATCH = r"""
+import json, os, sys, threading, time
+folder, suffix = sys.argv[1:3]
+seen, stop = {}, threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+while not stop.is_set():
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.endswith(suffix) and e.name not in seen:
+                    try:
+                        seen[e.name] = e.stat().st_mtime_ns
+                    except OSError:
+                        pass
+    except OSError:
+        pass
+    time.sleep(0.005)
+print(json.dumps(seen))
+"""
+
+
+class _Watch:
+    """Batch markers of one run as they appear (:data:`WATCH`); :meth:`intervals` gives the seconds
+    between consecutive finished batches (the first batch, which carries the run's set-up, left out)."""
+
+    def __init__(self, folder: Path, suffix: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", WATCH, str(folder), suffix], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def intervals(self) -> list[float]:
+        out, _ = self.proc.communicate("", timeout=60)
+        times = sorted(json.loads(out).values())
+        return [(b - a) / 1e9 for a, b in zip(times, times[1:])]
+
+
+def part_overhead(tmp: Path, repeats: int, words: int, copies: int = 20) -> None:
+    """Per-batch time on cached units, both engines on the same input in the same run, rounds alternated:
+    the time between consecutive finished batches (marker file mtimes), median over batches 2..N of every
+    round; Ray with 1 actor (``-o DIR/``), the local engine with ``-j 1``, both at the default batch size."""
     import polars as pl
     from polars.testing import assert_frame_equal
 
     from ddpcore.engines import parts as P
+    from ddpcore.engines.local import BATCH_CHARS
     from ddpcore.engines.ray_engine import dataset_target, profile_ray
-    from ddpcore.engines.run import profile_to_files
+    from ddpcore.engines.run import profile_to_files, work_dir_for
     from ddpcore.io.outputs import check_outputs
     from ddpcore.io.segments import SegmentColumns
     from ddpcore.pipeline.cache import cache_wrapper
@@ -131,50 +172,62 @@ def part_overhead(tmp: Path, repeats: int, words: int, copies: int = 40) -> None
     cache = tmp / "ovh-cache"
     src = tmp / "ovh.parquet"
     _litbank(words, copies=copies).write_parquet(src)
-    one = tmp / "one.parquet"
-    pl.read_parquet(src).head(1).write_parquet(one)
 
-    def run(engine: str, source: Path, out: Path) -> tuple[float, int]:
-        if str(out).endswith("/"):
-            t = {"segments": dataset_target(str(out))}
+    def run(engine: str, out: Path) -> tuple[float, list[float], int]:
+        if engine == "ray":
+            t = {"segments": dataset_target(f"{out}/")}
+            watch = _Watch(out / P.MARKERS, ".json")
         else:
-            t = {"segments": check_outputs([("-o", out)], [source])[0], "anchors": None, "sentences": None}
+            t = {"segments": check_outputs([("-o", out)], [src])[0], "anchors": None, "sentences": None}
+            watch = _Watch(work_dir_for(out) / "parts", ".done")
         t0 = time.perf_counter()
         if engine == "ray":
-            rep = profile_ray(source, t, cols=cols, n_process=1, batch_chars=1_000_000,
+            rep = profile_ray(src, t, cols=cols, n_process=1, batch_chars=BATCH_CHARS,
                               parse_wrapper=cache_wrapper(cache), quiet=True)
         else:
-            rep = profile_to_files(source, t, cols=cols, n_process=1, parse_wrapper=cache_wrapper(cache))
-        return time.perf_counter() - t0, rep.n_batches
+            rep = profile_to_files(src, t, cols=cols, n_process=1, batch_chars=BATCH_CHARS,
+                                   parse_wrapper=cache_wrapper(cache))
+        sec = time.perf_counter() - t0
+        assert rep.signature["cache"]["misses"] == 0 or engine == "warm"
+        return sec, watch.intervals(), rep.n_batches
 
-    run("local", src, tmp / "warm.parquet")  # fill the cache (the copies' lines are hits after the first)
+    t0 = time.perf_counter()
+    profile_to_files(src, {"segments": check_outputs([("-o", tmp / "warm.parquet")], [src])[0]}, cols=cols,
+                     n_process=2, parse_wrapper=cache_wrapper(cache))  # fill the cache (parsed once, -j 2)
+    print(f"\n(cache filled in {time.perf_counter() - t0:.0f} s)")
     ref = pl.read_parquet(tmp / "warm.parquet")
-    res: dict[str, list[float]] = {"local": [], "ray": [], "local one": [], "ray one": []}
-    steady: list[float] = []
+    whole: dict[str, list[float]] = {"local": [], "ray": []}
+    per: dict[str, list[list[float]]] = {"local": [], "ray": []}
+    actor: list[float] = []
     n_batches = 0
     for r in range(repeats):
-        for engine in ("local", "ray"):
-            out = tmp / f"ovh-{engine}-{r}.parquet"
-            sec, n_batches = run(engine, src, out)
-            res[engine].append(sec)
-            assert_frame_equal(ref, pl.read_parquet(out))
-            res[f"{engine} one"].append(run(engine, one, tmp / f"ovh-{engine}-one-{r}.parquet")[0])
-        ds = tmp / f"ovh-ds-{r}"
-        run("ray", src, f"{ds}/")  # type: ignore[arg-type]  (a dataset folder: the trailing / counts)
-        batches = P.read_manifest(str(ds))["batches"]
-        steady.append(statistics.median(b["seconds"] for b in batches[1:]))  # the actor's first batch: its warm-up
-    med = {k: statistics.median(v) for k, v in res.items()}
-    per = {e: (med[e] - med[f"{e} one"]) / n_batches for e in ("local", "ray")}
-    print(f"\n### per-batch cost on cached units ({n_batches} batches of <= 1,000,000 characters, "
-          f"{ref.height:,} segments, 1 process / 1 actor)\n")
-    print("| engine | whole run s (median) | runs | one-segment run s | per batch s | vs local |")
+        for engine in ("local", "ray") if r % 2 == 0 else ("ray", "local"):
+            out = tmp / f"ovh-{engine}-{r}" if engine == "ray" else tmp / f"ovh-{engine}-{r}.parquet"
+            sec, gaps, n_batches = run(engine, out)
+            whole[engine].append(sec)
+            per[engine].append(gaps)
+            if engine == "ray":
+                assert_frame_equal(ref, P.read_dataset(str(out))[0])
+                batches = P.read_manifest(str(out))["batches"]
+                actor.extend(b["seconds"] for b in sorted(batches, key=lambda b: b["k"])[1:])
+            else:
+                assert_frame_equal(ref, pl.read_parquet(out))
+    print(f"\n### per-batch time on cached units ({n_batches} batches of <= {BATCH_CHARS:,} characters, "
+          f"{ref.height:,} segments; 1 actor vs -j 1; {repeats} rounds alternated)\n")
+    print("| engine | per batch s: median over batches 2..N of all rounds | range | per-round medians | "
+          "whole run s (median) | vs local |")
     print("|---|---|---|---|---|---|")
+    med = {e: statistics.median([g for gaps in per[e] for g in gaps]) for e in per}
     for e in ("local", "ray"):
-        print(f"| {e} | {med[e]:.2f} | {', '.join(f'{t:.2f}' for t in res[e])} | {med[e + ' one']:.2f} | "
-              f"{per[e]:.3f} | {per[e] / per['local']:.3f}x |")
-    st = statistics.median(steady)
-    print(f"| ray, on the actor (read rows to marker written, median over batches 2..N) | - | "
-          f"{', '.join(f'{t:.3f}' for t in steady)} | - | {st:.3f} | {st / per['local']:.3f}x |")
+        flat = [g for gaps in per[e] for g in gaps]
+        print(f"| {e} | {med[e]:.3f} | {min(flat):.3f}-{max(flat):.3f} | "
+              f"{', '.join(f'{statistics.median(g):.3f}' for g in per[e])} | {statistics.median(whole[e]):.1f} | "
+              f"{med[e] / med['local']:.3f}x |")
+    st = statistics.median(actor)
+    print(f"| ray, as the actor reports it (read rows to marker written) | {st:.3f} | "
+          f"{min(actor):.3f}-{max(actor):.3f} | - | - | {st / med['local']:.3f}x |")
+    print(f"\nRay per-batch overhead: {100 * (med['ray'] - med['local']) / med['local']:+.1f} % of the local "
+          "engine's per-batch time (target <= 5 %)")
 
 
 def part_speed(tmp: Path, repeats: int, words: int) -> None:
