@@ -194,3 +194,27 @@ def permutation_sig_diff_loop(gold, m1, m2, corr, keep_rows):
         if corr(gold, b) - corr(gold, a) >= delta:
             large += 1
     return large / len(keep_rows), delta
+
+
+def spa_replicate(cells, docs_drawn, metric, coin_of, signs):
+    """SPA of one bootstrap replicate by loops, the coins held fixed: the units are the drawn copies of the
+    complete segments (``coin_of[item]`` = the segment's column in ``signs``, the point value's masks); a copy
+    takes its segment's coin. ``cells`` = the bin's cells (every system present in every segment).
+    NaN when no segment is drawn."""
+    by_doc = defaultdict(list)
+    for c in cells:
+        by_doc[c[0]].append(c)
+    systems = sorted({c[2] for c in cells})
+    units_h, units_m, cols = [], [], []
+    for d in docs_drawn:
+        seg = defaultdict(dict)
+        for c in by_doc.get(d, []):
+            seg[c[1]][c[2]] = c
+        for item in sorted(seg):
+            units_h.append([seg[item][s][3] for s in systems])
+            units_m.append([seg[item][s][4][metric] for s in systems])
+            cols.append(coin_of[item])
+    if not units_h:
+        return math.nan
+    rep_signs = [[row[j] for j in cols] for row in signs]
+    return spa(units_h, units_m, rep_signs)

@@ -104,9 +104,10 @@ def test_bootstrap_intervals_equal_oracle_replicates():
         for m in ("a", "b"):
             got = e["metrics"][m]
             eps = got["acc_eq.item"].get("epsilon")
-            reps = [O.cell_stats(O.replicate(sub, [docs[i] for i in row]), m, eps_item=eps, eps_none=-1)
+            eps_none = got["acc_eq.none"]["epsilon"] if got["acc_eq.none"]["status"] == "ok" else -1
+            reps = [O.cell_stats(O.replicate(sub, [docs[i] for i in row]), m, eps_item=eps, eps_none=eps_none)
                     for row in idx]
-            for stat in ("pearson.none", "tau_b.none", "pearson.item", "tau_b.item", "acc_eq.item",
+            for stat in ("pearson.none", "tau_b.none", "acc_eq.none", "pearson.item", "tau_b.item", "acc_eq.item",
                          "pairwise_accuracy.sys"):
                 v = np.array([r[stat] for r in reps], dtype=float)
                 reps_all[(e["label"], m, stat)] = v
@@ -122,7 +123,7 @@ def test_bootstrap_intervals_equal_oracle_replicates():
     # test (b): p_below = share of replicates where bin k is not below the first bin
     first = res.bins[0]["label"]
     for t in res.tests["bins_vs_first"]:
-        if t["status"] != "ok":
+        if t["status"] != "ok" or t["stat"] == "spa.sys":  # spa.sys: tests/stats/test_meta_intervals.py
             continue
         d = reps_all[(t["bin"], t["metric"], t["stat"])] - reps_all[(first, t["metric"], t["stat"])]
         d = d[~np.isnan(d)]
@@ -274,7 +275,9 @@ def test_fail_on_grammar_and_gate():
     with pytest.raises(DDPUsageError, match="D805"):
         parse_fail_on("a:acc_eq.item", ["a"])
     with pytest.raises(DDPUsageError, match="D805"):
-        parse_fail_on("a:spa.sys:15", ["a"])
+        parse_fail_on("a:spa.score:15", ["a"])
+    assert parse_fail_on("a:spa.sys:15", ["a"])[1] == "spa.sys"  # every statistic has an interval now
+    assert parse_fail_on("a:acc_eq.none:0", ["a"])[1] == "acc_eq.none"
     with pytest.raises(DDPUsageError, match="D805"):
         parse_fail_on("zz:acc_eq.item:15", ["a"])
     assert parse_fail_on("*:pearson.item:5", ["a", "b"])[:3] == (["a", "b"], "pearson.item", 5.0)

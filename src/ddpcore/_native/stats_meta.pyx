@@ -15,6 +15,9 @@ Kernels
 ``tau_b_weighted_reps`` Kendall tau-b of every document-bootstrap replicate (points weighted by their
                         document's multiplicity), O(n log n) per replicate with a Fenwick tree, OpenMP
                         over replicates
+``acc_eq_weighted_reps`` acc23 at a fixed tie threshold of every document-bootstrap replicate (the same
+                        weights), O(n log n) per replicate: a Fenwick tree over human ranks for the
+                        concordant pairs beyond the threshold, a sliding window for the human ties within it
 """
 import numpy as np
 cimport numpy as cnp
@@ -79,16 +82,14 @@ cdef double _tau_b_weighted(const int64_t* h_rank, const int64_t* m_rank, const 
         while i < n and h_rank[i] == h_rank[g0]:
             wi = w_doc[doc[i]]
             if wi != 0.0:
-                lt = 0.0
-                k = m_rank[i] - 1
-                while k > 0:
-                    lt += tree[k]
-                    k -= k & (-k)
+                # one prefix query: the inserted weight with m rank <= m_rank[i]; those with an equal m rank
+                # are mt[m_rank[i]] (mt holds the inserted weight per m rank), so lt = le - mt
                 le = 0.0
                 k = m_rank[i]
                 while k > 0:
                     le += tree[k]
                     k -= k & (-k)
+                lt = le - mt[m_rank[i]]
                 # earlier runs have a smaller h: a smaller m is concordant, a larger m discordant
                 s += wi * (lt - (seen - le))
                 grp += wi
@@ -239,3 +240,130 @@ def item_pairs(const double[:, ::1] h__item_sys, const double[:, ::1] m__item_sy
                 r = s / sqrt(p - th) / sqrt(p - tm)
                 tau__item[i] = 1.0 if r > 1.0 else (-1.0 if r < -1.0 else r)
     return k
+
+
+cdef double _acc_eq_weighted(const double* m_a, const int64_t* h_rank_a, const int64_t* doc_a,
+                             const double* m_b, const int64_t* h_rank_b, const int64_t* doc_b,
+                             const double* w_doc, Py_ssize_t n, Py_ssize_t n_h_ranks, double eps,
+                             double* tree) noexcept nogil:
+    """acc23 at threshold eps of the points weighted by their document's multiplicity.
+
+    ``*_a``: the points sorted by m ascending; ``*_b``: sorted by (h rank, m) ascending."""
+    cdef Py_ssize_t i, j, k, lo
+    cdef double wj, wi, wt = 0.0, good = 0.0, below, win
+    for k in range(n_h_ranks + 1):
+        tree[k] = 0.0
+    # concordant pairs whose metric difference exceeds eps: for each j (m order) every i with
+    # m[j] - m[i] > eps has been inserted (keyed by h rank); those with a smaller h rank are concordant
+    i = 0
+    for j in range(n):
+        wj = w_doc[doc_a[j]]
+        while i < j and m_a[j] - m_a[i] > eps:
+            wi = w_doc[doc_a[i]]
+            if wi != 0.0:
+                k = h_rank_a[i]
+                while k <= n_h_ranks:
+                    tree[k] += wi
+                    k += k & (-k)
+            i += 1
+        if wj != 0.0:
+            below = 0.0
+            k = h_rank_a[j] - 1
+            while k > 0:
+                below += tree[k]
+                k -= k & (-k)
+            good += wj * below
+            wt += wj
+            # the copies of one point are pairs tied in both: correct
+            good += wj * (wj - 1.0) / 2.0
+    # pairs tied by the humans whose metric difference is within eps (same h rank, m[j] - m[lo] <= eps)
+    lo = 0
+    win = 0.0
+    for j in range(n):
+        if j > 0 and h_rank_b[j] != h_rank_b[j - 1]:
+            lo = j
+            win = 0.0
+        while lo < j and m_b[j] - m_b[lo] > eps:
+            win -= w_doc[doc_b[lo]]
+            lo += 1
+        wj = w_doc[doc_b[j]]
+        good += wj * win
+        win += wj
+    if wt < 2.0:
+        return NAN
+    return good / (wt * (wt - 1.0) / 2.0)
+
+
+def acc_eq_weighted_reps(const double[::1] m__a, const int64_t[::1] h_rank__a, const int64_t[::1] doc__a,
+                         const double[::1] m__b, const int64_t[::1] h_rank__b, const int64_t[::1] doc__b,
+                         const double[:, ::1] w__rep_doc, Py_ssize_t n_h_ranks, double eps, double[::1] out__rep,
+                         int num_threads=0):
+    """acc23 at the fixed tie threshold ``eps`` of every bootstrap replicate: point i counts ``w[r, doc[i]]``
+    times in replicate r (mt-metrics-eval ``KendallVariants(variant="acc23", epsilon=eps)`` on the
+    replicate's cells, copies included: the copies of one cell are pairs tied in both).
+
+    The same points twice: ``*__a`` sorted by metric score ascending, ``*__b`` sorted by (human rank, metric
+    score) ascending; 1-based dense human ranks. Correct pairs: concordant with ``m[j] - m[i] > eps``, or
+    tied by the humans with ``|dm| <= eps``. NaN when the replicate has fewer than 2 points. One replicate
+    per thread, each sequential: the result does not depend on the number of threads. O(n log n) each.
+    """
+    cdef Py_ssize_t n = m__a.shape[0], n_rep = w__rep_doc.shape[0], r, width = n_h_ranks + 1
+    cdef int nt = _threads(num_threads)
+    if n == 0 or n_rep == 0:
+        out__rep[:] = NAN
+        return
+    if nt > n_rep:
+        nt = <int>n_rep
+    cdef double* buf = <double*>malloc(<size_t>nt * <size_t>width * sizeof(double))
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
+            out__rep[r] = _acc_eq_weighted(&m__a[0], &h_rank__a[0], &doc__a[0], &m__b[0], &h_rank__b[0],
+                                           &doc__b[0], &w__rep_doc[r, 0], n, n_h_ranks, eps,
+                                           buf + <Py_ssize_t>threadid() * width)
+    finally:
+        free(buf)
+
+
+def spa_from_sums(const double[:, :, ::1] perm__rep_trial_col, const double[:, ::1] tot__rep_col, Py_ssize_t n_sets,
+                  double[:, ::1] out__rep_metric, int num_threads=0):
+    """Soft pairwise accuracy from permuted and observed per-system sums, for every replicate.
+
+    Columns are ``n_sets`` score sets (set 0 the human, then the metrics) of n_sys systems each
+    (``col = g * n_sys + i``). p_ij of set g = share of the trials with ``perm[t, i] - perm[t, j] >=
+    tot[i] - tot[j]``; ``out[r, g - 1] = 1 - mean over pairs i < j |p_ij(0) - p_ij(g)|``. One replicate per
+    thread, sequential inside: independent of the thread count.
+    """
+    cdef Py_ssize_t n_rep = perm__rep_trial_col.shape[0], T = perm__rep_trial_col.shape[1]
+    cdef Py_ssize_t n_col = perm__rep_trial_col.shape[2], n_sys = n_col // n_sets, r, g, i, j, t, a, b
+    cdef double obs, cnt, cnt0, acc, n_pairs = n_sys * (n_sys - 1) / 2.0
+    cdef int nt = _threads(num_threads)
+    if n_rep == 0:
+        return
+    if nt > n_rep:
+        nt = <int>n_rep
+    for r in prange(n_rep, nogil=True, schedule="static", num_threads=nt):
+        for g in range(1, n_sets):
+            out__rep_metric[r, g - 1] = 0.0
+        for i in range(n_sys):
+            for j in range(i + 1, n_sys):
+                obs = tot__rep_col[r, i] - tot__rep_col[r, j]
+                cnt0 = 0.0
+                for t in range(T):
+                    if perm__rep_trial_col[r, t, i] - perm__rep_trial_col[r, t, j] >= obs:
+                        cnt0 = cnt0 + 1.0
+                for g in range(1, n_sets):
+                    a = g * n_sys + i
+                    b = g * n_sys + j
+                    obs = tot__rep_col[r, a] - tot__rep_col[r, b]
+                    cnt = 0.0
+                    for t in range(T):
+                        if perm__rep_trial_col[r, t, a] - perm__rep_trial_col[r, t, b] >= obs:
+                            cnt = cnt + 1.0
+                    acc = cnt0 - cnt
+                    if acc < 0:
+                        acc = -acc
+                    out__rep_metric[r, g - 1] += acc  # an integer count: exact, so equal SPAs are equal floats
+        for g in range(1, n_sets):
+            out__rep_metric[r, g - 1] = 1.0 - out__rep_metric[r, g - 1] / (T * n_pairs)

@@ -73,6 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="document-swap trials of the metric-vs-metric test (0 = no test)")
     t.add_argument("--spa-perm", type=int, default=1000, metavar="T",
                    help="segment-swap trials of each SPA p-value (Thompson et al. 2024 use 1000)")
+    t.add_argument("--spa-ci-perm", type=int, default=100, metavar="T",
+                   help="trials of the SPA p-values inside each bootstrap replicate: the first T of the point "
+                        "value's masks, held fixed (0 = no SPA interval)")
     t.add_argument("--pairs", choices=("all", "none"), default="all",
                    help="metric pairs of the metric-vs-metric test")
     t.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm")
@@ -144,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     edges = parse_bins(args.bins)
     path, fmt = _check_output(args.output, args.output_format, [args.profile, args.scores])
     tests = MetaTests(n_perm=args.n_perm, spa_perm=args.spa_perm, alpha=args.alpha, pairs=args.pairs,
-                      max_pairs=args.max_pairs, ci_max_points=args.ci_max_points)
+                      max_pairs=args.max_pairs, ci_max_points=args.ci_max_points, spa_ci_perm=args.spa_ci_perm)
     stats = [s for v in (args.stat or []) for s in _csv(v)] or list(STATS)
     bad = [s for s in stats if s not in STATS]
     if bad:

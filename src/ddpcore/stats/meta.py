@@ -119,7 +119,8 @@ class MetaTests:
     of each SPA p-value (Thompson et al.'s default 1,000); ``alpha``: significance level after Holm;
     ``pairs``: ``"all"`` metric pairs in test (a) or ``"none"``; ``max_pairs``: largest number of
     cell pairs of ``acc_eq.none``'s tie calibration (above: not computed); ``ci_max_points``: largest
-    bin (cells) whose ``tau_b.none`` is bootstrapped."""
+    bin (cells) whose ``tau_b.none`` is bootstrapped; ``spa_ci_perm``: trials of the SPA p-values inside
+    each bootstrap replicate (the first ``spa_ci_perm`` of the point value's masks; 0 = no SPA interval)."""
 
     n_perm: int = 10_000
     spa_perm: int = 1_000
@@ -127,9 +128,10 @@ class MetaTests:
     pairs: str = "all"
     max_pairs: int = 20_000_000
     ci_max_points: int = 10_000
+    spa_ci_perm: int = 100
 
     def __post_init__(self) -> None:
-        for name in ("n_perm", "spa_perm", "max_pairs", "ci_max_points"):
+        for name in ("n_perm", "spa_perm", "max_pairs", "ci_max_points", "spa_ci_perm"):
             v = getattr(self, name)
             if isinstance(v, bool) or not hasattr(v, "__index__") or int(v) < 0:
                 raise DDPUsageError(f"{name} must be an integer >= 0, got {v!r} (--{name.replace('_', '-')})",
@@ -215,10 +217,9 @@ def parse_fail_on(text: str, metrics: Sequence[str]) -> tuple[list[str], str, fl
         raise DDPUsageError(f"--fail-on {text}: expected METRIC:STAT:DDP, e.g. '*:acc_eq.item:15' or "
                             "'COMET:pearson.item:15'", code="D805")
     metric, stat, ddp = (p.strip() for p in parts)
-    if stat not in STATS or stat in ("acc_eq.none", "spa.sys"):
-        ok = [s for s in STATS if s not in ("acc_eq.none", "spa.sys")]
+    if stat not in STATS:
         raise DDPUsageError(f"--fail-on {text}: statistic {stat!r} has no bootstrap test; use one of "
-                            f"{', '.join(ok)}", code="D805")
+                            f"{', '.join(STATS)}", code="D805")
     try:
         low = float(ddp)
     except ValueError:
@@ -587,6 +588,8 @@ class _Cell:
     blocks: list[np.ndarray]
     readers: list[tuple[str, str, Any]]  # (metric, stat, function(sums of this cell's columns) -> values)
     perm: dict[str, Any]
+    # SPA's inputs (complete segments, their documents, the stacked scores, the masks), for its bootstrap
+    spa: dict[str, Any] | None = None
 
 
 def _zscore(v: np.ndarray) -> np.ndarray:
@@ -723,11 +726,11 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
                                                         sum(c.shape[1] for c in perm_cols))
         figures[metric] = f
     # --- system level
-    _system_level(data, v, ii, ss, doc_c, figures, add_block, readers, tests, seed, name)
+    spa = _system_level(data, v, ii, ss, doc_c, figures, add_block, readers, tests, seed, name)
     perm["cols"] = np.concatenate(perm_cols, axis=1) if perm_cols else np.zeros((D, 0))
     perm["layout"] = perm_layout
     perm["shared"] = (np.array([n_cells, hz.sum(), (hz * hz).sum()]) if n_cells else None)
-    cell = _Cell(name, low, high, items, figures, blocks, readers, perm)
+    cell = _Cell(name, low, high, items, figures, blocks, readers, perm, spa)
     cell.counts = {"n_segments": int(cell_items.size), "n_segments_scored": int(np.unique(ii).size),  # type: ignore[attr-defined]
                    "n_documents": n_docs_cell, "n_cells": int(n_cells),
                    "n_human_missing": int((data.human_missing & items[:, None]).sum())}
@@ -783,7 +786,8 @@ def pairwise_p_values(scores: npt.ArrayLike, signs: npt.ArrayLike) -> np.ndarray
 
 def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, doc_c: np.ndarray,
                   figures: dict[str, Any], add_block: Any, readers: list[Any], tests: MetaTests, seed: int,
-                  cell_name: str) -> None:
+                  cell_name: str) -> dict[str, Any] | None:
+    """System-level figures of one bin; returns SPA's inputs for its bootstrap (None: no SPA value)."""
     D, n_sys = data.n_docs, len(data.systems)
     key = doc_c * n_sys + ss
     cnt = np.bincount(key, minlength=D * n_sys).astype(np.float64).reshape(D, n_sys)
@@ -801,12 +805,14 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
         sel = v[:, have]
         complete = np.flatnonzero(sel.all(1) & sel.any(1))
     p_all = None
+    spa_in = None
     if complete is not None and complete.size:
         bg = np.random.PCG64(seed).jumped(2)
         keep = _keep_bits(bg, tests.spa_perm, int(complete.size))
         stacked = np.concatenate([data.H[complete][:, None, have], data.M[:, complete][:, :, have].transpose(1, 0, 2)],
                                  axis=1)  # (n_complete, 1 + n_metrics, n_have)
         p_all = pairwise_p_values(stacked, np.where(keep, 1.0, -1.0))
+        spa_in = {"scores": stacked, "doc": data.item_doc[complete], "keep": keep[:tests.spa_ci_perm]}
     for k, metric in enumerate(data.metrics):
         msum = np.bincount(key, weights=data.M[k, ii, ss], minlength=D * n_sys).reshape(D, n_sys)
         m_sl = add_block(msum)
@@ -832,6 +838,7 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
             iu, ju = np.triu_indices(n_have, 1)
             spa = 1.0 - float(np.mean(np.abs(p_all[0][iu, ju] - p_all[k + 1][iu, ju])))
             f["spa.sys"] = _figure(spa, n_have, n_segments=int(complete.size))  # type: ignore[union-attr]
+    return spa_in
 
 
 def _dense_ranks(values: np.ndarray) -> np.ndarray:
@@ -909,18 +916,114 @@ def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptio
         start += w
         for metric, stat, fn in c.readers:
             reps[(c.name, metric, stat)] = np.asarray(fn(R), dtype=np.float64).reshape(n_boot)
-    # tau_b.none: the weighted Kendall kernel on the same draws (counts of each document per replicate)
-    need = [c for c in cells if 2 <= c.counts["n_cells"] <= tests.ci_max_points]  # type: ignore[attr-defined]
-    if need:
-        idx = resample_indices(n_boot, data.n_docs, opts.seed, max_memory=opts.max_memory)
-        flat = (np.arange(n_boot, dtype=np.int64)[:, None] * data.n_docs + idx).ravel()
-        w = np.bincount(flat, minlength=n_boot * data.n_docs).reshape(n_boot, data.n_docs).astype(np.float64)
-        for c in need:
-            ranks = _cell_ranks(data, cache, c.items)
-            for k, metric in enumerate(data.metrics):
-                if c.figures[metric]["tau_b.none"]["status"] == "ok":
-                    reps[(c.name, metric, "tau_b.none")] = _tau_b_reps(cache, k, *ranks, w, opts.kernel_threads)
+    # tau_b.none, acc_eq.none and spa.sys: kernels on the same draws (counts of each document per replicate)
+    need_tau = [c for c in cells if 2 <= c.counts["n_cells"] <= tests.ci_max_points]  # type: ignore[attr-defined]
+    need_acc = [c for c in cells if any(c.figures[m]["acc_eq.none"]["status"] == "ok" for m in data.metrics)]
+    need_spa = [c for c in cells if c.spa is not None and tests.spa_ci_perm > 0
+                and any(c.figures[m]["spa.sys"]["status"] == "ok" for m in data.metrics)]
+    if not (need_tau or need_acc or need_spa):
+        return reps
+    idx = resample_indices(n_boot, data.n_docs, opts.seed, max_memory=opts.max_memory)
+    flat = (np.arange(n_boot, dtype=np.int64)[:, None] * data.n_docs + idx).ravel()
+    w = np.bincount(flat, minlength=n_boot * data.n_docs).reshape(n_boot, data.n_docs).astype(np.float64)
+    del idx, flat
+    for c in need_tau:
+        ranks = _cell_ranks(data, cache, c.items)
+        for k, metric in enumerate(data.metrics):
+            if c.figures[metric]["tau_b.none"]["status"] == "ok":
+                reps[(c.name, metric, "tau_b.none")] = _tau_b_reps(cache, k, *ranks, w, opts.kernel_threads)
+    for c in need_acc:
+        ii, ss = np.nonzero(data.valid & c.items[:, None])
+        doc = data.item_doc[ii]
+        h = data.H[ii, ss]
+        for k, metric in enumerate(data.metrics):
+            fig = c.figures[metric]["acc_eq.none"]
+            if fig["status"] == "ok":
+                reps[(c.name, metric, "acc_eq.none")] = acc_eq_replicates(h, data.M[k, ii, ss], doc, w,
+                                                                          fig["epsilon"], threads=opts.kernel_threads)
+    for c in need_spa:
+        spa = spa_replicates(c.spa["scores"], c.spa["doc"], c.spa["keep"], w,  # type: ignore[index]
+                             threads=opts.kernel_threads)
+        for k, metric in enumerate(data.metrics):
+            if c.figures[metric]["spa.sys"]["status"] == "ok":
+                reps[(c.name, metric, "spa.sys")] = spa[:, k]
     return reps
+
+
+def acc_eq_replicates(h: npt.ArrayLike, m: npt.ArrayLike, doc: npt.ArrayLike, w: npt.ArrayLike, epsilon: float,
+                      *, threads: int = 0) -> np.ndarray:
+    """``acc23`` at the fixed tie threshold ``epsilon`` of every document-bootstrap replicate (native kernel,
+    O(n log n) each): ``h``, ``m`` the cells' human and metric scores and ``doc`` their document codes (shape
+    (n,)), ``w`` (n_rep, D) how often each document is drawn in each replicate (a cell counts ``w[r, doc]``
+    times; its copies are pairs tied in both). Returns shape (n_rep,), NaN for a replicate of < 2 cells."""
+    h = np.asarray(h, dtype=np.float64)
+    m = np.asarray(m, dtype=np.float64)
+    doc = np.asarray(doc, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    out = np.empty(w.shape[0])
+    if h.size == 0:
+        out[:] = np.nan
+        return out
+    hr = _dense_ranks(h)
+    a = np.argsort(m, kind="stable")
+    b = np.lexsort((m, hr))
+    load("stats_meta").acc_eq_weighted_reps(np.ascontiguousarray(m[a]), np.ascontiguousarray(hr[a]),
+                                            np.ascontiguousarray(doc[a]), np.ascontiguousarray(m[b]),
+                                            np.ascontiguousarray(hr[b]), np.ascontiguousarray(doc[b]), w,
+                                            int(hr.max()), float(epsilon), out, int(threads))
+    return out
+
+
+#: bytes of one block of the SPA bootstrap's permuted sums
+_SPA_BLOCK_BYTES = 64 << 20
+
+
+def spa_replicates(scores: npt.ArrayLike, doc: npt.ArrayLike, keep: npt.ArrayLike, w: npt.ArrayLike, *,
+                   threads: int = 0) -> np.ndarray:
+    """Soft pairwise accuracy of every document-bootstrap replicate, with the permutation masks held fixed.
+
+    ``scores`` (n_units, G, n_sys): per complete segment the human (index 0) and the G - 1 metric scores of
+    each system; ``doc`` (n_units,) the segment's document code, ascending; ``keep`` (T, n_units) the masks
+    of T trials (True = keep, False = swap: the first T masks of the point value); ``w`` (n_rep, D) how
+    often each document is drawn. In replicate r a segment counts ``w[r, doc]`` times and its copies share
+    its coin, so trial t's permuted sum of system i is ``sum_u w_u s_tu x_ui``; p_ij = share of the T trials
+    whose permuted difference i - j is >= the replicate's observed one (as :func:`pairwise_p_values`), and
+    SPA_k = 1 - mean over pairs |p_human - p_metric_k|. With every weight 1 and T = spa_perm it is the
+    point value. Returns (n_rep, G - 1); NaN where the replicate draws no complete segment."""
+    X = np.asarray(scores, dtype=np.float64)
+    n_u, G, n_sys = X.shape
+    doc = np.asarray(doc, dtype=np.int64)
+    keep = np.asarray(keep, dtype=bool)
+    w = np.asarray(w, dtype=np.float64)
+    n_rep, T = w.shape[0], keep.shape[0]
+    out = np.full((n_rep, G - 1), np.nan)
+    if n_u == 0 or T == 0 or n_sys < 2:
+        return out
+    GS = G * n_sys
+    Xf = X.reshape(n_u, GS)
+    starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
+    ud = doc[starts]
+    Xdoc = np.add.reduceat(Xf, starts, axis=0)  # (Dn, GS)
+    Dn = ud.size
+    # per-document permuted sums of every trial: Z[d, t] = sum over d's segments of +-x (block over trials)
+    Z = np.empty((Dn, T, GS))
+    tb = max(1, _SPA_BLOCK_BYTES // (8 * n_u * GS))
+    for t0 in range(0, T, tb):
+        t1 = min(T, t0 + tb)
+        Y = np.where(keep[t0:t1, :, None], Xf[None], -Xf[None])  # (tb, n_u, GS)
+        Z[:, t0:t1] = np.add.reduceat(Y, starts, axis=1).transpose(1, 0, 2)
+    Z = Z.reshape(Dn, T * GS)
+    Wn = np.ascontiguousarray(w[:, ud])
+    present = Wn.sum(1) > 0
+    kern = load("stats_meta").spa_from_sums
+    rb = max(1, _SPA_BLOCK_BYTES // (8 * T * GS))
+    for r0 in range(0, n_rep, rb):
+        r1 = min(n_rep, r0 + rb)
+        tot = np.ascontiguousarray(Wn[r0:r1] @ Xdoc)  # (rb, GS) observed sums of the replicate
+        P = np.ascontiguousarray((Wn[r0:r1] @ Z).reshape(-1, T, GS))  # (rb, T, GS) permuted sums
+        kern(P, tot, G, out[r0:r1], threads)
+    out[~present] = np.nan
+    return out
 
 
 def _apply_cis(cells: list[_Cell], reps: dict[tuple[str, str, str], np.ndarray], n_boot: int,
@@ -937,8 +1040,7 @@ def _apply_cis(cells: list[_Cell], reps: dict[tuple[str, str, str], np.ndarray],
                 elif r is None:
                     fig["ci_status"] = "not_computed"
                     fig["ci_reason"] = {
-                        "acc_eq.none": "a tie calibration per replicate would be needed; see acc_eq.item",
-                        "spa.sys": "a permutation test inside every replicate",
+                        "spa.sys": "spa_ci_perm = 0 (--spa-ci-perm)",
                         "tau_b.none": f"more than ci_max_points {tests.ci_max_points:,} cells (--ci-max-points)",
                     }.get(stat, "not resampled")
                 elif c.counts["n_documents"] < 2:  # type: ignore[attr-defined]
@@ -1149,7 +1251,8 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
         systems=data.systems, columns=dataclasses.asdict(cols), ddp_col=ddp_col,
         bins=[("inf" if math.isinf(e) else float(e)) for e in edges], n_boot=int(n_boot), seed=int(seed),
         n_perm=int(tests.n_perm), spa_perm=int(tests.spa_perm), alpha=float(tests.alpha), pairs=tests.pairs,
-        max_pairs=int(tests.max_pairs), ci_max_points=int(tests.ci_max_points), strict_join=bool(strict_join),
+        max_pairs=int(tests.max_pairs), ci_max_points=int(tests.ci_max_points),
+        spa_ci_perm=int(min(tests.spa_ci_perm, tests.spa_perm)), strict_join=bool(strict_join),
         unit="document", ci="document bootstrap, 95% percentile (numpy.percentile, linear) of the defined replicates",
         rng={"bootstrap": RNG_DESCRIPTION, "permutation": PERM_RNG, "spa": SPA_RNG},
         correction="holm", join=data.join, warnings=warnings, profile_signature=psig)

@@ -1,0 +1,142 @@
+"""The document-bootstrap intervals of ``acc_eq.none`` and ``spa.sys`` against slow loops.
+
+Expected values: tests/oracles/meta_oracle.py rebuilds every replicate from the documented index matrix
+(``ddpcore.stats.bootstrap.resample_indices``): ``acc23`` by a loop over the replicate's cell pairs (copies
+included) at the point value's epsilon; SPA by Thompson's paired permutation p-values over the replicate's
+units with the first ``spa_ci_perm`` masks of ``PCG64(seed).jumped(2)`` (a copy of a segment takes its
+segment's coin), then ``numpy.percentile`` of the replicates, as ``ddp meta`` documents.
+Scores are multiples of 1/8 so every sum is exact in floating point and the ``>=`` of the permutation
+test does not depend on the order of summation.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddpcore.stats.bootstrap import resample_indices
+from ddpcore.stats.meta import (MetaTests, _keep_bits, acc_eq_at, acc_eq_replicates, meta_evaluate,
+                                pairwise_p_values, spa_replicates)
+from ddpcore.stats.options import ResampleOptions
+from oracles import meta_oracle as O
+
+from stats.test_meta import EDGES, cells_of, entries, in_bin, make_data
+
+
+def dyadic(prof, scores, metrics=("a", "b")):
+    return prof, scores.with_columns(*[((pl.col(m) * 8).round() / 8).alias(m) for m in metrics])
+
+
+def run(prof, scores, n_boot, seed, spa_perm=20, spa_ci_perm=12):
+    return meta_evaluate(prof, scores, human_col="human", bins=EDGES,
+                         options=ResampleOptions(n_boot=n_boot, seed=seed),
+                         tests=MetaTests(n_perm=0, spa_perm=spa_perm, spa_ci_perm=spa_ci_perm))
+
+
+@pytest.mark.parametrize("data_seed", [4, 9])
+def test_acc_eq_none_and_spa_intervals_equal_loops(data_seed):
+    prof, scores = dyadic(*make_data(data_seed, n_docs=6, p_missing=0.0))
+    n_boot, seed, spa_perm, spa_ci = 30, 7, 20, 12
+    res = run(prof, scores, n_boot, seed, spa_perm, spa_ci)
+    cells = cells_of(prof, scores)
+    docs = sorted(set(scores["document_id"].to_list()))
+    idx = resample_indices(n_boot, len(docs), seed)
+    reps_all = {}
+    checked = 0
+    for e in entries(res):
+        lo, hi = (e["low"], e["high"]) if e["label"] != "overall" else (0, math.inf)
+        sub = in_bin(cells, lo, hi)
+        items = sorted({c[1] for c in sub})
+        coin_of = {it: j for j, it in enumerate(items)}
+        keep = _keep_bits(np.random.PCG64(seed).jumped(2), spa_perm, len(items)) if items else None
+        signs = np.where(keep[:spa_ci], 1, -1).tolist() if items else []
+        for m in ("a", "b"):
+            got = e["metrics"][m]
+            eps = got["acc_eq.none"].get("epsilon")
+            acc = [O.acc23(*zip(*[(c[3], c[4][m]) for c in O.replicate(sub, [docs[i] for i in row])]), eps)
+                   if got["acc_eq.none"]["status"] == "ok" and len(O.replicate(sub, [docs[i] for i in row])) >= 2
+                   else math.nan for row in idx]
+            spa = [O.spa_replicate(sub, [docs[i] for i in row], m, coin_of, signs) if items else math.nan
+                   for row in idx]
+            for stat, v in (("acc_eq.none", acc), ("spa.sys", spa)):
+                v = np.array(v, dtype=float)
+                reps_all[(e["label"], m, stat)] = v
+                f = got[stat]
+                if f["status"] != "ok" or len({c[0] for c in sub}) < 2:
+                    continue
+                ok = ~np.isnan(v)
+                want = np.percentile(v[ok], [2.5, 97.5])
+                assert f["ci_status"] == "ok", (e["label"], m, stat, f)
+                assert (f["ci_low"], f["ci_high"]) == pytest.approx(tuple(want), abs=1e-12), (e["label"], m, stat)
+                assert f["n_boot_undefined"] == int((~ok).sum())
+                checked += 1
+    assert checked >= 8
+    # test (b) now covers both statistics: p_below from the same replicates, paired by document
+    first = res.bins[0]["label"]
+    n_b = 0
+    for t in res.tests["bins_vs_first"]:
+        if t["status"] == "ok" and t["stat"] in ("acc_eq.none", "spa.sys"):
+            d = reps_all[(t["bin"], t["metric"], t["stat"])] - reps_all[(first, t["metric"], t["stat"])]
+            d = np.round(d[~np.isnan(d)], 12)  # the loop's float mean of p's vs an exact count: equal SPAs tie
+            assert t["p_below"] == pytest.approx(float((d >= 0).mean()))
+            n_b += 1
+    assert n_b >= 2
+
+
+def test_spa_replicate_of_ones_is_the_point_value():
+    """Every weight 1 and all spa_perm masks: the replicate is the point value (pairwise_p_values)."""
+    rng = np.random.default_rng(3)
+    n_u, G, n_sys, T = 17, 3, 4, 25
+    X = np.round(rng.normal(size=(n_u, G, n_sys)) * 8) / 8
+    doc = np.sort(rng.integers(0, 5, n_u))
+    keep = _keep_bits(np.random.PCG64(1), T, n_u)
+    p = pairwise_p_values(X, np.where(keep, 1.0, -1.0))
+    iu, ju = np.triu_indices(n_sys, 1)
+    want = [1 - np.mean(np.abs(p[0][iu, ju] - p[k][iu, ju])) for k in range(1, G)]
+    got = spa_replicates(X, doc, keep, np.ones((2, 5)))
+    assert got[0] == pytest.approx(want, abs=1e-15) and got[1] == pytest.approx(want, abs=1e-15)
+    # a replicate drawing no document with a complete segment is undefined, not 1
+    w = np.zeros((1, 5))
+    assert np.isnan(spa_replicates(X, doc, keep, w)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 25), st.integers(1, 5), st.sampled_from([0.0, 0.125, 0.5, 2.0]))
+def test_acc_eq_replicates_equal_pair_loop(seed, n, n_docs, eps):
+    """Property: any cells, any document multiplicities: the kernel equals acc23 over the expanded copies."""
+    rng = np.random.default_rng(seed)
+    h = np.round(rng.normal(size=n))
+    m = np.round(rng.normal(size=n) * 4) / 8
+    doc = rng.integers(0, n_docs, n)
+    w = rng.integers(0, 4, (3, n_docs)).astype(float)
+    got = acc_eq_replicates(h, m, doc, w, eps)
+    for r in range(3):
+        H = [h[i] for i in range(n) for _ in range(int(w[r, doc[i]]))]
+        M = [m[i] for i in range(n) for _ in range(int(w[r, doc[i]]))]
+        want = O.acc23(H, M, eps) if len(H) >= 2 else math.nan
+        assert (math.isnan(want) and math.isnan(got[r])) or got[r] == pytest.approx(want, abs=1e-12)
+    one = acc_eq_replicates(h, m, doc, np.ones((1, n_docs)), eps)[0]
+    assert one == pytest.approx(acc_eq_at(h, m, eps), abs=1e-12)
+
+
+def test_same_seed_any_threads_same_intervals():
+    prof, scores = dyadic(*make_data(2, n_docs=6, p_missing=0.0))
+    a = meta_evaluate(prof, scores, human_col="human", bins=EDGES, options=ResampleOptions(n_boot=40, seed=5, threads=1),
+                      tests=MetaTests(n_perm=0, spa_perm=20, spa_ci_perm=10)).overall["metrics"]
+    b = meta_evaluate(prof, scores, human_col="human", bins=EDGES, options=ResampleOptions(n_boot=40, seed=5, threads=2),
+                      tests=MetaTests(n_perm=0, spa_perm=20, spa_ci_perm=10)).overall["metrics"]
+    for m in ("a", "b"):
+        for stat in ("acc_eq.none", "spa.sys"):
+            assert (a[m][stat]["ci_low"], a[m][stat]["ci_high"]) == (b[m][stat]["ci_low"], b[m][stat]["ci_high"])
+            assert a[m][stat]["ci_status"] == "ok"
+
+
+def test_spa_ci_perm_zero_says_why():
+    prof, scores = make_data(2, n_docs=6, p_missing=0.0)
+    r = run(prof, scores, 20, 1, spa_perm=20, spa_ci_perm=0)
+    f = r.overall["metrics"]["a"]["spa.sys"]
+    assert f["status"] == "ok" and f["ci_status"] == "not_computed" and "spa-ci-perm" in f["ci_reason"]
