@@ -159,3 +159,55 @@ def test_bad_stats_refused() -> None:
         corpus_score(np.array([1.0, -1.0]), "ter")
     with pytest.raises(DDPDataError, match="D836"):
         compare_corpus(np.zeros((2, 3, 4)), "bleu")
+
+
+# --------------------------------------------------------------------------- the table front end
+
+
+def _long_table(seed: int = 7):
+    import polars as pl
+
+    rows = []
+    rng = np.random.default_rng(seed)
+    for d in range(5):
+        for s in range(4):
+            hyps, refs = _corpus(1, int(rng.integers(1 << 30)), 0.0)
+            for system, noise in (("base", 0.3), ("B", 0.1), ("C", 0.6), ("gone", 0.2)):
+                w = [x if rng.random() > noise else str(rng.choice(WORDS)) for x in refs[0].split()]
+                rows.append({"doc": f"d{d}", "seg": s, "sys": system, "hyp": " ".join(w), "ref": refs[0]})
+    return pl.DataFrame(rows)
+
+
+def test_compare_corpus_table_scores_are_sacrebleus_corpus_scores() -> None:
+    """Each system's score is sacrebleu's BLEU().corpus_score over its segments in (document, segment)
+    order; rows in any order give the same result; excluded systems are gone; the baseline comes first."""
+    from ddpcore.stats.corpus import CorpusColumns, CorpusTest, compare_corpus_table
+
+    t = _long_table()
+    cols = CorpusColumns(hypothesis="hyp", reference="ref", document="doc", segment="seg", system="sys")
+    how = CorpusTest(unit="document", test="both", n_boot=50, n_ar=50, seed=3)
+    res = compare_corpus_table(t, "base", ["bleu"], columns=cols, how=how, exclude_systems=["gone"])
+    shuffled = compare_corpus_table(t.sample(fraction=1.0, shuffle=True, seed=1), "base", ["bleu"], columns=cols,
+                                    how=how, exclude_systems=["gone"])
+    comp = res.comparisons["bleu"]
+    assert comp.systems == ["base", "B", "C"]
+    for i, system in enumerate(comp.systems):
+        part = t.filter(t["sys"] == system).sort("doc", "seg")
+        want = BLEU().corpus_score(part["hyp"].to_list(), [part["ref"].to_list()]).score  # sacrebleu 2.x
+        assert comp.score[i] == pytest.approx(want, rel=1e-13)
+    np.testing.assert_array_equal(comp.diff, comp.score - comp.score[0])
+    np.testing.assert_array_equal(shuffled.comparisons["bleu"].p_value, comp.p_value)
+    assert res.n_units == 5 and res.n_segments == 20 and res.signature["columns"]["hypothesis"] == "hyp"
+
+
+def test_compare_corpus_table_errors() -> None:
+    from ddpcore.stats.corpus import CorpusColumns, compare_corpus_table
+
+    t = _long_table()
+    cols = CorpusColumns(hypothesis="hyp", reference="ref", document="doc", segment="seg", system="sys")
+    with pytest.raises(DDPDataError, match=r"D837.*'nope' \(--reference-col\)"):
+        compare_corpus_table(t, "base", ["bleu"], columns=CorpusColumns(hypothesis="hyp", reference="nope"))
+    with pytest.raises(DDPDataError, match="D392"):
+        compare_corpus_table(t, "zzz", ["bleu"], columns=cols)
+    with pytest.raises(DDPDataError, match=r"D393.*'C' lacks 5 of the baseline's 20"):
+        compare_corpus_table(t.filter(~((t["sys"] == "C") & (t["seg"] == 0))), "base", ["bleu"], columns=cols)

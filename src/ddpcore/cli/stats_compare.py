@@ -138,7 +138,7 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
     """The corpus-metric comparisons (:func:`ddpcore.stats.corpus.compare_corpus_table`), merged into ``res``."""
     import dataclasses
 
-    from ..stats.corpus import compare_corpus_table
+    from ..stats.corpus import CorpusColumns, CorpusTest, compare_corpus_table
 
     if args.reader == "mtme":
         from ..io.mtme import read_mtme_scores
@@ -147,11 +147,12 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
                                       with_text=True, warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr)).table
     else:
         table = score_input(args, args.table)
-    cres = compare_corpus_table(table, args.baseline, corpus, hypothesis_col=args.hypothesis_col,
-                                reference_col=args.reference_col, document_col=args.document,
-                                segment_col=args.segment, system_col=args.system, unit=args.unit, test=args.test,
-                                n_boot=args.n_boot or 1000, n_ar=args.n_ar, seed=args.seed, correction=args.correction,
-                                confidence=args.confidence, alpha=args.alpha, exclude_systems=args.exclude_system)
+    columns = CorpusColumns(hypothesis=args.hypothesis_col, reference=args.reference_col, document=args.document,
+                            segment=args.segment, system=args.system)
+    how = CorpusTest(unit=args.unit, test=args.test, n_boot=args.n_boot or 1000, n_ar=args.n_ar, seed=args.seed,
+                     correction=args.correction, confidence=args.confidence, alpha=args.alpha)
+    cres = compare_corpus_table(table, args.baseline, corpus, columns=columns, how=how,
+                                exclude_systems=args.exclude_system)
     if res is None:
         return cres
     sig = dict(res.signature, corpus=cres.signature)

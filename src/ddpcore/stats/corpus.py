@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._version import __version__
+from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from .compare import ComparisonArrays
 
@@ -247,92 +248,153 @@ def compare_corpus(stats: npt.ArrayLike, metric: CorpusMetric, *, baseline: int 
 # --------------------------------------------------------------------------- table front end
 
 
-def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *, hypothesis_col: str = "hypothesis",
-                         reference_col: str = "reference", document_col: str = "document_id",
-                         segment_col: str = "segment_id", system_col: str = "system", unit: str = "document",
-                         test: str = "both", n_boot: int = 1000, n_ar: int = 10_000, seed: int = 0,
-                         correction: str = "holm", confidence: float = 0.95, alpha: float = 0.05,
-                         exclude_systems: Sequence[str] = ()) -> Any:
-    """``ddp stats compare --corpus-metric``: a long table with one row per (document, segment, system)
-    and the hypothesis and reference texts -> a :class:`ddpcore.stats.compare.CompareResult` with one
-    comparison per corpus metric (rendered like the segment-mean metrics)."""
+@dataclasses.dataclass(frozen=True)
+class CorpusColumns:
+    """Column names of the long table of :func:`compare_corpus_table` (``ddp stats compare``:
+    ``--hypothesis-col``, ``--reference-col``, ``--document-col``, ``--segment-col``, ``--system-col``)."""
+
+    hypothesis: str = "hypothesis"
+    reference: str = "reference"
+    document: str = schema.DOCUMENT_ID
+    segment: str = schema.SEGMENT_ID
+    system: str = schema.SYSTEM
+
+    def flags(self) -> tuple[tuple[str, str], ...]:
+        return (("--hypothesis-col", self.hypothesis), ("--reference-col", self.reference),
+                ("--document-col", self.document), ("--segment-col", self.segment), ("--system-col", self.system))
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusTest:
+    """How :func:`compare_corpus_table` tests every system against the baseline: the resampling ``unit``
+    (``"document"`` or ``"segment"``), ``test`` (``"bootstrap"``, ``"ar"`` or ``"both"``), ``n_boot`` bootstrap
+    replicates, ``n_ar`` approximate-randomization trials, ``seed``, the multiple-test ``correction``, the
+    interval ``confidence`` and the level ``alpha`` of a verdict."""
+
+    unit: str = "document"
+    test: str = "both"
+    n_boot: int = 1000
+    n_ar: int = 10_000
+    seed: int = 0
+    correction: str = "holm"
+    confidence: float = 0.95
+    alpha: float = 0.05
+
+
+def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str]) -> Any:
+    """Step 1: the table (a frame or a path) with its five columns (D837), the excluded systems left out,
+    document and system as text, and a text for every segment (D837)."""
     import polars as pl
 
     from ._frames import as_frame
-    from .compare import CompareResult, MetricComparison, adjust_pvalues
 
     df = as_frame(table) if not isinstance(table, (str, bytes)) and not hasattr(table, "__fspath__") else None
     if df is None:
         from ..io.tables import read_table
 
         df = read_table(table)
-    for flag, c in (("--hypothesis-col", hypothesis_col), ("--reference-col", reference_col),
-                    ("--document-col", document_col), ("--segment-col", segment_col), ("--system-col", system_col)):
+    for flag, c in cols.flags():
         if c not in df.columns:
             raise DDPDataError(f"column {c!r} ({flag}) is not in the table (columns: {', '.join(df.columns[:12])})",
                                code="D837")
-    df = df.filter(~pl.col(system_col).cast(pl.String).is_in(list(exclude_systems)))
-    df = df.with_columns(pl.col(document_col).cast(pl.String), pl.col(system_col).cast(pl.String))
-    miss = df.filter(pl.col(hypothesis_col).is_null() | pl.col(reference_col).is_null())
+    df = df.filter(~pl.col(cols.system).cast(pl.String).is_in(list(exclude_systems)))
+    df = df.with_columns(pl.col(cols.document).cast(pl.String), pl.col(cols.system).cast(pl.String))
+    miss = df.filter(pl.col(cols.hypothesis).is_null() | pl.col(cols.reference).is_null())
     if miss.height:
         r = miss.row(0, named=True)
-        raise DDPDataError(f"no hypothesis or reference text for document {r[document_col]!r}, segment "
-                           f"{r[segment_col]!r}, system {r[system_col]!r}: corpus metrics need both texts of every "
+        raise DDPDataError(f"no hypothesis or reference text for document {r[cols.document]!r}, segment "
+                           f"{r[cols.segment]!r}, system {r[cols.system]!r}: corpus metrics need both texts of every "
                            "segment", code="D837")
-    systems = sorted(df[system_col].unique().to_list())
+    return df
+
+
+def _system_stats(df: Any, baseline: str, metrics: Sequence[str], cols: CorpusColumns
+                  ) -> tuple[list[str], Any, dict[str, np.ndarray]]:
+    """Step 2: the systems (baseline first; D392), the baseline's segment keys in (document, segment) order
+    and per metric the sufficient statistics (n_systems, n_segments, k), one sacrebleu call per system and
+    metric (D393: a system lacks a segment)."""
+    import polars as pl
+
+    systems = sorted(df[cols.system].unique().to_list())
     if baseline not in systems:
         raise DDPDataError(f"baseline {baseline!r} is not a system of the table ({', '.join(systems[:10])})",
                            code="D392")
     systems = [baseline] + [s for s in systems if s != baseline]
-    keys = df.filter(pl.col(system_col) == baseline).select(document_col, segment_col).sort(document_col, segment_col)
+    on = [cols.document, cols.segment]
+    keys = df.filter(pl.col(cols.system) == baseline).select(*on).sort(*on)
     n_seg = keys.height
     stats_all: dict[str, np.ndarray] = {m: np.zeros((len(systems), n_seg, N_STATS[m])) for m in metrics}
-    for i, s in enumerate(systems):  # one sacrebleu call per system and metric
-        part = keys.join(df.filter(pl.col(system_col) == s), on=[document_col, segment_col], how="left",
-                         maintain_order="left")
-        if part[hypothesis_col].null_count() or part.height != n_seg:
-            raise DDPDataError(f"system {s!r} lacks {part[hypothesis_col].null_count()} of the baseline's {n_seg} "
+    for i, s in enumerate(systems):
+        part = keys.join(df.filter(pl.col(cols.system) == s), on=on, how="left", maintain_order="left")
+        if part[cols.hypothesis].null_count() or part.height != n_seg:
+            raise DDPDataError(f"system {s!r} lacks {part[cols.hypothesis].null_count()} of the baseline's {n_seg} "
                                "segments; corpus metrics compare systems on the same segments", code="D393")
         for m in metrics:
-            stats_all[m][i] = sufficient_stats(part[hypothesis_col].to_list(), part[reference_col].to_list(), m)  # type: ignore[arg-type]
-    codes = keys[document_col].rank("dense").cast(pl.Int64).to_numpy() - 1 if unit == "document" else None
+            stats_all[m][i] = sufficient_stats(part[cols.hypothesis].to_list(), part[cols.reference].to_list(), m)  # type: ignore[arg-type]
+    return systems, keys, stats_all
+
+
+def _metric_comparison(m: str, r: CorpusComparison, systems: list[str], how: CorpusTest) -> Any:
+    """Step 3: one metric's :class:`~ddpcore.stats.compare.MetricComparison`: p-values adjusted over the
+    non-baseline systems, the decisive p (the larger of the tests run) and the verdict at ``alpha``."""
+    from .compare import MetricComparison, adjust_pvalues
+
+    low = m in LOWER_IS_BETTER
+    adj = {}
+    for name, p in (("bs", r.p_bootstrap), ("ar", r.p_ar)):
+        if p is not None:
+            a = np.full_like(p, np.nan)
+            a[1:] = adjust_pvalues(p[1:], how.correction)
+            adj[name] = a
+    p_dec = np.full(len(systems), np.nan)
+    if adj:
+        p_dec[1:] = np.max(np.vstack([a[1:] for a in adj.values()]), axis=0)  # the baseline has none
+    sig = np.r_[False, p_dec[1:] < how.alpha]
+    better = (r.diff < 0) if low else (r.diff > 0)
+    verdict = ["baseline"] + ["better" if sig[i] and better[i] else "worse" if sig[i] else "n.s."
+                              for i in range(1, len(systems))]
+    return MetricComparison(metric=m, lower_is_better=low, systems=systems, score=r.score, boot_mean=r.boot_mean,
+                            ci_low=r.ci_low, ci_high=r.ci_high, diff=r.diff, diff_ci_low=r.diff_ci_low,
+                            diff_ci_high=r.diff_ci_high, p_bootstrap=r.p_bootstrap, p_bootstrap_adj=adj.get("bs"),
+                            p_ar=r.p_ar, p_ar_adj=adj.get("ar"), p_value=p_dec, significant=sig,
+                            verdict=verdict)
+
+
+def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
+                         columns: CorpusColumns = CorpusColumns(), how: CorpusTest = CorpusTest(),
+                         exclude_systems: Sequence[str] = ()) -> Any:
+    """``ddp stats compare --corpus-metric``: a long table with one row per (document, segment, system)
+    and the hypothesis and reference texts (``columns``) -> a :class:`ddpcore.stats.compare.CompareResult`
+    with one comparison per corpus metric (rendered like the segment-mean metrics), tested as ``how`` says."""
+    import polars as pl
+
+    from .compare import CompareResult
+
+    df = _corpus_frame(table, columns, exclude_systems)
+    systems, keys, stats_all = _system_stats(df, baseline, metrics, columns)
+    n_seg = keys.height
+    codes = keys[columns.document].rank("dense").cast(pl.Int64).to_numpy() - 1 if how.unit == "document" else None
     n_units = int(codes.max()) + 1 if codes is not None and codes.size else n_seg
     comps = {}
     for m in metrics:
-        r = compare_corpus(stats_all[m], m, unit_codes=codes, n_boot=n_boot, n_ar=n_ar, seed=seed, test=test,  # type: ignore[arg-type]
-                           confidence=confidence)
-        low = m in LOWER_IS_BETTER
-        adj = {}
-        for name, p in (("bs", r.p_bootstrap), ("ar", r.p_ar)):
-            if p is not None:
-                a = np.full_like(p, np.nan)
-                a[1:] = adjust_pvalues(p[1:], correction)
-                adj[name] = a
-        p_dec = np.full(len(systems), np.nan)
-        if adj:
-            p_dec[1:] = np.max(np.vstack([a[1:] for a in adj.values()]), axis=0)  # the baseline has none
-        sig = np.r_[False, p_dec[1:] < alpha]
-        better = (r.diff < 0) if low else (r.diff > 0)
-        verdict = ["baseline"] + ["better" if sig[i] and better[i] else "worse" if sig[i] else "n.s."
-                                  for i in range(1, len(systems))]
-        comps[m] = MetricComparison(metric=m, lower_is_better=low, systems=systems, score=r.score, boot_mean=r.boot_mean,
-                                    ci_low=r.ci_low, ci_high=r.ci_high, diff=r.diff, diff_ci_low=r.diff_ci_low,
-                                    diff_ci_high=r.diff_ci_high, p_bootstrap=r.p_bootstrap, p_bootstrap_adj=adj.get("bs"),
-                                    p_ar=r.p_ar, p_ar_adj=adj.get("ar"), p_value=p_dec, significant=sig,
-                                    verdict=verdict)
+        r = compare_corpus(stats_all[m], m, unit_codes=codes, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,  # type: ignore[arg-type]
+                           test=how.test, confidence=how.confidence)
+        comps[m] = _metric_comparison(m, r, systems, how)
     import sacrebleu
 
     sig_d = {"ddpcore": __version__, "method": "corpus-metric paired bootstrap + AR on sufficient statistics",
              "metrics": list(metrics), "sacrebleu": sacrebleu.__version__, "tokenize": "sacrebleu defaults (13a)",
-             "unit": unit, "n_units": n_units, "n_boot": n_boot, "n_ar": n_ar, "seed": seed, "test": test,
-             "correction": correction, "confidence": confidence, "alpha": alpha, "baseline": baseline,
-             "columns": {"hypothesis": hypothesis_col, "reference": reference_col, "document": document_col,
-                         "segment": segment_col, "system": system_col}}
+             "unit": how.unit, "n_units": n_units, "n_boot": how.n_boot, "n_ar": how.n_ar, "seed": how.seed,
+             "test": how.test, "correction": how.correction, "confidence": how.confidence, "alpha": how.alpha,
+             "baseline": baseline,
+             "columns": {"hypothesis": columns.hypothesis, "reference": columns.reference,
+                         "document": columns.document, "segment": columns.segment, "system": columns.system}}
     line = "|".join(f"{k}:{sig_d[k]}" for k in ("ddpcore", "sacrebleu", "unit", "n_boot", "n_ar", "seed", "correction"))
-    return CompareResult(baseline=baseline, metrics=list(metrics), comparisons=comps, unit=unit, n_units=n_units,
-                         n_segments=n_seg, test=test, n_boot=n_boot, n_ar=n_ar, seed=seed, correction=correction,
-                         confidence=confidence, alpha=alpha, signature=sig_d, signature_line=line)
+    return CompareResult(baseline=baseline, metrics=list(metrics), comparisons=comps, unit=how.unit, n_units=n_units,
+                         n_segments=n_seg, test=how.test, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,
+                         correction=how.correction, confidence=how.confidence, alpha=how.alpha, signature=sig_d,
+                         signature_line=line)
 
 
-__all__ = ["CORPUS_METRICS", "ERROR_CODES", "N_STATS", "CorpusComparison", "compare_corpus", "compare_corpus_table",
-           "corpus_score", "sufficient_stats"]
+__all__ = ["CORPUS_METRICS", "ERROR_CODES", "N_STATS", "CorpusColumns", "CorpusComparison", "CorpusTest", "compare_corpus",
+           "compare_corpus_table", "corpus_score", "sufficient_stats"]
