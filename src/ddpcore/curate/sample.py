@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import DDPUsageError
 from ..io.segments import SegmentColumns
-from .select import Matched, base_signature, context_mask, doc_max, keep_summary, prepare, write_output
+from .select import InputOptions, Matched, base_signature, context_mask, doc_max, keep_summary, kept_counts
 from ..stats.bins import bin_of, parse_bins  # noqa: F401  (re-exported)
 
 RNG = "numpy Generator(PCG64(seed)).random(n_units); per bin the per_bin smallest keys"
@@ -86,23 +86,15 @@ def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins
     edges = parse_bins(bins)
     if per_bin < 1:
         raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
-    if reader == "wmt25" and by != "document":
-        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --unit document",
-                            code="D646")
-    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs, ddp_col=ddp_col)
+    io = InputOptions(cols, reader, docs, ddp_col, outputs, outputs_to)
+    io.check_unit(by)
+    index, prof, m = io.prepare(source, profile)
     keep, report, outside, added = sample_mask(m, edges, per_bin, by, seed)
     summary = keep_summary(m, keep, ddp_col)
     sig = {**base_signature("sample", source, prof), "bins": [_edge(e) for e in edges], "per_bin": int(per_bin),
            "by": by, "seed": int(seed), "rng": RNG, "report": report, "outside_bins": outside,
-           "context_rows": added,
-           "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
-    written: list[Any] = []
-    if target is not None:
-        from pathlib import Path
-
-        written = write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
-                               outputs_to=Path(outputs_to) if outputs_to else None)
-    return SampleResult(keep, report, summary, sig, outside, added, written)
+           "context_rows": added, "kept": kept_counts(summary)}
+    return SampleResult(keep, report, summary, sig, outside, added, io.write(index, m, keep, target, sig))
 
 
 def _edge(e: float) -> float | str:

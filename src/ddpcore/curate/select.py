@@ -890,6 +890,45 @@ def write_output(index: InputIndex, m: Matched, keep: np.ndarray, target: Any, s
     return [p for p in (target.path, target.sidecar) if p is not None]
 
 
+@dataclass(frozen=True)
+class InputOptions:
+    """How :func:`select` and :func:`~ddpcore.curate.sample.sample` read the input and its profile and where
+    the WMT layout's aligned files go: their ``cols``, ``reader``, ``docs``, ``ddp_col``, ``outputs`` and
+    ``outputs_to`` keywords (``--document-col ...``, ``--reader``, ``--docs``, ``--ddp-col``, ``--outputs``,
+    ``--outputs-to``)."""
+
+    cols: SegmentColumns | None = None
+    reader: str = "table"
+    docs: str | os.PathLike[str] | None = None
+    ddp_col: str = schema.DDP
+    outputs: str | os.PathLike[str] | None = None
+    outputs_to: str | os.PathLike[str] | None = None
+
+    def check_unit(self, unit: str) -> None:
+        """D646: a row of ``--reader wmt25`` is a whole document, so the unit must be ``document``."""
+        if self.reader == "wmt25" and unit != "document":
+            raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --unit document",
+                                code="D646")
+
+    def prepare(self, source: str | os.PathLike[str], profile: str | os.PathLike[str]
+                ) -> tuple[InputIndex, Profile, Matched]:
+        """:func:`prepare` with these options."""
+        return prepare(source, profile, self.cols, reader=self.reader, docs=self.docs, ddp_col=self.ddp_col)
+
+    def write(self, index: InputIndex, m: Matched, keep: np.ndarray, target: Any,
+              signature: dict[str, Any]) -> list[Path]:
+        """:func:`write_output` of the kept rows to ``target`` (nothing when it is ``None``)."""
+        if target is None:
+            return []
+        return write_output(index, m, keep, target, signature, outputs=Path(self.outputs) if self.outputs else None,
+                            outputs_to=Path(self.outputs_to) if self.outputs_to else None)
+
+
+def kept_counts(summary: dict[str, Any]) -> dict[str, Any]:
+    """``signature["kept"]``: the documents and segments a selection or sample keeps."""
+    return {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}
+
+
 def base_signature(command: str, source: Any, prof: Profile) -> dict[str, Any]:
     return {"ddpcore": __version__, "command": command, "input": str(source), "profile": prof.path,
             "profile_signature": prof.signature, "ddp_col": prof.ddp_col,
@@ -904,22 +943,16 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
     for tables, a path for ``reader`` wmt24/lines/wmt25) write them verbatim. See the module docstring.
     ``ddp_col``: the profile's DDP column the criteria, the context and the summary use (``--ddp-col``)."""
     criteria.check()
-    if reader == "wmt25" and criteria.level != "document":
-        raise DDPUsageError("--reader wmt25: a row of the documents JSONL is a whole document; use --unit document",
-                            code="D646")
-    index, prof, m = prepare(source, profile, cols, reader=reader, docs=docs, ddp_col=ddp_col)
+    io = InputOptions(cols, reader, docs, ddp_col, outputs, outputs_to)
+    io.check_unit(criteria.level)
+    index, prof, m = io.prepare(source, profile)
     if criteria.domains:
         check_domains(m, criteria.domains)
     keep = select_mask(m, criteria)
     summary = keep_summary(m, keep, ddp_col)
-    sig = {**base_signature("select", source, prof), "criteria": criteria.to_dict(),
-           "kept": {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}}
-    written: list[Path] = []
-    if target is not None:
-        written = write_output(index, m, keep, target, sig, outputs=Path(outputs) if outputs else None,
-                               outputs_to=Path(outputs_to) if outputs_to else None)
-    return SelectResult(keep, summary, sig, written)
+    sig = {**base_signature("select", source, prof), "criteria": criteria.to_dict(), "kept": kept_counts(summary)}
+    return SelectResult(keep, summary, sig, io.write(index, m, keep, target, sig))
 
 
-__all__ = ["Criteria", "Matched", "Profile", "SelectResult", "context_mask", "index_and_match", "load_profile",
+__all__ = ["Criteria", "InputOptions", "Matched", "Profile", "SelectResult", "context_mask", "index_and_match", "load_profile",
            "record_bounds", "select", "select_mask", "write_selected"]
