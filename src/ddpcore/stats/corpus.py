@@ -266,16 +266,16 @@ class CorpusColumns:
 
 @dataclasses.dataclass(frozen=True)
 class CorpusTest:
-    """How :func:`compare_corpus_table` tests every system against the baseline: the resampling ``unit``
-    (``"document"`` or ``"segment"``), ``test`` (``"bootstrap"``, ``"ar"`` or ``"both"``), ``n_boot`` bootstrap
-    replicates, ``n_ar`` approximate-randomization trials, ``seed``, the multiple-test ``correction``, the
-    interval ``confidence`` and the level ``alpha`` of a verdict."""
+    """How :func:`compare_corpus_table` tests every system against the baseline. Resampling: the ``unit``
+    (documents or segments), ``n_boot`` bootstrap replicates, ``n_ar`` approximate-randomization trials and
+    their ``seed``; the ``test`` run (bootstrap, AR or both); the decision: the multiple-test ``correction``
+    (:func:`ddpcore.stats.compare.adjust_pvalues`), the interval ``confidence`` and the level ``alpha``."""
 
-    unit: str = "document"
-    test: str = "both"
+    unit: Literal["document", "segment"] = "document"
     n_boot: int = 1000
     n_ar: int = 10_000
     seed: int = 0
+    test: Literal["bootstrap", "ar", "both"] = "both"
     correction: str = "holm"
     confidence: float = 0.95
     alpha: float = 0.05
