@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
 
-from ddpcore.api import profile_anchors
+from ddpcore.api import profile_anchors, summarize
 from ddpcore.engines import parts as P
 from ddpcore.engines import ray_engine as RE
 from ddpcore.engines.local import Settings
@@ -109,6 +109,10 @@ def test_two_nodes_read_their_rows_and_write_their_parts(cluster, shared, refere
     assert sig["engine"] == "ray" and sig["actors"] == 2 and sig["batches"] == rep.n_batches > 4
     assert sig["cache"]["misses"] > 0 and sig["cache"]["dir"] == str(cache)
     assert "on 2 node(s)" in rep.notes[-1] and "0 run again" in rep.notes[-1]
+    # the DDP summary, built range by range on the driver, is the one of the local engine's whole segment table
+    want = summarize(reference.segments, by=COLS.domain, document_col=COLS.document)
+    assert rep.summary_frame is None and rep.summary is not None
+    assert_frame_equal(rep.summary, want)
     assert sorted(p.name for p in out.iterdir()) == ["anchors.parquet", "segments.parquet", "sentences.parquet"]
     # the same run as a dataset (-o DIR/) from the JSONL input (staged on the shared folder by the driver),
     # its parse served by the cache the first run filled
@@ -120,6 +124,7 @@ def test_two_nodes_read_their_rows_and_write_their_parts(cluster, shared, refere
         assert_frame_equal(getattr(reference, role), got)
     # every unit looked up once per run (the copies' repeated lines: hits of the actor that parsed them first)
     assert sig2["cache"]["misses"] == 0 and sig2["cache"]["hits"] == sig["cache"]["hits"] + sig["cache"]["misses"]
+    assert_frame_equal(rep2.summary, want)
     manifest = P.read_manifest(str(tmp_path / "ds"))
     assert manifest["run"]["nodes"] == 2 and manifest["rows"]["segments"] == 60 == rep2.n_segments
     assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == ["_SUCCESS", "anchors", "segments", "sentences"]

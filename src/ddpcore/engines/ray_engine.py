@@ -60,7 +60,7 @@ from ..io.segments import ROW, SegmentColumns
 from . import parts as P
 from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
 from .local import BATCH_CHARS, Settings, iter_profile
-from .ray_plan import (BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, load_plan, plan_batches,
+from .ray_plan import (BatchRef, BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, load_plan, plan_batches,
                        save_plan)
 from ..pipeline.extract import head_noun_source
 from ..signature import run_signature
@@ -496,9 +496,10 @@ def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     return tuple(getattr(ex, n) for n in names if isinstance(getattr(ex, n, None), type))
 
 
-def run_pool(ray: Any, specs: list[BatchSpec], make_worker: Callable[[], Any], n_actors: int,
+def run_pool(ray: Any, specs: list[BatchSpec] | list[BatchRef], make_worker: Callable[[], Any], n_actors: int,
              on_result: Callable[[dict[str, Any]], None], account: PoolAccount | None = None) -> PoolAccount:
-    """Profile ``specs`` on ``n_actors`` actors (``make_worker()`` starts one), largest batches
+    """Profile ``specs`` (a :class:`~ddpcore.engines.ray_plan.BatchRef` makes its spec only when its
+    batch is handed out) on ``n_actors`` actors (``make_worker()`` starts one), largest batches
     first, :data:`IN_FLIGHT_PER_ACTOR` queued per actor; ``on_result(result)`` for every finished
     batch (any order). A batch lost with its actor is queued again, at most
     :data:`MAX_BATCH_RETRIES` times (then D863); the dead actor is replaced while the cluster has a
@@ -564,15 +565,15 @@ class _Pool:
         self.generation = [0] * n
         self.load = [0] * n
         self.active = set(range(n))
-        self.inflight: dict[Any, tuple[int, int, BatchSpec]] = {}
+        self.inflight: dict[Any, tuple[int, int, BatchSpec | BatchRef]] = {}
         self.pending: dict[Any, int] = {}
 
-    def fill(self, queue: deque[BatchSpec]) -> None:
+    def fill(self, queue: deque[BatchSpec | BatchRef]) -> None:
         waiting = set(self.pending.values())
         for slot in sorted(self.active - waiting):
             while self.load[slot] < IN_FLIGHT_PER_ACTOR and queue:
                 spec = queue.popleft()
-                self.inflight[self.actors[slot].profile.remote(spec)] = (slot, self.generation[slot], spec)
+                self.inflight[self.actors[slot].profile.remote(spec.spec())] = (slot, self.generation[slot], spec)
                 self.load[slot] += 1
 
     def lost(self, slot: int, gen: int) -> None:
@@ -616,7 +617,7 @@ class _Pool:
                 self.ray.kill(a, no_restart=True)
 
 
-def _requeue(spec: BatchSpec, exc: BaseException, attempts: dict[int, int], account: PoolAccount) -> None:
+def _requeue(spec: BatchSpec | BatchRef, exc: BaseException, attempts: dict[int, int], account: PoolAccount) -> None:
     """Count one loss of batch ``spec.k``; D863 once it was lost more than :data:`MAX_BATCH_RETRIES` times."""
     attempts[spec.k] = attempts.get(spec.k, 0) + 1
     account.retried += 1
@@ -914,7 +915,7 @@ def _profile_todo(ray: Any, b: _Batches, o: RunOptions, where: _Where, name: str
         prog.add_words(int(result["marker"]["words"]))
 
     try:
-        account = run_pool(ray, [plan.spec(k) for k in todo], _worker_factory(ray, o, name, where.dataset),
+        account = run_pool(ray, plan.refs(todo), _worker_factory(ray, o, name, where.dataset),
                            b.n_actors, finished)
     finally:
         prog.close()

@@ -70,6 +70,24 @@ class BatchSpec:
                  .sort([DOC, SEGKEY, ROW]))
         return Batch(keyed.with_columns((pl.col(DOC) - pl.col(DOC).min()).alias(DOC)).drop(SEGKEY), self.cols)
 
+    def spec(self) -> BatchSpec:
+        """Itself (a :class:`BatchRef` makes its spec when the batch is handed out)."""
+        return self
+
+
+@dataclass(frozen=True)
+class BatchRef:
+    """Batch ``k`` of ``plan`` before its :class:`BatchSpec` is made: the pool holds one of these per
+    batch waiting (a few bytes) and makes the spec (24 bytes per row) only when it hands the batch out."""
+
+    k: int
+    n_units: int
+    name: str
+    plan: RayPlan
+
+    def spec(self) -> BatchSpec:
+        return self.plan.spec(self.k)
+
 
 @dataclass
 class RayPlan:
@@ -111,6 +129,11 @@ class RayPlan:
     def chars_per_batch(self) -> np.ndarray:
         """(n_batches,) characters of text of each batch."""
         return np.add.reduceat(self.chars.astype(np.int64), self.bounds[:-1]) if self.n_segments else np.zeros(0, np.int64)
+
+    def refs(self, ks: list[int]) -> list[BatchRef]:
+        """A :class:`BatchRef` for each batch of ``ks``."""
+        units = self.units_per_batch()
+        return [BatchRef(k, int(units[k]), self.name, self) for k in ks]
 
     def spec(self, k: int, frame_ref: Any = None) -> BatchSpec:
         """The :class:`BatchSpec` of batch ``k`` (the chunks that hold its rows, its rows sorted)."""
@@ -309,5 +332,5 @@ def compare_settings(old: dict[str, Any], new: dict[str, Any], journal: str) -> 
                 "same settings to resume, or without --resume to start over", code="D170")
 
 
-__all__ = ["BatchSpec", "PLAN_FILE", "RayPlan", "compare_settings", "input_identity", "journal_settings", "load_plan",
+__all__ = ["BatchRef", "BatchSpec", "PLAN_FILE", "RayPlan", "compare_settings", "input_identity", "journal_settings", "load_plan",
            "plan_batches", "save_plan"]
