@@ -63,6 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--ddp-col", default="ddp", metavar="NAME", help="the profile's DDP column (e.g. ddp_certified)")
     c.add_argument("--bins", default="0,1,5,15,50,inf", metavar="E,E,...",
                    help="increasing DDP bin edges in sentences; bins are [E_i, E_i+1)")
+    c.add_argument("--system-scores", choices=("cells", "files"), default="cells",
+                   help="system scores of overall's pairwise_accuracy.sys: the mean over the scored cells (cells), "
+                        "or with --reader mtme the test set's .sys.score files, as mt-metrics-eval (files; the "
+                        "bins keep cell means)")
     c.add_argument("--strict-join", action="store_true",
                    help="any score row without a profile segment is an error (exit 3); without it such rows are "
                         "counted on stderr and in the output's warnings")
@@ -172,12 +176,24 @@ def run(args: argparse.Namespace) -> int:
         if metric_cols is None:
             keys = {args.document_col, args.segment_col, args.system_col, args.human_col, "line_id", "domain"}
             metric_cols = [c for c, t in table.schema.items() if c not in keys and t.is_numeric()]
+    sys_scores = None
+    if args.system_scores == "files":
+        if args.reader != "mtme":
+            from ..errors import DDPUsageError
+
+            raise DDPUsageError(f"--system-scores files reads an mt-metrics-eval tree's .sys.score files: give "
+                                f"--reader mtme (got --reader {args.reader}), or use --system-scores cells", code="D883")
+        from ..io.mtme import read_mtme_sys_table
+        from ..stats.meta import SystemScores
+
+        sys_scores = SystemScores(*read_mtme_sys_table(args.scores, [args.human_col, *(metric_cols or [])],
+                                                       lp=args.lp[0] if args.lp else None))
     res = meta_evaluate(prof.frame, table, human_col=args.human_col, score_col=metric_cols,
                         columns=MetaColumns(document=args.document_col, segment=args.segment_col,
                                             system=args.system_col, metric_name=args.metric_name_col),
                         bins=edges, ddp_col=args.ddp_col, strict_join=args.strict_join,
                         profile_signature=prof.signature, profile_name=str(args.profile),
-                        scores_name=str(args.scores), options=opts, tests=tests)
+                        scores_name=str(args.scores), options=opts, tests=tests, system_scores=sys_scores)
     passed, fails, notes = res.gate(args.fail_on) if args.fail_on else (True, [], [])
     if args.fail_on:
         res.signature["fail_on"] = list(args.fail_on)

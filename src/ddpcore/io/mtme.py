@@ -380,5 +380,14 @@ def read_mtme_sys_scores(path: str | os.PathLike[str], name: str, *, lp: str | N
     return out
 
 
+def read_mtme_sys_table(path: str | os.PathLike[str], names: Sequence[str], *, lp: str | None = None
+                        ) -> tuple[dict[str, dict[str, float | None]], dict[str, str]]:
+    """The ``.sys.score`` files of several human score NAMEs / metric METRIC-REFs: ``({name: {system: score}},
+    {name: file})`` (``None`` kept for a missing score). D827 names a NAME without a system-level file."""
+    ms = resolve_mtme(path, lp)
+    files = _pick("system-level score", {**ms.human_files("sys"), **ms.metric_files("sys")}, list(names), ms)
+    return ({n: read_mtme_sys_scores(path, n, lp=ms.lp) for n in names}, {n: str(f) for n, f in files.items()})
+
+
 __all__ = ["ERROR_CODES", "HYPOTHESIS", "REFERENCE", "MtmeScores", "MtmeSet", "iter_mtme_source", "read_documents",
-           "read_mtme_scores", "read_mtme_sys_scores", "read_seg_score_file", "resolve_mtme"]
+           "read_mtme_scores", "read_mtme_sys_scores", "read_mtme_sys_table", "read_seg_score_file", "resolve_mtme"]

@@ -157,6 +157,17 @@ class MetaColumns:
 
 
 @dataclasses.dataclass(frozen=True)
+class SystemScores:
+    """System-level scores given from outside (mt-metrics-eval's ``.sys.score`` files, ``--system-scores
+    files``): ``scores`` = {human or metric name: {system: score or None}}, ``source`` = {name: where it was
+    read}. They replace the cell means in ``overall``'s ``pairwise_accuracy.sys`` only: the bins keep the
+    means over their cells (a file holds one score per system for the whole test set, not per bin)."""
+
+    scores: dict[str, dict[str, float | None]]
+    source: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
 class MetaResult:
     """Result of :func:`meta_evaluate`.
 
@@ -737,6 +748,39 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
     return cell
 
 
+def _overall_system_scores(cell: _Cell, data: _Data, human: str, given: SystemScores, warnings: list[str]) -> None:
+    """``overall``'s ``pairwise_accuracy.sys`` from given system-level scores (mt-metrics-eval: the
+    ``.sys.score`` files): over the systems of the score table whose human and metric system scores are
+    both given (not None), as ``stats.Agreement``; the replicate reader is dropped (fixed scores)."""
+    if not isinstance(given, SystemScores):
+        raise DDPUsageError(f"meta_evaluate(system_scores=...) must be a SystemScores, got {type(given).__name__}",
+                            code="D882")
+    missing = [n for n in (human, *data.metrics) if n not in given.scores]
+    if missing:
+        raise DDPUsageError(f"system scores: none given for {', '.join(missing[:5])}; with --system-scores files "
+                            "every metric and the human score need a .sys.score file (or use --system-scores cells)",
+                            code="D882")
+    hs_all = given.scores[human]
+    extra = sorted(set(hs_all) - set(data.systems))
+    if extra:
+        warnings.append(f"system scores of {len(extra)} system(s) without segment scores are not used "
+                        f"({', '.join(extra[:5])})")
+    cell.readers = [r for r in cell.readers if r[1] != "pairwise_accuracy.sys"]
+    for metric in data.metrics:
+        ms_all = given.scores[metric]
+        use = [s for s in data.systems if hs_all.get(s) is not None and ms_all.get(s) is not None]
+        f = cell.figures[metric]
+        cells_value = f["pairwise_accuracy.sys"]["value"]
+        src = {"system_scores": "files", "value_cell_means": cells_value, "systems_used": use}
+        if len(use) < 2:
+            f["pairwise_accuracy.sys"] = _figure(None, len(use), status="undefined",
+                                                 reason="fewer than 2 systems with both system-level scores", **src)
+            continue
+        hs = np.array([hs_all[s] for s in use], dtype=np.float64)
+        ms = np.array([ms_all[s] for s in use], dtype=np.float64)
+        f["pairwise_accuracy.sys"] = _figure(float(pairwise_accuracy(hs, ms)), len(use), **src)
+
+
 def _ratio(s: Any, n: Any) -> Any:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, s / n, np.nan)
@@ -1034,6 +1078,10 @@ def _apply_cis(cells: list[_Cell], reps: dict[tuple[str, str, str], np.ndarray],
                 if fig["status"] != "ok":
                     fig["ci_status"] = "not_computed"
                     continue
+                if fig.get("system_scores") == "files":
+                    fig["ci_status"] = "not_computed"
+                    fig["ci_reason"] = "system scores given (.sys.score files): fixed, not resampled"
+                    continue
                 r = reps.get((c.name, metric, stat))
                 if n_boot == 0:
                     fig["ci_status"], fig["ci_reason"] = "not_computed", "n_boot = 0 (--n-boot)"
@@ -1178,7 +1226,8 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
                   columns: MetaColumns | None = None, bins: str | Sequence[float] = DEFAULT_BINS,
                   ddp_col: str = S.DDP, strict_join: bool = False, profile_signature: dict[str, Any] | None = None,
                   profile_name: str = "<profile>", scores_name: str = "<scores>",
-                  options: ResampleOptions | None = None, tests: MetaTests | None = None) -> MetaResult:
+                  options: ResampleOptions | None = None, tests: MetaTests | None = None,
+                  system_scores: SystemScores | None = None) -> MetaResult:
     """Metric-human agreement per DDP bin and overall (see the module docstring for every definition).
 
     Parameters
@@ -1200,6 +1249,9 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
         0 = no intervals and no test b), ``seed``, ``threads``, ``max_memory``, ``max_seconds``.
     tests
         :class:`MetaTests` (permutations, SPA trials, alpha, pairs, caps).
+    system_scores
+        :class:`SystemScores`: ``overall``'s ``pairwise_accuracy.sys`` from these system-level scores
+        (mt-metrics-eval's ``.sys.score`` files) instead of the cell means; fixed, so without an interval.
 
     Returns
     -------
@@ -1233,6 +1285,8 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
         label = f"[{lo:g}, {'inf' if math.isinf(hi) else f'{hi:g}'})"
         cells.append(_cell_stats(data, b == k, label, lo, hi, tests, cache, seed))
     cells.append(_cell_stats(data, np.ones(b.size, dtype=bool), "overall", None, None, tests, cache, seed))
+    if system_scores is not None:
+        _overall_system_scores(cells[-1], data, human_col, system_scores, warnings)
     for c in cells:
         if c.name != "overall" and 0 < c.counts["n_documents"] < 5:  # type: ignore[attr-defined]
             warnings.append(f"bin {c.name}: {c.counts['n_documents']} document(s), {c.counts['n_segments_scored']} "  # type: ignore[attr-defined]
@@ -1255,7 +1309,9 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
         spa_ci_perm=int(min(tests.spa_ci_perm, tests.spa_perm)), strict_join=bool(strict_join),
         unit="document", ci="document bootstrap, 95% percentile (numpy.percentile, linear) of the defined replicates",
         rng={"bootstrap": RNG_DESCRIPTION, "permutation": PERM_RNG, "spa": SPA_RNG},
-        correction="holm", join=data.join, warnings=warnings, profile_signature=psig)
+        correction="holm", join=data.join, warnings=warnings, profile_signature=psig,
+        system_scores=("cells" if system_scores is None else
+                       {"overall": "files", "bins": "cells", "source": dict(system_scores.source)}))
     return MetaResult([entry(c) for c in cells[:-1]], entry(cells[-1]), tests_out, warnings, sig)
 
 
@@ -1361,7 +1417,7 @@ def dumps(res: MetaResult) -> str:
     return json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n"
 
 
-__all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "PERM_STATS", "STATS", "acc_eq_at", "acc_eq_none",
+__all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "SystemScores", "PERM_STATS", "STATS", "acc_eq_at", "acc_eq_none",
            "calibrate_ties", "dumps", "item_statistics", "meta_evaluate", "pairwise_accuracy",
            "pairwise_p_values",
            "parse_fail_on", "to_latex", "to_markdown", "to_tsv"]
