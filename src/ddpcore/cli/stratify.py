@@ -41,12 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="increasing DDP bin edges in sentences; bins are [E_i, E_i+1)")
     add_score_reader(p, "SCORES")
     j = p.add_argument_group("join (the profile's document and segment columns = the scores' columns)")
+    joins = "(default: the profile's name); PROFILE_COL=SCORES_COL joins another profile column"
     j.add_argument("--document-col", default=None, metavar="NAME",
-                   help="the scores' document id column, joined to the profile's document column (default: the "
-                        "profile's name); PROFILE_COL=SCORES_COL joins another profile column")
+                   help=f"the scores' document id column, joined to the profile's document column {joins}")
     j.add_argument("--segment-col", default=None, metavar="NAME",
-                   help="the scores' segment id column, joined to the profile's segment column (default: the "
-                        "profile's name); PROFILE_COL=SCORES_COL joins another profile column (e.g. "
+                   help=f"the scores' segment id column, joined to the profile's segment column {joins} (e.g. "
                         "line_id=line_id: the 0-based line of --reader wmt24|lines)")
     add_deprecated_alias(j, "--on", "--document-col/--segment-col", "on", type=_csv, metavar="COLS")
     p.add_argument("--max-unjoined", type=float, default=0.01, metavar="SHARE",
