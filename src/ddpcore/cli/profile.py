@@ -128,11 +128,9 @@ def run(args: argparse.Namespace) -> int:
     from ..engines import get_engine
     from ..engines.base import RunInterrupted, RunOptions
     from ..engines.local import Settings
-    from ..pipeline.cache import cache_wrapper, stderr_warn
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
     from ..io.segments import SegmentColumns
-    from ..api import summarize
 
     source = args.input if args.input is not None else bundled_default()
     if args.batch_chars is not None and args.batch_chars < 1:
@@ -157,7 +155,10 @@ def run(args: argparse.Namespace) -> int:
     if progress == "auto":
         progress = "bar" if sys.stderr.isatty() else "none"
     argv = [a for a in sys.argv[1:] if a != "--resume"]
-    warn = stderr_warn("ddp profile")
+
+    def warn(message: str) -> None:  # one "ddp profile: warning: ..." line on stderr
+        print(f"ddp profile: warning: {' '.join(message.split())}", file=sys.stderr, flush=True)
+
     run_options = RunOptions(
         cols=cols, settings=Settings(distance=args.distance, sentence_unit="sentence",
                                     rules=resolve_rules(args.rules, args.certify_model)),
@@ -165,9 +166,7 @@ def run(args: argparse.Namespace) -> int:
         progress=progress, summary_by=by, source_name=str(source), warn=warn, **reader_kwargs(args),
         resume=args.resume, resume_hint="rerun with --resume: ddp " + " ".join(shlex.quote(a) for a in argv) + " --resume",
         shard=args.shard, start_method=args.start_method, address=args.address, quiet=args.quiet,
-        parse_wrapper=cache_wrapper(False if args.no_cache else args.cache, warn=warn,
-                                    outputs=[p for t in checked for p in (t.path, t.sidecar)],
-                                    inputs=[source, args.docs]))
+        parse_wrapper=None if args.no_cache else _cache_wrapper(args.cache, warn, checked, [source, args.docs]))
     engine.check(run_options)  # e.g. --resume with Ray (D193), Ray missing (D190): before the input is read
     timing = stage_times.record() if args.profile_time else contextlib.nullcontext()
     try:
@@ -189,8 +188,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"ddp profile: note: {note}", file=sys.stderr)
     signature = report.signature
     names = [str(t.path) if t.path is not None else "<stdout>" for t in targets.values() if t is not None]
-    summary = report.summary if report.summary is not None else \
-        summarize(report.summary_frame, by=by, document_col=cols.document)
+    summary = report.summary
+    if summary is None:  # an engine that returns the segment frame, not the streamed summary
+        from ..api import summarize
+
+        summary = summarize(report.summary_frame, by=by, document_col=cols.document)
     if args.format == "json":
         text = json.dumps({"summary": summary.to_dicts(), "summary_by": by, "outputs": names,
                            "signature": signature}, indent=2)
@@ -206,6 +208,14 @@ def run(args: argparse.Namespace) -> int:
     if args.profile_time:
         print(stage_times.format_times(times, n_process=signature.get("n_process")), file=sys.stderr)
     return 0
+
+
+def _cache_wrapper(cache: str | None, warn, checked: list, inputs: list):  # type: ignore[no-untyped-def]
+    """The parse cache's ``parse_wrapper`` (its folder checked against the outputs and inputs now);
+    imported only for a run that uses the cache (``--no-cache`` never imports it)."""
+    from ..pipeline.cache import cache_wrapper
+
+    return cache_wrapper(cache, warn=warn, outputs=[p for t in checked for p in (t.path, t.sidecar)], inputs=inputs)
 
 
 def _write_stdout(write) -> bool:  # type: ignore[no-untyped-def]

@@ -132,9 +132,8 @@ def _register_tau(ssub: argparse._SubParsersAction, fmt: type) -> None:
     _add_common(p, annotator=False)
     p.add_argument("--a", required=True, metavar="COND", help="condition A")
     p.add_argument("--b", required=True, metavar="COND", help="condition B")
-    p.add_argument("--unit", choices=("document", "segment"), default="document", help="resampling unit")
-    p.add_argument("--n-boot", type=int, default=10_000, metavar="B", help="bootstrap replicates")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling generator")
+    _add_resampling(p, n_boot=10_000, n_boot_help="bootstrap replicates", seed_help="seed of the resampling generator",
+                    unit_help="resampling unit")
     p.add_argument("--weighting", choices=("segment", "document"), default="segment",
                    help="system mean over rows (segment) or mean of per-document means (document)")
     p.add_argument("--tau-min", type=float, default=0.667, help="threshold for the share of replicates below it")
@@ -145,6 +144,15 @@ def _register_tau(ssub: argparse._SubParsersAction, fmt: type) -> None:
                    help="exit 1 when the CI lower bound is below --tau-min (rankings not shown to agree)")
     add_budget(p)
     p.set_defaults(func=run_tau)
+
+
+def _add_resampling(p: argparse.ArgumentParser, *, n_boot: int, n_boot_help: str, seed_help: str,
+                    unit_help: str) -> None:
+    """``--n-boot``, ``--seed`` and ``--unit`` (document or segment resampling) of ``stats tau`` and
+    ``stats cluster``, in that order."""
+    p.add_argument("--n-boot", type=int, default=n_boot, metavar="B", help=n_boot_help)
+    p.add_argument("--seed", type=int, default=0, help=seed_help)
+    p.add_argument("--unit", choices=("document", "segment"), default="document", help=unit_help)
 
 
 def _register_cluster(ssub: argparse._SubParsersAction, fmt: type) -> None:
@@ -164,9 +172,8 @@ def _register_cluster(ssub: argparse._SubParsersAction, fmt: type) -> None:
     p.add_argument("--a", default=None, metavar="COND", help="compare the clusters of conditions A and B")
     p.add_argument("--b", default=None, metavar="COND", help="see --a")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level")
-    p.add_argument("--n-boot", type=int, default=1000, metavar="B", help="resamples / permutations")
-    p.add_argument("--seed", type=int, default=0, help="seed (bootstrap, permutation)")
-    p.add_argument("--unit", choices=("document", "segment"), default="document", help="bootstrap resampling unit")
+    _add_resampling(p, n_boot=1000, n_boot_help="resamples / permutations", seed_help="seed (bootstrap, permutation)",
+                    unit_help="bootstrap resampling unit")
     p.add_argument("--by-domain", action="store_true", help="wmt24: per-domain tests combined with Stouffer")
     _column(p, "--domain-col", "--domain", "domain", "domain", "domain column (for --by-domain)")
     p.add_argument("--pair-annotator", action=argparse.BooleanOptionalAction, default=None,
