@@ -308,3 +308,77 @@ def test_real_wmt23_ende_against_the_wide_tsv(shared_data, tmp_path) -> None:  #
     order = np.argsort(-m["ddp"].to_numpy(), kind="stable")[: int(np.ceil(0.25 * m.height))]
     vals = m.drop("line_id", "ddp").to_numpy()[order]
     assert rep["budgets"][0]["mean_human"]["selected"] == pytest.approx(vals.mean(), rel=1e-12)
+
+
+# subset2evaluate's own expected values (zouharvi/subset2evaluate, subset2evaluate/test.py,
+# test_wmt_method_diversity): wmt23/en-de ordered by its "diversity" method with BLEU, eval_clucor with the
+# human score -> mean cluster count 2.3000 and mean Spearman 0.9328 (its tolerance 0.01) over
+# PROPS = numpy.geomspace(0.05, 0.5, 10), k = int(n * prop) (a floor; ddp select's budgets take ceil).
+# How the inputs were produced (read from subset2evaluate's utils.load_data_wmt, methods and evaluate, and
+# rewritten): human = the first of its protocol list present, here da-sqm; systems = the system outputs minus
+# synthetic_ref / refA / chrf_bestmbr with a human score; segments where any system's score is "None" or "0"
+# are dropped (549 of 557 remain); the order = segments by minus the mean sacrebleu 2.6.0
+# BLEU(effective_order=True).sentence_score(a, [b]) over every ordered pair (a, b) of the 12 systems' outputs,
+# highest first (a stable sort). That BLEU loop takes minutes, so its result (positions among the 549 kept
+# segments) is written below. Min-max normalisation (its default) is left out: it cannot change a mean's rank
+# or a Wilcoxon test. Systems are sorted by name here (subset2evaluate takes glob order; only exact ties of
+# system means could differ).
+S2E_DIVERSITY_BLEU_ORDER = (
+    "49 45 80 71 465 335 26 186 136 66 496 266 174 244 490 97 8 524 90 121 222 234 94 11 264 235 265 300 224 77 520 "
+    "172 479 0 283 164 200 177 314 538 125 185 256 43 91 82 166 311 32 530 503 443 233 473 336 70 268 263 536 61 "
+    "196 506 471 46 546 466 88 230 192 493 436 346 522 525 38 102 228 480 461 48 405 548 323 151 396 6 50 517 202 "
+    "381 376 163 170 44 147 284 1 261 132 7 531 275 528 239 214 469 494 495 519 307 187 510 449 448 347 128 458 142 "
+    "195 305 450 324 385 18 365 116 148 521 367 113 460 502 514 53 98 12 107 395 296 131 68 505 243 482 523 9 302 "
+    "370 84 220 67 180 237 249 286 339 143 246 516 356 127 122 452 3 313 169 435 280 306 78 223 400 484 119 247 501 "
+    "270 492 373 210 140 168 527 108 402 428 472 103 64 455 437 518 383 101 188 27 149 19 408 315 152 421 89 344 "
+    "165 442 287 36 184 65 464 87 161 144 227 426 81 100 25 63 545 451 419 5 322 497 137 491 226 141 486 318 219 "
+    "171 345 83 425 251 95 258 328 357 282 291 303 382 420 498 515 206 337 434 72 211 272 96 297 422 298 37 310 14 "
+    "271 352 112 364 28 317 254 333 123 389 438 354 462 267 75 217 194 355 40 351 362 467 229 312 483 20 183 110 "
+    "509 513 259 304 73 412 537 157 13 343 10 529 330 391 85 474 325 31 252 55 114 475 295 156 432 366 62 341 236 "
+    "316 369 29 154 532 93 399 359 384 541 203 24 130 404 201 301 30 79 74 478 387 199 547 42 539 133 240 320 129 "
+    "99 338 407 447 377 190 109 253 374 58 439 441 349 413 160 120 403 225 17 500 111 360 47 153 361 416 218 124 52 "
+    "257 33 278 507 105 393 60 209 138 86 288 309 241 489 106 155 342 504 39 104 401 363 51 463 134 150 115 215 179 "
+    "92 260 379 543 76 372 205 332 429 56 216 386 232 508 534 329 326 512 221 35 292 368 453 417 213 327 542 456 22 "
+    "535 281 242 424 69 511 411 544 262 459 2 173 415 126 23 212 255 481 470 34 198 526 158 340 59 193 248 54 279 "
+    "375 41 454 293 444 135 378 485 380 204 476 182 16 392 394 118 15 117 4 388 176 414 334 433 440 189 371 294 167 "
+    "197 398 350 499 231 57 488 191 397 269 181 457 487 178 331 145 348 390 319 427 353 308 162 245 208 175 468 540 "
+    "423 146 321 410 238 250 276 277 299 431 207 139 446 430 477 289 285 21 159 406 418 409 290 358 533 273 274 445 "
+)
+
+
+@pytest.mark.shared_data
+def test_subset2evaluate_expected_clusters_and_correlation(shared_data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import tarfile
+
+    from ddpcore.curate.evaluate import clusters_rows, spearman_rows, subset_means
+
+    tar = shared_data / "esa-wmt23-ende" / "errorspanannotation_wmt23_en-de_data.tar.xz"
+    if not tar.exists():
+        pytest.skip(f"{tar} is absent")
+    pre = "data/mt-metrics-eval-v2/wmt23/"
+    with tarfile.open(tar) as tf:
+        names = tf.getnames()
+        member = tf.getmember(pre + "human-scores/en-de.da-sqm.seg.score")
+        text = tf.extractfile(member).read().decode()  # type: ignore[union-attr]
+    outputs = sorted(n.rsplit("/", 1)[1][:-4] for n in names
+                     if n.startswith(pre + "system-outputs/en-de/") and n.endswith(".txt"))
+    hum: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        s, v = line.split()
+        hum.setdefault(s, []).append(v)
+    models = [m for m in outputs if m not in {"synthetic_ref", "refA", "chrf_bestmbr"} and m in hum
+              and not all(x in {"None", "0"} for x in hum[m])]
+    n_src = len(hum[models[0]])
+    keep = [i for i in range(n_src) if not any(hum[m][i] in {"None", "0"} for m in models)]
+    assert (len(models), n_src, len(keep)) == (12, 557, 549)
+    human = np.array([[float(hum[m][i]) for m in models] for i in keep])
+    order = np.array([int(x) for x in "".join(S2E_DIVERSITY_BLEU_ORDER).split()])
+    assert sorted(order.tolist()) == list(range(len(keep)))
+    clu, cor = [], []
+    for prop in np.geomspace(0.05, 0.5, 10):
+        mask = np.zeros((1, len(keep)), dtype=bool)
+        mask[0, order[:int(len(keep) * prop)]] = True
+        clu.append(int(clusters_rows(human, mask, alpha=0.05)[0]))
+        cor.append(float(spearman_rows(subset_means(human, mask.astype(np.float64)), human.mean(axis=0))[0]))
+    assert abs(np.average(clu) - 2.3000) < 0.01  # subset2evaluate's expected value and tolerance
+    assert abs(np.average(cor) - 0.9328) < 0.01
