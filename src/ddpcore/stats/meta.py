@@ -32,10 +32,14 @@ Confidence intervals: a **document bootstrap** (``n_boot`` replicates, the seede
 over the documents in sorted id order; one draw of documents serves every bin and metric). Each
 statistic is recomputed on the drawn documents (a document drawn k times counts k times); 95 %
 percentile interval (``numpy.nanpercentile``, linear); replicates where a statistic is undefined are
-left out of its interval and counted. ``acc_eq`` keeps its calibrated epsilon in the replicates (the
-interval is conditional on it, as mt-metrics-eval's ``PairwisePermutationSigDiff`` fixes each metric's
-epsilon). Not resampled (``ci_status="not_computed"``): ``acc_eq.none`` and ``spa.sys`` (a permutation
-test inside every replicate), ``tau_b.none`` in a bin of more than ``ci_max_points`` cells.
+left out of its interval and counted. ``acc_eq`` (both forms) keeps its calibrated epsilon in the
+replicates (the interval is conditional on it, as mt-metrics-eval's ``PairwisePermutationSigDiff`` fixes
+each metric's epsilon; ``acc_eq.none``'s replicates by the native O(n log n) weighted acc23 count).
+``spa.sys``: per replicate, SPA with the first ``spa_ci_perm`` of the point value's segment masks held
+fixed (a segment drawn k times counts k times, its copies share its coin; :func:`spa_replicates`): the
+interval is conditional on those masks. Not resampled (``ci_status="not_computed"``): ``tau_b.none`` in
+a bin of more than ``ci_max_points`` cells; ``overall``'s ``pairwise_accuracy.sys`` from given system
+scores (:class:`SystemScores`, fixed).
 
 Tests
   (a) **metric A vs metric B within a bin**: mt-metrics-eval's PERM-BOTH permutation test
