@@ -287,6 +287,9 @@ def main() -> None:
     import ray
 
     os.environ.pop("RAY_ADDRESS", None)
+    # the actors at the driver's priority, as in the local Ray that ddpcore starts (Ray's default is niceness 15)
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    print(f"RAY_worker_niceness={os.environ['RAY_worker_niceness']}")
     tmp = Path(tempfile.mkdtemp(prefix="ddp-ray-cluster-bench-"))
     print(f"load before: {_load()}")
     t0 = time.perf_counter()

@@ -149,8 +149,10 @@ def _quiet_ray(ray: Any, quiet: bool = False) -> None:
 
 
 #: environment of ``ray.init`` while it starts a local Ray: no C++ stack dumps on SIGTERM (the
-#: driver's SIGTERM is handled by ddpcore: one line, exit 143)
-_INIT_ENV = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+#: driver's SIGTERM is handled by ddpcore: one line, exit 143); the actors at the driver's priority
+#: (Ray starts its workers at niceness 15: on a machine shared with other work they got a fraction
+#: of the CPU the local engine gets, 2-3x its per-batch time at load 20). A user's own setting wins.
+_INIT_ENV = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1", "RAY_worker_niceness": "0"}
 #: ... and, under ``-q``, only fatal lines from Ray's C++ core (its ``E`` lines go to the driver's stderr)
 _QUIET_ENV = {"RAY_BACKEND_LOG_LEVEL": "fatal"}
 #: prefix of the work folders of Ray runs; the folder holds an ``owner`` file (``PID:START``)
