@@ -2,7 +2,8 @@
 
 Data: 20 systems x 20,000 segments (2,000 documents of 10) x 5 metrics, DDP uniform on 0..29 (bins
 0,1,5,15,50,inf), human scores on a few levels (ties), seeded. ``ddp meta`` (``meta_evaluate``) with 1,000
-document resamples and 10,000 permutations, and again with ``n_perm=0``: the difference is the
+document resamples and 10,000 permutations, again with ``n_perm=0`` and with ``spa_ci_perm=0`` (no SPA
+interval; its difference to the full run is the SPA bootstrap's cost): the n_perm difference is the
 metric-vs-metric permutation test (4 statistics x 6 bins x 10 metric pairs).
 
 The peer: a re-implementation (from reading google-research/mt-metrics-eval ``stats.py``; pure
@@ -50,13 +51,19 @@ def make_data(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     return prof, pl.DataFrame(cols)
 
 
-def run_ddp(prof: pl.DataFrame, scores: pl.DataFrame, n_perm: int) -> float:
+CPU: list[tuple[str, float]] = []  # (what, CPU seconds of the process) of every run_ddp call
+
+
+def run_ddp(prof: pl.DataFrame, scores: pl.DataFrame, n_perm: int, spa_ci_perm: int | None = None,
+            what: str = "") -> float:
     from ddpcore.stats.meta import MetaTests, meta_evaluate
     from ddpcore.stats.options import ResampleOptions
 
-    t = time.perf_counter()
+    extra = {} if spa_ci_perm is None else {"spa_ci_perm": spa_ci_perm}
+    t, c = time.perf_counter(), time.process_time()
     meta_evaluate(prof, scores, human_col="human", bins=EDGES, options=ResampleOptions(n_boot=1000, seed=0),
-                  tests=MetaTests(n_perm=n_perm))
+                  tests=MetaTests(n_perm=n_perm, **extra))
+    CPU.append((what, time.process_time() - c))
     return time.perf_counter() - t
 
 
@@ -130,10 +137,11 @@ def main() -> None:
     a = ap.parse_args()
     prof, scores = make_data()
     print(f"load before: {load()}; cores: {os.cpu_count()}")
-    full, noperm = [], []
-    for _ in range(a.rounds):  # alternated, so both see the same load
-        full.append(run_ddp(prof, scores, 10_000))
-        noperm.append(run_ddp(prof, scores, 0))
+    full, noperm, nospa = [], [], []
+    for _ in range(a.rounds):  # alternated, so all see the same load
+        full.append(run_ddp(prof, scores, 10_000, what="full"))
+        noperm.append(run_ddp(prof, scores, 0, what="noperm"))
+        nospa.append(run_ddp(prof, scores, 10_000, spa_ci_perm=0, what="nospa"))
     peer_total, per = peer_work(prof, scores, a.peer_trials)
     t_full, t_noperm = statistics.median(full), statistics.median(noperm)
     t_perm = max(t_full - t_noperm, 1e-9)
@@ -144,6 +152,12 @@ def main() -> None:
     print(f"| ddp meta, 1,000 doc resamples + 10,000 permutations (all of it) | {t_full:.2f} | "
           f"{min(full):.2f}-{max(full):.2f} |")
     print(f"| ddp meta, n_perm=0 | {t_noperm:.2f} | {min(noperm):.2f}-{max(noperm):.2f} |")
+    print(f"| ddp meta, spa_ci_perm=0 (no SPA interval) | {statistics.median(nospa):.2f} | "
+          f"{min(nospa):.2f}-{max(nospa):.2f} |")
+    for what in ("full", "noperm", "nospa"):
+        cpu = [c for w, c in CPU if w == what]
+        print(f"| CPU seconds of the process, {what} (median) | {statistics.median(cpu):.2f} | "
+              f"{min(cpu):.2f}-{max(cpu):.2f} |")
     print(f"| ddp meta permutation test (difference; 4 stats x 6 bins x 10 pairs x 10,000) | {t_perm:.2f} | |")
     for k, v in per.items():
         print(f"| mt-metrics-eval PermutationSigDiff loop, {k}, extrapolated from {a.peer_trials} trials per bin | "

@@ -66,6 +66,22 @@ def tie_entries_sorted(const double[::1] h__pt, const double[::1] m__pt, double[
     return k, con0, tb0
 
 
+cdef double* _replicate_buffers(Py_ssize_t n, Py_ssize_t n_rep, Py_ssize_t width, int num_threads,
+                                double[::1] out__rep, int* nt) except? NULL:
+    """The per-thread work buffers of a replicate kernel (``width`` doubles each; at most one thread per
+    replicate). NULL (and ``out`` NaN) when there is no point or no replicate; MemoryError when it fails."""
+    nt[0] = _threads(num_threads)
+    if n == 0 or n_rep == 0:
+        out__rep[:] = NAN
+        return NULL
+    if nt[0] > n_rep:
+        nt[0] = <int>n_rep
+    cdef double* buf = <double*>malloc(<size_t>nt[0] * <size_t>width * sizeof(double))
+    if buf == NULL:
+        raise MemoryError()
+    return buf
+
+
 cdef double _tau_b_weighted(const int64_t* h_rank, const int64_t* m_rank, const int64_t* doc,
                             const double* w_doc, Py_ssize_t n, Py_ssize_t n_m_ranks, double* tree,
                             double* mt) noexcept nogil:
@@ -124,15 +140,10 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
     not depend on the number of threads. O(n log n) per replicate.
     """
     cdef Py_ssize_t n = h_rank__pt.shape[0], n_rep = w__rep_doc.shape[0], r, width = n_m_ranks + 1
-    cdef int nt = _threads(num_threads)
-    if n == 0 or n_rep == 0:
-        out__rep[:] = NAN
-        return
-    if nt > n_rep:
-        nt = <int>n_rep
-    cdef double* buf = <double*>malloc(<size_t>nt * 2 * <size_t>width * sizeof(double))
+    cdef int nt = 0
+    cdef double* buf = _replicate_buffers(n, n_rep, 2 * width, num_threads, out__rep, &nt)
     if buf == NULL:
-        raise MemoryError()
+        return
     cdef double* tree
     try:
         for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
@@ -308,15 +319,10 @@ def acc_eq_weighted_reps(const double[::1] m__a, const int64_t[::1] h_rank__a, c
     per thread, each sequential: the result does not depend on the number of threads. O(n log n) each.
     """
     cdef Py_ssize_t n = m__a.shape[0], n_rep = w__rep_doc.shape[0], r, width = n_h_ranks + 1
-    cdef int nt = _threads(num_threads)
-    if n == 0 or n_rep == 0:
-        out__rep[:] = NAN
-        return
-    if nt > n_rep:
-        nt = <int>n_rep
-    cdef double* buf = <double*>malloc(<size_t>nt * <size_t>width * sizeof(double))
+    cdef int nt = 0
+    cdef double* buf = _replicate_buffers(n, n_rep, width, num_threads, out__rep, &nt)
     if buf == NULL:
-        raise MemoryError()
+        return
     try:
         for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
             out__rep[r] = _acc_eq_weighted(&m__a[0], &h_rank__a[0], &doc__a[0], &m__b[0], &h_rank__b[0],

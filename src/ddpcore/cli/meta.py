@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="document-swap trials of the metric-vs-metric test (0 = no test)")
     t.add_argument("--spa-perm", type=int, default=1000, metavar="T",
                    help="segment-swap trials of each SPA p-value (Thompson et al. 2024 use 1000)")
-    t.add_argument("--spa-ci-perm", type=int, default=100, metavar="T",
+    t.add_argument("--spa-ci-perm", type=int, default=20, metavar="T",
                    help="trials of the SPA p-values inside each bootstrap replicate: the first T of the point "
                         "value's masks, held fixed (0 = no SPA interval)")
     t.add_argument("--pairs", choices=("all", "none"), default="all",

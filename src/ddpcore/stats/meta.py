@@ -132,7 +132,7 @@ class MetaTests:
     pairs: str = "all"
     max_pairs: int = 20_000_000
     ci_max_points: int = 10_000
-    spa_ci_perm: int = 100
+    spa_ci_perm: int = 20
 
     def __post_init__(self) -> None:
         for name in ("n_perm", "spa_perm", "max_pairs", "ci_max_points", "spa_ci_perm"):
