@@ -192,7 +192,11 @@ def iter_profile(
     if not prefetch:
         for i, batch in enumerate(batches):
             job = prepare(i, batch)
-            yield finish(job, do_parse(job))
+            del batch
+            result = finish(job, do_parse(job))
+            del job  # the batch's frame and units are not held while the consumer writes the result
+            yield result
+            del result  # nor its tables while the next batch is read
         return
     from concurrent.futures import ThreadPoolExecutor
 

@@ -225,7 +225,12 @@ def _batch_frames(staged: StagedInput, plan: BatchPlan, todo: Sequence[int]) -> 
         if not np.array_equal(new_id, new_doc):
             at = int(np.flatnonzero(new_id != new_doc)[0])
             raise document_key_collision(staged.name, cols, ids[at - 1], ids[at])
-        yield Batch(keyed.drop(SEGKEY), cols)
+        batch = Batch(keyed.drop(SEGKEY), cols)
+        # nothing of this batch but the Batch itself stays referenced while the consumer works on it,
+        # and nothing at all while the next batch is read (the second batch's peak is the first's)
+        del rows, docs, by_row, frame, keyed, ids, new_id, d, new_doc
+        yield batch
+        del batch
 
 
 # ------------------------------------------------------------------------------- progress
@@ -729,6 +734,7 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
         marker = {"segments": res.segments.height, "anchors": res.anchors.height,
                   "min_row": int(rows.min()), "max_row": int(rows.max()),
                   "words": int(res.segments[schema.N_TOKENS].sum())}
+        del res, rows, df  # the batch's tables are in its parts: not held while the next batch runs
         if "pipeline_info" not in journal:
             journal["pipeline_info"] = parser.info()
             write_json_atomic(journal_path, journal)
