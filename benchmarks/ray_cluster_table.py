@@ -97,6 +97,7 @@ def part_rss(tmp: Path, address: str, repeats: int) -> None:
                 res = json.loads(p.stdout.strip().splitlines()[-1])
                 hwm.append(res["hwm_kb"] / 1024)
                 res["seconds"] = time.perf_counter() - t0
+                print(f"  rss {n:,} {mode} run {r}: {hwm[-1]:.0f} MB, {res['seconds']:.0f} s ({_load()})", flush=True)
             rows.append((n, mode, statistics.median(hwm), hwm, res))
     print("\n### driver peak RSS (VmHWM, MB), 2 actors, warm cache\n")
     print("| segments | output | driver peak RSS MB (median) | runs | batches | s (last run) | vs 10 k |")
