@@ -110,3 +110,32 @@ def test_profile_no_cache_imports_neither_cache_nor_api(tmp_path: Path) -> None:
     unused = {"ddpcore.pipeline.cache", "ddpcore.api"} | {_cli_module(n) for n in cli_main.SUBCOMMANDS
                                                            if n != "profile"}
     assert not mods & unused, sorted(mods & unused)
+
+
+ALLOC_PROBE = """
+import json, os, sys
+if sys.argv[1] == "polars-first":
+    import polars  # noqa: F401
+from ddpcore.cli import main as m
+m._set_allocators()
+print(json.dumps({k: os.environ.get(k) for k in m.ALLOCATOR_ENV}))
+"""
+
+
+@pytest.mark.parametrize("case", ["fresh", "user-set", "polars-first"])
+def test_profile_allocator_settings(case: str) -> None:
+    """``ddp profile`` sets the allocator variables of ALLOCATOR_ENV before polars/pyarrow load, and
+    never overrides the user's value nor pretends to apply once polars is loaded (it reads them at start)."""
+    env = {k: v for k, v in __import__("os").environ.items() if k not in cli_main.ALLOCATOR_ENV}
+    if case == "user-set":
+        env["ARROW_DEFAULT_MEMORY_POOL"] = "mimalloc"
+    out = subprocess.run([sys.executable, "-c", ALLOC_PROBE, case], capture_output=True, text=True, check=True,
+                         env=env)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    if case == "polars-first":  # polars writes its own jemalloc defaults; ours are not added
+        assert got["ARROW_DEFAULT_MEMORY_POOL"] is None
+        assert got["_RJEM_MALLOC_CONF"] != cli_main.ALLOCATOR_ENV["_RJEM_MALLOC_CONF"]
+    elif case == "user-set":
+        assert got == {**cli_main.ALLOCATOR_ENV, "ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}
+    else:
+        assert got == cli_main.ALLOCATOR_ENV

@@ -94,6 +94,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: allocator settings of a ``ddp profile`` process, each only when the user's environment does not set it
+#: and before polars / pyarrow are loaded (both read them once, at start; polars appends
+#: ``_RJEM_MALLOC_CONF`` to its own defaults, so these win): jemalloc in polars returns freed pages at once, Arrow allocates from the system allocator instead of its own
+#: jemalloc pool. Without them each batch after the first peaked 50-100 MiB above the first
+#: (freed memory kept by the two allocators): 200 k cache-served segments 445 -> 361 MiB, 10 k
+#: 316 -> 290 MiB (benchmarks/memory_table.py, issue 25 §3); outputs are unchanged.
+ALLOCATOR_ENV = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0", "ARROW_DEFAULT_MEMORY_POOL": "system"}
+
+
+def _set_allocators() -> None:
+    """Apply :data:`ALLOCATOR_ENV` (see there) if neither polars nor pyarrow is loaded yet."""
+    if "polars" in sys.modules or "pyarrow" in sys.modules:
+        return
+    for key, value in ALLOCATOR_ENV.items():
+        os.environ.setdefault(key, value)
+
+
 def _command_of(argv: Sequence[str]) -> str | None:
     """The subcommand ``argv`` runs when its first word names one (``ddp profile ...``), else None
     (``ddp``, ``ddp -V``, ``ddp --help``, an unknown word: the full parser answers those)."""
@@ -145,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "ddp"
     try:
         words = list(sys.argv[1:] if argv is None else argv)
+        if argv is None and _command_of(words) == "profile":  # the ddp process itself, not a caller's main([...])
+            _set_allocators()
         parser = build_parser(_command_of(words))
         args, extra = parser.parse_known_args(words)
         if extra:  # name the subcommand whose options were wrong, not just "ddp"
