@@ -1,6 +1,6 @@
 """Train, cross-validate and write the certification model of ``ddp_certified`` (issue 21).
 
-    python scripts/train_certify.py GOLD_DIR [-o src/ddpcore/anchors/data/certify-v2.json] [--check] [-j 2]
+    python scripts/train_certify.py GOLD_DIR [-o src/ddpcore/anchors/data/certify-v3.json] [--check] [-j 2]
 
 GOLD_DIR holds the three gold corpora (GUM ``gum_dep_conllu_with_coref.tar.xz`` and OntoGUM
 ``ontogum_conllu.tar.xz`` from amir-zeldes/gum, LitBank ``litbank_coref_tsv.tar.xz`` from
@@ -47,7 +47,7 @@ from sklearn.model_selection import GroupKFold
 
 from ddpcore.anchors.certify import FEATURES, anchor_features, candidate_features, chain_candidates
 from ddpcore.anchors.certify_model import CERTIFY_FORMAT, CERTIFY_VERSIONS, DEFAULT_CERTIFY_MODEL, certify_model_path
-from ddpcore.anchors.rules import get_rules
+from ddpcore.anchors.rules import RULE_SETS, get_rules
 from ddpcore.gold.validate import compute_gold_distances, profile_gold
 from ddpcore.io.gold import read_gold
 
@@ -66,7 +66,27 @@ def find(root: Path, name: str) -> Path:
     return hits[0]
 
 
-def load(root: Path, n_process: int) -> dict[str, dict]:
+def profiled(corpus, name: str, n_process: int, reuse: Path | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The uncertified anchors table and the segment texts of a gold corpus, each sentence one segment;
+    with ``reuse`` kept in (and read back from) ``reuse/NAME.{anchors,texts}.parquet`` between runs of
+    this script (only for trying features: ``--check`` and the shipped recipe always profile anew)."""
+    if reuse is not None and (reuse / f"{name}.anchors.parquet").exists():
+        return pl.read_parquet(reuse / f"{name}.anchors.parquet"), pl.read_parquet(reuse / f"{name}.texts.parquet")
+    t0 = time.perf_counter()
+    # the uncertified anchors (from the table, not get_rules: that loads the model this script may be rebuilding)
+    rules = get_rules(dataclasses.replace(RULE_SETS["refined"], certify_model=""))
+    run, _ = profile_gold(corpus, distance="chained", n_process=n_process, rules=rules)
+    print(f"{name}: profiled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    assert "certified" not in run.anchors.columns
+    texts = run.segments.select("document_id", "segment_id", "source")
+    if reuse is not None:
+        reuse.mkdir(parents=True, exist_ok=True)
+        run.anchors.write_parquet(reuse / f"{name}.anchors.parquet")
+        texts.write_parquet(reuse / f"{name}.texts.parquet")
+    return run.anchors, texts
+
+
+def load(root: Path, n_process: int, reuse: Path | None = None) -> dict[str, dict]:
     """Per gold: the candidate feature matrix ``X`` and, per candidate, its distance ``d``, label ``y``
     (over), document ``doc`` and gold-sentence position ``pos``; the gold distances ``gd`` and their
     documents ``gdoc``; the anchor distances ``anchor_d`` and positions ``anchor_pos``."""
@@ -77,16 +97,10 @@ def load(root: Path, n_process: int) -> dict[str, dict]:
         gold = compute_gold_distances(corpus, distance="chained", gold_scope="ddp")
         text = TEXT_OF[name]
         if text not in runs:
-            t0 = time.perf_counter()
-            rules = dataclasses.replace(get_rules("refined"), certify_model="")  # the uncertified anchors
-            run, _ = profile_gold(corpus, distance="chained", n_process=n_process, rules=rules)
-            print(f"{name}: profiled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-            texts = run.segments.select("document_id", "segment_id", "source")
-            cand = chain_candidates(run.anchors)
-            X = candidate_features(anchor_features(run.anchors, texts), cand,
-                                   run.anchors["distance_sentences"].to_numpy())
-            runs[text] = (run.anchors, cand, X)
-            assert "certified" not in run.anchors.columns
+            anchors, texts = profiled(corpus, text, n_process, reuse)
+            cand = chain_candidates(anchors)
+            X = candidate_features(anchor_features(anchors, texts), cand, anchors["distance_sentences"].to_numpy())
+            runs[text] = (anchors, cand, X)
         anchors, cand, X = runs[text]
         g = gold.select("document_id", pl.col("sentence").alias("segment_id"), "gold_distance")
         keys = g.with_row_index("__pos").select("document_id", "segment_id", "__pos")
@@ -215,8 +229,13 @@ def main() -> int:
     ap.add_argument("--folds", type=int, default=5, help="folds of the outer and inner cross-validation (5)")
     ap.add_argument("--max-over", type=float, default=0.015, help="over-estimated share allowed per gold (0.015, the target)")
     ap.add_argument("--min-tail", type=float, default=0.97, help="tail precision at DDP >= 15 sought per gold (0.97)")
+    ap.add_argument("--reuse", type=Path, default=None,
+                    help="keep the profiled gold anchors in this folder and read them back on later runs "
+                         "(for trying features; not with --check)")
     args = ap.parse_args()
-    data = load(args.gold_dir, args.j)
+    if args.check and args.reuse is not None:
+        ap.error("--check profiles the gold anew: drop --reuse")
+    data = load(args.gold_dir, args.j, args.reuse)
     all_rows = {n: np.ones(len(data[n]["d"]), bool) for n in data}
     oof, chosen = cross_validate(data, all_rows, args.folds, args.max_over, args.min_tail, inner=True)
     # out-of-fold certified candidates: each outer fold with its own inner-chosen thresholds

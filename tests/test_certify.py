@@ -87,6 +87,12 @@ def naive_features(anchors: list[dict], texts: dict[tuple[str, int], str]) -> np
               l1(len((a["antecedent_text"] or "").split())),
               float(a["antecedent_kind"] == "noun" and (a["antecedent_text"] or "")[:1].isupper()
                     and (a["antecedent_text"] or "")[:1].isascii())]
+        # the parse columns (ddpcore.pipeline.roles), read as they stand in the row
+        f += [float(a["role"] == x) for x in C.PARSE_ROLES]
+        f += [float(a["antecedent_role"] == x) for x in C.PARSE_ROLES]
+        n_cand = a["n_candidates"]
+        f += [float(a["role"] == a["antecedent_role"]), l1(n_cand or 0) if pro else 0.0,
+              float(pro and n_cand == 0), float(pro and n_cand == 1)]
         assert len(f) == len(C.ANCHOR_FEATURES), (len(f), len(C.ANCHOR_FEATURES))
         rows.append(f)
     return np.array(rows, dtype=np.float64).reshape(len(anchors), len(C.ANCHOR_FEATURES))
@@ -159,6 +165,9 @@ def anchor_tables(draw):  # type: ignore[no-untyped-def]
                     "antecedent_text": draw(st.sampled_from(WORDS)) if ante_kind in ("entity", "noun") else None,
                     "antecedent_sentence": ante_s, "reference_sentence": ref,
                     "distance_sentences": dist,
+                    "role": draw(st.sampled_from(["other", *C.PARSE_ROLES])),
+                    "antecedent_role": draw(st.sampled_from(["none", "other", *C.PARSE_ROLES])),
+                    "n_candidates": draw(st.integers(0, 4)) if kind == "pronoun" else None,
                 })
     return anchors, texts
 
@@ -167,7 +176,12 @@ def _frames(anchors, texts):  # type: ignore[no-untyped-def]
     schema = {"document_id": pl.String, "segment_id": pl.Int64, "anchor_index": pl.Int64, "sentence": pl.Int64,
               "kind": pl.String, "label": pl.String, "text": pl.String, "char_start": pl.Int64, "char_end": pl.Int64,
               "entity_id": pl.Int64, "antecedent_kind": pl.String, "antecedent_text": pl.String,
-              "antecedent_sentence": pl.Int64, "reference_sentence": pl.Int64, "distance_sentences": pl.Int64}
+              "antecedent_sentence": pl.Int64, "reference_sentence": pl.Int64, "distance_sentences": pl.Int64,
+              "role": pl.String, "antecedent_role": pl.String, "n_candidates": pl.Int64}
+    for row in anchors:  # hand-written rows without the parse columns: a subject, its antecedent's role unknown
+        row.setdefault("role", "subject")
+        row.setdefault("antecedent_role", "none" if row["antecedent_kind"] in ("none", "first_mention") else "other")
+        row.setdefault("n_candidates", 1 if row["kind"] == "pronoun" else None)
     a = pl.DataFrame(anchors, schema=schema)
     t = pl.DataFrame({"document_id": [k[0] for k in texts], "segment_id": [k[1] for k in texts],
                       "source": list(texts.values())})
@@ -227,7 +241,7 @@ def test_features_of_hand_cases() -> None:
 
 def _model_doc(**over):  # type: ignore[no-untyped-def]
     n = len(C.FEATURES)
-    doc = {"format": CERTIFY_FORMAT, "version": 2, "features": list(C.FEATURES), "weights": [0.1] * n,
+    doc = {"format": CERTIFY_FORMAT, "version": 3, "features": list(C.FEATURES), "weights": [0.1] * n,
            "mean": [0.0] * n, "scale": [1.0] * n, "bias": -1.0, "threshold": 0.8, "threshold_long": 0.9,
            "long_distance": 15, "long_full_only": True}
     doc.update(over)
@@ -286,6 +300,7 @@ def test_certify_rule_matches_the_logistic_formula(tmp_path: Path, long_full_onl
     (lambda p: p.write_text(json.dumps(_model_doc(long_full_only=1))), "D258"),
     (lambda p: p.write_text(json.dumps({k: v for k, v in _model_doc().items() if k != "long_full_only"})), "D251"),
     (lambda p: p.write_text(json.dumps(_model_doc(version=1))), "D252"),  # layout 1: one row per anchor
+    (lambda p: p.write_text(json.dumps(_model_doc(version=2))), "D252"),  # layout 2: no parse features
 ])
 def test_bad_model_files_are_coded_errors(tmp_path: Path, change, code: str) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "m.json"

@@ -87,6 +87,7 @@ class ExplainResult:
                     why += f", entity first mentioned in sentence {row[schema.REFERENCE_SENTENCE]}"
                 why += f": {row[schema.SENTENCE]} - {row[schema.REFERENCE_SENTENCE]} = {d}"
             if schema.CERTIFIED in row and d > 0:
+                why += _parse_evidence(row)
                 thr = cert.get("threshold_long") if d >= (cert.get("long_distance") or 0) else cert.get("threshold")
                 conf = row[schema.CONFIDENCE]
                 part = row.get(schema.DISTANCE_CERTIFIED)
@@ -99,6 +100,23 @@ class ExplainResult:
                     why += f"; not certified (confidence {conf:.3f} < {thr}: abstains from the certified DDP)"
             lines.append(f"{mark} s{row[schema.SENTENCE]:<5} {row[schema.TEXT]!r:<24} {what:<18} {why}")
         return "\n".join(lines)
+
+
+def _parse_evidence(row: dict[str, Any]) -> str:
+    """What the parse says of an anchor's link, as the certification model reads it (profiles made before
+    the parse columns existed have none): the anchor's role, its antecedent's, and for a pronoun how many
+    compatible candidates it had to choose from."""
+    role = row.get(schema.ROLE)
+    if role is None:
+        return ""
+    out = f" [{role}"
+    ante = row.get(schema.ANTECEDENT_ROLE)
+    if ante not in (None, "none"):
+        out += f" -> {ante}"
+    n = row.get(schema.N_CANDIDATES)
+    if n is not None:
+        out += f"; {n} compatible candidate{'' if n == 1 else 's'} in reach"
+    return out + "]"
 
 
 #: the reader settings of ``explain`` (``ddp explain --reader/--docs/--txt-mode``)

@@ -40,13 +40,16 @@ ANTECEDENT_TEXT = "antecedent_text"
 ANTECEDENT_SENTENCE = "antecedent_sentence"  # sentence of the linked antecedent mention (-1 if none)
 REFERENCE_SENTENCE = "reference_sentence"  # sentence the distance is measured to (-1 if none)
 DISTANCE_SENTENCES = "distance_sentences"  # -1: first mention (no distance)
+ROLE = "role"  # dependency role of the anchor's head token (ddpcore.pipeline.roles.ROLES)
+ANTECEDENT_ROLE = "antecedent_role"  # the same of its antecedent ("none" without one)
+N_CANDIDATES = "n_candidates"  # pronouns: gender/number-compatible antecedent candidates in reach; null for names
 CERTIFIED = "certified"  # the full distance is certified (bool); distance_certified says what counts
 CONFIDENCE = "confidence"  # calibrated P(distance does not exceed gold's); NaN when the anchor measures nothing
 DISTANCE_CERTIFIED = "distance_certified"  # the certified part of the distance (partial credit), 0 when none
 ANCHOR_COLUMNS = (
     DOCUMENT_ID, SEGMENT_ID, ANCHOR_INDEX, SENTENCE, KIND, LABEL, TEXT, CHAR_START, CHAR_END,
     ENTITY_ID, ANTECEDENT_KIND, ANTECEDENT_TEXT, ANTECEDENT_SENTENCE, REFERENCE_SENTENCE, DISTANCE_SENTENCES,
-    CERTIFIED, CONFIDENCE, DISTANCE_CERTIFIED,
+    ROLE, ANTECEDENT_ROLE, N_CANDIDATES, CERTIFIED, CONFIDENCE, DISTANCE_CERTIFIED,
 )
 
 # ---- sentence-level (internal / --sentences output)

@@ -70,6 +70,9 @@ NEXT_MODAL = r"^\s*(?:would|will|can|could|may|might|must|should|'ll|’ll|'d|�
 NEXT_HAVE = r"^\s*(?:has|had|have|'ve|’ve)\b"
 PREPOSITION_BEFORE = r"(?:^|\s)(?:in|on|at|of|for|with|to|from|by|about|into|like|than)\s*$"
 
+#: the roles of ddpcore.pipeline.roles.ROLES with their own weight ("other" shares the intercept)
+PARSE_ROLES = ("subject", "object", "possessive", "oblique", "modifier", "appos", "conj", "expl")
+
 ANCHOR_FEATURES: tuple[str, ...] = (
     "pronoun",
     *(f"label={x}" for x in LABELS),
@@ -83,6 +86,10 @@ ANCHOR_FEATURES: tuple[str, ...] = (
     # issue 21, second round: the sentence around the anchor, the word after a pronoun, the antecedent's form
     "log_entities_before", "log_pronouns_before", "compatible_before", "quoted", "relative_position",
     "next_be", "next_modal", "next_have", "after_preposition", "log_antecedent_tokens", "antecedent_capitalized",
+    # issue 21, third round: the parse (ddpcore.pipeline.roles): the anchor's and its antecedent's role, the
+    # gender/number-compatible candidates a pronoun had to choose from
+    *(f"role={x}" for x in PARSE_ROLES), *(f"antecedent_role={x}" for x in PARSE_ROLES),
+    "same_role", "log_candidates", "candidates_0", "candidates_1",
 )
 
 
@@ -104,7 +111,8 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
     doc, seg = document, segment
     a = anchors.select(doc, seg, schema.ANCHOR_INDEX, "sentence", schema.KIND, schema.LABEL, schema.TEXT,
                        schema.CHAR_START, schema.CHAR_END, schema.ENTITY_ID, schema.ANTECEDENT_KIND,
-                       schema.ANTECEDENT_TEXT, schema.ANTECEDENT_SENTENCE, schema.DISTANCE_SENTENCES)
+                       schema.ANTECEDENT_TEXT, schema.ANTECEDENT_SENTENCE, schema.DISTANCE_SENTENCES,
+                       schema.ROLE, schema.ANTECEDENT_ROLE, schema.N_CANDIDATES)
     a = a.with_row_index("__order").join(
         texts.select(doc, seg, pl.col(text).alias("__text")), on=[doc, seg], how="left")
     d = pl.col(schema.DISTANCE_SENTENCES)
@@ -179,6 +187,11 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
         before.str.contains(PREPOSITION_BEFORE),
         log1p(ante.str.count_matches(r"\S+")),
         (pl.col(schema.ANTECEDENT_KIND) == "noun") & ante.str.contains(r"^[A-Z]"),
+        *[pl.col(schema.ROLE) == x for x in PARSE_ROLES],
+        *[pl.col(schema.ANTECEDENT_ROLE) == x for x in PARSE_ROLES],
+        (pl.col(schema.ROLE) == pl.col(schema.ANTECEDENT_ROLE)),
+        pro.cast(pl.Float64) * log1p(pl.col(schema.N_CANDIDATES).fill_null(0)),
+        pro & (pl.col(schema.N_CANDIDATES) == 0), pro & (pl.col(schema.N_CANDIDATES) == 1),
     ]
     assert len(cols) == len(ANCHOR_FEATURES)
     out = a.select(pl.col("__order"), *[c.cast(pl.Float64).fill_null(0.0).alias(f"f{i}") for i, c in enumerate(cols)])

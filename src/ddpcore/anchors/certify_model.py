@@ -1,6 +1,6 @@
 """The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D258).
 
-The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 2): the feature names
+The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 3): the feature names
 in kernel order (they must equal :data:`ddpcore.anchors.certify.FEATURES`: an anchor's features,
 then those of one candidate distance of it), a logistic model over standardised features
 (``mean``, ``scale``, ``weights``, ``bias``; it predicts the probability that a candidate distance
@@ -9,7 +9,9 @@ over-estimates the gold distance of the anchor's sentence), the two confidence t
 ``long_full_only`` (at and above ``long_distance`` only full distances are certified), the
 out-of-fold figures they were chosen on and the recipe that rebuilds the file
 (``python scripts/train_certify.py --check``). A file that does not fit fails at load, before any
-parse. Layout 1 (one row per anchor, no ``long_full_only``) is no longer read: its features differ.
+parse. Layouts 1 (one row per anchor, no ``long_full_only``) and 2 (candidate rows without the parse
+features of the anchors table's ``role``, ``antecedent_role`` and ``n_candidates``) are no longer read:
+their features differ.
 """
 from __future__ import annotations
 
@@ -31,10 +33,10 @@ if TYPE_CHECKING:
 #: folder of the packaged weights
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: the shipped model (a bare file name is looked up in DATA_DIR)
-DEFAULT_CERTIFY_MODEL = "certify-v2.json"
+DEFAULT_CERTIFY_MODEL = "certify-v3.json"
 CERTIFY_FORMAT = "ddpcore-certify-weights"
 #: versions of the file layout this build reads
-CERTIFY_VERSIONS = (2,)
+CERTIFY_VERSIONS = (3,)
 
 
 @dataclass(frozen=True)

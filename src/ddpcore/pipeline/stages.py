@@ -234,7 +234,7 @@ def build_tables(
     :func:`sentence_table`, then the certified columns (:func:`certify_tables`) when the rule set
     has a certification model."""
     segments = segment_table(batch, toks, index, items, distances, pos_space=pos_space)
-    anchors = anchor_table(batch, index, items, entities, distances, rules)
+    anchors = anchor_table(batch, toks, index, items, entities, distances, rules)
     sentences = sentence_table(batch, index, distances)
     if rules.certify_model:
         segments, anchors, sentences = certify_tables(segments, anchors, sentences, batch.frame, batch.cols, rules)
@@ -282,13 +282,16 @@ def _anchor_labels(items: dict[str, np.ndarray], rules: RuleSet) -> np.ndarray:
     )
 
 
-def anchor_table(batch: Batch, index: TokenIndex, items: dict[str, np.ndarray], entities: Entities,
-                 distances: Distances, rules: RuleSet) -> pl.DataFrame:
+def anchor_table(batch: Batch, toks: TokenArrays, index: TokenIndex, items: dict[str, np.ndarray],
+                 entities: Entities, distances: Distances, rules: RuleSet) -> pl.DataFrame:
     """One row per anchor (a name or a 3rd-person pronoun: items of kind != 2), document order: ids,
     ``anchor_index`` within the document, sentence, kind, label, text and character span, the
     document-local entity id, the antecedent (kind, text, sentence), the reference sentence the
-    distance runs to and ``distance_sentences``."""
+    distance runs to and ``distance_sentences``, then what the parse says of the link
+    (:mod:`ddpcore.pipeline.roles`: ``role``, ``antecedent_role``, ``n_candidates``)."""
     import polars as pl
+
+    from .roles import anchor_parse_columns
 
     cols, df = batch.cols, batch.frame
     n_seg = df.height
@@ -319,6 +322,7 @@ def anchor_table(batch: Batch, index: TokenIndex, items: dict[str, np.ndarray], 
     )
     doc_anchor_first = np.searchsorted(a_idx, entities.doc_offsets[:-1])  # first anchor row per document
     a_doc = it_doc[a_idx]
+    role, ante_role, n_cand = anchor_parse_columns(toks, index, items, distances, seg_doc, a_idx)
     sl = pl.DataFrame({
         "__seg": it_seg[a_idx],
         "__aseg": it_seg[ante_safe[a_idx]],
@@ -336,6 +340,9 @@ def anchor_table(batch: Batch, index: TokenIndex, items: dict[str, np.ndarray], 
         schema.ANTECEDENT_SENTENCE: np.where(has_ante, it_sent[ante_safe], -1)[a_idx].astype(np.int64),
         schema.REFERENCE_SENTENCE: np.where(ref >= 0, it_sent[ref_safe], -1)[a_idx].astype(np.int64),
         schema.DISTANCE_SENTENCES: dist[a_idx].astype(np.int64),
+        schema.ROLE: role.astype(str),
+        schema.ANTECEDENT_ROLE: ante_role.astype(str),
+        schema.N_CANDIDATES: pl.Series(n_cand, dtype=pl.Int64).replace(-1, None),
     })
     seg_lookup = pl.DataFrame({
         "__seg": np.arange(n_seg, dtype=np.int64),
@@ -360,7 +367,8 @@ def anchor_table(batch: Batch, index: TokenIndex, items: dict[str, np.ndarray], 
             cols.document, cols.segment, schema.ANCHOR_INDEX, schema.SENTENCE, schema.KIND, schema.LABEL,
             schema.TEXT, schema.CHAR_START, schema.CHAR_END, schema.ENTITY_ID, schema.ANTECEDENT_KIND,
             schema.ANTECEDENT_TEXT, schema.ANTECEDENT_SENTENCE,
-            schema.REFERENCE_SENTENCE, schema.DISTANCE_SENTENCES,
+            schema.REFERENCE_SENTENCE, schema.DISTANCE_SENTENCES, schema.ROLE, schema.ANTECEDENT_ROLE,
+            schema.N_CANDIDATES,
         )
     )
 
