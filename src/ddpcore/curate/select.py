@@ -128,9 +128,36 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     if ddp_col in df.columns:
         check_ddp_values(df, ddp_col, f"--profile {p}")
+    _check_counts(df, [c for c in need if c != ddp_col], p)
     if df[ddp_col].null_count() if ddp_col in df.columns else 0:
         df = df.with_columns(pl.col(ddp_col).fill_null(0))
     return Profile(df, cols, sig, str(p), ddp_col)
+
+
+def _check_counts(df: pl.DataFrame, names: Sequence[str], path: Path) -> None:
+    """``first_sentence`` and ``n_sentences`` of a profile are whole numbers >= 0 (sentences): text, a
+    fraction, a negative or non-finite value is D910 naming the file, the first bad row (1-based, the
+    header not counted) and the column."""
+    import polars as pl
+
+    for name in names:
+        s = df[name]
+        if s.dtype == pl.String:  # text: the first value that is not a number is named
+            num = s.cast(pl.Float64, strict=False)
+            bad = (num.is_null() & s.is_not_null()) | (~num.is_finite() | (num < 0) | (num != num.floor())).fill_null(False)
+        elif s.dtype.is_integer():
+            bad = (s < 0).fill_null(False)
+        elif s.dtype.is_float():
+            bad = (~s.is_finite() | (s < 0) | (s != s.floor())).fill_null(False)
+        elif s.dtype == pl.Null:
+            continue
+        else:
+            bad = pl.Series([True] * len(s)) if len(s) else pl.Series([], dtype=pl.Boolean)
+        if not bad.any():
+            continue
+        i = int(bad.arg_true()[0])
+        raise DDPDataError(f"--profile {path}, row {i + 1}, column {name}: {s[i]!r} is not a whole number of "
+                           "sentences >= 0; pass the segment table `ddp profile` wrote", code="D910")
 
 
 # ----------------------------------------------------------------------------- the input index
