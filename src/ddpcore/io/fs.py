@@ -147,14 +147,16 @@ def read_bytes(location: str | os.PathLike[str]) -> bytes:
         raise _fail(location, "read", exc) from None
 
 
-def write_bytes_atomic(location: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``location`` through a temporary name in the same folder, then rename."""
+def _write_atomic(location: str | os.PathLike[str], write: Any) -> None:
+    """``write(stream)`` fills a temporary name in ``location``'s folder, which is then renamed onto it
+    (``os.replace`` for a path, the filesystem's move for a URI); on failure the temporary file is removed
+    and the error names ``location``."""
     fs, path = resolve(location)
     folder, _, name = path.rpartition("/")
     tmp = f"{folder}/.{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     try:
-        with fs.open_output_stream(tmp) as fh:
-            fh.write(data)
+        with fs.open_output_stream(tmp) as raw:
+            write(raw)
         if is_uri(location):
             fs.move(tmp, path)
         else:
@@ -165,6 +167,11 @@ def write_bytes_atomic(location: str | os.PathLike[str], data: bytes) -> None:
         except OSError:
             pass
         raise _fail(location, "write", exc) from None
+
+
+def write_bytes_atomic(location: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``location`` through a temporary name in the same folder, then rename."""
+    _write_atomic(location, lambda raw: raw.write(data))
 
 
 class _Hashing:
@@ -195,24 +202,14 @@ def write_stream_atomic(location: str | os.PathLike[str], write: Any) -> tuple[i
     """``write(fh)`` streams a file to ``location`` through a temporary name, then the rename of
     :func:`write_bytes_atomic`; the file's bytes are never held whole. Returns its size and
     BLAKE2b (:func:`digest`)."""
-    fsys, path = resolve(location)
-    folder, _, name = path.rpartition("/")
-    tmp = f"{folder}/.{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        with fsys.open_output_stream(tmp) as raw:
-            fh = _Hashing(raw)
-            write(fh)
-        if is_uri(location):
-            fsys.move(tmp, path)
-        else:
-            os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            fsys.delete_file(tmp)
-        except OSError:
-            pass
-        raise _fail(location, "write", exc) from None
-    return fh.size, fh.hash.hexdigest()
+    hashed: list[_Hashing] = []
+
+    def through_hash(raw: Any) -> None:
+        hashed.append(_Hashing(raw))
+        write(hashed[0])
+
+    _write_atomic(location, through_hash)
+    return hashed[0].size, hashed[0].hash.hexdigest()
 
 
 def digest(data: bytes) -> str:
