@@ -1,6 +1,11 @@
 """Train, cross-validate and write the certification model of ``ddp_certified`` (issue 21).
 
     python scripts/train_certify.py GOLD_DIR [-o src/ddpcore/anchors/data/certify-v3.json] [--check] [-j 2]
+    python scripts/train_certify.py GOLD_DIR --pipeline fast -o src/ddpcore/anchors/data/certify-v3-noparser.json
+
+The second builds the parser-free model that ``ddp_certified`` uses when the spaCy pipeline has no
+dependency parser (``--pipeline fast``): there every anchor's ``role`` is ``other``, so the parse
+features the default model weighs are constant, and it is trained on what that pipeline finds.
 
 GOLD_DIR holds the three gold corpora (GUM ``gum_dep_conllu_with_coref.tar.xz`` and OntoGUM
 ``ontogum_conllu.tar.xz`` from amir-zeldes/gum, LitBank ``litbank_coref_tsv.tar.xz`` from
@@ -66,16 +71,22 @@ def find(root: Path, name: str) -> Path:
     return hits[0]
 
 
-def profiled(corpus, name: str, n_process: int, reuse: Path | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def profiled(corpus, name: str, n_process: int, reuse: Path | None,
+             pipeline: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
     """The uncertified anchors table and the segment texts of a gold corpus, each sentence one segment;
     with ``reuse`` kept in (and read back from) ``reuse/NAME.{anchors,texts}.parquet`` between runs of
-    this script (only for trying features: ``--check`` and the shipped recipe always profile anew)."""
+    this script (only for trying features: ``--check`` and the shipped recipe always profile anew);
+    the third value: whether the pipeline has a dependency parser."""
+    if pipeline:
+        name = f"{name}.{pipeline}"
     if reuse is not None and (reuse / f"{name}.anchors.parquet").exists():
-        return pl.read_parquet(reuse / f"{name}.anchors.parquet"), pl.read_parquet(reuse / f"{name}.texts.parquet")
+        return (pl.read_parquet(reuse / f"{name}.anchors.parquet"), pl.read_parquet(reuse / f"{name}.texts.parquet"),
+                json.loads((reuse / f"{name}.info.json").read_text())["has_parser"])
     t0 = time.perf_counter()
     # the uncertified anchors (from the table, not get_rules: that loads the model this script may be rebuilding)
     rules = get_rules(dataclasses.replace(RULE_SETS["refined"], certify_model=""))
-    run, _ = profile_gold(corpus, distance="chained", n_process=n_process, rules=rules)
+    run, _ = profile_gold(corpus, distance="chained", pipeline=pipeline, n_process=n_process, rules=rules)
+    has_parser = bool(run.signature.get("has_parser", True))
     print(f"{name}: profiled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     assert "certified" not in run.anchors.columns
     texts = run.segments.select("document_id", "segment_id", "source")
@@ -83,21 +94,25 @@ def profiled(corpus, name: str, n_process: int, reuse: Path | None) -> tuple[pl.
         reuse.mkdir(parents=True, exist_ok=True)
         run.anchors.write_parquet(reuse / f"{name}.anchors.parquet")
         texts.write_parquet(reuse / f"{name}.texts.parquet")
-    return run.anchors, texts
+        (reuse / f"{name}.info.json").write_text(json.dumps({"has_parser": has_parser}))
+    return run.anchors, texts, has_parser
 
 
-def load(root: Path, n_process: int, reuse: Path | None = None) -> dict[str, dict]:
+def load(root: Path, n_process: int, reuse: Path | None = None,
+         pipeline: str | None = None) -> tuple[dict[str, dict], bool]:
     """Per gold: the candidate feature matrix ``X`` and, per candidate, its distance ``d``, label ``y``
     (over), document ``doc`` and gold-sentence position ``pos``; the gold distances ``gd`` and their
-    documents ``gdoc``; the anchor distances ``anchor_d`` and positions ``anchor_pos``."""
+    documents ``gdoc``; the anchor distances ``anchor_d`` and positions ``anchor_pos``; and whether
+    the pipeline has a dependency parser."""
     data: dict[str, dict] = {}
+    has_parser = True
     runs: dict[str, tuple] = {}
     for name, fname in GOLDS.items():
         corpus = read_gold(find(root, fname))
         gold = compute_gold_distances(corpus, distance="chained", gold_scope="ddp")
         text = TEXT_OF[name]
         if text not in runs:
-            anchors, texts = profiled(corpus, text, n_process, reuse)
+            anchors, texts, has_parser = profiled(corpus, text, n_process, reuse, pipeline)
             cand = chain_candidates(anchors)
             X = candidate_features(anchor_features(anchors, texts), cand, anchors["distance_sentences"].to_numpy())
             runs[text] = (anchors, cand, X)
@@ -112,7 +127,7 @@ def load(root: Path, n_process: int, reuse: Path | None = None) -> dict[str, dic
                       "doc": anchors["document_id"].to_numpy()[cand.row], "rank": cand.rank,
                       "gd": gd, "gdoc": g["document_id"].to_numpy(),
                       "anchor_d": anchors["distance_sentences"].to_numpy(), "anchor_pos": apos}
-    return data
+    return data, has_parser
 
 
 def fit(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -229,13 +244,16 @@ def main() -> int:
     ap.add_argument("--folds", type=int, default=5, help="folds of the outer and inner cross-validation (5)")
     ap.add_argument("--max-over", type=float, default=0.015, help="over-estimated share allowed per gold (0.015, the target)")
     ap.add_argument("--min-tail", type=float, default=0.97, help="tail precision at DDP >= 15 sought per gold (0.97)")
+    ap.add_argument("--pipeline", default=None, metavar="NAME",
+                    help="spaCy pipeline the gold is profiled with (default: ddpcore's default; 'fast' for the "
+                         "parser-free model certify-v3-noparser.json)")
     ap.add_argument("--reuse", type=Path, default=None,
                     help="keep the profiled gold anchors in this folder and read them back on later runs "
                          "(for trying features; not with --check)")
     args = ap.parse_args()
     if args.check and args.reuse is not None:
         ap.error("--check profiles the gold anew: drop --reuse")
-    data = load(args.gold_dir, args.j, args.reuse)
+    data, has_parser = load(args.gold_dir, args.j, args.reuse, args.pipeline)
     all_rows = {n: np.ones(len(data[n]["d"]), bool) for n in data}
     oof, chosen = cross_validate(data, all_rows, args.folds, args.max_over, args.min_tail, inner=True)
     # out-of-fold certified candidates: each outer fold with its own inner-chosen thresholds
@@ -268,6 +286,10 @@ def main() -> int:
                    "share_over_candidates": float(y.mean())},
         "figures": figures,
     }
+    if args.pipeline:  # recorded only off the default, so the default file's bytes keep their recipe
+        doc["recipe"]["pipeline"] = args.pipeline
+    if not has_parser:  # ddpcore reads this: the model was trained without the parse features
+        doc["recipe"]["parser"] = False
     text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
     if args.check:
         same = args.output.read_text(encoding="utf-8") == text

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -210,7 +211,8 @@ def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how
         if bar is not None:
             bar.close()
     signature = run_signature(info, settings, cols, head_nouns=head_noun_source(info),
-                              extra=cached.signature() if cached is not None else None)
+                              extra=cached.signature() if cached is not None else None,
+                              warn=lambda m: warnings.warn(m, UserWarning, stacklevel=4))
     return ProfileResult(segments=pl.concat(seg_parts).sort(ROW).drop(ROW), anchors=pl.concat(anc_parts),
                          sentences=pl.concat(sent_parts), signature=signature)
 

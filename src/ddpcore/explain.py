@@ -175,6 +175,7 @@ def _inherit(sig: dict[str, Any], opts: dict[str, Any], read_opts: dict[str, Any
     recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
     pipe = sig.get("pipeline")
     recorded["pipeline"] = None if pipe in (None, "default") else pipe
+    recorded["certify_model"] = _recorded_certify_model(sig)
     for key, value in recorded.items():
         if key not in opts and value is not None:
             opts[key] = inherited[key] = value
@@ -183,6 +184,17 @@ def _inherit(sig: dict[str, Any], opts: dict[str, Any], read_opts: dict[str, Any
         if key not in read_opts and value is not None:
             read_opts[key] = inherited[key] = value
     return inherited
+
+
+def _recorded_certify_model(sig: dict[str, Any]) -> str | None:
+    """The certification model a profile's signature records, when it is a packaged one (a model the
+    run put in place of another for a pipeline without a parser: the one it replaced, which the same
+    pipeline replaces again); ``None`` for none recorded or a file of the user's (its path is not kept)."""
+    from .anchors.certify_model import DATA_DIR
+
+    cert = sig.get("certify") or {}
+    name = cert.get("replaces") or cert.get("file")
+    return name if isinstance(name, str) and name and (DATA_DIR / name).is_file() else None
 
 
 def _locate(recorded: str, output: Any) -> Path | None:

@@ -3,7 +3,7 @@ settings), as JSON-safe values. ``SIGNATURE_KEY`` (:mod:`ddpcore.schema`) is whe
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ._version import __version__
@@ -13,6 +13,10 @@ from .schema import SegmentColumns
 class _Rules(Protocol):
     name: str
     description: str
+
+    def certify_info(self, *, has_parser: bool = True) -> dict[str, object] | None: ...
+
+    def certify_note(self, has_parser: bool) -> str | None: ...
 
 
 class RunSettings(Protocol):
@@ -24,7 +28,8 @@ class RunSettings(Protocol):
 
 
 def run_signature(info: Mapping[str, Any], settings: RunSettings, cols: SegmentColumns, *, head_nouns: str,
-                  run: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  run: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None,
+                  warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The signature of a profiling run, the one builder of every engine's (in-memory
     :func:`ddpcore.profile_anchors`, the journaled file run, the Ray engine).
 
@@ -35,14 +40,20 @@ def run_signature(info: Mapping[str, Any], settings: RunSettings, cols: SegmentC
     a file run adds (``input``, ``batches``, ``n_process``) and ``extra`` the engine's own keys
     (``reader``, ``shard``, ``input_sha256``, ``cache``, ``engine``/``actors``...). A key of
     ``extra`` replaces one of ``run`` (the Ray engine's ``n_process``: its actors).
+    ``warn`` is given the line that says how a pipeline without a dependency parser changed
+    ``ddp_certified`` (:meth:`ddpcore.anchors.rules.RuleSet.certify_note`), when it did.
     """
+    has_parser = bool(info.get("has_parser", True))
+    note = settings.rules.certify_note(has_parser)
+    if note is not None and warn is not None:
+        warn(note)
     return {
         "ddpcore": __version__,
         **info,
         "distance": settings.distance,
         "rules": settings.rules.name,
         "rules_description": settings.rules.description,
-        "certify": settings.rules.certify_info(),
+        "certify": settings.rules.certify_info(has_parser=has_parser),
         "head_nouns": head_nouns,
         "sentence_unit": settings.sentence_unit,
         "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},

@@ -9,7 +9,9 @@ over-estimates the gold distance of the anchor's sentence), the two confidence t
 ``long_full_only`` (at and above ``long_distance`` only full distances are certified), the
 out-of-fold figures they were chosen on and the recipe that rebuilds the file
 (``python scripts/train_certify.py --check``). A file that does not fit fails at load, before any
-parse. Layouts 1 (one row per anchor, no ``long_full_only``) and 2 (candidate rows without the parse
+parse. ``recipe.parser`` ``false`` marks a model trained on a pipeline without a dependency parser
+(the shipped :data:`NOPARSER_CERTIFY_MODEL`, which ``ddp_certified`` uses in place of the default
+when the pipeline has none: :meth:`ddpcore.anchors.rules.RuleSet.for_pipeline`). Layouts 1 (one row per anchor, no ``long_full_only``) and 2 (candidate rows without the parse
 features of the anchors table's ``role``, ``antecedent_role`` and ``n_candidates``) are no longer read:
 their features differ.
 """
@@ -34,6 +36,9 @@ if TYPE_CHECKING:
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: the shipped model (a bare file name is looked up in DATA_DIR)
 DEFAULT_CERTIFY_MODEL = "certify-v3.json"
+#: the shipped model trained without the parse features (``--pipeline fast``), used in place of the default
+#: when the pipeline has no dependency parser
+NOPARSER_CERTIFY_MODEL = "certify-v3-noparser.json"
 CERTIFY_FORMAT = "ddpcore-certify-weights"
 #: versions of the file layout this build reads
 CERTIFY_VERSIONS = (3,)
@@ -59,11 +64,18 @@ class CertifyModel:
     recipe: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def trained_with_parser(self) -> bool:
+        """Whether the model was trained on a pipeline with a dependency parser (it then weighs the
+        parse features: ``role``, ``antecedent_role``); files without ``recipe.parser`` were."""
+        return self.recipe.get("parser", True) is not False
+
     def to_dict(self) -> dict[str, Any]:
         """What a signature records of the model."""
         return {"file": os.path.basename(self.path), "version": self.version, "sha256": self.sha256,
                 "threshold": self.threshold, "threshold_long": self.threshold_long,
-                "long_distance": self.long_distance, "long_full_only": self.long_full_only}
+                "long_distance": self.long_distance, "long_full_only": self.long_full_only,
+                "trained_with_parser": self.trained_with_parser}
 
 
 def certify_model_path(name: str | None) -> Path:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .certify_model import DEFAULT_CERTIFY_MODEL, load_once
+from .certify_model import DEFAULT_CERTIFY_MODEL, NOPARSER_CERTIFY_MODEL, load_once
 
 if TYPE_CHECKING:
     from .antecedent_model import AntecedentModel
@@ -181,10 +181,48 @@ class RuleSet:
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description}
 
-    def certify_info(self) -> dict[str, object] | None:
-        """What a signature records of the certification model (file, version, sha256, thresholds);
-        ``None`` without one."""
-        return certify_model_for(self).to_dict() if self.certify_model else None
+    def certify_info(self, *, has_parser: bool = True) -> dict[str, object] | None:
+        """What a signature records of the certification model a pipeline with (``has_parser``) or
+        without a dependency parser uses (:meth:`for_pipeline`): file, version, sha256, thresholds,
+        ``trained_with_parser``, ``pipeline_has_parser``, and ``parse_features: "absent"`` when a
+        model trained with the parse features runs without them; ``None`` without a model."""
+        rules = self.for_pipeline(has_parser)
+        if not rules.certify_model:
+            return None
+        info = certify_model_for(rules).to_dict()
+        info["pipeline_has_parser"] = has_parser
+        if rules.certify_model != self.certify_model:
+            info["replaces"] = self.certify_model
+        if info["trained_with_parser"] and not has_parser:
+            info["parse_features"] = "absent"
+        return info
+
+    def for_pipeline(self, has_parser: bool) -> RuleSet:
+        """This rule set as a pipeline with or without a dependency parser runs it: without one, the
+        default certification model (trained with the parse features, which are then constant) is
+        replaced by the shipped parser-free one; any other model is kept (see :meth:`certify_note`)."""
+        if has_parser or self.certify_model != DEFAULT_CERTIFY_MODEL:
+            return self
+        import dataclasses
+
+        return dataclasses.replace(self, certify_model=NOPARSER_CERTIFY_MODEL)
+
+    def certify_note(self, has_parser: bool) -> str | None:
+        """The stderr line that says how a pipeline without a dependency parser changes ``ddp_certified``
+        (``None`` with a parser or without certification)."""
+        if has_parser or not self.certify_model:
+            return None
+        rules = self.for_pipeline(has_parser)
+        if rules.certify_model != self.certify_model:
+            return (f"the pipeline has no dependency parser, so ddp_certified uses the parser-free certification "
+                    f"model {rules.certify_model} in place of {self.certify_model} (recorded in the signature; "
+                    "use the default pipeline for the model that weighs the parse)")
+        if certify_model_for(rules).trained_with_parser:
+            return (f"the pipeline has no dependency parser but the certification model {self.certify_model} was "
+                    "trained with one: every anchor's role is 'other', so ddp_certified certifies far fewer anchors "
+                    f"(signature: certify.parse_features \"absent\"); use the default pipeline or "
+                    f"--certify-model {NOPARSER_CERTIFY_MODEL}")
+        return None
 
 
 PAPER = RuleSet(

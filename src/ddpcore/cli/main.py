@@ -14,11 +14,12 @@ ends the command quietly with exit 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 #: subcommand modules, in help order
@@ -192,11 +193,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(command, exc)
 
 
+@contextlib.contextmanager
+def _warnings_as_lines(command: str) -> Iterator[None]:
+    """Python warnings raised while a command runs (the API's, e.g. of ``explain``'s profiling) as one
+    ``<command>: warning: <message>`` line on stderr, like the commands' own, not a source excerpt."""
+    import warnings
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        print(f"{command}: warning: {_one_line(str(message))}", file=sys.stderr, flush=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 def _run(args: argparse.Namespace, command: str) -> int:
     from ..errors import DDPDataError, DDPError, DDPUsageError
 
     try:
-        return int(args.func(args) or 0)
+        with _warnings_as_lines(command):
+            return int(args.func(args) or 0)
     except DDPUsageError as exc:
         print(f"{command}: error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE

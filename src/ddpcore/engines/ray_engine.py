@@ -46,6 +46,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -661,12 +662,14 @@ def check_pipeline(pipeline: str | None) -> None:
 
 
 def signature_of(info: dict[str, Any], settings: Settings, cols: SegmentColumns, *, n_actors: int,
-                 n_batches: int, input_name: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                 n_batches: int, input_name: str | None, extra: dict[str, Any] | None = None,
+                 warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The run signature (:func:`ddpcore.signature.run_signature`) plus ``engine`` and ``actors``;
-    a file run (``input_name``) also records ``input``, ``batches`` and ``n_process`` (= actors)."""
+    a file run (``input_name``) also records ``input``, ``batches`` and ``n_process`` (= actors);
+    ``warn`` as there."""
     run = {"input": input_name, "batches": n_batches, "n_process": n_actors} if input_name is not None else None
     return run_signature(info, settings, cols, head_nouns=head_noun_source(info), run=run,
-                         extra={**(extra or {}), "engine": "ray", "actors": n_actors})
+                         extra={**(extra or {}), "engine": "ray", "actors": n_actors}, warn=warn)
 
 
 def profile_frame_ray(
@@ -709,7 +712,7 @@ def profile_frame_ray(
     tables = [[_from_ipc(results[k]["tables"][i]) for k in sorted(results)] for i in range(3)]
     segments = pl.concat(tables[0]).sort(ROW).drop(ROW)
     sig = signature_of(results[0]["info"], settings, cols, n_actors=min(n, len(batches)), n_batches=len(batches),
-                       input_name=None)
+                       input_name=None, warn=lambda m: warnings.warn(m, UserWarning, stacklevel=4))
     return segments, pl.concat(tables[1]), pl.concat(tables[2]), sig
 
 
@@ -1048,7 +1051,8 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
             accounting = _accounting(b, account)
             info = b.journal.get("pipeline_info") or {}
             signature = signature_of(info, o.settings, o.cols, n_actors=min(b.n_actors, b.plan.n_batches),
-                                     n_batches=b.plan.n_batches, input_name=name, extra=_cache_entry(o, {k: b.done[k] for k in b.fresh}))
+                                     n_batches=b.plan.n_batches, input_name=name, extra=_cache_entry(o, {k: b.done[k] for k in b.fresh}),
+                                     warn=say)
             summary, n_anchors = _finish(where, b, targets, signature, o, accounting)
     except RayStop as stop:
         raise _interrupted(stop, b, o) from None

@@ -528,7 +528,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
             info, parse_sig = _profile_batches(staged, run_plan, o, work, journal, live, name)
             signature = run_signature(info, o.settings, o.cols, head_nouns=head_noun_source(info),
                                       run={"input": name, "batches": run_plan.n_batches, "n_process": run_plan.n_proc},
-                                      extra={**extra, **parse_sig})
+                                      extra={**extra, **parse_sig}, warn=say)
             with stage_times.stage("write"):
                 summary, n_anchors = assemble_outputs(parts, run_plan.n_batches, dict(targets), signature,
                                                       staged.n_rows, o.summary_by, o.cols, outs.temp,

@@ -63,7 +63,9 @@ class RuleArrays:
 
     @classmethod
     def compile(cls, rules: RuleSet, *, has_parser: bool = True) -> RuleArrays:
-        """``has_parser=False`` (the ``fast`` preset) takes head nouns from tags."""
+        """``has_parser=False`` (the ``fast`` preset) takes head nouns from tags and certifies with the
+        rule set's parser-free certification model (:meth:`RuleSet.for_pipeline`)."""
+        rules = rules.for_pipeline(has_parser)
         antecedent = None
         if rules.antecedent_model:
             from .antecedent import AntecedentTables, model_for
