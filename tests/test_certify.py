@@ -98,6 +98,19 @@ def naive_features(anchors: list[dict], texts: dict[tuple[str, int], str]) -> np
     return np.array(rows, dtype=np.float64).reshape(len(anchors), len(C.ANCHOR_FEATURES))
 
 
+def _naive_chain_key(anchors: list[dict], b: dict) -> tuple | None:
+    """A row's chain: its entity (a name), its antecedent's entity or the noun mention it links to (a pronoun)."""
+    if b["kind"] == "entity":
+        return ("entity", b["document_id"], b["entity_id"])
+    if b["antecedent_kind"] == "entity":
+        ids = [c["entity_id"] for c in anchors if c["kind"] == "entity" and c["document_id"] == b["document_id"]
+               and c["sentence"] == b["antecedent_sentence"] and c["text"] == b["antecedent_text"]]
+        return ("entity", b["document_id"], min(ids)) if ids else None
+    if b["antecedent_kind"] == "noun":
+        return ("noun", b["document_id"], b["antecedent_sentence"], b["antecedent_text"])
+    return None
+
+
 def naive_candidates(anchors: list[dict]) -> list[tuple[int, int, int]]:
     """(anchor row, rank, distance) of every candidate, by scanning each anchor's chain."""
     out = []
@@ -120,6 +133,11 @@ def naive_candidates(anchors: list[dict]) -> list[tuple[int, int, int]]:
             chain = [m for m in chain if ref <= m <= ante and m < s]
             cands += [(r, s - chain[r]) for r in (1, 2) if r < len(chain)]
             cands.append((3, s - ante))
+        key = _naive_chain_key(anchors, a)
+        if key is not None:  # rank 4: the nearest earlier sentence with a mention (name or pronoun) of the chain
+            before = [b["sentence"] for b in anchors if b["sentence"] < s and _naive_chain_key(anchors, b) == key]
+            if before:
+                cands.append((4, s - max(before)))
         seen: set[int] = set()
         for rank, dist in sorted(cands):
             if 0 < dist <= d and dist not in seen:
@@ -241,7 +259,7 @@ def test_features_of_hand_cases() -> None:
 
 def _model_doc(**over):  # type: ignore[no-untyped-def]
     n = len(C.FEATURES)
-    doc = {"format": CERTIFY_FORMAT, "version": 3, "features": list(C.FEATURES), "weights": [0.1] * n,
+    doc = {"format": CERTIFY_FORMAT, "version": 4, "features": list(C.FEATURES), "weights": [0.1] * n,
            "mean": [0.0] * n, "scale": [1.0] * n, "bias": -1.0, "threshold": 0.8, "threshold_long": 0.9,
            "long_distance": 15, "long_full_only": True}
     doc.update(over)
@@ -352,6 +370,34 @@ def test_candidates_of_a_long_chain() -> None:
     assert {k: d for (r, k), d in got.items() if r == 5} == {0: 20, 1: 18, 2: 15, 3: 6}  # Anna at 20
     assert {k: d for (r, k), d in got.items() if r == 6} == {0: 21, 1: 19, 2: 16, 3: 1}  # she at 21
     assert {k: d for (r, k), d in got.items() if r == 1} == {0: 2}  # Anna at 2: the antecedent is the first mention
+    assert list(zip(c.row.tolist(), c.rank.tolist(), c.distance.tolist())) == naive_candidates(anchors)
+
+
+def test_previous_candidate_counts_linked_pronouns() -> None:
+    """Rank 4 ("previous"), worked out by hand: Anna (sentence 0); "she" at 3 and at 5, both linked to Anna at 0;
+    "it" at 7 and at 9 linked to the noun "the box" at 6; "it" at 10 linked to "the box" at 8 (another mention)."""
+    def row(i, s, kind, label, text, eid, ante_kind, ante_text, ante_s, ref, d):  # type: ignore[no-untyped-def]
+        return dict(document_id="d", segment_id=s, anchor_index=i, sentence=s, kind=kind, label=label, text=text,
+                    char_start=0, char_end=len(text), entity_id=eid, antecedent_kind=ante_kind,
+                    antecedent_text=ante_text, antecedent_sentence=ante_s, reference_sentence=ref,
+                    distance_sentences=d)
+    anchors = [row(0, 0, "entity", "PERSON", "Anna", 0, "first_mention", None, -1, -1, -1),
+               row(1, 3, "pronoun", "FEM_SG", "she", -1, "entity", "Anna", 0, 0, 3),
+               row(2, 5, "pronoun", "FEM_SG", "she", -1, "entity", "Anna", 0, 0, 5),
+               row(3, 7, "pronoun", "NEUT_SG", "it", -1, "noun", "the box", 6, 6, 1),
+               row(4, 9, "pronoun", "NEUT_SG", "it", -1, "noun", "the box", 6, 6, 3),
+               row(5, 10, "pronoun", "NEUT_SG", "it", -1, "noun", "the box", 8, 8, 2)]
+    texts = {("d", a["segment_id"]): a["text"] + " is here." for a in anchors}
+    a, _ = _frames(anchors, texts)
+    c = C.chain_candidates(a)
+    got: dict[int, dict[int, int]] = {}
+    for r, k, d in zip(c.row.tolist(), c.rank.tolist(), c.distance.tolist()):
+        got.setdefault(r, {})[k] = d
+    assert got[1] == {0: 3}  # she at 3: full = antecedent = previous (Anna at 0), kept once at rank 0
+    assert got[2] == {0: 5, 4: 2}  # she at 5: back to "she" at 3
+    assert got[3] == {0: 1}  # the first pronoun of the box: nothing earlier of its chain but the noun itself
+    assert got[4] == {0: 3, 4: 2}  # it at 9: back to "it" at 7 (same noun mention)
+    assert got[5] == {0: 2}  # it at 10 links to another mention of "the box": another chain
     assert list(zip(c.row.tolist(), c.rank.tolist(), c.distance.tolist())) == naive_candidates(anchors)
 
 

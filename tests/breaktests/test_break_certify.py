@@ -13,7 +13,7 @@ SEG = '{"document_id": "d", "segment_id": 0, "source": "Anna met Bob. She smiled
 
 
 def model(**over: object) -> str:
-    doc = {"format": "ddpcore-certify-weights", "version": 3, "features": list(FEATURES), "weights": [0.0] * N,
+    doc = {"format": "ddpcore-certify-weights", "version": 4, "features": list(FEATURES), "weights": [0.0] * N,
            "mean": [0.0] * N, "scale": [1.0] * N, "bias": 0.0, "threshold": 0.9, "threshold_long": 0.9,
            "long_distance": 15, "long_full_only": True}
     doc.update(over)

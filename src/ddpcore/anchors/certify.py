@@ -5,8 +5,8 @@ anchor whose link may be wrong (a pronoun linked to the wrong entity, two entiti
 name, a non-referential *it*) can break that promise. This stage scores, with the shipped
 certification model (:mod:`ddpcore.anchors.certify_model`), every **candidate distance** of an
 anchor (:func:`chain_candidates`): its full distance (back to its chain's first mention, the one
-``ddp`` counts) and the shorter distances back to the chain's second and third mention and to the
-antecedent it links to. A candidate's confidence is the model's calibrated probability that its
+``ddp`` counts) and the shorter distances back to the chain's second and third mention, to the
+antecedent it links to, and to the previous mention of its chain, pronouns linked to it included. A candidate's confidence is the model's calibrated probability that its
 distance does not exceed the gold distance of the anchor's sentence, measured out of fold on gold
 coreference (docs/validation.md, "Certified DDP"); it is certified when the confidence reaches the
 threshold (one below ``long_distance`` sentences, a stricter one at and above it, where only full
@@ -199,8 +199,9 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
 
 
 #: the chain positions a distance can be certified back to (partial credit): the chain's first mention
-#: (the full distance), its second and third (distinct sentences), and the antecedent the anchor links to
-CANDIDATES = ("first", "second", "third", "antecedent")
+#: (the full distance), its second and third (distinct sentences), the antecedent the anchor links to, and
+#: the nearest earlier sentence with a mention of the chain counting the pronouns linked to it ("previous")
+CANDIDATES = ("first", "second", "third", "antecedent", "previous")
 
 
 @dataclass(frozen=True)
@@ -222,9 +223,13 @@ def chain_candidates(anchors: pl.DataFrame, *, document: str = schema.DOCUMENT_I
     antecedent mention: the entity row at ``antecedent_sentence`` with the antecedent's text, the
     lowest entity id if several), the distances back to the chain's second and third distinct
     sentences between ``reference_sentence`` and ``antecedent_sentence`` (ranks 1, 2) and back to
-    ``antecedent_sentence`` (rank 3). Only distances in 1 .. the full distance; a distance reached
-    twice is kept once, at its lowest rank. A pronoun without an antecedent has its full distance
-    only (the model learns that it over-estimates)."""
+    ``antecedent_sentence`` (rank 3). Rank 4 ("previous"): back to the nearest earlier sentence holding
+    a mention of the anchor's chain, where the chain also holds the pronouns linked to it: a name's
+    chain is its entity (its names and the pronouns whose antecedent is one of them), a pronoun's the
+    chain of its antecedent entity, or, for a pronoun linked to a common noun, the pronouns linked to
+    the same noun mention (same ``antecedent_sentence`` and ``antecedent_text``). Only distances in 1 ..
+    the full distance; a distance reached twice is kept once, at its lowest rank. A pronoun without an
+    antecedent has its full distance only (the model learns that it over-estimates)."""
     import polars as pl
 
     doc = document
@@ -239,6 +244,16 @@ def chain_candidates(anchors: pl.DataFrame, *, document: str = schema.DOCUMENT_I
     a = a.join(key, on=[doc, schema.ANTECEDENT_SENTENCE, schema.ANTECEDENT_TEXT], how="left", maintain_order="left")
     eid = (pl.when(pl.col(schema.KIND) == "entity").then(pl.col(schema.ENTITY_ID))
            .when(pl.col(schema.ANTECEDENT_KIND) == "entity").then(pl.col("__eid")).otherwise(None))
+    # the chain key of every row: a name's entity, a pronoun's antecedent entity or the noun mention it links to
+    ck = (pl.when(pl.col(schema.KIND) == "entity").then(pl.format("e{}", pl.col(schema.ENTITY_ID)))
+          .when(pl.col(schema.ANTECEDENT_KIND) == "entity").then(pl.format("e{}", pl.col("__eid")))
+          .when(pl.col(schema.ANTECEDENT_KIND) == "noun")
+          .then(pl.format("n{}|{}", pl.col(schema.ANTECEDENT_SENTENCE), pl.col(schema.ANTECEDENT_TEXT)))
+          .otherwise(None))
+    a = a.with_columns(ck.alias("__ck"))
+    mentions = (a.filter(pl.col("__ck").is_not_null()).select(doc, "__ck", "sentence").unique()
+                .sort(doc, "__ck", "sentence")
+                .with_columns(pl.col("sentence").shift(1).over(doc, "__ck").alias("__prev")))
     meas = a.filter(pl.col(schema.DISTANCE_SENTENCES) > 0).with_columns(eid.alias("__eid"))
     chain = ent.select(doc, pl.col(schema.ENTITY_ID).alias("__eid"), pl.col("sentence").alias("__m")).unique()
     ladder = (meas.filter(pl.col("__eid").is_not_null())
@@ -255,7 +270,11 @@ def chain_candidates(anchors: pl.DataFrame, *, document: str = schema.DOCUMENT_I
              ladder,
              meas.filter(pl.col("__eid").is_not_null())
              .select("__row", pl.lit(3, pl.Int64).alias("__rank"), "sentence",
-                     pl.col(schema.ANTECEDENT_SENTENCE).alias("__m"))]
+                     pl.col(schema.ANTECEDENT_SENTENCE).alias("__m")),
+             meas.filter(pl.col("__ck").is_not_null())
+             .join(mentions, on=[doc, "__ck", "sentence"], how="left", maintain_order="left")
+             .filter(pl.col("__prev").is_not_null())
+             .select("__row", pl.lit(4, pl.Int64).alias("__rank"), "sentence", pl.col("__prev").alias("__m"))]
     full = meas.select("__row", pl.col(schema.DISTANCE_SENTENCES).alias("__full"))
     c = (pl.concat(parts).with_columns((pl.col("sentence") - pl.col("__m")).alias("__d"))
          .join(full, on="__row", how="left")
@@ -286,7 +305,7 @@ def candidate_features(features: np.ndarray, candidates: Candidates, distance: n
     skipped = np.clip(distance[candidates.row] - candidates.distance, 0, None)
     pronoun = anchor[:, ANCHOR_FEATURES.index("pronoun")]
     extra = np.column_stack([onehot, np.log1p(candidates.distance.astype(np.float64)),
-                             np.log1p(skipped.astype(np.float64)), pronoun * (rank == len(CANDIDATES) - 1)])
+                             np.log1p(skipped.astype(np.float64)), pronoun * (rank == CANDIDATES.index("antecedent"))])
     return np.ascontiguousarray(np.hstack([anchor, extra]), dtype=np.float64)
 
 

@@ -1,6 +1,6 @@
 """The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D258).
 
-The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 3): the feature names
+The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 4): the feature names
 in kernel order (they must equal :data:`ddpcore.anchors.certify.FEATURES`: an anchor's features,
 then those of one candidate distance of it), a logistic model over standardised features
 (``mean``, ``scale``, ``weights``, ``bias``; it predicts the probability that a candidate distance
@@ -11,9 +11,9 @@ out-of-fold figures they were chosen on and the recipe that rebuilds the file
 (``python scripts/train_certify.py --check``). A file that does not fit fails at load, before any
 parse. ``recipe.parser`` ``false`` marks a model trained on a pipeline without a dependency parser
 (the shipped :data:`NOPARSER_CERTIFY_MODEL`, which ``ddp_certified`` uses in place of the default
-when the pipeline has none: :meth:`ddpcore.anchors.rules.RuleSet.for_pipeline`). Layouts 1 (one row per anchor, no ``long_full_only``) and 2 (candidate rows without the parse
-features of the anchors table's ``role``, ``antecedent_role`` and ``n_candidates``) are no longer read:
-their features differ.
+when the pipeline has none: :meth:`ddpcore.anchors.rules.RuleSet.for_pipeline`). Layouts 1 (one row per anchor, no ``long_full_only``), 2 (candidate rows without the parse
+features of the anchors table's ``role``, ``antecedent_role`` and ``n_candidates``) and 3 (four chain
+positions, without the ``previous`` candidate) are no longer read: their features differ.
 """
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ if TYPE_CHECKING:
 #: folder of the packaged weights
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: the shipped model (a bare file name is looked up in DATA_DIR)
-DEFAULT_CERTIFY_MODEL = "certify-v3.json"
+DEFAULT_CERTIFY_MODEL = "certify-v4.json"
 #: the shipped model trained without the parse features (``--pipeline fast``), used in place of the default
 #: when the pipeline has no dependency parser
-NOPARSER_CERTIFY_MODEL = "certify-v3-noparser.json"
+NOPARSER_CERTIFY_MODEL = "certify-v4-noparser.json"
 CERTIFY_FORMAT = "ddpcore-certify-weights"
 #: versions of the file layout this build reads
-CERTIFY_VERSIONS = (3,)
+CERTIFY_VERSIONS = (4,)
 
 
 @dataclass(frozen=True)
