@@ -15,9 +15,10 @@ Protocol (every figure is out of fold):
 1. Every gold sentence is profiled as one segment with the default rules (``refined``, chained);
    the gold distance of a sentence is the ``ddp``-scope chained gold distance. GUM and OntoGUM
    share their text, so their anchors are the same rows with two labels.
-2. Each anchor with a distance has up to four candidate distances
+2. Each anchor with a distance has up to five candidate distances
    (:func:`ddpcore.anchors.certify.chain_candidates`): back to its chain's first mention (the full
-   distance), second and third mention, and to the antecedent it links to. A candidate is ``over``
+   distance), second and third mention, to the antecedent it links to, and to the previous mention of
+   its chain, the pronouns linked to it included. A candidate is ``over``
    when its distance exceeds its sentence's gold distance. Features:
    :func:`ddpcore.anchors.certify.candidate_features`.
 3. Outer 5-fold cross-validation grouped by document (GUM and OntoGUM copies of a document in the
