@@ -479,3 +479,14 @@ def test_confidence_does_not_depend_on_the_batch(tmp_path: Path) -> None:
     for size in (1, 7, 333):
         part = np.concatenate([C.confidence_of(X[i:i + size], model) for i in range(0, 5000, size)])
         assert np.array_equal(part, whole)
+
+
+def test_explain_shows_a_confidence_on_its_side_of_the_threshold() -> None:
+    """Expected strings worked out by hand: 0.93996 rounds to 0.940 at 3 decimals, which would read as
+    reaching 0.94; 4 decimals (0.9400) still do, 5 (0.93996) do not."""
+    from ddpcore.explain import _confidence_text
+
+    assert _confidence_text(0.93996, 0.94) == "0.93996"
+    assert _confidence_text(0.946, 0.94) == "0.946"
+    assert _confidence_text(0.94, 0.94) == "0.940"  # exactly at the threshold: certified, 3 decimals suffice
+    assert _confidence_text(0.5, None) == "0.500"

@@ -91,15 +91,29 @@ class ExplainResult:
                 thr = cert.get("threshold_long") if d >= (cert.get("long_distance") or 0) else cert.get("threshold")
                 conf = row[schema.CONFIDENCE]
                 part = row.get(schema.DISTANCE_CERTIFIED)
+                shown = _confidence_text(conf, thr)
                 if row[schema.CERTIFIED]:
-                    why += f"; certified (confidence {conf:.3f} >= {thr})"
+                    why += f"; certified (confidence {shown} >= {thr})"
                 elif part:  # partial credit: a shorter, measured distance of its chain is certain
-                    why += (f"; not certified (confidence {conf:.3f} < {thr}); its chain is certified back {part} "
+                    why += (f"; not certified (confidence {shown} < {thr}); its chain is certified back {part} "
                             "sentence(s) (partial credit in the certified DDP)")
                 else:
-                    why += f"; not certified (confidence {conf:.3f} < {thr}: abstains from the certified DDP)"
+                    why += f"; not certified (confidence {shown} < {thr}: abstains from the certified DDP)"
             lines.append(f"{mark} s{row[schema.SENTENCE]:<5} {row[schema.TEXT]!r:<24} {what:<18} {why}")
         return "\n".join(lines)
+
+
+def _confidence_text(conf: float, threshold: float | None) -> str:
+    """``conf`` to 3 decimals, or as many more (up to 9) as it takes to stay on its side of ``threshold``
+    (0.93996 against 0.94 reads "0.93996 < 0.94", not "0.940 < 0.94")."""
+    if threshold is None or conf != conf:
+        return f"{conf:.3f}"
+    above = conf >= threshold
+    for k in range(3, 10):
+        text = f"{conf:.{k}f}"
+        if (float(text) >= threshold) == above:
+            return text
+    return repr(float(conf))
 
 
 def _parse_evidence(row: dict[str, Any]) -> str:
