@@ -168,6 +168,14 @@ def test_resume_after_a_crash_writes_what_an_uninterrupted_run_writes(tmp_path, 
 
     with pytest.raises(DDPUsageError, match=r"D170.*--rules.*'paper'.*'refined'"):
         profile_to_files(interleaved, targets, resume=True, **{**kw, "settings": Settings(rules=get_rules(None))})
+    # another certification model: refused too (its batches would mix two models' ddp_certified)
+    import dataclasses
+
+    from ddpcore.anchors.certify_model import NOPARSER_CERTIFY_MODEL, certify_model_path
+
+    other = dataclasses.replace(get_rules("paper"), certify_model=str(certify_model_path(NOPARSER_CERTIFY_MODEL)))
+    with pytest.raises(DDPUsageError, match=r"D170.*certification model"):
+        profile_to_files(interleaved, targets, resume=True, **{**kw, "settings": Settings(rules=other)})
     assert work.exists()
     rep = profile_to_files(interleaved, targets, resume=True, **kw)
     assert rep.resumed_batches == 2 and rep.n_batches > 2

@@ -197,6 +197,15 @@ class RuleSet:
             info["parse_features"] = "absent"
         return info
 
+    def certify_digests(self) -> list[str] | None:
+        """The sha256 of every certification model a run of this rule set may use (its own, and the
+        parser-free one that replaces the default without a parser), sorted; ``None`` without a model.
+        Resume journals compare it: a resumed run whose model changed (another ``--certify-model``, or a
+        build with other shipped weights) must not mix two models' ``ddp_certified`` in one output."""
+        if not self.certify_model:
+            return None
+        return sorted({certify_model_for(r).sha256 for r in (self, self.for_pipeline(False))})
+
     def for_pipeline(self, has_parser: bool) -> RuleSet:
         """This rule set as a pipeline with or without a dependency parser runs it: without one, the
         default certification model (trained with the parse features, which are then constant) is

@@ -295,6 +295,7 @@ def load_plan(dataset: str, entry: Any, cols: SegmentColumns) -> tuple[RayPlan |
 
 #: what each journal key means, in D170 messages
 _FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", "sentence_unit": "sentence unit",
+         "certify": "the certification model (--certify-model, or the shipped weights)",
          "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
          "ddpcore": "the ddpcore version", "reader": "--reader/--docs/--txt-mode", "engine": "--engine"}
 
@@ -314,7 +315,8 @@ def journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | N
     """The settings a resumed Ray run must share with the interrupted one (compared by :func:`compare_settings`)."""
     return {
         "ddpcore": __version__, "engine": "ray", "pipeline": pipeline or "default", "distance": settings.distance,
-        "rules": settings.rules.name, "sentence_unit": settings.sentence_unit,
+        "rules": settings.rules.name, "certify": settings.rules.certify_digests(),
+        "sentence_unit": settings.sentence_unit,
         "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
         "batch_chars": batch_chars, "input": identity, "reader": reader,
     }

@@ -140,6 +140,7 @@ def _journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | 
         "pipeline": pipeline or "default",
         "distance": settings.distance,
         "rules": settings.rules.name,
+        "certify": settings.rules.certify_digests(),
         "sentence_unit": settings.sentence_unit,
         "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
         "batch_chars": batch_chars,
@@ -149,6 +150,7 @@ def _journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | 
 
 
 _FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", "sentence_unit": "sentence unit",
+         "certify": "the certification model (--certify-model, or the shipped weights)",
          "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
          "ddpcore": "the ddpcore version", "shard": "--shard", "reader": "--reader/--docs/--txt-mode"}
 
