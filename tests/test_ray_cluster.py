@@ -327,11 +327,12 @@ def test_a_resume_with_another_setting_is_refused(cluster, shared, tmp_path):
     out.mkdir()
     work = out / ".segments.parquet.ray.ddp-work"
     work.mkdir()
-    from ddpcore.engines.ray_plan import input_identity, journal_settings
+    from ddpcore.engines.journal import journal_settings
+    from ddpcore.engines.ray_plan import input_identity
     from ddpcore.errors import DDPUsageError
 
     settings = journal_settings(Settings(), COLS, None, BATCH, input_identity(shared / "in.parquet"),
-                                {"name": "table", "docs": None, "txt_mode": "lines"})
+                                {"engine": "ray", "reader": {"name": "table", "docs": None, "txt_mode": "lines"}})
     (work / P.JOURNAL).write_text(json.dumps({"version": 1, "settings": {**settings, "rules": "paper"}}))
     with pytest.raises(DDPUsageError, match=r"\[D170\] --resume: --rules differs .*used 'paper'"):
         RE.profile_ray(shared / "in.parquet", _targets(out, shared / "in.parquet"), cols=COLS, n_process=1,

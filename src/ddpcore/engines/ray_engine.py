@@ -60,8 +60,9 @@ from ..io import fs
 from ..io.segments import ROW, SegmentColumns
 from . import parts as P
 from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
+from .journal import compare_settings, journal_settings
 from .local import BATCH_CHARS, Settings, iter_profile
-from .ray_plan import (BatchRef, BatchSpec, RayPlan, compare_settings, input_identity, journal_settings, load_plan, plan_batches,
+from .ray_plan import (BatchRef, BatchSpec, RayPlan, input_identity, load_plan, plan_batches,
                        save_plan)
 from ..pipeline.extract import head_noun_source
 from ..signature import run_signature
@@ -842,7 +843,7 @@ def _settings_of(source: Any, o: RunOptions, chars: int) -> dict[str, Any]:
     """The journal's settings of this run (what a resumed run must share with the interrupted one)."""
     reader = {"name": o.reader, "docs": None if o.docs is None else str(o.docs), "txt_mode": o.txt_mode}
     ident = input_identity(source, o.docs) if isinstance(source, (str, os.PathLike)) else {"path": None}
-    return journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident, reader)
+    return journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident, {"engine": "ray", "reader": reader})
 
 
 def _saved_plan(source: Any, o: RunOptions, where: _Where, old: dict[str, Any] | None, name: str,

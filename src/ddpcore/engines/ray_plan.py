@@ -293,13 +293,6 @@ def load_plan(dataset: str, entry: Any, cols: SegmentColumns) -> tuple[RayPlan |
 
 # ------------------------------------------------------------------------------ the journal
 
-#: what each journal key means, in D170 messages
-_FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", "sentence_unit": "sentence unit",
-         "certify": "the certification model (--certify-model, or the shipped weights)",
-         "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
-         "ddpcore": "the ddpcore version", "reader": "--reader/--docs/--txt-mode", "engine": "--engine"}
-
-
 def input_identity(source: Any, docs: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What identifies the input for ``--resume``: path (or URI), size and modification time."""
     from ..io.fs import fingerprint, is_uri
@@ -310,29 +303,5 @@ def input_identity(source: Any, docs: str | os.PathLike[str] | None = None) -> d
     return input_fingerprint(source, docs)
 
 
-def journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | None, batch_chars: int,
-                     identity: dict[str, Any], reader: dict[str, Any] | None) -> dict[str, Any]:
-    """The settings a resumed Ray run must share with the interrupted one (compared by :func:`compare_settings`)."""
-    return {
-        "ddpcore": __version__, "engine": "ray", "pipeline": pipeline or "default", "distance": settings.distance,
-        "rules": settings.rules.name, "certify": settings.rules.certify_digests(),
-        "sentence_unit": settings.sentence_unit,
-        "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
-        "batch_chars": batch_chars, "input": identity, "reader": reader,
-    }
-
-
-def compare_settings(old: dict[str, Any], new: dict[str, Any], journal: str) -> None:
-    """D170 (the local engine's code) naming the first setting that differs from the interrupted run's."""
-    for key in sorted(set(old) | set(new)):
-        if old.get(key) != new.get(key):
-            what = _FLAG.get(key, key)
-            detail = ("the input changed (size, modification time or path) since the interrupted run" if key == "input"
-                      else f"the interrupted run used {old.get(key)!r}, this one {new.get(key)!r}")
-            raise DDPUsageError(
-                f"--resume: {what} differs from the interrupted run's journal {journal} ({detail}); rerun with the "
-                "same settings to resume, or without --resume to start over", code="D170")
-
-
-__all__ = ["BatchRef", "BatchSpec", "PLAN_FILE", "RayPlan", "compare_settings", "input_identity", "journal_settings", "load_plan",
+__all__ = ["BatchRef", "BatchSpec", "PLAN_FILE", "RayPlan", "input_identity", "load_plan",
            "plan_batches", "save_plan"]

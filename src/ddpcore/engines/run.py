@@ -43,6 +43,7 @@ from ..signature import run_signature
 from .assembly import ASSEMBLE_ROWS, ROLES, SHARD_DOC_ROW, SHARD_ROW, assemble_outputs  # noqa: F401 (re-exported)
 from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
 from .batch_plan import BatchPlan, plan_batches
+from .journal import compare_settings, journal_settings
 from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, iter_profile, segment_keys
 from ..pipeline.extract import head_noun_source
@@ -131,41 +132,6 @@ def resolve_n_process(n_process: int | str, total_chars: int, start_method: str 
 def work_dir_for(target: Path) -> Path:
     """The work folder of a run whose segment output is ``target``."""
     return target.parent / f".{target.name}.ddp-work"
-
-
-def _journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | None, batch_chars: int,
-                      fingerprint: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ddpcore": __version__,
-        "pipeline": pipeline or "default",
-        "distance": settings.distance,
-        "rules": settings.rules.name,
-        "certify": settings.rules.certify_digests(),
-        "sentence_unit": settings.sentence_unit,
-        "columns": {"document": cols.document, "segment": cols.segment, "text": cols.text, "domain": cols.domain},
-        "batch_chars": batch_chars,
-        "input": fingerprint,
-        **extra,
-    }
-
-
-_FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", "sentence_unit": "sentence unit",
-         "certify": "the certification model (--certify-model, or the shipped weights)",
-         "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
-         "ddpcore": "the ddpcore version", "shard": "--shard", "reader": "--reader/--docs/--txt-mode"}
-
-
-def _compare_journal(old: dict[str, Any], new: dict[str, Any], journal: Path) -> None:
-    for key in sorted(set(old) | set(new)):
-        if old.get(key) != new.get(key):
-            what = _FLAG.get(key, key)
-            if key == "input":
-                detail = "the input changed (size, modification time or path) since the interrupted run"
-            else:
-                detail = f"the interrupted run used {old.get(key)!r}, this one {new.get(key)!r}"
-            raise DDPUsageError(
-                f"--resume: {what} differs from the interrupted run's journal {journal} ({detail}); rerun with the "
-                "same settings to resume, or without --resume to start over", code="D170")
 
 
 def shard_of_documents(documents: pl.Series, n_shards: int) -> np.ndarray:
@@ -509,7 +475,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
     notes: list[str] = []
     work, tmp_root = _work_folder(targets["segments"], o.resume, say)
     docs_path, extra = _run_extra(source, targets, o)
-    jsettings = _journal_settings(o.settings, o.cols, o.pipeline, int(o.batch_chars or BATCH_CHARS),
+    jsettings = journal_settings(o.settings, o.cols, o.pipeline, int(o.batch_chars or BATCH_CHARS),
                                   input_fingerprint(source, docs_path), extra)
     journal = _open_journal(work, tmp_root is not None, jsettings, o.resume, say, notes)
     parts = work / "parts"
@@ -621,7 +587,7 @@ def _open_journal(work: Path, temporary: bool, jsettings: dict[str, Any], resume
                 notes.append(f"--resume: the journal {journal_path} was empty or damaged; started from the beginning")
                 shutil.rmtree(work, ignore_errors=True)
             else:
-                _compare_journal(old.get("settings", {}), jsettings, journal_path)
+                compare_settings(old.get("settings", {}), jsettings, journal_path)
                 journal = old
         else:
             if not resume:
