@@ -16,7 +16,7 @@ Recipe (everything else is fixed here, so rerunning gives the same file byte for
 3. Candidate cap: the largest sentence distance, over GUM train, from an anchor to its nearest
    gold-coreferent candidate; capping there loses no reachable antecedent on train.
 4. Fit one L2 logistic regression per anchor kind (pronouns, names) on GUM train
-   (``lbfgs``, ``random_state=seed``; every C of :data:`C_GRID`).
+   (``newton-cholesky``, gradient tolerance 1e-10; every C of :data:`C_GRID`).
 5. On GUM dev only, choose C, the two thresholds, the pronoun fallback (below the threshold: stay
    unlinked with distance 1, or take today's linking rule's antecedent) and the pronoun abstain
    level (below it: no anchor): the highest Pearson r of DDP against the ``ddp``-scope gold

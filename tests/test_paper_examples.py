@@ -94,7 +94,8 @@ def _responsible(run, line_id: int) -> tuple[int, tuple[str, str, int]]:  # type
     return seg["ddp"], (a["text"], a["antecedent_text"], a["antecedent_sentence"])
 
 
-# Measured with the shipped weights (version 2: layout 1, sha256 efb0e98d... (newton refit of 7d4b3e12..., same links here); the anchors table of `ddp profile
+# Measured with the shipped weights (version 2: layout 1, sha256 efb0e98d..., the Newton refit of 7d4b3e12...,
+# same links here; the anchors table of `ddp profile
 # --rules learned`, and the same run with fallback and abstain switched off to see which links the scores make):
 # 923 -> 1: the "They" of s54 scores below the pronoun abstain level (0.1) and is no anchor; "It" (s57) scores below the 0.25 threshold and falls back to the rule's antecedent "sight"
 # (s56): 57 - 56 = 1. 924 -> 53 ("Ivory" -> "Ivory", chained to s8; the pinned value). 925 -> 54: "They" (s62)
