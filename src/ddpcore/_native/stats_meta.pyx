@@ -15,6 +15,12 @@ Kernels
 ``tau_b_weighted_reps`` Kendall tau-b of every document-bootstrap replicate (points weighted by their
                         document's multiplicity), O(n log n) per replicate with a Fenwick tree, OpenMP
                         over replicates
+``argsort_f64``          the stable ascending order of a float64 vector (LSD radix sort of the IEEE bit patterns,
+                        8-bit digits, passes whose digit is the same for every key skipped): the order of the
+                        tie-calibration entries by |metric difference|, ~3x numpy's argsort on millions
+``calibrate_bins``      the tie threshold of ``acc_eq`` grouped by item for every bin at once, in one pass over
+                        the entries sorted by |metric difference|, and each item's flipped pairs at its bin's
+                        threshold
 ``acc_eq_weighted_reps`` acc23 at a fixed tie threshold of every document-bootstrap replicate (the same
                         weights), O(n log n) per replicate: a Fenwick tree over human ranks for the
                         concordant pairs beyond the threshold, a sliding window for the human ties within it
@@ -23,7 +29,8 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, INFINITY, NAN
-from libc.stdint cimport int8_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 
 from .threads cimport resolve_threads as _threads
@@ -64,6 +71,146 @@ def tie_entries_sorted(const double[::1] h__pt, const double[::1] m__pt, double[
                     sign__ent[k] = -1
                     k += 1
     return k, con0, tb0
+
+
+cdef enum:
+    _RADIX_BITS = 8
+    _RADIX = 256  # 1 << _RADIX_BITS
+    _RADIX_PASSES = 8  # 64 / 8
+
+
+cdef struct _KeyIdx:
+    uint64_t key
+    int64_t idx
+
+
+def argsort_f64(const double[::1] x__n, int64_t[::1] order__n):
+    """The stable ascending order of ``x`` into ``order`` (same length): ``x[order]`` is sorted and equal
+    values keep their index order, i.e. ``numpy.argsort(x, kind="stable")``. NaN is not allowed (the caller
+    checks); -0.0 and +0.0 are equal. LSD radix sort of (key, index) records, the key the order-preserving
+    transform of the bit patterns (negative: all bits flipped, else the sign bit set), 8 bits per pass; a
+    pass whose digit is the same in every key is skipped. O(n) time, 32 n bytes of scratch."""
+    cdef Py_ssize_t n = x__n.shape[0], i, b, p, run, c, shift
+    if order__n.shape[0] != n:
+        raise ValueError("argsort_f64: order must have the length of x")
+    if n == 0:
+        return
+    cdef _KeyIdx* rec = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
+    cdef _KeyIdx* rec2 = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
+    cdef Py_ssize_t* count = <Py_ssize_t*>malloc(_RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
+    cdef _KeyIdx* tr
+    cdef Py_ssize_t* cnt
+    cdef uint64_t u
+    if rec == NULL or rec2 == NULL or count == NULL:
+        free(rec); free(rec2); free(count)
+        raise MemoryError()
+    try:
+        with nogil:
+            memset(count, 0, _RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
+            for i in range(n):
+                memcpy(&u, &x__n[i], 8)
+                if u == (<uint64_t>1 << 63):
+                    u = 0  # -0.0 is +0.0 (equal values keep their index order, as in numpy)
+                if u >> 63:
+                    u = ~u
+                else:
+                    u = u | (<uint64_t>1 << 63)
+                rec[i].key = u
+                rec[i].idx = i
+                for p in range(_RADIX_PASSES):
+                    count[p * _RADIX + <Py_ssize_t>((u >> (p * _RADIX_BITS)) & (_RADIX - 1))] += 1
+            for p in range(_RADIX_PASSES):
+                shift = p * _RADIX_BITS
+                cnt = count + p * _RADIX
+                if cnt[(rec[0].key >> shift) & (_RADIX - 1)] == n:
+                    continue  # one digit value for every key: the pass would not move anything
+                run = 0
+                for b in range(_RADIX):
+                    c = cnt[b]
+                    cnt[b] = run
+                    run += c
+                for i in range(n):
+                    b = <Py_ssize_t>((rec[i].key >> shift) & (_RADIX - 1))
+                    rec2[cnt[b]] = rec[i]
+                    cnt[b] += 1
+                tr = rec
+                rec = rec2
+                rec2 = tr
+            for i in range(n):
+                order__n[i] = rec[i].idx
+    finally:
+        free(rec)
+        free(rec2)
+        free(count)
+
+
+def calibrate_bins(const int64_t[::1] item__ent, const double[::1] adm__ent, const double[::1] sign__ent,
+                   const int64_t[::1] bin__item, const double[::1] w__item, const double[::1] base__bin,
+                   double[::1] eps__bin, double[::1] flip__item):
+    """``acc_eq.item``'s tie calibration of every bin in one pass (what ``calibrate_ties(presorted=True)``
+    and the flip count do bin by bin on the entries of the bin's items, in the same order and with the same
+    floating-point operations, so the results are identical).
+
+    Entries sorted by ``adm`` ascending (pairs whose class changes when the threshold reaches ``adm``; ``sign``
+    +1 a gain, -1 a loss); ``bin__item`` each item's bin (< 0: in none), ``w__item`` its weight (1 / its pairs
+    / the bin's items with a pair), ``base__bin`` the objective at threshold 0. The objective of bin b after
+    a run of equal ``adm`` is ``base[b] + sum of sign * w`` over its entries so far; ``eps[b]`` is the
+    smallest ``adm`` reaching its maximum, 0 unless that maximum exceeds ``base[b]``; ``flip[item]`` the sum of
+    ``sign`` over the item's entries with ``adm <= eps[its bin]`` (0 for an item in no bin).
+    """
+    cdef Py_ssize_t n = item__ent.shape[0], n_bins = base__bin.shape[0], n_items = bin__item.shape[0]
+    cdef Py_ssize_t i, it, b, t, n_touched = 0
+    cdef double obj
+    if adm__ent.shape[0] != n or sign__ent.shape[0] != n or w__item.shape[0] != n_items \
+            or flip__item.shape[0] != n_items or eps__bin.shape[0] != n_bins:
+        raise ValueError("calibrate_bins: array lengths disagree")
+    cdef double* cum = <double*>malloc((n_bins + 1) * sizeof(double))
+    cdef double* best = <double*>malloc((n_bins + 1) * sizeof(double))
+    cdef Py_ssize_t* touched = <Py_ssize_t*>malloc((n_bins + 1) * sizeof(Py_ssize_t))
+    cdef uint8_t* is_touched = <uint8_t*>malloc(n_bins + 1)
+    if cum == NULL or best == NULL or touched == NULL or is_touched == NULL:
+        free(cum); free(best); free(touched); free(is_touched)
+        raise MemoryError()
+    try:
+        with nogil:
+            for b in range(n_bins):
+                cum[b] = 0.0
+                best[b] = -INFINITY
+                eps__bin[b] = 0.0
+                is_touched[b] = 0
+            for i in range(n):
+                it = item__ent[i]
+                b = bin__item[it]
+                if b >= 0:
+                    cum[b] = cum[b] + sign__ent[i] * w__item[it]
+                    if not is_touched[b]:
+                        is_touched[b] = 1
+                        touched[n_touched] = b
+                        n_touched += 1
+                if i == n - 1 or adm__ent[i + 1] != adm__ent[i]:  # the end of a run of equal |dm|
+                    for t in range(n_touched):
+                        b = touched[t]
+                        obj = base__bin[b] + cum[b]
+                        if obj > best[b]:
+                            best[b] = obj
+                            eps__bin[b] = adm__ent[i]
+                        is_touched[b] = 0
+                    n_touched = 0
+            for b in range(n_bins):
+                if not (best[b] > base__bin[b]):
+                    eps__bin[b] = 0.0
+            for it in range(n_items):
+                flip__item[it] = 0.0
+            for i in range(n):
+                it = item__ent[i]
+                b = bin__item[it]
+                if b >= 0 and adm__ent[i] <= eps__bin[b]:
+                    flip__item[it] = flip__item[it] + sign__ent[i]
+    finally:
+        free(cum)
+        free(best)
+        free(touched)
+        free(is_touched)
 
 
 cdef double* _replicate_buffers(Py_ssize_t n, Py_ssize_t n_rep, Py_ssize_t width, int num_threads,

@@ -622,9 +622,34 @@ def _pearson_from_sums(n: Any, sh: Any, shh: Any, sm: Any, smm: Any, shm: Any) -
     return np.clip(r, -1.0, 1.0)
 
 
+def _item_calibration(item_cache: dict[str, Any], k: int, bin_code: np.ndarray, n_bins: int
+                      ) -> list[tuple[float, np.ndarray]]:
+    """``acc_eq.item``'s tie threshold of metric ``k`` in every bin (``bin_code`` (n_items,): each segment's
+    bin, < 0 in none), in one pass over the metric's sorted entries (native kernel): per bin ``(epsilon,
+    flip)``, ``flip`` (n_items,) the flipped pairs of each segment at its bin's epsilon. Equal to
+    :func:`calibrate_ties` (``presorted``) on the bin's entries, with the weights 1 / pairs / the bin's
+    segments with a pair and the base objective at epsilon 0."""
+    P = item_cache["P"]
+    rows = P > 0
+    code = np.ascontiguousarray(bin_code, dtype=np.int64)
+    R = np.bincount(code[rows & (code >= 0)], minlength=n_bins).astype(np.float64)
+    w = np.zeros(code.size)
+    inb = rows & (code >= 0)
+    w[inb] = 1.0 / np.maximum(P[inb], 1) / R[code[inb]]
+    cc = item_cache["con0"][k] + item_cache["tie0"][k]
+    base = np.array([float((cc * np.where(code == b, w, 0.0)).sum()) for b in range(n_bins)])
+    eps = np.zeros(n_bins)
+    flip = np.zeros(code.size)
+    e_item, e_adm, e_sign = item_cache["entries"][k]
+    load("stats_meta").calibrate_bins(e_item, e_adm, e_sign, code, w, base, eps, flip)
+    return [(float(eps[b]), flip) for b in range(n_bins)]
+
+
 def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, high: float | None,
-                tests: MetaTests, item_cache: dict[str, Any], seed: int) -> _Cell:
-    """Point figures of one bin and the per-document sums of its bootstrap and permutation test."""
+                tests: MetaTests, item_cache: dict[str, Any], seed: int,
+                calib: list[tuple[float, np.ndarray]]) -> _Cell:
+    """Point figures of one bin and the per-document sums of its bootstrap and permutation test; ``calib``
+    per metric the bin's ``acc_eq.item`` threshold and flips (:func:`_item_calibration`)."""
     D = data.n_docs
     n_sys = len(data.systems)
     v = data.valid & items[:, None]
@@ -699,19 +724,9 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
         accv = np.full(cell_items.size, np.nan)
         eps = 0.0
         if R_items:
-            w_item = np.zeros(items.size)
-            w_item[cell_items] = np.where(rows, 1.0 / np.maximum(P, 1) / R_items, 0.0)
             con0, tie0 = item_cache["con0"][k], item_cache["tie0"][k]
-            base = float(((con0 + tie0) * w_item).sum())
-            e_item, e_adm, e_sign = item_cache["entries"][k]
-            if cell_items.size == items.size:  # overall: every entry
-                ei, ed, es = e_item, e_adm, e_sign
-            else:
-                inside = items[e_item]
-                ei, ed, es = e_item[inside], e_adm[inside], e_sign[inside]
-            _, eps = calibrate_ties(ed, es * w_item[ei], base, presorted=True)
-            upto = int(np.searchsorted(ed, eps, side="right"))  # entries with |dm| <= epsilon flip
-            flip = np.bincount(ei[:upto], weights=es[:upto], minlength=items.size)[cell_items]
+            eps, flip_all = calib[k]  # (_item_calibration: every bin's threshold in one pass)
+            flip = flip_all[cell_items]
             with np.errstate(invalid="ignore", divide="ignore"):
                 accv = np.where(rows, (con0[cell_items] + tie0[cell_items] + flip) / np.maximum(P, 1), np.nan)
         doc_i = data.item_doc[cell_items]
@@ -910,7 +925,8 @@ def _item_cache(data: _Data, threads: int = 1) -> dict[str, Any]:
     def one(k: int) -> tuple[Any, ...]:
         st = item_statistics(data.H, data.M[k], data.valid)
         e_item, e_adm, e_sign = st["entries"]  # type: ignore[misc]
-        order = np.argsort(e_adm)  # equal |dm| flip together (run ends), so no stable sort is needed
+        order = np.empty(e_adm.size, dtype=np.int64)  # stable (radix) order: numpy's argsort(kind="stable")
+        load("stats_meta").argsort_f64(e_adm, order)
         m_rank = np.zeros(data.valid.size, dtype=np.int64)
         m_rank[flat] = _dense_ranks(data.M[k].ravel()[flat])
         return st, (e_item[order], e_adm[order], e_sign[order]), m_rank
@@ -1283,12 +1299,15 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
     warnings = list(data.warnings)
     if n_outside:
         warnings.append(f"{n_outside:,} scored segments have a DDP outside the bins {edges} and count only in overall")
+    n_bins = len(edges) - 1
+    by_bin = [_item_calibration(cache, k, b, n_bins) for k in range(len(data.metrics))]
+    by_all = [_item_calibration(cache, k, np.zeros(b.size, dtype=np.int64), 1)[0] for k in range(len(data.metrics))]
     cells = []
-    for k in range(len(edges) - 1):
+    for k in range(n_bins):
         lo, hi = edges[k], edges[k + 1]
         label = f"[{lo:g}, {'inf' if math.isinf(hi) else f'{hi:g}'})"
-        cells.append(_cell_stats(data, b == k, label, lo, hi, tests, cache, seed))
-    cells.append(_cell_stats(data, np.ones(b.size, dtype=bool), "overall", None, None, tests, cache, seed))
+        cells.append(_cell_stats(data, b == k, label, lo, hi, tests, cache, seed, [c[k] for c in by_bin]))
+    cells.append(_cell_stats(data, np.ones(b.size, dtype=bool), "overall", None, None, tests, cache, seed, by_all))
     if system_scores is not None:
         _overall_system_scores(cells[-1], data, human_col, system_scores, warnings)
     for c in cells:
