@@ -2,6 +2,7 @@
 
     python scripts/train_certify.py GOLD_DIR [-o src/ddpcore/anchors/data/certify-v4.json] [--check] [-j 2]
     python scripts/train_certify.py GOLD_DIR --pipeline fast -o src/ddpcore/anchors/data/certify-v4-noparser.json
+    python scripts/train_certify.py GOLD_DIR --tables    # the out-of-fold tables of docs/validation.md, no file
 
 The second builds the parser-free model that ``ddp_certified`` uses when the spaCy pipeline has no
 dependency parser (``--pipeline fast``): there every anchor's ``role`` is ``other``, so the parse
@@ -31,6 +32,8 @@ Protocol (every figure is out of fold):
    the largest certified candidate distance of its anchors (0 without one); at and above 15
    sentences only full distances count (``long_full_only``: partial distances that long lowered
    the tail precision at DDP >= 15 on GUM from 0.98 to 0.95 in the study).
+   ``--tables`` prints these out-of-fold figures for every gold against every gold scope (``ddp``,
+   which the labels use, ``restricted`` and ``full``) and, in the ``ddp`` scope, for every genre.
 4. The shipped model is fitted on everything, its thresholds chosen the same way on the
    out-of-fold predictions of all data. The file records the recipe and the out-of-fold figures.
 
@@ -62,6 +65,8 @@ GOLDS = {"gum": "gum_dep_conllu_with_coref.tar.xz", "ontogum": "ontogum_conllu.t
          "litbank": "litbank_coref_tsv.tar.xz"}
 TEXT_OF = {"gum": "gum", "ontogum": "gum", "litbank": "litbank"}
 GRID = tuple(round(x, 3) for x in np.arange(0.80, 0.995, 0.01))
+#: gold scopes the out-of-fold figures are also reported against (``--tables``); the model is trained on ``ddp``
+OTHER_SCOPES = ("restricted", "full")
 LONG = 15
 C = 1.0
 
@@ -125,9 +130,15 @@ def load(root: Path, n_process: int, reuse: Path | None = None,
                                                                  maintain_order="left")["__pos"].to_numpy()
         gd = g["gold_distance"].to_numpy()
         pos = apos[cand.row]
+        # the other gold scopes, for the report tables only (--tables): the label stays the ddp scope's
+        other = {scope: compute_gold_distances(corpus, distance="chained", gold_scope=scope) for scope in OTHER_SCOPES}
+        for scope, o in other.items():
+            if not (o["document_id"] == g["document_id"]).all() or not (o["sentence"] == g["segment_id"]).all():
+                raise AssertionError(f"{name}: the {scope} gold lists its sentences in another order")
         data[name] = {"X": X, "d": cand.distance, "pos": pos, "y": cand.distance > gd[pos],
                       "doc": anchors["document_id"].to_numpy()[cand.row], "rank": cand.rank,
-                      "gd": gd, "gdoc": g["document_id"].to_numpy(),
+                      "gd": gd, "gdoc": g["document_id"].to_numpy(), "genre": gold["genre"].to_numpy(),
+                      "gd_scope": {"ddp": gd, **{s: o["gold_distance"].to_numpy() for s, o in other.items()}},
                       "anchor_d": anchors["distance_sentences"].to_numpy(), "anchor_pos": apos}
     return data, has_parser
 
@@ -242,6 +253,37 @@ def cross_validate(data: dict, rows_of: dict, n_folds: int, max_over: float, min
 DIGITS = 12
 
 
+def tables(data: dict, columns: dict[str, dict[str, np.ndarray]]) -> str:
+    """Markdown tables of the out-of-fold figures: every gold and gold scope (both columns), then every genre
+    of every gold in the ``ddp`` scope (``ddp_certified``). ``columns[column][gold]``: segment DDP, shape
+    ``(n_gold_sentences,)`` in sentences."""
+    def pct(m: dict) -> str:
+        lo, hi = m["over_ci95"]
+        return f"{100 * m['share_over']:.2f} [{100 * lo:.2f}, {100 * hi:.2f}]"
+
+    def num(x: float | None, fmt: str = ".3f") -> str:
+        return "—" if x is None else format(x, fmt)
+
+    def row(gold: str, part: str, col: str, m: dict) -> str:
+        return (f"| {gold} | {part} | `{col}` | {m['n_segments']:,} | {pct(m)} | {num(m['spearman'])} | "
+                f"{num(m['tail_precision_15'])} ({m['n_ddp_ge_15']:,}) | {num(m['tail_recall_15'])} | {m['coverage']:.3f} |")
+
+    head = ("| gold | scope | column | segments | over % [95 % CI] | Spearman ρ | tail precision ≥ 15 (n) | "
+            "tail recall ≥ 15 | coverage |\n|---|---|---|---:|---|---:|---|---:|---:|")
+    lines = [head]
+    for name, D in data.items():
+        for scope, gd in D["gd_scope"].items():
+            for col, v in columns.items():
+                lines.append(row(name, f"`{scope}`", col, metrics(v[name], gd)))
+    lines += ["", head.replace("| scope | column |", "| genre | column |")]
+    for name, D in data.items():
+        for genre in sorted(set(D["genre"])):
+            keep = D["genre"] == genre
+            for col in ("ddp_certified",):
+                lines.append(row(name, genre, col, metrics(columns[col][name][keep], D["gd"][keep])))
+    return "\n".join(lines)
+
+
 def rounded(obj):  # type: ignore[no-untyped-def]
     """``obj`` (the file's JSON tree) with every float rounded to :data:`DIGITS` significant digits."""
     if isinstance(obj, float):
@@ -269,9 +311,14 @@ def main() -> int:
     ap.add_argument("--reuse", type=Path, default=None,
                     help="keep the profiled gold anchors in this folder and read them back on later runs "
                          "(for trying features; not with --check)")
+    ap.add_argument("--tables", action="store_true",
+                    help="print the out-of-fold figures as Markdown tables, every gold scope and every genre "
+                         "(docs/validation.md), and write nothing")
     args = ap.parse_args()
     if args.check and args.reuse is not None:
         ap.error("--check profiles the gold anew: drop --reuse")
+    if args.check and args.tables:
+        ap.error("--tables writes nothing to check: use one of them")
     data, has_parser = load(args.gold_dir, args.j, args.reuse, args.pipeline)
     all_rows = {n: np.ones(len(data[n]["d"]), bool) for n in data}
     oof, chosen = cross_validate(data, all_rows, args.folds, args.max_over, args.min_tail, inner=True)
@@ -283,11 +330,18 @@ def main() -> int:
         figures["thresholds_per_fold"].append([t, tl])
         for n in data:
             mask[n] |= certified(data[n], oof[n], te[n], t, tl)
+    columns: dict[str, dict[str, np.ndarray]] = {"ddp": {}, "ddp_certified": {}}
     for n, D in data.items():
-        figures["certified"][n] = seg_metrics(D, segment_ddp(D, mask[n]))
+        columns["ddp_certified"][n] = segment_ddp(D, mask[n])
+        figures["certified"][n] = seg_metrics(D, columns["ddp_certified"][n])
         full = np.zeros(len(D["gd"]), dtype=np.int64)
         np.maximum.at(full, D["anchor_pos"], np.clip(D["anchor_d"], 0, None))
+        columns["ddp"][n] = full
         figures["ddp"][n] = seg_metrics(D, full)
+    if args.tables:
+        print("thresholds per outer fold (short / long): " + ", ".join(f"{float(t):.2f} / {float(tl):.2f}" for t, tl in figures["thresholds_per_fold"]))
+        print(tables(data, columns))
+        return 0
     # the shipped model: all data; thresholds by the same rule on all out-of-fold predictions
     t, tl = choose(data, oof, all_rows, args.max_over, args.min_tail)
     X = np.vstack([data[n]["X"] for n in data])
