@@ -630,11 +630,10 @@ def _item_calibration(item_cache: dict[str, Any], k: int, bin_code: np.ndarray, 
     :func:`calibrate_ties` (``presorted``) on the bin's entries, with the weights 1 / pairs / the bin's
     segments with a pair and the base objective at epsilon 0."""
     P = item_cache["P"]
-    rows = P > 0
     code = np.ascontiguousarray(bin_code, dtype=np.int64)
-    R = np.bincount(code[rows & (code >= 0)], minlength=n_bins).astype(np.float64)
+    inb = (P > 0) & (code >= 0)  # segments with a pair, in a bin
+    R = np.bincount(code[inb], minlength=n_bins).astype(np.float64)
     w = np.zeros(code.size)
-    inb = rows & (code >= 0)
     w[inb] = 1.0 / np.maximum(P[inb], 1) / R[code[inb]]
     cc = item_cache["con0"][k] + item_cache["tie0"][k]
     base = np.array([float((cc * np.where(code == b, w, 0.0)).sum()) for b in range(n_bins)])
