@@ -14,6 +14,15 @@ when that antecedent and the entity anchor covering ``A-offset`` (``B-offset``) 
 ``entity_id``. Reported as in the GAP paper: F1 over the (pronoun, name) pairs, by the pronoun's
 gender (masculine he/him/his/himself, feminine she/her/hers/herself) and overall, the bias ratio
 F/M, and the accuracy of the three-way choice (A, B or neither).
+
+A second table (``--certified``, on by default for ``refined``) asks whether ``ddp_certified``'s
+pronoun decisions hold on GAP, which the certification model never saw (it is trained on GUM,
+OntoGUM and LitBank): of the pronouns whose antecedent is name A's or name B's entity, the share
+linked to the right name (precision), overall and split by the pronoun anchor's ``certified`` flag
+and by its ``confidence``, each with its exact 95 % Clopper-Pearson interval. ``certified`` is the
+anchor's flag (some candidate distance of it certified), so it is a check of the link the
+certified distance rests on, not of the distance itself: GAP marks one mention of each name, not
+whole chains.
 """
 from __future__ import annotations
 
@@ -66,7 +75,8 @@ def predict(gap: pl.DataFrame, rules: str, n_process: int) -> tuple[pl.DataFrame
         return hit
 
     out = (gap.select(pl.col("ID").alias("document_id"))
-           .join(pron.select("document_id", pl.col("kind").is_not_null().alias("pronoun_is_anchor")), on="document_id",
+           .join(pron.select("document_id", pl.col("kind").is_not_null().alias("pronoun_is_anchor"),
+                             *[c for c in ("certified", "confidence") if c in pron.columns]), on="document_id",
                  how="left")
            .join(ante, on="document_id", how="left")
            .join(name_entity("A"), on="document_id", how="left")
@@ -100,6 +110,50 @@ def scores(gap: pl.DataFrame, pred: pl.DataFrame) -> dict[str, Any]:
     return res
 
 
+#: confidence bins of the certification table (the anchor's calibrated probability of not over-estimating)
+CONFIDENCE_BINS = (0.0, 0.8, 0.9, 0.94, 0.97, 1.0)
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float | None, float | None]:
+    """Exact two-sided 95 % interval of a proportion k / n."""
+    from scipy.stats import beta
+
+    if n == 0:
+        return None, None
+    lo = float(beta.ppf(0.025, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
+
+
+def certified_scores(gap: pl.DataFrame, pred: pl.DataFrame) -> dict[str, Any]:
+    """Precision of the pronoun decisions that land on name A or B: all of them, certified or not, and by
+    confidence bin (``CONFIDENCE_BINS``)."""
+    df = gap.join(pred, left_on="ID", right_on="document_id", how="left").filter(pl.col("pred_A") | pl.col("pred_B"))
+    right = (df["pred_A"] & df["A-coref"]) | (df["pred_B"] & df["B-coref"])
+    df = df.with_columns(right.alias("right"), pl.col("certified").fill_null(False))
+    n = df.height
+    out: dict[str, Any] = {"n": n}
+
+    def part(name: str, sel: pl.Series) -> None:
+        k, m = int((df["right"] & sel).sum()), int(sel.sum())
+        out[name] = {"n": m, "share": m / n if n else 0.0, "precision": k / m if m else None,
+                     "ci95": list(clopper_pearson(k, m))}
+
+    part("all", pl.Series([True] * n))
+    part("certified", df["certified"])
+    part("not certified", ~df["certified"])
+    conf = df["confidence"].fill_nan(None)
+    for lo, hi in zip(CONFIDENCE_BINS[:-1], CONFIDENCE_BINS[1:]):
+        sel = ((conf >= lo) & ((conf < hi) if hi < 1.0 else (conf <= hi))).fill_null(False)
+        part(f"confidence [{lo:.2f}, {hi:.2f}{']' if hi == 1.0 else ')'}", sel)
+    part("no confidence", conf.is_null())
+    return out
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gap", default=str(REPO.parent / "shared" / "data" / "gap-coreference" / "gap-test.tsv.gz"),
@@ -107,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", default="refined,learned", help="comma-separated rule sets")
     ap.add_argument("-j", "--n-process", type=int, default=1, help="spaCy worker processes")
     ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
+    ap.add_argument("--no-certified", dest="certified", action="store_false",
+                    help="leave out the table of pronoun decisions by certification")
     args = ap.parse_args(argv)
     gap = read_gap(Path(args.gap))
     out: dict[str, Any] = {"rows": gap.height}
@@ -114,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| rules | F1 M | F1 F | bias F/M | F1 all | precision | recall | accuracy M | accuracy F | accuracy all | "
           "pronoun found % |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    certified_rows: list[tuple[str, dict[str, Any]]] = []
     for rules in [r.strip() for r in args.rules.split(",") if r.strip()]:
         pred, sig = predict(gap, rules, args.n_process)
         s = scores(gap, pred)
@@ -122,6 +179,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {rules} | {s['M']['f1']:.3f} | {s['F']['f1']:.3f} | {s['bias_F_over_M']:.2f} | {a['f1']:.3f} | "
               f"{a['precision']:.3f} | {a['recall']:.3f} | {s['M']['accuracy']:.3f} | {s['F']['accuracy']:.3f} | "
               f"{a['accuracy']:.3f} | {100 * a['pronoun_is_anchor']:.1f} |")
+        if args.certified and "certified" in pred.columns:
+            certified_rows.append((rules, certified_scores(gap, pred)))
+    for rules, c in certified_rows:
+        out.setdefault("certified", {})[rules] = c
+    if certified_rows:
+        print("\nPronoun decisions that land on name A or B, by the anchor's certification (precision: linked to the "
+              "right name; [95 % Clopper-Pearson]):\n")
+        print("| rules | pronouns | part | n | share of the pronouns | precision [95 % CI] |\n|---|---|---|---:|---:|---|")
+        for rules, c in certified_rows:
+            for part, v in c.items():
+                if part == "n":
+                    continue
+                print(f"| {rules} | {c['n']:,} | {part} | {v['n']:,} | {100 * v['share']:.1f} % | "
+                      f"{_fmt(v['precision'])} [{_fmt(v['ci95'][0])}, {_fmt(v['ci95'][1])}] |")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0
