@@ -115,14 +115,14 @@ CONFIDENCE_BINS = (0.0, 0.8, 0.9, 0.94, 0.97, 1.0)
 
 
 def clopper_pearson(k: int, n: int) -> tuple[float | None, float | None]:
-    """Exact two-sided 95 % interval of a proportion k / n."""
-    from scipy.stats import beta
+    """Exact two-sided 95 % interval of a proportion k / n (``ddp validate``'s own,
+    :func:`ddpcore.gold.proportions.clopper_pearson`); None, None without trials."""
+    from ddpcore.gold.proportions import clopper_pearson as exact
 
     if n == 0:
         return None, None
-    lo = float(beta.ppf(0.025, k, n - k + 1)) if k > 0 else 0.0
-    hi = float(beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
-    return lo, hi
+    lo, hi = exact(k, n)
+    return float(lo), float(hi)
 
 
 def certified_scores(gap: pl.DataFrame, pred: pl.DataFrame) -> dict[str, Any]:
