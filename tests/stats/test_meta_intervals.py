@@ -140,3 +140,37 @@ def test_spa_ci_perm_zero_says_why():
     r = run(prof, scores, 20, 1, spa_perm=20, spa_ci_perm=0)
     f = r.overall["metrics"]["a"]["spa.sys"]
     assert f["status"] == "ok" and f["ci_status"] == "not_computed" and "spa-ci-perm" in f["ci_reason"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), n_docs=st.integers(1, 6), h_levels=st.integers(1, 5),
+       m_levels=st.integers(1, 40))
+def test_tau_b_kernel_equals_scipy_on_the_expanded_replicate_either_orientation(seed, n, n_docs, h_levels, m_levels):
+    """``stats_meta.tau_b_weighted_reps``: each replicate equals ``scipy.stats.kendalltau`` (tau-b) on the
+    cells repeated as often as their document's weight, whether the walk is in human order with the tree
+    over metric ranks or the other way round (as ``_tau_b_reps`` does when the human has fewer levels), and
+    the two orientations give the same bits."""
+    from scipy.stats import kendalltau
+
+    from ddpcore._native import load
+    from ddpcore.stats.meta import _dense_ranks
+
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, h_levels, n).astype(float)
+    m = rng.integers(0, m_levels, n) + 0.5 * h
+    doc = rng.integers(0, n_docs, n).astype(np.int64)
+    w = rng.integers(0, 4, size=(5, n_docs)).astype(np.float64)
+    hr, mr = _dense_ranks(h), _dense_ranks(m)
+    kernel = load("stats_meta").tau_b_weighted_reps
+    o1, o2 = np.argsort(hr, kind="stable"), np.argsort(mr, kind="stable")
+    a, b = np.empty(len(w)), np.empty(len(w))
+    kernel(hr[o1], mr[o1], doc[o1], w, int(mr.max()), a, 1)
+    kernel(mr[o2], hr[o2], doc[o2], w, int(hr.max()), b, 1)
+    assert np.array_equal(a, b, equal_nan=True)
+    for r in range(len(w)):
+        times = w[r, doc].astype(int)
+        hh, mm = np.repeat(h, times), np.repeat(m, times)
+        if hh.size < 2 or np.unique(hh).size < 2 or np.unique(mm).size < 2:
+            assert math.isnan(a[r])
+            continue
+        assert a[r] == pytest.approx(kendalltau(hh, mm, variant="b").statistic, abs=1e-12)

