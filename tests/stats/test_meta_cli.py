@@ -110,3 +110,18 @@ def test_wmt23_mqm_real_data(shared_data, tmp_path):
     d2 = json.loads(out2.read_text())
     assert d2["overall"]["metrics"] == d["overall"]["metrics"]
     shutil.rmtree(root)
+
+
+def test_ci_max_points_auto_number_and_bad_value(capsys):
+    """``--ci-max-points``: auto by default (recorded as such), a number of cells, or exit 2 naming the value."""
+    assert main(BASE) == 0
+    assert json.loads(capsys.readouterr().out)["signature"]["ci_max_points"] == "auto"
+    assert main(BASE + ["--ci-max-points", "5"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["signature"]["ci_max_points"] == 5
+    f = d["overall"]["metrics"]["good"]["tau_b.none"]
+    assert f["ci_status"] == "not_computed" and f["ci_reason"] == "more than ci_max_points 5 cells (--ci-max-points)"
+    for bad in ("many", "-3"):  # argparse's usage error: exit 2
+        with pytest.raises(SystemExit) as exc:
+            main(BASE + ["--ci-max-points", bad])
+        assert exc.value.code == 2 and repr(bad) in capsys.readouterr().err

@@ -159,7 +159,7 @@ def test_tau_b_kernel_equals_scipy_on_the_expanded_replicate_either_orientation(
     h = rng.integers(0, h_levels, n).astype(float)
     m = rng.integers(0, m_levels, n) + 0.5 * h
     doc = rng.integers(0, n_docs, n).astype(np.int64)
-    w = rng.integers(0, 4, size=(5, n_docs)).astype(np.float64)
+    w = rng.integers(0, 4, size=(11, n_docs)).astype(np.float64)  # 11: a full block of 8 and a partial one
     hr, mr = _dense_ranks(h), _dense_ranks(m)
     kernel = load("stats_meta").tau_b_weighted_reps
     o1, o2 = np.argsort(hr, kind="stable"), np.argsort(mr, kind="stable")
@@ -167,6 +167,8 @@ def test_tau_b_kernel_equals_scipy_on_the_expanded_replicate_either_orientation(
     kernel(hr[o1], mr[o1], doc[o1], w, int(mr.max()), a, 1)
     kernel(mr[o2], hr[o2], doc[o2], w, int(hr.max()), b, 1)
     assert np.array_equal(a, b, equal_nan=True)
+    one = [load("stats_meta").tau_b_weighted_one(hr[o1], mr[o1], doc[o1], w[r], int(mr.max())) for r in range(len(w))]
+    assert np.array_equal(a, np.array(one), equal_nan=True)  # blocks of 8 replicates: the one-replicate walk's bits
     for r in range(len(w)):
         times = w[r, doc].astype(int)
         hh, mm = np.repeat(h, times), np.repeat(m, times)
@@ -174,3 +176,79 @@ def test_tau_b_kernel_equals_scipy_on_the_expanded_replicate_either_orientation(
             assert math.isnan(a[r])
             continue
         assert a[r] == pytest.approx(kendalltau(hh, mm, variant="b").statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("n_points,m_levels,n_rep,width", [
+    (3_000, 500, 37, 32),  # small tree: blocks of 32, the last one partial
+    (3_000, 500, 5, 8),  # few replicates: one block of 8
+    (3_000, 500, 1, 1),  # a point value: one walk
+    (6_000, None, 19, 8),  # ~6,000 ranks: blocks of 8
+    (20_000, None, 3, 1),  # more ranks than BLOCK_MAX_RANKS: one replicate per walk
+])
+def test_tau_b_kernel_every_block_width(n_points, m_levels, n_rep, width):
+    """Every block width of ``tau_b_weighted_reps`` (32, 8, one replicate per walk): the same bits as the
+    one-replicate function, with 1 and 2 threads, and scipy's tau-b on the expanded replicate."""
+    from scipy.stats import kendalltau
+
+    from ddpcore._native import load
+    from ddpcore.stats.meta import _dense_ranks
+
+    k = load("stats_meta")
+    rng = np.random.default_rng(n_points + n_rep)
+    n_docs = 40
+    h = np.round(rng.normal(size=n_points) * 2)
+    m = h + (rng.integers(0, m_levels, n_points) if m_levels else rng.normal(size=n_points))
+    doc = rng.integers(0, n_docs, n_points).astype(np.int64)
+    w = rng.integers(0, 3, size=(n_rep, n_docs)).astype(np.float64)
+    hr, mr = _dense_ranks(h), _dense_ranks(m)
+    n_m = int(mr.max())
+    assert (k.block_width(n_m) if n_rep > 8 else (1 if n_rep == 1 else min(k.block_width(n_m), 8))) == width
+    o = np.argsort(hr, kind="stable")
+    one = np.array([k.tau_b_weighted_one(hr[o], mr[o], doc[o], w[r], n_m) for r in range(n_rep)])
+    for threads in (1, 2):
+        out = np.empty(n_rep)
+        k.tau_b_weighted_reps(hr[o], mr[o], doc[o], w, n_m, out, threads)
+        assert np.array_equal(out, one, equal_nan=True)
+    for r in (0, n_rep - 1):
+        times = w[r, doc].astype(int)
+        assert one[r] == pytest.approx(kendalltau(np.repeat(h, times), np.repeat(m, times), variant="b").statistic,
+                                       abs=1e-12)
+
+
+def _big_bin(human_levels: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """18,000 cells in one DDP bin (900 documents x 2 segments x 10 systems): more than
+    ``TAU_FAST_RANKS`` distinct scores when the human is continuous too."""
+    rng = np.random.default_rng(8)
+    n_docs, segs, n_sys = 900, 2, 10
+    doc = np.repeat(np.arange(n_docs), segs)
+    seg = np.tile(np.arange(segs), n_docs)
+    prof = pl.DataFrame({"document_id": doc, "segment_id": seg, "ddp": np.zeros(doc.size, dtype=np.int64)})
+    q = rng.normal(size=doc.size * n_sys)
+    scores = pl.DataFrame({"document_id": np.repeat(doc, n_sys), "segment_id": np.repeat(seg, n_sys),
+                           "system": np.tile(np.arange(n_sys), doc.size),
+                           "human": np.round(q * 3) if human_levels else q + rng.normal(scale=0.1, size=q.size),
+                           "a": q + rng.normal(size=q.size)})
+    return prof, scores
+
+
+@pytest.mark.parametrize("human_levels,cap,computed,reason", [
+    (True, None, True, None),  # auto: the human on ~20 levels, 18,000 <= 500,000
+    (False, None, False, "more than 10,000 cells (--ci-max-points auto; both the human and the metric take more "
+                         "than 16,384 distinct values here)"),
+    (True, 17_999, False, "more than ci_max_points 17,999 cells (--ci-max-points)"),
+    (False, 18_000, True, None),  # a given cap applies whatever the rankings
+])
+def test_tau_b_none_interval_cap(human_levels, cap, computed, reason):
+    from ddpcore._native import load
+    from ddpcore.stats.meta import TAU_FAST_RANKS
+
+    assert TAU_FAST_RANKS == load("stats_meta").BLOCK_MAX_RANKS
+    prof, scores = _big_bin(human_levels)
+    res = meta_evaluate(prof, scores, human_col="human", bins=[0, math.inf],
+                        options=ResampleOptions(n_boot=20, seed=1),
+                        tests=MetaTests(n_perm=0, spa_perm=10, spa_ci_perm=0, ci_max_points=cap))
+    assert res.overall["n_cells"] == 18_000
+    f = res.overall["metrics"]["a"]["tau_b.none"]
+    assert (f["ci_status"] == "ok") is computed
+    assert f.get("ci_reason") == reason
+    assert res.signature["ci_max_points"] == ("auto" if cap is None else cap)

@@ -277,6 +277,85 @@ cdef double _tau_b_weighted(const int64_t* h_rank, const int64_t* m_rank, const 
     return s / sqrt((n0 - th) * (n0 - tm))
 
 
+cdef enum:
+    _RB = 32  # most replicates per pass of tau_b_weighted_reps (the per-pass arrays' size)
+
+#: largest trees (ranks) walked for 32 and for 8 replicates at once (:func:`block_width`): 16 B per rank and
+#: replicate; above, the block's trees no longer stay in the caches
+cdef enum:
+    _BLOCK32_MAX_RANKS = 2048
+    _BLOCK8_MAX_RANKS = 16384
+BLOCK32_MAX_RANKS = _BLOCK32_MAX_RANKS
+BLOCK_MAX_RANKS = _BLOCK8_MAX_RANKS
+
+
+cdef void _tau_b_block(const int64_t* h_rank, const int64_t* m_rank, const int64_t* doc, const double* wt,
+                       Py_ssize_t n, Py_ssize_t n_m_ranks, double* tree, double* mt, double* out,
+                       Py_ssize_t n_valid, Py_ssize_t rb) noexcept nogil:
+    """:func:`_tau_b_weighted` of ``rb`` (<= ``_RB``) replicates in one walk: ``wt`` (D, rb) their document
+    weights, ``tree``/``mt`` ((n_m_ranks + 1) * rb) their Fenwick trees and per-rank weights, node-major so
+    one node of all ``rb`` trees is contiguous. Zero-weight points add exact zeros (no branch), and every
+    count is an integer-valued double, so each replicate's value has the bits of the one-replicate walk."""
+    cdef Py_ssize_t i, j, k, kb, g0, q
+    cdef double s[_RB]
+    cdef double th[_RB]
+    cdef double tm[_RB]
+    cdef double seen[_RB]
+    cdef double grp[_RB]
+    cdef double le[_RB]
+    cdef const double* wrow
+    cdef double n0
+    memset(tree, 0, <size_t>(n_m_ranks + 1) * rb * sizeof(double))
+    memset(mt, 0, <size_t>(n_m_ranks + 1) * rb * sizeof(double))
+    for q in range(rb):
+        s[q] = 0.0
+        th[q] = 0.0
+        tm[q] = 0.0
+        seen[q] = 0.0
+    i = 0
+    while i < n:
+        g0 = i
+        for q in range(rb):
+            grp[q] = 0.0
+        while i < n and h_rank[i] == h_rank[g0]:
+            wrow = wt + doc[i] * rb
+            for q in range(rb):
+                le[q] = 0.0
+            k = m_rank[i]
+            while k > 0:
+                for q in range(rb):
+                    le[q] += tree[k * rb + q]
+                k -= k & (-k)
+            kb = m_rank[i] * rb
+            for q in range(rb):
+                # as in _tau_b_weighted: lt = le - mt; earlier runs have a smaller h
+                s[q] += wrow[q] * ((le[q] - mt[kb + q]) - (seen[q] - le[q]))
+                grp[q] += wrow[q]
+            i += 1
+        for q in range(rb):
+            th[q] += grp[q] * (grp[q] - 1.0) / 2.0
+        for j in range(g0, i):
+            wrow = wt + doc[j] * rb
+            k = m_rank[j]
+            for q in range(rb):
+                mt[k * rb + q] += wrow[q]
+            while k <= n_m_ranks:
+                for q in range(rb):
+                    tree[k * rb + q] += wrow[q]
+                k += k & (-k)
+        for q in range(rb):
+            seen[q] += grp[q]
+    for k in range(1, n_m_ranks + 1):
+        for q in range(rb):
+            tm[q] += mt[k * rb + q] * (mt[k * rb + q] - 1.0) / 2.0
+    for q in range(n_valid):
+        n0 = seen[q] * (seen[q] - 1.0) / 2.0
+        if n0 - th[q] <= 0.0 or n0 - tm[q] <= 0.0:
+            out[q] = NAN
+        else:
+            out[q] = s[q] / sqrt((n0 - th[q]) * (n0 - tm[q]))
+
+
 def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank__pt, const int64_t[::1] doc__pt,
                         const double[:, ::1] w__rep_doc, Py_ssize_t n_m_ranks, double[::1] out__rep,
                         int num_threads=0):
@@ -284,25 +363,91 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
 
     Points sorted by h rank (1-based dense ranks of h and m). Copies of one point are tied in both
     (as ``scipy.stats.kendalltau`` counts repeated rows). NaN when the replicate's h or m is constant.
-    One replicate per thread at a time; each replicate is computed sequentially, so the result does
-    not depend on the number of threads. O(n log n_m_ranks) per replicate. The two rankings may be
-    swapped (points sorted by m rank, the tree over h ranks): the counts are exact integers and the
-    final division uses their product, so either orientation gives the same bits and the caller puts
-    the tree over the ranking with fewer distinct values.
+    Replicates go in blocks (:func:`block_width`: 32 or 8 by the tree's size, one per walk for large
+    trees) through one walk (:func:`_tau_b_block`), one block per thread at a time; each replicate's counts are exact, so the result does not depend on the number of threads
+    or on the blocking (the same bits as :func:`tau_b_weighted_one`). O(n log n_m_ranks) per block.
+    The two rankings may be swapped (points sorted by m rank, the tree over h ranks): the counts are
+    exact integers and the final division uses their product, so either orientation gives the same
+    bits and the caller puts the tree over the ranking with fewer distinct values.
     """
-    cdef Py_ssize_t n = h_rank__pt.shape[0], n_rep = w__rep_doc.shape[0], r, width = n_m_ranks + 1
+    cdef Py_ssize_t n = h_rank__pt.shape[0], n_rep = w__rep_doc.shape[0], n_doc = w__rep_doc.shape[1]
+    cdef Py_ssize_t rb = block_width(n_m_ranks), n_blocks, b, r0, q, d, nv, r
+    if rb > 1 and n_rep <= 8:  # few replicates (a point value: one): a block no wider than they need
+        rb = 1 if n_rep == 1 else 8
+    cdef Py_ssize_t width
     cdef int nt = 0
-    cdef double* buf = _replicate_buffers(n, n_rep, 2 * width, num_threads, out__rep, &nt)
+    cdef double* buf
+    cdef double* tree
+    cdef double* mt
+    cdef double* wt
+    cdef double* res
+    if rb == 1:  # trees too large to keep several in the caches: one replicate per walk
+        width = 2 * (n_m_ranks + 1)
+        buf = _replicate_buffers(n, n_rep, width, num_threads, out__rep, &nt)
+        if buf == NULL:
+            return
+        try:
+            for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
+                tree = buf + <Py_ssize_t>threadid() * width
+                out__rep[r] = _tau_b_weighted(&h_rank__pt[0], &m_rank__pt[0], &doc__pt[0], &w__rep_doc[r, 0],
+                                              n, n_m_ranks, tree, tree + n_m_ranks + 1)
+        finally:
+            free(buf)
+        return
+    n_blocks = (n_rep + rb - 1) // rb
+    width = 2 * (n_m_ranks + 1) * rb + n_doc * rb + rb
+    buf = _replicate_buffers(n, n_blocks, width, num_threads, out__rep, &nt)
     if buf == NULL:
         return
-    cdef double* tree
     try:
-        for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
-            tree = buf + <Py_ssize_t>threadid() * 2 * width
-            out__rep[r] = _tau_b_weighted(&h_rank__pt[0], &m_rank__pt[0], &doc__pt[0], &w__rep_doc[r, 0],
-                                          n, n_m_ranks, tree, tree + width)
+        for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+            tree = buf + <Py_ssize_t>threadid() * width
+            mt = tree + (n_m_ranks + 1) * rb
+            wt = mt + (n_m_ranks + 1) * rb
+            res = wt + n_doc * rb
+            r0 = b * rb
+            nv = n_rep - r0
+            if nv > rb:
+                nv = rb
+            for d in range(n_doc):  # the block's weights, document-major; missing replicates weigh 0
+                for q in range(rb):
+                    wt[d * rb + q] = w__rep_doc[r0 + q, d] if q < nv else 0.0
+            _tau_b_block(&h_rank__pt[0], &m_rank__pt[0], &doc__pt[0], wt, n, n_m_ranks, tree, mt, res, nv, rb)
+            for q in range(nv):
+                out__rep[r0 + q] = res[q]
     finally:
         free(buf)
+
+
+cpdef Py_ssize_t block_width(Py_ssize_t n_m_ranks) noexcept nogil:
+    """Replicates per walk of :func:`tau_b_weighted_reps` for a tree of ``n_m_ranks`` ranks: the trees of a
+    block stay in the caches (32 up to 2,048 ranks, 8 up to 16,384, else 1). Measured (one thread, 400 k
+    points, human on ~30 levels): 0.80 / 1.20 / 4.95 ms per replicate with 32 / 8 / 1; with 10 k ranks 8
+    beat 32 (0.07 against 0.10) and with 100 k-400 k ranks 1 was as fast as 8 or faster."""
+    if n_m_ranks <= _BLOCK32_MAX_RANKS:
+        return 32
+    if n_m_ranks <= _BLOCK8_MAX_RANKS:
+        return 8
+    return 1
+
+
+def tau_b_weighted_one(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank__pt, const int64_t[::1] doc__pt,
+                       const double[::1] w__doc, Py_ssize_t n_m_ranks) -> float:
+    """:func:`tau_b_weighted_reps` of one replicate, one point at a time (the walk the blocked kernel must
+    match bit for bit; tests compare the two)."""
+    cdef Py_ssize_t n = h_rank__pt.shape[0]
+    if n == 0:
+        return NAN
+    cdef double* buf = <double*>malloc(<size_t>2 * (n_m_ranks + 1) * sizeof(double))
+    if buf == NULL:
+        raise MemoryError()
+    cdef double v
+    try:
+        v = _tau_b_weighted(&h_rank__pt[0], &m_rank__pt[0], &doc__pt[0], &w__doc[0], n, n_m_ranks, buf,
+                            buf + n_m_ranks + 1)
+    finally:
+        free(buf)
+    return v
 
 
 def item_pairs(const double[:, ::1] h__item_sys, const double[:, ::1] m__item_sys, const uint8_t[:, ::1] ok__item_sys,
