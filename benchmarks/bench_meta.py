@@ -30,3 +30,24 @@ def test_meta_issue22_size(benchmark, data, n_perm):
                        kwargs={"human_col": "human", "bins": [0, 1, 5, 15, 50, math.inf],
                                "options": ResampleOptions(n_boot=1000, seed=0), "tests": MetaTests(n_perm=n_perm)},
                        rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("walk", ["human order", "metric order"])
+def test_tau_b_kernel_400k_cells(benchmark, walk):
+    """``stats_meta.tau_b_weighted_reps``, 400,000 cells, 64 replicates, one thread: the walk in human order
+    (tree over the metric's ranks) against the walk in metric order (tree over ~30 human ranks, 32 replicates
+    per walk); tau_kernel_table.py prints both with scipy on the expanded rows as the peer."""
+    import numpy as np
+
+    from ddpcore._native import load
+    from ddpcore.stats.meta import _dense_ranks
+    from tau_kernel_table import data as tau_data
+
+    h, m, doc, p = tau_data(400_000)
+    w = np.random.default_rng(1).multinomial(p.size, p, size=64).astype(np.float64)
+    hr, mr = _dense_ranks(h), _dense_ranks(m)
+    a, b = (hr, mr) if walk == "human order" else (mr, hr)
+    o = np.argsort(a, kind="stable")
+    out = np.empty(64)
+    benchmark.pedantic(load("stats_meta").tau_b_weighted_reps, args=(a[o], b[o], doc[o], w, int(b.max()), out, 1),
+                       rounds=3, iterations=1)
