@@ -252,3 +252,6 @@ def test_tau_b_none_interval_cap(human_levels, cap, computed, reason):
     assert (f["ci_status"] == "ok") is computed
     assert f.get("ci_reason") == reason
     assert res.signature["ci_max_points"] == ("auto" if cap is None else cap)
+    said = [w for w in res.warnings if w.startswith("tau_b.none has no interval")]
+    assert said == ([] if computed else [f"tau_b.none has no interval in 2 (bin, metric) pair(s) ([0, inf) a, "
+                                         f"overall a): {reason}"])

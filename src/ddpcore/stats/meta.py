@@ -1385,6 +1385,11 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
                             "a thin sample, its intervals are wide or undefined")
     reps = _bootstrap(cells, data, n_boot, opts, tests, cache)
     _apply_cis(cells, reps, n_boot, tests, cache.get("tau_skip"))
+    skipped = cache.get("tau_skip") or {}
+    for reason in sorted(set(skipped.values())):  # an interval left out by the cap: said, not only recorded
+        where = [f"{cell} {metric}" for (cell, metric), r in skipped.items() if r == reason]
+        warnings.append(f"tau_b.none has no interval in {len(where)} (bin, metric) pair(s) ({', '.join(where[:4])}"
+                        f"{', ...' if len(where) > 4 else ''}): {reason}")
     tests_out = {"metric_pairs": _perm_test(cells, data, tests, opts), "bins_vs_first": _bin_test(cells, reps, data, tests)}
 
     def entry(c: _Cell) -> dict[str, Any]:
