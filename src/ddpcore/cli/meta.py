@@ -97,13 +97,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="metric pairs of the metric-vs-metric test")
     t.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm")
     t.add_argument("--max-pairs", type=int, default=20_000_000, metavar="N",
-                   help="largest number of cell pairs of acc_eq.none's tie calibration in one bin (above: not "
-                        "computed, with the reason)")
+                   help="largest number of cell pairs over which acc_eq.none's tie threshold is calibrated pair by "
+                        "pair in one bin (above: on --tie-sample seeded pairs)")
+    t.add_argument("--tie-sample", type=int, default=100_000, metavar="N",
+                   help="in a bin of more than --max-pairs cell pairs, calibrate acc_eq.none's tie threshold on N "
+                        "pairs drawn with --seed (mt-metrics-eval's sample_rate); the accuracy at that threshold is "
+                        "exact over every pair, and said in the warnings (0 = not computed there)")
     t.add_argument("--ci-max-points", type=_cells_or_auto, default=None, metavar="N|auto",
-                   help="largest bin (cells) whose tau_b.none is bootstrapped (above: no interval, with the reason). "
-                        "auto (default): 500,000 when the human or the metric takes at most 16,384 distinct values in "
-                        "the bin (human scores on levels: MQM, ESA, DA; 0.4 s per metric for 400,000 cells x 1,000 "
-                        "replicates on 2 threads), else 10,000 (both finer: ~12x slower per cell)")
+                   help="largest bin (cells) whose tau_b.none and acc_eq.none are bootstrapped (above: no interval, "
+                        "with the reason). auto (default): for tau_b.none 500,000 when the human or the metric takes "
+                        "at most 16,384 distinct values in the bin (human scores on levels: MQM, ESA, DA; 0.4 s per "
+                        "metric for 400,000 cells x 1,000 replicates on 2 threads), else 10,000 (both finer: ~12x "
+                        "slower per cell); for acc_eq.none 10,000")
     t.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, permutation and SPA generators")
     t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
     add_budget(p)
@@ -166,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
     edges = parse_bins(args.bins)
     path, fmt = _check_output(args.output, args.output_format, [args.profile, args.scores])
     tests = MetaTests(n_perm=args.n_perm, spa_perm=args.spa_perm, alpha=args.alpha, pairs=args.pairs,
-                      max_pairs=args.max_pairs, ci_max_points=args.ci_max_points, spa_ci_perm=args.spa_ci_perm)
+                      max_pairs=args.max_pairs, tie_sample=args.tie_sample,
+                      ci_max_points=args.ci_max_points, spa_ci_perm=args.spa_ci_perm)
     stats = [s for v in (args.stat or []) for s in _csv(v)] or list(STATS)
     bad = [s for s in stats if s not in STATS]
     if bad:

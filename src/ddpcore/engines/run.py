@@ -804,17 +804,16 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
                  say: Callable[[str], None] | None = None) -> StagedInput | None:
     """The staged input of the interrupted run, or None to stage the input again (none staged yet;
     or a chunk, the id index or the schema missing or unreadable, which ``say`` reports)."""
-    import polars as pl
-    import pyarrow.parquet as pq
-
-    from ..io.sources import Chunk
-
-    from ..io.id_index import IdIndex
-
     st = journal.get("staged")
     ids_path = work / "ids.parquet"
     if not st or not ids_path.exists() or "index" not in st:
         return None
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from ..io.id_index import IdIndex
+    from ..io.sources import Chunk
+
     try:
         chunks = [Chunk(p, a, b, g) for p, a, b, g in st["chunks"]]
         for c in chunks:
