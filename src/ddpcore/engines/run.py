@@ -764,10 +764,10 @@ def _finished_batches(parts: Path, n_batches: int, say: Callable[[str], None]) -
     """Batches an interrupted run finished whose parts are whole: a readable marker and three
     readable Parquet parts with the rows the marker counts. A damaged batch (zero-length part,
     truncated marker...) is removed and said: it is profiled again. One check per batch."""
-    import pyarrow.parquet as pq
-
     done: list[int] = []
     for marker in sorted(parts.glob("*.done")):
+        import pyarrow.parquet as pq  # only when there is a marker (a resumed run)
+
         try:
             k = int(marker.name.split(".")[0])
         except ValueError:

@@ -148,7 +148,6 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
     readers. ``row_group`` is None for them.
     """
     import polars as pl
-    import pyarrow.parquet as pq
 
     from . import readers as RD
     from . import tables as T
@@ -192,6 +191,8 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
                             code="D601")
     fmt = _table_format(path)
     if fmt == "parquet":
+        import pyarrow.parquet as pq  # here only: a text input needs no pyarrow (issue 25, cold start)
+
         if not path.exists():
             raise DDPDataError(f"{path}: file not found; check the path", code="D102")
         try:
