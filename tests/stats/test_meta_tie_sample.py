@@ -150,3 +150,10 @@ def test_cli_tie_sample(capsys):
     capsys.readouterr()
     assert main(BASE + ["--tie-sample", "-1"]) == 2
     assert "--tie-sample" in capsys.readouterr().err
+
+
+def test_tie_sample_over_the_memory_limit_is_refused_before_work(capsys):
+    """96 bytes a sampled pair (TIE_SAMPLE_BYTES): 10^9 pairs need about 89 GiB, refused under 1G (D362)."""
+    assert main(BASE + ["--tie-sample", "1000000000", "--max-memory", "1G"]) == 2
+    err = capsys.readouterr().err
+    assert "[D362]" in err and "--tie-sample" in err and "11,184,810" in err

@@ -569,6 +569,11 @@ TIE_SAMPLE_RNG = ("numpy PCG64(SeedSequence([seed, crc32(bin label), crc32(metri
                   "with replacement")
 
 
+#: bytes per sampled pair at the peak of :func:`tie_threshold_sampled` (two int64 indices, two float64
+#: differences, four masks, the |dm| and gains of the flipping pairs and the sort's order and scratch)
+TIE_SAMPLE_BYTES = 96
+
+
 def sample_pairs(n: int, n_sample: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """``n_sample`` pairs ``(i, j)`` of ``n`` >= 2 points, uniform over the n (n - 1) / 2 unordered pairs, drawn
     with replacement (:data:`TIE_SAMPLE_RNG`): two int64 arrays of shape (n_sample,), ``i != j``."""
@@ -1481,6 +1486,10 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
     if n_boot != 0:
         n_boot = _budget.check_n_boot(n_boot)
     seed = _budget.check_seed(opts.seed)
+    if tests.tie_sample:  # the sampled pairs' indices, differences and flags, before any work (D362)
+        b = opts.budget("ddp meta tie calibration", flag="--tie-sample", time=False)
+        b.count = "tie_sample"
+        b.check_memory(int(tests.tie_sample), TIE_SAMPLE_BYTES)
     edges = parse_bins(bins) if isinstance(bins, str) else parse_bins(list(bins))
     psig = profile_signature or {}
     metric_cols = [score_col] if isinstance(score_col, str) else (list(score_col) if score_col else None)
