@@ -255,3 +255,46 @@ def test_tau_b_none_interval_cap(human_levels, cap, computed, reason):
     said = [w for w in res.warnings if w.startswith("tau_b.none has no interval")]
     assert said == ([] if computed else [f"tau_b.none has no interval in 2 (bin, metric) pair(s) ([0, inf) a, "
                                          f"overall a): {reason}"])
+
+
+@pytest.mark.parametrize("n_points,h_levels,n_rep,eps", [
+    (2_000, 5, 37, 0.5),  # a few human levels: blocks of 32, the last one partial
+    (2_000, 5, 5, 0.0),  # few replicates: one block of 8; epsilon 0
+    (2_000, 3_000, 19, 1.5),  # ~2,000 distinct human scores: more ranks than BLOCK32_MAX_RANKS, blocks of 8
+])
+def test_acc_eq_kernel_every_block_width(n_points, h_levels, n_rep, eps):
+    """``acc_eq_weighted_reps`` in blocks of 32 and 8 (and an explicit ``block``): the bits of the
+    one-replicate walk (``block=1``), with 1 and 2 threads; and acc23 by a pair loop over the expanded
+    replicate (tests/oracles/meta_oracle.acc23) for replicates of 3 documents."""
+    from ddpcore._native import load
+    from ddpcore.stats.meta import _dense_ranks
+
+    k = load("stats_meta")
+    rng = np.random.default_rng(n_points + n_rep + h_levels)
+    n_docs = 40
+    h = rng.integers(0, h_levels, n_points).astype(float)
+    m = np.round(h / max(1, h_levels // 5) + rng.normal(0, 1.5, n_points), 1)  # a grid: ties and equal |dm|
+    doc = rng.integers(0, n_docs, n_points).astype(np.int64)
+    w = rng.integers(0, 3, size=(n_rep, n_docs)).astype(np.float64)
+    hr = _dense_ranks(h)
+    n_h = int(hr.max())
+    a, b = np.argsort(m, kind="stable"), np.lexsort((m, hr))
+    args = [np.ascontiguousarray(x) for x in (m[a], hr[a], doc[a], m[b], hr[b], doc[b])]
+    one = np.empty(n_rep)
+    k.acc_eq_weighted_reps(*args, w, n_h, eps, one, 1, 1)
+    for threads in (1, 2):
+        for block in (0, 8, 32, 3):
+            out = np.empty(n_rep)
+            k.acc_eq_weighted_reps(*args, w, n_h, eps, out, threads, block)
+            assert np.array_equal(out, one, equal_nan=True), (threads, block)
+    with pytest.raises(ValueError, match="block"):
+        k.acc_eq_weighted_reps(*args, w, n_h, eps, np.empty(n_rep), 1, 33)
+    # replicates small enough for the pair loop: 3 documents drawn
+    w_small = np.zeros((n_rep, n_docs))
+    w_small[:, :3] = rng.integers(1, 3, size=(n_rep, 3))
+    small = np.empty(n_rep)
+    k.acc_eq_weighted_reps(*args, w_small, n_h, eps, small, 2, 0)
+    for r in (0, n_rep - 1):
+        times = w_small[r, doc].astype(int)
+        want = O.acc23(np.repeat(h, times).tolist(), np.repeat(m, times).tolist(), eps)
+        assert small[r] == pytest.approx(want, abs=1e-12)

@@ -601,29 +601,130 @@ cdef double _acc_eq_weighted(const double* m_a, const int64_t* h_rank_a, const i
     return good / (wt * (wt - 1.0) / 2.0)
 
 
+cdef void _acc_eq_block(const double* m_a, const int64_t* h_rank_a, const int64_t* doc_a,
+                        const double* m_b, const int64_t* h_rank_b, const int64_t* doc_b,
+                        const double* wt, Py_ssize_t n, Py_ssize_t n_h_ranks, double eps,
+                        double* tree, double* out, Py_ssize_t n_valid, Py_ssize_t rb) noexcept nogil:
+    """:func:`_acc_eq_weighted` of ``rb`` (<= ``_RB``) replicates in one walk: ``wt`` (D, rb) their document
+    weights, ``tree`` ((n_h_ranks + 1) * rb) their Fenwick trees, node-major. Zero-weight points add exact
+    zeros (no branch), and every count is an integer-valued double, so each replicate's value has the bits
+    of the one-replicate walk."""
+    cdef Py_ssize_t i, j, k, lo, q
+    cdef double good[_RB]
+    cdef double tot[_RB]
+    cdef double below[_RB]
+    cdef double win[_RB]
+    cdef const double* wj
+    cdef const double* wi
+    memset(tree, 0, <size_t>(n_h_ranks + 1) * rb * sizeof(double))
+    for q in range(rb):
+        good[q] = 0.0
+        tot[q] = 0.0
+    # concordant pairs beyond eps (m order; the tree over h ranks), as in _acc_eq_weighted
+    i = 0
+    for j in range(n):
+        while i < j and m_a[j] - m_a[i] > eps:
+            wi = wt + doc_a[i] * rb
+            k = h_rank_a[i]
+            while k <= n_h_ranks:
+                for q in range(rb):
+                    tree[k * rb + q] += wi[q]
+                k += k & (-k)
+            i += 1
+        wj = wt + doc_a[j] * rb
+        for q in range(rb):
+            below[q] = 0.0
+        k = h_rank_a[j] - 1
+        while k > 0:
+            for q in range(rb):
+                below[q] += tree[k * rb + q]
+            k -= k & (-k)
+        for q in range(rb):
+            good[q] += wj[q] * below[q] + wj[q] * (wj[q] - 1.0) / 2.0
+            tot[q] += wj[q]
+    # pairs tied by the humans within eps ((h rank, m) order; a window per h rank)
+    lo = 0
+    for q in range(rb):
+        win[q] = 0.0
+    for j in range(n):
+        if j > 0 and h_rank_b[j] != h_rank_b[j - 1]:
+            lo = j
+            for q in range(rb):
+                win[q] = 0.0
+        while lo < j and m_b[j] - m_b[lo] > eps:
+            wi = wt + doc_b[lo] * rb
+            for q in range(rb):
+                win[q] -= wi[q]
+            lo += 1
+        wj = wt + doc_b[j] * rb
+        for q in range(rb):
+            good[q] += wj[q] * win[q]
+            win[q] += wj[q]
+    for q in range(n_valid):
+        out[q] = NAN if tot[q] < 2.0 else good[q] / (tot[q] * (tot[q] - 1.0) / 2.0)
+
+
 def acc_eq_weighted_reps(const double[::1] m__a, const int64_t[::1] h_rank__a, const int64_t[::1] doc__a,
                          const double[::1] m__b, const int64_t[::1] h_rank__b, const int64_t[::1] doc__b,
                          const double[:, ::1] w__rep_doc, Py_ssize_t n_h_ranks, double eps, double[::1] out__rep,
-                         int num_threads=0):
+                         int num_threads=0, Py_ssize_t block=0):
     """acc23 at the fixed tie threshold ``eps`` of every bootstrap replicate: point i counts ``w[r, doc[i]]``
     times in replicate r (mt-metrics-eval ``KendallVariants(variant="acc23", epsilon=eps)`` on the
     replicate's cells, copies included: the copies of one cell are pairs tied in both).
 
     The same points twice: ``*__a`` sorted by metric score ascending, ``*__b`` sorted by (human rank, metric
     score) ascending; 1-based dense human ranks. Correct pairs: concordant with ``m[j] - m[i] > eps``, or
-    tied by the humans with ``|dm| <= eps``. NaN when the replicate has fewer than 2 points. One replicate
-    per thread, each sequential: the result does not depend on the number of threads. O(n log n) each.
+    tied by the humans with ``|dm| <= eps``. NaN when the replicate has fewer than 2 points. Replicates go
+    in blocks of :func:`block_width` (32 for up to 2,048 human ranks) through one walk
+    (:func:`_acc_eq_block`), one block per thread at a time; each count is exact, so the result does not
+    depend on the number of threads or on the blocking (the bits of the one-replicate walk, which
+    ``block=1`` forces). O(n log n_h_ranks) per block.
     """
-    cdef Py_ssize_t n = m__a.shape[0], n_rep = w__rep_doc.shape[0], r, width = n_h_ranks + 1
+    cdef Py_ssize_t n = m__a.shape[0], n_rep = w__rep_doc.shape[0], n_doc = w__rep_doc.shape[1], r
+    cdef Py_ssize_t rb = block_width(n_h_ranks) if block == 0 else block, width, n_blocks, b, r0, nv, q, d
+    if rb < 1 or rb > _RB:
+        raise ValueError(f"acc_eq_weighted_reps: block must be 0 (auto) or 1..{_RB}, got {block}")
+    if block == 0 and rb > 1 and n_rep <= 8:  # few replicates (a point value: one): a block no wider than needed
+        rb = 1 if n_rep == 1 else 8
     cdef int nt = 0
-    cdef double* buf = _replicate_buffers(n, n_rep, width, num_threads, out__rep, &nt)
+    cdef double* buf
+    cdef double* tree
+    cdef double* wt
+    cdef double* res
+    if rb == 1:
+        width = n_h_ranks + 1
+        buf = _replicate_buffers(n, n_rep, width, num_threads, out__rep, &nt)
+        if buf == NULL:
+            return
+        try:
+            for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
+                out__rep[r] = _acc_eq_weighted(&m__a[0], &h_rank__a[0], &doc__a[0], &m__b[0], &h_rank__b[0],
+                                               &doc__b[0], &w__rep_doc[r, 0], n, n_h_ranks, eps,
+                                               buf + <Py_ssize_t>threadid() * width)
+        finally:
+            free(buf)
+        return
+    n_blocks = (n_rep + rb - 1) // rb
+    width = (n_h_ranks + 1) * rb + n_doc * rb + rb
+    buf = _replicate_buffers(n, n_blocks, width, num_threads, out__rep, &nt)
     if buf == NULL:
         return
     try:
-        for r in prange(n_rep, nogil=True, schedule="dynamic", num_threads=nt):
-            out__rep[r] = _acc_eq_weighted(&m__a[0], &h_rank__a[0], &doc__a[0], &m__b[0], &h_rank__b[0],
-                                           &doc__b[0], &w__rep_doc[r, 0], n, n_h_ranks, eps,
-                                           buf + <Py_ssize_t>threadid() * width)
+        for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+            tree = buf + <Py_ssize_t>threadid() * width
+            wt = tree + (n_h_ranks + 1) * rb
+            res = wt + n_doc * rb
+            r0 = b * rb
+            nv = n_rep - r0
+            if nv > rb:
+                nv = rb
+            for d in range(n_doc):  # the block's weights, document-major; missing replicates weigh 0
+                for q in range(rb):
+                    wt[d * rb + q] = w__rep_doc[r0 + q, d] if q < nv else 0.0
+            _acc_eq_block(&m__a[0], &h_rank__a[0], &doc__a[0], &m__b[0], &h_rank__b[0], &doc__b[0], wt, n,
+                          n_h_ranks, eps, tree, res, nv, rb)
+            for q in range(nv):
+                out__rep[r0 + q] = res[q]
     finally:
         free(buf)
 

@@ -44,7 +44,7 @@ fixed (a segment drawn k times counts k times, its copies share its coin; :func:
 interval is conditional on those masks. Not resampled (``ci_status="not_computed"``, and said in the
 warnings): ``tau_b.none`` in a bin of more cells than :func:`tau_ci_cap` allows (``ci_max_points``, or by
 default 500,000 / 10,000), ``acc_eq.none`` above :func:`acc_ci_cap` (``ci_max_points``, or by default
-10,000); ``overall``'s ``pairwise_accuracy.sys`` from given system scores
+50,000); ``overall``'s ``pairwise_accuracy.sys`` from given system scores
 (:class:`SystemScores`, fixed).
 
 Tests
@@ -1117,9 +1117,10 @@ def _tau_ci_reason(tests: MetaTests, cap: int) -> str:
 
 
 #: ``--ci-max-points auto`` for ``acc_eq.none``: the largest bin (cells) it is bootstrapped in. Each replicate is
-#: an O(n log n) count of its own (~4 ms at 100,000 cells, 18 ms at 400,000: 18 s for 1,000 replicates per
-#: metric), against 1.5 ms at 10,000 cells.
-ACC_CI_MAX_POINTS = 10_000
+#: an O(n log n) count, 32 replicates per walk (``stats_meta.acc_eq_weighted_reps``; one thread, human on
+#: ~26 levels, 2026-12-04): 0.019 ms per replicate at 10,000 cells, 0.21 at 100,000, 1.33 at 400,000; so
+#: 1,000 replicates cost about 0.1 s per metric at this limit and 1.3 s at 400,000.
+ACC_CI_MAX_POINTS = 50_000
 
 
 def acc_ci_cap(tests: MetaTests) -> int:
@@ -1131,7 +1132,7 @@ def acc_ci_cap(tests: MetaTests) -> int:
 def _acc_ci_reason(tests: MetaTests, cap: int) -> str:
     if tests.ci_max_points is not None:
         return f"more than ci_max_points {cap:,} cells (--ci-max-points)"
-    return f"more than {cap:,} cells (--ci-max-points auto: one O(n log n) count per replicate)"
+    return f"more than {cap:,} cells (--ci-max-points auto for acc_eq.none: one O(n log n) count per replicate)"
 
 
 def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptions, tests: MetaTests,
