@@ -51,3 +51,24 @@ def test_tau_b_kernel_400k_cells(benchmark, walk):
     out = np.empty(64)
     benchmark.pedantic(load("stats_meta").tau_b_weighted_reps, args=(a[o], b[o], doc[o], w, int(b.max()), out, 1),
                        rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("block", [1, 32])
+def test_acc_eq_kernel_400k_cells(benchmark, block):
+    """``stats_meta.acc_eq_weighted_reps`` (``acc_eq.none``'s bootstrap), 400,000 cells, 64 replicates, one
+    thread, epsilon 0.5: one replicate per walk against 32 per walk (docs/meta.md run 8; the peer a user
+    would otherwise run, mt-metrics-eval's pair loop, is O(n^2) per replicate: 80 billion pairs here)."""
+    import numpy as np
+
+    from ddpcore._native import load
+    from ddpcore.stats.meta import _dense_ranks
+    from tau_kernel_table import data as tau_data
+
+    h, m, doc, p = tau_data(400_000)
+    w = np.random.default_rng(1).multinomial(p.size, p, size=64).astype(np.float64)
+    hr = _dense_ranks(h)
+    a, b = np.argsort(m, kind="stable"), np.lexsort((m, hr))
+    args = [np.ascontiguousarray(x) for x in (m[a], hr[a], doc[a], m[b], hr[b], doc[b])]
+    out = np.empty(64)
+    benchmark.pedantic(load("stats_meta").acc_eq_weighted_reps, args=(*args, w, int(hr.max()), 0.5, out, 1, block),
+                       rounds=3, iterations=1)
