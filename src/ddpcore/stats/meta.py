@@ -565,8 +565,8 @@ def acc_eq_none(h: np.ndarray, m: np.ndarray) -> tuple[float, float]:
 
 #: the seeded pair sample of ``acc_eq.none``'s tie calibration in a bin of more than ``max_pairs`` pairs
 TIE_SAMPLE_RNG = ("numpy PCG64(SeedSequence([seed, crc32(bin label), crc32(metric)])): first integers(0, n, S) "
-                  "then integers(0, n - 1, S), j += (j >= i); S pairs (i, j) of the bin's cells in row order, "
-                  "with replacement")
+                  "then integers(0, n - 1, S), j += (j >= i); S pairs (i, j) of the bin's scored cells ordered by "
+                  "(document, segment) then system, each sorted, with replacement")
 
 
 #: bytes per sampled pair at the peak of :func:`tie_threshold_sampled` (two int64 indices, two float64
