@@ -289,6 +289,19 @@ BLOCK32_MAX_RANKS = _BLOCK32_MAX_RANKS
 BLOCK_MAX_RANKS = _BLOCK8_MAX_RANKS
 
 
+cdef Py_ssize_t _block_weights(const double* w, Py_ssize_t n_rep, Py_ssize_t n_doc, Py_ssize_t r0, Py_ssize_t rb,
+                               double* wt) noexcept nogil:
+    """The document weights of replicates ``r0 .. r0 + rb - 1`` of ``w`` ((n_rep, n_doc), C order) into ``wt``
+    ((n_doc, rb), document-major); replicates past ``n_rep`` weigh 0. Returns how many are real."""
+    cdef Py_ssize_t nv = n_rep - r0, d, q
+    if nv > rb:
+        nv = rb
+    for d in range(n_doc):
+        for q in range(rb):
+            wt[d * rb + q] = w[(r0 + q) * n_doc + d] if q < nv else 0.0
+    return nv
+
+
 cdef void _tau_b_block(const int64_t* h_rank, const int64_t* m_rank, const int64_t* doc, const double* wt,
                        Py_ssize_t n, Py_ssize_t n_m_ranks, double* tree, double* mt, double* out,
                        Py_ssize_t n_valid, Py_ssize_t rb) noexcept nogil:
@@ -406,12 +419,7 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
             wt = mt + (n_m_ranks + 1) * rb
             res = wt + n_doc * rb
             r0 = b * rb
-            nv = n_rep - r0
-            if nv > rb:
-                nv = rb
-            for d in range(n_doc):  # the block's weights, document-major; missing replicates weigh 0
-                for q in range(rb):
-                    wt[d * rb + q] = w__rep_doc[r0 + q, d] if q < nv else 0.0
+            nv = _block_weights(&w__rep_doc[0, 0], n_rep, n_doc, r0, rb, wt)
             _tau_b_block(&h_rank__pt[0], &m_rank__pt[0], &doc__pt[0], wt, n, n_m_ranks, tree, mt, res, nv, rb)
             for q in range(nv):
                 out__rep[r0 + q] = res[q]
@@ -715,12 +723,7 @@ def acc_eq_weighted_reps(const double[::1] m__a, const int64_t[::1] h_rank__a, c
             wt = tree + (n_h_ranks + 1) * rb
             res = wt + n_doc * rb
             r0 = b * rb
-            nv = n_rep - r0
-            if nv > rb:
-                nv = rb
-            for d in range(n_doc):  # the block's weights, document-major; missing replicates weigh 0
-                for q in range(rb):
-                    wt[d * rb + q] = w__rep_doc[r0 + q, d] if q < nv else 0.0
+            nv = _block_weights(&w__rep_doc[0, 0], n_rep, n_doc, r0, rb, wt)
             _acc_eq_block(&m__a[0], &h_rank__a[0], &doc__a[0], &m__b[0], &h_rank__b[0], &doc__b[0], wt, n,
                           n_h_ranks, eps, tree, res, nv, rb)
             for q in range(nv):
