@@ -340,7 +340,11 @@ def _wait_for_ray(proc: subprocess.Popen, tmp_path: Path, timeout: float = 240.0
     deadline = time.monotonic() + timeout
     token = ray_reaper.owner_token(proc.pid)  # the driver's: its local Ray carries it
     while time.monotonic() < deadline and proc.poll() is None:
-        if len(ray_reaper.marked_pids(token)) >= 3 and (not parts or list(tmp_path.glob(".o.parquet.ray.ddp-work/_parts"))):
+        # parts: the run has planned (its journal written after the _parts folder and the plan): a kill before
+        # that has nothing to resume (seen once under load, with the fixed 2 s wait alone)
+        if len(ray_reaper.marked_pids(token)) >= 3 and (not parts or (
+                list(tmp_path.glob(".o.parquet.ray.ddp-work/_parts"))
+                and (tmp_path / ".o.parquet.ray.ddp-work" / "journal.json").exists())):
             time.sleep(2.0)
             return token
         time.sleep(0.3)
