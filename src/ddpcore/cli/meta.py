@@ -101,8 +101,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pair in one bin (above: on --tie-sample seeded pairs)")
     t.add_argument("--tie-sample", type=int, default=100_000, metavar="N",
                    help="in a bin of more than --max-pairs cell pairs, calibrate acc_eq.none's tie threshold on N "
-                        "pairs drawn with --seed (mt-metrics-eval's sample_rate); the accuracy at that threshold is "
-                        "exact over every pair, and said in the warnings (0 = not computed there)")
+                        "pairs drawn with --seed (mt-metrics-eval's sample_rate; a bin of at most N pairs uses every "
+                        "pair); the accuracy at that threshold is exact over every pair, and said in the warnings "
+                        "(0 = not computed there)")
     t.add_argument("--ci-max-points", type=_cells_or_auto, default=None, metavar="N|auto",
                    help="largest bin (cells) whose tau_b.none and acc_eq.none are bootstrapped (above: no interval, "
                         "with the reason). auto (default): for tau_b.none 500,000 when the human or the metric takes "

@@ -130,7 +130,7 @@ class MetaTests:
     of each SPA p-value (Thompson et al.'s default 1,000); ``alpha``: significance level after Holm;
     ``pairs``: ``"all"`` metric pairs in test (a) or ``"none"``; ``max_pairs``: largest number of
     cell pairs over which ``acc_eq.none``'s tie threshold is calibrated pair by pair; ``tie_sample``: above
-    that, the seeded pairs it is calibrated on (:data:`TIE_SAMPLE_RNG`; the accuracy at it is still exact
+    that (and above ``tie_sample`` pairs), the seeded pairs it is calibrated on (:data:`TIE_SAMPLE_RNG`; the accuracy at it is still exact
     over every pair; 0 = not computed above ``max_pairs``); ``ci_max_points``: largest bin (cells) whose
     ``tau_b.none`` and ``acc_eq.none`` are bootstrapped, None for the choice by the bin of
     :func:`tau_ci_cap` and :data:`ACC_CI_MAX_POINTS` (``--ci-max-points auto``); ``spa_ci_perm``: trials of
@@ -766,7 +766,7 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
             f["pearson.none"] = _figure(r, n_cells)
             f["tau_b.none"] = _figure(float(_tau_b_reps(item_cache, k, *ranks, np.ones((1, D)), 0)[0]), n_cells)
             n_pairs = n_cells * (n_cells - 1) // 2
-            if n_pairs <= tests.max_pairs:
+            if n_pairs <= max(tests.max_pairs, tests.tie_sample):  # every pair (no more than a sample would draw)
                 acc, eps = acc_eq_none(h, m)
                 f["acc_eq.none"] = _figure(acc, n_cells, epsilon=eps, calibration_pairs=n_pairs)
             elif tests.tie_sample == 0:
