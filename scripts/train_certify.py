@@ -1,7 +1,7 @@
 """Train, cross-validate and write the certification model of ``ddp_certified`` (issue 21).
 
-    python scripts/train_certify.py GOLD_DIR [-o src/ddpcore/anchors/data/certify-v4.json] [--check] [-j 2]
-    python scripts/train_certify.py GOLD_DIR --pipeline fast -o src/ddpcore/anchors/data/certify-v4-noparser.json
+    python scripts/train_certify.py GOLD_DIR [-o src/ddpcore/anchors/data/certify-v5.json] [--check] [-j 2]
+    python scripts/train_certify.py GOLD_DIR --pipeline fast -o src/ddpcore/anchors/data/certify-v5-noparser.json
     python scripts/train_certify.py GOLD_DIR --tables    # the out-of-fold tables of docs/validation.md, no file
 
 The second builds the parser-free model that ``ddp_certified`` uses when the spaCy pipeline has no
@@ -24,10 +24,11 @@ Protocol (every figure is out of fold):
    :func:`ddpcore.anchors.certify.candidate_features`.
 3. Outer 5-fold cross-validation grouped by document (GUM and OntoGUM copies of a document in the
    same fold). In each outer fold a logistic model is fitted on the candidates of the other folds,
-   and the two confidence thresholds are chosen by an inner 5-fold cross-validation on those folds
-   only: among the pairs whose over-estimated share is at most ``--max-over`` on every gold, the
-   pair that reaches the tail precision ``--min-tail`` at DDP >= 15 on the most golds, then has the
-   highest mean Spearman correlation with gold (if none qualifies, the most conservative pair). The
+   and the three confidence thresholds (below 15 sentences one for pronoun anchors and one for name
+   anchors, at and above one for both) are chosen by an inner 5-fold cross-validation on those folds
+   only: among the triples whose over-estimated share is at most ``--max-over`` on every gold, the
+   triple that reaches the tail precision ``--min-tail`` at DDP >= 15 on the most golds, then has the
+   highest mean Spearman correlation with gold (if none qualifies, the most conservative triple). The
    outer fold is then scored with that model and those thresholds. A segment's certified DDP is
    the largest certified candidate distance of its anchors (0 without one); at and above 15
    sentences only full distances count (``long_full_only``: partial distances that long lowered
@@ -136,6 +137,7 @@ def load(root: Path, n_process: int, reuse: Path | None = None,
             if not (o["document_id"] == g["document_id"]).all() or not (o["sentence"] == g["segment_id"]).all():
                 raise AssertionError(f"{name}: the {scope} gold lists its sentences in another order")
         data[name] = {"X": X, "d": cand.distance, "pos": pos, "y": cand.distance > gd[pos],
+                      "pronoun": X[:, FEATURES.index("pronoun")] > 0.5,
                       "doc": anchors["document_id"].to_numpy()[cand.row], "rank": cand.rank,
                       "gd": gd, "gdoc": g["document_id"].to_numpy(), "genre": gold["genre"].to_numpy(),
                       "gd_scope": {"ddp": gd, **{s: o["gold_distance"].to_numpy() for s, o in other.items()}},
@@ -188,41 +190,66 @@ def metrics(dc: np.ndarray, gd: np.ndarray) -> dict:
     return out
 
 
-def certified(D: dict, p: np.ndarray, rows: np.ndarray, t: float, tl: float) -> np.ndarray:
-    """Candidates of ``rows`` whose confidence ``1 - p`` reaches the threshold of their distance
-    (at and above ``LONG`` sentences only full distances, rank 0: ``long_full_only``)."""
+def certified(D: dict, p: np.ndarray, rows: np.ndarray, t_pronoun: float, t_name: float, tl: float) -> np.ndarray:
+    """Candidates of ``rows`` whose confidence ``1 - p`` reaches the threshold of their anchor's kind and
+    distance: ``t_pronoun`` / ``t_name`` below ``LONG`` sentences, ``tl`` at and above (there only full
+    distances, rank 0: ``long_full_only``)."""
     long = D["d"] >= LONG
-    return rows & ((1 - p) >= np.where(long, tl, t)) & (~long | (D["rank"] == 0))
+    return rows & ((1 - p) >= np.where(long, tl, np.where(D["pronoun"], t_pronoun, t_name))) & (~long | (D["rank"] == 0))
 
 
-def choose(data: dict, p: dict, rows: dict, max_over: float, min_tail: float) -> tuple[float, float]:
-    """Thresholds (short, long) on predictions ``p`` of candidates ``rows``: among the pairs whose
-    over-estimated share is at most ``max_over`` on every gold, the pair that meets the tail-precision
-    target (DDP >= 15) on the most golds, then has the highest mean Spearman correlation with gold;
-    none qualifying: the most conservative pair."""
-    docs = {n: np.unique(data[n]["doc"][rows[n]]) for n in data}
+def _avg_ranks(v: np.ndarray) -> np.ndarray:
+    """1-based average ranks of the non-negative integers ``v`` (``scipy.stats.rankdata``'s ``average``)."""
+    counts = np.bincount(v)
+    below = np.cumsum(counts) - counts
+    return (below + (counts + 1) / 2.0)[v]
+
+
+def _spearman(dc: np.ndarray, gd_rank: np.ndarray) -> float:
+    """Spearman's rho of ``dc`` (non-negative ints) against gold, given gold's average ranks: the Pearson
+    correlation of the ranks, as ``scipy.stats.spearmanr``; 0 when ``dc`` is constant."""
+    r = _avg_ranks(dc)
+    r = r - r.mean()
+    g = gd_rank - gd_rank.mean()
+    den = np.sqrt((r * r).sum() * (g * g).sum())
+    return float((r * g).sum() / den) if den > 0 else 0.0
+
+
+def choose(data: dict, p: dict, rows: dict, max_over: float, min_tail: float) -> tuple[float, float, float]:
+    """Thresholds (pronouns, names, long) on predictions ``p`` of candidates ``rows``: among the triples
+    whose over-estimated share is at most ``max_over`` on every gold, the triple that meets the
+    tail-precision target (DDP >= 15) on the most golds, then has the highest mean Spearman correlation
+    with gold; none qualifying: the most conservative triple. The long threshold is never below both
+    short ones."""
+    from scipy.stats import rankdata
+
+    keep = {n: np.isin(D["gdoc"], np.unique(D["doc"][rows[n]])) for n, D in data.items()}
+    gd = {n: data[n]["gd"][keep[n]] for n in data}
+    gd_rank = {n: rankdata(gd[n]) for n in data}
     best = None
     for t in GRID:
-        for tl in GRID:
-            if tl < t:
-                continue
-            ok, n_tail, sps = True, 0, []
-            for name, D in data.items():
-                m = seg_metrics(D, segment_ddp(D, certified(D, p[name], rows[name], t, tl)), docs[name])
-                ok &= m["share_over"] <= max_over
+        for tn in GRID:
+            for tl in GRID:
+                if tl < min(t, tn):
+                    continue
+                ok, n_tail, sps = True, 0, []
+                for name, D in data.items():
+                    dc = segment_ddp(D, certified(D, p[name], rows[name], t, tn, tl))[keep[name]]
+                    g = gd[name]
+                    if (dc > g).mean() > max_over:
+                        ok = False
+                        break
+                    sel = dc >= LONG
+                    n_tail += int(sel.any() and (g[sel] >= LONG).mean() >= min_tail)
+                    sps.append(_spearman(dc, gd_rank[name]))
                 if not ok:
-                    break
-                tail = m["tail_precision_15"]
-                n_tail += int(tail is not None and tail >= min_tail)
-                sps.append(m["spearman"] or 0.0)
-            if not ok:
-                continue
-            key = (n_tail, float(np.mean(sps)))
-            if best is None or key > best[0]:
-                best = (key, t, tl)
+                    continue
+                key = (n_tail, float(np.mean(sps)))
+                if best is None or key > best[0]:
+                    best = (key, t, tn, tl)
     if best is None:
-        return GRID[-1], GRID[-1]
-    return best[1], best[2]
+        return GRID[-1], GRID[-1], GRID[-1]
+    return best[1], best[2], best[3]
 
 
 def cross_validate(data: dict, rows_of: dict, n_folds: int, max_over: float, min_tail: float,
@@ -307,7 +334,7 @@ def main() -> int:
     ap.add_argument("--min-tail", type=float, default=0.97, help="tail precision at DDP >= 15 sought per gold (0.97)")
     ap.add_argument("--pipeline", default=None, metavar="NAME",
                     help="spaCy pipeline the gold is profiled with (default: ddpcore's default; 'fast' for the "
-                         "parser-free model certify-v4-noparser.json)")
+                         "parser-free model certify-v5-noparser.json)")
     ap.add_argument("--reuse", type=Path, default=None,
                     help="keep the profiled gold anchors in this folder and read them back on later runs "
                          "(for trying features; not with --check)")
@@ -326,10 +353,10 @@ def main() -> int:
     figures: dict = {"certified": {}, "ddp": {}, "thresholds_per_fold": []}
     mask = {n: np.zeros(len(data[n]["d"]), bool) for n in data}
     for k in sorted(chosen):
-        (t, tl), te = chosen[k]
-        figures["thresholds_per_fold"].append([t, tl])
+        (t, tn, tl), te = chosen[k]
+        figures["thresholds_per_fold"].append([t, tn, tl])
         for n in data:
-            mask[n] |= certified(data[n], oof[n], te[n], t, tl)
+            mask[n] |= certified(data[n], oof[n], te[n], t, tn, tl)
     columns: dict[str, dict[str, np.ndarray]] = {"ddp": {}, "ddp_certified": {}}
     for n, D in data.items():
         columns["ddp_certified"][n] = segment_ddp(D, mask[n])
@@ -339,18 +366,19 @@ def main() -> int:
         columns["ddp"][n] = full
         figures["ddp"][n] = seg_metrics(D, full)
     if args.tables:
-        print("thresholds per outer fold (short / long): " + ", ".join(f"{float(t):.2f} / {float(tl):.2f}" for t, tl in figures["thresholds_per_fold"]))
+        print("thresholds per outer fold (pronouns / names / long): "
+              + ", ".join(f"{float(t):.2f} / {float(tn):.2f} / {float(tl):.2f}" for t, tn, tl in figures["thresholds_per_fold"]))
         print(tables(data, columns))
         return 0
     # the shipped model: all data; thresholds by the same rule on all out-of-fold predictions
-    t, tl = choose(data, oof, all_rows, args.max_over, args.min_tail)
+    t, tn, tl = choose(data, oof, all_rows, args.max_over, args.min_tail)
     X = np.vstack([data[n]["X"] for n in data])
     y = np.concatenate([data[n]["y"] for n in data])
     mean, scale, w, b = fit(X, y)
     doc = {
         "format": CERTIFY_FORMAT, "version": CERTIFY_VERSIONS[-1], "features": list(FEATURES),
         "weights": [float(v) for v in w], "mean": [float(v) for v in mean], "scale": [float(v) for v in scale],
-        "bias": b, "threshold": t, "threshold_long": tl, "long_distance": LONG, "long_full_only": True,
+        "bias": b, "threshold": t, "threshold_name": tn, "threshold_long": tl, "long_distance": LONG, "long_full_only": True,
         "recipe": {"script": "scripts/train_certify.py", "golds": sorted(GOLDS), "gold_scope": "ddp",
                    "distance": "chained", "rules": "refined", "folds": args.folds, "grouped_by": "document",
                    "model": f"logistic regression, L2, C={C}, standardised features, one row per candidate distance",
@@ -370,7 +398,7 @@ def main() -> int:
         return 0 if same else 1
     args.output.write_text(text, encoding="utf-8")
     print(json.dumps(figures, indent=1))
-    print(f"wrote {args.output}: thresholds {t} / {tl} (>= {LONG} sentences)")
+    print(f"wrote {args.output}: thresholds {t} (pronouns) / {tn} (names) / {tl} (>= {LONG} sentences)")
     return 0
 
 

@@ -259,22 +259,27 @@ def test_features_of_hand_cases() -> None:
 
 def _model_doc(**over):  # type: ignore[no-untyped-def]
     n = len(C.FEATURES)
-    doc = {"format": CERTIFY_FORMAT, "version": 4, "features": list(C.FEATURES), "weights": [0.1] * n,
-           "mean": [0.0] * n, "scale": [1.0] * n, "bias": -1.0, "threshold": 0.8, "threshold_long": 0.9,
-           "long_distance": 15, "long_full_only": True}
+    doc = {"format": CERTIFY_FORMAT, "version": 5, "features": list(C.FEATURES), "weights": [0.1] * n,
+           "mean": [0.0] * n, "scale": [1.0] * n, "bias": -1.0, "threshold": 0.8, "threshold_name": 0.85,
+           "threshold_long": 0.9, "long_distance": 15, "long_full_only": True}
     doc.update(over)
     return doc
 
 
-@pytest.mark.parametrize("long_full_only", [True, False])
-def test_certify_rule_matches_the_logistic_formula(tmp_path: Path, long_full_only: bool) -> None:
-    """Confidence, certified and distance_certified against scalar arithmetic and loops per candidate."""
+@pytest.mark.parametrize("long_full_only,version", [(True, 5), (False, 5), (True, 4)])
+def test_certify_rule_matches_the_logistic_formula(tmp_path: Path, long_full_only: bool, version: int) -> None:
+    """Confidence, certified and distance_certified against scalar arithmetic and loops per candidate;
+    below 15 sentences a pronoun candidate needs 0.6 and a name's 0.5 (layout 4: 0.6 for both)."""
     rng = np.random.default_rng(3)
     n = len(C.FEATURES)
     w, mean, scale = rng.normal(size=n), rng.normal(size=n), rng.uniform(0.5, 2, size=n)
     p = tmp_path / "m.json"
-    p.write_text(json.dumps(_model_doc(weights=w.tolist(), mean=mean.tolist(), scale=scale.tolist(), bias=0.3,
-                                       threshold=0.6, threshold_long=0.7, long_full_only=long_full_only)))
+    doc = _model_doc(weights=w.tolist(), mean=mean.tolist(), scale=scale.tolist(), bias=0.3, threshold=0.6,
+                     threshold_name=0.5, threshold_long=0.7, long_full_only=long_full_only, version=version)
+    if version == 4:
+        del doc["threshold_name"]
+    p.write_text(json.dumps(doc))
+    t_name = 0.5 if version == 5 else 0.6
     model = load_certify_model(p, C.FEATURES)
     n_anchors = 40
     d = rng.integers(-1, 30, size=n_anchors)
@@ -285,13 +290,16 @@ def test_certify_rule_matches_the_logistic_formula(tmp_path: Path, long_full_onl
             rows.append(i), ranks.append(rank), dists.append(x)
     cand = C.Candidates(row=np.array(rows), rank=np.array(ranks), distance=np.array(dists))
     X = rng.normal(size=(len(rows), n))
+    is_pronoun = rng.random(n_anchors) < 0.5  # the "pronoun" feature: 1 for a pronoun anchor's candidates, else 0
+    X[:, C.FEATURES.index("pronoun")] = is_pronoun[rows].astype(float)
     res = C.certify(X, cand, d, model)
     want_dc = [0] * n_anchors
     for k in range(len(rows)):  # plain scalar arithmetic per candidate
         z = sum((X[k, j] - mean[j]) / scale[j] * w[j] for j in range(n)) + 0.3
         c = 1 - 1 / (1 + math.exp(-z))
         long = dists[k] >= 15
-        ok = c >= (0.7 if long else 0.6) and not (long and long_full_only and ranks[k] > 0)
+        need = 0.7 if long else (0.6 if is_pronoun[rows[k]] else t_name)
+        ok = c >= need and not (long and long_full_only and ranks[k] > 0)
         if ok:
             want_dc[rows[k]] = max(want_dc[rows[k]], dists[k])
         if ranks[k] == 0:
@@ -319,6 +327,9 @@ def test_certify_rule_matches_the_logistic_formula(tmp_path: Path, long_full_onl
     (lambda p: p.write_text(json.dumps({k: v for k, v in _model_doc().items() if k != "long_full_only"})), "D251"),
     (lambda p: p.write_text(json.dumps(_model_doc(version=1))), "D252"),  # layout 1: one row per anchor
     (lambda p: p.write_text(json.dumps(_model_doc(version=2))), "D252"),  # layout 2: no parse features
+    (lambda p: p.write_text(json.dumps(_model_doc(version=3))), "D252"),  # layout 3: no "previous" candidate
+    (lambda p: p.write_text(json.dumps({k: v for k, v in _model_doc().items() if k != "threshold_name"})), "D251"),
+    (lambda p: p.write_text(json.dumps(_model_doc(threshold_name=-0.1))), "D256"),
 ])
 def test_bad_model_files_are_coded_errors(tmp_path: Path, change, code: str) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "m.json"
@@ -424,7 +435,8 @@ def test_profile_carries_the_certified_columns() -> None:
         d, dc = r["distance_sentences"], r["distance_certified"]
         if d > 0:
             assert 0.0 <= r["confidence"] <= 1.0
-            thr = model.threshold_long if d >= model.long_distance else model.threshold
+            thr = (model.threshold_long if d >= model.long_distance
+                   else model.threshold if r["kind"] == "pronoun" else model.threshold_name)
             assert r["certified"] == (r["confidence"] >= thr)
             assert dc == d if r["certified"] else (dc == 0 or dc in cands[i] and dc < d)
             partial += 0 < dc < d
@@ -490,3 +502,17 @@ def test_explain_shows_a_confidence_on_its_side_of_the_threshold() -> None:
     assert _confidence_text(0.946, 0.94) == "0.946"
     assert _confidence_text(0.94, 0.94) == "0.940"  # exactly at the threshold: certified, 3 decimals suffice
     assert _confidence_text(0.5, None) == "0.500"
+
+
+def test_explain_names_the_threshold_of_the_anchor_kind() -> None:
+    """A layout-5 signature: a pronoun's full distance needs ``threshold``, a name's ``threshold_name``,
+    either at 15 sentences or more ``threshold_long``; a layout-4 signature (no ``threshold_name``) has one
+    short threshold for both."""
+    from ddpcore.explain import _threshold_of
+
+    v5 = {"threshold": 0.95, "threshold_name": 0.9, "threshold_long": 0.97, "long_distance": 15}
+    assert _threshold_of(v5, 3, "pronoun") == 0.95
+    assert _threshold_of(v5, 3, "entity") == 0.9
+    assert _threshold_of(v5, 15, "entity") == 0.97 and _threshold_of(v5, 40, "pronoun") == 0.97
+    v4 = {"threshold": 0.94, "threshold_long": 0.94, "long_distance": 15}
+    assert _threshold_of(v4, 3, "entity") == 0.94 == _threshold_of(v4, 3, "pronoun")

@@ -1,10 +1,10 @@
 """``ddp_certified`` on a pipeline without a dependency parser (``--pipeline fast``, issue 21).
 
-The default certification model (certify-v4.json) weighs the parse features (``role``,
+The default certification model (certify-v5.json) weighs the parse features (``role``,
 ``antecedent_role``); without a parser every role is ``other`` and that model certified almost
 nothing (summed ddp_certified 65 against 6,532 on the first 40 bundled segments, measured before
 this change). A parser-free pipeline now gets the shipped parser-free model
-(certify-v4-noparser.json, trained by ``scripts/train_certify.py --pipeline fast``), said on
+(certify-v5-noparser.json, trained by ``scripts/train_certify.py --pipeline fast``), said on
 stderr and recorded in the signature; a model trained with the parse that the user names
 explicitly is kept, warned about and marked ``parse_features: "absent"``.
 """
@@ -76,7 +76,7 @@ def first_segments() -> pl.DataFrame:
 
 
 def test_fast_pipeline_certifies_with_the_parser_free_model(first_segments):
-    with pytest.warns(UserWarning, match="no dependency parser.*certify-v4-noparser.json"):
+    with pytest.warns(UserWarning, match="no dependency parser.*certify-v5-noparser.json"):
         fast = ddpcore.profile_anchors(first_segments, pipeline="fast")
     default = ddpcore.profile_anchors(first_segments)
     assert fast.signature["certify"]["file"] == NOPARSER_CERTIFY_MODEL

@@ -60,8 +60,10 @@ class ExplainResult:
         cert = self.signature.get("certify") or {}
         head = f"document {self.document!r}, segment {self.segment!r}: DDP = {self.ddp} sentence(s)"
         if self.ddp_certified is not None:
+            short = (f">= {cert.get('threshold')}" if cert.get("threshold_name") in (None, cert.get("threshold"))
+                     else f">= {cert.get('threshold')} (pronouns) / {cert.get('threshold_name')} (names)")
             head += (f"; certified DDP = {self.ddp_certified} (model {cert.get('file')}, an anchor is certified at "
-                     f"confidence >= {cert.get('threshold')}, >= {cert.get('threshold_long')} from "
+                     f"confidence {short}, >= {cert.get('threshold_long')} from "
                      f"{cert.get('long_distance')} sentences)")
         lines = [
             head,
@@ -88,7 +90,7 @@ class ExplainResult:
                 why += f": {row[schema.SENTENCE]} - {row[schema.REFERENCE_SENTENCE]} = {d}"
             if schema.CERTIFIED in row and d > 0:
                 why += _parse_evidence(row)
-                thr = cert.get("threshold_long") if d >= (cert.get("long_distance") or 0) else cert.get("threshold")
+                thr = _threshold_of(cert, d, row[schema.KIND])
                 conf = row[schema.CONFIDENCE]
                 part = row.get(schema.DISTANCE_CERTIFIED)
                 shown = _confidence_text(conf, thr)
@@ -101,6 +103,17 @@ class ExplainResult:
                     why += f"; not certified (confidence {shown} < {thr}: abstains from the certified DDP)"
             lines.append(f"{mark} s{row[schema.SENTENCE]:<5} {row[schema.TEXT]!r:<24} {what:<18} {why}")
         return "\n".join(lines)
+
+
+def _threshold_of(cert: dict[str, Any], distance: int, kind: str) -> float | None:
+    """The confidence an anchor of ``kind`` needs for a full distance of ``distance`` sentences under the
+    signature's model ``cert``: ``threshold_long`` from ``long_distance`` sentences, else ``threshold`` for
+    a pronoun and ``threshold_name`` for a name (a layout-4 model's signature has one: ``threshold``)."""
+    if distance >= (cert.get("long_distance") or 0):
+        return cert.get("threshold_long")
+    if kind == "pronoun" or cert.get("threshold_name") is None:
+        return cert.get("threshold")
+    return cert.get("threshold_name")
 
 
 def _confidence_text(conf: float, threshold: float | None) -> str:

@@ -13,8 +13,9 @@ SEG = '{"document_id": "d", "segment_id": 0, "source": "Anna met Bob. She smiled
 
 
 def model(**over: object) -> str:
-    doc = {"format": "ddpcore-certify-weights", "version": 4, "features": list(FEATURES), "weights": [0.0] * N,
-           "mean": [0.0] * N, "scale": [1.0] * N, "bias": 0.0, "threshold": 0.9, "threshold_long": 0.9,
+    doc = {"format": "ddpcore-certify-weights", "version": 5, "features": list(FEATURES), "weights": [0.0] * N,
+           "mean": [0.0] * N, "scale": [1.0] * N, "bias": 0.0, "threshold": 0.9, "threshold_name": 0.9,
+           "threshold_long": 0.9,
            "long_distance": 15, "long_full_only": True}
     doc.update(over)
     return json.dumps(doc)
@@ -36,6 +37,8 @@ CASES = [
     case("certify-nan", model().replace('"bias": 0.0', '"bias": NaN'), "D256", "field 'bias' must be a finite number"),
     case("certify-inf-weight", model().replace('"weights": [0.0', '"weights": [Infinity'), "D255", "field 'weights' holds a non-finite"),
     case("certify-threshold", model(threshold=2), "D256", "field 'threshold' must be a finite number in \\[0, 1\\]"),
+    case("certify-threshold-name", model(threshold_name=None), "D256",
+         "field 'threshold_name' must be a finite number in \\[0, 1\\]"),
     case("certify-zero-scale", model(scale=[0.0] * N), "D257", "field 'scale' holds a zero"),
     case("certify-long-full-only", model(long_full_only="yes"), "D258", "field 'long_full_only' must be true or false"),
 ]

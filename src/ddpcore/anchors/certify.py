@@ -338,16 +338,19 @@ def certify(features: np.ndarray, candidates: Candidates, distance: np.ndarray, 
 
     ``features``: :func:`candidate_features` ``(n_candidates, len(FEATURES))``; ``candidates`` the
     :class:`Candidates` they describe; ``distance``: the anchors' ``distance_sentences``
-    ``(n_anchors,)``. A candidate is certified when its confidence reaches ``model.threshold``
-    (``model.threshold_long`` at and above ``model.long_distance`` sentences, where a model with
-    ``long_full_only`` certifies only full distances). An anchor's ``distance_certified`` is its
-    largest certified candidate distance; ``certified`` and ``confidence`` are those of its full
+    ``(n_anchors,)``. A candidate is certified when its confidence reaches the threshold of its anchor's
+    kind, ``model.threshold`` for a pronoun (the ``pronoun`` feature) and ``model.threshold_name`` for a
+    name, below ``model.long_distance`` sentences, and ``model.threshold_long`` at and above (where a
+    model with ``long_full_only`` certifies only full distances). An anchor's ``distance_certified`` is
+    its largest certified candidate distance; ``certified`` and ``confidence`` are those of its full
     distance (rank 0), which every anchor with ``distance > 0`` has.
     """
     n = distance.shape[0]
     conf = confidence_of(features, model)
     long = candidates.distance >= model.long_distance
-    ok = conf >= np.where(long, model.threshold_long, model.threshold)
+    pronoun = features[:, FEATURES.index("pronoun")] > 0.5
+    short = np.where(pronoun, model.threshold, model.threshold_name)
+    ok = conf >= np.where(long, model.threshold_long, short)
     if model.long_full_only:
         ok &= ~long | (candidates.rank == 0)
     distance_certified = np.zeros(n, dtype=np.int64)

@@ -1,11 +1,12 @@
 """The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D258).
 
-The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 4): the feature names
+The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 5): the feature names
 in kernel order (they must equal :data:`ddpcore.anchors.certify.FEATURES`: an anchor's features,
 then those of one candidate distance of it), a logistic model over standardised features
 (``mean``, ``scale``, ``weights``, ``bias``; it predicts the probability that a candidate distance
-over-estimates the gold distance of the anchor's sentence), the two confidence thresholds
-(``threshold`` below ``long_distance`` sentences, ``threshold_long`` at and above),
+over-estimates the gold distance of the anchor's sentence), the three confidence thresholds
+(below ``long_distance`` sentences ``threshold`` for pronoun anchors and ``threshold_name`` for
+name anchors; ``threshold_long`` at and above, for both),
 ``long_full_only`` (at and above ``long_distance`` only full distances are certified), the
 out-of-fold figures they were chosen on and the recipe that rebuilds the file
 (``python scripts/train_certify.py --check``). A file that does not fit fails at load, before any
@@ -13,7 +14,10 @@ parse. ``recipe.parser`` ``false`` marks a model trained on a pipeline without a
 (the shipped :data:`NOPARSER_CERTIFY_MODEL`, which ``ddp_certified`` uses in place of the default
 when the pipeline has none: :meth:`ddpcore.anchors.rules.RuleSet.for_pipeline`). Layouts 1 (one row per anchor, no ``long_full_only``), 2 (candidate rows without the parse
 features of the anchors table's ``role``, ``antecedent_role`` and ``n_candidates``) and 3 (four chain
-positions, without the ``previous`` candidate) are no longer read: their features differ.
+positions, without the ``previous`` candidate) are no longer read: their features differ. Layout 4
+(the features of layout 5, one short threshold for both kinds of anchor, no ``threshold_name``) is
+read with ``threshold_name`` equal to ``threshold``; layout 5 is not readable by a build that reads
+only 4 (it would ignore the names' threshold and certify other anchors).
 """
 from __future__ import annotations
 
@@ -35,20 +39,21 @@ if TYPE_CHECKING:
 #: folder of the packaged weights
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: the shipped model (a bare file name is looked up in DATA_DIR)
-DEFAULT_CERTIFY_MODEL = "certify-v4.json"
+DEFAULT_CERTIFY_MODEL = "certify-v5.json"
 #: the shipped model trained without the parse features (``--pipeline fast``), used in place of the default
 #: when the pipeline has no dependency parser
-NOPARSER_CERTIFY_MODEL = "certify-v4-noparser.json"
+NOPARSER_CERTIFY_MODEL = "certify-v5-noparser.json"
 CERTIFY_FORMAT = "ddpcore-certify-weights"
 #: versions of the file layout this build reads
-CERTIFY_VERSIONS = (4,)
+CERTIFY_VERSIONS = (4, 5)
 
 
 @dataclass(frozen=True)
 class CertifyModel:
     """A loaded certification model: ``weights``, ``mean``, ``scale`` (n_features,) float64,
-    ``bias``; ``threshold`` / ``threshold_long`` confidences in [0, 1]; ``long_distance`` in
-    sentences; ``path``, ``sha256`` and ``version`` of the file; ``recipe`` and ``figures`` as written."""
+    ``bias``; ``threshold`` (pronoun anchors) / ``threshold_name`` (name anchors) below
+    ``long_distance`` sentences and ``threshold_long`` at and above, confidences in [0, 1];
+    ``long_distance`` in sentences; ``path``, ``sha256`` and ``version`` of the file; ``recipe`` and ``figures`` as written."""
 
     weights: np.ndarray
     mean: np.ndarray
@@ -59,10 +64,15 @@ class CertifyModel:
     long_distance: int
     long_full_only: bool
     version: int
+    threshold_name: float | None = None  # None: the same as ``threshold`` (layout 4)
     path: str = ""
     sha256: str = ""
     recipe: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.threshold_name is None:
+            object.__setattr__(self, "threshold_name", self.threshold)
 
     @property
     def trained_with_parser(self) -> bool:
@@ -73,7 +83,8 @@ class CertifyModel:
     def to_dict(self) -> dict[str, Any]:
         """What a signature records of the model."""
         return {"file": os.path.basename(self.path), "version": self.version, "sha256": self.sha256,
-                "threshold": self.threshold, "threshold_long": self.threshold_long,
+                "threshold": self.threshold, "threshold_name": self.threshold_name,
+                "threshold_long": self.threshold_long,
                 "long_distance": self.long_distance, "long_full_only": self.long_full_only,
                 "trained_with_parser": self.trained_with_parser}
 
@@ -153,11 +164,17 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
     bias = _number(doc, "bias", p, -1e6, 1e6)
     threshold = _number(doc, "threshold", p, 0.0, 1.0)
     threshold_long = _number(doc, "threshold_long", p, 0.0, 1.0)
+    if doc["version"] >= 5:
+        if "threshold_name" not in doc:
+            raise _bad(p, "lacks the field(s) threshold_name", "D251")
+        threshold_name = _number(doc, "threshold_name", p, 0.0, 1.0)
+    else:  # layout 4: one short threshold for both kinds of anchor
+        threshold_name = threshold
     long_distance = int(_number(doc, "long_distance", p, 1, 1e9))
     if not isinstance(doc["long_full_only"], bool):
         raise _bad(p, f"field 'long_full_only' must be true or false, got {doc['long_full_only']!r}", "D258")
     return CertifyModel(weights=weights, mean=mean, scale=scale, bias=bias, threshold=threshold,
-                        threshold_long=threshold_long, long_distance=long_distance,
+                        threshold_long=threshold_long, threshold_name=threshold_name, long_distance=long_distance,
                         long_full_only=doc["long_full_only"], version=int(doc["version"]),
                         path=str(p), sha256=hashlib.sha256(raw).hexdigest(), recipe=dict(doc.get("recipe") or {}),
                         figures=dict(doc.get("figures") or {}))

@@ -82,7 +82,7 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "(default: refined)")
     g.add_argument("--certify-model", default=None, metavar="PATH",
                    help="certification model of ddp_certified (a weights file made by scripts/train_certify.py; "
-                        "default: the shipped certify-v4.json, or certify-v4-noparser.json with a pipeline "
+                        "default: the shipped certify-v5.json, or certify-v5-noparser.json with a pipeline "
                         "without a dependency parser" + (", or the one the output's signature names)"
                                                                    if from_signature else ")"))
     g.add_argument("-j", "--n-process", type=n_process_arg, default=1 if from_signature else "auto", metavar="N",
