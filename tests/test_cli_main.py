@@ -168,6 +168,35 @@ def test_info_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pyte
     assert isinstance(k["openmp"], bool) and k["openmp_max_threads"] >= 1
     assert d["cache_dir"] == str(tmp_path / "c") and d["cache_dir_source"] == "$DDPCORE_CACHE"
     assert not (tmp_path / "c").exists()  # info reports, never creates
+    # the shipped certification models, as the files say (read here with json, not the loader)
+    from ddpcore.anchors.certify_model import DATA_DIR, DEFAULT_CERTIFY_MODEL, NOPARSER_CERTIFY_MODEL
+
+    got = {m["file"]: m for m in d["certify_models"]}
+    assert set(got) == {DEFAULT_CERTIFY_MODEL, NOPARSER_CERTIFY_MODEL}
+    for name, m in got.items():
+        raw = (DATA_DIR / name).read_bytes()
+        doc = json.loads(raw)
+        assert (m["version"], m["threshold"], m["threshold_name"], m["threshold_long"]) == (
+            doc["version"], doc["threshold"], doc["threshold_name"], doc["threshold_long"])
+        import hashlib
+
+        assert m["sha256"] == hashlib.sha256(raw).hexdigest()
+    assert got[NOPARSER_CERTIFY_MODEL]["trained_with_parser"] is False
+
+
+def test_info_names_a_damaged_certification_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A shipped model that cannot be read is reported with its code, and info still exits 0."""
+    from ddpcore.anchors import certify_model as cm
+
+    bad = tmp_path / "data"
+    bad.mkdir()
+    (bad / cm.DEFAULT_CERTIFY_MODEL).write_text("{not json")
+    monkeypatch.setattr(cm, "DATA_DIR", bad)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"{cm.DEFAULT_CERTIFY_MODEL} (default): CANNOT BE USED: [D251]" in out
+    assert f"{cm.NOPARSER_CERTIFY_MODEL} (pipelines without a parser): CANNOT BE USED: [D250]" in out
 
 
 def test_info_openmp_matches_build() -> None:
@@ -185,7 +214,7 @@ def test_info_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     for needle in ("ddpcore", "python", "numpy", "polars", "pyarrow", "spacy", "installed spaCy pipelines",
-                   "OpenMP:", "cache:"):
+                   "OpenMP:", "cache:", "certification models (ddp_certified):", "(pronouns) /"):
         assert needle in out
 
 

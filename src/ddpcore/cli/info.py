@@ -164,6 +164,23 @@ def kernel_info() -> dict[str, Any]:
     }
 
 
+def certify_models() -> list[dict[str, Any]]:
+    """The shipped certification models of ``ddp_certified`` (the default, and the one a pipeline
+    without a dependency parser gets): file, layout version, thresholds and sha256, or the D-coded
+    error that a run would stop with (a damaged installation)."""
+    from ..anchors.certify import FEATURES
+    from ..anchors.certify_model import DEFAULT_CERTIFY_MODEL, NOPARSER_CERTIFY_MODEL, certify_model
+    from ..errors import DDPError
+
+    out: list[dict[str, Any]] = []
+    for name, use in ((DEFAULT_CERTIFY_MODEL, "default"), (NOPARSER_CERTIFY_MODEL, "pipelines without a parser")):
+        try:
+            out.append({"use": use, **certify_model(name, FEATURES).to_dict()})
+        except DDPError as exc:
+            out.append({"use": use, "file": name, "error": str(exc)})
+    return out
+
+
 def collect() -> dict[str, Any]:
     import platform
 
@@ -179,6 +196,7 @@ def collect() -> dict[str, Any]:
         "default_pipeline": pipeline_info(default_pipeline()),
         "installed_pipelines": _installed_pipelines(),
         "kernels": kernel_info(),
+        "certify_models": certify_models(),
         "cache_dir": str(cache_dir()),
         "cache_dir_source": cache_dir_source(),
     }
@@ -208,6 +226,14 @@ def format_text(d: dict[str, Any]) -> str:
     lines.append(f"OpenMP: {'yes' if k['openmp'] else 'no'}; default threads {k['openmp_max_threads'] or 1}"
                  f" (OMP_NUM_THREADS={k['OMP_NUM_THREADS'] or 'unset'}, {k['cpus_available']} CPUs available);"
                  f" wait policy {k.get('openmp_wait_policy') or '?'}")
+    lines.append("certification models (ddp_certified):")
+    for m in d["certify_models"]:
+        if "error" in m:
+            lines.append(f"  {m['file']} ({m['use']}): CANNOT BE USED: {m['error']}")
+        else:
+            lines.append(f"  {m['file']} ({m['use']}): layout {m['version']}; confidence >= {m['threshold']} "
+                         f"(pronouns) / {m['threshold_name']} (names), >= {m['threshold_long']} from "
+                         f"{m['long_distance']} sentences; sha256 {m['sha256'][:12]}")
     lines.append(f"cache: {d['cache_dir']} (from {d['cache_dir_source']})")
     return "\n".join(lines)
 
