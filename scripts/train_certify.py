@@ -311,6 +311,35 @@ def tables(data: dict, columns: dict[str, dict[str, np.ndarray]]) -> str:
     return "\n".join(lines)
 
 
+#: confidence bins of the calibration table (``--tables``)
+CONF_BINS = (0.0, 0.5, 0.8, 0.9, 0.94, 0.97, 0.99, 1.0)
+
+
+def calibration(data: dict, oof: dict) -> str:
+    """Markdown table: is the out-of-fold confidence (1 - ``p_over``) of a candidate distance the share of
+    such candidates that do not over-estimate? Per gold, for the full distances (what the anchors
+    table's ``confidence`` holds) and for every candidate, by confidence bin: candidates, mean
+    confidence, observed share not over with its exact 95 % interval; and the Brier score."""
+    lines = ["| gold | candidates | confidence | n | mean confidence | observed not over [95 % CI] |",
+             "|---|---|---|---:|---:|---|"]
+    briers = []
+    for name, D in data.items():
+        conf, ok = 1.0 - oof[name], ~D["y"]
+        for what, sel in (("full distance", D["rank"] == 0), ("every candidate", np.ones(len(conf), bool))):
+            briers.append(f"{name} {what} {np.mean((conf[sel] - ok[sel]) ** 2):.4f}")
+            for lo, hi in zip(CONF_BINS[:-1], CONF_BINS[1:]):
+                b = sel & (conf >= lo) & ((conf < hi) if hi < 1.0 else (conf <= hi))
+                n, k = int(b.sum()), int(ok[b].sum())
+                if n == 0:
+                    continue
+                cl = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+                ch = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+                shut = "]" if hi == 1.0 else ")"
+                lines.append(f"| {name} | {what} | [{lo:.2f}, {hi:.2f}{shut} | {n:,} | {conf[b].mean():.3f} | "
+                             f"{k / n:.3f} [{cl:.3f}, {ch:.3f}] |")
+    return "\n".join(lines) + "\n\nBrier score: " + ", ".join(briers)
+
+
 def rounded(obj):  # type: ignore[no-untyped-def]
     """``obj`` (the file's JSON tree) with every float rounded to :data:`DIGITS` significant digits."""
     if isinstance(obj, float):
@@ -339,8 +368,8 @@ def main() -> int:
                     help="keep the profiled gold anchors in this folder and read them back on later runs "
                          "(for trying features; not with --check)")
     ap.add_argument("--tables", action="store_true",
-                    help="print the out-of-fold figures as Markdown tables, every gold scope and every genre "
-                         "(docs/validation.md), and write nothing")
+                    help="print the out-of-fold figures as Markdown tables, every gold scope and every genre, "
+                         "and the calibration of the confidences (docs/validation.md), and write nothing")
     args = ap.parse_args()
     if args.check and args.reuse is not None:
         ap.error("--check profiles the gold anew: drop --reuse")
@@ -369,6 +398,8 @@ def main() -> int:
         print("thresholds per outer fold (pronouns / names / long): "
               + ", ".join(f"{float(t):.2f} / {float(tn):.2f} / {float(tl):.2f}" for t, tn, tl in figures["thresholds_per_fold"]))
         print(tables(data, columns))
+        print()
+        print(calibration(data, oof))
         return 0
     # the shipped model: all data; thresholds by the same rule on all out-of-fold predictions
     t, tn, tl = choose(data, oof, all_rows, args.max_over, args.min_tail)
