@@ -29,11 +29,12 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, INFINITY, NAN
-from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 
 from .threads cimport resolve_threads as _threads
+from .meta_i32 cimport ddp_meta_has_avx2, ddp_tau_block_i32, ddp_acc_block_i32
 
 cnp.import_array()
 
@@ -302,6 +303,78 @@ cdef Py_ssize_t _block_weights(const double* w, Py_ssize_t n_rep, Py_ssize_t n_d
     return nv
 
 
+#: the blocked walks' arithmetic (:func:`set_block_path`): 0 auto, 1 doubles, 2 32-bit integers on the
+#: baseline instruction set, 3 32-bit integers with AVX2
+cdef int _PATH = 0
+cdef int _HAS_AVX2 = ddp_meta_has_avx2()
+#: a replicate's total weight (points counted with their multiplicity) below which the 32-bit walk is
+#: exact and gives the double walk's bits: every tree node, count and difference is then below 2**27 in
+#: magnitude, and every product and sum taken in double precision (at most 2**52) is exact, as in the
+#: double walk
+I32_MAX_TOTAL = 1 << 26
+_PATH_NAMES = {"auto": 0, "f64": 1, "i32": 2, "i32-avx2": 3}
+
+
+def set_block_path(str name) -> None:
+    """Which arithmetic the blocked walks of :func:`tau_b_weighted_reps` and :func:`acc_eq_weighted_reps`
+    use: ``"auto"`` (the default: 32-bit integer trees when the weights allow them exactly, with AVX2 when
+    the CPU has it, else doubles), ``"f64"`` (double trees), ``"i32"`` (integer trees, baseline
+    instructions) or ``"i32-avx2"``. Every path gives the same bits; tests and benchmarks pin one."""
+    global _PATH
+    if name not in _PATH_NAMES:
+        raise ValueError(f"set_block_path: one of {sorted(_PATH_NAMES)}, got {name!r}")
+    if name == "i32-avx2" and not _HAS_AVX2:
+        raise ValueError("set_block_path: this CPU (or this build) has no AVX2")
+    _PATH = _PATH_NAMES[name]
+
+
+def block_path() -> str:
+    """The arithmetic ``"auto"`` resolves to here when the weights allow integers (``"i32-avx2"`` or
+    ``"i32"``), or the pinned one."""
+    if _PATH == 0:
+        return "i32-avx2" if _HAS_AVX2 else "i32"
+    return {1: "f64", 2: "i32", 3: "i32-avx2"}[_PATH]
+
+
+def _int_weights_ok(const double[:, ::1] w__rep_doc, const int64_t[::1] doc__pt) -> bool:
+    """Whether every weight is a whole number >= 0 and every replicate's total weight (each point counted
+    ``w[r, doc]`` times) is below :data:`I32_MAX_TOTAL`: the 32-bit walk is then exact."""
+    w = np.asarray(w__rep_doc)
+    if w.size == 0:
+        return True
+    if not (np.all(w >= 0.0) and np.all(w == np.floor(w)) and float(w.max()) < I32_MAX_TOTAL):
+        return False
+    per_doc = np.bincount(np.asarray(doc__pt), minlength=w.shape[1]).astype(np.float64)
+    return float((w @ per_doc).max()) < I32_MAX_TOTAL
+
+
+cdef int _i32_mode(Py_ssize_t rb, const double[:, ::1] w__rep_doc, const int64_t[::1] doc__pt) except -1:
+    """-1 never (errors raise); 0: the double walk; 1: 32-bit, baseline; 2: 32-bit, AVX2."""
+    if _PATH == 1 or (rb != 32 and rb != 8):
+        return 0
+    if not _int_weights_ok(w__rep_doc, doc__pt):
+        if _PATH >= 2:
+            raise ValueError("the 32-bit walk was pinned (set_block_path) but the weights are not whole "
+                             f"numbers >= 0 with every replicate's total below {I32_MAX_TOTAL}")
+        return 0
+    if _PATH == 2:
+        return 1
+    return 2 if _HAS_AVX2 else 1
+
+
+cdef Py_ssize_t _block_weights_i32(const double* w, Py_ssize_t n_rep, Py_ssize_t n_doc, Py_ssize_t r0,
+                                   Py_ssize_t rb, int32_t* wt) noexcept nogil:
+    """:func:`_block_weights` into 32-bit integers (the weights are whole numbers, checked by the caller).
+    Returns how many replicates are real."""
+    cdef Py_ssize_t nv = n_rep - r0, d, q
+    if nv > rb:
+        nv = rb
+    for d in range(n_doc):
+        for q in range(rb):
+            wt[d * rb + q] = <int32_t>w[(r0 + q) * n_doc + d] if q < nv else 0
+    return nv
+
+
 cdef void _tau_b_block(const int64_t* h_rank, const int64_t* m_rank, const int64_t* doc, const double* wt,
                        Py_ssize_t n, Py_ssize_t n_m_ranks, double* tree, double* mt, double* out,
                        Py_ssize_t n_valid, Py_ssize_t rb) noexcept nogil:
@@ -408,6 +481,28 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
             free(buf)
         return
     n_blocks = (n_rep + rb - 1) // rb
+    cdef int mode = _i32_mode(rb, w__rep_doc, doc__pt) if n > 0 and n_rep > 0 else 0
+    cdef int32_t* ibuf
+    cdef int32_t* itree
+    if mode:
+        width = 2 * (n_m_ranks + 1) * rb + n_doc * rb  # tree, per-rank weights, document weights
+        nt = _threads(num_threads)
+        if nt > n_blocks:
+            nt = <int>n_blocks
+        ibuf = <int32_t*>malloc(<size_t>nt * <size_t>width * sizeof(int32_t))
+        if ibuf == NULL:
+            raise MemoryError()
+        try:
+            for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+                itree = ibuf + <Py_ssize_t>threadid() * width
+                r0 = b * rb
+                nv = _block_weights_i32(&w__rep_doc[0, 0], n_rep, n_doc, r0, rb, itree + 2 * (n_m_ranks + 1) * rb)
+                ddp_tau_block_i32(mode - 1, rb, &h_rank__pt[0], &m_rank__pt[0], &doc__pt[0],
+                                  itree + 2 * (n_m_ranks + 1) * rb, n, n_m_ranks, itree,
+                                  itree + (n_m_ranks + 1) * rb, &out__rep[r0], nv)
+        finally:
+            free(ibuf)
+        return
     width = 2 * (n_m_ranks + 1) * rb + n_doc * rb + rb
     buf = _replicate_buffers(n, n_blocks, width, num_threads, out__rep, &nt)
     if buf == NULL:
@@ -713,6 +808,28 @@ def acc_eq_weighted_reps(const double[::1] m__a, const int64_t[::1] h_rank__a, c
             free(buf)
         return
     n_blocks = (n_rep + rb - 1) // rb
+    cdef int mode = _i32_mode(rb, w__rep_doc, doc__a) if n > 0 and n_rep > 0 else 0
+    cdef int32_t* ibuf
+    cdef int32_t* itree
+    if mode:
+        width = (n_h_ranks + 1) * rb + n_doc * rb  # tree, document weights
+        nt = _threads(num_threads)
+        if nt > n_blocks:
+            nt = <int>n_blocks
+        ibuf = <int32_t*>malloc(<size_t>nt * <size_t>width * sizeof(int32_t))
+        if ibuf == NULL:
+            raise MemoryError()
+        try:
+            for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+                itree = ibuf + <Py_ssize_t>threadid() * width
+                r0 = b * rb
+                nv = _block_weights_i32(&w__rep_doc[0, 0], n_rep, n_doc, r0, rb, itree + (n_h_ranks + 1) * rb)
+                ddp_acc_block_i32(mode - 1, rb, &m__a[0], &h_rank__a[0], &doc__a[0], &m__b[0], &h_rank__b[0],
+                                  &doc__b[0], itree + (n_h_ranks + 1) * rb, n, n_h_ranks, eps, itree,
+                                  &out__rep[r0], nv)
+        finally:
+            free(ibuf)
+        return
     width = (n_h_ranks + 1) * rb + n_doc * rb + rb
     buf = _replicate_buffers(n, n_blocks, width, num_threads, out__rep, &nt)
     if buf == NULL:

@@ -1,0 +1,139 @@
+"""The 32-bit integer walks of ``ddp meta``'s replicate kernels (``stats_meta``, ``meta_i32.pxd``).
+
+``tau_b_weighted_reps`` and ``acc_eq_weighted_reps`` walk blocks of 8 or 32 replicates with Fenwick trees of
+doubles (``"f64"``) or of 32-bit integers on the baseline instruction set (``"i32"``) or with AVX2
+(``"i32-avx2"``). The reference for every path is the one-replicate walk (``tau_b_weighted_one``;
+``acc_eq_weighted_reps(..., block=1)``), itself checked against scipy's ``kendalltau`` and the pair loop
+``tests/oracles/meta_oracle.acc23`` in test_meta_intervals.py: every path must give its bits exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddpcore._native import load
+from ddpcore.stats.meta import _dense_ranks
+
+K = load("stats_meta")
+PATHS = ["f64", "i32"] + (["i32-avx2"] if K.block_path() == "i32-avx2" else [])
+
+
+@pytest.fixture(autouse=True)
+def _auto_path_after():
+    yield
+    K.set_block_path("auto")
+
+
+def _tau_data(seed: int, n: int, n_docs: int, h_levels: int, m_levels: int, n_rep: int):
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, h_levels, n).astype(float)
+    m = rng.integers(0, m_levels, n) + 0.5 * h
+    doc = rng.integers(0, n_docs, n).astype(np.int64)
+    w = rng.integers(0, 4, size=(n_rep, n_docs)).astype(np.float64)
+    hr, mr = _dense_ranks(h), _dense_ranks(m)
+    o = np.argsort(hr, kind="stable")
+    return hr[o], mr[o], doc[o], w, int(mr.max())
+
+
+def _tau_one(hr, mr, doc, w, n_m):
+    return np.array([K.tau_b_weighted_one(hr, mr, doc, w[r], n_m) for r in range(len(w))])
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 80), n_docs=st.integers(1, 7), h_levels=st.integers(1, 6),
+       m_levels=st.integers(1, 50), n_rep=st.sampled_from([5, 9, 37, 64]))
+def test_tau_b_every_path_gives_the_one_replicate_bits(seed, n, n_docs, h_levels, m_levels, n_rep):
+    """Blocks of 8 (n_rep <= 8) and 32 (the last one partial), ties in both rankings, zero weights,
+    replicates of one point: each path's values are the one-replicate walk's, bit for bit."""
+    hr, mr, doc, w, n_m = _tau_data(seed, n, n_docs, h_levels, m_levels, n_rep)
+    want = _tau_one(hr, mr, doc, w, n_m)
+    for path in PATHS:
+        K.set_block_path(path)
+        for threads in (1, 2):
+            out = np.empty(n_rep)
+            K.tau_b_weighted_reps(hr, mr, doc, w, n_m, out, threads)
+            assert np.array_equal(out, want, equal_nan=True), (path, threads)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 80), n_docs=st.integers(1, 7), h_levels=st.integers(1, 6),
+       n_rep=st.sampled_from([5, 9, 37, 64]), eps=st.sampled_from([0.0, 0.1, 0.5, 2.0]))
+def test_acc_eq_every_path_gives_the_one_replicate_bits(seed, n, n_docs, h_levels, n_rep, eps):
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, h_levels, n).astype(float)
+    m = np.round(h + rng.normal(0, 1.0, n), 1)  # a grid: metric ties and equal differences
+    doc = rng.integers(0, n_docs, n).astype(np.int64)
+    w = rng.integers(0, 4, size=(n_rep, n_docs)).astype(np.float64)
+    hr = _dense_ranks(h)
+    a, b = np.argsort(m, kind="stable"), np.lexsort((m, hr))
+    args = [np.ascontiguousarray(x) for x in (m[a], hr[a], doc[a], m[b], hr[b], doc[b])]
+    want = np.empty(n_rep)
+    K.acc_eq_weighted_reps(*args, w, int(hr.max()), eps, want, 1, 1)  # one replicate per walk
+    for path in PATHS:
+        K.set_block_path(path)
+        for threads in (1, 2):
+            for block in (0, 8, 32):
+                out = np.empty(n_rep)
+                K.acc_eq_weighted_reps(*args, w, int(hr.max()), eps, out, threads, block)
+                assert np.array_equal(out, want, equal_nan=True), (path, threads, block)
+
+
+def test_the_large_kernel_shape_every_path():
+    """The shape ``ddp meta`` walks (metric order, the tree over ~30 human levels, 200 cells a document,
+    multinomial document weights): 20,000 cells, 40 replicates (a block of 32 and a partial one)."""
+    rng = np.random.default_rng(3)
+    n, n_docs, n_rep = 20_000, 100, 40
+    q = rng.normal(size=n)
+    h, m = np.round(q * 3), q + rng.normal(scale=0.8, size=n)
+    doc = rng.integers(0, n_docs, n).astype(np.int64)
+    w = rng.multinomial(n_docs, np.full(n_docs, 1 / n_docs), size=n_rep).astype(np.float64)
+    hr, mr = _dense_ranks(h), _dense_ranks(m)
+    o = np.lexsort((hr, mr))  # walk in metric order, the tree over the human's ranks
+    args = (mr[o], hr[o], doc[o])
+    want = _tau_one(*args, w, int(hr.max()))
+    a, b = np.argsort(m, kind="stable"), np.lexsort((m, hr))
+    acc_args = [np.ascontiguousarray(x) for x in (m[a], hr[a], doc[a], m[b], hr[b], doc[b])]
+    acc_want = np.empty(n_rep)
+    K.acc_eq_weighted_reps(*acc_args, w, int(hr.max()), 0.3, acc_want, 1, 1)
+    for path in PATHS:
+        K.set_block_path(path)
+        out = np.empty(n_rep)
+        K.tau_b_weighted_reps(*args, w, int(hr.max()), out, 2)
+        assert np.array_equal(out, want), path
+        K.acc_eq_weighted_reps(*acc_args, w, int(hr.max()), 0.3, out, 2, 0)
+        assert np.array_equal(out, acc_want), path
+
+
+def test_weights_the_integers_cannot_hold_take_the_double_walk(monkeypatch):
+    """Fractional weights, or a replicate whose total weight reaches ``I32_MAX_TOTAL``: ``auto`` walks in
+    doubles (the same bits as the one-replicate walk), and a pinned integer path refuses."""
+    hr, mr, doc, w, n_m = _tau_data(7, 60, 4, 3, 20, 37)
+    frac = w * 0.5  # halves: not whole multiplicities
+    want = _tau_one(hr, mr, doc, frac, n_m)
+    out = np.empty(len(w))
+    K.tau_b_weighted_reps(hr, mr, doc, frac, n_m, out, 1)
+    assert np.array_equal(out, want, equal_nan=True)
+    K.set_block_path("i32")
+    with pytest.raises(ValueError, match="pinned"):
+        K.tau_b_weighted_reps(hr, mr, doc, frac, n_m, out, 1)
+    # the total bound: lower it below these replicates' totals
+    monkeypatch.setattr(K, "I32_MAX_TOTAL", 10)
+    assert not K._int_weights_ok(w, doc)
+    with pytest.raises(ValueError, match="pinned"):
+        K.tau_b_weighted_reps(hr, mr, doc, w, n_m, out, 1)
+    K.set_block_path("auto")
+    K.tau_b_weighted_reps(hr, mr, doc, w, n_m, out, 1)
+    assert np.array_equal(out, _tau_one(hr, mr, doc, w, n_m), equal_nan=True)
+    monkeypatch.undo()
+    assert K._int_weights_ok(w, doc)
+    assert not K._int_weights_ok(-w - 1.0, doc)
+
+
+def test_block_path_names():
+    assert K.block_path() in ("i32", "i32-avx2")
+    K.set_block_path("f64")
+    assert K.block_path() == "f64"
+    with pytest.raises(ValueError, match="one of"):
+        K.set_block_path("avx512")
