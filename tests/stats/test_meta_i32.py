@@ -137,3 +137,108 @@ def test_block_path_names():
     assert K.block_path() == "f64"
     with pytest.raises(ValueError, match="one of"):
         K.set_block_path("avx512")
+
+
+def _fused_inputs(seed: int, n: int, n_docs: int, h_levels: int, m_grid: float | None, n_rep: int):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=n)
+    h = np.round(q * h_levels / 3)
+    m = q + rng.normal(scale=0.8, size=n)
+    if m_grid:  # a coarse metric: ties and windows of many cells
+        m = np.round(m / m_grid) * m_grid
+    doc = rng.integers(0, n_docs, n).astype(np.int64)
+    w = rng.integers(0, 4, size=(n_rep, n_docs)).astype(np.float64)
+    return h, m, doc, w
+
+
+def _separate(h, m, doc, w, eps):
+    """The two kernels the joint walk must match: tau-b walked in metric order (the tree over the human's
+    ranks, as ``_tau_b_reps`` walks when the human has fewer levels) and acc23 one replicate per walk."""
+    hr, mr = _dense_ranks(h), _dense_ranks(m)
+    o = np.argsort(m, kind="stable")
+    tau = np.empty(len(w))
+    K.tau_b_weighted_reps(mr[o], hr[o], doc[o], w, int(hr.max()), tau, 1)
+    a, b = np.argsort(m, kind="stable"), np.lexsort((m, hr))
+    acc = np.empty(len(w))
+    K.acc_eq_weighted_reps(*[np.ascontiguousarray(x) for x in (m[a], hr[a], doc[a], m[b], hr[b], doc[b])], w,
+                           int(hr.max()), eps, acc, 1, 1)
+    return tau, acc, (mr[o], hr[o], np.ascontiguousarray(m[o]), doc[o], int(hr.max()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 90), n_docs=st.integers(1, 7), h_levels=st.integers(1, 8),
+       m_grid=st.sampled_from([None, 0.5, 0.1]), n_rep=st.sampled_from([1, 5, 9, 37]),
+       eps=st.sampled_from([0.0, 0.05, 0.1, 0.5, 3.0]))
+def test_tau_acc_joint_walk_gives_both_kernels_bits(seed, n, n_docs, h_levels, m_grid, n_rep, eps):
+    """``tau_acc_weighted_reps``: tau-b with the bits of ``tau_b_weighted_reps`` and acc23 with the bits of the
+    one-replicate acc walk, whatever the ties (grid metrics, human on few levels), the threshold (windows from
+    empty to the whole vector), zero weights and replicates of one point; on every 32-bit path."""
+    h, m, doc, w = _fused_inputs(seed, n, n_docs, h_levels, m_grid, n_rep)
+    tau, acc, args = _separate(h, m, doc, w, eps)
+    for path in [p for p in PATHS if p != "f64"]:
+        K.set_block_path(path)
+        for threads in (1, 2):
+            t, a = np.empty(n_rep), np.empty(n_rep)
+            assert K.tau_acc_weighted_reps(*args[:4], w, args[4], eps, t, a, threads) is True
+            assert np.array_equal(t, tau, equal_nan=True), (path, threads)
+            assert np.array_equal(a, acc, equal_nan=True), (path, threads)
+
+
+def test_tau_acc_joint_walk_declines_what_it_cannot_hold_exactly():
+    """Doubles pinned, or fractional weights: it computes nothing and says so (False); the caller runs the
+    two kernels."""
+    h, m, doc, w = _fused_inputs(1, 60, 4, 6, None, 9)
+    _, _, args = _separate(h, m, doc, w, 0.1)
+    t, a = np.full(9, 7.0), np.full(9, 7.0)
+    K.set_block_path("f64")
+    assert K.tau_acc_weighted_reps(*args[:4], w, args[4], 0.1, t, a, 1) is False
+    K.set_block_path("auto")
+    assert K.tau_acc_weighted_reps(*args[:4], w * 0.5, args[4], 0.1, t, a, 1) is False
+    assert np.all(t == 7.0) and np.all(a == 7.0)
+
+
+def test_meta_acc_eq_rides_on_the_tau_walk_above_its_own_cap(monkeypatch):
+    """``ddp meta``: above ``ACC_CI_MAX_POINTS`` (lowered here) ``acc_eq.none`` still gets an interval where it
+    rides on ``tau_b.none``'s walk (a continuous metric, few cells within its tie threshold), the interval the
+    separate kernel gives (the same replicates); a coarse metric with long windows keeps the reason."""
+    import polars as pl
+
+    import ddpcore.stats.meta as M
+    from ddpcore.stats.options import ResampleOptions
+
+    rng = np.random.default_rng(5)
+    n_docs, segs, n_sys = 60, 3, 8
+    doc = np.repeat(np.arange(n_docs), segs)
+    seg = np.tile(np.arange(segs), n_docs)
+    prof = pl.DataFrame({"document_id": doc, "segment_id": seg, "ddp": rng.integers(0, 3, doc.size)})
+    q = rng.normal(size=doc.size * n_sys)
+    scores = pl.DataFrame({"document_id": np.repeat(doc, n_sys), "segment_id": np.repeat(seg, n_sys),
+                           "system": np.tile(np.arange(n_sys), doc.size), "human": np.round(q * 3),
+                           "fine": q + rng.normal(size=q.size), "coarse": np.round(q + rng.normal(size=q.size))})
+
+    def run():
+        return M.meta_evaluate(prof, scores, human_col="human", bins=[0, 1, np.inf],
+                               options=ResampleOptions(n_boot=60, seed=2), tests=M.MetaTests(n_perm=0, spa_ci_perm=0))
+
+    monkeypatch.setattr(M, "ACC_CI_MAX_POINTS", 10)  # every bin above it
+    res = run()
+    monkeypatch.setattr(M, "FUSED_MAX_WINDOW", -1.0)  # no joint walk: nothing rides
+    alone = run()
+    monkeypatch.setattr(M, "ACC_CI_MAX_POINTS", 10**9)  # the separate kernel everywhere
+    sep = run()
+    checked = []
+    for entry, e_alone, e_sep in zip([*res.bins, res.overall], [*alone.bins, alone.overall], [*sep.bins, sep.overall]):
+        fine, coarse = entry["metrics"]["fine"]["acc_eq.none"], entry["metrics"]["coarse"]["acc_eq.none"]
+        if fine["status"] != "ok":
+            continue
+        assert fine["epsilon"] == e_sep["metrics"]["fine"]["acc_eq.none"]["epsilon"]
+        assert fine["ci_status"] == "ok"
+        assert (fine["ci_low"], fine["ci_high"]) == (e_sep["metrics"]["fine"]["acc_eq.none"]["ci_low"],
+                                                     e_sep["metrics"]["fine"]["acc_eq.none"]["ci_high"])
+        assert entry["metrics"]["fine"]["tau_b.none"] == e_sep["metrics"]["fine"]["tau_b.none"]
+        assert e_alone["metrics"]["fine"]["acc_eq.none"]["ci_status"] == "not_computed"
+        # the coarse metric (whole numbers): ties put ~100s of cells in every window, so it does not ride
+        assert coarse["status"] == "ok"
+        assert coarse["ci_status"] == "not_computed" and "not on tau_b.none's walk" in coarse["ci_reason"]
+        checked.append(entry)
+    assert len(checked) == 3

@@ -34,7 +34,7 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 
 from .threads cimport resolve_threads as _threads
-from .meta_i32 cimport ddp_meta_has_avx2, ddp_tau_block_i32, ddp_acc_block_i32
+from .meta_i32 cimport ddp_meta_has_avx2, ddp_tau_block_i32, ddp_acc_block_i32, ddp_tau_acc_block_i32
 
 cnp.import_array()
 
@@ -520,6 +520,57 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
                 out__rep[r0 + q] = res[q]
     finally:
         free(buf)
+
+
+def tau_acc_weighted_reps(const int64_t[::1] g_rank__pt, const int64_t[::1] t_rank__pt, const double[::1] m__pt,
+                          const int64_t[::1] doc__pt, const double[:, ::1] w__rep_doc, Py_ssize_t n_t_ranks,
+                          double eps, double[::1] tau__rep, double[::1] acc__rep, int num_threads=0) -> bool:
+    """tau-b and acc23 at the tie threshold ``eps`` of every bootstrap replicate in one walk (point i counts
+    ``w[r, doc[i]]`` times in replicate r): the values of :func:`tau_b_weighted_reps` (walked in metric order,
+    the tree over the human's ranks) and of :func:`acc_eq_weighted_reps`, bit for bit.
+
+    Points sorted by the metric: ``g_rank__pt`` its dense ranks (ascending), ``m__pt`` its scores, ``t_rank__pt``
+    the human's dense ranks (1..``n_t_ranks``). acc23's concordant pairs beyond ``eps`` come from the tau
+    walk's tree, less the pairs still within ``eps`` (the window behind each point, scanned with its human
+    ties): the extra work is the windows' total length, so the caller uses it where the windows are short
+    (continuous metric scores, a small threshold). Only the 32-bit walk (blocks of 32, or 8 for few
+    replicates): returns False, computing nothing, when the weights do not allow it exactly
+    (:func:`set_block_path` ``"f64"``, fractional weights, a replicate's total weight from ``I32_MAX_TOTAL``) or
+    the tree is too large for a blocked walk; the caller then calls the two kernels.
+    """
+    cdef Py_ssize_t n = g_rank__pt.shape[0], n_rep = w__rep_doc.shape[0], n_doc = w__rep_doc.shape[1]
+    cdef Py_ssize_t rb = block_width(n_t_ranks), n_blocks, b, r0, nv, width
+    if rb > 1 and n_rep <= 8:
+        rb = 8
+    if n == 0 or n_rep == 0:
+        tau__rep[:] = NAN
+        acc__rep[:] = NAN
+        return True
+    cdef int mode = _i32_mode(rb, w__rep_doc, doc__pt)
+    if mode == 0:
+        return False
+    cdef int nt = _threads(num_threads)
+    n_blocks = (n_rep + rb - 1) // rb
+    if nt > n_blocks:
+        nt = <int>n_blocks
+    width = 2 * (n_t_ranks + 1) * rb + n_doc * rb  # tree, per-rank weights, document weights
+    # points per document (the copies of a point are pairs tied in both: counted from the documents)
+    cdef int64_t[::1] n_doc_pt = np.bincount(np.asarray(doc__pt), minlength=n_doc).astype(np.int64)
+    cdef int32_t* ibuf = <int32_t*>malloc(<size_t>nt * <size_t>width * sizeof(int32_t))
+    cdef int32_t* itree
+    if ibuf == NULL:
+        raise MemoryError()
+    try:
+        for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
+            itree = ibuf + <Py_ssize_t>threadid() * width
+            r0 = b * rb
+            nv = _block_weights_i32(&w__rep_doc[0, 0], n_rep, n_doc, r0, rb, itree + 2 * (n_t_ranks + 1) * rb)
+            ddp_tau_acc_block_i32(mode - 1, rb, &g_rank__pt[0], &t_rank__pt[0], &m__pt[0], &doc__pt[0],
+                                  itree + 2 * (n_t_ranks + 1) * rb, &n_doc_pt[0], n_doc, n, n_t_ranks, eps, itree,
+                                  itree + (n_t_ranks + 1) * rb, &tau__rep[r0], &acc__rep[r0], nv)
+    finally:
+        free(ibuf)
+    return True
 
 
 cpdef Py_ssize_t block_width(Py_ssize_t n_m_ranks) noexcept nogil:
