@@ -197,10 +197,11 @@ def test_tau_acc_joint_walk_declines_what_it_cannot_hold_exactly():
     assert np.all(t == 7.0) and np.all(a == 7.0)
 
 
-def test_meta_acc_eq_rides_on_the_tau_walk_above_its_own_cap(monkeypatch):
-    """``ddp meta``: above ``ACC_CI_MAX_POINTS`` (lowered here) ``acc_eq.none`` still gets an interval where it
-    rides on ``tau_b.none``'s walk (a continuous metric, few cells within its tie threshold), the interval the
-    separate kernel gives (the same replicates); a coarse metric with long windows keeps the reason."""
+def test_meta_acc_eq_rides_on_the_tau_walk_with_the_same_intervals(monkeypatch):
+    """``ddp meta``: ``acc_eq.none``'s bootstrap rides on ``tau_b.none``'s walk for a continuous metric (few
+    cells within its tie threshold) and not for a coarse one (whole numbers: ties put hundreds of cells in
+    every window); the output is the same, figure for figure, as with the ride switched off (the separate
+    kernel on the same replicates)."""
     import polars as pl
 
     import ddpcore.stats.meta as M
@@ -220,25 +221,58 @@ def test_meta_acc_eq_rides_on_the_tau_walk_above_its_own_cap(monkeypatch):
         return M.meta_evaluate(prof, scores, human_col="human", bins=[0, 1, np.inf],
                                options=ResampleOptions(n_boot=60, seed=2), tests=M.MetaTests(n_perm=0, spa_ci_perm=0))
 
-    monkeypatch.setattr(M, "ACC_CI_MAX_POINTS", 10)  # every bin above it
+    rides = []
+    real = M._tau_acc_reps
+
+    def spy(data, cache, k, *args):
+        out = real(data, cache, k, *args)
+        rides.append((data.metrics[k], out is not None))
+        return out
+
+    monkeypatch.setattr(M, "_tau_acc_reps", spy)
     res = run()
-    monkeypatch.setattr(M, "FUSED_MAX_WINDOW", -1.0)  # no joint walk: nothing rides
-    alone = run()
-    monkeypatch.setattr(M, "ACC_CI_MAX_POINTS", 10**9)  # the separate kernel everywhere
+    assert sorted(set(rides)) == [("coarse", False), ("fine", True)] and len(rides) == 6  # 2 bins + overall
+    monkeypatch.setattr(M, "FUSED_MAX_WINDOW", -1.0)  # no ride: the separate kernel
     sep = run()
-    checked = []
-    for entry, e_alone, e_sep in zip([*res.bins, res.overall], [*alone.bins, alone.overall], [*sep.bins, sep.overall]):
-        fine, coarse = entry["metrics"]["fine"]["acc_eq.none"], entry["metrics"]["coarse"]["acc_eq.none"]
-        if fine["status"] != "ok":
-            continue
-        assert fine["epsilon"] == e_sep["metrics"]["fine"]["acc_eq.none"]["epsilon"]
-        assert fine["ci_status"] == "ok"
-        assert (fine["ci_low"], fine["ci_high"]) == (e_sep["metrics"]["fine"]["acc_eq.none"]["ci_low"],
-                                                     e_sep["metrics"]["fine"]["acc_eq.none"]["ci_high"])
-        assert entry["metrics"]["fine"]["tau_b.none"] == e_sep["metrics"]["fine"]["tau_b.none"]
-        assert e_alone["metrics"]["fine"]["acc_eq.none"]["ci_status"] == "not_computed"
-        # the coarse metric (whole numbers): ties put ~100s of cells in every window, so it does not ride
-        assert coarse["status"] == "ok"
-        assert coarse["ci_status"] == "not_computed" and "not on tau_b.none's walk" in coarse["ci_reason"]
-        checked.append(entry)
-    assert len(checked) == 3
+    for entry, e_sep in zip([*res.bins, res.overall], [*sep.bins, sep.overall]):
+        for metric in ("fine", "coarse"):
+            f = entry["metrics"][metric]["acc_eq.none"]
+            assert f["status"] == "ok" and f["ci_status"] == "ok"
+            assert entry["metrics"][metric] == e_sep["metrics"][metric]
+
+
+def test_acc_eq_none_auto_cap_follows_the_human_levels(monkeypatch):
+    """``--ci-max-points auto``: ``acc_eq.none`` is bootstrapped up to ``TAU_CI_MAX_POINTS_FAST`` cells when the
+    human takes at most ``TAU_FAST_RANKS`` distinct values in the bin (a small tree: blocked walks), else up to
+    ``ACC_CI_MAX_POINTS``; the reason says which (both lowered here)."""
+    import polars as pl
+
+    import ddpcore.stats.meta as M
+    from ddpcore.stats.options import ResampleOptions
+
+    rng = np.random.default_rng(6)
+    n_docs, n_sys = 40, 6
+    prof = pl.DataFrame({"document_id": np.arange(n_docs), "segment_id": np.zeros(n_docs, np.int64),
+                         "ddp": np.zeros(n_docs, np.int64)})
+    q = rng.normal(size=n_docs * n_sys)
+    scores = pl.DataFrame({"document_id": np.repeat(np.arange(n_docs), n_sys),
+                           "segment_id": np.zeros(q.size, np.int64), "system": np.tile(np.arange(n_sys), n_docs),
+                           "human": np.round(q * 3), "a": q + rng.normal(size=q.size)})
+
+    def acc():
+        r = M.meta_evaluate(prof, scores, human_col="human", bins=[0, np.inf],
+                            options=ResampleOptions(n_boot=20, seed=1), tests=M.MetaTests(n_perm=0, spa_ci_perm=0))
+        return r.overall["metrics"]["a"]["acc_eq.none"], r.warnings
+
+    monkeypatch.setattr(M, "FUSED_MAX_WINDOW", -1.0)  # the cap decides, not the ride
+    monkeypatch.setattr(M, "ACC_CI_MAX_POINTS", 100)
+    f, _ = acc()  # 240 cells, the human on ~15 levels <= TAU_FAST_RANKS: the fast cap (500,000)
+    assert f["ci_status"] == "ok"
+    monkeypatch.setattr(M, "TAU_CI_MAX_POINTS_FAST", 200)
+    f, warnings = acc()
+    assert f["ci_status"] == "not_computed" and f["ci_reason"] == "more than 200 cells (--ci-max-points auto for acc_eq.none)"
+    assert any(w.startswith("acc_eq.none has no interval") for w in warnings)
+    monkeypatch.setattr(M, "TAU_FAST_RANKS", 5)  # the human now counts as fine: ACC_CI_MAX_POINTS
+    f, _ = acc()
+    assert f["ci_reason"] == ("more than 100 cells (--ci-max-points auto for acc_eq.none; the human takes more "
+                              "than 5 distinct values here)")

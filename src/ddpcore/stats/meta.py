@@ -44,7 +44,7 @@ fixed (a segment drawn k times counts k times, its copies share its coin; :func:
 interval is conditional on those masks. Not resampled (``ci_status="not_computed"``, and said in the
 warnings): ``tau_b.none`` in a bin of more cells than :func:`tau_ci_cap` allows (``ci_max_points``, or by
 default 500,000 / 10,000), ``acc_eq.none`` above :func:`acc_ci_cap` (``ci_max_points``, or by default
-50,000); ``overall``'s ``pairwise_accuracy.sys`` from given system scores
+500,000 / 50,000 by the human's distinct values); ``overall``'s ``pairwise_accuracy.sys`` from given system scores
 (:class:`SystemScores`, fixed).
 
 Tests
@@ -1037,10 +1037,12 @@ def _m_order(cache: dict[str, Any], k: int) -> np.ndarray:
     return cache["m_order"][k]
 
 
-def _acc_eq_at_cells(data: _Data, cache: dict[str, Any], k: int, sel: np.ndarray, epsilon: float) -> float:
+def _acc_eq_at_cells(data: _Data, cache: dict[str, Any], k: int, sel: np.ndarray, epsilon: float,
+                     w: np.ndarray | None = None, threads: int = 1) -> Any:
     """acc23 of metric ``k`` at the tie threshold ``epsilon`` over every pair of the cells ``sel`` (flat
-    indices), exactly: the native O(n log n) count of :func:`acc_eq_replicates` with every document once,
-    on the metric order of :func:`_m_order` (no sort of the bin's own)."""
+    indices), exactly: the native O(n log n) count of :func:`acc_eq_replicates`, on the metric order of
+    :func:`_m_order` (no sort of the bin's own). With ``w`` (n_rep, D) document weights: every replicate's
+    value, shape (n_rep,); without: the point value (every document once), a float."""
     order = _m_order(cache, k)
     in_bin = np.zeros(data.valid.size, dtype=bool)
     in_bin[sel] = True
@@ -1051,12 +1053,13 @@ def _acc_eq_at_cells(data: _Data, cache: dict[str, Any], k: int, sel: np.ndarray
     m = data.M[k].ravel()
     doc = cache["item_doc"]
     n_sys = cache["n_sys"]
-    out = np.empty(1)
+    weights = np.ones((1, data.n_docs)) if w is None else np.ascontiguousarray(w, dtype=np.float64)
+    out = np.empty(weights.shape[0])
     load("stats_meta").acc_eq_weighted_reps(
         np.ascontiguousarray(m[a]), np.ascontiguousarray(hr), np.ascontiguousarray(doc[a // n_sys]),
         np.ascontiguousarray(m[b]), np.ascontiguousarray(cache["h_rank"][b]), np.ascontiguousarray(doc[b // n_sys]),
-        np.ones((1, data.n_docs)), int(cache["h_rank"].max()), float(epsilon), out, 1)
-    return float(out[0])
+        weights, int(cache["h_rank"].max()), float(epsilon), out, threads)
+    return float(out[0]) if w is None else out
 
 
 def _tau_b_reps(cache: dict[str, Any], k: int, sel: np.ndarray, hr: np.ndarray, doc: np.ndarray,
@@ -1157,26 +1160,33 @@ def _tau_acc_reps(data: _Data, cache: dict[str, Any], k: int, sel: np.ndarray, w
     return (tau, acc) if done else None
 
 
-#: ``--ci-max-points auto`` for ``acc_eq.none``: the largest bin (cells) it is bootstrapped in. Each replicate is
-#: an O(n log n) count, 32 replicates per walk (``stats_meta.acc_eq_weighted_reps``; one thread, human on
-#: ~26 levels, 2026-12-04): 0.019 ms per replicate at 10,000 cells, 0.21 at 100,000, 1.33 at 400,000; so
-#: 1,000 replicates cost about 0.1 s per metric at this limit and 1.3 s at 400,000.
+#: ``--ci-max-points auto`` for ``acc_eq.none``: the largest bin (cells) it is bootstrapped in when the human
+#: takes more than ``TAU_FAST_RANKS`` distinct values in it (up to that, ``TAU_CI_MAX_POINTS_FAST``, as
+#: ``tau_b.none``). Each replicate is an O(n log n) count, 32 replicates per walk for up to 2,048 human ranks
+#: (``stats_meta.acc_eq_weighted_reps``; one thread, human on ~26 levels, 32-bit trees with AVX2, 2026-12-07):
+#: 0.8 ms per replicate at 400,000 cells, so 1,000 replicates cost about 0.8 CPU-s per metric there; with a
+#: tree of one node per distinct human score it walks 8 replicates at a time, or one, and costs several times
+#: that.
 ACC_CI_MAX_POINTS = 50_000
 
 
-def acc_ci_cap(tests: MetaTests) -> int:
-    """Largest bin (cells) whose ``acc_eq.none`` is bootstrapped: ``tests.ci_max_points`` when given, else
-    :data:`ACC_CI_MAX_POINTS`."""
-    return ACC_CI_MAX_POINTS if tests.ci_max_points is None else int(tests.ci_max_points)
+def acc_ci_cap(tests: MetaTests, h_ranks: int) -> int:
+    """Largest bin (cells) whose ``acc_eq.none`` is bootstrapped, for a bin whose human scores take ``h_ranks``
+    distinct values: ``tests.ci_max_points`` when given, else ``TAU_CI_MAX_POINTS_FAST`` up to
+    ``TAU_FAST_RANKS`` ranks and :data:`ACC_CI_MAX_POINTS` above. (Where the metric's cells within the tie
+    threshold of each other are few, it rides on ``tau_b.none``'s walk at almost no cost:
+    :data:`FUSED_MAX_WINDOW`.)"""
+    if tests.ci_max_points is not None:
+        return int(tests.ci_max_points)
+    return TAU_CI_MAX_POINTS_FAST if h_ranks <= TAU_FAST_RANKS else ACC_CI_MAX_POINTS
 
 
 def _acc_ci_reason(tests: MetaTests, cap: int) -> str:
     if tests.ci_max_points is not None:
         return f"more than ci_max_points {cap:,} cells (--ci-max-points)"
-    return (f"more than {cap:,} cells (--ci-max-points auto for acc_eq.none: one O(n log n) count per replicate) "
-            "and not on tau_b.none's walk (it rides on it when tau_b.none is bootstrapped walking in metric order "
-            f"and the metric's cells within the tie threshold of each other are few: at most {FUSED_MAX_WINDOW:g} "
-            "on average)")
+    fine = ("" if cap == TAU_CI_MAX_POINTS_FAST else
+            f"; the human takes more than {TAU_FAST_RANKS:,} distinct values here")
+    return f"more than {cap:,} cells (--ci-max-points auto for acc_eq.none{fine})"
 
 
 def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptions, tests: MetaTests,
@@ -1217,7 +1227,6 @@ def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptio
                 cache["ci_skip"][(c.name, data.metrics[k], "tau_b.none")] = _tau_ci_reason(tests, cap)
         if todo:
             tau_jobs.append((c, ranks, todo))
-    acc_cap = acc_ci_cap(tests)
     acc_ok = {c.name: [m for m in data.metrics if c.figures[m]["acc_eq.none"]["status"] == "ok"] for c in cells}
     need_spa = [c for c in cells if c.spa is not None and tests.spa_ci_perm > 0
                 and any(c.figures[m]["spa.sys"]["status"] == "ok" for m in data.metrics)]
@@ -1242,18 +1251,16 @@ def _bootstrap(cells: list[_Cell], data: _Data, n_boot: int, opts: ResampleOptio
         todo_acc = [m for m in acc_ok[c.name] if (c.name, m, "acc_eq.none") not in reps]
         if not todo_acc:
             continue
+        sel = _cell_ranks(data, cache, c.items)[0]
+        acc_cap = acc_ci_cap(tests, int(np.unique(cache["h_rank"][sel]).size))
         if c.counts["n_cells"] > acc_cap:  # type: ignore[attr-defined]
             for m in todo_acc:
                 cache["ci_skip"][(c.name, m, "acc_eq.none")] = _acc_ci_reason(tests, acc_cap)
             continue
-        ii, ss = np.nonzero(data.valid & c.items[:, None])
-        doc = data.item_doc[ii]
-        h = data.H[ii, ss]
         for k, metric in enumerate(data.metrics):
             if metric in todo_acc:
-                fig = c.figures[metric]["acc_eq.none"]
-                reps[(c.name, metric, "acc_eq.none")] = acc_eq_replicates(h, data.M[k, ii, ss], doc, w,
-                                                                          fig["epsilon"], threads=opts.kernel_threads)
+                reps[(c.name, metric, "acc_eq.none")] = _acc_eq_at_cells(
+                    data, cache, k, sel, c.figures[metric]["acc_eq.none"]["epsilon"], w, opts.kernel_threads)
     for c in need_spa:
         spa = spa_replicates(c.spa["scores"], c.spa["doc"], c.spa["keep"], w,  # type: ignore[index]
                              threads=opts.kernel_threads)
