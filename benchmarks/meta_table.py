@@ -3,7 +3,9 @@
 Data: 20 systems x 20,000 segments (2,000 documents of 10) x 5 metrics, DDP uniform on 0..29 (bins
 0,1,5,15,50,inf), human scores on a few levels (ties), seeded. ``ddp meta`` (``meta_evaluate``) with 1,000
 document resamples and 10,000 permutations, again with ``n_perm=0`` and with ``spa_ci_perm=0`` (no SPA
-interval; its difference to the full run is the SPA bootstrap's cost) and with ``tie_sample=0`` (no
+interval; its difference to the full run is the SPA bootstrap's cost), with the replicate walks as they were
+before 2026-12-07 (``old_kernels``: double trees, ``acc_eq.none`` on its own walk; the same figures) and with
+``tie_sample=0`` (no
 ``acc_eq.none`` in bins above ``--max-pairs``, which is every bin here: its difference is the cost of the
 sampled tie calibration and the exact count at its threshold): the n_perm difference is the
 metric-vs-metric permutation test (4 statistics x 6 bins x 10 metric pairs).
@@ -57,16 +59,28 @@ CPU: list[tuple[str, float]] = []  # (what, CPU seconds of the process) of every
 
 
 def run_ddp(prof: pl.DataFrame, scores: pl.DataFrame, n_perm: int, spa_ci_perm: int | None = None,
-            what: str = "", tie_sample: int | None = None) -> float:
+            what: str = "", tie_sample: int | None = None, old_kernels: bool = False) -> float:
+    import ddpcore.stats.meta as M
+    from ddpcore._native import load
     from ddpcore.stats.meta import MetaTests, meta_evaluate
     from ddpcore.stats.options import ResampleOptions
+
+    # old_kernels: the replicate walks as before 2026-12-07 (double trees; acc_eq.none on its own walk), the
+    # same figures (every path gives the same bits)
+    load("stats_meta").set_block_path("f64" if old_kernels else "auto")
+    fused = M.FUSED_MAX_WINDOW
+    M.FUSED_MAX_WINDOW = -1.0 if old_kernels else fused
 
     extra = {} if spa_ci_perm is None else {"spa_ci_perm": spa_ci_perm}
     if tie_sample is not None:
         extra["tie_sample"] = tie_sample
     t, c = time.perf_counter(), time.process_time()
-    meta_evaluate(prof, scores, human_col="human", bins=EDGES, options=ResampleOptions(n_boot=1000, seed=0),
-                  tests=MetaTests(n_perm=n_perm, **extra))
+    try:
+        meta_evaluate(prof, scores, human_col="human", bins=EDGES, options=ResampleOptions(n_boot=1000, seed=0),
+                      tests=MetaTests(n_perm=n_perm, **extra))
+    finally:
+        load("stats_meta").set_block_path("auto")
+        M.FUSED_MAX_WINDOW = fused
     CPU.append((what, time.process_time() - c))
     return time.perf_counter() - t
 
@@ -141,9 +155,10 @@ def main() -> None:
     a = ap.parse_args()
     prof, scores = make_data()
     print(f"load before: {load()}; cores: {os.cpu_count()}")
-    full, noperm, nospa, notie = [], [], [], []
+    full, noperm, nospa, notie, old = [], [], [], [], []
     for _ in range(a.rounds):  # alternated, so all see the same load
         full.append(run_ddp(prof, scores, 10_000, what="full"))
+        old.append(run_ddp(prof, scores, 10_000, what="old", old_kernels=True))
         noperm.append(run_ddp(prof, scores, 0, what="noperm"))
         nospa.append(run_ddp(prof, scores, 10_000, spa_ci_perm=0, what="nospa"))
         notie.append(run_ddp(prof, scores, 10_000, tie_sample=0, what="notie"))
@@ -160,12 +175,14 @@ def main() -> None:
     print("|---|---:|---:|")
     print(f"| ddp meta, 1,000 doc resamples + 10,000 permutations (all of it) | {t_full:.2f} | "
           f"{min(full):.2f}-{max(full):.2f} |")
+    print(f"| ddp meta, the same with the replicate walks before 2026-12-07 (double trees, acc_eq.none on its own "
+          f"walk; same figures) | {statistics.median(old):.2f} | {min(old):.2f}-{max(old):.2f} |")
     print(f"| ddp meta, n_perm=0 | {t_noperm:.2f} | {min(noperm):.2f}-{max(noperm):.2f} |")
     print(f"| ddp meta, spa_ci_perm=0 (no SPA interval) | {statistics.median(nospa):.2f} | "
           f"{min(nospa):.2f}-{max(nospa):.2f} |")
     print(f"| ddp meta, tie_sample=0 (no acc_eq.none above --max-pairs: every bin here) | "
           f"{statistics.median(notie):.2f} | {min(notie):.2f}-{max(notie):.2f} |")
-    for what in ("full", "noperm", "nospa", "notie"):
+    for what in ("full", "old", "noperm", "nospa", "notie"):
         cpu = [c for w, c in CPU if w == what]
         print(f"| CPU seconds of the process, {what} (median) | {statistics.median(cpu):.2f} | "
               f"{min(cpu):.2f}-{max(cpu):.2f} |")

@@ -104,6 +104,31 @@ def test_spa_replicate_of_ones_is_the_point_value():
     assert np.isnan(spa_replicates(X, doc, keep, w)).all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_u=st.integers(0, 40), n_docs=st.integers(1, 6), T=st.integers(1, 9),
+       n_col=st.integers(1, 7))
+def test_signed_doc_sums_equal_a_unit_loop(seed, n_u, n_docs, T, n_col):
+    """``stats_meta.signed_doc_sums`` (the SPA bootstrap's per-document permuted sums): the slow loop below,
+    unit by unit in order, bit for bit, with 1 and 2 threads; every output slot rewritten (stale values
+    cleared)."""
+    from ddpcore._native import load
+
+    rng = np.random.default_rng(seed)
+    doc = np.sort(rng.integers(0, n_docs, n_u))
+    slot = np.cumsum(np.r_[False, doc[1:] != doc[:-1]]).astype(np.int64) if n_u else np.zeros(0, np.int64)
+    n_slots = int(slot[-1]) + 1 if n_u else 0
+    x = rng.normal(size=(n_u, n_col)) * 10.0 ** rng.integers(-3, 4, size=(n_u, 1))
+    keep = rng.random((T, n_u)) < 0.5
+    want = np.zeros((n_slots, T, n_col))
+    for u in range(n_u):
+        for t in range(T):
+            want[slot[u], t] = want[slot[u], t] + (x[u] if keep[t, u] else -x[u])
+    for threads in (1, 2):
+        out = np.full((n_slots, T, n_col), 7.0)
+        load("stats_meta").signed_doc_sums(x, slot, keep.astype(np.uint8), out, threads)
+        assert np.array_equal(out, want)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10_000), st.integers(2, 25), st.integers(1, 5), st.sampled_from([0.0, 0.125, 0.5, 2.0]))
 def test_acc_eq_replicates_equal_pair_loop(seed, n, n_docs, eps):

@@ -900,6 +900,36 @@ def acc_eq_weighted_reps(const double[::1] m__a, const int64_t[::1] h_rank__a, c
         free(buf)
 
 
+def signed_doc_sums(const double[:, ::1] x__unit_col, const int64_t[::1] slot__unit, const uint8_t[:, ::1] keep__trial_unit,
+                    double[:, :, ::1] out__slot_trial_col, int num_threads=0):
+    """Per-document permuted sums of every trial: ``out[slot[u], t, :] += x[u, :]`` if ``keep[t, u]`` else
+    ``-x[u, :]``, units in order (each sum accumulated unit by unit, as ``np.add.reduceat`` over the signed
+    rows does). ``slot__unit`` (n_units,) the unit's document slot 0..n_slots-1, non-decreasing; ``out``
+    (n_slots, T, n_col) zeroed here. Threads over trials: each (slot, trial) sum belongs to one thread, so
+    the result does not depend on the number of threads."""
+    cdef Py_ssize_t n_u = x__unit_col.shape[0], n_col = x__unit_col.shape[1], T = keep__trial_unit.shape[0]
+    cdef Py_ssize_t t, u, c, d
+    cdef double* o
+    cdef const double* xr
+    out__slot_trial_col[:, :, :] = 0.0
+    if n_u == 0 or T == 0 or n_col == 0:
+        return
+    cdef int nt = _threads(num_threads)
+    if nt > T:
+        nt = <int>T
+    for t in prange(T, nogil=True, schedule="static", num_threads=nt):
+        for u in range(n_u):
+            d = slot__unit[u]
+            o = &out__slot_trial_col[d, t, 0]
+            xr = &x__unit_col[u, 0]
+            if keep__trial_unit[t, u]:
+                for c in range(n_col):
+                    o[c] = o[c] + xr[c]
+            else:
+                for c in range(n_col):
+                    o[c] = o[c] - xr[c]
+
+
 def spa_from_sums(const double[:, :, ::1] perm__rep_trial_col, const double[:, ::1] tot__rep_col, Py_ssize_t n_sets,
                   double[:, ::1] out__rep_metric, int num_threads=0):
     """Soft pairwise accuracy from permuted and observed per-system sums, for every replicate.

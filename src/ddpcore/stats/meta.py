@@ -1325,13 +1325,11 @@ def spa_replicates(scores: npt.ArrayLike, doc: npt.ArrayLike, keep: npt.ArrayLik
     ud = doc[starts]
     Xdoc = np.add.reduceat(Xf, starts, axis=0)  # (Dn, GS)
     Dn = ud.size
-    # per-document permuted sums of every trial: Z[d, t] = sum over d's segments of +-x (block over trials)
+    # per-document permuted sums of every trial: Z[d, t] = sum over d's segments of +-x (native, unit by unit)
     Z = np.empty((Dn, T, GS))
-    tb = max(1, _SPA_BLOCK_BYTES // (8 * n_u * GS))
-    for t0 in range(0, T, tb):
-        t1 = min(T, t0 + tb)
-        Y = np.where(keep[t0:t1, :, None], Xf[None], -Xf[None])  # (tb, n_u, GS)
-        Z[:, t0:t1] = np.add.reduceat(Y, starts, axis=1).transpose(1, 0, 2)
+    slot = np.cumsum(np.r_[False, doc[1:] != doc[:-1]]).astype(np.int64)
+    load("stats_meta").signed_doc_sums(np.ascontiguousarray(Xf), slot, np.ascontiguousarray(keep, dtype=np.uint8),
+                                       Z, threads)
     Z = Z.reshape(Dn, T * GS)
     Wn = np.ascontiguousarray(w[:, ud])
     present = Wn.sum(1) > 0
