@@ -72,3 +72,21 @@ def test_acc_eq_kernel_400k_cells(benchmark, block):
     out = np.empty(64)
     benchmark.pedantic(load("stats_meta").acc_eq_weighted_reps, args=(*args, w, int(hr.max()), 0.5, out, 1, block),
                        rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("path", ["f64", "i32", "auto", "auto+acc ride"])
+def test_tau_acc_walks_400k_cells(benchmark, path):
+    """tau-b and acc23 (epsilon 0) of 64 replicates of 400,000 cells on one thread, by the arithmetic of the
+    blocked walks: double trees (the walks before 2026-12-07), 32-bit trees, the default (32-bit with AVX2
+    where the CPU has it), and the default with acc23 riding on tau-b's walk (``tau_acc_weighted_reps``).
+    Every path gives the same bits (tests/stats/test_meta_i32.py); meta_kernel_table.py prints the table."""
+    import numpy as np
+
+    from ddpcore._native import load
+    from meta_kernel_table import inputs, run_path
+
+    args = inputs(400_000, 64, 0.0)
+    try:
+        benchmark.pedantic(run_path, args=(path, args), rounds=3, iterations=1)
+    finally:
+        load("stats_meta").set_block_path("auto")

@@ -109,7 +109,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with the reason). auto (default): for tau_b.none 500,000 when the human or the metric takes "
                         "at most 16,384 distinct values in the bin (human scores on levels: MQM, ESA, DA; 0.4 s per "
                         "metric for 400,000 cells x 1,000 replicates on 2 threads), else 10,000 (both finer: ~12x "
-                        "slower per cell); for acc_eq.none 50,000 (0.1 s per metric for 1,000 replicates there)")
+                        "slower per cell); for acc_eq.none 500,000 when the human takes at most 16,384 distinct "
+                        "values (about as much again, almost nothing where it rides on tau_b.none's walk: a "
+                        "continuous metric with few cells within its tie threshold), else 50,000")
     t.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, permutation and SPA generators")
     t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
     add_budget(p)
