@@ -157,15 +157,13 @@ cdef extern from *:
                                                 const int64_t* doc, const int32_t* wt, const int64_t* n_doc_pt,
                                                 Py_ssize_t n_doc, Py_ssize_t n, Py_ssize_t L, double eps,
                                                 int32_t* tree, int32_t* mt, double* out_tau, double* out_acc,
-                                                Py_ssize_t n_valid, Py_ssize_t flush) {
+                                                Py_ssize_t n_valid) {
         /* every count is a whole number below 2**52 (the caller's bound): unsigned 64-bit sums of 32 x 32-bit
            products, turned into doubles only at the end, hold the double walks' exact values */
         uint64_t lo_w[RB], hi_w[RB], win_lt[RB], win_eq[RB], th[RB], tm[RB], cp[RB];
-        uint32_t seen[RB], grp[RB], le[RB], bw[RB], tw[RB], lo32[RB], hi32[RB];
-        Py_ssize_t since = 0;  /* points whose products sit in lo32 / hi32 (below `flush`: no wrap-around) */
+        uint32_t seen[RB], grp[RB], le[RB], bw[RB], tw[RB];
         memset(tree, 0, (size_t)(L + 1) * RB * sizeof(int32_t));
         memset(mt, 0, (size_t)(L + 1) * RB * sizeof(int32_t));
-        for (int q = 0; q < RB; q++) { lo32[q] = 0; hi32[q] = 0; }
         for (int q = 0; q < RB; q++) { lo_w[q] = 0; hi_w[q] = 0; win_lt[q] = 0; win_eq[q] = 0; th[q] = 0; tm[q] = 0;
                                        cp[q] = 0; seen[q] = 0; }
         const uint32_t* uw = (const uint32_t*)wt;
@@ -186,15 +184,9 @@ cdef extern from *:
                 const uint32_t* mrow = umt + hi * RB;
                 for (int q = 0; q < RB; q++) {
                     /* earlier groups: le - mt below the point's human rank, seen - le above it */
-                    /* 32-bit products summed in 32 bits for `flush` points at most (the caller's bound:
-                       flush * max weight * max total < 2**32), then moved into the 64-bit sums */
-                    lo32[q] += w[q] * (le[q] - mrow[q]);
-                    hi32[q] += w[q] * (seen[q] - le[q]);
+                    lo_w[q] += (uint64_t)w[q] * (uint64_t)(le[q] - mrow[q]);
+                    hi_w[q] += (uint64_t)w[q] * (uint64_t)(seen[q] - le[q]);
                     grp[q] += w[q];
-                }
-                if (++since == flush) {
-                    for (int q = 0; q < RB; q++) { lo_w[q] += lo32[q]; hi_w[q] += hi32[q]; lo32[q] = 0; hi32[q] = 0; }
-                    since = 0;
                 }
                 /* the acc walk's pointer: [0, lo) are beyond the threshold (m[i] - m[x] > eps); [lo, i) is the
                    window, whose earlier-group cells below are not correct pairs and whose human ties are */
@@ -227,7 +219,6 @@ cdef extern from *:
             }
             for (int q = 0; q < RB; q++) seen[q] += grp[q];
         }
-        for (int q = 0; q < RB; q++) { lo_w[q] += lo32[q]; hi_w[q] += hi32[q]; }
         for (Py_ssize_t k = 1; k <= L; k++) {
             const uint32_t* mrow = umt + k * RB;
             for (int q = 0; q < RB; q++) tm[q] += (uint64_t)mrow[q] * (uint64_t)(mrow[q] - (mrow[q] > 0)) / 2;
@@ -268,21 +259,20 @@ cdef extern from *:
     DDP_I32_DEFINE(32)
     DDP_I32_DEFINE(8)
 
-    #define DDP_I32_TAU_ACC_ARGS g, t, m, d, wt, npd, nd, n, L, eps, tree, mt, o_tau, o_acc, nv, fl
+    #define DDP_I32_TAU_ACC_ARGS g, t, m, d, wt, npd, nd, n, L, eps, tree, mt, o_tau, o_acc, nv
     template <int RB>
     static void ddp_tau_acc_block_i32_base(const int64_t* g, const int64_t* t, const double* m, const int64_t* d,
             const int32_t* wt, const int64_t* npd, Py_ssize_t nd, Py_ssize_t n, Py_ssize_t L, double eps,
-            int32_t* tree, int32_t* mt, double* o_tau, double* o_acc, Py_ssize_t nv, Py_ssize_t fl) {
+            int32_t* tree, int32_t* mt, double* o_tau, double* o_acc, Py_ssize_t nv) {
         ddp_tau_acc_block_i32_t<RB>(DDP_I32_TAU_ACC_ARGS); }
     template <int RB>
     DDP_I32_AVX2 static void ddp_tau_acc_block_i32_avx2(const int64_t* g, const int64_t* t, const double* m,
             const int64_t* d, const int32_t* wt, const int64_t* npd, Py_ssize_t nd, Py_ssize_t n, Py_ssize_t L,
-            double eps, int32_t* tree, int32_t* mt, double* o_tau, double* o_acc, Py_ssize_t nv, Py_ssize_t fl) {
+            double eps, int32_t* tree, int32_t* mt, double* o_tau, double* o_acc, Py_ssize_t nv) {
         ddp_tau_acc_block_i32_t<RB>(DDP_I32_TAU_ACC_ARGS); }
     static inline void ddp_tau_acc_block_i32(int avx2, Py_ssize_t rb, const int64_t* g, const int64_t* t,
             const double* m, const int64_t* d, const int32_t* wt, const int64_t* npd, Py_ssize_t nd, Py_ssize_t n,
-            Py_ssize_t L, double eps, int32_t* tree, int32_t* mt, double* o_tau, double* o_acc, Py_ssize_t nv,
-            Py_ssize_t fl) {
+            Py_ssize_t L, double eps, int32_t* tree, int32_t* mt, double* o_tau, double* o_acc, Py_ssize_t nv) {
         if (rb == 32) {
             if (avx2) ddp_tau_acc_block_i32_avx2<32>(DDP_I32_TAU_ACC_ARGS);
             else ddp_tau_acc_block_i32_base<32>(DDP_I32_TAU_ACC_ARGS);
@@ -337,4 +327,4 @@ cdef extern from *:
                                const int64_t* d, const int32_t* wt, const int64_t* npd, Py_ssize_t nd,
                                Py_ssize_t n, Py_ssize_t L, double eps,
                                int32_t* tree, int32_t* mt, double* o_tau, double* o_acc,
-                               Py_ssize_t nv, Py_ssize_t fl) noexcept nogil
+                               Py_ssize_t nv) noexcept nogil

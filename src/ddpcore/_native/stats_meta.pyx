@@ -535,10 +535,8 @@ def tau_acc_weighted_reps(const int64_t[::1] g_rank__pt, const int64_t[::1] t_ra
     ties): the extra work is the windows' total length, so the caller uses it where the windows are short
     (continuous metric scores, a small threshold). Only the 32-bit walk (blocks of 32, or 8 for few
     replicates): returns False, computing nothing, when the weights do not allow it exactly
-    (:func:`set_block_path` ``"f64"``, fractional weights, a replicate's total weight from ``I32_MAX_TOTAL``, or
-    the largest weight times the largest total from 2**32: the walk sums 32-bit products in 32 bits for as
-    many points as cannot wrap around, then in 64) or the tree is too large for a blocked walk; the caller
-    then calls the two kernels.
+    (:func:`set_block_path` ``"f64"``, fractional weights, a replicate's total weight from ``I32_MAX_TOTAL``) or
+    the tree is too large for a blocked walk; the caller then calls the two kernels.
     """
     cdef Py_ssize_t n = g_rank__pt.shape[0], n_rep = w__rep_doc.shape[0], n_doc = w__rep_doc.shape[1]
     cdef Py_ssize_t rb = block_width(n_t_ranks), n_blocks, b, r0, nv, width
@@ -558,13 +556,6 @@ def tau_acc_weighted_reps(const int64_t[::1] g_rank__pt, const int64_t[::1] t_ra
     width = 2 * (n_t_ranks + 1) * rb + n_doc * rb  # tree, per-rank weights, document weights
     # points per document (the copies of a point are pairs tied in both: counted from the documents)
     cdef int64_t[::1] n_doc_pt = np.bincount(np.asarray(doc__pt), minlength=n_doc).astype(np.int64)
-    # points whose 32-bit products (weight x weight below it, each below max weight x max total) may be
-    # summed in 32 bits before they move to 64: their sum stays below 2**32
-    wmax = max(1.0, float(np.asarray(w__rep_doc).max()))
-    tmax = max(1.0, float((np.asarray(w__rep_doc) @ np.asarray(n_doc_pt, dtype=np.float64)).max()))
-    if wmax * tmax >= 2.0 ** 32:  # one product could wrap around: the caller runs the two kernels
-        return False
-    cdef Py_ssize_t flush = max(1, int((2.0 ** 32 - 1.0) // (wmax * tmax)))
     cdef int32_t* ibuf = <int32_t*>malloc(<size_t>nt * <size_t>width * sizeof(int32_t))
     cdef int32_t* itree
     if ibuf == NULL:
@@ -576,7 +567,7 @@ def tau_acc_weighted_reps(const int64_t[::1] g_rank__pt, const int64_t[::1] t_ra
             nv = _block_weights_i32(&w__rep_doc[0, 0], n_rep, n_doc, r0, rb, itree + 2 * (n_t_ranks + 1) * rb)
             ddp_tau_acc_block_i32(mode - 1, rb, &g_rank__pt[0], &t_rank__pt[0], &m__pt[0], &doc__pt[0],
                                   itree + 2 * (n_t_ranks + 1) * rb, &n_doc_pt[0], n_doc, n, n_t_ranks, eps, itree,
-                                  itree + (n_t_ranks + 1) * rb, &tau__rep[r0], &acc__rep[r0], nv, flush)
+                                  itree + (n_t_ranks + 1) * rb, &tau__rep[r0], &acc__rep[r0], nv)
     finally:
         free(ibuf)
     return True
