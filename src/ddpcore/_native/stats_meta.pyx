@@ -941,7 +941,8 @@ def spa_from_sums(const double[:, :, ::1] perm__rep_trial_col, const double[:, :
     """
     cdef Py_ssize_t n_rep = perm__rep_trial_col.shape[0], T = perm__rep_trial_col.shape[1]
     cdef Py_ssize_t n_col = perm__rep_trial_col.shape[2], n_sys = n_col // n_sets, r, g, i, j, t, a, b
-    cdef double obs, cnt, cnt0, acc, n_pairs = n_sys * (n_sys - 1) / 2.0
+    cdef Py_ssize_t cnt, cnt0
+    cdef double obs, acc, n_pairs = n_sys * (n_sys - 1) / 2.0
     cdef int nt = _threads(num_threads)
     if n_rep == 0:
         return
@@ -953,19 +954,17 @@ def spa_from_sums(const double[:, :, ::1] perm__rep_trial_col, const double[:, :
         for i in range(n_sys):
             for j in range(i + 1, n_sys):
                 obs = tot__rep_col[r, i] - tot__rep_col[r, j]
-                cnt0 = 0.0
-                for t in range(T):
-                    if perm__rep_trial_col[r, t, i] - perm__rep_trial_col[r, t, j] >= obs:
-                        cnt0 = cnt0 + 1.0
+                cnt0 = 0
+                for t in range(T):  # counted without a branch: each comparison is a coin flip to a predictor
+                    cnt0 = cnt0 + (perm__rep_trial_col[r, t, i] - perm__rep_trial_col[r, t, j] >= obs)
                 for g in range(1, n_sets):
                     a = g * n_sys + i
                     b = g * n_sys + j
                     obs = tot__rep_col[r, a] - tot__rep_col[r, b]
-                    cnt = 0.0
+                    cnt = 0
                     for t in range(T):
-                        if perm__rep_trial_col[r, t, a] - perm__rep_trial_col[r, t, b] >= obs:
-                            cnt = cnt + 1.0
-                    acc = cnt0 - cnt
+                        cnt = cnt + (perm__rep_trial_col[r, t, a] - perm__rep_trial_col[r, t, b] >= obs)
+                    acc = <double>(cnt0 - cnt)
                     if acc < 0:
                         acc = -acc
                     out__rep_metric[r, g - 1] += acc  # an integer count: exact, so equal SPAs are equal floats
