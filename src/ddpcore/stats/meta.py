@@ -748,6 +748,39 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
     cell_items = np.flatnonzero(items)
     perm_cols: list[np.ndarray] = []
     perm_layout: dict[str, dict[str, slice]] = {}
+    def none_point(k: int) -> tuple[float, dict[str, Any]]:
+        """tau_b.none and acc_eq.none of metric ``k`` over the bin's cells (one O(n log n) walk each, and
+        the tie calibration): the heavy point values, one metric per thread (the walks release the GIL; the
+        sampled calibration is seeded per bin and metric, so the values do not depend on the threads)."""
+        m = data.M[k, ii, ss]
+        tau = float(_tau_b_reps(item_cache, k, *ranks, np.ones((1, D)), 0)[0])
+        n_pairs = n_cells * (n_cells - 1) // 2
+        if n_pairs <= max(tests.max_pairs, tests.tie_sample):  # every pair (no more than a sample would draw)
+            acc, eps = acc_eq_none(h, m)
+            return tau, _figure(acc, n_cells, epsilon=eps, calibration_pairs=n_pairs)
+        if tests.tie_sample == 0:
+            return tau, _figure(None, n_cells, status="not_computed",
+                                reason=f"{n_pairs:,} cell pairs > max_pairs {tests.max_pairs:,} "
+                                       "(--max-pairs) and tie_sample = 0 (--tie-sample); see acc_eq.item")
+        # the threshold from a seeded sample of pairs; the accuracy at it over every pair, exactly
+        metric = data.metrics[k]
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+            [int(seed), zlib.crc32(name.encode()), zlib.crc32(metric.encode())])))
+        eps = tie_threshold_sampled(h, m, *sample_pairs(n_cells, int(tests.tie_sample), rng))
+        acc = _acc_eq_at_cells(data, item_cache, k, ranks[0], eps)
+        return tau, _figure(acc, n_cells, epsilon=eps, calibration_pairs=int(tests.tie_sample),
+                            note=f"tie threshold calibrated on a seeded sample of {int(tests.tie_sample):,} of "
+                                 f"the {n_pairs:,} cell pairs (more than --max-pairs; --tie-sample); accuracy "
+                                 "exact at it")
+
+    heavy = [] if n_cells < 2 or h_const else [
+        k for k in range(len(data.metrics)) if not bool(data.M[k, ii, ss].max() == data.M[k, ii, ss].min())]
+    points: dict[int, tuple[float, dict[str, Any]]] = {}
+    if heavy:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, min(int(item_cache.get("threads", 1)), len(heavy)))) as pool:
+            points = dict(zip(heavy, pool.map(none_point, heavy)))
     for k, metric in enumerate(data.metrics):
         f: dict[str, dict[str, Any]] = {}
         m = data.M[k, ii, ss]
@@ -764,24 +797,8 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
             r = float(_pearson_from_sums(float(n_cells), hz.sum(), (hz * hz).sum(), mz.sum(), (mz * mz).sum(),
                                          (hz * mz).sum()))
             f["pearson.none"] = _figure(r, n_cells)
-            f["tau_b.none"] = _figure(float(_tau_b_reps(item_cache, k, *ranks, np.ones((1, D)), 0)[0]), n_cells)
-            n_pairs = n_cells * (n_cells - 1) // 2
-            if n_pairs <= max(tests.max_pairs, tests.tie_sample):  # every pair (no more than a sample would draw)
-                acc, eps = acc_eq_none(h, m)
-                f["acc_eq.none"] = _figure(acc, n_cells, epsilon=eps, calibration_pairs=n_pairs)
-            elif tests.tie_sample == 0:
-                f["acc_eq.none"] = _figure(None, n_cells, status="not_computed",
-                                           reason=f"{n_pairs:,} cell pairs > max_pairs {tests.max_pairs:,} "
-                                                  "(--max-pairs) and tie_sample = 0 (--tie-sample); see acc_eq.item")
-            else:  # the threshold from a seeded sample of pairs; the accuracy at it over every pair, exactly
-                rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
-                    [int(seed), zlib.crc32(name.encode()), zlib.crc32(metric.encode())])))
-                eps = tie_threshold_sampled(h, m, *sample_pairs(n_cells, int(tests.tie_sample), rng))
-                acc = _acc_eq_at_cells(data, item_cache, k, ranks[0], eps)
-                f["acc_eq.none"] = _figure(acc, n_cells, epsilon=eps, calibration_pairs=int(tests.tie_sample),
-                                           note=f"tie threshold calibrated on a seeded sample of "
-                                                f"{int(tests.tie_sample):,} of the {n_pairs:,} cell pairs "
-                                                "(more than --max-pairs; --tie-sample); accuracy exact at it")
+            f["tau_b.none"] = _figure(points[k][0], n_cells)
+            f["acc_eq.none"] = points[k][1]
         if n_cells and shared is not None:
             sl = add_block(np.stack([per_doc(mz, doc_c), per_doc(mz * mz, doc_c), per_doc(hz * mz, doc_c)], 1))
             if not why:
@@ -996,7 +1013,8 @@ def _item_cache(data: _Data, threads: int = 1) -> dict[str, Any]:
     h_rank[flat] = _dense_ranks(data.H.ravel()[flat])
     cache: dict[str, Any] = {"pearson": [], "tau": [], "con0": [], "tie0": [], "entries": [], "m_rank": [],
                              "h_rank": h_rank, "h_order": flat[np.argsort(h_rank[flat], kind="stable")],
-                             "n_sys": n_sys, "flat": flat, "item_doc": data.item_doc, "m_order": {}}
+                             "n_sys": n_sys, "flat": flat, "item_doc": data.item_doc, "m_order": {},
+                             "threads": max(1, threads)}
     def one(k: int, stats: Any) -> tuple[Any, ...]:
         st = stats.result()
         e_item, e_adm, e_sign = st["entries"]  # type: ignore[misc]
