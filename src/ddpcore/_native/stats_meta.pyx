@@ -85,13 +85,68 @@ cdef struct _KeyIdx:
     int64_t idx
 
 
+cdef inline uint64_t _f64_key(double x) noexcept nogil:
+    """The order-preserving transform of a double's bit pattern (negative: all bits flipped, else the sign
+    bit set); -0.0 is +0.0."""
+    cdef uint64_t u
+    memcpy(&u, &x, 8)
+    if u == (<uint64_t>1 << 63):
+        u = 0  # -0.0 is +0.0 (equal values keep their index order, as in numpy)
+    if u >> 63:
+        return ~u
+    return u | (<uint64_t>1 << 63)
+
+
+cdef inline double _f64_from_key(uint64_t u) noexcept nogil:
+    """The inverse of :func:`_f64_key` (-0.0 comes back as +0.0)."""
+    cdef double x
+    if u >> 63:
+        u = u & ~(<uint64_t>1 << 63)
+    else:
+        u = ~u
+    memcpy(&x, &u, 8)
+    return x
+
+
+cdef _KeyIdx* _radix_sort(_KeyIdx* rec, _KeyIdx* rec2, Py_ssize_t n, Py_ssize_t* count) noexcept nogil:
+    """Stable LSD radix sort of ``n`` (key, payload) records by key, 8 bits per pass, a pass whose digit is
+    the same in every key skipped; ``rec2`` the scratch, ``count`` ``_RADIX_PASSES * _RADIX`` counters.
+    Returns the buffer holding the sorted records (``rec`` or ``rec2``)."""
+    cdef Py_ssize_t i, b, p, run, c, shift
+    cdef Py_ssize_t* cnt
+    cdef _KeyIdx* tr
+    cdef uint64_t u
+    memset(count, 0, _RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
+    for i in range(n):
+        u = rec[i].key
+        for p in range(_RADIX_PASSES):
+            count[p * _RADIX + <Py_ssize_t>((u >> (p * _RADIX_BITS)) & (_RADIX - 1))] += 1
+    for p in range(_RADIX_PASSES):
+        shift = p * _RADIX_BITS
+        cnt = count + p * _RADIX
+        if cnt[(rec[0].key >> shift) & (_RADIX - 1)] == n:
+            continue  # one digit value for every key: the pass would not move anything
+        run = 0
+        for b in range(_RADIX):
+            c = cnt[b]
+            cnt[b] = run
+            run += c
+        for i in range(n):
+            b = <Py_ssize_t>((rec[i].key >> shift) & (_RADIX - 1))
+            rec2[cnt[b]] = rec[i]
+            cnt[b] += 1
+        tr = rec
+        rec = rec2
+        rec2 = tr
+    return rec
+
+
 def argsort_f64(const double[::1] x__n, int64_t[::1] order__n):
     """The stable ascending order of ``x`` into ``order`` (same length): ``x[order]`` is sorted and equal
     values keep their index order, i.e. ``numpy.argsort(x, kind="stable")``. NaN is not allowed (the caller
-    checks); -0.0 and +0.0 are equal. LSD radix sort of (key, index) records, the key the order-preserving
-    transform of the bit patterns (negative: all bits flipped, else the sign bit set), 8 bits per pass; a
-    pass whose digit is the same in every key is skipped. O(n) time, 32 n bytes of scratch."""
-    cdef Py_ssize_t n = x__n.shape[0], i, b, p, run, c, shift
+    checks); -0.0 and +0.0 are equal. LSD radix sort of (key, index) records (:func:`_radix_sort`), the key
+    the order-preserving transform of the bit patterns. O(n) time, 32 n bytes of scratch."""
+    cdef Py_ssize_t n = x__n.shape[0], i
     if order__n.shape[0] != n:
         raise ValueError("argsort_f64: order must have the length of x")
     if n == 0:
@@ -99,46 +154,54 @@ def argsort_f64(const double[::1] x__n, int64_t[::1] order__n):
     cdef _KeyIdx* rec = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
     cdef _KeyIdx* rec2 = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
     cdef Py_ssize_t* count = <Py_ssize_t*>malloc(_RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
-    cdef _KeyIdx* tr
-    cdef Py_ssize_t* cnt
-    cdef uint64_t u
+    cdef _KeyIdx* srt
     if rec == NULL or rec2 == NULL or count == NULL:
         free(rec); free(rec2); free(count)
         raise MemoryError()
     try:
         with nogil:
-            memset(count, 0, _RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
             for i in range(n):
-                memcpy(&u, &x__n[i], 8)
-                if u == (<uint64_t>1 << 63):
-                    u = 0  # -0.0 is +0.0 (equal values keep their index order, as in numpy)
-                if u >> 63:
-                    u = ~u
-                else:
-                    u = u | (<uint64_t>1 << 63)
-                rec[i].key = u
+                rec[i].key = _f64_key(x__n[i])
                 rec[i].idx = i
-                for p in range(_RADIX_PASSES):
-                    count[p * _RADIX + <Py_ssize_t>((u >> (p * _RADIX_BITS)) & (_RADIX - 1))] += 1
-            for p in range(_RADIX_PASSES):
-                shift = p * _RADIX_BITS
-                cnt = count + p * _RADIX
-                if cnt[(rec[0].key >> shift) & (_RADIX - 1)] == n:
-                    continue  # one digit value for every key: the pass would not move anything
-                run = 0
-                for b in range(_RADIX):
-                    c = cnt[b]
-                    cnt[b] = run
-                    run += c
-                for i in range(n):
-                    b = <Py_ssize_t>((rec[i].key >> shift) & (_RADIX - 1))
-                    rec2[cnt[b]] = rec[i]
-                    cnt[b] += 1
-                tr = rec
-                rec = rec2
-                rec2 = tr
+            srt = _radix_sort(rec, rec2, n, count)
             for i in range(n):
-                order__n[i] = rec[i].idx
+                order__n[i] = srt[i].idx
+    finally:
+        free(rec)
+        free(rec2)
+        free(count)
+
+
+def sort_entries(const int64_t[::1] item__ent, const double[::1] adm__ent, const double[::1] sign__ent,
+                 int64_t[::1] item__out, double[::1] adm__out, double[::1] sign__out):
+    """The tie-calibration entries sorted by ``adm`` (``|metric difference|`` >= 0) ascending, stable: the
+    outputs equal ``x[numpy.argsort(adm, kind="stable")]`` for each of the three inputs, without the three
+    random gathers (each record carries its item, with the sign (+1 / -1) in the top bit, through the radix
+    passes of :func:`argsort_f64`). ``item`` in 0 .. 2**63 - 1; a -0.0 in ``adm`` comes back as +0.0."""
+    cdef Py_ssize_t n = adm__ent.shape[0], i
+    if not (item__ent.shape[0] == sign__ent.shape[0] == item__out.shape[0] == adm__out.shape[0]
+            == sign__out.shape[0] == n):
+        raise ValueError("sort_entries: every array must have the length of adm")
+    if n == 0:
+        return
+    cdef _KeyIdx* rec = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
+    cdef _KeyIdx* rec2 = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
+    cdef Py_ssize_t* count = <Py_ssize_t*>malloc(_RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
+    cdef _KeyIdx* srt
+    cdef uint64_t top = <uint64_t>1 << 63
+    if rec == NULL or rec2 == NULL or count == NULL:
+        free(rec); free(rec2); free(count)
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(n):
+                rec[i].key = _f64_key(adm__ent[i])
+                rec[i].idx = <int64_t>(<uint64_t>item__ent[i] | (top if sign__ent[i] < 0.0 else 0))
+            srt = _radix_sort(rec, rec2, n, count)
+            for i in range(n):
+                adm__out[i] = _f64_from_key(srt[i].key)
+                item__out[i] = <int64_t>(<uint64_t>srt[i].idx & ~top)
+                sign__out[i] = -1.0 if <uint64_t>srt[i].idx & top else 1.0
     finally:
         free(rec)
         free(rec2)

@@ -1018,11 +1018,12 @@ def _item_cache(data: _Data, threads: int = 1) -> dict[str, Any]:
     def one(k: int, stats: Any) -> tuple[Any, ...]:
         st = stats.result()
         e_item, e_adm, e_sign = st["entries"]  # type: ignore[misc]
-        order = np.empty(e_adm.size, dtype=np.int64)  # stable (radix) order: numpy's argsort(kind="stable")
-        load("stats_meta").argsort_f64(e_adm, order)
+        # sorted by |dm| (stable, radix: numpy's argsort(kind="stable")), the item and sign carried along
+        ent = (np.empty_like(e_item), np.empty_like(e_adm), np.empty_like(e_sign))
+        load("stats_meta").sort_entries(e_item, e_adm, e_sign, *ent)
         m_rank = np.zeros(data.valid.size, dtype=np.int64)
         m_rank[flat] = _dense_ranks(data.M[k].ravel()[flat])
-        return st, (e_item[order], e_adm[order], e_sign[order]), m_rank
+        return st, ent, m_rank
 
     # on threads, per metric in two tasks (the per-segment kernel, then the sort of its entries and the
     # ranks: 5 metrics on 2 threads leave less idle than 5 whole tasks): the kernel and numpy's sorts
