@@ -210,6 +210,17 @@ def test_info_openmp_matches_build() -> None:
         assert stats_kernels.max_threads() == 1  # a build without OpenMP has one thread
 
 
+def test_info_names_the_meta_walks(capsys: pytest.CaptureFixture[str]) -> None:
+    """``ddp info`` says which arithmetic ddp meta's replicate walks use here (what ``auto`` resolves to)."""
+    from ddpcore._native import load
+
+    path = load("stats_meta").block_path()
+    assert cli_info.kernel_info()["meta_walks"] == path
+    assert main(["info"]) == 0
+    want = "32-bit trees with AVX2" if path == "i32-avx2" else "32-bit trees (no AVX2 on this CPU)"
+    assert f"ddp meta replicate walks: {want}" in capsys.readouterr().out
+
+
 def test_info_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info"]) == 0
     out = capsys.readouterr().out

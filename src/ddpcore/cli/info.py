@@ -154,7 +154,14 @@ def kernel_info() -> dict[str, Any]:
         cpus = os.cpu_count()
     from .._native import WAIT_POLICY
 
+    try:  # the arithmetic of ddp meta's replicate walks on this CPU (every choice gives the same bits)
+        from .._native import load
+
+        meta_walks = str(load("stats_meta").block_path())
+    except ImportError:
+        meta_walks = None
     return {
+        "meta_walks": meta_walks,
         "openmp": openmp_any,
         "openmp_max_threads": threads,
         "openmp_wait_policy": WAIT_POLICY,
@@ -226,6 +233,9 @@ def format_text(d: dict[str, Any]) -> str:
     lines.append(f"OpenMP: {'yes' if k['openmp'] else 'no'}; default threads {k['openmp_max_threads'] or 1}"
                  f" (OMP_NUM_THREADS={k['OMP_NUM_THREADS'] or 'unset'}, {k['cpus_available']} CPUs available);"
                  f" wait policy {k.get('openmp_wait_policy') or '?'}")
+    walks = {"i32-avx2": "32-bit trees with AVX2", "i32": "32-bit trees (no AVX2 on this CPU)",
+             "f64": "double trees"}.get(k.get("meta_walks") or "", "not built")
+    lines.append(f"ddp meta replicate walks: {walks} (the same bits whichever runs)")
     lines.append("certification models (ddp_certified):")
     for m in d["certify_models"]:
         if "error" in m:
