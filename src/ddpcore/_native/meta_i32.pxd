@@ -36,6 +36,23 @@ cdef extern from *:
     #define DDP_I32_AVX2
     #endif
 
+    /* a finished group of the walk (points g0 .. i - 1, equal first rank) into the per-rank weights `mt` and
+       the Fenwick trees over the second ranking `rank` */
+    template <int RB>
+    DDP_I32_INLINE void ddp_i32_insert_group(const int64_t* rank, const int64_t* doc, const int32_t* wt,
+                                             Py_ssize_t g0, Py_ssize_t i, Py_ssize_t L, int32_t* tree, int32_t* mt) {
+        for (Py_ssize_t j = g0; j < i; j++) {
+            const int32_t* w = wt + doc[j] * RB;
+            Py_ssize_t k = rank[j];
+            int32_t* mrow = mt + k * RB;
+            for (int q = 0; q < RB; q++) mrow[q] += w[q];
+            for (; k <= L; k += k & (-k)) {
+                int32_t* node = tree + k * RB;
+                for (int q = 0; q < RB; q++) node[q] += w[q];
+            }
+        }
+    }
+
     /* tau-b counts of RB replicates: points sorted by the walk's first ranking (h_rank), Fenwick trees over
        the second (m_rank, 1..L); s = concordant - discordant, th / tm the pairs tied in h / in m. */
     template <int RB>
@@ -67,16 +84,7 @@ cdef extern from *:
                 i++;
             }
             for (int q = 0; q < RB; q++) th[q] += (double)grp[q] * ((double)grp[q] - 1.0) / 2.0;
-            for (Py_ssize_t j = g0; j < i; j++) {
-                const int32_t* w = wt + doc[j] * RB;
-                Py_ssize_t k = m_rank[j];
-                int32_t* mrow = mt + k * RB;
-                for (int q = 0; q < RB; q++) mrow[q] += w[q];
-                for (; k <= L; k += k & (-k)) {
-                    int32_t* node = tree + k * RB;
-                    for (int q = 0; q < RB; q++) node[q] += w[q];
-                }
-            }
+            ddp_i32_insert_group<RB>(m_rank, doc, wt, g0, i, L, tree, mt);
             for (int q = 0; q < RB; q++) seen[q] += grp[q];
         }
         for (Py_ssize_t k = 1; k <= L; k++) {
@@ -207,16 +215,7 @@ cdef extern from *:
                 i++;
             }
             for (int q = 0; q < RB; q++) th[q] += (uint64_t)grp[q] * (uint64_t)(grp[q] - 1) / 2;
-            for (Py_ssize_t j = g0; j < i; j++) {
-                const int32_t* w = wt + doc[j] * RB;
-                Py_ssize_t k = t_rank[j];
-                int32_t* mrow = mt + k * RB;
-                for (int q = 0; q < RB; q++) mrow[q] += w[q];
-                for (; k <= L; k += k & (-k)) {
-                    int32_t* node = tree + k * RB;
-                    for (int q = 0; q < RB; q++) node[q] += w[q];
-                }
-            }
+            ddp_i32_insert_group<RB>(t_rank, doc, wt, g0, i, L, tree, mt);
             for (int q = 0; q < RB; q++) seen[q] += grp[q];
         }
         for (Py_ssize_t k = 1; k <= L; k++) {

@@ -141,6 +141,21 @@ cdef _KeyIdx* _radix_sort(_KeyIdx* rec, _KeyIdx* rec2, Py_ssize_t n, Py_ssize_t*
     return rec
 
 
+cdef int _radix_buffers(Py_ssize_t n, _KeyIdx** rec, _KeyIdx** rec2, Py_ssize_t** count) except -1:
+    """The records, their scratch and the digit counters of :func:`_radix_sort` for ``n`` records (the caller
+    frees all three); MemoryError, with nothing left allocated, when one fails."""
+    rec[0] = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
+    rec2[0] = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
+    count[0] = <Py_ssize_t*>malloc(_RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
+    if rec[0] == NULL or rec2[0] == NULL or count[0] == NULL:
+        free(rec[0]); free(rec2[0]); free(count[0])
+        rec[0] = NULL
+        rec2[0] = NULL
+        count[0] = NULL
+        raise MemoryError()
+    return 0
+
+
 def argsort_f64(const double[::1] x__n, int64_t[::1] order__n):
     """The stable ascending order of ``x`` into ``order`` (same length): ``x[order]`` is sorted and equal
     values keep their index order, i.e. ``numpy.argsort(x, kind="stable")``. NaN is not allowed (the caller
@@ -151,13 +166,11 @@ def argsort_f64(const double[::1] x__n, int64_t[::1] order__n):
         raise ValueError("argsort_f64: order must have the length of x")
     if n == 0:
         return
-    cdef _KeyIdx* rec = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
-    cdef _KeyIdx* rec2 = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
-    cdef Py_ssize_t* count = <Py_ssize_t*>malloc(_RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
+    cdef _KeyIdx* rec = NULL
+    cdef _KeyIdx* rec2 = NULL
+    cdef Py_ssize_t* count = NULL
     cdef _KeyIdx* srt
-    if rec == NULL or rec2 == NULL or count == NULL:
-        free(rec); free(rec2); free(count)
-        raise MemoryError()
+    _radix_buffers(n, &rec, &rec2, &count)
     try:
         with nogil:
             for i in range(n):
@@ -184,14 +197,12 @@ def sort_entries(const int64_t[::1] item__ent, const double[::1] adm__ent, const
         raise ValueError("sort_entries: every array must have the length of adm")
     if n == 0:
         return
-    cdef _KeyIdx* rec = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
-    cdef _KeyIdx* rec2 = <_KeyIdx*>malloc(<size_t>n * sizeof(_KeyIdx))
-    cdef Py_ssize_t* count = <Py_ssize_t*>malloc(_RADIX_PASSES * _RADIX * sizeof(Py_ssize_t))
+    cdef _KeyIdx* rec = NULL
+    cdef _KeyIdx* rec2 = NULL
+    cdef Py_ssize_t* count = NULL
     cdef _KeyIdx* srt
     cdef uint64_t top = <uint64_t>1 << 63
-    if rec == NULL or rec2 == NULL or count == NULL:
-        free(rec); free(rec2); free(count)
-        raise MemoryError()
+    _radix_buffers(n, &rec, &rec2, &count)
     try:
         with nogil:
             for i in range(n):
@@ -425,6 +436,18 @@ cdef int _i32_mode(Py_ssize_t rb, const double[:, ::1] w__rep_doc, const int64_t
     return 2 if _HAS_AVX2 else 1
 
 
+cdef int32_t* _i32_buffers(Py_ssize_t n_blocks, Py_ssize_t width, int num_threads, int* nt) except NULL:
+    """The per-thread work buffers of a 32-bit blocked walk (``width`` integers each; at most one thread per
+    block); MemoryError when it fails."""
+    nt[0] = _threads(num_threads)
+    if nt[0] > n_blocks:
+        nt[0] = <int>n_blocks
+    cdef int32_t* buf = <int32_t*>malloc(<size_t>nt[0] * <size_t>width * sizeof(int32_t))
+    if buf == NULL:
+        raise MemoryError()
+    return buf
+
+
 cdef Py_ssize_t _block_weights_i32(const double* w, Py_ssize_t n_rep, Py_ssize_t n_doc, Py_ssize_t r0,
                                    Py_ssize_t rb, int32_t* wt) noexcept nogil:
     """:func:`_block_weights` into 32-bit integers (the weights are whole numbers, checked by the caller).
@@ -549,12 +572,7 @@ def tau_b_weighted_reps(const int64_t[::1] h_rank__pt, const int64_t[::1] m_rank
     cdef int32_t* itree
     if mode:
         width = 2 * (n_m_ranks + 1) * rb + n_doc * rb  # tree, per-rank weights, document weights
-        nt = _threads(num_threads)
-        if nt > n_blocks:
-            nt = <int>n_blocks
-        ibuf = <int32_t*>malloc(<size_t>nt * <size_t>width * sizeof(int32_t))
-        if ibuf == NULL:
-            raise MemoryError()
+        ibuf = _i32_buffers(n_blocks, width, num_threads, &nt)
         try:
             for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
                 itree = ibuf + <Py_ssize_t>threadid() * width
@@ -612,17 +630,13 @@ def tau_acc_weighted_reps(const int64_t[::1] g_rank__pt, const int64_t[::1] t_ra
     cdef int mode = _i32_mode(rb, w__rep_doc, doc__pt)
     if mode == 0:
         return False
-    cdef int nt = _threads(num_threads)
+    cdef int nt = 0
     n_blocks = (n_rep + rb - 1) // rb
-    if nt > n_blocks:
-        nt = <int>n_blocks
     width = 2 * (n_t_ranks + 1) * rb + n_doc * rb  # tree, per-rank weights, document weights
     # points per document (the copies of a point are pairs tied in both: counted from the documents)
     cdef int64_t[::1] n_doc_pt = np.bincount(np.asarray(doc__pt), minlength=n_doc).astype(np.int64)
-    cdef int32_t* ibuf = <int32_t*>malloc(<size_t>nt * <size_t>width * sizeof(int32_t))
+    cdef int32_t* ibuf = _i32_buffers(n_blocks, width, num_threads, &nt)
     cdef int32_t* itree
-    if ibuf == NULL:
-        raise MemoryError()
     try:
         for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
             itree = ibuf + <Py_ssize_t>threadid() * width
@@ -927,12 +941,7 @@ def acc_eq_weighted_reps(const double[::1] m__a, const int64_t[::1] h_rank__a, c
     cdef int32_t* itree
     if mode:
         width = (n_h_ranks + 1) * rb + n_doc * rb  # tree, document weights
-        nt = _threads(num_threads)
-        if nt > n_blocks:
-            nt = <int>n_blocks
-        ibuf = <int32_t*>malloc(<size_t>nt * <size_t>width * sizeof(int32_t))
-        if ibuf == NULL:
-            raise MemoryError()
+        ibuf = _i32_buffers(n_blocks, width, num_threads, &nt)
         try:
             for b in prange(n_blocks, nogil=True, schedule="dynamic", num_threads=nt):
                 itree = ibuf + <Py_ssize_t>threadid() * width
