@@ -59,7 +59,7 @@ from sklearn.model_selection import GroupKFold
 from ddpcore.anchors.certify import FEATURES, anchor_features, candidate_features, chain_candidates
 from ddpcore.anchors.certify_model import CERTIFY_FORMAT, CERTIFY_VERSIONS, DEFAULT_CERTIFY_MODEL, certify_model_path
 from ddpcore.anchors.rules import RULE_SETS, get_rules
-from ddpcore.gold.validate import compute_gold_distances, profile_gold
+from ddpcore.gold.validate import compute_gold_distances, profile_gold, same_string_name
 from ddpcore.io.gold import read_gold
 
 GOLDS = {"gum": "gum_dep_conllu_with_coref.tar.xz", "ontogum": "ontogum_conllu.tar.xz",
@@ -136,7 +136,9 @@ def load(root: Path, n_process: int, reuse: Path | None = None,
         for scope, o in other.items():
             if not (o["document_id"] == g["document_id"]).all() or not (o["sentence"] == g["segment_id"]).all():
                 raise AssertionError(f"{name}: the {scope} gold lists its sentences in another order")
+        same = anchors.select(same_string_name().fill_null(False))[:, 0].to_numpy()
         data[name] = {"X": X, "d": cand.distance, "pos": pos, "y": cand.distance > gd[pos],
+                      "same": same[cand.row], "anchor_same": same,
                       "pronoun": X[:, FEATURES.index("pronoun")] > 0.5,
                       "doc": anchors["document_id"].to_numpy()[cand.row], "rank": cand.rank,
                       "gd": gd, "gdoc": g["document_id"].to_numpy(), "genre": gold["genre"].to_numpy(),
@@ -280,10 +282,21 @@ def cross_validate(data: dict, rows_of: dict, n_folds: int, max_over: float, min
 DIGITS = 12
 
 
-def tables(data: dict, columns: dict[str, dict[str, np.ndarray]]) -> str:
-    """Markdown tables of the out-of-fold figures: every gold and gold scope (both columns), then every genre
-    of every gold in the ``ddp`` scope (``ddp_certified``). ``columns[column][gold]``: segment DDP, shape
-    ``(n_gold_sentences,)`` in sentences."""
+def set_aside(n_segments: int, pos: np.ndarray, d: np.ndarray, same: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``ddp validate --set-aside same-string-names`` on arrays: the segments (shape ``(n_segments,)``)
+    whose ``value`` (> 0) is reached only by same-string name re-mentions. ``pos``, ``d``, ``same``:
+    per anchor (or certified candidate) its segment, distance and whether it is such a re-mention."""
+    reach = d == value[pos]
+    n_reach = np.bincount(pos[reach], minlength=n_segments)
+    n_same = np.bincount(pos[reach & same], minlength=n_segments)
+    return (value > 0) & (n_reach > 0) & (n_reach == n_same)
+
+
+def tables(data: dict, columns: dict[str, dict[str, np.ndarray]], masks: dict[str, np.ndarray]) -> str:
+    """Markdown tables of the out-of-fold figures: every gold and gold scope (both columns), both columns
+    with same-string names set aside (:func:`set_aside`), then every genre of every gold in the ``ddp``
+    scope (``ddp_certified``). ``columns[column][gold]``: segment DDP, shape ``(n_gold_sentences,)`` in
+    sentences; ``masks[gold]``: the certified candidates, shape ``(n_candidates,)``."""
     def pct(m: dict) -> str:
         lo, hi = m["over_ci95"]
         return f"{100 * m['share_over']:.2f} [{100 * lo:.2f}, {100 * hi:.2f}]"
@@ -302,6 +315,17 @@ def tables(data: dict, columns: dict[str, dict[str, np.ndarray]]) -> str:
         for scope, gd in D["gd_scope"].items():
             for col, v in columns.items():
                 lines.append(row(name, f"`{scope}`", col, metrics(v[name], gd)))
+    # the protocol of a gold that does not chain repeated names (ddp validate --set-aside same-string-names)
+    lines += ["", head.replace("| scope | column |", "| scope | column, same-string names set aside |")]
+    for name, D in data.items():
+        for col, v in columns.items():
+            if col == "ddp":
+                pos, d, same = D["anchor_pos"], np.clip(D["anchor_d"], 0, None), D["anchor_same"]
+            else:
+                m = masks[name]
+                pos, d, same = D["pos"][m], D["d"][m], D["same"][m]
+            aside = set_aside(len(D["gd"]), pos, d, same, v[name])
+            lines.append(row(name, f"`ddp`, {int(aside.sum()):,} aside", col, metrics(v[name][~aside], D["gd"][~aside])))
     lines += ["", head.replace("| scope | column |", "| genre | column |")]
     for name, D in data.items():
         for genre in sorted(set(D["genre"])):
@@ -397,7 +421,7 @@ def main() -> int:
     if args.tables:
         print("thresholds per outer fold (pronouns / names / long): "
               + ", ".join(f"{float(t):.2f} / {float(tn):.2f} / {float(tl):.2f}" for t, tn, tl in figures["thresholds_per_fold"]))
-        print(tables(data, columns))
+        print(tables(data, columns, mask))
         print()
         print(calibration(data, oof))
         return 0

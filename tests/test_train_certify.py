@@ -127,3 +127,23 @@ def test_choose_puts_the_tail_target_before_spearman(tc, monkeypatch: pytest.Mon
     sp = {tl: tc.metrics(tc.segment_ddp(D, tc.certified(D, 1 - conf, rows["g"], 0.9, 0.9, tl)), gd)["spearman"]
           for tl in (0.8, 0.9)}
     assert sp[0.8] > sp[0.9]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_set_aside_is_the_per_segment_rule(tc, n_segments: int, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """``set_aside`` (the --tables rows with same-string names set aside) against a loop over segments: a
+    segment is set aside when its value is > 0 and every anchor of it reaching the value is a same-string
+    name re-mention (the rule of ``ddp validate --set-aside same-string-names``, tests/gold/test_set_aside.py)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 30))
+    pos = rng.integers(0, n_segments, n)
+    d = rng.integers(0, 5, n)
+    same = rng.random(n) < 0.5
+    value = np.zeros(n_segments, dtype=np.int64)
+    np.maximum.at(value, pos, d)
+    want = []
+    for s in range(n_segments):
+        reaching = [i for i in range(n) if pos[i] == s and d[i] == value[s]]
+        want.append(bool(value[s] > 0 and reaching and all(same[i] for i in reaching)))
+    assert tc.set_aside(n_segments, pos, d, same, value).tolist() == want

@@ -11,6 +11,7 @@ GOLD_SCOPES = ("full", "restricted", "ddp")  # = ddpcore.gold.validate.GOLD_SCOP
 DEFAULT_TAILS = (5, 15)  # = ddpcore.gold.validate.DEFAULT_TAILS
 OUTPUT_FORMATS = ("json", "text")
 PLOT_EXTENSIONS = (".png", ".pdf", ".svg")
+SET_ASIDE_RULES = ("none", "same-string-names")  # = ddpcore.gold.validate.SET_ASIDE_RULES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,6 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "DDP >= k, the share with gold >= k; tail recall = of the segments with gold >= k, the share "
                         "with DDP >= k; each with its exact 95%% (Clopper-Pearson) interval")
     add_extraction_options(p)
+    p.add_argument("--set-aside", dest="set_aside", choices=SET_ASIDE_RULES, default="none",
+                   help="segments each DDP column's figures leave out: none (default), or same-string-names = those "
+                        "whose value comes only from re-mentions of a name by the same string (every anchor reaching "
+                        "it is a name whose text equals its antecedent's), for a gold that does not chain repeated "
+                        "names, e.g. one that annotates pronouns and their antecedents; the counts are said on "
+                        "stderr and recorded in the report")
     p.add_argument("-f", "--format", dest="format", type=_output_format, default="json", metavar="{json,text}",
                    help="report format on stdout (default: json)")
     # removed spellings (issue 20): one line naming the new one, exit 2
@@ -157,7 +164,12 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet and sys.stderr.isatty(),
         strict=args.strict,
         tails=args.tail,
+        set_aside=args.set_aside,
     )
+    if result.set_aside and not args.quiet:
+        from ..gold.validate import set_aside_note
+
+        print(f"ddp validate: {set_aside_note(result.set_aside)}", file=sys.stderr)
     repaired = result.signature.get("gold", {}).get("repaired_brackets", 0)
     if repaired and not args.quiet:
         print(f"ddp validate: warning: {repaired} unbalanced gold coreference bracket(s) repaired by dropping the "

@@ -215,6 +215,9 @@ class ValidationResult:
         correlations, under/exact/over with intervals, tail precision/recall, coverage.
     tails : tuple[int, ...]
         The tail thresholds k (sentences) of ``columns``.
+    set_aside : dict
+        Empty, or what a ``set_aside`` rule left out: ``rule``, ``segments`` (column -> segments
+        not counted in that column's figures) and ``of`` (segments in all).
     """
 
     overall: GoldMetrics
@@ -226,6 +229,7 @@ class ValidationResult:
     timing: dict[str, float] = field(default_factory=dict)
     columns: dict[str, ColumnReport] = field(default_factory=dict)
     tails: tuple[int, ...] = DEFAULT_TAILS
+    set_aside: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -237,6 +241,7 @@ class ValidationResult:
             "timing": self.timing,
             "tails": list(self.tails),
             "columns": {c: r.to_dict() for c, r in self.columns.items()},
+            **({"set_aside": self.set_aside} if self.set_aside else {}),
         }
 
 
@@ -466,6 +471,74 @@ _ANCHOR_RENAMES = {
     schema.CHAR_END: schema.CHAR_END,
 }
 DIAGNOSIS = "diagnosis"  # not_in_gold | linked_too_far | unaligned (over-estimates only)
+
+#: ``set_aside=`` rules: which segments a DDP column's figures leave out (:func:`set_aside_mask`)
+SET_ASIDE_RULES: tuple[str, ...] = ("none", "same-string-names")
+SET_ASIDE_SUFFIX = "_set_aside"  # segments table: ``<column>_set_aside`` (bool) per DDP column, with a rule
+#: the anchor distance behind each DDP column: a segment's value is the largest of its anchors'
+DISTANCE_OF_COLUMN = {schema.DDP: schema.DISTANCE_SENTENCES, schema.DDP_CERTIFIED: schema.DISTANCE_CERTIFIED}
+
+
+def _name_key(column: str) -> pl.Expr:
+    """The text of ``column`` compared by the same-string test: lower case, curly apostrophes
+    straightened, a leading "the " and repeated white space dropped ("The Church of Scientology"
+    = "the church of scientology" = "Church of  Scientology")."""
+    import polars as pl
+
+    return (pl.col(column).fill_null("").str.to_lowercase().str.replace_all("’", "'")
+            .str.replace_all(r"\s+", " ").str.strip_chars().str.replace(r"^the ", ""))
+
+
+def same_string_name() -> pl.Expr:
+    """Anchors-table expression: the anchor is a name re-mention of the same string (an ``entity``
+    anchor whose text equals its antecedent's, compared by :func:`_name_key`)."""
+    import polars as pl
+
+    return (pl.col(schema.KIND) == "entity") & pl.col(schema.ANTECEDENT_TEXT).is_not_null() & (
+        _name_key(schema.TEXT) == _name_key(schema.ANTECEDENT_TEXT))
+
+
+def set_aside_mask(segments: pl.DataFrame, anchors: pl.DataFrame | None, column: str,
+                   rule: str = "same-string-names") -> npt.NDArray[np.bool_]:
+    """Which segments ``column``'s figures leave out under ``rule``, shape ``(n_segments,)`` bool,
+    in the order of ``segments``.
+
+    ``same-string-names``: the segments whose ``column`` value (> 0) is reached only by name
+    re-mentions of the same string, i.e. every anchor of the segment whose distance (``ddp``:
+    ``distance_sentences``; ``ddp_certified``: ``distance_certified``) equals the value is an
+    ``entity`` anchor whose text equals its antecedent's (:func:`_name_key`). For a gold that does
+    not chain repeated names (it annotates pronouns and their antecedents), such a value has no
+    gold counterpart to be checked against; a value that a pronoun or a differently worded name
+    also reaches is kept. ``none``: no segment.
+
+    ``segments``: ``document_id``, ``sentence`` (= segment id) and ``column``; ``anchors``: the run's
+    anchors table (``document_id, segment_id, kind, text, antecedent_text`` and the distance column).
+    """
+    import polars as pl
+
+    if rule not in SET_ASIDE_RULES:
+        raise DDPUsageError(f"unknown set-aside rule {rule!r}; choose one of: {', '.join(SET_ASIDE_RULES)}",
+                            code="D446")
+    if rule == "none" or anchors is None or anchors.height == 0:
+        return np.zeros(segments.height, dtype=bool)
+    dist = DISTANCE_OF_COLUMN[column]
+    if dist not in anchors.columns:
+        raise DDPDataError(f"the anchors table lacks column '{dist}', which --set-aside reads for {column}; "
+                           "profile the gold again with this version", code="D446")
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
+    same = same_string_name()
+    reach = (
+        anchors.select(pl.col(doc).cast(pl.String), pl.col(schema.SEGMENT_ID).cast(pl.Int64).alias(sent),
+                       pl.col(dist).cast(pl.Int64).alias("__d"), same.alias("__same"))
+        .join(segments.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64),
+                              pl.col(column).cast(pl.Int64).alias("__v")), on=[doc, sent], how="inner")
+        .filter((pl.col("__v") > 0) & (pl.col("__d") == pl.col("__v")))
+        .group_by(doc, sent)
+        .agg(pl.col("__same").all().alias("__aside"))
+    )
+    keyed = segments.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64))
+    out = keyed.join(reach, on=[doc, sent], how="left", maintain_order="left")["__aside"].fill_null(False)
+    return out.to_numpy().astype(bool, copy=False)
 ANCHOR_GOLD_CHAIN = "anchor_gold_chain"  # gold chain of the mention covering the anchor's first token
 
 
@@ -479,6 +552,7 @@ def compare_with_gold(
     signature: dict[str, Any] | None = None,
     timing: dict[str, float] | None = None,
     tails: Sequence[int] = DEFAULT_TAILS,
+    set_aside: str = "none",
 ) -> ValidationResult:
     """Join gold distances with DDP per gold sentence and compute the metrics.
 
@@ -501,9 +575,20 @@ def compare_with_gold(
         kept mentions.
     tails : sequence of int
         Tail thresholds k (sentences) of tail precision / recall (D443 unless whole numbers >= 1).
+    set_aside : ``"none" | "same-string-names"``
+        Segments each DDP column's figures leave out (:func:`set_aside_mask`; needs ``anchors``):
+        with ``same-string-names``, those whose value comes only from same-string name
+        re-mentions, for a gold that does not chain repeated names. The segments table gets a
+        ``<column>_set_aside`` column, the over-estimates are those of the kept ``ddp`` segments,
+        and :attr:`ValidationResult.set_aside` counts what was left out. Unknown rule: D446.
     """
     import polars as pl
 
+    if set_aside not in SET_ASIDE_RULES:
+        raise DDPUsageError(f"unknown set-aside rule {set_aside!r}; choose one of: {', '.join(SET_ASIDE_RULES)}",
+                            code="D446")
+    if set_aside != "none" and anchors is None:
+        raise DDPUsageError(f"set_aside={set_aside!r} needs the run's anchors table (anchors=)", code="D446")
     scope = resolve_gold_scope(gold_scope)
     ks = check_tails(tails)
     doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
@@ -530,23 +615,36 @@ def compare_with_gold(
         doc, sent, GENRE, *columns, GOLD_DISTANCE, ERROR, GOLD_CHAIN_ID, GOLD_REFERENCE_SENTENCE
     )
 
-    overall = compute_gold_metrics(joined[schema.DDP].to_numpy(), joined[GOLD_DISTANCE].to_numpy())
+    aside_counts: dict[str, int] = {}
+    if set_aside != "none":
+        joined = joined.with_columns(
+            pl.Series(f"{c}{SET_ASIDE_SUFFIX}", set_aside_mask(joined, anchors, c, set_aside)) for c in columns)
+        aside_counts = {c: int(joined[f"{c}{SET_ASIDE_SUFFIX}"].sum()) for c in columns}
+
+    def kept(frame: pl.DataFrame, c: str) -> tuple[np.ndarray, np.ndarray]:
+        """``c`` and the gold distance over the segments of ``frame`` that ``c``'s figures count."""
+        if set_aside != "none":
+            frame = frame.filter(~pl.col(f"{c}{SET_ASIDE_SUFFIX}"))
+        return frame[c].to_numpy(), frame[GOLD_DISTANCE].to_numpy()
+
+    overall = compute_gold_metrics(*kept(joined, schema.DDP))
     by_genre = {}
     genres = sorted(joined[GENRE].unique().to_list())
     # one pass over the genres (a handful), each measured with whole-array numpy
     parts = {genre: joined.filter(pl.col(GENRE) == genre) for genre in genres}
     for genre, part in parts.items():
-        by_genre[genre] = compute_gold_metrics(part[schema.DDP].to_numpy(), part[GOLD_DISTANCE].to_numpy())
+        by_genre[genre] = compute_gold_metrics(*kept(part, schema.DDP))
     reports = {
         c: ColumnReport(
-            overall=compute_column_metrics(joined[c].to_numpy(), joined[GOLD_DISTANCE].to_numpy(), column=c, tails=ks),
-            by_genre={g: compute_column_metrics(part[c].to_numpy(), part[GOLD_DISTANCE].to_numpy(), column=c, tails=ks)
-                      for g, part in parts.items()},
+            overall=compute_column_metrics(*kept(joined, c), column=c, tails=ks),
+            by_genre={g: compute_column_metrics(*kept(part, c), column=c, tails=ks) for g, part in parts.items()},
         )
         for c in columns
     }
 
     over = joined.filter(pl.col(ERROR) > 0)
+    if set_aside != "none":
+        over = over.filter(~pl.col(f"{schema.DDP}{SET_ASIDE_SUFFIX}"))
     if anchors is not None and anchors.height:
         keep = [c for c in _ANCHOR_RENAMES if c in anchors.columns]
         responsible = (
@@ -591,6 +689,7 @@ def compare_with_gold(
         timing=timing or {},
         columns=reports,
         tails=ks,
+        set_aside={"rule": set_aside, "segments": aside_counts, "of": joined.height} if set_aside != "none" else {},
     )
 
 
@@ -698,6 +797,7 @@ def validate(
     progress: bool = False,
     strict: bool = False,
     tails: Sequence[int] = DEFAULT_TAILS,
+    set_aside: str = "none",
 ) -> ValidationResult:
     """Validate DDP against gold coreference, each gold sentence profiled as one segment.
 
@@ -730,9 +830,15 @@ def validate(
     tails : sequence of int
         Tail thresholds k (sentences) of tail precision / recall (default 5 and 15; D443 unless
         whole numbers >= 1).
+    set_aside : ``"none" | "same-string-names"``
+        Segments each DDP column's figures leave out (:func:`set_aside_mask`), for a gold that
+        does not chain repeated names; checked before any work (D446).
     """
     scope = resolve_gold_scope(gold_scope)
     ks = check_tails(tails)
+    if set_aside not in SET_ASIDE_RULES:
+        raise DDPUsageError(f"unknown set-aside rule {set_aside!r}; choose one of: {', '.join(SET_ASIDE_RULES)}",
+                            code="D446")
     corpus = read_gold(gold_paths, format=format, strict=strict)
     gold = compute_gold_distances(corpus, distance=distance, gold_scope=scope)
     run, timing = profile_gold(
@@ -752,6 +858,7 @@ def validate(
             "restricted": scope == "restricted",  # kept one release for readers of older signatures
             "distance": distance,
             "tails": list(ks),
+            "set_aside": set_aside,
             "ddp_columns": [c for c in DDP_COLUMNS if c in run.segments.columns],
             "repaired_brackets": len(corpus.warnings),
             "warnings": list(corpus.warnings[:20]),
@@ -767,6 +874,7 @@ def validate(
         signature=signature,
         timing=timing,
         tails=ks,
+        set_aside=set_aside,
     )
 
 
@@ -911,6 +1019,13 @@ def _pct_ci(p: Proportion, with_n: bool = False) -> str:
     return f"{100 * p.share:5.1f} [{100 * p.ci_low:4.1f},{100 * p.ci_high:6.1f}]{n}"
 
 
+def set_aside_note(set_aside: dict[str, Any]) -> str:
+    """One line saying what a ``set_aside`` rule left out of each column's figures."""
+    counts = ", ".join(f"{n:,} for {c}" for c, n in set_aside.get("segments", {}).items())
+    return (f"set aside ({set_aside.get('rule')}): {counts} of {set_aside.get('of', 0):,} segments, whose value comes "
+            "only from name re-mentions of the same string; each column's figures count the rest")
+
+
 def _column_tables(name: str, report: ColumnReport, tails: Sequence[int]) -> list[str]:
     """The text tables of one DDP column: agreement, then tails (and coverage), per genre and overall."""
     rows = list(report.by_genre.items())
@@ -944,9 +1059,11 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
     g = result.signature.get("gold", {})
     title = (
         f"DDP vs gold distance ({g.get('distance', '?')} distance, {_scope_title(g)}; "
-        f"{result.overall.n_segments} gold sentences, {g.get('documents', '?')} documents)"
+        f"{result.segments.height} gold sentences, {g.get('documents', '?')} documents)"
     )
     lines = [title]
+    if result.set_aside:
+        lines.append(set_aside_note(result.set_aside))
     if result.columns:
         for name, report in result.columns.items():
             lines += [""] + _column_tables(name, report, result.tails)
