@@ -177,3 +177,28 @@ def test_cli_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ddp validate: set aside (same-string-names): " in cap.err
     for col, rep in d["columns"].items():
         assert rep["overall"]["n_segments"] == 38 - n[col]
+
+
+def test_plot_draws_the_counted_segments(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The scatter plot shows the segments the ddp figures count: its legend's n agrees with the figures."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+
+    from ddpcore.gold.validate import plot_validation
+
+    anchors = [{"segment_id": 1, "kind": "entity", "text": "IBM", "antecedent_text": "IBM", "distance_sentences": 2,
+                "distance_certified": 2},
+               {"segment_id": 2, "kind": "pronoun", "text": "it", "antecedent_text": "IBM", "distance_sentences": 1,
+                "distance_certified": 0}]
+    g, seg, an = frames([0, 2, 1], [0, 2, 0], anchors, [0, 0, 1])
+    res = compare_with_gold(g, seg, an, set_aside="same-string-names")
+    drawn: list[tuple[int, str]] = []
+    real = matplotlib.axes.Axes.scatter
+
+    def scatter(self, x, y, *args, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.append((len(x), kwargs.get("label", "")))
+        return real(self, x, y, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "scatter", scatter)
+    plot_validation(res, tmp_path / "p.png")
+    assert drawn == [(2, "news (n=2, r=1.00)")] and (tmp_path / "p.png").stat().st_size > 1000

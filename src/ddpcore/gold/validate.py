@@ -1128,13 +1128,17 @@ def pyplot() -> Any:
 
 def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> None:
     """Scatter plot of DDP (y) against gold distance (x), one colour per genre, with the
-    diagonal DDP = gold; points above it are over-estimates. Needs ``ddpcore[plot]``."""
+    diagonal DDP = gold; points above it are over-estimates. Segments a ``set_aside`` rule left out
+    of the ``ddp`` figures are not drawn. Needs ``ddpcore[plot]``."""
     plt = pyplot()
     import polars as pl
 
     from ..io.tables import atomic_path
 
     seg = result.segments
+    aside = f"{schema.DDP}{SET_ASIDE_SUFFIX}"
+    if aside in seg.columns:  # the points the figures count (--set-aside), so n and r in the legend agree
+        seg = seg.filter(~pl.col(aside))
     fig, ax = plt.subplots(figsize=(6, 6))
     rng = np.random.default_rng(0)  # jitter only separates overlapping integer points
     for genre in sorted(seg[GENRE].unique().to_list()):
@@ -1149,7 +1153,8 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
     g = result.signature.get("gold", {})
     ax.set_xlabel("gold distance (sentences)")
     ax.set_ylabel("DDP (sentences)")
-    ax.set_title(f"DDP vs gold ({g.get('distance', '')}, {_scope_name(g)} gold scope)")
+    kept = f"; {result.set_aside['rule']} set aside" if result.set_aside else ""
+    ax.set_title(f"DDP vs gold ({g.get('distance', '')}, {_scope_name(g)} gold scope{kept})")
     ax.legend(fontsize=7, markerscale=2)
     fig.tight_layout()
     dest = os.fspath(path)
