@@ -493,6 +493,33 @@ def test_confidence_does_not_depend_on_the_batch(tmp_path: Path) -> None:
         assert np.array_equal(part, whole)
 
 
+def _column_loop_confidence(X: np.ndarray, model) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The numpy form of ``confidence_of`` before its native kernel (ddpcore 2026-12-06): standardise the
+    whole matrix, add feature j's term to every row's logit in the order j = 0, 1, ..."""
+    z = (X - model.mean) / model.scale
+    logit = np.full(z.shape[0], model.bias, dtype=np.float64)
+    for j in range(z.shape[1]):
+        logit += z[:, j] * model.weights[j]
+    with np.errstate(over="ignore"):
+        return 1.0 - 1.0 / (1.0 + np.exp(-logit))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 300), st.integers(0, 2**31 - 1), st.sampled_from(["C", "F", "strided"]))
+def test_native_confidence_is_the_column_loop_bit_for_bit(tmp_path_factory, n_rows: int, seed: int,  # type: ignore[no-untyped-def]
+                                                           layout: str) -> None:
+    rng = np.random.default_rng(seed)
+    n = len(C.FEATURES)
+    p = tmp_path_factory.mktemp("m") / "m.json"
+    p.write_text(json.dumps(_model_doc(weights=(rng.normal(size=n) * 3).tolist(), mean=rng.normal(size=n).tolist(),
+                                       scale=rng.uniform(0.01, 5, size=n).tolist(), bias=float(rng.normal()))))
+    model = load_certify_model(p, C.FEATURES)
+    X = rng.normal(size=(2 * n_rows, n)) * rng.choice([1e-3, 1.0, 50.0], size=n)
+    X[rng.random(X.shape) < 0.3] = 0.0  # one-hot features are mostly 0
+    X = X[::2] if layout == "strided" else (np.asfortranarray(X[:n_rows]) if layout == "F" else X[:n_rows])
+    assert C.confidence_of(X, model).tobytes() == _column_loop_confidence(np.array(X), model).tobytes()
+
+
 def test_explain_shows_a_confidence_on_its_side_of_the_threshold() -> None:
     """Expected strings worked out by hand: 0.93996 rounds to 0.940 at 3 decimals, which would read as
     reaching 0.94; 4 decimals (0.9400) still do, 5 (0.93996) do not."""

@@ -312,13 +312,14 @@ def candidate_features(features: np.ndarray, candidates: Candidates, distance: n
 def confidence_of(features: np.ndarray, model: CertifyModel) -> np.ndarray:
     """The model's confidence of every row of ``features`` (``(n, len(FEATURES))``): 1 - the logistic
     probability of over-estimating, float64 ``(n,)``. The logit is summed feature by feature in a fixed
-    order, so a row gets the same bits whatever the number of rows (a matrix product's summation
-    order depends on the batch size, and outputs must not)."""
-    z = (features - model.mean) / model.scale
-    logit = np.full(z.shape[0], model.bias, dtype=np.float64)
-    for j in range(z.shape[1]):  # over the features, vectorised over the rows
-        logit += z[:, j] * model.weights[j]
-    return 1.0 - 1.0 / (1.0 + np.exp(-logit))
+    order, row by row in a native kernel, so a row gets the same bits whatever the number of rows (a
+    matrix product's summation order depends on the batch size, and outputs must not)."""
+    from .._native.ddp_kernels import standardised_logit
+
+    logit = standardised_logit(np.ascontiguousarray(features, dtype=np.float64), model.mean, model.scale,
+                               model.weights, float(model.bias))
+    with np.errstate(over="ignore"):  # exp(-logit) = inf at a very negative logit: confidence 1, as it should be
+        return 1.0 - 1.0 / (1.0 + np.exp(-logit))
 
 
 @dataclass(frozen=True)
