@@ -543,3 +543,15 @@ def test_explain_names_the_threshold_of_the_anchor_kind() -> None:
     assert _threshold_of(v5, 15, "entity") == 0.97 and _threshold_of(v5, 40, "pronoun") == 0.97
     v4 = {"threshold": 0.94, "threshold_long": 0.94, "long_distance": 15}
     assert _threshold_of(v4, 3, "entity") == 0.94 == _threshold_of(v4, 3, "pronoun")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.sampled_from([0, 1, 2**40, -(2**40), 2**61]), st.integers(0, 5)),
+                min_size=0, max_size=40))
+def test_codes_are_dense_and_equal_for_equal_tuples(rows: list[tuple[int, int, int]]) -> None:
+    """``_codes`` (chain_candidates' grouping) against a dict: codes 0..k-1 in the tuples' sorted order, equal
+    exactly for equal tuples; the 2**40 and 2**61 values force the packing to densify on the way."""
+    cols = [np.array([r[k] for r in rows], dtype=np.int64) for k in range(3)]
+    got = C._codes(*cols).tolist()
+    want_of = {t: i for i, t in enumerate(sorted(set(rows)))}
+    assert got == [want_of[r] for r in rows]

@@ -232,57 +232,131 @@ def chain_candidates(anchors: pl.DataFrame, *, document: str = schema.DOCUMENT_I
     antecedent has its full distance only (the model learns that it over-estimates)."""
     import polars as pl
 
-    doc = document
-    a = anchors.select(doc, "sentence", schema.KIND, schema.TEXT, schema.ENTITY_ID, schema.ANTECEDENT_KIND,
-                       schema.ANTECEDENT_TEXT, schema.ANTECEDENT_SENTENCE, schema.REFERENCE_SENTENCE,
-                       schema.DISTANCE_SENTENCES).with_row_index("__row")
-    ent = a.filter(pl.col(schema.KIND) == "entity")
+    n = anchors.height
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Candidates(row=empty, rank=empty.copy(), distance=empty.copy())
+
+    def ints(col: str) -> tuple[np.ndarray, np.ndarray]:
+        """int64 values of ``col`` (0 where null) and where they are present."""
+        c = anchors[col]
+        return c.fill_null(0).cast(pl.Int64).to_numpy(), c.is_not_null().to_numpy()
+
+    doc = anchors[document].cast(pl.String).fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    sent, _ = ints("sentence")
+    eid_col, eid_ok = ints(schema.ENTITY_ID)
+    ante_s, ante_s_ok = ints(schema.ANTECEDENT_SENTENCE)
+    ref, ref_ok = ints(schema.REFERENCE_SENTENCE)
+    dist, dist_ok = ints(schema.DISTANCE_SENTENCES)
+    kind = anchors[schema.KIND]
+    ent = (kind == "entity").fill_null(False).to_numpy()
+    ante_kind = anchors[schema.ANTECEDENT_KIND]
+    ante_ent = (ante_kind == "entity").fill_null(False).to_numpy()
+    ante_noun = (ante_kind == "noun").fill_null(False).to_numpy()
+    # one code space for the names' texts and the antecedents' texts (equal strings, equal codes)
+    both = pl.concat([anchors[schema.TEXT].cast(pl.String), anchors[schema.ANTECEDENT_TEXT].cast(pl.String)])
+    text_ok_both = both.is_not_null().to_numpy()
+    text_both = both.fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    text, ante_text = text_both[:n], text_both[n:]
+    text_ok, ante_text_ok = text_ok_both[:n], text_ok_both[n:]
+
     # the entity of a pronoun's antecedent: the name at that sentence with that text (lowest entity id if several)
-    key = (ent.group_by(doc, pl.col("sentence").alias(schema.ANTECEDENT_SENTENCE),
-                        pl.col(schema.TEXT).alias(schema.ANTECEDENT_TEXT))
-           .agg(pl.col(schema.ENTITY_ID).min().alias("__eid")))
-    a = a.join(key, on=[doc, schema.ANTECEDENT_SENTENCE, schema.ANTECEDENT_TEXT], how="left", maintain_order="left")
-    eid = (pl.when(pl.col(schema.KIND) == "entity").then(pl.col(schema.ENTITY_ID))
-           .when(pl.col(schema.ANTECEDENT_KIND) == "entity").then(pl.col("__eid")).otherwise(None))
-    # the chain key of every row: a name's entity, a pronoun's antecedent entity or the noun mention it links to
-    ck = (pl.when(pl.col(schema.KIND) == "entity").then(pl.format("e{}", pl.col(schema.ENTITY_ID)))
-          .when(pl.col(schema.ANTECEDENT_KIND) == "entity").then(pl.format("e{}", pl.col("__eid")))
-          .when(pl.col(schema.ANTECEDENT_KIND) == "noun")
-          .then(pl.format("n{}|{}", pl.col(schema.ANTECEDENT_SENTENCE), pl.col(schema.ANTECEDENT_TEXT)))
-          .otherwise(None))
-    a = a.with_columns(ck.alias("__ck"))
-    mentions = (a.filter(pl.col("__ck").is_not_null()).select(doc, "__ck", "sentence").unique()
-                .sort(doc, "__ck", "sentence")
-                .with_columns(pl.col("sentence").shift(1).over(doc, "__ck").alias("__prev")))
-    meas = a.filter(pl.col(schema.DISTANCE_SENTENCES) > 0).with_columns(eid.alias("__eid"))
-    chain = ent.select(doc, pl.col(schema.ENTITY_ID).alias("__eid"), pl.col("sentence").alias("__m")).unique()
-    ladder = (meas.filter(pl.col("__eid").is_not_null())
-              .select("__row", doc, "__eid", "sentence", schema.REFERENCE_SENTENCE, schema.ANTECEDENT_SENTENCE)
-              .join(chain, on=[doc, "__eid"], how="inner")
-              .filter((pl.col("__m") >= pl.col(schema.REFERENCE_SENTENCE))
-                      & (pl.col("__m") <= pl.col(schema.ANTECEDENT_SENTENCE)) & (pl.col("__m") < pl.col("sentence")))
-              .sort("__row", "__m")
-              .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("__row").alias("__rank"))
-              .filter(pl.col("__rank").is_between(1, 2))
-              .select("__row", "__rank", "sentence", "__m"))
-    parts = [meas.select("__row", pl.lit(0, pl.Int64).alias("__rank"), "sentence",
-                         (pl.col("sentence") - pl.col(schema.DISTANCE_SENTENCES)).alias("__m")),
-             ladder,
-             meas.filter(pl.col("__eid").is_not_null())
-             .select("__row", pl.lit(3, pl.Int64).alias("__rank"), "sentence",
-                     pl.col(schema.ANTECEDENT_SENTENCE).alias("__m")),
-             meas.filter(pl.col("__ck").is_not_null())
-             .join(mentions, on=[doc, "__ck", "sentence"], how="left", maintain_order="left")
-             .filter(pl.col("__prev").is_not_null())
-             .select("__row", pl.lit(4, pl.Int64).alias("__rank"), "sentence", pl.col("__prev").alias("__m"))]
-    full = meas.select("__row", pl.col(schema.DISTANCE_SENTENCES).alias("__full"))
-    c = (pl.concat(parts).with_columns((pl.col("sentence") - pl.col("__m")).alias("__d"))
-         .join(full, on="__row", how="left")
-         .filter((pl.col("__d") > 0) & (pl.col("__d") <= pl.col("__full")))
-         .sort("__row", "__rank")
-         .unique(["__row", "__d"], keep="first", maintain_order=True))
-    return Candidates(row=c["__row"].to_numpy().astype(np.int64), rank=c["__rank"].to_numpy().astype(np.int64),
-                      distance=c["__d"].to_numpy().astype(np.int64))
+    names = np.flatnonzero(ent & eid_ok & text_ok)
+    asks = np.flatnonzero(ante_text_ok & ante_s_ok)
+    code = _codes(np.concatenate([doc[names], doc[asks]]), np.concatenate([sent[names], ante_s[asks]]),
+                  np.concatenate([text[names], ante_text[asks]]))
+    lowest = np.full(int(code.max(initial=-1)) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(lowest, code[:len(names)], eid_col[names])
+    looked = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    looked[asks] = lowest[code[len(names):]]
+    found = looked != np.iinfo(np.int64).max
+    # the entity of every row's chain: a name's own, a pronoun's antecedent entity (else none)
+    eid = np.where(ent, eid_col, looked)
+    eid_valid = np.where(ent, eid_ok, ante_ent & found)
+    # the chain of every row: that entity, or for a pronoun linked to a common noun, that noun mention
+    noun = ~ent & ~ante_ent & ante_noun & ante_s_ok & ante_text_ok
+    has_chain = eid_valid | noun
+    chain = np.full(n, -1, dtype=np.int64)
+    rows = np.flatnonzero(has_chain)
+    chain[rows] = _codes(doc[rows], noun[rows].astype(np.int64), np.where(noun[rows], ante_s[rows], eid[rows]),
+                         np.where(noun[rows], ante_text[rows], 0))
+
+    meas = dist_ok & (dist > 0)
+    parts_row, parts_rank, parts_d = [], [], []
+
+    def add(r: np.ndarray, rank: int, d: np.ndarray) -> None:
+        parts_row.append(r)
+        parts_rank.append(np.full(r.shape[0], rank, dtype=np.int64))
+        parts_d.append(d)
+
+    add(np.flatnonzero(meas), 0, dist[meas])  # the full distance
+    # ranks 1 and 2: the chain's second and third distinct sentences between the reference and the antecedent
+    span = int(max(sent.max(), ante_s.max(initial=0), ref.max(initial=0))) + 2  # sentences fit in [-1, span - 1)
+    with_eid = np.flatnonzero(meas & eid_valid)
+    pair = _codes(np.concatenate([doc[names], doc[with_eid]]), np.concatenate([eid_col[names], eid[with_eid]]))
+    mention_keys = np.unique(pair[:len(names)] * span + (sent[names] + 1))
+    ask = pair[len(names):]
+    lad = ref_ok[with_eid] & ante_s_ok[with_eid]
+    r_l, ask_l = with_eid[lad], ask[lad]
+    hi = np.minimum(ante_s[r_l], sent[r_l] - 1)
+    lo_i = np.searchsorted(mention_keys, ask_l * span + (ref[r_l] + 1), side="left")
+    hi_i = np.searchsorted(mention_keys, ask_l * span + (hi + 1), side="right")
+    for k in (1, 2):
+        ok = (hi >= ref[r_l]) & (hi_i - lo_i > k)
+        m = mention_keys[lo_i[ok] + k] % span - 1
+        add(r_l[ok], k, sent[r_l[ok]] - m)
+    # rank 3: the antecedent the anchor links to
+    r3 = with_eid[ante_s_ok[with_eid]]
+    add(r3, 3, sent[r3] - ante_s[r3])
+    # rank 4: the nearest earlier sentence holding a mention of the chain (its pronouns included)
+    chain_keys = np.unique(chain[rows] * span + (sent[rows] + 1))
+    r4 = np.flatnonzero(meas & has_chain)
+    at = np.searchsorted(chain_keys, chain[r4] * span + (sent[r4] + 1), side="left")
+    prev_ok = at > 0
+    prev = chain_keys[np.maximum(at - 1, 0)]
+    prev_ok &= prev // span == chain[r4]
+    add(r4[prev_ok], 4, sent[r4[prev_ok]] - (prev[prev_ok] % span - 1))
+
+    row = np.concatenate(parts_row)
+    rank = np.concatenate(parts_rank)
+    d = np.concatenate(parts_d)
+    keep = (d > 0) & (d <= dist[row])
+    row, rank, d = row[keep], rank[keep], d[keep]
+    order = np.lexsort((rank, row))
+    row, rank, d = row[order], rank[order], d[order]
+    # a distance reached twice is kept once, at its lowest rank (the first in this order)
+    _, first = np.unique(row * (int(d.max(initial=0)) + 1) + d, return_index=True)
+    first.sort()
+    return Candidates(row=row[first].astype(np.int64), rank=rank[first].astype(np.int64),
+                      distance=d[first].astype(np.int64))
+
+
+def _dense(values: np.ndarray) -> np.ndarray:
+    """Dense int64 codes ``0..k-1`` of ``values`` (equal values, equal codes), shape of ``values``."""
+    return np.unique(values, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+def _codes(*cols: np.ndarray) -> np.ndarray:
+    """Dense int64 codes of the rows of the int64 columns ``cols`` (equal tuples, equal codes), shape
+    ``(n,)``, in the tuples' sorted order: the columns packed into one integer by their value ranges (a
+    column wider than ``n`` densified first, the packed code densified on the way when the product of the
+    ranges would pass 2**62), then one dense coding of the result."""
+    code = np.zeros(cols[0].shape[0], dtype=np.int64)
+    top = 1  # code < top
+    for c in cols:
+        if c.shape[0] == 0:
+            return code
+        lo = int(c.min())
+        width = int(c.max()) - lo + 1
+        if width > c.shape[0]:  # a wide column (ids, large values): its own dense codes, at most n of them
+            c, lo = _dense(c), 0
+            width = int(c.max()) + 1
+        if top * width > 2**62:
+            code = _dense(code)
+            top = int(code.max()) + 1
+        code = code * width + (c - lo)
+        top *= width
+    return _dense(code)
 
 
 #: what the model reads of a candidate distance besides its anchor's features
