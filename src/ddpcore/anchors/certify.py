@@ -117,15 +117,9 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
         texts.select(doc, seg, pl.col(text).alias("__text")), on=[doc, seg], how="left")
     d = pl.col(schema.DISTANCE_SENTENCES)
     a = a.sort(doc, "sentence", seg, schema.ANCHOR_INDEX)
-    key = [doc, schema.ENTITY_ID]
-    a = a.with_columns(
-        __n_prev=pl.int_range(pl.len()).over(key),
-        __gap=(pl.col("sentence") - pl.col("sentence").shift(1)).over(key),
-        __first=pl.col("sentence").min().over(key),
-    ).with_columns(
-        __max_gap=pl.col("__gap").fill_null(0).cum_max().over(key),
-        __recent=pl.col("__gap").fill_null(99).is_between(0, 10).cast(pl.Int64).cum_sum().over(key),
-    )
+    # each (document, entity id) chain up to the row, in this order: mentions before, gap to the previous one
+    # (null at the first), the chain's first sentence, largest gap so far, mentions within 10 sentences so far
+    a = a.with_columns(**_chain_windows(a, doc))
     # distinct PERSON entities mentioned in the 5 sentences before each sentence
     per = (a.filter((pl.col(schema.KIND) == "entity") & (pl.col(schema.LABEL) == "PERSON"))
            .select(doc, pl.int_ranges(pl.col("sentence") + 1, pl.col("sentence") + 6).alias("sentence"), schema.ENTITY_ID)
@@ -145,15 +139,8 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
     ante_low = pl.col(schema.ANTECEDENT_TEXT).fill_null("").str.to_lowercase()
     log1p = lambda e: (e.cast(pl.Float64).clip(0, None) + 1).log()  # noqa: E731
     # anchors of the same sentence before this one (anchor_index order), by kind; a compatible name before a pronoun
-    skey = [doc, "sentence"]
-    a = a.sort(doc, "sentence", schema.ANCHOR_INDEX).with_columns(
-        __ents_before=(ent.cast(pl.Int64).cum_sum() - ent.cast(pl.Int64)).over(skey),
-        __pros_before=(pro.cast(pl.Int64).cum_sum() - pro.cast(pl.Int64)).over(skey),
-        __person_before=((ent & (pl.col(schema.LABEL) == "PERSON")).cast(pl.Int64).cum_sum()
-                         - (ent & (pl.col(schema.LABEL) == "PERSON")).cast(pl.Int64)).over(skey),
-        __group_before=((ent & pl.col(schema.LABEL).is_in(GROUP_LABELS)).cast(pl.Int64).cum_sum()
-                        - (ent & pl.col(schema.LABEL).is_in(GROUP_LABELS)).cast(pl.Int64)).over(skey),
-    )
+    a = a.sort(doc, "sentence", schema.ANCHOR_INDEX)
+    a = a.with_columns(**_sentence_windows(a, doc))
     lab = pl.col(schema.LABEL)
     compatible = pro & (((lab.is_in(["MASC_SG", "FEM_SG"])) & (pl.col("__person_before") > 0))
                         | ((lab == "NEUT_SG") & (pl.col("__ents_before") > pl.col("__person_before")))
@@ -196,6 +183,84 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
     assert len(cols) == len(ANCHOR_FEATURES)
     out = a.select(pl.col("__order"), *[c.cast(pl.Float64).fill_null(0.0).alias(f"f{i}") for i, c in enumerate(cols)])
     return out.sort("__order").drop("__order").to_numpy().astype(np.float64, copy=False)
+
+
+def _group_starts(same_as_previous: np.ndarray) -> np.ndarray:
+    """Per row, the index of the first row of its run of rows (``same_as_previous[i]``: row ``i`` continues
+    row ``i - 1``'s group), shape ``(n,)`` int64."""
+    idx = np.arange(same_as_previous.shape[0], dtype=np.int64)
+    return np.maximum.accumulate(np.where(same_as_previous, 0, idx)) if idx.shape[0] else idx
+
+
+def _chain_windows(a: pl.DataFrame, doc: str) -> dict[str, pl.Series]:
+    """The chain columns of :func:`anchor_features` for the rows of ``a`` in its order, grouped by
+    (``doc``, ``entity_id``) with nulls a group of their own (what ``polars``' ``over`` does), each
+    ``(n,)``: ``__n_prev`` (rows of the group before), ``__gap`` (sentences since the group's previous
+    row; null at its first), ``__first`` (the group's smallest sentence), ``__max_gap`` (largest gap so
+    far, the first counting 0) and ``__recent`` (rows so far whose gap is 0..10, the first counting as
+    not). One stable sort by group, then runs; no loop over rows."""
+    import polars as pl
+
+    n = a.height
+    docs = a[doc].cast(pl.String).fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    eid = a[schema.ENTITY_ID]
+    group = _codes(docs, eid.is_null().to_numpy().astype(np.int64), eid.fill_null(0).cast(pl.Int64).to_numpy())
+    sent = a["sentence"].cast(pl.Int64).to_numpy()
+    order = np.argsort(group, kind="stable")
+    g, s = group[order], sent[order]
+    cont = np.zeros(n, dtype=bool)
+    cont[1:] = g[1:] == g[:-1]
+    start = _group_starts(cont)
+    pos = np.arange(n, dtype=np.int64)
+    gap = np.zeros(n, dtype=np.int64)
+    gap[1:] = s[1:] - s[:-1]
+    gap[~cont] = 0
+    first = np.minimum.reduceat(s, np.flatnonzero(~cont))[np.cumsum(~cont) - 1] if n else s
+    # the largest gap so far within the group: a running maximum over (group rank, gap) pairs
+    span = int(gap.max(initial=0)) - int(gap.min(initial=0)) + 1
+    rank = np.cumsum(~cont) - 1
+    keyed = rank * span + (gap - int(gap.min(initial=0)))
+    max_gap = np.maximum.accumulate(keyed) - rank * span + int(gap.min(initial=0)) if n else gap
+    near = (cont & (gap >= 0) & (gap <= 10)).astype(np.int64)
+    total = np.cumsum(near)
+    recent = total - (total[start] - near[start])
+    out = {"__n_prev": pos - start, "__gap": gap, "__first": first, "__max_gap": max_gap, "__recent": recent}
+    cols: dict[str, pl.Series] = {}
+    for name, v in out.items():
+        back = np.empty(n, dtype=np.int64)
+        back[order] = v
+        series = pl.Series(name, back)
+        if name == "__gap":
+            first_row = np.empty(n, dtype=bool)
+            first_row[order] = ~cont
+            series = pl.Series(name, back).set(pl.Series(first_row), None)  # type: ignore[arg-type]
+        cols[name] = series
+    return cols
+
+
+def _sentence_windows(a: pl.DataFrame, doc: str) -> dict[str, pl.Series]:
+    """For the rows of ``a`` (sorted by ``doc``, sentence, anchor index), the anchors of the same
+    sentence before each row, each ``(n,)`` int64: ``__ents_before`` (names), ``__pros_before``
+    (pronouns), ``__person_before`` (PERSON names), ``__group_before`` (names of :data:`GROUP_LABELS`)."""
+    import polars as pl
+
+    n = a.height
+    docs = a[doc].cast(pl.String).fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    sent = a["sentence"].cast(pl.Int64).to_numpy()
+    cont = np.zeros(n, dtype=bool)
+    cont[1:] = (docs[1:] == docs[:-1]) & (sent[1:] == sent[:-1])
+    start = _group_starts(cont)
+    kind, label = a[schema.KIND], a[schema.LABEL]
+    ent = (kind == "entity").fill_null(False)
+    flags = {"__ents_before": ent, "__pros_before": (kind == "pronoun").fill_null(False),
+             "__person_before": ent & (label == "PERSON").fill_null(False),
+             "__group_before": ent & label.is_in(list(GROUP_LABELS)).fill_null(False)}
+    cols = {}
+    for name, flag in flags.items():
+        f = flag.to_numpy().astype(np.int64)
+        total = np.cumsum(f)
+        cols[name] = pl.Series(name, total - f - (total[start] - f[start]))
+    return cols
 
 
 #: the chain positions a distance can be certified back to (partial credit): the chain's first mention
