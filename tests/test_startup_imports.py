@@ -139,3 +139,53 @@ def test_profile_allocator_settings(case: str) -> None:
         assert got == {**cli_main.ALLOCATOR_ENV, "ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}
     else:
         assert got == cli_main.ALLOCATOR_ENV
+
+
+BLAS_PROBE = """
+import json, os, sys
+if sys.argv[1] == "numpy-first":
+    import numpy  # noqa: F401
+sys.argv = ["ddp", sys.argv[2], "--help"]
+from ddpcore.cli import main as m
+try:
+    m.main()
+except SystemExit:
+    pass
+print(json.dumps(os.environ.get("OPENBLAS_NUM_THREADS")))
+"""
+
+
+@pytest.mark.parametrize(("case", "command", "want"), [
+    ("fresh", "profile", "1"), ("fresh", "validate", "1"), ("fresh", "stats", None), ("user-set", "profile", "3"),
+    ("numpy-first", "profile", None),
+])
+def test_parsing_commands_keep_openblas_to_one_thread(case: str, command: str, want: str | None) -> None:
+    """A parsing ``ddp`` process sets OPENBLAS_NUM_THREADS=1 before numpy loads (its threads only spin
+    beside spaCy's parse); never over the user's value, never for other commands, never once numpy is
+    loaded (OpenBLAS read the variable already)."""
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if case == "user-set":
+        env["OPENBLAS_NUM_THREADS"] = "3"
+    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, case, command], capture_output=True, text=True,
+                         check=True, env=env)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == want
+
+
+@pytest.mark.spacy_model
+def test_openblas_threads_do_not_change_the_output(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The same tables with ddpcore's OPENBLAS_NUM_THREADS=1 and with the user's 2 (the parse runs in BLIS)."""
+    import os
+
+    import polars as pl
+
+    src = Path(__file__).parent / "data" / "wmt25_mini.jsonl"
+    outs = []
+    for threads in (None, "2"):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if threads:
+            env["OPENBLAS_NUM_THREADS"] = threads
+        seg, anc = tmp_path / f"s{threads}.parquet", tmp_path / f"a{threads}.parquet"
+        subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", str(src), "-o", str(seg), "--anchors",
+                        str(anc), "-q", "--no-cache", "-j", "1"], check=True, env=env, capture_output=True)
+        outs.append((pl.read_parquet(seg), pl.read_parquet(anc)))
+    assert outs[0][0].equals(outs[1][0]) and outs[0][1].equals(outs[1][1]) and outs[0][1].height > 0
