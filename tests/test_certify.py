@@ -555,3 +555,35 @@ def test_codes_are_dense_and_equal_for_equal_tuples(rows: list[tuple[int, int, i
     got = C._codes(*cols).tolist()
     want_of = {t: i for i, t in enumerate(sorted(set(rows)))}
     assert got == [want_of[r] for r in rows]
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 2**31 - 1))
+def test_candidate_confidence_is_the_matrix_path_bit_for_bit(tmp_path_factory, n_anchors: int,  # type: ignore[no-untyped-def]
+                                                             seed: int) -> None:
+    """The pipeline's ``candidate_confidence`` (a partial logit per anchor, continued per candidate) gives the
+    bits of ``confidence_of(candidate_features(...))``, and ``certify_anchors``' reduction equals ``certify``'s."""
+    rng = np.random.default_rng(seed)
+    n = len(C.FEATURES)
+    p = tmp_path_factory.mktemp("m") / "m.json"
+    p.write_text(json.dumps(_model_doc(weights=(rng.normal(size=n) * 2).tolist(), mean=rng.normal(size=n).tolist(),
+                                       scale=rng.uniform(0.05, 4, size=n).tolist(), bias=float(rng.normal()),
+                                       threshold=0.6, threshold_name=0.5, threshold_long=0.7)))
+    model = load_certify_model(p, C.FEATURES)
+    feats = rng.normal(size=(n_anchors, len(C.ANCHOR_FEATURES))) * 5
+    feats[:, C.ANCHOR_FEATURES.index("pronoun")] = rng.random(n_anchors) < 0.5
+    d = rng.integers(-1, 30, size=n_anchors)
+    rows, ranks, dists = [], [], []
+    for i in np.flatnonzero(d > 0):
+        for rank in sorted(rng.choice(5, size=int(rng.integers(1, 6)), replace=False)):
+            rows.append(i), ranks.append(int(rank)), dists.append(int(rng.integers(1, d[i] + 1)) if rank else int(d[i]))
+    cand = C.Candidates(row=np.array(rows, dtype=np.int64), rank=np.array(ranks, dtype=np.int64),
+                        distance=np.array(dists, dtype=np.int64))
+    want = C.confidence_of(C.candidate_features(feats, cand, d), model)
+    got = C.candidate_confidence(feats, cand, d, model)
+    assert got.tobytes() == want.tobytes()
+    a = C.certify(C.candidate_features(feats, cand, d), cand, d, model)
+    b = C._certified(got, feats[cand.row, C.ANCHOR_FEATURES.index("pronoun")] > 0.5, cand, d, model)
+    assert np.array_equal(a.confidence, b.confidence, equal_nan=True)
+    assert np.array_equal(a.certified, b.certified) and np.array_equal(a.distance_certified, b.distance_certified)

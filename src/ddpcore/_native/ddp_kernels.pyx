@@ -517,22 +517,28 @@ def entity_key(const uint64_t[::1] token_hashes):
 
 
 def standardised_logit(const double[:, ::1] x, const double[::1] mean, const double[::1] scale,
-                       const double[::1] weights, double bias):
+                       const double[::1] weights, double bias, const double[::1] start=None):
     """The logit of a standardised logistic model for every row of ``x`` (``(n_rows, n_features)``
     float64, C order): ``bias + sum_j ((x[i, j] - mean[j]) / scale[j]) * weights[j]``, summed over ``j``
     in order (the certification model, :func:`ddpcore.anchors.certify.confidence_of`). Each row is
     computed on its own in the same operations and order as the column-by-column numpy loop, so a
-    row gets the same bits whatever the number of rows. Returns float64 ``(n_rows,)``."""
+    row gets the same bits whatever the number of rows. ``start`` (float64 ``(n_rows,)``, optional): each
+    row's sum starts there instead of at ``bias`` -- the partial logit over the features before these,
+    so that a model's features can be summed in two calls (the same bits as one call over all of them).
+    Returns float64 ``(n_rows,)``."""
     cdef Py_ssize_t n = x.shape[0], f = x.shape[1], i, j
     if mean.shape[0] != f or scale.shape[0] != f or weights.shape[0] != f:
         raise ValueError(f"standardised_logit: {f} features, but mean/scale/weights have "
                          f"{mean.shape[0]}/{scale.shape[0]}/{weights.shape[0]}")
+    if start is not None and start.shape[0] != n:
+        raise ValueError(f"standardised_logit: {n} rows, but start has {start.shape[0]}")
     out_a = np.empty(n, dtype=np.float64)
     cdef double[::1] out = out_a
     cdef double acc, z
+    cdef bint has_start = start is not None
     with nogil:
         for i in range(n):
-            acc = bias
+            acc = start[i] if has_start else bias
             for j in range(f):
                 z = (x[i, j] - mean[j]) / scale[j]
                 acc = acc + z * weights[j]

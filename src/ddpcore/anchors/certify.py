@@ -432,20 +432,26 @@ CANDIDATE_FEATURES: tuple[str, ...] = (
 FEATURES: tuple[str, ...] = ANCHOR_FEATURES + CANDIDATE_FEATURES
 
 
+def _candidate_columns(pronoun: np.ndarray, candidates: Candidates, distance: np.ndarray) -> np.ndarray:
+    """The :data:`CANDIDATE_FEATURES` of every candidate, ``(n_candidates, len(CANDIDATE_FEATURES))``
+    float64: ``pronoun`` is the anchors' ``pronoun`` feature ``(n_anchors,)``, ``distance`` their
+    ``distance_sentences``."""
+    rank = candidates.rank
+    onehot = (rank[:, None] == np.arange(len(CANDIDATES))[None, :]).astype(np.float64)
+    skipped = np.clip(distance[candidates.row] - candidates.distance, 0, None)
+    return np.column_stack([onehot, np.log1p(candidates.distance.astype(np.float64)),
+                            np.log1p(skipped.astype(np.float64)),
+                            pronoun[candidates.row] * (rank == CANDIDATES.index("antecedent"))])
+
+
 def candidate_features(features: np.ndarray, candidates: Candidates, distance: np.ndarray) -> np.ndarray:
     """Feature matrix of every candidate, shape ``(n_candidates, len(FEATURES))`` float64: the row of
     its anchor in ``features`` (:func:`anchor_features`, ``(n_anchors, len(ANCHOR_FEATURES))``), then
     :data:`CANDIDATE_FEATURES`: the chain position (one-hot), log(1 + candidate distance), log(1 +
     sentences skipped: the anchor's full ``distance`` minus the candidate's) and a pronoun's
     antecedent candidate. ``distance``: the anchors' ``distance_sentences``, ``(n_anchors,)``."""
-    anchor = features[candidates.row]
-    rank = candidates.rank
-    onehot = (rank[:, None] == np.arange(len(CANDIDATES))[None, :]).astype(np.float64)
-    skipped = np.clip(distance[candidates.row] - candidates.distance, 0, None)
-    pronoun = anchor[:, ANCHOR_FEATURES.index("pronoun")]
-    extra = np.column_stack([onehot, np.log1p(candidates.distance.astype(np.float64)),
-                             np.log1p(skipped.astype(np.float64)), pronoun * (rank == CANDIDATES.index("antecedent"))])
-    return np.ascontiguousarray(np.hstack([anchor, extra]), dtype=np.float64)
+    extra = _candidate_columns(features[:, ANCHOR_FEATURES.index("pronoun")], candidates, distance)
+    return np.ascontiguousarray(np.hstack([features[candidates.row], extra]), dtype=np.float64)
 
 
 def confidence_of(features: np.ndarray, model: CertifyModel) -> np.ndarray:
@@ -473,6 +479,27 @@ class CertifyResult:
     distance_certified: np.ndarray
 
 
+def candidate_confidence(features: np.ndarray, candidates: Candidates, distance: np.ndarray,
+                         model: CertifyModel) -> np.ndarray:
+    """``confidence_of(candidate_features(features, candidates, distance), model)`` without the candidate
+    matrix, the same bits: the logit's sum over the anchor features (the first ``len(ANCHOR_FEATURES)``
+    terms, in order) is computed once per anchor, and each candidate continues it over its own
+    :data:`CANDIDATE_FEATURES`. ``features``: :func:`anchor_features` ``(n_anchors, len(ANCHOR_FEATURES))``;
+    returns float64 ``(n_candidates,)``."""
+    from .._native.ddp_kernels import standardised_logit
+
+    k = len(ANCHOR_FEATURES)
+    partial = standardised_logit(np.ascontiguousarray(features, dtype=np.float64), model.mean[:k], model.scale[:k],
+                                 model.weights[:k], float(model.bias))
+    extra = np.ascontiguousarray(_candidate_columns(features[:, ANCHOR_FEATURES.index("pronoun")], candidates,
+                                                    distance), dtype=np.float64)
+    logit = standardised_logit(extra, np.ascontiguousarray(model.mean[k:]), np.ascontiguousarray(model.scale[k:]),
+                               np.ascontiguousarray(model.weights[k:]), float(model.bias),
+                               np.ascontiguousarray(partial[candidates.row]))
+    with np.errstate(over="ignore"):
+        return 1.0 - 1.0 / (1.0 + np.exp(-logit))
+
+
 def certify(features: np.ndarray, candidates: Candidates, distance: np.ndarray, model: CertifyModel) -> CertifyResult:
     """Certify every candidate distance and reduce to the anchors.
 
@@ -485,10 +512,15 @@ def certify(features: np.ndarray, candidates: Candidates, distance: np.ndarray, 
     its largest certified candidate distance; ``certified`` and ``confidence`` are those of its full
     distance (rank 0), which every anchor with ``distance > 0`` has.
     """
+    return _certified(confidence_of(features, model), features[:, FEATURES.index("pronoun")] > 0.5, candidates,
+                      distance, model)
+
+
+def _certified(conf: np.ndarray, pronoun: np.ndarray, candidates: Candidates, distance: np.ndarray,
+               model: CertifyModel) -> CertifyResult:
+    """:func:`certify` from the candidates' confidences and whether each is a pronoun's, ``(n_candidates,)``."""
     n = distance.shape[0]
-    conf = confidence_of(features, model)
     long = candidates.distance >= model.long_distance
-    pronoun = features[:, FEATURES.index("pronoun")] > 0.5
     short = np.where(pronoun, model.threshold, model.threshold_name)
     ok = conf >= np.where(long, model.threshold_long, short)
     if model.long_full_only:
@@ -511,4 +543,6 @@ def certify_anchors(anchors: pl.DataFrame, texts: pl.DataFrame, model: CertifyMo
     distance = anchors[schema.DISTANCE_SENTENCES].to_numpy().astype(np.int64)
     cand = chain_candidates(anchors, document=document)
     feats = anchor_features(anchors, texts, document=document, segment=segment, text=text)
-    return certify(candidate_features(feats, cand, distance), cand, distance, model)
+    # what certify(candidate_features(...)) gives, without the (n_candidates, len(FEATURES)) matrix
+    conf = candidate_confidence(feats, cand, distance, model)
+    return _certified(conf, feats[cand.row, ANCHOR_FEATURES.index("pronoun")] > 0.5, cand, distance, model)
