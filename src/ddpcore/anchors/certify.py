@@ -185,6 +185,13 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
     return out.sort("__order").drop("__order").to_numpy().astype(np.float64, copy=False)
 
 
+def _string_codes(values: pl.Series) -> np.ndarray:
+    """int64 codes of ``values`` as strings, equal strings equal codes (null as ""), shape ``(n,)``."""
+    import polars as pl
+
+    return values.cast(pl.String).fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+
+
 def _group_starts(same_as_previous: np.ndarray) -> np.ndarray:
     """Per row, the index of the first row of its run of rows (``same_as_previous[i]``: row ``i`` continues
     row ``i - 1``'s group), shape ``(n,)`` int64."""
@@ -202,7 +209,7 @@ def _chain_windows(a: pl.DataFrame, doc: str) -> dict[str, pl.Series]:
     import polars as pl
 
     n = a.height
-    docs = a[doc].cast(pl.String).fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    docs = _string_codes(a[doc])
     eid = a[schema.ENTITY_ID]
     group = _codes(docs, eid.is_null().to_numpy().astype(np.int64), eid.fill_null(0).cast(pl.Int64).to_numpy())
     sent = a["sentence"].cast(pl.Int64).to_numpy()
@@ -229,12 +236,10 @@ def _chain_windows(a: pl.DataFrame, doc: str) -> dict[str, pl.Series]:
     for name, v in out.items():
         back = np.empty(n, dtype=np.int64)
         back[order] = v
-        series = pl.Series(name, back)
-        if name == "__gap":
-            first_row = np.empty(n, dtype=bool)
-            first_row[order] = ~cont
-            series = pl.Series(name, back).set(pl.Series(first_row), None)  # type: ignore[arg-type]
-        cols[name] = series
+        cols[name] = pl.Series(name, back)
+    first_row = np.empty(n, dtype=bool)
+    first_row[order] = ~cont
+    cols["__gap"] = cols["__gap"].set(pl.Series(first_row), None)  # type: ignore[arg-type]  # null at a chain's first
     return cols
 
 
@@ -245,7 +250,7 @@ def _sentence_windows(a: pl.DataFrame, doc: str) -> dict[str, pl.Series]:
     import polars as pl
 
     n = a.height
-    docs = a[doc].cast(pl.String).fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    docs = _string_codes(a[doc])
     sent = a["sentence"].cast(pl.Int64).to_numpy()
     cont = np.zeros(n, dtype=bool)
     cont[1:] = (docs[1:] == docs[:-1]) & (sent[1:] == sent[:-1])
@@ -307,7 +312,7 @@ def chain_candidates(anchors: pl.DataFrame, *, document: str = schema.DOCUMENT_I
         c = anchors[col]
         return c.fill_null(0).cast(pl.Int64).to_numpy(), c.is_not_null().to_numpy()
 
-    doc = anchors[document].cast(pl.String).fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    doc = _string_codes(anchors[document])
     sent, _ = ints("sentence")
     eid_col, eid_ok = ints(schema.ENTITY_ID)
     ante_s, ante_s_ok = ints(schema.ANTECEDENT_SENTENCE)
@@ -321,7 +326,7 @@ def chain_candidates(anchors: pl.DataFrame, *, document: str = schema.DOCUMENT_I
     # one code space for the names' texts and the antecedents' texts (equal strings, equal codes)
     both = pl.concat([anchors[schema.TEXT].cast(pl.String), anchors[schema.ANTECEDENT_TEXT].cast(pl.String)])
     text_ok_both = both.is_not_null().to_numpy()
-    text_both = both.fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    text_both = _string_codes(both)
     text, ante_text = text_both[:n], text_both[n:]
     text_ok, ante_text_ok = text_ok_both[:n], text_ok_both[n:]
 
