@@ -46,6 +46,9 @@ processes, alternated in rounds, wall and CPU seconds (the process and its child
 
 - a bare spaCy script: ``import spacy``, load the pipeline ddpcore loads (same name, same excluded
   components), read 20 segments of the bundled WMT25 source (JSON Lines) and parse them;
+- the same script ending as ``ddp`` ends since 2026-12-07 (``os._exit`` after flushing: no interpreter
+  teardown, :func:`ddpcore.cli.main.exit_fast`), so that ddpcore's own overhead is also shown without
+  the teardown saving, part of which is spaCy's;
 - ``ddp profile`` of the same 20 segments (``--no-cache``, Parquet output); the issue's target is
   at most +0.3 CPU-s over the bare script;
 - ``ddp stats tau`` on a 10,000-row Parquet table (500 documents x 10 systems x 2 conditions,
@@ -219,6 +222,10 @@ import spacy
 texts = [json.loads(line)["source"] for line in open(sys.argv[3], encoding="utf-8")]
 nlp = spacy.load(sys.argv[1], exclude=[c for c in sys.argv[2].split(",") if c])
 print(sum(len(d) for d in nlp.pipe(texts)))
+if len(sys.argv) > 4 and sys.argv[4] == "fast-exit":  # end as `ddp` does (cli.main.exit_fast): no teardown
+    import os
+    sys.stdout.flush()
+    os._exit(0)
 """
 
 
@@ -245,6 +252,8 @@ def cold_start(tmp: Path, repeats: int, max_wait: float) -> None:
     ddp = [PY, "-m", "ddpcore.cli.main"]
     commands = [
         ("bare spaCy script (20 segments)", [PY, str(bare), resolve_pipeline(None), ",".join(UNUSED_COMPONENTS), str(seg20)]),
+        ("bare spaCy script ending without teardown, as ddp does", [PY, str(bare), resolve_pipeline(None),
+                                                                    ",".join(UNUSED_COMPONENTS), str(seg20), "fast-exit"]),
         ("ddp profile, 20 segments, --no-cache", ddp + ["profile", str(seg20), "-o", str(tmp / "p.parquet"), "-q", "--no-cache"]),
         ("ddp stats tau, 10 k rows, B 10 k", ddp + ["stats", "tau", str(tau_in), "--a", "DOC", "--b", "MIX", "-q",
                                                     "-o", str(tmp / "tau.json")]),
@@ -277,9 +286,11 @@ def cold_start(tmp: Path, repeats: int, max_wait: float) -> None:
     for label, _ in commands:
         print(f"| {label} | {col(label, 'wall')} | {col(label, 'cpu')} | "
               f"{statistics.median(m['load'] for m in res[label]):.1f} |")
-    gap = [p["cpu"] - b["cpu"] for p, b in zip(res[commands[1][0]], res[commands[0][0]])]
-    print(f"\nddp profile - bare spaCy, CPU s (paired by round): median {statistics.median(gap):+.2f} "
-          f"(range {min(gap):+.2f} to {max(gap):+.2f}); load average {', '.join(f'{x:.1f}' for x in load0)} at the "
+    for base, what in ((0, "bare spaCy"), (1, "bare spaCy without teardown")):
+        gap = [p["cpu"] - b["cpu"] for p, b in zip(res[commands[2][0]], res[commands[base][0]])]
+        print(f"\nddp profile - {what}, CPU s (paired by round): median {statistics.median(gap):+.2f} "
+              f"(range {min(gap):+.2f} to {max(gap):+.2f})")
+    print(f"load average {', '.join(f'{x:.1f}' for x in load0)} at the "
           f"start, {', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end; others' share of the CPUs: median "
           f"{100 * statistics.median(m['others'] for ms in res.values() for m in ms):.0f} %")
 
