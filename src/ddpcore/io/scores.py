@@ -26,7 +26,7 @@ def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
     """A lazy scan of a score table (.parquet, .csv, .tsv, .jsonl; .json and .gz are read eagerly)."""
     import polars as pl
 
-    from .tables import detect_format, read_table, scan_delimited_file
+    from .tables import detect_format, read_table, scan_csv_lossless, scan_delimited_file
 
     p = Path(path)
     if not p.exists():
@@ -39,8 +39,7 @@ def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
             return pl.scan_parquet(p)
         if fmt in ("csv", "tsv"):
             quoted = scan_delimited_file(p, fmt)  # the readers' quoting rules (TSV as CSV); D103 names the line
-            return pl.scan_csv(p, separator="," if fmt == "csv" else "\t", infer_schema_length=10000,
-                               quote_char='"' if quoted else None)
+            return scan_csv_lossless(p, fmt, quoted)
         return pl.scan_ndjson(p, infer_schema_length=10000)
     except DDPDataError:
         raise

@@ -354,8 +354,14 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
         sep = "," if fmt == "csv" else "\t"
         raw = text.encode()
         quoted = check_delimited(raw, fmt, path)
+        quote = '"' if quoted else None
         try:
-            return pl.read_csv(raw, separator=sep, infer_schema_length=10000, quote_char='"' if quoted else None)
+            df = pl.read_csv(raw, separator=sep, infer_schema_length=10000, quote_char=quote)
+            ints = [c for c, dt in df.schema.items() if dt.is_integer()]
+            if ints:  # integer columns written otherwise than plain integers stay text (PLAIN_INT)
+                text_of = pl.read_csv(raw, separator=sep, columns=ints, infer_schema_length=0, quote_char=quote)
+                df = df.with_columns(text_of[c] for c in ints if first_not_plain_int(text_of[c]) is not None)
+            return df
         except Exception as exc:
             raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
     if fmt == "json":
@@ -531,14 +537,12 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
 
 def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000) -> Iterator[tuple[pl.DataFrame, None]]:
     """Read a CSV/TSV file (``.gz`` allowed) in chunks of ``chunk_rows`` rows with the column
-    types :func:`read_table` infers (first 10,000 rows). CSV and TSV follow the same quoting
+    types :func:`read_table` infers (first 10,000 rows; integers not all written plainly stay text,
+    :func:`scan_csv_lossless`). CSV and TSV follow the same quoting
     rules (RFC 4180 with the separator of the format: what ``pandas.to_csv(sep="\\t")`` and
     ``polars.write_csv(separator="\\t")`` write). The file is first checked block by block
     (:func:`scan_delimited_file`: binary content, unterminated or stray quotes, field counts,
     each naming the line); on a parse error the whole-file reader is run to name the problem."""
-    import polars as pl
-
-    sep = "," if fmt == "csv" else "\t"
     with open_binary(path) as fh:  # existence, permissions, gzip and UTF-8 of the first block
         head = read_block(fh, path, HEAD_BYTES)
     check_binary(head, path)
@@ -547,8 +551,7 @@ def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000) -> Iterator[
         raise DDPDataError(f"{path}: the file is empty", code="D106")
     quoted = scan_delimited_file(path, fmt)  # quoting, field counts and NUL bytes, naming the line
     try:
-        lf = pl.scan_csv(path, separator=sep, infer_schema_length=10000, quote_char='"' if quoted else None)
-        for df in lf.collect_batches(chunk_size=chunk_rows):
+        for df in scan_csv_lossless(path, fmt, quoted).collect_batches(chunk_size=chunk_rows):
             yield df, None
     except DDPDataError:
         raise
@@ -556,6 +559,35 @@ def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000) -> Iterator[
         read_table(path)  # raises the precise message where it can
         raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
 
+
+
+#: an integer as polars writes one: an optional minus sign, no leading zero, nothing else. A CSV/TSV column of
+#: integers written otherwise (zero-padded "007", "+3", "-0") is read as text, so that ids such as "03" and
+#: "3" stay two ids; as numbers they would be one
+PLAIN_INT = r"^(?:0|-?[1-9][0-9]*)$"
+
+
+def first_not_plain_int(values: pl.Series) -> int | None:
+    """Position of the first non-null value of the text column ``values`` (n,) that is not written as a
+    plain integer (:data:`PLAIN_INT`), or None."""
+    at = (~values.str.contains(PLAIN_INT)).fill_null(False).arg_true()
+    return int(at[0]) if at.len() else None
+
+
+def scan_csv_lossless(path: Path, fmt: str, quoted: bool) -> pl.LazyFrame:
+    """A lazy scan of the CSV/TSV file ``path`` with polars' types (first 10,000 rows), except that an integer
+    column holding any value not written as a plain integer (:data:`PLAIN_INT`, anywhere in the file: one
+    pass over those columns) is text. ``quoted``: whether fields are quoted (:func:`scan_delimited_file`)."""
+    import polars as pl
+
+    opts: dict[str, Any] = {"separator": "," if fmt == "csv" else "\t", "infer_schema_length": 10000,
+                            "quote_char": '"' if quoted else None}
+    ints = [c for c, dt in pl.scan_csv(path, **opts).collect_schema().items() if dt.is_integer()]
+    if not ints:
+        return pl.scan_csv(path, **opts)
+    padded = pl.scan_csv(path, **opts, schema_overrides={c: pl.String for c in ints}).select(
+        (~pl.col(c).str.contains(PLAIN_INT)).fill_null(False).any() for c in ints).collect().row(0)
+    return pl.scan_csv(path, **opts, schema_overrides={c: pl.String for c, p in zip(ints, padded) if p})
 
 
 def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, flags: dict[str, str] | None = None) -> None:
