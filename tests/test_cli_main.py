@@ -108,15 +108,27 @@ def test_broken_pipe_on_stdout_is_quiet_exit_0() -> None:
 
 
 def test_argparse_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv, where in ((["nosuch"], "ddp: error: argument COMMAND: invalid choice: 'nosuch'"),
-                        (["info", "--bogus"], "ddp info: error: unrecognized arguments: --bogus"),
-                        (["agree", "a.parquet"], "ddp agree: error: the following arguments are required: B")):
+    for argv, where in ((["nosuch"], "ddp: error: [D001] argument COMMAND: invalid choice: 'nosuch'"),
+                        (["info", "--bogus"], "ddp info: error: [D001] unrecognized arguments: --bogus"),
+                        (["agree", "a.parquet"], "ddp agree: error: [D001] the following arguments are required: B")):
         with pytest.raises(SystemExit) as ex:
             main(argv)
         assert ex.value.code == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith(where), err
         assert "--help" in err
+
+
+@pytest.mark.parametrize("command", __import__("ddpcore.cli.main", fromlist=["SUBCOMMANDS"]).SUBCOMMANDS)
+def test_every_usage_error_carries_a_code(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command's argparse errors start with a [Dnnn] code (D001 when the option's own check gave none),
+    so that a user can search for it like any other error."""
+    with pytest.raises(SystemExit) as ex:
+        main([command, "--no-such-option-xyz"])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err
+    # (a command with required arguments names those first)
+    assert err.startswith(f"ddp {command}: error: [D001] ") and err.count("\n") == 1, err
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

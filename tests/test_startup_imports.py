@@ -65,8 +65,8 @@ def test_same_errors_as_the_full_parser(capsys: pytest.CaptureFixture[str]) -> N
             cli_main.main(argv)
         assert exc.value.code == cli_main.EXIT_USAGE
     err = capsys.readouterr().err
-    assert "ddp stats: error: unrecognized arguments: --no-such-flag (see 'ddp stats --help')" in err
-    assert "ddp: error: argument COMMAND: invalid choice: 'nosuch'" in err
+    assert "ddp stats: error: [D001] unrecognized arguments: --no-such-flag (see 'ddp stats --help')" in err
+    assert "ddp: error: [D001] argument COMMAND: invalid choice: 'nosuch'" in err
     assert "profile" in err.split("invalid choice", 1)[1]  # the choices are listed
 
 

@@ -40,9 +40,9 @@ _GOOD_TXZ = _tar({"gold/doc.conllu": CONLLU.encode() * 50})
 
 CASES = [
     # ---- the CLI as a whole
-    Case("unknown-subcommand", ("nosuch",), 2, r"^ddp: error: argument COMMAND: invalid choice: 'nosuch'"),
+    Case("unknown-subcommand", ("nosuch",), 2, r"^ddp: error: \[D001\] argument COMMAND: invalid choice: 'nosuch'"),
     Case("unknown-option", ("validate", "x.conllu", "--bogus"), 2,
-         r"^ddp validate: error: unrecognized arguments: --bogus"),
+         r"^ddp validate: error: \[D001\] unrecognized arguments: --bogus"),
     Case("version", ("--version",), 0, ""),
     Case("version-short", ("-V",), 0, ""),
     # ---- validate: bad archives and formats
@@ -58,7 +58,7 @@ CASES = [
          files={"g.tar.gz": _tar({"README.txt": b"x\n", "d/bad.conllu": BAD_CONLLU.encode()}, "w:gz")}),
     Case("validate-empty-folder", ("validate", "empty/"), 3, r"\[D405\]", files={"empty/": ""}),
     Case("validate-unknown-gold-format", ("validate", "g.conllu", "--gold-format", "brat"), 2,
-         r"^ddp validate: error: argument --gold-format: invalid choice: 'brat'", files={"g.conllu": CONLLU}),
+         r"^ddp validate: error: \[D001\] argument --gold-format: invalid choice: 'brat'", files={"g.conllu": CONLLU}),
     Case("validate-unknown-output-format", ("validate", "g.conllu", "-f", "xml"), 2,
          r"argument -f/--format: invalid choice: 'xml'", files={"g.conllu": CONLLU}),
     # the spellings removed in this release (issue 20): one line naming the new spelling, before the gold is read
@@ -102,7 +102,7 @@ CASES = [
          r"\[D130\].*g\.conllu is a file, not a folder", files={"g.conllu": CONLLU}),
     # ---- agree
     Case("agree-missing-run", ("agree", "a.parquet", "b.parquet"), 3, r"\[D102\]|\[D4\d\d\].*a\.parquet"),
-    Case("agree-one-argument", ("agree", "a.parquet"), 2, r"^ddp agree: error: the following arguments are required: B"),
+    Case("agree-one-argument", ("agree", "a.parquet"), 2, r"^ddp agree: error: \[D001\] the following arguments are required: B"),
     Case("agree-same-file-twice-bad-table", ("agree", "a.csv", "a.csv"), 3, r"\[D\d{3}\]",
          files={"a.csv": "x,y\n1,2\n"}),
 ]

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
@@ -42,14 +43,21 @@ Every error is one line on stderr starting with a searchable code such as [D111]
 """
 
 
+#: a message that already carries its code (an option's own check, e.g. ``[D230] unknown gold scope``)
+_HAS_CODE = re.compile(r"\[D\d{3}\]")
+
+
 class DDPArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (``ddp CMD: error: ...; see 'ddp CMD --help'``).
+    """argparse with one-line usage errors (``ddp CMD: error: [D001] ... (see 'ddp CMD --help')``; a message
+    that already has its code keeps it).
 
     Subparsers inherit the class, so every subcommand reports bad options the same way.
     """
 
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split())
+        if not _HAS_CODE.search(message):  # argparse's own findings (unknown option, bad choice, missing argument)
+            message = f"[D001] {message}"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
