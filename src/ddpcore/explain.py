@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,15 +195,15 @@ def _profile_arguments(opts: dict[str, Any]) -> tuple[dict[str, Any], ProfileOpt
             ProfileOptions(**{k: v for k, v in opts.items() if k in OPTION_KEYS}))
 
 
-def _inherit(sig: dict[str, Any], opts: dict[str, Any], read_opts: dict[str, Any]) -> dict[str, Any]:
+def _inherit(sig: dict[str, Any], opts: dict[str, Any], read_opts: dict[str, Any], output: Any) -> dict[str, Any]:
     """Fill ``opts`` (profile settings) and ``read_opts`` (reader settings), in place, with what the
-    signature ``sig`` records for every key the caller did not give; returns what was taken."""
+    signature ``sig`` of ``output`` records for every key the caller did not give; returns what was taken."""
     inherited: dict[str, Any] = {}
     recorded = {f"{key}_col": sig.get("columns", {}).get(key) for key in ("document", "segment", "text", "domain")}
     recorded.update(distance=sig.get("distance"), rules=sig.get("rules"), sentence_unit=sig.get("sentence_unit"))
     pipe = sig.get("pipeline")
     recorded["pipeline"] = None if pipe in (None, "default") else pipe
-    recorded["certify_model"] = _recorded_certify_model(sig)
+    recorded["certify_model"] = _recorded_certify_model(sig, output) if "certify_model" not in opts else None
     for key, value in recorded.items():
         if key not in opts and value is not None:
             opts[key] = inherited[key] = value
@@ -213,15 +214,41 @@ def _inherit(sig: dict[str, Any], opts: dict[str, Any], read_opts: dict[str, Any
     return inherited
 
 
-def _recorded_certify_model(sig: dict[str, Any]) -> str | None:
-    """The certification model a profile's signature records, when it is a packaged one (a model the
-    run put in place of another for a pipeline without a parser: the one it replaced, which the same
-    pipeline replaces again); ``None`` for none recorded or a file of the user's (its path is not kept)."""
+def _recorded_certify_model(sig: dict[str, Any], output: Any) -> str | None:
+    """The certification model the signature ``sig`` of ``output`` records: a packaged one by its name (a
+    model the run put in place of another for a pipeline without a parser: the one it replaced, which the
+    same pipeline replaces again), a file of the user's where it is found with the recorded sha256 (as
+    recorded, relative to the working folder, or beside ``output``); ``None`` when none is recorded. A
+    user's file that is not found (or differs) is a warning: ``ddp_certified`` is then explained with the
+    default model and may differ from the output's; ``--certify-model PATH`` names the file."""
+    import hashlib
+
     from .anchors.certify_model import DATA_DIR
 
     cert = sig.get("certify") or {}
-    name = cert.get("replaces") or cert.get("file")
-    return name if isinstance(name, str) and name and (DATA_DIR / name).is_file() else None
+    replaced, name, sha = cert.get("replaces"), cert.get("file"), cert.get("sha256")
+    if isinstance(replaced, str) and replaced and (DATA_DIR / replaced).is_file():
+        return replaced
+    if not isinstance(name, str) or not name:
+        return None
+
+    def sha_of(path: Path) -> str | None:
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+
+    if (DATA_DIR / name).is_file() and (not sha or sha_of(DATA_DIR / name) == sha):
+        return name
+    found = _locate(name, output)
+    if found is not None and found.is_file() and (not sha or sha_of(found) == sha):
+        return str(found)
+    where = "differs from the recorded one" if found is not None else "is not found in the working folder or beside it"
+    warnings.warn(
+        f"{output}: its ddp_certified was computed with the certification model {name} (sha256 "
+        f"{str(sha)[:12]}...), which {where}; the certified DDP below uses the default model and may differ from "
+        "the output's: pass --certify-model PATH to use the recorded model", stacklevel=3)
+    return None
 
 
 def _locate(recorded: str, output: Any) -> Path | None:
@@ -307,7 +334,7 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     table: Any = source
     sig, settings_from = load_signature(source) if isinstance(source, (str, os.PathLike)) else (None, None)
     read_opts = {k: opts.pop(k) for k in READER_KEYS if k in opts}  # how the input is read, not parse settings
-    inherited = _inherit(sig, opts, read_opts) if sig is not None else {}
+    inherited = _inherit(sig, opts, read_opts, source) if sig is not None else {}
     if sig is not None:
         table = read_table(source)
     opts = {k: v for k, v in opts.items() if v is not None}
