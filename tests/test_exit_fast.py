@@ -80,3 +80,16 @@ def test_run_keeps_exit_codes_and_messages(tmp_path: Path, argv: list[str], code
     assert text.strip() and "Traceback" not in proc.stderr
     if code == 3:
         assert "[D102]" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_full_stdout_is_a_one_line_error_not_an_internal_one(tmp_path: Path) -> None:
+    """stdout on a full device (``ddp info > /dev/full``): D138 naming what to do, exit 2; before, D999 ("please
+    report"), as if ddpcore had a bug."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "info"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ddp info: error: [D138] cannot write") and "D999" not in lines[0]
+    assert "No space left on device" in lines[0]

@@ -203,6 +203,12 @@ def _silence_stdout() -> None:
         pass
 
 
+#: errno values of a write that failed for the machine's reasons (full disk or quota, too large a file, an I/O
+#: error, a read-only file system): D138, not an internal error
+_WRITE_FAILURES = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS")
+                            if hasattr(errno, name))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ddp``; returns the exit code (see the module docstring)."""
     command = "ddp"
@@ -230,6 +236,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 and _stdout_closed():
             _silence_stdout()
             return EXIT_OK
+        if exc.errno in _WRITE_FAILURES:  # the disk or quota is full, or the device failed: not a bug of ddpcore
+            target = f"{exc.filename}" if exc.filename else "an output (or stdout)"
+            print(f"{command}: error: [D138] cannot write {target}: {exc.strerror or exc}; free space or write "
+                  "elsewhere, then run the command again", file=sys.stderr)
+            _silence_stdout()
+            return EXIT_USAGE
         return _internal_error(command, exc)
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
@@ -334,7 +346,13 @@ def exit_fast(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed pipe or stream: nothing more can reach it
+        except OSError as exc:  # what was left in the buffer (e.g. --help text) did not fit: said, not lost silently
+            if exc.errno in _WRITE_FAILURES and stream is sys.stdout:
+                with contextlib.suppress(OSError, ValueError):
+                    print(f"ddp: error: [D138] cannot write stdout: {exc.strerror or exc}; free space or write "
+                          "elsewhere, then run the command again", file=sys.stderr, flush=True)
+                code = code or EXIT_USAGE
+        except (ValueError, AttributeError):  # a closed or replaced stream: nothing more can reach it
             pass
     os._exit(code)
 
