@@ -341,6 +341,9 @@ class RunLock:
         for _ in range(5):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except PermissionError as exc:  # the access check passed, the file system still refused (root-squash, /sys)
+                raise DDPUsageError(f"-o {self.target}: cannot create files in {self.target.parent} "
+                                    f"({exc.strerror or exc}); choose a folder you can write to", code="D131") from None
             except FileExistsError:
                 try:
                     info = json.loads(self.path.read_text(encoding="utf-8"))

@@ -640,7 +640,11 @@ def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(dest)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    except PermissionError as exc:  # the access check passed, the file system still refused (root-squash, /sys)
+        raise DDPUsageError(f"{dest}: cannot create files in {dest.parent} ({exc.strerror or exc}); choose a "
+                            "folder you can write to", code="D131") from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
