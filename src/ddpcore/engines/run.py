@@ -495,6 +495,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
                                      start_method=o.start_method)
                 live.parser.start()
             staged = _stage(source, o, work, journal, docs_path, name, say)
+            _check_nested_columns(staged.schema, targets, o, name)
             run_plan = _plan_batches(staged, o, work, journal, notes, say)
             info, parse_sig = _profile_batches(staged, run_plan, o, work, journal, live, name)
             signature = run_signature(info, o.settings, o.cols, head_nouns=head_noun_source(info),
@@ -631,6 +632,25 @@ def _stage(source: Any, o: RunOptions, work: Path, journal: dict[str, Any], docs
             f"--summary-by {o.summary_by}: no such column in {name}; available columns: "
             f"{', '.join(staged.schema)}", code="D137")
     return staged
+
+
+def _check_nested_columns(schema: Any, targets: dict[str, OutputTarget], o: RunOptions, name: str) -> None:
+    """Before the parse: an input column of lists or structs cannot go where it would fail after it (D139:
+    ``--summary-by`` on it; D140: a CSV/TSV segment output, which carries the input's columns and cannot
+    hold nested values)."""
+    nested = {c: dt for c, dt in schema.items() if dt.is_nested()}
+    if not nested:
+        return
+    if o.summary_by in nested:
+        raise DDPUsageError(f"--summary-by {o.summary_by}: the column holds {nested[o.summary_by]} values in {name}, "
+                            "which cannot group a summary; choose a column of text or numbers", code="D139")
+    seg = targets.get("segments")
+    if seg is not None and seg.format in ("csv", "tsv"):
+        cols = ", ".join(f"'{c}' ({dt})" for c, dt in nested.items())
+        where = seg.path if seg.path is not None else "-"
+        raise DDPUsageError(f"{seg.option} {where}: {name} has column(s) of lists or structs, {cols}, which the "
+                            f"segment table carries and {seg.format.upper()} cannot hold; write .jsonl or .parquet, or "
+                            "drop the column(s) from the input", code="D140")
 
 
 def _plan_batches(staged: StagedInput, o: RunOptions, work: Path, journal: dict[str, Any], notes: list[str],
