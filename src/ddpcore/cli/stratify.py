@@ -65,11 +65,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lowess-max-points", type=int, default=20_000, metavar="N",
                    help="fit LOWESS on a seeded subsample of N points in larger groups")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="bootstrap threads (default: all cores)")
-    p.add_argument("-f", "--format", dest="output_format", choices=("json", "tsv", "text"), default="json",
-                   help="output format (stdout, or -o)")
+    p.add_argument("-f", "--format", dest="output_format", choices=("json", "tsv", "text"), default=None,
+                   help="output format (default: json, or the -o file's extension; text goes to stdout only)")
     p.add_argument("-o", "--output", default=None, metavar="PATH",
-                   help="write the result to PATH (.json or .tsv; the signature also goes to PATH.signature.json) "
-                        "instead of stdout")
+                   help="write the result to PATH (.json or .tsv, not compressed; the signature also goes to "
+                        "PATH.signature.json) instead of stdout; an -f other than the extension's format, or a .gz, "
+                        "is error D880 (checked before any work)")
     p.set_defaults(func=run)
 
 
@@ -119,15 +120,14 @@ def stratify_files(profile: str | os.PathLike[str], scores: str | os.PathLike[st
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..io.outputs import check_outputs
     from ..stats.bins import parse_bins
     from ..stats.stratify import dumps, to_text, to_tsv
+    from ._common import check_result_output
 
+    # before any work: -o's folder and extension (.json/.tsv; a .gz or an -f that disagrees: D880, as `ddp stats`);
+    # settles args.output_format (json on stdout when neither -f nor -o gives one)
+    target = check_result_output(args, [args.profile, args.scores])
     edges = parse_bins(args.bins)
-    target = None
-    if args.output not in (None, "-"):
-        (target,) = check_outputs([("-o/--output", args.output)], inputs=[args.profile, args.scores],
-                                  formats=("json", "tsv"), sidecars=True)
     if args.reader in WIDE_READERS:  # one column per score: --score-col names them (mtme: METRIC-REF, mqm)
         wanted = [args.score_col] if isinstance(args.score_col, str) else list(args.score_col)
         scores = score_input(args, args.scores, wanted, layout="wide")
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
                          strict_join=args.strict_join, lowess_max_points=args.lowess_max_points,
                          threads=args.threads, max_unjoined=args.max_unjoined,
                          allow_partial_join=args.allow_partial_join)
-    fmt = target.format if target is not None else args.output_format
+    fmt = args.output_format
     text = dumps(res) if fmt == "json" else to_tsv(res) if fmt == "tsv" else to_text(res)
     j = res["signature"]["join"]
     note = (f"ddp stratify: join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile "

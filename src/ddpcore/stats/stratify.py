@@ -274,12 +274,20 @@ def _long_scores(inp: _Inputs, score_cols: Sequence[str]) -> pl.LazyFrame:
 def _profile_table(inp: _Inputs, ppath: str, ddp_col: str) -> pl.DataFrame:
     """Step 3: the profile (one row per segment, small) collected with integer document codes DOCK (sorted
     id order, the bootstrap's unit order), row numbers SEGK and DDPK, so the 10 M-row join carries no
-    strings. A join key on two profile rows would pair each of its score rows with two DDP values: D712."""
+    strings. A join key on two profile rows would pair each of its score rows with two DDP values: D712.
+    A DDP value that is not a whole number >= 0 (negative, fractional, NaN, infinite) is D781 naming the
+    profile, the row and the column (nulls are left out of the join, with a warning): a negative value
+    would fall below every bin and a fractional one would be truncated by the Int64 cast."""
     import polars as pl
 
+    from ..io.profiles import check_ddp_values
+
     pk = inp.pk
-    prof_df = inp.plf.select(*dict.fromkeys(pk + [inp.document] + inp.p_by),
-                             pl.col(ddp_col).cast(pl.Int64).alias(DDPK)).collect()
+    prof_df = inp.plf.select(*dict.fromkeys(pk + [inp.document] + inp.p_by), pl.col(ddp_col).alias(DDPK)).collect()
+    raw = prof_df.get_column(DDPK)
+    check_ddp_values(pl.DataFrame({ddp_col: raw.cast(pl.Float64) if raw.dtype == pl.Decimal else raw}), ddp_col,
+                     ppath)
+    prof_df = prof_df.with_columns(pl.col(DDPK).cast(pl.Int64))
     prof_df = prof_df.with_columns(
         (pl.col(inp.document).rank("dense") - 1).cast(pl.UInt32).alias(DOCK),
         pl.int_range(pl.len(), dtype=pl.UInt32).alias(SEGK), pl.lit(True).alias("__hit"))
