@@ -553,6 +553,19 @@ def _group_coverage(prep: _Prepared, by: list[str], max_unjoined: float, allow_p
     prep.warnings.append(text + " (signature.join.group_coverage)")
 
 
+def _outside_bins(prep: _Prepared, edges: np.ndarray) -> None:
+    """A warning (``signature["warnings"]``, the CLI's ``warning:`` lines) for the rows whose DDP lies outside
+    every bin of ``edges`` (float64, (n_bins + 1,); e.g. ``--bins 10,100``): they count in a group's ``n`` and
+    Spearman but in none of its bins, so the bins' ``n`` add up to less than the group's."""
+    ddp = prep.frame[DDPK].to_numpy()
+    low, high = float(edges[0]), float(edges[-1])
+    outside = int(np.count_nonzero((ddp < low) | (ddp >= high)))
+    if outside:
+        prep.warnings.append(
+            f"{outside:,} of {ddp.size:,} score rows have a DDP outside the bins [{low:g}, {high:g}) (--bins) and are in "
+            "no bin: each group's n and Spearman count them, its bins do not")
+
+
 def _bins_of(ddp: np.ndarray, edges: np.ndarray) -> np.ndarray:
     b = np.searchsorted(edges, ddp.astype(np.float64), side="right") - 1
     b[(b < 0) | (b >= edges.size - 1)] = -1
@@ -811,6 +824,7 @@ def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.Laz
     _rows_per_segment(prep, by)
     _group_coverage(prep, by, policy.max_unjoined, allow_partial_join)
     curves = _Curves(edges, n_boot, seed, lowess_max_points, threads)
+    _outside_bins(prep, edges)
     result: dict[str, Any] = {"groups": curves.groups(prep.frame, by)}
     if gap is not None and gcol is not None:
         result["gaps"] = _gap_groups(prep, by, (str(gap[0]), str(gap[1])), gcol, curves)
