@@ -103,7 +103,11 @@ def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any =
 def check_ddp_values(df: pl.DataFrame, ddp_col: str, where: str) -> None:
     """The DDP column ``ddp_col`` of ``df`` must hold whole numbers >= 0 (sentences; nulls allowed):
     a fractional, negative or non-finite value is D781 naming the first row (1-based) and the value."""
+    import polars as pl
+
     s = df[ddp_col]
+    if s.dtype.is_decimal():  # 2.5 as a decimal: checked as a float, not as an integer type
+        s = s.cast(pl.Float64)
     if not s.dtype.is_float():
         bad = (s < 0).fill_null(False) if s.dtype.is_numeric() else None
     else:
