@@ -106,3 +106,18 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def figure_metadata(fmt: str, signature: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``savefig(metadata=)`` of a figure in format ``fmt`` (``png``, ``svg``, ``pdf``) carrying ``signature``:
+    the signature as JSON in the SVG ``<metadata>`` (``dc:description``, and no date, so that the file is
+    reproducible), else under the key ``ddpcore.signature`` (a PNG text chunk, a PDF document-information
+    entry). ASCII JSON: PNG text is latin-1."""
+    import json
+
+    from .schema import SIGNATURE_KEY
+
+    sig = json.dumps(signature, sort_keys=True) if signature is not None else None
+    if fmt == "svg":
+        return {"Date": None, **({"Description": sig} if sig is not None else {})}
+    return {SIGNATURE_KEY: sig} if sig is not None else None

@@ -90,12 +90,15 @@ class CertifyModel:
 
 
 def certify_model_path(name: str | None) -> Path:
-    """The weights file ``name`` names: a path that exists, else a bare file name is a packaged file."""
+    """The weights file ``name`` names: a path that exists (relative to the working folder), else a bare
+    file name of a packaged file (``certify-v5.json``), else the path as given, so that the error of a
+    missing file (D250) names the path the user gave, not a packaged file that does not exist either."""
     name = name or DEFAULT_CERTIFY_MODEL
     p = Path(name)
     if p.exists() or p.name != name or p.is_absolute():
         return p
-    return DATA_DIR / name
+    packaged = DATA_DIR / name
+    return packaged if packaged.is_file() else p
 
 
 def _bad(path: Path, what: str, code: str) -> DDPDataError:

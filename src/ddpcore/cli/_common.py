@@ -92,7 +92,17 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "spawned elsewhere (DDPCORE_START_METHOD=fork|spawn; ddp profile --start-method); Python scripts "
                         "that call ddpcore with spawned workers "
                         "need the `if __name__ == \"__main__\":` guard")
-    g.add_argument("--batch-size", type=int, default=256, metavar="N", help="texts per spaCy batch")
+    g.add_argument("--batch-size", type=batch_size_arg, default=256, metavar="N", help="texts per spaCy batch")
+
+
+def batch_size_arg(text: str) -> int:
+    """``--batch-size`` values: a whole number >= 1 (else D212, exit 2, at option parsing: 0 or a
+    negative size would fail deep inside the parse, or pass unnoticed when the parse cache answers)."""
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or int(t) < 1:
+        raise argparse.ArgumentTypeError(
+            f"[D212] expected a whole number of texts per spaCy batch >= 1, not {text!r}; e.g. --batch-size 256")
+    return int(t)
 
 
 def n_process_arg(text: str) -> int | str:

@@ -73,9 +73,10 @@ def _gold_scope(text: str) -> str:
 
 
 def _tails(text: str) -> tuple[int, ...]:
-    """argparse type of --tail: comma-separated whole numbers >= 1, sorted, repeats dropped (else D443, exit 2)."""
-    parts = [t.strip() for t in text.split(",") if t.strip()]
-    if not parts or not all(t.isdigit() and int(t) >= 1 for t in parts):
+    """argparse type of --tail: comma-separated whole numbers >= 1, sorted, repeats dropped (else D443, exit 2).
+    Spaces around a number are allowed; an empty item (``5,``, ``,5``, ``5,,15``, blank) is not."""
+    parts = [t.strip() for t in text.split(",")]
+    if not all(t.isascii() and t.isdigit() and int(t) >= 1 for t in parts):
         raise argparse.ArgumentTypeError(
             f"[D443] --tail {text!r}: give whole numbers of sentences >= 1 separated by commas, e.g. --tail 5,15")
     return tuple(sorted({int(t) for t in parts}))
@@ -109,7 +110,8 @@ def check_validate_outputs(gold: list[str], over_estimates: str | None, plot: st
     from ..errors import DDPUsageError
     from ..io.outputs import file_identity, same_file, check_outputs
 
-    check_outputs([("--over-estimates", over_estimates)], inputs=gold, formats=("csv", "tsv", "jsonl", "parquet"))
+    check_outputs([("--over-estimates", over_estimates)], inputs=gold, formats=("csv", "tsv", "jsonl", "parquet"),
+                  sidecars=True)
     if not plot:
         return
     path = Path(plot)
@@ -119,13 +121,19 @@ def check_validate_outputs(gold: list[str], over_estimates: str | None, plot: st
             + ", ".join(PLOT_EXTENSIONS),
             code="D441",
         )
-    # the folder, writability, input and duplicate checks of io.outputs, with a table-named stand-in
-    # in the same folder (the stand-in is never created) plus the identity checks on the plot path itself
-    stand_in = str(path.with_name(path.name + ".csv"))
-    check_outputs([("--plot", stand_in)], inputs=gold)
     if path.is_dir():
         raise DDPUsageError(f"--plot {plot}: is an existing folder; give a file name inside it "
                             f"(e.g. {path / 'validation.png'})", code="D132")
+    # the work-folder, folder and writability checks of io.outputs, run on a table-named stand-in in
+    # the same folder (never created; io.outputs knows no figure formats), with its messages naming the
+    # user's path; then the input and duplicate checks on the plot path itself
+    stand_in = path.with_name(path.name + ".csv")
+    while stand_in.is_dir():  # the stand-in's own name must not trip the existing-folder check
+        stand_in = stand_in.with_name("_" + stand_in.name)
+    try:
+        check_outputs([("--plot", stand_in)])
+    except DDPUsageError as exc:
+        raise DDPUsageError(exc.message.replace(f"--plot {stand_in}", f"--plot {plot}"), code=exc.code) from None
     me = file_identity(path)
     for inp in gold:
         if same_file(me, file_identity(Path(inp))):
@@ -176,12 +184,13 @@ def run(args: argparse.Namespace) -> int:
               "mention (use --strict to fail instead)", file=sys.stderr)
         for w in result.signature["gold"].get("warnings", [])[:5]:
             print(f"  {w}", file=sys.stderr)
-    if args.over_estimates:
-        from ..io.tables import write_table_atomic
+    if args.over_estimates:  # the signature in Parquet's metadata, else in FILE.signature.json
+        from ..io.tables import write_tables_atomic
 
-        write_table_atomic(result.over_estimates, args.over_estimates,
-                           metadata={SIGNATURE_KEY: json.dumps(result.signature, sort_keys=True)})
-    if args.plot:
+        sig_json = json.dumps(result.signature, sort_keys=True)
+        write_tables_atomic([(result.over_estimates, args.over_estimates)], metadata={SIGNATURE_KEY: sig_json},
+                            sidecar=sig_json)
+    if args.plot:  # the signature embedded in the figure (PNG text chunk, SVG and PDF metadata)
         plot_validation(result, args.plot)
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))

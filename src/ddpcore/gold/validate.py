@@ -1131,9 +1131,12 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
     diagonal DDP = gold; points above it are over-estimates. Segments a ``set_aside`` rule left out
     of the ``ddp`` figures are not drawn. Needs ``ddpcore[plot]``."""
     plt = pyplot()
+    import warnings
+
     import polars as pl
 
     from ..io.tables import atomic_path
+    from ..signature import figure_metadata
 
     seg = result.segments
     aside = f"{schema.DDP}{SET_ASIDE_SUFFIX}"
@@ -1158,7 +1161,15 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
     ax.legend(fontsize=7, markerscale=2)
     fig.tight_layout()
     dest = os.fspath(path)
-    ext = os.path.splitext(dest)[1].lstrip(".") or "png"
-    with atomic_path(dest) as tmp:
-        fig.savefig(tmp, format=ext, dpi=120)
-    plt.close(fig)
+    ext = os.path.splitext(dest)[1].lstrip(".").lower() or "png"
+    # written as `ddp plot` writes its figures (the same metadata): atomically, the run's signature embedded (PNG text chunk
+    # ``ddpcore.signature``, SVG <metadata>, PDF document information ``ddpcore.signature``)
+    with warnings.catch_warnings():
+        # matplotlib warns that a PDF info key other than its standard ones (Title, Author...) is
+        # unknown, and writes it all the same
+        warnings.filterwarnings("ignore", message="Unknown infodict keyword", category=UserWarning)
+        try:
+            with atomic_path(dest) as tmp:
+                fig.savefig(tmp, format=ext, dpi=120, metadata=figure_metadata(ext, result.signature))
+        finally:
+            plt.close(fig)

@@ -623,7 +623,17 @@ def _type_from_words(words: list[str], sentence_initial: bool) -> str:
 
 def _read_litbank_brat(ann: _Member, txt: _Member) -> list[_Doc]:
     doc_id = Path(ann.name).name[:-4]
-    sentences = [line.split(" ") if line else [] for line in _text_lines(txt)]
+    lines = _text_lines(txt)
+    while lines and not lines[-1].strip():  # blank lines (or lines of spaces) at the end hold no sentence
+        lines.pop()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():  # a sentence without tokens: the .ann's sentence numbers count it
+            raise DDPDataError(
+                f"{txt.label}: line {lineno} is blank; every line of a LitBank .txt is one sentence of tokens "
+                "(blank lines only at the end): remove the line and lower the .ann's sentence numbers after it",
+                code="D412",
+            )
+    sentences = [line.split(" ") for line in lines]
     sent_rows = [_sentence_row(doc_id, i, LITBANK_GENRE, toks, txt.label) for i, toks in enumerate(sentences)]
     spans: dict[str, tuple[int, int, int, str, str, int]] = {}
     chains: dict[str, str] = {}
