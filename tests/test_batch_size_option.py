@@ -80,3 +80,14 @@ def test_refused_with_a_warm_cache_and_a_valid_size_still_runs(tmp_path: Path,
     assert json.loads(warm.stdout)["overall"]["n_segments"] == 8
     assert_d212(ddp("validate", str(TINY), "-q", "--batch-size", "-2"), "validate", "-2")
     assert_d212(ddp("validate", str(TINY), "-q", "--batch-size=0"), "validate", "0")
+
+
+@pytest.mark.parametrize("size", [0, -2, 1.5, True])
+def test_python_api_refuses_it_too(size: object) -> None:
+    """The Python API (``Parser``, behind ``profile_anchors`` and ``validate``) says D212 too, not ArrowInvalid."""
+    from ddpcore.errors import DDPUsageError
+    from ddpcore.pipeline.parse import Parser
+
+    with pytest.raises(DDPUsageError) as e:
+        Parser(None, batch_size=size)  # type: ignore[arg-type]
+    assert e.value.code == "D212"

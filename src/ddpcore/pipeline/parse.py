@@ -18,6 +18,7 @@ within about a second instead of lingering with a loaded model.
 """
 from __future__ import annotations
 
+import numbers
 import os
 import signal
 import sys
@@ -196,6 +197,8 @@ class Parser:
                  nlp: Any = None, info: dict[str, Any] | None = None, start_method: str | None = None) -> None:
         if n_process < 1:
             raise DDPUsageError("n_process must be at least 1", code="D207")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise DDPUsageError(f"batch_size must be a whole number of texts >= 1, not {batch_size!r}", code="D212")
         self.pipeline = pipeline
         self.n_process = n_process
         self.batch_size = batch_size
