@@ -14,13 +14,17 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Compare two DDP runs over the same segments (e.g. two extractors, each written by "
             "`ddp profile -o run.parquet`): Pearson r, Spearman rho, % identical, % within +/-N sentences, "
             "per-domain mean shift (B - A) and whether the ordering of domains by mean DDP is preserved. "
-            "A document or segment present in only one run is an error (exit 3)."
+            "The column names are read from each run's signature (Parquet metadata, or the .signature.json "
+            "sidecar of a text output) unless given. A document or segment present in only one run, or a DDP "
+            "value that is not a whole number of sentences >= 0, is an error (exit 3)."
         ),
         formatter_class=HelpFormatter,
     )
-    p.add_argument("a", metavar="A", help="first run (Parquet from `ddp profile`, or any table with a ddp column)")
+    p.add_argument("a", metavar="A", help="first run (from `ddp profile`: Parquet, or a text table with its "
+                                          ".signature.json sidecar; or any table with a ddp column)")
     p.add_argument("b", metavar="B", help="second run, over the same segments")
-    p.add_argument("--within", type=int, default=5, metavar="N", help="tolerance in sentences for the 'within' share (default: %(default)s)")
+    p.add_argument("--within", type=int, default=5, metavar="N",
+                   help="tolerance in sentences for the 'within' share, >= 0 (default: %(default)s)")
     p.add_argument("--document-col", default=None, metavar="NAME",
                    help="document id column (default: from the run's signature, else document_id)")
     p.add_argument("--segment-col", default=None, metavar="NAME",

@@ -1,7 +1,8 @@
 """Agreement between two DDP runs over the same segments (paper Appendix A.3).
 
 Typical use: the same test set profiled with two extractors (spaCy pipelines, rule sets,
-distance modes), each written by ``ddp profile -o run.parquet``; :func:`agree` reports
+distance modes), each written by ``ddp profile -o run.parquet`` (or a text output with its
+``.signature.json`` sidecar); :func:`agree` reports
 Pearson r, Spearman ρ, the share of identical DDP values, the share within ±``within``
 sentences, the mean shift B − A per domain, and whether the ordering of domains by mean DDP
 (and by share of zero-DDP segments) is the same under both runs.
@@ -16,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import schema
-from ..errors import DDPDataError, DDPUsageError
+from ..errors import DDPDataError, DDPError, DDPUsageError, where
 from ._correlation import correlation
-from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -78,24 +78,91 @@ class AgreementResult:
         return d
 
 
+#: what to do about a damaged signature of a run
+SIGNATURE_HINT = ("regenerate the run with `ddp profile`; a text output can also do without it: delete its "
+                  ".signature.json and name the columns with --document-col/--segment-col/--domain-col")
+
+
+#: the keys of a signature's ``columns`` that name columns of the segment table
+COLUMN_KEYS = ("document", "segment", "text", "domain")
+
+
+def load_profile_signature(path: str | os.PathLike[str], *, hint: str = SIGNATURE_HINT
+                           ) -> tuple[dict[str, Any], str | None]:
+    """The signature of an output, strictly, and where it was read from: what ``ddp explain`` reads
+    (:func:`ddpcore.io.profiles.load_signature`: a Parquet file's metadata or a text output's
+    ``.signature.json`` sidecar); ``({}, None)`` when the output has none. A damaged one is D103 naming the
+    file and ``hint`` (what to do): an unreadable sidecar or Parquet file, a signature that is not JSON or not
+    a JSON object, or ``columns`` that does not map document/segment/text/domain to column names."""
+    from ..io.profiles import load_signature
+
+    try:
+        sig, source = load_signature(path)
+    except DDPDataError as exc:
+        if exc.code != "D103":
+            raise
+        # load_signature's advice is explain's (--rules/--distance/--pipeline); give the caller's instead
+        head = exc.message.partition("; delete it or pass")[0]
+        raise DDPDataError(f"{head}; {hint}", code="D103") from None
+    except DDPError:
+        raise
+    except ValueError as exc:  # load_signature parses a Parquet file's signature without checking it
+        raise DDPDataError(f"{path}: the signature in its Parquet metadata is not valid JSON "
+                           f"({str(exc).splitlines()[0]}); {hint}", code="D103") from None
+    if sig is None:
+        return {}, None
+    cols = sig.get("columns") if isinstance(sig, dict) else None
+    if not isinstance(sig, dict) or not (cols is None or (isinstance(cols, dict) and all(
+            isinstance(cols.get(k), (str, type(None))) for k in COLUMN_KEYS))):
+        what = "a JSON object" if not isinstance(sig, dict) else \
+            "its 'columns' to map document/segment/text/domain to column names"
+        raise DDPDataError(f"{source}: not a ddpcore signature (expected {what}); {hint}", code="D103")
+    return sig, source
+
+
 def _load(run: Any, label: str) -> tuple[pl.DataFrame, dict[str, Any], str]:
-    from ..io.tables import read_parquet_metadata, read_table
+    """A run's table, its signature (``{}`` when it has none) and its name for messages. The signature is
+    read as ``ddp explain`` reads it: a Parquet file's metadata or a text output's ``.signature.json``
+    sidecar (D103 when it is damaged)."""
+    from ..io.tables import read_table
 
     signature: dict[str, Any] = {}
     name = label
     if isinstance(run, (str, os.PathLike)):
         name = f"{label} ({os.fspath(run)})"
-        if str(run).lower().endswith((".parquet", ".pq")) and os.path.exists(run):
-            try:
-                raw = read_parquet_metadata(run).get(SIGNATURE_KEY)
-            except Exception as exc:  # pyarrow raises several types for a non-Parquet file
-                raise DDPDataError(f"{os.fspath(run)}: not a readable Parquet file ({exc})", code="D430") from None
-            if raw:
-                try:
-                    signature = json.loads(raw)
-                except json.JSONDecodeError:
-                    signature = {"unparsed": raw}
+        signature = load_profile_signature(run, hint=SIGNATURE_HINT)[0]
     return read_table(run), signature, name
+
+
+def _ddp_values(df: pl.DataFrame, name: str) -> pl.Series:
+    """The ``ddp`` column of a run as float64 (nulls and NaN kept: D431 names them). Every other value must be
+    a whole number of sentences >= 0, as ``ddp validate`` (D445) and ``ddp report`` (D781) require: a value
+    that is not a number (text such as ``NA``), negative, fractional or infinite is D445 naming the file, the
+    row (1-based, the header not counted) and the column."""
+    import polars as pl
+
+    s = df[schema.DDP]
+    if s.dtype == pl.Null:
+        return s.cast(pl.Float64)
+    if s.dtype.is_numeric():
+        v = s.cast(pl.Float64)
+        bad = v.is_infinite() | (v < 0) | (v != v.floor())
+    elif s.dtype in (pl.String, pl.Categorical, pl.Enum):
+        text = s.cast(pl.String)
+        v = text.str.strip_chars().cast(pl.Float64, strict=False)
+        bad = text.is_not_null() & (v.is_null() | v.is_nan() | v.is_infinite() | (v < 0) | (v != v.floor()))
+    else:  # booleans, dates, lists...: not sentences
+        v = pl.Series(schema.DDP, [None] * s.len(), dtype=pl.Float64)
+        bad = s.is_not_null()
+    bad = bad.fill_null(False)
+    if bad.any():
+        rows = bad.arg_true()
+        i = int(rows[0])
+        raise DDPDataError(
+            f"{where(name, row=i + 1, column=schema.DDP)}: {s[i]!r} is not a DDP value (a whole number of sentences "
+            f">= 0; {rows.len()} such row(s), column type {s.dtype}); compare `ddp profile` outputs, or fix the "
+            "column", code="D445")
+    return v.alias(schema.DDP)
 
 
 def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: str | None) -> pl.DataFrame:
@@ -103,11 +170,13 @@ def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: s
 
     from ..io.tables import require_columns
 
-    require_columns(df, [document, segment, schema.DDP], name, flags={document: "--document", segment: "--segment"})
-    out = df.select(
+    require_columns(df, [document, segment, schema.DDP], name,
+                    flags={document: "--document-col", segment: "--segment-col"})
+    ddp = _ddp_values(df, name)
+    out = df.with_columns(ddp).select(
         pl.col(document).cast(pl.String).alias(schema.DOCUMENT_ID),
         pl.col(segment).cast(pl.String).alias(schema.SEGMENT_ID),
-        pl.col(schema.DDP).cast(pl.Float64).alias(schema.DDP),
+        pl.col(schema.DDP),
         (pl.col(domain).cast(pl.String) if domain and domain in df.columns else pl.lit(None, dtype=pl.String)).alias(schema.DOMAIN),
     )
     _refuse_first(out.filter(pl.col(schema.DDP).is_null() | pl.col(schema.DDP).is_nan() | pl.col(schema.DOCUMENT_ID).is_null() | pl.col(schema.SEGMENT_ID).is_null()),
@@ -166,28 +235,32 @@ def agree(
     Parameters
     ----------
     a, b : path | DataFrame
-        Segment tables of the two runs (``ddp profile`` Parquet outputs or any table with
-        document id, segment id and ``ddp`` columns; ``domain`` optional). Parquet outputs of
-        ``ddp profile`` carry their signature and column names, which are used when the
-        ``document``/``segment``/``domain`` arguments are not given.
+        Segment tables of the two runs (``ddp profile`` outputs or any table with
+        document id, segment id and ``ddp`` columns; ``domain`` optional). Outputs of
+        ``ddp profile`` carry their signature and column names (a Parquet file in its metadata,
+        a text output in its ``<file>.signature.json`` sidecar, read as ``ddp explain`` reads
+        them), which are used when the ``document``/``segment``/``domain`` arguments are not given.
     within : int
-        Tolerance in sentences for ``share_within`` (paper: ±5).
+        Tolerance in sentences for ``share_within`` (paper: ±5); >= 0 (D435).
 
     Raises
     ------
     DDPDataError
         A document or segment present in one run only (naming the first one), duplicated
-        segments, missing DDP values, or a segment whose domain differs between runs.
+        segments, missing DDP values, a DDP value that is not a whole number of sentences >= 0
+        (D445, naming the file, row and column), a segment whose domain differs between runs, or a
+        damaged signature (D103).
     """
     import polars as pl
 
     if within < 0:
-        raise DDPUsageError(f"within must be >= 0, got {within}", code="D435")
+        raise DDPUsageError(f"--within {within}: the tolerance must be 0 or more sentences (within= in Python)",
+                            code="D435")
     df_a, sig_a, name_a = _load(a, "A")
     df_b, sig_b, name_b = _load(b, "B")
 
     def col(sig: dict[str, Any], key: str, given: str | None, default: str) -> str:
-        return given or sig.get("columns", {}).get(key) or default
+        return given or (sig.get("columns") or {}).get(key) or default
 
     pa = _prepare(df_a, name_a, col(sig_a, "document", document, schema.DOCUMENT_ID), col(sig_a, "segment", segment, schema.SEGMENT_ID),
                   col(sig_a, "domain", domain, schema.DOMAIN))

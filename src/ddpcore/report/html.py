@@ -5,8 +5,10 @@ highlighted (what ``ddp explain`` shows, with its table), the stratify curves an
 bin table with n, mean and CI, n_boot, seed) when given, and the run signature. All text from the data is escaped with :func:`html.escape`.
 
 Error codes: D679 ``--top`` not positive, D610 ``--top-per-domain`` negative, D680 the anchors table lacks
-needed columns. An anchors table of another run is not an error: the segment says that no anchor with its
-DDP distance was found.
+needed columns, D671 the profile lacks the document/segment id columns its signature (or the default)
+names, D103 a damaged signature (unreadable sidecar or metadata, not a JSON object, bad ``columns``). An
+anchors table of another run is not an error: the segment says that no anchor with its DDP distance was
+found.
 
 A report is meant to be shared: every path it shows (title, signature, ``<meta>``) is relative as given or a
 file name, and the home folder never appears (:func:`shareable`). The Parquet signature of the profile is
@@ -172,8 +174,9 @@ def _explain_block(r: dict[str, Any], seg_anchors: pl.DataFrame, signature: dict
         return ""
     if S.CERTIFIED in seg_anchors.columns and S.CONFIDENCE not in seg_anchors.columns:
         seg_anchors = seg_anchors.drop(S.CERTIFIED)
+    certified = isinstance(signature.get("certify"), dict) and bool(signature["certify"])  # else not recorded
     res = ExplainResult(document=str(r[doc]), segment=str(r[seg]), ddp=int(r[S.DDP] or 0),
-                        ddp_certified=r.get(S.DDP_CERTIFIED) if signature.get("certify") else None,
+                        ddp_certified=r.get(S.DDP_CERTIFIED) if certified else None,
                         n_sentences=int(r[S.N_SENTENCES] or 0), first_sentence=int(r[S.FIRST_SENTENCE] or 0),
                         text=text, anchors=seg_anchors.sort(S.SENTENCE), signature=signature)
     return ('<details class="explain"><summary><code>ddp explain</code> of this segment (* = sets the DDP)</summary>'
@@ -541,6 +544,32 @@ def report_signature(profile: str, sig: dict[str, Any], *, stratify: str | None,
             "top_per_domain": int(top_per_domain), "paths": PATHS_NOTE, "profile_signature": shareable(sig)}
 
 
+def check_profile_columns(df: pl.DataFrame, signature: dict[str, Any], profile: str) -> None:
+    """The document and segment id columns the report reads (named by the profile's signature, else
+    ``document_id``/``segment_id``) must be columns of the profile: else D671 naming the file, the column and
+    where its name came from (a profile written with --document-col/--segment-col whose signature was lost
+    or belongs to another file)."""
+    cols = signature.get("columns") or {}
+    for key, default in (("document", S.DOCUMENT_ID), ("segment", S.SEGMENT_ID)):
+        name = cols.get(key) or default
+        if name in df.columns:
+            continue
+        if cols.get(key):
+            why = (f"its signature names '{name}' as the {key} id column, but the table has no such column; the "
+                   "file and its signature do not match: regenerate both with `ddp profile`")
+        elif signature:
+            why = (f"its signature names no {key} id column and the table has no '{name}' column; regenerate it "
+                   "with `ddp profile`")
+        else:
+            side = "its Parquet metadata" if str(profile).lower().endswith((".parquet", ".pq")) else \
+                f"{profile}.signature.json"
+            why = (f"no ddpcore signature names its {key} id column (looked in {side}), and the table has no "
+                   f"'{name}' column; regenerate it with `ddp profile` (which records its column names), or put its "
+                   "signature back")
+        raise DDPDataError(f"{profile}, column '{name}': {why} (columns: {', '.join(df.columns[:20])})",
+                           code="D671")
+
+
 def render(profile: str, *, stratify: str | None = None, anchors: str | None = None, top: int = 10,
            title: str | None = None, ddp_col: str = S.DDP, top_per_domain: int = 3) -> str:
     """The report as an HTML string; ``ddp_col`` is the DDP column of the table, the figures and the top-K
@@ -550,7 +579,8 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
         raise DDPUsageError(f"--top must be at least 1, got {top}", code="D679")
     if top_per_domain < 0:
         raise DDPUsageError(f"--top-per-domain must be 0 or more, got {top_per_domain}", code="D610")
-    df, raw_sig = plots.load_profile(profile, ddp_col=ddp_col)
+    df, raw_sig = plots.load_profile(profile, ddp_col=ddp_col, strict=True)
+    check_profile_columns(df, raw_sig, profile)
     anc = None
     if anchors is not None:
         from pathlib import Path

@@ -111,9 +111,17 @@ def _save_metadata(fmt: str, signature: dict[str, Any] | None) -> dict[str, Any]
     return {SIGNATURE_KEY: sig} if sig is not None else None
 
 
-def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP) -> tuple[pl.DataFrame, dict[str, Any]]:
+#: what to do about a damaged profile signature (``ddp report``)
+SIGNATURE_HINT = "regenerate the profile with `ddp profile` (it writes the signature with the table)"
+
+
+def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP, *, strict: bool = False
+                 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """The segment table of ``ddp profile`` and its signature; D671 without a ``ddp`` column, D780 without
-    the ``ddp_col`` asked for (``--ddp-col``), D781 when that column holds no DDP values."""
+    the ``ddp_col`` asked for (``--ddp-col``), D781 when that column holds no DDP values. With ``strict``
+    (``ddp report``, which needs the column names it records) a damaged signature is D103
+    (:func:`ddpcore.gold.agree.load_profile_signature`); else it is read as :func:`read_signature` reads it
+    (``{}`` when absent, unreadable or not a JSON object)."""
     from ..io.profiles import check_ddp_values
     from ..io.tables import read_table
 
@@ -123,7 +131,12 @@ def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP) -> tup
         raise DDPDataError(f"{path}: no '{schema.DDP}' column; give the segment table written by `ddp profile` "
                            f"(columns: {', '.join(df.columns[:20])})", code="D671")
     check_ddp_values(df, ddp_col, str(path))
-    return df, read_signature(path)
+    if strict:
+        from ..gold.agree import load_profile_signature
+
+        return df, load_profile_signature(path, hint=SIGNATURE_HINT)[0]
+    sig = read_signature(path)
+    return df, sig if isinstance(sig, dict) else {}
 
 
 def load_stratify(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -155,7 +168,8 @@ def _groups_of(df: pl.DataFrame, by: str | None, ddp_col: str = schema.DDP) -> l
 
 
 def _title_suffix(df: pl.DataFrame, signature: dict[str, Any]) -> str:
-    docs = signature.get("columns", {}).get("document", schema.DOCUMENT_ID)
+    cols = signature.get("columns")
+    docs = (cols.get("document") if isinstance(cols, dict) else None) or schema.DOCUMENT_ID
     nd = df[docs].n_unique() if docs in df.columns else None
     return f"{df.height:,} segments" + (f", {nd:,} documents" if nd is not None else "")
 
