@@ -68,8 +68,8 @@ def test_report_without_signature_names_file_and_remedy(tmp_path: Path, kind: st
 
 
 @pytest.mark.parametrize("content, what", [
-    ("{bad", "not a readable signature file"),
-    ("[1, 2]", "not a signature (expected a JSON object)"),
+    ("{bad", "is not valid JSON"),
+    ("[1, 2]", "is not a ddpcore signature (expected a JSON object)"),
     ('{"columns": "oops"}', "'columns'"),
     ('{"columns": {"document": ["doc"]}}', "'columns'"),
 ])
@@ -108,8 +108,8 @@ def test_render_signature_naming_a_missing_column(tmp_path: Path) -> None:
 
 
 def test_report_certify_entry_that_is_not_an_object(tmp_path: Path) -> None:
-    """A signature whose 'certify' is not an object (damaged) no longer crashes the `ddp explain` table of a
-    segment (D999 before): the certified DDP is shown as not recorded; with a real 'certify' it is shown."""
+    """A signature whose 'certify' is not an object is damaged: D103 naming the sidecar (the `ddp explain` table
+    of a segment crashed on it before, D999); with a real 'certify' the certified DDP is shown."""
     texts = ["Alice met Bob. She left.", "It was late. He slept."]
     seg = pl.DataFrame({"doc": ["a", "a"], "seg": [0, 1], "domain": ["news", "news"], "n_sentences": [2, 2],
                         "ddp": [0, 3], "ddp_certified": [0, 2], "first_sentence": [0, 2], "src": texts})
@@ -121,10 +121,13 @@ def test_report_certify_entry_that_is_not_an_object(tmp_path: Path) -> None:
     seg.write_csv(tmp_path / "c.csv")
     side = Path(f"{tmp_path / 'c.csv'}.signature.json")
     cmd = [sys.executable, "-m", "ddpcore.cli.main", "report", "c.csv", "--anchors", "anchors.parquet", "-o", "r.html"]
-    for certify, shown in (("oops", False), ({"file": "certify-v5.json", "threshold": 0.95}, True)):
-        side.write_text(json.dumps({**SIG, "certify": certify}), encoding="utf-8")
-        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        html = (tmp_path / "r.html").read_text(encoding="utf-8")
-        assert "DDP = 3 sentence(s)" in html  # the explain table of segment 1 (ddp 3)
-        assert ("certified DDP = 2" in html) is shown
+    side.write_text(json.dumps({**SIG, "certify": "oops"}), encoding="utf-8")
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3 and "[D103] " + side.name in proc.stderr and "'certify' to be an object" in proc.stderr
+    assert not (tmp_path / "r.html").exists()
+    side.write_text(json.dumps({**SIG, "certify": {"file": "certify-v5.json", "threshold": 0.95}}), encoding="utf-8")
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "DDP = 3 sentence(s)" in html  # the explain table of segment 1 (ddp 3)
+    assert "certified DDP = 2" in html

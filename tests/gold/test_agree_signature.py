@@ -103,8 +103,8 @@ def test_agree_missing_column_names_the_real_option(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content, what", [
-    ("{bad", "not a readable signature file"),
-    ("[1, 2]", "not a signature"),
+    ("{bad", "is not valid JSON"),
+    ("[1, 2]", "is not a ddpcore signature (expected a JSON object)"),
     ('{"columns": "oops"}', "'columns'"),
     ('{"columns": {"document": 3}}', "'columns'"),
 ])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import schema
-from ..errors import DDPDataError, DDPError, DDPUsageError, where
+from ..errors import DDPDataError, DDPUsageError, where
 from ._correlation import correlation
 
 if TYPE_CHECKING:
@@ -83,41 +83,18 @@ SIGNATURE_HINT = ("regenerate the run with `ddp profile`; a text output can also
                   ".signature.json and name the columns with --document-col/--segment-col/--domain-col")
 
 
-#: the keys of a signature's ``columns`` that name columns of the segment table
-COLUMN_KEYS = ("document", "segment", "text", "domain")
 
 
 def load_profile_signature(path: str | os.PathLike[str], *, hint: str = SIGNATURE_HINT
                            ) -> tuple[dict[str, Any], str | None]:
     """The signature of an output, strictly, and where it was read from: what ``ddp explain`` reads
     (:func:`ddpcore.io.profiles.load_signature`: a Parquet file's metadata or a text output's
-    ``.signature.json`` sidecar); ``({}, None)`` when the output has none. A damaged one is D103 naming the
-    file and ``hint`` (what to do): an unreadable sidecar or Parquet file, a signature that is not JSON or not
-    a JSON object, or ``columns`` that does not map document/segment/text/domain to column names."""
+    ``.signature.json`` sidecar, D103 naming the file and ``hint`` when it is damaged); ``({}, None)`` when
+    the output has none."""
     from ..io.profiles import load_signature
 
-    try:
-        sig, source = load_signature(path)
-    except DDPDataError as exc:
-        if exc.code != "D103":
-            raise
-        # load_signature's advice is explain's (--rules/--distance/--pipeline); give the caller's instead
-        head = exc.message.partition("; delete it or pass")[0]
-        raise DDPDataError(f"{head}; {hint}", code="D103") from None
-    except DDPError:
-        raise
-    except ValueError as exc:  # load_signature parses a Parquet file's signature without checking it
-        raise DDPDataError(f"{path}: the signature in its Parquet metadata is not valid JSON "
-                           f"({str(exc).splitlines()[0]}); {hint}", code="D103") from None
-    if sig is None:
-        return {}, None
-    cols = sig.get("columns") if isinstance(sig, dict) else None
-    if not isinstance(sig, dict) or not (cols is None or (isinstance(cols, dict) and all(
-            isinstance(cols.get(k), (str, type(None))) for k in COLUMN_KEYS))):
-        what = "a JSON object" if not isinstance(sig, dict) else \
-            "its 'columns' to map document/segment/text/domain to column names"
-        raise DDPDataError(f"{source}: not a ddpcore signature (expected {what}); {hint}", code="D103")
-    return sig, source
+    sig, source = load_signature(path, hint=hint)
+    return (sig, source) if sig is not None else ({}, None)
 
 
 def _load(run: Any, label: str) -> tuple[pl.DataFrame, dict[str, Any], str]:

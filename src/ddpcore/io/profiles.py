@@ -45,11 +45,20 @@ def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
         return {}
 
 
-def load_signature(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, str | None]:
+#: what ``ddp explain`` advises for a damaged signature (:func:`load_signature`'s default ``hint``)
+EXPLAIN_SIGNATURE_HINT = "delete it or pass --rules/--distance/--pipeline and the column options"
+#: the column roles a signature's ``columns`` maps to column names
+COLUMN_KEYS = ("document", "segment", "text", "domain")
+
+
+def load_signature(path: str | os.PathLike[str], *, hint: str = EXPLAIN_SIGNATURE_HINT
+                   ) -> tuple[dict[str, Any] | None, str | None]:
     """The signature of an output and the file it was read from, strictly: a Parquet file's metadata
     (``.parquet``/``.pq``) or a text output's ``.signature.json`` sidecar; ``(None, None)`` when the
-    output has none (an input, say). An unreadable Parquet file or sidecar, or a sidecar that is not a
-    JSON object, is D103 (unlike :func:`read_signature`, which gives ``{}``)."""
+    output has none (an input, say). A damaged one is D103 naming the file and ``hint`` (what to do):
+    an unreadable Parquet file or sidecar, a signature that is not JSON or not a JSON object, ``columns``
+    that does not map document/segment/text/domain to column names, or a ``reader`` or ``certify`` entry
+    that is not an object (unlike :func:`read_signature`, which gives ``{}``)."""
     from .outputs import sidecar_path
     from .tables import read_parquet_metadata
 
@@ -59,18 +68,39 @@ def load_signature(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None,
         except Exception as exc:  # pyarrow raises several types for a bad file
             raise DDPDataError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})",
                                code="D103") from None
-        return (json.loads(meta[SIGNATURE_KEY]), str(path)) if SIGNATURE_KEY in meta else (None, None)
-    side = sidecar_path(path)
-    if not side.is_file():
-        return None, None
+        if SIGNATURE_KEY not in meta:
+            return None, None
+        source, text = str(path), meta[SIGNATURE_KEY]
+        where = f"{path}: the signature in its Parquet metadata"
+    else:
+        side = sidecar_path(path)
+        if not side.is_file():
+            return None, None
+        source, where = str(side), str(side)
+        try:
+            text = side.read_text(encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            raise DDPDataError(f"{side}: not a readable signature file ({exc}); {hint}", code="D103") from None
     try:
-        sig = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DDPDataError(f"{side}: not a readable signature file ({exc}); delete it or pass "
-                           "--rules/--distance/--pipeline and the column options", code="D103") from None
+        sig = json.loads(text)
+    except ValueError as exc:
+        raise DDPDataError(f"{where} is not valid JSON ({str(exc).splitlines()[0]}); {hint}", code="D103") from None
+    problem = _signature_problem(sig)
+    if problem:
+        raise DDPDataError(f"{where} is not a ddpcore signature (expected {problem}); {hint}", code="D103")
+    return sig, source
+
+
+def _signature_problem(sig: Any) -> str | None:
+    """What a parsed signature lacks to be read as one (None when it is fine)."""
     if not isinstance(sig, dict):
-        raise DDPDataError(f"{side}: not a signature (expected a JSON object)", code="D103")
-    return sig, str(side)
+        return "a JSON object"
+    cols = sig.get("columns")
+    if not (cols is None or (isinstance(cols, dict) and all(isinstance(cols.get(k), (str, type(None)))
+                                                            for k in COLUMN_KEYS))):
+        return "its 'columns' to map document/segment/text/domain to column names"
+    bad = [k for k in ("reader", "certify") if not isinstance(sig.get(k), (dict, type(None)))]
+    return f"its {' and '.join(repr(k) for k in bad)} to be an object" if bad else None
 
 
 def profile_columns(signature: dict[str, Any], *, document: str | None = None, segment: str | None = None,
