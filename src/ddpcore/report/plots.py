@@ -149,7 +149,48 @@ def load_stratify(path: str | os.PathLike[str]) -> dict[str, Any]:
             any(not isinstance(g, dict) or "bins" not in g for g in res["groups"]):
         raise DDPDataError(f"{path}: not a `ddp stratify` JSON result (needs a 'groups' list with 'bins'); "
                            "write one with `ddp stratify ... -f json -o FILE.json`", code="D671")
+    problem = _stratify_problem(res)
+    if problem:
+        raise DDPDataError(f"{path}: not a `ddp stratify` JSON result ({problem}); write one with "
+                           "`ddp stratify ... -f json -o FILE.json`", code="D671")
     return res
+
+
+def _stratify_problem(res: dict[str, Any]) -> str | None:
+    """The first part of a ``ddp stratify`` result that the curve plots cannot read (None when all is
+    readable): every group (``groups``, ``gaps``) an object whose ``bins`` is a list of objects with numeric
+    ``low``/``high``, a whole ``n`` and numeric-or-null ``mean``/``ci_low``/``ci_high``; ``lowess`` null or
+    ``x``/``y`` lists of numbers of one length; ``spearman`` null or an object with a numeric-or-null ``rho``."""
+    def number(v: Any, null: bool = False) -> bool:
+        if v is None:
+            return null
+        if isinstance(v, str):  # JSON has no infinity: stratify writes "inf"
+            return v in ("inf", "Infinity")
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    for kind in ("groups", "gaps"):
+        groups = res.get(kind, [])
+        if not isinstance(groups, list):
+            return f"'{kind}' is not a list"
+        for i, g in enumerate(groups):
+            at = f"{kind}[{i}]"
+            if not isinstance(g, dict) or not isinstance(g.get("bins"), list):
+                return f"{at} has no list of 'bins'"
+            for j, b in enumerate(g["bins"]):
+                if not (isinstance(b, dict) and number(b.get("low")) and number(b.get("high"))
+                        and isinstance(b.get("n"), int) and not isinstance(b.get("n"), bool)
+                        and all(number(b.get(k), null=True) for k in ("mean", "ci_low", "ci_high"))):
+                    return f"{at}.bins[{j}] is not a bin (low, high, n, mean, ci_low, ci_high)"
+            lw = g.get("lowess")
+            if lw is not None and not (isinstance(lw, dict) and isinstance(lw.get("x", []), list)
+                                       and isinstance(lw.get("y", []), list)
+                                       and len(lw.get("x", [])) == len(lw.get("y", []))
+                                       and all(number(v, null=True) for v in [*lw.get("x", []), *lw.get("y", [])])):
+                return f"{at}.lowess is not a curve (lists x and y of numbers, of one length)"
+            sp = g.get("spearman")
+            if sp is not None and not (isinstance(sp, dict) and number(sp.get("rho"), null=True)):
+                return f"{at}.spearman is not an object with a numeric rho"
+    return None
 
 
 def _groups_of(df: pl.DataFrame, by: str | None, ddp_col: str = schema.DDP) -> list[tuple[str, Any]]:
