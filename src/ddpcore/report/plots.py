@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.profiles import check_ddp_col, read_signature  # noqa: F401  (read_signature re-exported)
-from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
     import polars as pl
@@ -105,10 +104,9 @@ def check_result_ddp_col(result: dict[str, Any], ddp_col: str | None, where: str
 def _save_metadata(fmt: str, signature: dict[str, Any] | None) -> dict[str, Any] | None:
     """``savefig(metadata=)``: no date in SVG (reproducible files); the signature as JSON in the SVG
     ``<metadata>`` (``dc:description``) or in a PNG text chunk ``ddpcore.signature``."""
-    sig = json.dumps(signature, sort_keys=True) if signature is not None else None  # ASCII: PNG text is latin-1
-    if fmt == "svg":
-        return {"Date": None, **({"Description": sig} if sig is not None else {})}
-    return {SIGNATURE_KEY: sig} if sig is not None else None
+    from ..signature import figure_metadata
+
+    return figure_metadata(fmt, signature)
 
 
 #: what to do about a damaged profile signature (``ddp report``)
