@@ -84,3 +84,11 @@ def test_a_missing_or_changed_model_is_said(run: Path, tmp_path: Path, monkeypat
         res = explain(copy / "out.parquet", document_id=DOC, segment_id=seg)
     assert res.signature["certify"]["file"] == DEFAULT_CERTIFY_MODEL  # the output says which model it used
     assert "certify_model" not in res.inherited
+
+
+def test_the_cli_says_which_model_it_took(run: Path) -> None:
+    """``ddp explain`` names the recorded model on its "using ... from" line (the Python API: ``inherited``)."""
+    r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "explain", "out.parquet", "--document", DOC,
+                        "--segment", "0"], cwd=run, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "certify-model 'lax.json'" in r.stderr.splitlines()[0]

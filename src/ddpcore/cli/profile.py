@@ -142,8 +142,9 @@ def run(args: argparse.Namespace) -> int:
     # every output is checked before the input is read or a pipeline loaded
     options = [("-o/--output", args.output), ("--anchors", args.anchors), ("--sentences", args.sentences),
                ("--documents", args.documents)]
-    if args.documents == "-":
-        raise DDPUsageError("--documents: give a file name; only -o can write to stdout", code="D135")
+    for option, value in options[1:]:  # stdout carries -o's table or the summary, never a second table
+        if value == "-":
+            raise DDPUsageError(f"{option}: give a file name; only -o can write to stdout", code="D135")
     checked = _ray_dataset(args, options, source) or \
         check_outputs(options, [source, args.docs], stdout_format=args.stdout_format, sidecars=True)
     by_option = {t.option: t for t in checked}
