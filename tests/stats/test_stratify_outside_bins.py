@@ -36,3 +36,13 @@ def test_default_bins_cover_every_row() -> None:
     res = stratify(prof, scores, "score", n_boot=0)
     assert not [w for w in res["signature"]["warnings"] if "outside the bins" in w]
     assert sum(b["n"] for b in res["groups"][0]["bins"]) == len(DDP)
+
+
+def test_text_join_line_counts_unused_segments_for_what_they_are() -> None:
+    """A profile segment with a score but no DDP value is "unused", not "without a score" (a tester's report)."""
+    from ddpcore.stats.stratify import to_text
+
+    prof, scores = _frames()
+    prof = prof.with_columns(pl.when(pl.col("segment_id") == 3).then(None).otherwise(pl.col("ddp")).alias("ddp"))
+    text = to_text(stratify(prof, scores, "score", n_boot=0))
+    assert f"1 of {len(DDP)} profile segments unused (no score row, only null scores, or no DDP value)" in text

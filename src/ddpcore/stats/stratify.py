@@ -879,7 +879,7 @@ def to_text(result: dict[str, Any]) -> str:
     j = result["signature"]["join"]
     lines.append(f"join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile segment, "
                  f"{j['null_scores']} null scores; {j['profile_segments_without_score']} of "
-                 f"{j['profile_segments']} profile segments without a score")
+                 f"{j['profile_segments']} profile segments unused (no score row, only null scores, or no DDP value)")
     return "\n".join(lines) + "\n"
 
 
