@@ -59,7 +59,7 @@ CASES = [
       r"\[D134\].*-o/--output and --anchors", {"in.jsonl": JSONL}),
     C("anchors-on-o-sidecar", ["profile", "in.jsonl", "-o", "o.csv", "--anchors", "o.csv.signature.json"], 2,
       r"\[D134\].*signature sidecar", {"in.jsonl": JSONL}),
-    C("two-stdout", ["profile", "in.jsonl", "-o", "-", "--anchors", "-"], 2, r"\[D135\].*standard output",
+    C("two-stdout", ["profile", "in.jsonl", "-o", "-", "--anchors", "-"], 2, r"\[D135\] --anchors: give a file name; only -o can write to stdout",
       {"in.jsonl": JSONL}),
     # ---- output paths checked before any work
     C("o-parent-is-file", ["profile", "in.jsonl", "-o", "afile/o.parquet"], 2, r"\[D130\].*afile is a file",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import HelpFormatter, add_deprecated_alias
-from .select import add_common, check_target, cols_from, emit_summary, where_written, wrote_line
+from .select import add_common, check_target, cols_from, emit_summary, inherited_reader, where_written, wrote_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with inherited_reader(args, "ddp sample"):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..curate.sample import format_report, parse_bins, sample
     from ..curate.select import format_summary
     from ..errors import DDPUsageError
@@ -40,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     res = sample(args.input, args.profile, args.bins, args.per_bin, by=args.by, seed=args.seed, target=target,
                  cols=cols_from(args), reader=args.reader, docs=args.docs, outputs=args.outputs,
                  outputs_to=args.outputs_to, ddp_col=args.ddp_col)
+    note = thin_note(res, args.by)
+    if note:  # a thin sample is said on stderr too, not only in the summary (the sidecar has "filled": false)
+        import sys
+
+        print(f"ddp sample: note: {note}", file=sys.stderr)
     where = where_written(target)
     text = (format_report(res, args.by) + "\n" + format_summary("ddp sample", res.summary)
             + "\n" + wrote_line(where, res.summary["after"]["segments"], res.written))
@@ -48,3 +58,21 @@ def run(args: argparse.Namespace) -> int:
                                             "output": where, "written": [str(w) for w in res.written],
                                             "signature": res.signature})
     return 0
+
+
+def thin_note(res, by: str) -> str:  # type: ignore[no-untyped-def]
+    """One line naming the bins that cannot be filled and the units outside every bin; ``""`` when the
+    sample is full (every bin has its N units)."""
+    import math
+
+    unit = "documents" if by == "document" else "segments"
+    thin = [r for r in res.bins if not r["filled"]]
+    parts = []
+    if thin:
+        shown = ", ".join(f"[{r['low']:g}, {'inf' if math.isinf(r['high']) else format(r['high'], 'g')}) "
+                          f"{r['achieved']} of {r['target']}" for r in thin)
+        parts.append(f"{len(thin)} of {len(res.bins)} bins cannot be filled (only the {unit} they have): {shown}; "
+                     'the sample is thinner there (recorded as "filled": false in the signature)')
+    if res.outside:
+        parts.append(f"{res.outside} {unit} lie outside every bin and are never sampled (recorded as outside_bins)")
+    return "; ".join(parts)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 
 from ._common import HelpFormatter, add_deprecated_alias, add_reader_options, add_segment_columns
 
@@ -25,7 +27,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help="summary format (on stdout; on stderr with -o -)")
     add_deprecated_alias(p, "--summary-format", "-f/--format", "format", choices=("text", "json"))
     add_segment_columns(p, from_signature=True)
-    add_reader_options(p)
+    add_reader_options(p, from_signature=True)  # --reader: default the one the profile's signature records
+    for action in p._actions:  # the reader comes from the --profile's signature; --docs does not
+        if action.dest == "reader" and action.help:
+            action.help = action.help.replace("the output's signature", "the --profile's signature")
+        elif action.dest == "docs" and action.help:
+            action.help = action.help.replace("from the output's signature, else ", "")
+        elif action.dest == "txt_mode" and action.help:
+            action.help = action.help.replace(" (default: from the output's signature, else lines)", "")
     g = p.add_argument_group("WMT layout (--reader wmt24|lines)")
     g.add_argument("--outputs", default=None, metavar="DIR",
                    help="also filter every .txt under DIR (system outputs, references; aligned line by line with "
@@ -73,42 +82,81 @@ def cols_from(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                            segment=args.segment_col, domain=args.domain_col, text=args.text_col)
 
 
-def _check_layout_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """-o of --reader wmt24|lines (OUT.txt + OUT.docs) or wmt25 (OUT.jsonl): a file in an existing
-    folder, none of the files it writes is an input."""
+def reader_from_profile(args: argparse.Namespace) -> str:
+    """Set ``args.reader`` when ``--reader`` was not given: the reader the profile's signature records (as
+    ``ddp explain`` takes it from the output's signature), else ``table``; returns the note that says so
+    (``""`` when nothing was taken). A ``--reader`` given on the command line wins, as in ``ddp explain``.
+    ``--evaluate`` reads a score table, not the profiled input: ``table``."""
     from pathlib import Path
 
+    if args.reader is not None:
+        return ""
+    args.reader = "table"
+    if getattr(args, "evaluate", False):
+        return ""
+    from ..curate.select import read_signature
+    from ..io.readers import READERS
+
+    rec = read_signature(Path(args.profile)).get("reader")
+    name = rec.get("name") if isinstance(rec, dict) else None
+    if name is None or name == "table":
+        return ""
+    if name not in READERS:
+        return (f"--profile {args.profile} records reader {name!r}, which this ddpcore does not have; {args.input} "
+                "was read as a table; give --reader to choose")
+    args.reader = name
+    return (f"{args.input} read with --reader {name}, as recorded in the signature of --profile {args.profile}; "
+            "give --reader to read it otherwise")
+
+
+@contextlib.contextmanager
+def inherited_reader(args: argparse.Namespace, command: str) -> Iterator[None]:
+    """Run a select/sample with :func:`reader_from_profile`: the note goes to stderr when the run ends well,
+    and into the one-line message of an error it ends with (so that the error says how INPUT was read)."""
+    import sys
+
+    from ..errors import DDPError
+
+    note = reader_from_profile(args)
+    try:
+        yield
+    except DDPError as exc:
+        if not note:
+            raise
+        raise type(exc)(f"{exc.message} ({note})", code=exc.code) from None
+    if note:
+        print(f"{command}: note: {note}", file=sys.stderr)
+
+
+def _check_layout_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """-o of --reader wmt24|lines (OUT.txt + OUT.docs) or wmt25 (OUT.jsonl) and every file it writes
+    besides (the signature sidecar, the .docs, the filtered --outputs files): each in a folder that exists
+    (or can be made, for --outputs-to), none an existing folder (D132), none an input, whether the input,
+    the profile, the .docs or an --outputs file (D133), no two on one path (D134); before any work."""
+    from pathlib import Path
+
+    from ..curate.select import check_layout_files, layout_files, outputs_folder
     from ..errors import DDPUsageError
     from ..io.outputs import file_identity, same_file
+    from ..io.sources import resolve_docs
 
     out = Path(args.output)
     want = ".jsonl" if args.reader == "wmt25" else ".txt"
     if args.output == "-" or out.suffix.lower() != want:
         raise DDPUsageError(f"-o {args.output}: --reader {args.reader} writes the input's layout; give a {want} file "
                             "name" + (" (its .docs is written beside it)" if want == ".txt" else ""), code="D634")
-    if out.is_dir():
-        raise DDPUsageError(f"-o {out}: is an existing folder; give a file name inside it", code="D132")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise DDPUsageError(f"-o {out}: the folder {parent} does not exist; create it first (mkdir -p {parent})",
-                            code="D130")
-    from ..io.sources import resolve_docs
-
-    docs = resolve_docs(args.input, args.reader, args.docs)
-    ins = [Path(x) for x in (args.input, args.profile, docs) if x is not None]
-    written = [out, out.with_name(out.name + ".signature.json")] + ([out.with_suffix(".docs")] if want == ".txt" else [])
-    for w in written:
-        for i in ins:
-            if same_file(file_identity(w), file_identity(i)):
-                raise DDPUsageError(f"-o {out}: would write {w}, which is the input file {i}; choose another output "
-                                    "name", code="D133")
-    if args.outputs is not None:
+    outputs = Path(args.outputs) if args.outputs is not None else None
+    if outputs is not None:
         if args.reader not in ("wmt24", "lines"):
             raise DDPUsageError("--outputs is for --reader wmt24 or lines", code="D645")
-        dest = Path(args.outputs_to) if args.outputs_to else out.parent / f"{out.stem}.outputs"
-        if same_file(file_identity(dest), file_identity(Path(args.outputs))):
+        dest = outputs_folder(out, args.outputs_to)
+        if same_file(file_identity(dest), file_identity(outputs)):
             raise DDPUsageError(f"--outputs-to {dest}: is the --outputs folder; the outputs would overwrite "
                                 "themselves, choose another folder", code="D133")
+    docs = resolve_docs(args.input, args.reader, args.docs)
+    files = layout_files(Path(args.input), out, "wmt25" if args.reader == "wmt25" else "lines", docs, outputs,
+                         args.outputs_to)
+    check_layout_files(files, [args.input, args.profile, docs])
     return out
 
 
@@ -161,9 +209,11 @@ def emit_summary(args: argparse.Namespace, command: str, text: str, obj: dict) -
     import json
     import sys
 
+    from ..signature import json_safe
+
     out = sys.stderr if args.output == "-" else sys.stdout
-    if args.format == "json":
-        print(json.dumps(obj, sort_keys=True, indent=2), file=out)
+    if args.format == "json":  # valid JSON: an open bin's edge is "inf", never a bare Infinity
+        print(json.dumps(json_safe(obj), sort_keys=True, indent=2, allow_nan=False), file=out)
     else:
         print(text, file=out)
 
@@ -266,6 +316,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    with inherited_reader(args, "ddp select"):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..curate.select import Criteria, format_summary, select
 
     if getattr(args, "evaluate", False):

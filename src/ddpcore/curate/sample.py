@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DDPUsageError
+from ..signature import json_safe
 from ..io.segments import SegmentColumns
 from .select import InputOptions, Matched, base_signature, context_mask, doc_max, keep_summary, kept_counts
 from ..stats.bins import bin_of, parse_bins  # noqa: F401  (re-exported)
@@ -91,8 +92,10 @@ def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins
     index, prof, m = io.prepare(source, profile)
     keep, report, outside, added = sample_mask(m, edges, per_bin, by, seed)
     summary = keep_summary(m, keep, ddp_col)
-    sig = {**base_signature("sample", source, prof), "bins": [_edge(e) for e in edges], "per_bin": int(per_bin),
-           "by": by, "seed": int(seed), "rng": RNG, "report": report, "outside_bins": outside,
+    sig = {**base_signature("sample", source, prof, index), "bins": [_edge(e) for e in edges],
+           "per_bin": int(per_bin), "by": by, "seed": int(seed), "rng": RNG,
+           "report": json_safe(report),  # an open last bin's "high" is "inf", as in "bins": valid JSON
+           "outside_bins": outside,
            "context_rows": added, "kept": kept_counts(summary)}
     return SampleResult(keep, report, summary, sig, outside, added, io.write(index, m, keep, target, sig))
 

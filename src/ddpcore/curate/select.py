@@ -92,8 +92,10 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
     """Read a ``ddp profile`` segment table (Parquet, or a text format with its sidecar).
 
     Only the id, domain and ``need`` columns are read, with ``ddp_col`` in place of ``ddp`` (the DDP
-    column used: ``--ddp-col``, e.g. ``ddp_certified``). Missing columns -> D635 (exit 3); a
-    ``ddp_col`` the profile does not have -> D780, one that holds no whole numbers >= 0 -> D781 (exit 2).
+    column used: ``--ddp-col``, e.g. ``ddp_certified``). Missing columns -> D635 (exit 3); no rows ->
+    D106 (exit 3); a ``ddp_col`` the profile does not have -> D780, one that holds no whole numbers >= 0
+    or a row without a value (null) -> D781 (exit 2), naming the file, the first such row and the column:
+    a missing DDP is never read as 0.
     """
     import polars as pl
 
@@ -124,33 +126,51 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
             f"--profile {p}: column(s) {', '.join(missing)} missing; expected a `ddp profile` segment table "
             f"(columns: {', '.join(df.columns)}); name other id columns with --document-col/--segment-col",
             code="D635")
+    if df.height == 0:
+        raise DDPDataError(f"--profile {p}: the profile has no rows (no segments); pass the segment table "
+                           f"`ddp profile INPUT -o {p}` wrote for the input", code="D106")
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     if ddp_col in df.columns:
         check_ddp_values(df, ddp_col, f"--profile {p}")
+        _check_no_null_ddp(df, ddp_col, p)
     _check_counts(df, [c for c in need if c != ddp_col], p)
-    if df[ddp_col].null_count() if ddp_col in df.columns else 0:
-        df = df.with_columns(pl.col(ddp_col).fill_null(0))
     return Profile(df, cols, sig, str(p), ddp_col)
+
+
+def _check_no_null_ddp(df: pl.DataFrame, ddp_col: str, path: Path) -> None:
+    """Every row of the DDP column ``ddp_col`` has a value: a null is D781 naming the file, the first
+    such row (1-based, the header not counted) and the column, as for the other values that are not
+    DDPs (:func:`ddpcore.io.profiles.check_ddp_values`). A missing DDP is not 0 sentences: selecting
+    or binning it as 0 would give another answer in silence."""
+    s = df[ddp_col]
+    n_null = s.null_count()
+    if not n_null:
+        return
+    i = int(s.is_null().arg_true()[0])
+    raise DDPUsageError(f"--ddp-col {ddp_col}: --profile {path}, row {i + 1}, column {ddp_col}: no DDP value (null; "
+                        f"{n_null} of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass "
+                        "the segment table `ddp profile` wrote, or name a DDP column with a value on every row "
+                        "such as ddp or ddp_certified", code="D781")
 
 
 def _check_counts(df: pl.DataFrame, names: Sequence[str], path: Path) -> None:
     """``first_sentence`` and ``n_sentences`` of a profile are whole numbers >= 0 (sentences): text, a
-    fraction, a negative or non-finite value is D910 naming the file, the first bad row (1-based, the
-    header not counted) and the column."""
+    fraction, a negative or non-finite value, or none (null: it is not read as 0), is D910 naming the
+    file, the first bad row (1-based, the header not counted) and the column."""
     import polars as pl
 
     for name in names:
         s = df[name]
         if s.dtype == pl.String:  # text: the first value that is not a number is named
             num = s.cast(pl.Float64, strict=False)
-            bad = (num.is_null() & s.is_not_null()) | (~num.is_finite() | (num < 0) | (num != num.floor())).fill_null(False)
+            bad = num.is_null() | (~num.is_finite() | (num < 0) | (num != num.floor())).fill_null(False)
         elif s.dtype.is_integer():
-            bad = (s < 0).fill_null(False)
+            bad = (s < 0).fill_null(True)
         elif s.dtype.is_float():
-            bad = (~s.is_finite() | (s < 0) | (s != s.floor())).fill_null(False)
+            bad = (~s.is_finite() | (s < 0) | (s != s.floor())).fill_null(True)
         elif s.dtype == pl.Null:
-            continue
+            bad = pl.Series([True] * len(s), dtype=pl.Boolean)
         else:
             bad = pl.Series([True] * len(s)) if len(s) else pl.Series([], dtype=pl.Boolean)
         if not bad.any():
@@ -379,7 +399,7 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
     prow = np.concatenate(prows)
     del prows
     # D113: matched rows sharing a profile row are the same id; missing rows sharing a hash may be
-    counts = np.bincount(prow[prow >= 0], minlength=n_prof)
+    counts = np.bincount(prow[prow >= 0], minlength=max(n_prof, 1))  # n_prof 0: every row misses (D636)
     cand = np.flatnonzero((prow >= 0) & (counts[np.maximum(prow, 0)] > 1))
     if miss_rows:
         mr, mh = np.concatenate(miss_rows), np.concatenate(miss_hash)
@@ -735,28 +755,57 @@ def iter_selected_bytes(path: Path, fmt: str, keep: np.ndarray, n_rows: int,
                            "have unusual quoting or line breaks; convert it to Parquet or JSONL", code="D638")
 
 
+def signature_json(signature: dict[str, Any], indent: int | None = 2) -> str:
+    """The signature as valid JSON: numpy values as Python ones, an infinite value as ``"inf"``/``"-inf"``
+    and NaN as ``null`` (:func:`ddpcore.signature.json_safe`, as ``ddp stratify`` writes its bins), never
+    a bare ``Infinity``/``NaN``."""
+    from ..signature import json_safe
+
+    return json.dumps(json_safe(signature), sort_keys=True, indent=indent, allow_nan=False)
+
+
+@contextlib.contextmanager
+def _output_set(first: Path) -> Iterator[Any]:
+    """An all-or-nothing :class:`~ddpcore.io.outputs.OutputSet` for the files of one run whose first
+    output is ``first`` (journal ``.NAME.ddp-select.json`` beside it): ``temp(dest)`` gives the
+    temporary of each file; on a clean exit every file is put in place together (D761 and nothing
+    changed when that fails), on an error the temporaries are removed and no output changes. A run
+    killed while putting its files in place is finished first (its complete outputs, said on stderr)."""
+    from ..io.outputs import OutputSet, recover_commit
+
+    journal = first.parent / f".{first.name}.ddp-select.json"
+    placed = recover_commit(journal)
+    if placed:
+        print(f"ddp: note: an earlier run was stopped while putting its outputs in place; finished that, so "
+              f"{', '.join(map(str, placed))} hold(s) that run's complete output before this run replaces it",
+              file=sys.stderr)
+    outs = OutputSet(journal)
+    try:
+        yield outs
+        outs.commit()
+    finally:
+        outs.discard()
+
+
 def write_selected(path: Path, fmt: str, keep: np.ndarray, target: Any, signature: dict[str, Any]) -> int:
     """Write the kept rows of the input ``path`` to ``target`` (an :class:`OutputTarget`); returns
     the number of rows written. Text files get ``<output>.signature.json``; Parquet the metadata key
     ``ddpcore.signature``. All files appear together or not at all."""
-    from ..io.tables import atomic_path
-
     n_rows = int(keep.size)
-    with contextlib.ExitStack() as stack:
-        if target.path is None:
-            fh = sys.stdout.buffer
-            _write_body(path, fmt, keep, n_rows, fh, signature, None)
-            fh.flush()
+    if target.path is None:
+        fh = sys.stdout.buffer
+        _write_body(path, fmt, keep, n_rows, fh, signature, None)
+        fh.flush()
+        return int(keep.sum())
+    with _output_set(Path(target.path)) as outs:
+        tmp = outs.temp(target.path)
+        if fmt == "parquet":
+            _write_body(path, fmt, keep, n_rows, None, signature, tmp)
         else:
-            tmp = stack.enter_context(atomic_path(target.path))
-            if fmt == "parquet":
-                _write_body(path, fmt, keep, n_rows, None, signature, tmp)
-            else:
-                with (gzip.open(tmp, "wb") if target.gzip else open(tmp, "wb")) as fh:
-                    _write_body(path, fmt, keep, n_rows, fh, signature, None)
-            if target.sidecar is not None:
-                side = stack.enter_context(atomic_path(target.sidecar))
-                side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+            with (gzip.open(tmp, "wb") if target.gzip else open(tmp, "wb")) as fh:
+                _write_body(path, fmt, keep, n_rows, fh, signature, None)
+        if target.sidecar is not None:
+            outs.temp(target.sidecar).write_text(signature_json(signature) + "\n", encoding="utf-8")
     return int(keep.sum())
 
 
@@ -778,7 +827,7 @@ def _write_body(path: Path, fmt: str, keep: np.ndarray, n_rows: int, fh: Any, si
 
     pf = pq.ParquetFile(path)
     meta = dict(pf.schema_arrow.metadata or {})
-    meta[SIGNATURE_KEY.encode()] = json.dumps(signature, sort_keys=True).encode()
+    meta[SIGNATURE_KEY.encode()] = signature_json(signature, indent=None).encode()
     schema = pf.schema_arrow.with_metadata(meta)
     row = 0
     with pq.ParquetWriter(parquet_tmp, schema) as w:
@@ -844,9 +893,9 @@ def line_keep(index: InputIndex, keep: np.ndarray, n_lines: int) -> np.ndarray:
     return out
 
 
-def aligned_files(folder: Path, n_lines: int, skip: Sequence[Path] = ()) -> list[Path]:
-    """Every ``*.txt`` file under ``folder`` (system outputs, references), sorted; each must have
-    ``n_lines`` lines like the source (D645 otherwise)."""
+def find_aligned(folder: Path, skip: Sequence[Path] = ()) -> list[Path]:
+    """Every ``*.txt`` file under ``folder`` (system outputs, references), sorted, but the ``skip`` files
+    (the source itself); D645 when ``folder`` is not a folder or holds none."""
     if not folder.is_dir():
         raise DDPUsageError(f"--outputs {folder}: not a folder", code="D645")
     skip_r = {q.resolve() for q in skip}
@@ -854,6 +903,51 @@ def aligned_files(folder: Path, n_lines: int, skip: Sequence[Path] = ()) -> list
     if not files:
         raise DDPDataError(f"--outputs {folder}: no .txt files (system outputs or references) in this folder",
                            code="D645")
+    return files
+
+
+def outputs_folder(out: Path, outputs_to: str | os.PathLike[str] | None) -> Path:
+    """Where the filtered ``--outputs`` files go: ``outputs_to``, else ``OUT_STEM.outputs/`` beside ``out``."""
+    return Path(outputs_to) if outputs_to is not None else out.parent / f"{out.stem}.outputs"
+
+
+def layout_files(source: Path, out: Path, fmt: str, docs: Path | None, outputs: Path | None = None,
+                 outputs_to: str | os.PathLike[str] | None = None) -> list[tuple[str, Path, Path | None]]:
+    """Every file a ``--reader wmt24|lines|wmt25`` selection writes, as ``(what, destination, source)``:
+    ``out`` (from ``source``), the signature sidecar (no source), for line-aligned sources the ``.docs``
+    beside ``out`` (from ``docs``) and, with ``outputs``, every aligned ``.txt`` under it into
+    :func:`outputs_folder` (same relative paths). ``fmt`` is ``lines`` or ``wmt25``. The CLI checks these
+    paths before any work (:func:`ddpcore.io.outputs.check_place`, :func:`~ddpcore.io.outputs.check_claims`)
+    and :func:`write_layout` writes exactly them."""
+    also = f"-o {out}: would write"  # the files named after -o
+    files: list[tuple[str, Path, Path | None]] = [("-o", out, source)]
+    if fmt != "wmt25":
+        if docs is not None:
+            files.append((also, out.with_suffix(".docs"), docs))
+        if outputs is not None:
+            dest = outputs_folder(out, outputs_to)
+            where = f"--outputs-to {dest}" if outputs_to is not None else f"the --outputs folder {dest}"
+            files += [(f"{where} (the filtered {f})", dest / f.relative_to(outputs), f)
+                      for f in find_aligned(outputs, skip=[source])]
+    files.append((also, out.with_name(out.name + ".signature.json"), None))
+    return files
+
+
+def check_layout_files(files: Sequence[tuple[str, Path, Path | None]], inputs: Sequence[Any] = ()) -> None:
+    """Check the files of :func:`layout_files` before anything is written: each is not an existing folder
+    (D132) and lies in a folder that exists, or for the ``--outputs`` copies can be made (D130/D131, D760);
+    none is an input (``inputs``, and the file each is filtered from: D133); no two are one file (D134)."""
+    from ..io.outputs import check_claims, check_place
+
+    for what, path, _ in files:
+        check_place(what, path, make_parents=what.startswith(("--outputs-to", "the --outputs folder")))
+    check_claims([(what, path) for what, path, _ in files], [*inputs, *(src for _, _, src in files if src is not None)])
+
+
+def aligned_files(folder: Path, n_lines: int, skip: Sequence[Path] = ()) -> list[Path]:
+    """Every ``*.txt`` file under ``folder`` (system outputs, references), sorted; each must have
+    ``n_lines`` lines like the source (D645 otherwise)."""
+    files = find_aligned(folder, skip)
     for f in files:
         k = count_lines(f)
         if k != n_lines:
@@ -867,35 +961,48 @@ def write_layout(index: InputIndex, keep: np.ndarray, out: Path, signature: dict
     """Write a ``--reader wmt24|lines|wmt25`` selection: for line-aligned sources ``out`` (the source
     lines), ``out.with_suffix('.docs')`` (the ``.docs`` lines) and, with ``outputs``, every aligned
     ``.txt`` under it into ``outputs_to`` (same relative paths), all filtered by the same lines; for
-    ``wmt25`` the kept documents' lines of the documents JSONL. Verbatim bytes; all files appear
-    together. Returns the written paths."""
-    from ..io.tables import atomic_path
-
-    jobs: list[tuple[Path, Path, str, np.ndarray]] = []
+    ``wmt25`` the kept documents' lines of the documents JSONL (the files of :func:`layout_files`).
+    Verbatim bytes; all files appear together or none (:class:`~ddpcore.io.outputs.OutputSet`), and
+    folders made for ``outputs_to`` are removed again when the run fails. Returns the written paths."""
+    files = layout_files(index.path, out, index.fmt, index.docs, outputs, outputs_to)
+    check_layout_files(files)  # the CLI checked them before any work; an API caller gets the same before writing
     if index.fmt == "wmt25":
-        doc_codes = keep  # caller passes a per-document mask here
-        jobs.append((index.path, out, "jsonl", doc_codes))
+        mask, fmt = keep, "jsonl"  # caller passes a per-document mask here
     else:
         n_lines = count_lines(index.path)
-        lk = line_keep(index, keep, n_lines)
-        jobs.append((index.path, out, "lines", lk))
-        if index.docs is not None:
-            jobs.append((index.docs, out.with_suffix(".docs"), "lines", lk))
+        mask, fmt = line_keep(index, keep, n_lines), "lines"
         if outputs is not None:
-            dest = outputs_to if outputs_to is not None else out.parent / f"{out.stem}.outputs"
-            for f in aligned_files(outputs, n_lines, skip=[index.path]):
-                jobs.append((f, dest / f.relative_to(outputs), "lines", lk))
-    with contextlib.ExitStack() as stack:
-        for src, dst, fmt, mask in jobs:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = stack.enter_context(atomic_path(dst))
-            with (gzip.open(tmp, "wb") if dst.suffix == ".gz" else open(tmp, "wb")) as fh:
-                for piece in iter_selected_bytes(src, fmt, mask, int(mask.size)):
-                    fh.write(piece)
-        side_path = out.with_name(out.name + ".signature.json")
-        side = stack.enter_context(atomic_path(side_path))
-        side.write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    return [d for _, d, _, _ in jobs] + [side_path]
+            aligned_files(outputs, n_lines, skip=[index.path])  # every aligned file has the source's lines
+    made: list[Path] = []
+    try:
+        with _output_set(out) as outs:
+            for _, dst, src in files:
+                _make_folders(dst.parent, made)
+                tmp = outs.temp(dst)
+                if src is None:
+                    tmp.write_text(signature_json(signature) + "\n", encoding="utf-8")
+                    continue
+                with (gzip.open(tmp, "wb") if dst.suffix == ".gz" else open(tmp, "wb")) as fh:
+                    for piece in iter_selected_bytes(src, fmt, mask, int(mask.size)):
+                        fh.write(piece)
+    except BaseException:
+        for d in reversed(made):  # the folders this run made, deepest first, if they stayed empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    return [d for _, d, _ in files]
+
+
+def _make_folders(folder: Path, made: list[Path]) -> None:
+    """``mkdir -p folder``, appending every folder it creates to ``made`` (outermost first)."""
+    missing = []
+    f = folder
+    while str(f) not in ("", ".", "/") and not os.path.lexists(f):
+        missing.append(f)
+        f = f.parent
+    for d in reversed(missing):
+        d.mkdir(exist_ok=True)
+        made.append(d)
 
 
 def write_output(index: InputIndex, m: Matched, keep: np.ndarray, target: Any, signature: dict[str, Any], *,
@@ -956,10 +1063,15 @@ def kept_counts(summary: dict[str, Any]) -> dict[str, Any]:
     return {"documents": summary["after"]["documents"], "segments": summary["after"]["segments"]}
 
 
-def base_signature(command: str, source: Any, prof: Profile) -> dict[str, Any]:
-    return {"ddpcore": __version__, "command": command, "input": str(source), "profile": prof.path,
-            "profile_signature": prof.signature, "ddp_col": prof.ddp_col,
-            "columns": {"document": prof.cols.document, "segment": prof.cols.segment, "domain": prof.cols.domain}}
+def base_signature(command: str, source: Any, prof: Profile, index: InputIndex | None = None) -> dict[str, Any]:
+    """The keys every ``select``/``sample`` signature has; with ``index``, the reader the input was read
+    with (``{"name": ..., "docs": ...}`` as a profile records it)."""
+    sig = {"ddpcore": __version__, "command": command, "input": str(source), "profile": prof.path,
+           "profile_signature": prof.signature, "ddp_col": prof.ddp_col,
+           "columns": {"document": prof.cols.document, "segment": prof.cols.segment, "domain": prof.cols.domain}}
+    if index is not None:
+        sig["reader"] = {"name": index.reader, **({"docs": str(index.docs)} if index.docs is not None else {})}
+    return sig
 
 
 def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], criteria: Criteria, target: Any = None,
@@ -977,7 +1089,8 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
         check_domains(m, criteria.domains)
     keep = select_mask(m, criteria)
     summary = keep_summary(m, keep, ddp_col)
-    sig = {**base_signature("select", source, prof), "criteria": criteria.to_dict(), "kept": kept_counts(summary)}
+    sig = {**base_signature("select", source, prof, index), "criteria": criteria.to_dict(),
+           "kept": kept_counts(summary)}
     return SelectResult(keep, summary, sig, io.write(index, m, keep, target, sig))
 
 

@@ -128,14 +128,15 @@ def check_outputs(
         Format written when an output is ``-`` (standard output); ``None`` refuses ``-``.
         Must be a text format; at most one output may be ``-``.
     sidecars
-        Also reserve ``<output>.signature.json`` of every text-format file output: no
-        other output and no input may be that path.
+        Also reserve ``<output>.signature.json`` of every text-format file output: it may not be
+        an existing folder (D132), and no other output and no input may be that path.
 
     Checks, in order, for each output: it is not inside a run's work folder (D760), not an existing folder (D132), the extension
     names an allowed format (D101; ``.parquet.gz`` D136), the parent folder exists and is a
-    folder (D130) and is writable (D131), it is not an input (D133); then no
-    two outputs (or sidecars) share a path (D134) and ``-`` is used at most once and only
-    for text formats (D135).
+    folder (D130) and is writable (D131); ``-`` is used at most once and only for text formats
+    (D135); every sidecar is not an existing folder (D132); no output or sidecar is an input (D133)
+    and no two share a path (D134). Second paths a command derives otherwise (a ``.docs`` file
+    beside ``-o``, per-system files) are checked with :func:`check_place` and :func:`check_claims`.
 
     Raises
     ------
@@ -168,37 +169,100 @@ def check_outputs(
             code="D135",
         )
 
-    # no output is an input
+    claimed: list[tuple[str, PathArg]] = []
+    for t in targets:
+        if t.path is None:
+            continue
+        claimed.append((t.option, t.path))
+        if sidecars and t.sidecar is not None:
+            what = f"the signature sidecar of {t.option}"
+            check_place(what, t.sidecar)  # a folder of that name: D132 now, not after the work
+            claimed.append((what, t.sidecar))
+    check_claims(claimed, inputs)
+    return targets
+
+
+def check_place(what: str, path: PathArg, *, make_parents: bool = False) -> None:
+    """Check one file a command will write, before any work: not inside a run's work folder (D760),
+    not an existing folder (D132), in an existing folder (D130) that is writable (D131).
+
+    For the second paths a command derives from its options (a signature sidecar, a ``.docs`` file
+    beside ``-o``, the per-system files of ``--outputs-to``); ``what`` names it in messages. With
+    ``make_parents`` the folder may be missing (the command creates it): the nearest existing folder
+    above it must then be a folder and writable.
+    """
+    p = Path(path)
+    work = inside_work_folder(p)
+    if work is not None:
+        raise DDPUsageError(
+            f"{what} {p}: this is inside the work folder {work} of a ddp run, which the run deletes when it ends; "
+            "write the output somewhere else",
+            code="D760",
+        )
+    if p.is_dir():
+        raise DDPUsageError(
+            f"{what} {p}: is an existing folder, where this command writes a file; remove or rename the folder, "
+            "or choose another output name",
+            code="D132",
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    up = parent
+    while make_parents and str(up) not in ("", ".", "/") and not os.path.lexists(up):
+        up = up.parent
+    if not up.exists():
+        raise DDPUsageError(f"{what} {p}: the folder {parent} does not exist; create it first (mkdir -p {parent})",
+                            code="D130")
+    if not up.is_dir():
+        raise DDPUsageError(f"{what} {p}: {up} is a file, not a folder; choose an output in an existing folder",
+                            code="D130")
+    if not os.access(up, os.W_OK | os.X_OK):
+        raise DDPUsageError(f"{what} {p}: the folder {up} is not writable; choose another folder or fix its "
+                            "permissions", code="D131")
+
+
+def check_claims(written: Iterable[tuple[str, PathArg]], inputs: Iterable[PathArg | None] = ()) -> None:
+    """No file a command writes is one of its inputs (D133), and no two of them are one file (D134).
+
+    ``written``: ``(what, path)`` pairs of every file the run writes (outputs and their second paths:
+    sidecars, ``.docs``, per-system files); ``inputs``: every file or folder it reads (``None``, ``""``
+    and ``-`` skipped). Files are the same when their resolved paths are, or their device and inode
+    (hard links, symlinks).
+    """
     in_ids = []
     for inp in inputs:
         if inp is None or str(inp) in ("", STDOUT):
             continue
         in_ids.append((Path(inp), file_identity(Path(inp))))
-    claimed: list[tuple[str, Path, tuple[str, tuple[int, int] | None]]] = []
-    for t in targets:
-        if t.path is None:
-            continue
-        claimed.append((t.option, t.path, file_identity(t.path)))
-        if sidecars and t.sidecar is not None:
-            claimed.append((f"the signature sidecar of {t.option}", t.sidecar, file_identity(t.sidecar)))
-    for option, path, ident in claimed:
-        for inp, iid in in_ids:
-            if same_file(ident, iid):
-                raise DDPUsageError(
-                    f"{option} {path}: this is the input file {inp}; writing it would destroy the input, "
-                    "choose another output name",
-                    code="D133",
-                )
-    for i, (opt_a, path_a, id_a) in enumerate(claimed):
-        for opt_b, path_b, id_b in claimed[i + 1:]:
-            if same_file(id_a, id_b):
-                same = f"{path_a}" if str(path_a) == str(path_b) else f"{path_a} and {path_b} (the same file)"
-                raise DDPUsageError(
-                    f"{opt_a} and {opt_b} both write {same}; one would overwrite the other, "
-                    "give each output its own name",
-                    code="D134",
-                )
-    return targets
+    claimed = [(what, Path(path), file_identity(Path(path))) for what, path in written]
+    # look-ups by resolved path and by (device, inode): linear in the number of files (a WMT layout
+    # writes one file per system)
+    in_by: dict[object, Path] = {}
+    for inp, (res, ino) in reversed(in_ids):
+        in_by[("p", res)] = inp
+        if ino is not None:
+            in_by[("i", ino)] = inp
+    for option, path, (res, ino) in claimed:
+        inp = in_by.get(("p", res)) or (in_by.get(("i", ino)) if ino is not None else None)
+        if inp is not None:
+            raise DDPUsageError(
+                f"{option} {path}: this is the input file {inp}; writing it would destroy the input, "
+                "choose another output name",
+                code="D133",
+            )
+    seen: dict[object, tuple[str, Path]] = {}
+    for opt_b, path_b, (res, ino) in claimed:
+        first = seen.get(("p", res)) or (seen.get(("i", ino)) if ino is not None else None)
+        if first is not None:
+            opt_a, path_a = first
+            same = f"{path_a}" if str(path_a) == str(path_b) else f"{path_a} and {path_b} (the same file)"
+            raise DDPUsageError(
+                f"{opt_a} and {opt_b} both write {same}; one would overwrite the other, "
+                "give each output its own name",
+                code="D134",
+            )
+        seen[("p", res)] = (opt_b, path_b)
+        if ino is not None:
+            seen.setdefault(("i", ino), (opt_b, path_b))
 
 
 def inside_work_folder(path: PathArg) -> Path | None:
