@@ -25,6 +25,7 @@ Error codes (all :class:`~ddpcore.errors.DDPUsageError`, CLI exit code 2):
 - D132 the output is an existing folder
 - D133 the output is one of the inputs (would overwrite the input data)
 - D134 two outputs on one path (one would overwrite the other)
+- D141 an output name that is not valid UTF-8
 - D135 ``-`` (standard output) not allowed here (binary format, or more than one output to stdout)
 - D136 compressed Parquet name (``.parquet.gz``): Parquet is compressed internally
 - D760 the output lies inside a run's work folder (``.NAME.ddp-work/``), which the run deletes
@@ -192,6 +193,7 @@ def check_place(what: str, path: PathArg, *, make_parents: bool = False) -> None
     above it must then be a folder and writable.
     """
     p = Path(path)
+    _check_name(what, p)
     work = inside_work_folder(p)
     if work is not None:
         raise DDPUsageError(
@@ -284,7 +286,19 @@ def inside_work_folder(path: PathArg) -> Path | None:
     return None
 
 
+def _check_name(what: str, path: Path) -> None:
+    """D141: a name that is not UTF-8 (bytes the file system gave, shown as surrogates) cannot go into the
+    signature, the messages or a JSON report; found before any work, not as D999 at the end."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")  # the raw byte as \\xNN
+        raise DDPUsageError(f"{what} {shown}: the name is not valid UTF-8, which the output's signature and messages "
+                            "need; choose a UTF-8 name", code="D141") from None
+
+
 def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarget:
+    _check_name(option, path)
     gz = path.suffix.lower() == ".gz"
     work = inside_work_folder(path)
     if work is not None:
