@@ -194,13 +194,7 @@ def check_place(what: str, path: PathArg, *, make_parents: bool = False) -> None
     """
     p = Path(path)
     _check_name(what, p)
-    work = inside_work_folder(p)
-    if work is not None:
-        raise DDPUsageError(
-            f"{what} {p}: this is inside the work folder {work} of a ddp run, which the run deletes when it ends; "
-            "write the output somewhere else",
-            code="D760",
-        )
+    _check_not_in_work_folder(what, p)
     if p.is_dir():
         raise DDPUsageError(
             f"{what} {p}: is an existing folder, where this command writes a file; remove or rename the folder, "
@@ -297,16 +291,21 @@ def _check_name(what: str, path: Path) -> None:
                             "need; choose a UTF-8 name", code="D141") from None
 
 
-def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarget:
-    _check_name(option, path)
-    gz = path.suffix.lower() == ".gz"
+def _check_not_in_work_folder(what: str, path: Path) -> None:
+    """D760: ``path`` lies inside a run's work folder, which the run deletes when it ends."""
     work = inside_work_folder(path)
     if work is not None:
         raise DDPUsageError(
-            f"{option} {path}: this is inside the work folder {work} of a ddp run, which the run deletes when it "
+            f"{what} {path}: this is inside the work folder {work} of a ddp run, which the run deletes when it "
             "ends; write the output somewhere else",
             code="D760",
         )
+
+
+def _check_one(option: str, path: Path, formats: Collection[str]) -> OutputTarget:
+    _check_name(option, path)
+    gz = path.suffix.lower() == ".gz"
+    _check_not_in_work_folder(option, path)
     if path.is_dir():
         raise DDPUsageError(
             f"{option} {path}: is an existing folder; give a file name inside it (e.g. {path / 'ddp.parquet'})",
