@@ -18,12 +18,17 @@ def _refuse(*args: object, **kwargs: object) -> None:
     raise PermissionError(13, "Permission denied")
 
 
-def test_atomic_path_refused_folder_is_d131(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tempfile, "mkstemp", _refuse)
+@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied"),
+                                   FileNotFoundError(2, "No such file or directory")])  # /proc refuses this way
+def test_atomic_path_refused_folder_is_d131(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
     with pytest.raises(DDPUsageError) as err:
         with atomic_path(tmp_path / "out.jsonl"):
             pass
-    assert err.value.code == "D131" and str(tmp_path) in str(err.value) and "Permission denied" in str(err.value)
+    assert err.value.code == "D131" and str(tmp_path) in str(err.value) and error.strerror in str(err.value)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -642,7 +642,8 @@ def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
     remove_stale_temps(dest)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    except PermissionError as exc:  # the access check passed, the file system still refused (root-squash, /sys)
+    except (PermissionError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        # the access check passed, the file system still refused a new file (root-squash, /sys, /proc)
         raise DDPUsageError(f"{dest}: cannot create files in {dest.parent} ({exc.strerror or exc}); choose a "
                             "folder you can write to", code="D131") from None
     os.close(fd)
