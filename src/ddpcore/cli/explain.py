@@ -46,8 +46,11 @@ def run(args: argparse.Namespace) -> int:
     result = explain(args.source, document_id=args.document, segment_id=args.segment, n_process=args.n_process,
                      batch_size=args.batch_size, **kwargs)
     if result.inherited:
+        from ..anchors.certify_model import DEFAULT_CERTIFY_MODEL
+
         shown = ", ".join(f"{k.replace('_', '-')} {v!r}" for k, v in result.inherited.items()
-                          if k in ("rules", "distance", "pipeline", "certify_model"))
+                          if k in ("rules", "distance", "pipeline")
+                          or (k == "certify_model" and v != DEFAULT_CERTIFY_MODEL))  # a user's model is named
         cols = [f"{k.removesuffix('_col')} {v!r}" for k, v in result.inherited.items()
                 if k in ("document_col", "segment_col", "text_col", "domain_col")]
         if cols:
