@@ -6,8 +6,8 @@ from ._harness import Case, parametrize, run_case
 GOOD = '{"id": "a", "accuracy_items": []}\n'
 
 CASES = [
-    Case("metric-s-missing-file", ("metric-s", "nope.jsonl"), 2, r"\[D551\] nope\.jsonl: no such file"),
-    Case("metric-s-folder", ("metric-s", "dir/"), 2, r"\[D551\].*folder", files={"dir/": ""}),
+    Case("metric-s-missing-file", ("metric-s", "nope.jsonl"), 3, r"\[D102\] nope\.jsonl: file not found"),
+    Case("metric-s-folder", ("metric-s", "dir/"), 3, r"\[D102\].*folder", files={"dir/": ""}),
     Case("metric-s-empty", ("metric-s", "e.jsonl"), 3, r"\[D552\].*empty", files={"e.jsonl": "\n\n"}),
     Case("metric-s-not-utf8", ("metric-s", "b.jsonl"), 3, r"\[D551\].*not UTF-8", files={"b.jsonl": b"\xff\xfe{}\n"}),
     Case("metric-s-bad-mapping", ("metric-s", "g.jsonl", "--mapping", "both"), 2, r"invalid choice",

@@ -196,47 +196,115 @@ def add_deprecated_alias(p: Any, old: str, new: str, dest: str, **kwargs: Any) -
     p.add_argument(old, dest=dest, action=DeprecatedAlias, new=new, help=argparse.SUPPRESS, **kwargs)
 
 
+#: the natural file extension of each result format: ``-o FILE`` with this extension writes that ``-f`` format
+RESULT_EXTENSIONS = {".json": "json", ".tsv": "tsv", ".txt": "text", ".md": "markdown", ".markdown": "markdown",
+                     ".tex": "latex"}
+_FORMAT_EXTENSION = {"json": ".json", "tsv": ".tsv", "text": ".txt", "markdown": ".md", "latex": ".tex"}
+
+
 def add_result_output(p: Any, formats: tuple[str, ...], *, what: str = "the result",
                       file_formats: tuple[str, ...] = ("json", "tsv")) -> None:
     """``-f/--format`` and ``-o/--output`` of a command that prints one result (``ddp stats *``).
 
-    ``-o -`` (the default) is stdout; ``-o FILE.json`` / ``-o FILE.tsv`` writes the file atomically
-    (checked before any work: folder, not an input, not a folder) with the signature inside it and in
-    ``FILE.signature.json``. Without ``-f`` the file's extension picks the format (resolved by
-    :func:`check_result_output`)."""
+    ``-o -`` (the default) is stdout; ``-o FILE`` writes the file atomically (checked before any work:
+    folder, not an input, not a folder) with the signature in ``FILE.signature.json`` (and inside a
+    .json/.tsv file). Every format the command prints can go to a file with its natural extension
+    (:data:`RESULT_EXTENSIONS`: .json, .tsv, .txt = text, .md = markdown, .tex = latex); without ``-f``
+    the file's extension picks the format (resolved by :func:`check_result_output`)."""
     p.add_argument("-f", "--format", dest="output_format", choices=formats, default=None,
                    help=f"format of {what} (default: json, or the -o file's extension)")
-    exts = " or ".join(f".{f}" for f in file_formats)
+    names = _result_file_formats(formats, file_formats)
+    exts = ", ".join(_FORMAT_EXTENSION[f] for f in names if f in _FORMAT_EXTENSION)
     p.add_argument("-o", "--output", default="-", metavar="PATH",
-                   help=f"where {what} goes: '-' = stdout; a {exts} file is written atomically with its "
-                        "signature inside and in PATH.signature.json (checked before any work)")
+                   help=f"where {what} goes: '-' = stdout; a file ({exts}: the extension gives the format) is "
+                        "written atomically with its signature in PATH.signature.json (checked before any work)")
+    p.set_defaults(_result_formats=tuple(formats))
+
+
+def _result_file_formats(formats: Any, file_formats: Any) -> tuple[str, ...]:
+    """The formats a result file may hold: ``file_formats`` and every format the command prints (``-f``)."""
+    return tuple(dict.fromkeys([*file_formats, *(formats or ())]))
 
 
 def check_result_output(args: argparse.Namespace, inputs: list[Any],
-                        file_formats: tuple[str, ...] = ("json", "tsv")) -> Any:
+                        file_formats: tuple[str, ...] = ("json", "tsv"), *,
+                        formats: tuple[str, ...] | None = None) -> Any:
     """Check ``-o`` before any work and settle ``args.output_format``; returns the
     :class:`ddpcore.io.outputs.OutputTarget` of a file, or ``None`` for stdout.
 
-    A file must be one of ``file_formats`` (D101 and the other checks of :func:`ddpcore.io.outputs.check_outputs`);
-    an explicit ``-f`` that disagrees with the extension is D880."""
+    A file may hold ``file_formats`` and every format the command prints (``formats``, default: the
+    ``-f`` choices recorded by :func:`add_result_output`), each under its natural extension
+    (:data:`RESULT_EXTENSIONS`); another extension is D101. The file passes the checks of
+    :func:`ddpcore.io.outputs.check_outputs` (folder exists and is writable, not an input, not a folder)
+    and :func:`probe_folder` (the folder takes a new file); a ``.gz`` name or an explicit ``-f`` that
+    disagrees with the extension is D880."""
+    from pathlib import Path
+
     from ..errors import DDPUsageError
-    from ..io.outputs import check_outputs
+    from ..io.outputs import OutputTarget, check_claims, check_outputs, check_place
 
     out = getattr(args, "output", "-") or "-"
     if out == "-":
         args.output_format = args.output_format or "json"
         return None
-    (target,) = check_outputs([("-o/--output", out)], inputs=[i for i in inputs if isinstance(i, (str, bytes))
-                                                              or hasattr(i, "__fspath__")],
-                              formats=file_formats, sidecars=True)
-    if target.gzip:
+    allowed = _result_file_formats(formats if formats is not None else getattr(args, "_result_formats", ()),
+                                   file_formats)
+    paths = [i for i in inputs if isinstance(i, (str, bytes)) or hasattr(i, "__fspath__")]
+    path = Path(out)
+    gz = path.suffix.lower() == ".gz"
+    ext = (Path(path.stem).suffix if gz else path.suffix).lower()
+    fmt = RESULT_EXTENSIONS.get(ext)
+    if fmt not in allowed:
+        exts = ", ".join(_FORMAT_EXTENSION[f] for f in allowed if f in _FORMAT_EXTENSION)
+        try:  # the other checks first, in check_outputs' order (D141, D760, D132), then D101
+            check_outputs([("-o/--output", out)], inputs=paths, formats=[f for f in allowed if f in ("json", "tsv")],
+                          sidecars=True)
+        except DDPUsageError as exc:
+            if exc.code != "D101":
+                raise
+        shown = (ext or "(none)") + (" + .gz" if gz else "")
+        raise DDPUsageError(f"-o/--output {out}: unknown result format (extension '{shown}'); use {exts} (the "
+                            "extension gives the format), or -o - for stdout", code="D101")
+    if fmt in ("json", "tsv"):
+        (target,) = check_outputs([("-o/--output", out)], inputs=paths, formats=[fmt], sidecars=True)
+    else:  # .txt/.md/.tex: the same checks by hand (check_outputs knows table formats only)
+        target = OutputTarget("-o/--output", path, fmt, gz)
+        check_place("-o/--output", path)
+        check_place("the signature sidecar of -o/--output", target.sidecar)
+        check_claims([("-o/--output", path), ("the signature sidecar of -o/--output", target.sidecar)], paths)
+    if gz:
         raise DDPUsageError(f"-o {out}: a result file is not compressed; drop the .gz", code="D880")
-    if args.output_format not in (None, target.format):
-        raise DDPUsageError(f"-o {out}: a .{target.format} file cannot hold -f {args.output_format}; use -f "
-                            f"{target.format}, another extension, or -o - (stdout) for {args.output_format}",
+    if args.output_format not in (None, fmt):
+        raise DDPUsageError(f"-o {out}: a {ext} file cannot hold -f {args.output_format}; use -f "
+                            f"{fmt}, another extension, or -o - (stdout) for {args.output_format}",
                             code="D880")
-    args.output_format = target.format
+    probe_folder("-o/--output", path)
+    args.output_format = fmt
     return target
+
+
+def probe_folder(option: str, path: Any) -> None:
+    """D131 before any work when the folder of ``path`` refuses a new file although the access check
+    passed (root on /proc or /sys, root-squashed NFS, some FUSE mounts): a temporary file named as
+    :func:`ddpcore.io.tables.atomic_path` names them is created there and removed at once."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import DDPUsageError
+
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise DDPUsageError(f"{option} {p}: cannot create files in {parent} ({exc.strerror or exc}); choose a "
+                            "folder you can write to", code="D131") from None
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:  # pragma: no cover - left for remove_stale_temps (atomic_path's pattern)
+        pass
 
 
 def write_result(target: Any, text: str, signature: Any, command: str) -> None:

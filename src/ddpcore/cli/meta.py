@@ -11,11 +11,12 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import HelpFormatter, add_budget, resample_options
+from ._common import RESULT_EXTENSIONS, HelpFormatter, add_budget, probe_folder, resample_options
 from ._scores import add_score_reader
 
 FORMATS = ("json", "tsv", "markdown", "latex")
-_EXT = {".json": "json", ".tsv": "tsv", ".md": "markdown", ".markdown": "markdown", ".tex": "latex"}
+#: the extensions of -o: the natural one of each format, as every result-printing command (cli._common)
+_EXT = {ext: fmt for ext, fmt in RESULT_EXTENSIONS.items() if fmt in FORMATS}
 
 FAIL_ON_HELP = (
     "CI gate, repeatable: METRIC:STAT:DDP exits 1 when, in a bin whose lower edge is >= DDP, METRIC's STAT is "
@@ -129,12 +130,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check_output(out: str, fmt: str | None, inputs: list[str]) -> tuple[Any, str]:
-    """(path or None, format): the -o file checked before any work (folder exists and is writable, not an
-    input, not a folder); the extension gives the format unless -f names it (they must agree: D807)."""
+    """(path or None, format): the -o file checked before any work (folder exists, is writable and takes a
+    new file, not an input, not a folder: the checks of every output, :func:`ddpcore.io.outputs.check_outputs`);
+    the extension gives the format unless -f names it (they must agree: D807)."""
     from pathlib import Path
 
     from ..errors import DDPUsageError
-    from ..io.outputs import check_outputs, file_identity, inside_work_folder, same_file, sidecar_path
+    from ..io.outputs import check_claims, check_outputs, check_place, sidecar_path
 
     if out in ("-", ""):
         return None, fmt or "json"
@@ -148,28 +150,23 @@ def _check_output(out: str, fmt: str | None, inputs: list[str]) -> tuple[Any, st
                             "extension", code="D807")
     if ext_fmt in ("json", "tsv"):
         (target,) = check_outputs([("-o/--output", out)], inputs=inputs, formats=("json", "tsv"), sidecars=True)
-        return target.path, ext_fmt
-    # .md / .tex: the same checks as check_outputs, by hand (io.outputs knows table formats only)
-    if inside_work_folder(path) is not None or path.is_dir():
-        raise DDPUsageError(f"-o {out}: is a folder or inside a ddp run's work folder; give a file name", code="D807")
-    parent = path.parent if str(path.parent) else Path(".")
-    import os
-
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise DDPUsageError(f"-o {out}: the folder {parent} does not exist or is not writable", code="D807")
-    for cand in (path, sidecar_path(path)):
-        for inp in inputs:
-            if same_file(file_identity(cand), file_identity(Path(inp))):
-                raise DDPUsageError(f"-o {out}: {cand} is the input {inp}; choose another output name", code="D807")
+    else:  # .md / .tex: the same checks (check_outputs knows table formats only)
+        sidecar = ("the signature sidecar of -o/--output", sidecar_path(path))
+        check_place("-o/--output", path)
+        check_place(*sidecar)
+        check_claims([("-o/--output", path), sidecar], inputs)
+    probe_folder("-o/--output", path)
     return path, ext_fmt
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from ..io.profiles import scan_profile
     from ..io.scores import scan_scores
     from ..stats.bins import parse_bins
-    from ..stats.meta import STATS, MetaColumns, MetaTests, dumps, meta_evaluate, parse_fail_on, to_latex, \
-        to_markdown, to_tsv
+    from ..stats.meta import STATS, MetaColumns, MetaTests, check_roles, dumps, meta_evaluate, parse_fail_on, \
+        to_latex, to_markdown, to_tsv
 
     edges = parse_bins(args.bins)
     path, fmt = _check_output(args.output, args.output_format, [args.profile, args.scores])
@@ -186,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
     long_form = args.metric_name_col is not None
     for spec in args.fail_on:  # grammar checked before any work (metric names after the join)
         parse_fail_on(spec, (None if long_form else metric_cols) or [spec.rsplit(":", 2)[0]])
+    columns = MetaColumns(document=args.document_col, segment=args.segment_col, system=args.system_col,
+                          metric_name=args.metric_name_col)
+    check_roles(dataclasses.replace(columns, human=args.human_col), metric_cols)  # D311, before anything is read
     opts = resample_options(args)
     prof = scan_profile(args.profile, ddp_col=args.ddp_col)
     if args.reader == "table":
@@ -213,8 +213,7 @@ def run(args: argparse.Namespace) -> int:
         sys_scores = SystemScores(*read_mtme_sys_table(args.scores, [args.human_col, *(metric_cols or [])],
                                                        lp=args.lp[0] if args.lp else None))
     res = meta_evaluate(prof.frame, table, human_col=args.human_col, score_col=metric_cols,
-                        columns=MetaColumns(document=args.document_col, segment=args.segment_col,
-                                            system=args.system_col, metric_name=args.metric_name_col),
+                        columns=columns,
                         bins=edges, ddp_col=args.ddp_col, strict_join=args.strict_join,
                         profile_signature=prof.signature, profile_name=str(args.profile),
                         scores_name=str(args.scores), options=opts, tests=tests, system_scores=sys_scores)

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stdout format: rows (json/tsv) or a summary (text); with -o, the summary (default: %(default)s)")
     p.add_argument("-o", "--output", default=None, metavar="PATH",
                    help="write the rows to PATH (.tsv, .csv, .jsonl, .json or .parquet; text formats get a "
-                        ".signature.json sidecar)")
+                        ".signature.json sidecar; checked before any work); '-' = stdout, as without -o")
     p.set_defaults(func=run)
 
 
@@ -99,9 +99,13 @@ def run(args: argparse.Namespace) -> int:
     from ..schema import SIGNATURE_KEY
     from ..stats.metric_s import metric_s, read_judgements_lines, summarize
     from ..stats import json_safe, signature
+    from ._common import probe_folder
 
-    if args.output:
-        check_outputs([("-o/--output", args.output)], inputs=[args.judgements], sidecars=True)
+    if args.output == "-":  # '-' = stdout, as for every other command: the rows in -f's format
+        args.output = None
+    if args.output:  # before any work: extension, folder (exists, writable, takes a new file), not the input
+        (target,) = check_outputs([("-o/--output", args.output)], inputs=[args.judgements], sidecars=True)
+        probe_folder("-o/--output", target.path)
     records, lines = read_judgements_lines(args.judgements)
     rows = metric_s(records, mapping=args.mapping, source=args.judgements, line_numbers=lines)
     summary = summarize(rows)

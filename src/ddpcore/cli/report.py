@@ -14,12 +14,19 @@ def register(sub: argparse._SubParsersAction) -> None:
             "per-domain DDP table, the DDP histogram and ECDF, the top-k highest-DDP segments overall and per domain "
             "with the anchor, its antecedent and the first mention a chained distance runs to highlighted (with "
             "--anchors), the `ddp stratify` curves and numbers (with --stratify) and the run signature; paths are "
-            "shown as file names (the page names no local folder). Needs matplotlib: pip install 'matplotlib>=3.7' (the [plot] extra; from a clone pip install '.[plot]'). "
+            "shown as file names (the page names no local folder). The --anchors table and the --stratify result "
+            "must come from the profile's run (their signatures are compared with the profile's: D681 when they "
+            "differ; one without a signature is not checked, and a note on stderr and in the page says so); every "
+            "profile row needs a DDP value (a null is D781). Needs matplotlib: pip install 'matplotlib>=3.7' (the [plot] extra; from a clone pip install '.[plot]'). "
             "Exit codes: 0 ok, 2 usage, 3 bad data."),
         formatter_class=HelpFormatter)
     p.add_argument("profile", metavar="DDP", help="segment table of `ddp profile` (.parquet, or a text format)")
-    p.add_argument("--stratify", default=None, metavar="STRATIFY.json", help="a `ddp stratify -f json` result")
-    p.add_argument("--anchors", default=None, metavar="ANCHORS.parquet", help="the --anchors table of `ddp profile`")
+    p.add_argument("--stratify", default=None, metavar="STRATIFY.json",
+                   help="a `ddp stratify -f json` result computed on this profile (the profile signature it records "
+                        "must match the profile's, else D681)")
+    p.add_argument("--anchors", default=None, metavar="ANCHORS.parquet",
+                   help="the --anchors table written by the same `ddp profile` command (its signature must match the "
+                        "profile's: rules, distance, pipeline, input, certify model ...; else D681)")
     p.add_argument("--top", type=int, default=10, metavar="K", help="highest-DDP segments to show")
     p.add_argument("--top-per-domain", type=int, default=3, metavar="K",
                    help="then the K highest-DDP segments of each domain (DDP > 0; 0 = none)")
@@ -41,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
                                   ("html", "htm"))
     plots.pyplot()
     write_report(str(out), args.profile, stratify=args.stratify, anchors=args.anchors, top=args.top,
-                 top_per_domain=args.top_per_domain, title=args.title, ddp_col=args.ddp_col)
+                 top_per_domain=args.top_per_domain, title=args.title, ddp_col=args.ddp_col,
+                 warn=lambda m: print(f"ddp report: note: {m}", file=sys.stderr))
     print(f"ddp report: wrote {out}", file=sys.stderr)
     return 0

@@ -66,9 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fit LOWESS on a seeded subsample of N points in larger groups")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="bootstrap threads (default: all cores)")
     p.add_argument("-f", "--format", dest="output_format", choices=("json", "tsv", "text"), default=None,
-                   help="output format (default: json, or the -o file's extension; text goes to stdout only)")
+                   help="output format (default: json, or the -o file's extension: .json, .tsv, .txt for text)")
     p.add_argument("-o", "--output", default=None, metavar="PATH",
-                   help="write the result to PATH (.json or .tsv, not compressed; the signature also goes to "
+                   help="write the result to PATH (.json, .tsv or .txt for -f text, not compressed; the signature also goes to "
                         "PATH.signature.json) instead of stdout; an -f other than the extension's format, or a .gz, "
                         "is error D880 (checked before any work)")
     p.set_defaults(func=run)
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     # before any work: -o's folder and extension (.json/.tsv; a .gz or an -f that disagrees: D880, as `ddp stats`);
     # settles args.output_format (json on stdout when neither -f nor -o gives one)
-    target = check_result_output(args, [args.profile, args.scores])
+    target = check_result_output(args, [args.profile, args.scores], formats=("json", "tsv", "text"))
     edges = parse_bins(args.bins)
     if args.reader in WIDE_READERS:  # one column per score: --score-col names them (mtme: METRIC-REF, mqm)
         wanted = [args.score_col] if isinstance(args.score_col, str) else list(args.score_col)

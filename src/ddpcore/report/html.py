@@ -5,10 +5,12 @@ highlighted (what ``ddp explain`` shows, with its table), the stratify curves an
 bin table with n, mean and CI, n_boot, seed) when given, and the run signature. All text from the data is escaped with :func:`html.escape`.
 
 Error codes: D679 ``--top`` not positive, D610 ``--top-per-domain`` negative, D680 the anchors table lacks
-needed columns, D671 the profile lacks the document/segment id columns its signature (or the default)
-names, D103 a damaged signature (unreadable sidecar or metadata, not a JSON object, bad ``columns``). An
-anchors table of another run is not an error: the segment says that no anchor with its DDP distance was
-found.
+needed columns or holds a value the page cannot use (wrong type, null: :mod:`ddpcore.report.inputs`), D681
+an anchors table or a stratify result of another run than the profile (their signatures differ), D781 a
+profile row without a DDP value, D671 the profile lacks the document/segment id columns its signature (or
+the default) names, D103 a damaged signature (unreadable sidecar or metadata, not a JSON object, bad
+``columns``). An anchors table or a stratify result without a signature is not compared: a note says so
+(stderr and the page).
 
 A report is meant to be shared: every path it shows (title, signature, ``<meta>``) is relative as given or a
 file name, and the home folder never appears (:func:`shareable`). The Parquet signature of the profile is
@@ -20,6 +22,7 @@ import html
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -533,15 +536,19 @@ PATHS_NOTE = "absolute paths shown as file names, the home folder as ~ (the repo
 
 
 def report_signature(profile: str, sig: dict[str, Any], *, stratify: str | None, anchors: str | None, top: int,
-                     ddp_col: str, top_per_domain: int = 0) -> dict[str, Any]:
+                     ddp_col: str, top_per_domain: int = 0, notes: list[str] | None = None) -> dict[str, Any]:
     """The signature of a report (in its ``<meta name="ddpcore-signature">``): ddpcore version, inputs, the
-    DDP column shown (``--ddp-col``), ``top``, ``top_per_domain`` and the profile's own signature, every path
-    made shareable (:func:`shareable`: file names, no local folder)."""
+    DDP column shown (``--ddp-col``), ``top``, ``top_per_domain``, the profile's own signature and, when
+    there are any, the ``notes`` of the input checks (what could not be compared), every path made
+    shareable (:func:`shareable`: file names, no local folder)."""
     from .._version import __version__
 
-    return {"ddpcore": __version__, "report": "ddp report", "profile": display_path(profile), "ddp_col": ddp_col,
-            "stratify": display_path(stratify), "anchors": display_path(anchors), "top": int(top),
-            "top_per_domain": int(top_per_domain), "paths": PATHS_NOTE, "profile_signature": shareable(sig)}
+    out = {"ddpcore": __version__, "report": "ddp report", "profile": display_path(profile), "ddp_col": ddp_col,
+           "stratify": display_path(stratify), "anchors": display_path(anchors), "top": int(top),
+           "top_per_domain": int(top_per_domain), "paths": PATHS_NOTE, "profile_signature": shareable(sig)}
+    if notes:
+        out["notes"] = shareable(list(notes))
+    return out
 
 
 def check_profile_columns(df: pl.DataFrame, signature: dict[str, Any], profile: str) -> None:
@@ -571,27 +578,38 @@ def check_profile_columns(df: pl.DataFrame, signature: dict[str, Any], profile: 
 
 
 def render(profile: str, *, stratify: str | None = None, anchors: str | None = None, top: int = 10,
-           title: str | None = None, ddp_col: str = S.DDP, top_per_domain: int = 3) -> str:
+           title: str | None = None, ddp_col: str = S.DDP, top_per_domain: int = 3,
+           warn: Callable[[str], None] | None = None) -> str:
     """The report as an HTML string; ``ddp_col`` is the DDP column of the table, the figures and the top-K
     (a ``stratify`` result computed on another column is D782); ``top_per_domain`` (>= 0) segments of
-    highest DDP per domain follow the overall ``top``. Paths in the page are shareable (:func:`shareable`)."""
+    highest DDP per domain follow the overall ``top``. Paths in the page are shareable (:func:`shareable`).
+
+    The ``anchors`` table and the ``stratify`` result must be of the profile's run (their signatures are
+    compared with the profile's, :func:`ddpcore.report.inputs.check_same_run`: D681), and the anchors
+    table must hold what the page reads (:func:`ddpcore.report.inputs.check_anchors`: D680). What could not
+    be compared (a side without a signature) is a note: in the page, in the report's signature and given
+    to ``warn`` (``ddp report`` prints it on stderr)."""
     if top < 1:
         raise DDPUsageError(f"--top must be at least 1, got {top}", code="D679")
     if top_per_domain < 0:
         raise DDPUsageError(f"--top-per-domain must be 0 or more, got {top_per_domain}", code="D610")
+    from .inputs import ANCHORS, STRATIFY, check_anchors, check_same_run, read_anchors
+
     df, raw_sig = plots.load_profile(profile, ddp_col=ddp_col, strict=True)
     check_profile_columns(df, raw_sig, profile)
+    notes: list[str] = []
     anc = None
     if anchors is not None:
-        from pathlib import Path
-
-        from ..io.tables import read_table
-
-        anc = read_table(Path(anchors))
+        anc, anc_sig = read_anchors(anchors)
+        anc = check_anchors(anc, raw_sig, anchors)  # an anchors table at all (D680), then of this run (D681)
+        notes += check_same_run(profile, raw_sig, anchors, anc_sig, ANCHORS)
     strat = plots.load_stratify(stratify) if stratify is not None else None
     if strat is not None:
         plots.check_result_ddp_col(strat, ddp_col, stratify)
-        strat = {**strat, "signature": shareable(strat.get("signature") or {})}
+        ssig = strat.get("signature") if isinstance(strat.get("signature"), dict) else {}
+        psig = ssig.get("profile_signature")
+        notes += check_same_run(profile, raw_sig, stratify, psig if isinstance(psig, dict) else None, STRATIFY)
+        strat = {**strat, "signature": shareable(ssig)}
     sig = shareable(raw_sig)
     dom = (sig.get("columns", {}) or {}).get("domain") or S.DOMAIN
     by = dom if dom in df.columns and df[dom].n_unique() > 1 else None
@@ -604,6 +622,7 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
             f"distance {_e(sig.get('distance', ''))}, rules {_e(sig.get('rules', ''))}, pipeline "
             f"{_e(sig.get('pipeline_name', ''))} {_e(sig.get('pipeline_version', ''))}"
             + ("" if ddp_col == S.DDP else f"; DDP column <b>{_e(ddp_col)}</b>") + "</p>",
+            *(f'<p class="warn">note: {_e(shareable(n))}</p>' for n in notes),
             f"<h2>{_e(lab)} per domain</h2>", summary_table(df, sig, ddp_col),
             f"<h2>{_e(lab)} distribution</h2>", f'<figure id="fig-hist">{hist}</figure>', f'<figure id="fig-ecdf">{ecdf}</figure>',
             f"<h2>Top {min(top, df.height)} segments by {_e(lab)}</h2>", top_segments(df, anc, sig, top, ddp_col)]
@@ -620,7 +639,9 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
              f'<p class="note">{_e(PATHS_NOTE)}.</p>',
              f'<pre class="sig">{_e(json.dumps(sig, indent=2, sort_keys=True, default=str)) if sig else "(none recorded)"}</pre>']
     rsig = json.dumps(report_signature(profile, raw_sig, stratify=stratify, anchors=anchors, top=top, ddp_col=ddp_col,
-                                       top_per_domain=top_per_domain), sort_keys=True, default=str)
+                                       top_per_domain=top_per_domain, notes=notes), sort_keys=True, default=str)
+    for note in notes if warn is not None else ():  # once the page is made: an error stays the only line
+        warn(note)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<meta name=\"ddpcore-signature\" content=\"{_e(rsig)}\">"

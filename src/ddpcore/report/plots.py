@@ -13,7 +13,8 @@ without it :func:`pyplot` raises a one-line D670 usage error naming :data:`INSTA
 
 Error codes: D670 matplotlib missing, D671 the plot input lacks a needed column / is not a stratify
 result, D672 unknown output extension for a figure, D673 ``--by`` column missing, D674 nothing to plot,
-D675 more panels than one figure holds (:func:`curves_figure`), D561 ``--max-panels`` below 1.
+D675 more panels than one figure holds (:func:`curves_figure`), D561 ``--max-panels`` below 1, D781 a
+DDP column value that is not a whole number >= 0, or none (null) (:func:`load_profile`).
 """
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ SIGNATURE_HINT = "regenerate the profile with `ddp profile` (it writes the signa
 def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP, *, strict: bool = False
                  ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """The segment table of ``ddp profile`` and its signature; D671 without a ``ddp`` column, D780 without
-    the ``ddp_col`` asked for (``--ddp-col``), D781 when that column holds no DDP values. With ``strict``
+    the ``ddp_col`` asked for (``--ddp-col``), D781 when that column holds no DDP values or a row has none
+    (null: :func:`check_no_null_ddp`). With ``strict``
     (``ddp report``, which needs the column names it records) a damaged signature is D103
     (:func:`ddpcore.gold.agree.load_profile_signature`); else it is read as :func:`read_signature` reads it
     (``{}`` when absent, unreadable or not a JSON object)."""
@@ -129,12 +131,28 @@ def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP, *, str
         raise DDPDataError(f"{path}: no '{schema.DDP}' column; give the segment table written by `ddp profile` "
                            f"(columns: {', '.join(df.columns[:20])})", code="D671")
     check_ddp_values(df, ddp_col, str(path))
+    check_no_null_ddp(df, ddp_col, str(path))
     if strict:
         from ..gold.agree import load_profile_signature
 
         return df, load_profile_signature(path, hint=SIGNATURE_HINT)[0]
     sig = read_signature(path)
     return df, sig if isinstance(sig, dict) else {}
+
+
+def check_no_null_ddp(df: pl.DataFrame, ddp_col: str, where: str) -> None:
+    """Every row of the DDP column ``ddp_col`` has a value: a null is D781 naming the file, the first such
+    row (1-based, the header not counted) and the column, as ``ddp select``/``sample`` refuse it. A figure
+    or table that left the row out would still count it (a report's "N segments" over means of N-1)."""
+    s = df[ddp_col]
+    n_null = s.null_count()
+    if not n_null:
+        return
+    i = int(s.is_null().arg_true()[0])
+    raise DDPUsageError(f"--ddp-col {ddp_col}: {where}, row {i + 1}, column {ddp_col}: no DDP value (null; {n_null} "
+                        f"of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass the segment "
+                        "table `ddp profile` wrote, or name a DDP column with a value on every row such as ddp or "
+                        "ddp_certified", code="D781")
 
 
 def load_stratify(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -691,7 +709,7 @@ def svg_text(fig: Any) -> str:
 
 
 __all__ = ["MAX_PANELS", "PALETTE", "CurvePanels", "check_result_ddp_col", "ddp_label", "result_ddp_col", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
-           "ecdf_figure", "figure_format", "figure_signature", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
+           "check_no_null_ddp", "ecdf_figure", "figure_format", "figure_signature", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
            "save_figures", "stale_pages", "svg_text", "write_curves"]
 
 

@@ -303,12 +303,92 @@ def _lazy(frame: Any, what: str) -> pl.LazyFrame:
                         f"{type(frame).__name__}", code="D810")
 
 
-def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: Sequence[str] | None
-                 ) -> tuple[pl.DataFrame, list[str]]:  # metric_cols: the score_col of meta_evaluate
-    """The score table with one row per (document, segment, system): keys, ``__human`` and the metric
-    columns (Float64). Long form (``cols.metric_name``) is pivoted first."""
+def check_roles(cols: MetaColumns, metric_cols: Sequence[str] | None) -> None:
+    """D311 when one column is given two roles (``--document-col system``, ``--system-col document_id``,
+    ``--score-col segment_id``, ...): the keys, the human score, the metric columns (the long form: the
+    metric-name and value columns) must be distinct columns, as in ``ddp stats`` (D311). The human
+    column named as a metric too stays D808. Checked before any input is read."""
+    roles: list[tuple[str, str]] = [("--document-col", cols.document), ("--segment-col", cols.segment),
+                                    ("--system-col", cols.system)]
+    if cols.metric_name is not None:  # long form: the human score is a value of --metric-name-col, not a column
+        roles += [("--metric-name-col", cols.metric_name)]
+        roles += [("--score-col", c) for c in dict.fromkeys(metric_cols or ["score"])]
+    else:
+        roles += [("--human-col", cols.human)]
+        roles += [("--score-col", c) for c in dict.fromkeys(metric_cols or []) if c != cols.human]
+    seen: dict[str, str] = {}
+    for flag, name in roles:
+        if name in seen:
+            first = seen[name]
+            raise DDPUsageError(f"{first} and {flag} both name the column '{name}'; one column cannot have two roles "
+                                f"- give each its own column ({first}: {_ROLE_WHAT[first]}, {flag}: "
+                                f"{_ROLE_WHAT[flag]})", code="D311")
+        seen[name] = flag
+
+
+_ROLE_WHAT = {"--document-col": "the document ids", "--segment-col": "the segment ids",
+              "--system-col": "the system names", "--human-col": "the human scores", "--score-col": "metric scores",
+              "--metric-name-col": "the metric names"}
+
+
+def _numeric_text(raw: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """(numbers, not-a-number mask) of a text score column: surrounding blanks stripped, the missing
+    spellings (:data:`MISSING_TEXT`) null, anything else that does not read as a number flagged."""
     import polars as pl
 
+    raw = raw.str.strip_chars()
+    num = raw.cast(pl.Float64, strict=False)
+    return num, num.is_null() & raw.is_not_null() & ~raw.is_in(list(MISSING_TEXT))
+
+
+def _infer_metrics(slf: pl.LazyFrame, sschema: dict[str, Any], skip: Sequence[str], notes: list[str]
+                   ) -> tuple[list[str], dict[str, str]]:
+    """The metric columns when ``--score-col`` is not given: every numeric column besides ``skip``, and
+    every text column most of whose values (the missing spellings aside) read as numbers - a CSV metric
+    column written with mt-metrics-eval's ``None`` or holding a stray word is text to the CSV reader, and
+    is a metric all the same (a cell that is not a number is then D812, as with ``--score-col``). A text
+    column with some numbers but mostly words, or with no value at all, is not a metric: said in
+    ``notes`` (never dropped in silence). Returns (metrics in table order, {text metric: why})."""
+    import polars as pl
+
+    text = [c for c, t in sschema.items() if c not in skip and t == pl.String]
+    counts: dict[str, tuple[int, int]] = {}
+    if text:
+        row = slf.select(pl.col(c) for c in text).collect()
+        for c in text:
+            num, bad = _numeric_text(row[c])
+            counts[c] = (int(num.is_not_null().sum()), int(bad.sum()))
+    metrics: list[str] = []
+    why: dict[str, str] = {}
+    for c, t in sschema.items():
+        if c in skip:
+            continue
+        if t.is_numeric():
+            metrics.append(c)
+        elif c in counts:
+            n_num, n_bad = counts[c]
+            if n_num > n_bad:
+                metrics.append(c)
+                why[c] = (f"--score-col not given: the text column '{c}' is read as a metric because {n_num:,} of "
+                          f"its {n_num + n_bad:,} values are numbers; fix the cell, or name the metric columns with "
+                          "--score-col")
+            elif n_num:
+                notes.append(f"column '{c}' is text ({n_num:,} of {n_num + n_bad:,} values are numbers, the others "
+                             "words) and is not read as a metric; name it with --score-col to score it")
+            elif n_bad == 0:
+                notes.append(f"column '{c}' has no value (every cell empty or a missing-score spelling) and is not "
+                             "read as a metric")
+    return metrics, why
+
+
+def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: Sequence[str] | None,
+                 notes: list[str] | None = None) -> tuple[pl.DataFrame, list[str]]:
+    """The score table with one row per (document, segment, system): keys, ``__human`` and the metric
+    columns (Float64). Long form (``cols.metric_name``) is pivoted first. Without ``metric_cols`` the
+    metrics are inferred (:func:`_infer_metrics`; what is not read as a metric is said in ``notes``)."""
+    import polars as pl
+
+    notes = notes if notes is not None else []
     sschema = dict(slf.collect_schema())
     keys = [cols.document, cols.segment, cols.system]
     for flag, c in zip(("--document-col", "--segment-col", "--system-col"), keys):
@@ -353,8 +433,9 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
             if m not in sschema:
                 raise DDPUsageError(f"--score-col {m}: not a column of {sname}; columns: {', '.join(sschema)}",
                                     code="D801")
+        inferred: dict[str, str] = {}
     else:
-        metrics = [c for c, t in sschema.items() if c not in (*keys, cols.human) and t.is_numeric()]
+        metrics, inferred = _infer_metrics(slf, sschema, (*keys, cols.human), notes)
     if cols.human in metrics:
         raise DDPUsageError(f"--score-col {cols.human}: the human score column cannot also be a metric", code="D808")
     if not metrics:
@@ -368,13 +449,12 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
     df = slf.select(*keys, pl.col(cols.human).alias("__human"), *metrics).collect()
     for c in text_cols:  # a text column: numbers, and the missing-value spellings of mt-metrics-eval and CSV
         name = "__human" if c == cols.human else c
-        raw = df[name].str.strip_chars()
-        num = raw.cast(pl.Float64, strict=False)
-        bad = num.is_null() & raw.is_not_null() & ~raw.is_in(list(MISSING_TEXT))
+        num, bad = _numeric_text(df[name])
         if bad.any():
             r = int(bad.arg_true()[0])
-            raise DDPDataError(f"{sname}, row {r + 1}, column '{c}': {raw[r]!r} is not a number (missing scores are "
-                               f"written {', '.join(repr(x) for x in MISSING_TEXT if x)} or left empty)", code="D812")
+            raise DDPDataError(f"{sname}, row {r + 1}, column '{c}': {df[name].str.strip_chars()[r]!r} is not a "
+                               f"number (missing scores are written {', '.join(repr(x) for x in MISSING_TEXT if x)} "
+                               f"or left empty)" + (f"; {inferred[c]}" if c in inferred else ""), code="D812")
         df = df.with_columns(num.alias(name))
     df = df.with_columns(pl.col("__human").cast(pl.Float64), *[pl.col(m).cast(pl.Float64) for m in metrics])
     return df, metrics
@@ -393,7 +473,8 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
         if c not in pschema:
             raise DDPDataError(f"{pname}: column '{c}' missing; expected a `ddp profile` segment table (columns: "
                                f"{', '.join(pschema)})", code="D813")
-    df, metrics = _wide_scores(_lazy(scores, "the scores"), sname, cols, metric_cols)
+    warnings: list[str] = []
+    df, metrics = _wide_scores(_lazy(scores, "the scores"), sname, cols, metric_cols, warnings)
     keys = [cols.document, cols.segment, cols.system]
     if df.height == 0:
         raise DDPDataError(f"{sname}: the score table has no rows", code="D804")
@@ -425,7 +506,6 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
                 maintain_order="left")
     unmatched = j["__hit"].is_null()
     n_unmatched = int(unmatched.sum())
-    warnings: list[str] = []
     first = [dict(zip(keys, r)) for r in j.filter(unmatched).select(keys).head(3).iter_rows()]
     if n_unmatched and strict_join:
         raise DDPDataError(f"--strict-join: {n_unmatched} of {df.height} score rows of {sname} have no segment in the "
@@ -1557,6 +1637,8 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
     MetaResult
     """
     cols = dataclasses.replace(columns or MetaColumns(), human=human_col)
+    metric_cols = [score_col] if isinstance(score_col, str) else (list(score_col) if score_col else None)
+    check_roles(cols, metric_cols)  # D311 before anything is read
     tests = tests if tests is not None else MetaTests()
     if not isinstance(tests, MetaTests):
         raise DDPUsageError(f"meta_evaluate(tests=...) must be a MetaTests, got {type(tests).__name__}", code="D806")
@@ -1571,7 +1653,6 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
         b.check_memory(int(tests.tie_sample), TIE_SAMPLE_BYTES)
     edges = parse_bins(bins) if isinstance(bins, str) else parse_bins(list(bins))
     psig = profile_signature or {}
-    metric_cols = [score_col] if isinstance(score_col, str) else (list(score_col) if score_col else None)
     data = _prepare(profile, scores, psig, profile_name, scores_name, cols, metric_cols, ddp_col, strict_join)
     import os
 
@@ -1737,7 +1818,7 @@ def dumps(res: MetaResult) -> str:
     return json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n"
 
 
-__all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "SystemScores", "PERM_STATS", "STATS", "TIE_SAMPLE_RNG", "acc_eq_at", "acc_eq_none",
+__all__ = ["DEFAULT_BINS", "MetaColumns", "MetaResult", "MetaTests", "SystemScores", "PERM_STATS", "STATS", "TIE_SAMPLE_RNG", "acc_eq_at", "acc_eq_none", "check_roles",
            "acc_eq_none_sampled", "sample_pairs", "tie_threshold_sampled",
            "calibrate_ties", "dumps", "item_statistics", "meta_evaluate", "pairwise_accuracy",
            "pairwise_p_values",

@@ -232,20 +232,30 @@ def metric_s(records: Iterable[Any], mapping: Mapping = "code", *, source: str |
 
 def read_judgements_lines(path: str) -> tuple[list[Any], list[int]]:
     """Parse a JSONL file: one record per non-blank line, with its 1-based line number; a line
-    that is not JSON becomes the sentinel ``None`` (scored as an error row). Raises D551 if the
-    file cannot be read or is not UTF-8, D552 if it holds no record, D741 (naming the line) if
-    a line nests JSON deeper than the parser can follow."""
+    that is not JSON becomes the sentinel ``None`` (scored as an error row). A UTF-8 byte-order mark
+    at the start of the file is skipped, as every ddpcore reader does. Raises D102 (exit 3, as the
+    other readers) if the file is missing, a folder or cannot be read, D551 (naming the line and byte
+    column) if it is not UTF-8, D552 if it holds no record, D741 (naming the line) if a line nests
+    JSON deeper than the parser can follow."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        with open(path, "rb") as fh:
+            data = fh.read()
     except FileNotFoundError:
-        raise DDPUsageError(f"{path}: no such file", code="D551") from None
+        raise DDPDataError(f"{path}: file not found; check the path", code="D102") from None
     except IsADirectoryError:
-        raise DDPUsageError(f"{path}: is a folder, expected a JSONL file", code="D551") from None
-    except UnicodeDecodeError as exc:
-        raise DDPDataError(f"{path}: not UTF-8 text (byte {exc.start}); expected JSONL", code="D551") from None
+        raise DDPDataError(f"{path}: is a folder, expected a JSONL file", code="D102") from None
     except OSError as exc:
-        raise DDPDataError(f"{path}: cannot be read ({exc.strerror})", code="D551") from None
+        raise DDPDataError(f"{path}: cannot read file ({exc.strerror or exc}); check permissions",
+                           code="D102") from None
+    try:
+        text = data.decode("utf-8-sig")  # the BOM of the first line only (a BOM later on is a bad line)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DDPDataError(f"{path}: line {line}, byte column {col}: not UTF-8 text (byte 0x{data[exc.start]:02x}); "
+                           "expected JSONL in UTF-8 (re-encode it, e.g. `iconv -f latin1 -t utf-8`)",
+                           code="D551") from None
+    lines = text.splitlines()
     records: list[Any] = []
     numbers: list[int] = []
     for n, line in enumerate(lines, 1):
