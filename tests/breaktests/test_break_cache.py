@@ -64,10 +64,14 @@ class _Parser:
         return _arrays(list(texts))
 
 
-def _make_cache(root: Path, legacy: bool = False) -> Path:
+def _make_cache(root: Path, legacy: bool = False, pipeline: str | None = None) -> Path:
     """A cache at ``root`` with one pipeline folder (returned). ``legacy``: as written before markers
-    and checksums existed (no marker files, info.json without checksum)."""
-    run = C.CachedParse(_Parser(), root)
+    and checksums existed (no marker files, info.json without checksum). ``pipeline``: the folder is the
+    one ``ddp profile --pipeline PIPELINE`` parses into (else the stand-in pipeline's own)."""
+    parser = _Parser()
+    if pipeline is not None:
+        parser.pipeline, parser.loaded = pipeline, False
+    run = C.CachedParse(parser, root)
     run(["a b c", "d e"])
     run.flush()
     (folder,) = [p for p in root.iterdir() if p.is_dir()]
@@ -115,9 +119,10 @@ CLEAR_FORMS = [
 @pytest.mark.parametrize("legacy", [False, True], ids=["marked", "legacy"])
 @pytest.mark.parametrize("form", CLEAR_FORMS, ids=[f[0] for f in CLEAR_FORMS])
 def test_cache_clear_keeps_every_user_file(tmp_path, form, legacy):
-    _, argv, env = form
+    name, argv, env = form
     cache = tmp_path / "cache"
-    folder = _make_cache(cache, legacy=legacy)
+    # --pipeline NAME clears the folder `ddp profile --pipeline NAME` parses into (not every folder of that name)
+    folder = _make_cache(cache, legacy=legacy, pipeline="en_core_web_sm" if name == "pipeline-name" else None)
     user = _user_files(tmp_path, cache, folder)
     subs = {"cache": str(cache), "folder": folder.name}
     r = _ddp(*[a.format(**subs) for a in argv], env={k: v.format(**subs) for k, v in env.items()})

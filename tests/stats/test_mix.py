@@ -165,8 +165,10 @@ def test_wmt24_layout_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert code == 0
     mix = pl.read_ndjson(tmp_path / "m.jsonl")
     assert sorted(mix["system"].unique()) == ["A", "B", "refA"]
-    assert mix.height == 9 * 3 and 0 not in mix["segment_id"].to_list()  # canary dropped
-    assert (mix["text"] == mix["source_system"].str.replace("refA", "en-cs.refA") + mix["segment_id"].cast(pl.String)).all()
+    assert mix.height == 9 * 3 and 0 not in mix["line_id"].to_list()  # canary (line 0) dropped
+    # segment_id = position within the document (as ddp profile --reader wmt24), line_id = the line of the files
+    assert (mix["segment_id"] == (mix["line_id"] - 1) % 3).all()
+    assert (mix["text"] == mix["source_system"].str.replace("refA", "en-cs.refA") + mix["line_id"].cast(pl.String)).all()
 
 
 @pytest.mark.shared_data

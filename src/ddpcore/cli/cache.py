@@ -1,6 +1,8 @@
 """``ddp cache info`` and ``ddp cache clear``: the parse cache of ``ddp profile``.
 
-Errors: D180 the cache path is not a folder, D181 ``--pipeline`` matches no cache folder,
+Errors: D180 the cache path is not a folder, D181 ``--pipeline`` names no folder of the cache (a
+folder name, or the folder ``ddp profile --pipeline NAME`` parses into: presets and aliases resolved the
+same way),
 D182 a cache folder cannot be removed, D750 the folder is not a ddpcore parse cache (nothing removed).
 """
 from __future__ import annotations
@@ -35,9 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "info.json and shard checksums match its layout), and in them only its own "
                                         "files; a folder that is not a parse cache is refused (D750).")
     clear.add_argument("--cache", default=None, metavar="DIR", help="cache folder (default: the user cache folder)")
-    clear.add_argument("--pipeline", default=None, metavar="FOLDER",
-                       help="remove only this pipeline folder, or every folder of a pipeline name such as "
-                            "en_core_web_sm (names as listed by `ddp cache info`)")
+    clear.add_argument("--pipeline", default=None, metavar="NAME",
+                       help="remove only the parses of this pipeline, named as for ddp profile (a preset, or an "
+                            "installed name or path: the one folder its runs use; presets that run the same "
+                            "configuration, e.g. default, sm and en_core_web_sm, share it, fast has its own), or a "
+                            "folder as listed by `ddp cache info`; a pipeline that is not installed: every folder "
+                            "of that pipeline name")
     clear.add_argument("-f", "--format", choices=("text", "json"), default="text", help="output format")
     clear.set_defaults(func=run_clear)
     p.set_defaults(func=_no_action, cache_parser=p)
@@ -105,9 +110,10 @@ def run_clear(args: argparse.Namespace) -> int:
         report = clear_cache(root, args.pipeline)
     except OSError as exc:
         raise DDPUsageError(f"cannot remove cached parses under {root}: {exc.strerror or exc}", code="D182") from None
-    if args.pipeline is not None and report.removed == 0:
-        raise DDPUsageError(f"--pipeline {args.pipeline}: no such pipeline folder in the cache {root}; "
-                            "`ddp cache info` lists them", code="D181")
+    sel = report.selection
+    if sel is not None and report.removed == 0:
+        raise DDPUsageError(f"--pipeline {args.pipeline}: no such pipeline folder in the cache {root}: "
+                            f"{_not_found(sel, report.present)}; `ddp cache info` lists them", code="D181")
     if report.kept:
         names = ", ".join(str(p.relative_to(root)) for p in report.kept[:5])
         more = f" and {len(report.kept) - 5} more" if len(report.kept) > 5 else ""
@@ -115,8 +121,47 @@ def run_clear(args: argparse.Namespace) -> int:
               f"ddpcore did not write (or that fail their checksum) in the cache's pipeline folders: {names}{more}",
               file=sys.stderr)
     if args.format == "json":
-        print(json.dumps({"dir": str(root), "removed_folders": report.removed, "bytes_freed": report.freed,
-                          "kept": [str(p) for p in report.kept]}))
+        out: dict = {"dir": str(root), "removed_folders": report.removed, "bytes_freed": report.freed,
+                     "kept": [str(p) for p in report.kept], "folders": report.folders}
+        if sel is not None:
+            out["pipeline"] = dict(sel.to_dict(), note=_what(sel, report))
+        print(json.dumps(out))
     else:
-        print(f"removed {report.removed} pipeline folder(s) from {root} ({_size(report.freed)} freed)")
+        what = f": {_what(sel, report)}" if sel is not None else ""
+        print(f"removed {report.removed} pipeline folder(s) from {root} ({_size(report.freed)} freed){what}")
     return 0
+
+
+def _others(sel, present: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+    """The cache's folders of the same pipeline name as the selected folder, not selected."""
+    if not sel.folder:
+        return []
+    stem = sel.folder.split("-", 1)[0] + "-"
+    return [f for f in present if f.startswith(stem) and not sel.matches(f)]
+
+
+def _what(sel, report) -> str:  # type: ignore[no-untyped-def]
+    """Which folder(s) --pipeline named and why (the text output and the JSON note)."""
+    folders = ", ".join(report.folders)
+    if sel.how == "folder":
+        return f"{folders} (the folder named by --pipeline)"
+    if sel.how == "name":
+        return (f"{folders}: every folder of pipeline name {sel.requested} (it is not an installed pipeline here, "
+                "so the folder of its configuration cannot be derived)")
+    shared = (f"; --pipeline {', '.join(sel.same_folder)} use the same folder by design (the same pipeline "
+              "configuration)") if sel.same_folder else ""
+    others = _others(sel, report.present)
+    kept = (f"; other folders of this pipeline stay (another configuration or spaCy version; give the folder name "
+            f"to remove one): {', '.join(others)}") if others else ""
+    return f"{folders}, the folder `ddp profile --pipeline {sel.requested}` parses into{shared}{kept}"
+
+
+def _not_found(sel, present: list[str]) -> str:  # type: ignore[no-untyped-def]
+    """Why --pipeline named no folder (the D181 message)."""
+    if sel.how == "name":
+        return ("it is neither a folder name there, nor an installed pipeline (whose folder would be derived as "
+                "ddp profile derives it), nor the pipeline name of a folder there; give a folder name")
+    others = _others(sel, present)
+    there = (f"; folders of this pipeline there (another configuration or spaCy version; give the folder name to "
+             f"remove one): {', '.join(others)}") if others else ""
+    return f"its folder {sel.folder}, the one `ddp profile --pipeline {sel.requested}` parses into, is not there{there}"

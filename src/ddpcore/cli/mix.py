@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = p.add_argument_group("input")
     r.add_argument("--reader", choices=("table", "wmt24"), default="table",
                    help="OUTPUTS as a long table, or the WMT24 layout (--docs and --outputs)")
-    r.add_argument("--docs", default=None, metavar="DOCS", help="--reader wmt24: 'domain<TAB>document_id' per line")
+    r.add_argument("--docs", default=None, metavar="DOCS",
+                   help="--reader wmt24: 'domain<TAB>document_id' per line; segment_id is the 0-based position "
+                        "within the document (as ddp profile --reader wmt24), line_id the 0-based line")
     r.add_argument("--outputs", default=None, metavar="DIR",
                    help="--reader wmt24: folder of <system>.txt aligned with DOCS, or a tar archive of "
                         "<lp>/<system>.txt")
@@ -57,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--pool", type=_csv_list, default=None, metavar="A,B,...",
                    help="pooled systems (default: every system in OUTPUTS)")
     m.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
-                   help="leave a system out of the default pool (repeatable), e.g. refA")
+                   help="leave a system out of the pool (repeatable), e.g. refA; it must be in OUTPUTS (D704)")
     m.add_argument("--forbid-adjacent-repeat", action="store_true",
                    help="no two adjacent segments of a MIX document from the same system (pool of 3 or more)")
     o = p.add_argument_group("output")
@@ -113,7 +115,9 @@ def run_mix(args: argparse.Namespace) -> int:
         from ..io.wmt_outputs import read_wmt_outputs
 
         source: Any = read_wmt_outputs(args.docs, args.outputs, lp=args.lp)
-        cols = dict(document="document_id", segment="segment_id", system="system", text="text")
+        # segment_id = position within the document (as ddp profile --reader wmt24), line_id = line number
+        cols = dict(document="document_id", segment="segment_id", system="system", text="text",
+                    carry=("line_id",), name=f"{args.outputs} (--reader wmt24, --docs {args.docs})")
     else:
         source = args.table
         cols = dict(document=args.document, segment=args.segment, system=args.system, text=args.text)

@@ -202,8 +202,9 @@ class MixResult:
 
     ``mix``: one row per (document, nominal system, segment): the document, segment and
     system (= nominal) columns under the input's names, ``text`` (under the text column's
-    name) and ``source_system``. ``assignment``: (document, system, segment, source_system,
-    position, feasible). ``infeasible``: one row per MIX document shorter than the pool
+    name) and ``source_system`` (and the ``carry`` columns after the segment id).
+    ``assignment``: (document, system, segment, [carry columns,] source_system, position,
+    feasible). ``infeasible``: one row per MIX document shorter than the pool
     (document, system, n_segments, n_pool). Rows are in sorted document order, then nominal
     system (code-point order), then segment order.
     """
@@ -255,6 +256,8 @@ def build_mix(
     segment: str = "segment_id",
     system: str = "system",
     text: str = "text",
+    carry: Sequence[str] = (),
+    name: str | None = None,
 ) -> MixResult:
     """Build every MIX document of a long table of system outputs (module docstring).
 
@@ -269,17 +272,29 @@ def build_mix(
         Pooled systems (default: every system in ``outputs``); each must have an output for
         every segment of every document (D502 names the first missing one).
     exclude_systems
-        Systems left out of the default pool (e.g. the human reference ``refA``).
+        Systems left out of the pool (the default pool or ``pool``; e.g. the human reference
+        ``refA``). Each must occur in the system column (D704 names the systems there): a typo
+        never leaves the system in the pool.
     forbid_adjacent_repeat
         No two adjacent segments of a MIX document from the same system (pool >= 3).
+    carry
+        Per-segment columns of ``outputs`` written beside the segment id in the MIX and
+        assignment tables (e.g. ``line_id`` of the WMT24 layout); one value per (document,
+        segment) (D503 otherwise).
+    name
+        How messages name ``outputs`` (default: its path, or ``<table>``).
     """
     import polars as pl
 
     from ..io.tables import read_table, require_columns
 
     df = read_table(outputs)
+    source = name or (str(outputs) if isinstance(outputs, str) or hasattr(outputs, "__fspath__") else "<table>")
     cols = {"document": document, "segment": segment, "system": system, "text": text}
     require_columns(df, list(cols.values()), outputs, flags={v: FLAGS[k] for k, v in cols.items()})
+    carry = [c for c in dict.fromkeys(carry) if c not in cols.values()]
+    require_columns(df, carry, outputs)
+    seg_extra = df.select(document, segment, *carry).unique(maintain_order=True) if carry else None
     df = df.select(document, segment, pl.col(system).cast(pl.String), pl.col(text).cast(pl.String))
     for role in ("document", "segment", "system"):
         nulls = df[cols[role]].null_count()
@@ -288,11 +303,14 @@ def build_mix(
             raise DDPDataError(f"column '{cols[role]}' ({FLAGS[role]}) has {nulls} null value(s); first at row {row}",
                                code="D503")
     present = sorted(df[system].unique().to_list())
-    if pool:
-        pool_list = sorted(dict.fromkeys(str(s) for s in pool))
-    else:
-        excl = {str(s) for s in exclude_systems}
-        pool_list = [s for s in present if s not in excl]
+    excl = list(dict.fromkeys(str(s) for s in exclude_systems))
+    absent = [s for s in excl if s not in present]
+    if absent:  # a typo must not leave the system in the pool in silence (the same rule as ddp blindness)
+        raise DDPDataError(
+            f"{source}: --exclude-system {', '.join(map(repr, absent))}: no such system in the table (column "
+            f"'{system}', {FLAGS['system']}); systems: {', '.join(present)}", code="D704")
+    pool_list = sorted(dict.fromkeys(str(s) for s in pool)) if pool else present
+    pool_list = [s for s in pool_list if s not in excl]
     if len(pool_list) < 2:
         raise DDPDataError(
             f"the pool has {len(pool_list)} system(s) ({', '.join(pool_list) or 'none'}); a MIX document needs at "
@@ -349,6 +367,19 @@ def build_mix(
     })
     assignment = mix.select(document, system, segment, SOURCE_SYSTEM).with_columns(
         pl.Series(POSITION, p.astype(np.int64)), pl.Series(FEASIBLE, a.feasible[fgrp]))
+    if seg_extra is not None:  # per-segment columns (e.g. line_id of --reader wmt24) beside the segment id
+        seg_extra = seg_extra.join(pos.select(document, segment), on=[document, segment], how="semi")
+        if seg_extra.select(document, segment).is_duplicated().any():
+            r = seg_extra.filter(seg_extra.select(document, segment).is_duplicated()).row(0, named=True)
+            raise DDPDataError(
+                f"{source}: document '{r[document]}', segment {r[segment]!r}: the systems' rows disagree on "
+                f"{', '.join(map(repr, carry))}; a segment has one value there", code="D503")
+        order = [document, segment, *carry]
+        mix = mix.join(seg_extra, on=[document, segment], how="left", maintain_order="left")
+        mix = mix.select(*order, *[c for c in mix.columns if c not in order])
+        assignment = assignment.join(seg_extra, on=[document, segment], how="left", maintain_order="left")
+        assignment = assignment.select(document, system, segment, *carry,
+                                       *[c for c in assignment.columns if c not in (document, system, segment, *carry)])
     bad = np.flatnonzero(~a.feasible)
     infeasible = pl.DataFrame({
         document: doc_keys[document].gather(pl.Series(bad // m)),
@@ -356,7 +387,8 @@ def build_mix(
         "n_segments": a.n_segments[bad // m],
         "n_pool": np.full(bad.size, m, dtype=np.int64),
     })
-    sig = signature("mix", seed=int(seed), pool=pool_list, forbid_adjacent_repeat=bool(forbid_adjacent_repeat),
+    sig = signature("mix", seed=int(seed), pool=pool_list, exclude_systems=excl,
+                    forbid_adjacent_repeat=bool(forbid_adjacent_repeat),
                     generator=RNG_DESCRIPTION, columns={"document": document, "segment": segment,
                                                         "system": system, "text": text})
     return MixResult(mix, assignment, infeasible, pool_list, n_docs, int(a.n_segments.sum()), int(seed),

@@ -5,11 +5,15 @@ one ``.txt`` file per system with one translation per line, aligned with the sou
 ``OUTPUTS`` is either a folder of such ``.txt`` files or the WMT24 archive
 ``wmt24_system_outputs_en-cs_en-hi_en-ja_en-zh.tar.xz`` (``<lp>/<system>.txt``; read with
 :func:`ddpcore.io.wmt.read_texts`, pick one language pair with ``lp``). A file named
-``<lp>.refA.txt`` is the human reference, system ``refA``. Lines of the document
-``canary`` are dropped. Nothing is written.
+``<lp>.refA.txt`` is the human reference, system ``refA``. The canary line (``.docs`` line
+``canary<TAB>canary``) is dropped. Nothing is written.
 
-Returned columns: ``document_id`` (str), ``segment_id`` (int, the 0-based line number),
-``system`` (str), ``text`` (str), ``domain`` (str).
+Returned columns: ``document_id`` (str), ``segment_id`` (int, the 0-based position of the
+segment within its document), ``line_id`` (int, the 0-based line of the aligned files, canary
+included), ``system`` (str), ``text`` (str), ``domain`` (str): the key convention of ``ddp
+profile --reader wmt24`` (:func:`ddpcore.io.readers.iter_aligned_lines`) and of the WMT24 ESA
+scores (:func:`ddpcore.io.wmt.read_wmt24_esa`), so MIX rows join to the profile and the scores
+of the same test set on ``document_id, segment_id``.
 """
 from __future__ import annotations
 
@@ -105,8 +109,9 @@ def read_wmt_outputs(docs: str | Path, outputs: str | Path, *, lp: str | None = 
 
     Returns
     -------
-    polars.DataFrame with ``document_id, segment_id, system, text, domain``; one row per
-    (system, line), canary lines dropped, sorted by system then line.
+    polars.DataFrame with ``document_id, segment_id, line_id, system, text, domain``; one row
+    per (system, line), the canary line dropped, sorted by system then line. ``segment_id`` is
+    the position within the document, ``line_id`` the 0-based line (module docstring).
     """
     import numpy as np
     import polars as pl
@@ -126,15 +131,21 @@ def read_wmt_outputs(docs: str | Path, outputs: str | Path, *, lp: str | None = 
         if len(lines) != n:
             raise DDPDataError(f"{out}: system '{system}' has {len(lines)} lines, the documents file {n}; the files "
                                "must be aligned line by line", code="D507")
-    keep = np.array([d != CANARY for d in doc_ids])
+    # as ddp profile --reader wmt24 (io.readers.iter_aligned_lines): the canary line is .docs line
+    # 'canary<TAB>canary', and a segment's id is its 0-based position within its document
+    keep = np.array([not (d == CANARY and dom == CANARY) for d, dom in zip(doc_ids, domains)])
     lines_idx = np.flatnonzero(keep)
+    kept_docs = np.asarray(doc_ids, dtype=object)[lines_idx]
+    position = pl.DataFrame({"d": kept_docs.tolist()}, schema={"d": pl.String}).select(
+        pl.int_range(pl.len(), dtype=pl.Int64).over("d").alias("p"))["p"].to_numpy()
     systems = sorted(texts)
     frame = pl.DataFrame({
-        "document_id": np.tile(np.asarray(doc_ids, dtype=object)[lines_idx], len(systems)).tolist(),
-        "segment_id": np.tile(lines_idx.astype(np.int64), len(systems)),
+        "document_id": np.tile(kept_docs, len(systems)).tolist(),
+        "segment_id": np.tile(position.astype(np.int64), len(systems)),
+        "line_id": np.tile(lines_idx.astype(np.int64), len(systems)),
         "system": np.repeat(np.asarray(systems, dtype=object), lines_idx.size).tolist(),
         "text": [texts[s][i] for s in systems for i in lines_idx],
         "domain": np.tile(np.asarray(domains, dtype=object)[lines_idx], len(systems)).tolist(),
-    }, schema={"document_id": pl.String, "segment_id": pl.Int64, "system": pl.String, "text": pl.String,
-               "domain": pl.String})
+    }, schema={"document_id": pl.String, "segment_id": pl.Int64, "line_id": pl.Int64, "system": pl.String,
+               "text": pl.String, "domain": pl.String})
     return frame

@@ -887,27 +887,92 @@ def cache_summary(root: Path) -> dict[str, Any]:
             "pipelines": pipelines}
 
 
+def pipeline_folder(pipeline: str | None) -> str | None:
+    """The name of the cache folder ``ddp profile --pipeline PIPELINE`` parses into (``None``: the default
+    pipeline): :func:`fingerprint_id` of :func:`static_fingerprint`, the derivation :class:`CachedParse`
+    uses, so presets and aliases name the folder of their pipeline configuration (``default``, ``sm``,
+    ``en_core_web_sm`` one folder; ``fast``, parser-free with the compiled attribute ruler, its own).
+    None when the pipeline's ``meta.json`` cannot be found (not installed). Never loads spaCy."""
+    fp = static_fingerprint(pipeline)
+    return None if fp is None else fingerprint_id(fp)
+
+
+def pipeline_names_of_folder(folder: str) -> list[str]:
+    """The ``--pipeline`` presets and documented names (:data:`~ddpcore.anchors.spacy_extract.PRESETS`,
+    :data:`~ddpcore.anchors.spacy_extract.ALIASES`, the default package) whose runs use the cache folder
+    ``folder`` (:func:`pipeline_folder`), in that order."""
+    names = [*X.PRESETS, X.DEFAULT_PIPELINE, *X.ALIASES]
+    return [n for n in dict.fromkeys(names) if pipeline_folder(n) == folder]
+
+
+@dataclass
+class PipelineSelection:
+    """How :func:`clear_cache` read its ``pipeline`` argument.
+
+    ``how``: ``"folder"`` (the name of a pipeline folder in the cache), ``"configuration"`` (a pipeline as
+    ``ddp profile --pipeline`` takes it: a preset, an installed name or a path; ``folder`` is the one
+    folder its runs use, :func:`pipeline_folder`, and ``same_folder`` the other presets/names that use it
+    too) or ``"name"`` (not an installed pipeline, so its folder cannot be derived: every folder of that
+    pipeline name, ``<name>-<version>-<fingerprint>``)."""
+
+    requested: str
+    how: str
+    folder: str | None = None
+    same_folder: list[str] = field(default_factory=list)
+
+    def matches(self, name: str) -> bool:
+        if self.how == "name":
+            return name.startswith(self.requested + "-")
+        return name == self.folder
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requested": self.requested, "how": self.how, "folder": self.folder, "same_folder": self.same_folder}
+
+
+def select_pipeline(folders: Sequence[str], pipeline: str) -> PipelineSelection:
+    """What ``--pipeline PIPELINE`` of ``ddp cache clear`` names among the cache's pipeline ``folders``
+    (:class:`PipelineSelection`): a folder name as is; else the folder of that pipeline configuration,
+    derived as ``ddp profile --pipeline PIPELINE`` derives it; else (a pipeline not installed here) every
+    folder of that pipeline name."""
+    if pipeline in folders:
+        return PipelineSelection(pipeline, "folder", pipeline)
+    target = pipeline_folder(pipeline)
+    if target is not None:
+        return PipelineSelection(pipeline, "configuration", target,
+                                 [n for n in pipeline_names_of_folder(target) if n != pipeline])
+    return PipelineSelection(pipeline, "name")
+
+
 @dataclass
 class ClearReport:
-    """What :func:`clear_cache` did: pipeline folders cleared, bytes freed, and the entries it kept in
-    them because ddpcore did not write them (or, in a folder older than the marker, a shard that
-    fails its checksum)."""
+    """What :func:`clear_cache` did: pipeline folders cleared (``removed``; their names in ``folders``),
+    bytes freed, the entries it kept in them because ddpcore did not write them (or, in a folder older
+    than the marker, a shard that fails its checksum), and how a ``pipeline`` argument was read
+    (``selection``)."""
 
     removed: int = 0
     freed: int = 0
     kept: list[Path] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    selection: PipelineSelection | None = None
+    #: the cache's pipeline folders (all of them, before clearing)
+    present: list[str] = field(default_factory=list)
 
 
 def clear_cache(root: Path, pipeline_folder: str | None = None) -> ClearReport:
-    """Remove the parses of the cache's pipeline folders (or of the one named ``pipeline_folder``,
-    or of those whose pipeline name starts with it): only the files ddpcore wrote
-    (:func:`folder_kind`, :func:`_owned_files`); a folder left empty is removed too, any other
-    file stays. Raises ``[D750]`` (nothing removed) when ``root`` exists, is not empty and is not
-    a ddpcore cache (no marker, no pipeline folder ddpcore wrote)."""
+    """Remove the parses of the cache's pipeline folders, or of those ``pipeline_folder`` names
+    (:func:`select_pipeline`: a folder name; a pipeline as ``ddp profile --pipeline`` takes it, a preset,
+    an installed name or a path, naming the one folder its runs use; or, for a pipeline not installed,
+    every folder of that pipeline name): only the files ddpcore wrote (:func:`folder_kind`,
+    :func:`_owned_files`); a folder left empty is removed too, any other file stays. Raises ``[D750]``
+    (nothing removed) when ``root`` exists, is not empty and is not a ddpcore cache (no marker, no
+    pipeline folder ddpcore wrote)."""
     from ..errors import DDPUsageError
 
     report = ClearReport()
     if not root.is_dir():
+        if pipeline_folder is not None:
+            report.selection = select_pipeline([], pipeline_folder)
         return report
     folders = cache_folders(root)
     if not folders and not is_marked_root(root) and any(root.iterdir()):
@@ -915,10 +980,13 @@ def clear_cache(root: Path, pipeline_folder: str | None = None) -> ClearReport:
             f"{root} is not a ddpcore parse cache (no {ROOT_MARKER} marker and no pipeline folder written by "
             "ddpcore); nothing removed. Check --cache DIR / $DDPCORE_CACHE (`ddp cache info` shows the folder)",
             code="D750")
+    report.present = [f.name for f, _ in folders]
+    if pipeline_folder is not None:
+        report.selection = select_pipeline(report.present, pipeline_folder)
     for folder, kind in folders:
-        if pipeline_folder is not None and not (folder.name == pipeline_folder
-                                                or folder.name.startswith(pipeline_folder + "-")):
+        if report.selection is not None and not report.selection.matches(folder.name):
             continue
+        report.folders.append(folder.name)
         owned, other = _owned_files(folder, kind)
         # the marker goes last: an interrupted clear leaves a folder that is still recognised
         owned.sort(key=lambda p: p.name == FOLDER_MARKER)
@@ -970,7 +1038,8 @@ def check_cache_path(cache: str | os.PathLike[str] | bool | None, *, outputs: Se
 
 
 __all__ = [
-    "CACHE_FORMAT", "CachedParse", "ClearReport", "cache_folders", "cache_wrapper", "cache_summary", "check_cache_path",
-    "clear_cache", "fingerprint_from_info", "folder_kind",
-    "fingerprint_id", "gather_units", "resolve_cache", "static_fingerprint", "take_units", "unit_keys",
+    "CACHE_FORMAT", "CachedParse", "ClearReport", "PipelineSelection", "cache_folders", "cache_wrapper",
+    "cache_summary", "check_cache_path", "clear_cache", "fingerprint_from_info", "folder_kind",
+    "fingerprint_id", "gather_units", "pipeline_folder", "pipeline_names_of_folder", "resolve_cache",
+    "select_pipeline", "static_fingerprint", "take_units", "unit_keys",
 ]

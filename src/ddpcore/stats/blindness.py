@@ -124,17 +124,153 @@ def _pairs(df: pl.DataFrame, a: str, b: str, unit: str) -> tuple[np.ndarray, np.
     return means[:, 0], means[:, 1], int(((counts[:, 0] > 0) & ~both).sum()), int(((counts[:, 1] > 0) & ~both).sum())
 
 
-def _spans(df: pl.DataFrame, cond: str, spans_col: str, text_col: str) -> pl.DataFrame:
+#: the data row (1-based, as in the input) of each score row, carried while the span tables are built
+_ROW = "__ddp_data_row"
+_SPAN_FIELDS = ("span_start", "span_end")
+
+
+def _span_dtype() -> Any:
     import polars as pl
 
-    part = df.filter(pl.col(schema.CONDITION) == cond).select(
-        schema.DOCUMENT_ID, schema.SEGMENT_ID, pl.col(text_col).str.len_chars().alias("segment_length"),
-        pl.col(spans_col)).explode(spans_col).drop_nulls(spans_col)
-    if part.height == 0:
-        return pl.DataFrame({schema.DOCUMENT_ID: [], schema.SEGMENT_ID: [], "segment_length": [],
-                             "span_start": [], "span_end": []})
-    part = part.unnest(spans_col)
-    return part.drop_nulls(["span_start", "span_end"])
+    return pl.List(pl.Struct({"span_start": pl.Float64, "span_end": pl.Float64}))
+
+
+def _first_row(df: pl.DataFrame, mask: Any) -> int:
+    """The data row (1-based) of the first row of ``df`` where ``mask`` holds."""
+    import polars as pl
+
+    return int(df.filter(mask).select(pl.col(_ROW).first()).item())
+
+
+def _bad_spans(where: str, found: str, what: str = "", fix: str = "") -> DDPDataError:
+    """D316: the spans column (or one row of it) is not error spans; ``found`` says what it holds."""
+    return DDPDataError(
+        f"{where}: {what or 'not error spans'}: expected a list of {{span_start, span_end}} objects per row (e.g. "
+        f'[{{"span_start": 0, "span_end": 4}}]; [] or null = no span), as a list column or as that JSON text; '
+        f"found {found}; {fix or 'fix the column or choose another with --spans-col'}", code="D316")
+
+
+def _parse_json_spans(value: str) -> list[dict[str, float | None]] | None | str:
+    """One JSON text of a spans column: the spans, None (JSON null), or why it is not spans (str)."""
+    import json
+
+    if not value.strip():  # a blank cell, as an empty CSV field: no span
+        return None
+    try:
+        obj = json.loads(value)
+    except ValueError as exc:
+        return f"text that is not JSON ({exc.args[0] if exc.args else exc}): {value[:60]!r}"
+    if obj is None:
+        return None
+    if not isinstance(obj, list):
+        return f"JSON {type(obj).__name__} {value[:60]!r}, not a list"
+    out: list[dict[str, float | None]] = []
+    for k, item in enumerate(obj, 1):
+        if item is None:  # a span without a position, as a null struct of a list column
+            out.append({f: None for f in _SPAN_FIELDS})
+            continue
+        if not isinstance(item, dict) or not all(f in item for f in _SPAN_FIELDS):
+            shown = ", ".join(map(str, item)) if isinstance(item, dict) else type(item).__name__
+            return (f"span {k} of {value[:60]!r} is a JSON {type(item).__name__}"
+                    + (f" with keys {shown}" if isinstance(item, dict) else ""))
+        span: dict[str, float | None] = {}
+        for f in _SPAN_FIELDS:
+            v = item[f]
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                return f"span {k} of {value[:60]!r}: {f} is {v!r}, not a number"
+            span[f] = None if v is None else float(v)
+        out.append(span)
+    return out
+
+
+def _span_column(df: pl.DataFrame, source: str, col: str) -> pl.DataFrame:
+    """``df`` with the spans column ``col`` as a list of {span_start, span_end} (Float64 offsets): a list
+    (or array) of structs with those two numeric fields is taken as it is, JSON text (a CSV/TSV column)
+    is parsed; anything else is D316 naming the file, the column (and the row of a text that does not
+    parse as such a list)."""
+    import polars as pl
+
+    where = f"{source}, column '{col}' (--spans-col)"
+    dtype = df.schema[col]
+    if isinstance(dtype, pl.Array):
+        dtype = pl.List(dtype.inner)
+        df = df.with_columns(pl.col(col).cast(dtype))
+    if dtype == pl.String or isinstance(dtype, pl.Categorical):
+        texts = df.select(pl.col(col).cast(pl.String)).to_series().drop_nulls().unique(maintain_order=True)
+        parsed: list[Any] = []
+        for value in texts.to_list():  # one parse per distinct text
+            got = _parse_json_spans(value)
+            if isinstance(got, str):
+                row = _first_row(df, pl.col(col).cast(pl.String) == value)
+                raise _bad_spans(f"{source}, row {row}, column '{col}' (--spans-col)", got)
+            parsed.append(got)
+        lookup = pl.DataFrame({"__text": texts, "__spans": pl.Series(parsed, dtype=_span_dtype())})
+        return df.join(lookup, left_on=pl.col(col).cast(pl.String), right_on="__text", how="left",
+                       maintain_order="left").drop(col, "__text", strict=False).rename({"__spans": col})
+    if not isinstance(dtype, pl.List):
+        what = f"a column of type {dtype}"
+        raise _bad_spans(where, what)
+    inner = dtype.inner
+    if not isinstance(inner, pl.Struct):
+        raise _bad_spans(where, f"a list of {inner} values per row (column type {dtype})")
+    fields = {f.name: f.dtype for f in inner.fields}
+    missing = [f for f in _SPAN_FIELDS if f not in fields]
+    if missing:
+        raise _bad_spans(where, f"objects with the fields {', '.join(fields) or 'none'}",
+                         f"the spans have no {' and no '.join(missing)}")
+    for f in _SPAN_FIELDS:
+        if not (fields[f].is_numeric() or fields[f] == pl.Null):
+            raise _bad_spans(where, f"{f} of type {fields[f]}", f"{f} must be a number (a code-point offset)")
+    spans = pl.col(col).list.eval(pl.struct(*(pl.element().struct.field(f).cast(pl.Float64) for f in _SPAN_FIELDS)))
+    return df.with_columns(spans.cast(_span_dtype()).alias(col))
+
+
+def _num(x: Any) -> str:
+    return "null" if x is None else f"{x:g}"
+
+
+def _spans(df: pl.DataFrame, source: str, cond: str, spans_col: str, text_col: str) -> tuple[pl.DataFrame, int]:
+    """The span table of condition ``cond`` (document, segment, segment_length, span_start, span_end; one row
+    per span) and the number of spans without offsets left out (omission markers: span_start and span_end
+    both null, or a null span). Every other span must have valid offsets into its segment's text, else D316
+    names the file, the data row and the column."""
+    import polars as pl
+
+    n = pl.col(spans_col).list.len()
+    part = (df.filter((pl.col(schema.CONDITION) == cond) & (n > 0))
+            .select(_ROW, schema.DOCUMENT_ID, schema.SEGMENT_ID,
+                    pl.col(text_col).str.len_chars().alias("segment_length"), pl.col(spans_col),
+                    pl.int_ranges(1, n + 1).alias("__k"))
+            .explode(spans_col, "__k"))
+    span = pl.col(spans_col)
+    start, end = span.struct.field("span_start"), span.struct.field("span_end")
+    part = part.with_columns(start.alias("span_start"), end.alias("span_end"))
+    no_position = pl.col("span_start").is_null() & pl.col("span_end").is_null()  # also a null span
+    omitted = part.filter(no_position)
+    part = part.filter(~no_position)
+    s, e, length = pl.col("span_start"), pl.col("span_end"), pl.col("segment_length").cast(pl.Float64)
+    checks = (
+        (s.is_null(), "span_start is missing (null) while span_end is not"),
+        (e.is_null(), "span_end is missing (null) while span_start is not"),
+        (length.is_null(), f"the segment's text (column '{text_col}', --text-col) is missing"),
+        (~(s.is_finite() & e.is_finite()), "an offset is not a finite number"),
+        (length <= 0, f"the segment's text (column '{text_col}', --text-col) is empty"),
+        (s < 0, "the span starts before the segment"),
+        (e < s, "the span ends before it starts"),
+        (e > length, f"the span ends after the segment (column '{text_col}', --text-col)"),
+    )
+    for bad, what in checks:
+        hit = part.filter(bad.fill_null(False))
+        if hit.height:
+            r = hit.row(0, named=True)
+            raise DDPDataError(
+                f"{source}, row {r[_ROW]}, column '{spans_col}' (--spans-col), span {r['__k']}: {what} "
+                f"(span_start={_num(r['span_start'])}, span_end={_num(r['span_end'])}, segment length "
+                f"{_num(r['segment_length'])}); "
+                "offsets are code points into the segment's text, 0 <= span_start <= span_end <= length "
+                "(an omission marker has both offsets null)", code="D316")
+    return part.select(schema.DOCUMENT_ID, schema.SEGMENT_ID, "segment_length", "span_start", "span_end"), \
+        omitted.height
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,16 +395,18 @@ def blindness(
     notes = _Notes(design.strict, warn)
     cols = check_columns(columns, func="blindness")
     source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
-    df, found, n_omitted = _load_scores(table, cols, opts.nan_policy, a, b, notes)
+    df, found, n_omitted, data_rows = _load_scores(table, cols, opts.nan_policy, a, b, notes)
     _check_required(df, source, found, inputs, design.attribute, a, b)
     df, attr = _attribute_rows(df, design.attribute, inputs.source_system, b, notes)
+    df = df.with_columns(_data_rows(df.height, data_rows))  # for the span messages; dropped below
     df, pool = _exclude_and_pool(df, source, design.exclude_systems, attr, inputs.source_system, a, b)
     tost, eps, sd, unpaired = _paired_tost(df, a, b, design, margin, margin_sd, attr.use_source, notes)
     pw = _power(tost, sd, eps, design.alpha)
-    two = df.filter(_cond().is_in([a, b]))
     n_sys = len(pool)
     skipped: dict[str, str] = {}
-    sa, sb = _span_tables(df, a, b, inputs, skipped, notes)
+    sa, sb, spans_omitted = _span_tables(df, source, a, b, inputs, skipped, notes)
+    df = df.drop(_ROW)
+    two = df.filter(_cond().is_in([a, b]))
     parts = (["tau"] + (["clusters " + a, "clusters " + b] if design.method in ("bootstrap", "permutation") else [])
              if n_sys >= 2 else []) + (["span rate"] if sa is not None else [])
     run = _Resampler(parts, budget, t_start, {"--n-boot": n_boot, "--n-boot-cluster": design.n_boot_cluster})
@@ -280,6 +418,7 @@ def blindness(
 
         span_ev = run("span rate", "--n-boot", boundary_rate_difference, sa, sb, confidence=design.confidence,
                       options=opts).to_dict()
+        span_ev["n_spans_without_offsets_a"], span_ev["n_spans_without_offsets_b"] = spans_omitted[a], spans_omitted[b]
     rec = _recoverability(df, found, inputs.seg, a, b, skipped)
     verdict, reasons = _verdict(tost, eps, sd, pw, ranking, n_sys, design, a, b)
     evidence = {
@@ -291,21 +430,25 @@ def blindness(
         "n_documents": int(two[schema.DOCUMENT_ID].n_unique()), "n_omitted": n_omitted,
         "attribute": attr.used, "attribute_nominal_rows": attr.nominal_rows,
     }
-    sig = _signature(a, b, margin, margin_sd, eps, design, opts, attr.used, n_omitted, len(notes.messages))
+    sig = _signature(a, b, margin, margin_sd, eps, design, opts, attr.used, n_omitted, len(notes.messages),
+                     sum(spans_omitted.values()))
     return BlindnessResult(verdict, reasons, a, b, pw.power, pw.n_needed, evidence, sig,
                            attribute_used=attr.used, attribute_reason=attr.reason, warnings=notes.messages)
 
 
 def _signature(a: str, b: str, margin: float | None, margin_sd: float | None, eps: float, design: BlindnessDesign,
-               opts: ResampleOptions, attribute_used: str, n_omitted: int, n_warnings: int) -> dict[str, Any]:
-    """The battery's signature (every setting that can change its answer)."""
+               opts: ResampleOptions, attribute_used: str, n_omitted: int, n_warnings: int,
+               n_spans_without_offsets: int = 0) -> dict[str, Any]:
+    """The battery's signature (every setting that can change its answer; ``n_spans_without_offsets``: error
+    spans left out of the span rate because they have no position)."""
     return signature("blindness", condition_a=a, condition_b=b, margin=margin, margin_sd=margin_sd, margin_abs=eps,
                      unit=design.unit, cluster_method=design.method, n_boot=int(opts.n_boot),  # type: ignore[arg-type]
                      n_boot_cluster=int(design.n_boot_cluster), seed=int(opts.seed),
                      alpha=float(design.alpha), tau_min=float(design.tau_min), confidence=float(design.confidence),
                      attribute=attribute_used, attribute_requested=design.attribute,
                      exclude_systems=[str(s) for s in design.exclude_systems], nan_policy=opts.nan_policy,
-                     n_omitted=n_omitted, strict=bool(design.strict), n_warnings=n_warnings,
+                     n_omitted=n_omitted, n_spans_without_offsets=int(n_spans_without_offsets),
+                     strict=bool(design.strict), n_warnings=n_warnings,
                      tau_unit="document", power="exact paired TOST power at true difference 0; mdd two-sided t")
 
 
@@ -347,19 +490,25 @@ class _Notes:
 
 
 def _load_scores(table: Any, cols: TableColumns, nan_policy: str, a: str, b: str,
-                 note: _Notes) -> tuple[pl.DataFrame, list[str], int]:
-    """The long table with string condition/system columns, the conditions found (sorted) and the
-    number of rows dropped by ``nan_policy="omit"``; D511 when ``a`` or ``b`` is absent."""
+                 note: _Notes) -> tuple[pl.DataFrame, list[str], int, np.ndarray | None]:
+    """The long table with string condition/system columns, the conditions found (sorted), the
+    number of rows dropped by ``nan_policy="omit"`` and, when rows were dropped, the data row (1-based)
+    of each row kept (None: row ``i`` is data row ``i + 1``); D511 when ``a`` or ``b`` is absent."""
     import polars as pl
 
-    n_rows_in: int | None = None
+    raw: pl.DataFrame | None = None
     if nan_policy == "omit":
         from ._frames import as_frame
 
-        n_rows_in = as_frame(table).height
+        raw = as_frame(table)
     # the annotator column (when present) only checks that no rating is repeated (D307), then is dropped
     df = load_ratings(table, cols, ("document", "segment", "system", "condition", "score"), nan_policy)  # type: ignore[arg-type]
-    n_omitted = 0 if n_rows_in is None else n_rows_in - df.height
+    n_omitted = 0 if raw is None else raw.height - df.height
+    data_rows = None
+    if raw is not None and n_omitted:  # the rows load_ratings kept: those with a score (not null, not NaN)
+        score = raw[cols.score or schema.SCORE].cast(pl.Float64, strict=False)
+        kept = np.flatnonzero(~(score.is_null() | score.is_nan()).to_numpy()) + 1
+        data_rows = kept if kept.size == df.height else None
     if n_omitted:
         note(f"{n_omitted:,} row(s) with a missing (null/NaN) score dropped (--nan-policy omit); the battery uses "
              f"the other {df.height:,} rows", "D703", "fill or remove those scores, or drop --strict")
@@ -371,7 +520,15 @@ def _load_scores(table: Any, cols: TableColumns, nan_policy: str, a: str, b: str
             f"the score table needs both conditions {a!r} and {b!r}; missing {', '.join(map(repr, missing))}; "
             f"condition values found: {', '.join(map(repr, found)) or 'none'} (--a/--b, --condition-col)",
             code="D511")
-    return df, found, n_omitted
+    return df, found, n_omitted, data_rows
+
+
+def _data_rows(height: int, data_rows: np.ndarray | None) -> Any:
+    """The ``_ROW`` column: the input's data row (1-based) of each loaded row."""
+    import polars as pl
+
+    rows = np.arange(1, height + 1, dtype=np.int64) if data_rows is None else data_rows.astype(np.int64)
+    return pl.Series(_ROW, rows)
 
 
 def _check_required(df: pl.DataFrame, source: str, found: list[str], inputs: BlindnessInputs, attribute: str,
@@ -516,25 +673,52 @@ def _power(tost: Any, sd: float, eps: float, alpha: float) -> Any:
     return tost_power_analysis(tost.n, sd, -eps, eps, alpha=alpha)
 
 
-def _span_tables(df: pl.DataFrame, a: str, b: str, inputs: BlindnessInputs, skipped: dict[str, str],
-                 note: _Notes) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
-    """4. The span tables of ``a`` and ``b`` (cheap; resampled later), or ``None`` with the reason in ``skipped``."""
+def _span_tables(df: pl.DataFrame, source: str, a: str, b: str, inputs: BlindnessInputs, skipped: dict[str, str],
+                 note: _Notes) -> tuple[pl.DataFrame | None, pl.DataFrame | None, dict[str, int]]:
+    """4. The span tables of ``a`` and ``b`` (cheap; resampled later), or ``None`` with the reason in ``skipped``;
+    and the spans without offsets (omission markers) left out, per condition (a warning, D703 with strict).
+    ``df`` carries the data row of each score row (``_ROW``) for the messages."""
+    import polars as pl
+
     spans, text = inputs.spans, inputs.text
+    none: dict[str, int] = {}
     if not (spans and text):
         skipped["boundary_spans"] = "spans=None or text=None"
-        return None, None
+        return None, None, none
     if spans not in df.columns or text not in df.columns:
         skipped["boundary_spans"] = f"no '{spans}' and '{text}' columns (--spans-col, --text-col)"
-        return None, None
-    sa, sb = _spans(df, a, spans, text), _spans(df, b, spans, text)
+        return None, None, none
+    df = df.filter(_cond().is_in([a, b]))
+    explicit = "spans" in inputs.required
+    if df[spans].null_count() == df.height:  # no row has a spans value (a column of nulls, of any type)
+        if explicit:
+            raise _bad_spans(f"{source}, column '{spans}' (--spans-col)",
+                             f"null in every {a} and {b} row (column type {df.schema[spans]})",
+                             "the column holds no spans at all",
+                             "choose the column that holds the spans with --spans-col, or leave --spans-col out "
+                             "to skip the boundary span rate")
+        skipped["boundary_spans"] = f"column '{spans}' is null in every {a} and {b} row"
+        return None, None, none
+    df = _span_column(df, source, spans)
+    tdt = df.schema[text]
+    if not (tdt == pl.String or isinstance(tdt, pl.Categorical) or tdt == pl.Null):
+        raise DDPDataError(f"{source}, column '{text}': expected text (the segment the span offsets point into), "
+                           f"found {tdt}; choose the text column with --text-col", code="D111")
+    df = df.with_columns(pl.col(text).cast(pl.String))
+    (sa, na), (sb, nb) = _spans(df, source, a, spans, text), _spans(df, source, b, spans, text)
+    omitted = {a: na, b: nb}
+    if na or nb:
+        note(f"{na + nb:,} error span(s) in '{spans}' have no offsets (span_start and span_end null: omission markers; "
+             f"{a}: {na:,}, {b}: {nb:,}) and are left out of the boundary span rate, which needs a position",
+             "D703", "give them offsets or remove them, or drop --strict")
     if not (sa.height and sb.height):
-        empty = [c for c, s in ((a, sa), (b, sb)) if not s.height]
+        empty = [c for c, t in ((a, sa), (b, sb)) if not t.height]
         skipped["boundary_spans"] = f"no error span under {' and '.join(empty)}"
-        if "spans" in inputs.required:  # asked for explicitly: say so (the default is to skip quietly)
+        if explicit:  # asked for explicitly: say so (the default is to skip quietly)
             note(f"the boundary span rate is skipped: no error span under {' and '.join(empty)} in '{spans}'",
                  "D703", "check --spans-col and --a/--b")
-        return None, None
-    return sa, sb
+        return None, None, omitted
+    return sa, sb, omitted
 
 
 class _Resampler:
