@@ -320,32 +320,39 @@ def _sig_line(sig: dict[str, Any]) -> str:
 
 def run_tost(args: argparse.Namespace) -> int:
     from ..stats import SCORE_A, SCORE_B, json_safe, load_long_table, pair_conditions, tost_grouped, tost_ind, tost_paired
+    from ..stats.columns import check_group_keys, check_key_types
     from ..stats.tost import tost_grouped_signature
 
     low, high = (-args.margin, args.margin) if args.margin is not None else tuple(args.bounds)
     table = _input(args, [args.a, args.b])
+    loaded: dict[str, Any] = {}
+    paired_counts: dict[str, Any] = {}
     df = load_long_table(table, columns=_columns(args),
                          required=("condition", "score") if not args.paired else
-                         ("document", "segment", "condition", "score"), nan_policy=args.nan_policy)
+                         ("document", "segment", "condition", "score"), nan_policy=args.nan_policy, counts=loaded)
+    by = check_group_keys(args.by, args.a, args.b)
+    check_key_types(df, by, str(args.table), "--by")
     if args.paired:
         data = pair_conditions(df, args.a, args.b, annotator=args.pair_annotator, unpaired=args.unpaired,
-                               extra_keys=args.by)
+                               extra_keys=by, counts=paired_counts)
         x, y = SCORE_A, SCORE_B
     else:
         import polars as pl
 
         cond = pl.col("condition").cast(pl.String)
-        data = df.select(*args.by, pl.when(cond == str(args.a)).then(pl.col("score")).alias(SCORE_A),
+        data = df.select(*by, pl.when(cond == str(args.a)).then(pl.col("score")).alias(SCORE_A),
                          pl.when(cond == str(args.b)).then(pl.col("score")).alias(SCORE_B))
         x, y = SCORE_A, SCORE_B
+    n_dropped, dropped_sig, warnings = _tost_dropped(args, loaded, paired_counts)
     if args.by:
-        out = tost_grouped(data, args.by, x, y, low, high, alpha=args.alpha, paired=args.paired,
+        out = tost_grouped(data, by, x, y, low, high, alpha=args.alpha, paired=args.paired,
                            equal_var=not args.welch, nan_policy=args.nan_policy)
         sig = dict(tost_grouped_signature(low, high, args.alpha, args.paired, not args.welch, args.nan_policy),
-                   condition_a=str(args.a), condition_b=str(args.b))
+                   condition_a=str(args.a), condition_b=str(args.b), **dropped_sig)
         rows = out.to_dicts()
         payload = {"condition_a": str(args.a), "condition_b": str(args.b), "groups": json_safe(rows),
-                   "n_groups": len(rows), "all_equivalent": bool(out["equivalent"].all()), "signature": sig}
+                   "n_groups": len(rows), "all_equivalent": bool(out["equivalent"].all()), "n_omitted": n_dropped,
+                   **({"warnings": warnings} if warnings else {}), "signature": sig}
         bad = [r for r in rows if not r["equivalent"]]
         why = ""
         if bad:
@@ -371,16 +378,41 @@ def run_tost(args: argparse.Namespace) -> int:
                        "it needs at least 2 pairs (paired) or 3 scores (independent); check the conditions and the "
                        "pairing (--pair-annotator/--no-pair-annotator)")
         d = res.to_dict()
-        d["signature"] = dict(d.get("signature") or {}, condition_a=str(args.a), condition_b=str(args.b))
+        d["n_omitted"] = int(d.get("n_omitted") or 0) + n_dropped
+        d["signature"] = dict(d.get("signature") or {}, condition_a=str(args.a), condition_b=str(args.b), **dropped_sig)
+        if warnings:
+            d["warnings"] = warnings
         payload = {"condition_a": str(args.a), "condition_b": str(args.b), **d}
         code = _gate(args, payload, not res.equivalent, "not-equivalent", _ci_why(args, d, low, high))
         text = (f"TOST {args.a} vs {args.b} ({d['design']}, n={d['n']}): mean diff {_f(d['mean_diff'])} "
                 f"[{_f(d['ci_low'])}, {_f(d['ci_high'])}] ({100 * (1 - 2 * args.alpha):g}% CI), "
                 f"margins ({low:g}, {high:g}), p={_f(d['p_value'], 4)} -> "
                 f"{'equivalent' if d['equivalent'] else 'NOT equivalent'}\n{_sig_line(d['signature'])}")
-        _emit(args, payload, text, [{k: v for k, v in payload.items() if k != "signature"}])
+        _emit(args, payload, text, [{k: v for k, v in payload.items() if k not in ("signature", "warnings")}])
     _report_gate(args)
     return code
+
+
+def _tost_dropped(args: argparse.Namespace, loaded: dict[str, Any],
+                  paired: dict[str, Any]) -> tuple[int, dict[str, Any], list[str]]:
+    """Rows dropped before the test (a missing score under --nan-policy omit, no partner under --unpaired
+    drop): their count, the signature entries that record them, and the warning lines (said on stderr
+    here, recorded in the JSON by the caller)."""
+    n_missing = int(loaded.get("n_omitted") or 0)
+    n_unpaired = int(paired.get("n_unpaired") or 0)
+    warnings = []
+    if n_missing:
+        warnings.append(f"{n_missing} row(s) with a missing (null/NaN) score dropped (--nan-policy omit; first: "
+                        f"row {loaded.get('first_omitted_row')})")
+    if n_unpaired:
+        warnings.append(f"{n_unpaired} row(s) without a partner in the other condition dropped (--unpaired drop; "
+                        f"e.g. {paired.get('unpaired_example')})")
+    sig: dict[str, Any] = {"nan_policy": args.nan_policy, "n_omitted_missing": n_missing}
+    if args.paired:
+        sig.update(unpaired=args.unpaired, n_omitted_unpaired=n_unpaired)
+    for w in warnings:
+        print(f"ddp stats tost: warning: {w}", file=sys.stderr)
+    return n_missing + n_unpaired, sig, warnings
 
 
 def _ci_why(args: argparse.Namespace, r: dict[str, Any], low: float, high: float) -> str:
@@ -394,15 +426,34 @@ def _ci_why(args: argparse.Namespace, r: dict[str, Any], low: float, high: float
 # --------------------------------------------------------------------------- tau
 
 
+def _finite(args: argparse.Namespace, dest: str, flag: str) -> None:
+    """D311 before any work when a threshold flag is not a finite number (``nan`` or ``inf`` would make
+    its gate meaningless and its JSON invalid)."""
+    import math
+
+    from ..errors import DDPUsageError
+
+    value = getattr(args, dest)
+    if not math.isfinite(value):
+        raise DDPUsageError(f"{flag} must be a finite number, got {value}", code="D311")
+
+
+def _say(args: argparse.Namespace, warnings: Any, label: str = "") -> None:
+    for w in warnings:
+        print(f"ddp stats {args.stats_command}: warning: {label}{w}", file=sys.stderr)
+
+
 def run_tau(args: argparse.Namespace) -> int:
     from ..stats import bootstrap_tau
 
+    _finite(args, "tau_min", "--tau-min")
     table = _input(args, [args.a, args.b])
     res = bootstrap_tau(table, args.a, args.b, unit=args.unit, weighting=args.weighting, tau_min=args.tau_min,
                         confidence=args.confidence, exclude_systems=args.exclude_system, columns=_columns(args),
                         options=resample_options(args))
     import math
 
+    _say(args, res.warnings)
     if math.isnan(res.tau):
         _undefined(f"Kendall tau between {args.a} and {args.b}",
                    "one condition gives every system the same mean (no ranking); check the score column")
@@ -485,6 +536,7 @@ def run_cluster(args: argparse.Namespace) -> int:
     cmp = compare_clusters(ra, rb)
     _cluster_warnings(ra, f"{args.a}: ")
     _cluster_warnings(rb, f"{args.b}: ")
+    _say(args, cmp.warnings)
     payload = {"condition_a": str(args.a), "condition_b": str(args.b), "clusters_a": ra.to_dict(),
                "clusters_b": rb.to_dict(), "comparison": cmp.to_dict(),
                "signature": dict(ra.signature, condition=None, condition_a=str(args.a), condition_b=str(args.b))}
@@ -517,10 +569,12 @@ def run_alpha(args: argparse.Namespace) -> int:
     if args.coder == "condition" and args.condition_value is not None:
         raise DDPUsageError("--in selects one condition; with --coder condition the conditions are the coders",
                             code="D355")
+    _finite(args, "min_alpha", "--min-alpha")
     table = _input(args, [args.condition_value] if args.condition_value else None)
     needs = ["document", "system", "score"] + (["segment"] if args.unit == "segment" else [])
     needs += ["condition"] if (args.coder == "condition" or args.condition_value) else []
-    df = load_long_table(table, columns=_columns(args), required=needs, nan_policy=args.nan_policy)
+    loaded: dict[str, Any] = {}
+    df = load_long_table(table, columns=_columns(args), required=needs, nan_policy=args.nan_policy, counts=loaded)
     if args.condition_value is not None:
         check_conditions(df, [args.condition_value])
         df = df.filter(pl.col("condition").cast(pl.String) == str(args.condition_value))
@@ -531,10 +585,12 @@ def run_alpha(args: argparse.Namespace) -> int:
     if args.znorm:
         df = znormalize(df, by="annotator" if "annotator" in df.columns else "condition")
     unit = ["document_id", "system"] if args.unit == "document" else ["document_id", "segment_id", "system"]
-    data = reliability_matrix(df, unit=unit, coder=args.coder, score="score")
+    data = reliability_matrix(df, unit=unit, coder=args.coder, score="score", source=str(args.table))
     res = krippendorff_alpha(data, level=args.level)
     d = res.to_dict()
-    warnings = list(data.warnings)
+    n_omitted = int(loaded.get("n_omitted") or 0)
+    warnings = ([f"{n_omitted} row(s) with a missing (null/NaN) score dropped (--nan-policy omit; first: row "
+                 f"{loaded.get('first_omitted_row')})"] if n_omitted else []) + list(data.warnings)
     n_units = int(data.matrix.shape[1])
     if d.get("n_pairable_units") is not None and d["n_pairable_units"] < n_units:
         warnings.append(f"{n_units - d['n_pairable_units']} of {n_units} units have fewer than two ratings and do "
@@ -545,7 +601,8 @@ def run_alpha(args: argparse.Namespace) -> int:
     for w in warnings:
         print(f"ddp stats alpha: warning: {w}", file=sys.stderr)
     d["signature"] = dict(d.get("signature") or {}, unit=args.unit, coder=args.coder, znorm=bool(args.znorm),
-                          condition=args.condition_value, min_alpha=args.min_alpha)
+                          condition=args.condition_value, min_alpha=args.min_alpha, nan_policy=args.nan_policy,
+                          n_omitted=n_omitted)
     if d["alpha"] is None:
         _undefined("Krippendorff's alpha", "check that units have two ratings that are not all equal")
     code = _gate(args, d, not d["alpha"] >= args.min_alpha, "below-min",

@@ -115,6 +115,8 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     if corpus:
         res = _with_corpus(args, corpus, res)
+    for w in res.warnings:  # recorded in the JSON (warnings) as well
+        print(f"ddp stats compare: warning: {w}", file=sys.stderr)
     payload = res.to_dict()
     passed = True
     bad: list[dict[str, Any]] = []
@@ -157,7 +159,8 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
         return cres
     sig = dict(res.signature, corpus=cres.signature)
     return dataclasses.replace(res, metrics=[*res.metrics, *cres.metrics],
-                               comparisons={**res.comparisons, **cres.comparisons}, signature=sig)
+                               comparisons={**res.comparisons, **cres.comparisons}, signature=sig,
+                               warnings=tuple(dict.fromkeys([*res.warnings, *cres.warnings])))
 
 
 def gate_message(res: Any, fail_on: str, bad: list[dict[str, Any]]) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from .columns import LONG_TABLE_ROLES, TableColumns, check_columns
+from .columns import LONG_TABLE_ROLES, TableColumns, check_columns, check_group_keys, check_key_types  # noqa: F401
 from ..signature import json_safe, signature  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ def load_long_table(
     columns: TableColumns | None = None,
     required: Sequence[str] = ("document", "segment", "system", "condition", "score"),
     nan_policy: NanPolicy = "raise",
+    counts: dict[str, Any] | None = None,
 ) -> pl.DataFrame:
     """Read and validate a long evaluation table; return it with canonical column names.
 
@@ -97,6 +98,10 @@ def load_long_table(
     nan_policy
         ``"raise"`` (default): a null or NaN score is an error naming the first bad row.
         ``"omit"``: such rows are dropped. Infinite scores are always an error.
+    counts
+        A dict to receive what loading dropped: ``n_omitted`` (rows with a missing score dropped by
+        ``nan_policy="omit"``) and, when that is not 0, ``first_omitted_row`` (1-based data row).
+        Statistics record these in their result (nothing is dropped in silence).
 
     Returns
     -------
@@ -106,11 +111,16 @@ def load_long_table(
         (document, segment, system, annotator, condition) must not contain nulls.
     """
     cols = check_columns(columns, func="load_long_table")
-    return _load_long_table(table, cols, required, nan_policy)
+    return _load_long_table(table, cols, required, nan_policy, counts=counts)
+
+
+def table_source(table: Any) -> str:
+    """How messages name ``table``: its path, or ``<table>`` for an in-memory frame."""
+    return str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
 
 
 def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy, *,
-                     optional_annotator: bool = False) -> pl.DataFrame:
+                     optional_annotator: bool = False, counts: dict[str, Any] | None = None) -> pl.DataFrame:
     """:func:`load_long_table` with resolved columns (used by the statistics functions).
 
     ``optional_annotator``: an annotator column that is absent (under any name) means "no annotator
@@ -121,7 +131,7 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
     unknown = [r for r in required if r not in ROLES]
     if unknown:
         raise DDPUsageError(f"unknown table role(s) {unknown}; known roles: {', '.join(ROLES)}", code="D311")
-    source = str(table) if isinstance(table, (str,)) or hasattr(table, "__fspath__") else "<table>"
+    source = table_source(table)
     df = as_frame(table)
     names = cols.roles(LONG_TABLE_ROLES)
     annotator = cols.annotator
@@ -152,6 +162,7 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
     df = df.rename({col: ROLES[role] for role, col in present.items() if col != ROLES[role]})
     if df.height == 0:
         raise DDPDataError(f"{source}: the table has no rows", code="D309")
+    _check_role_types(df, source, present)
     for role in present:
         if role == "score":
             continue
@@ -166,18 +177,51 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
             )
     check_unique_ratings(df, source)
     if "score" in present:
-        df = _validate_scores(df, source, names["score"] or schema.SCORE, nan_policy)
+        n_rows = df.height
+        df, first_omitted = _validate_scores(df, source, names["score"] or schema.SCORE, nan_policy)
+        if counts is not None:
+            counts["n_omitted"] = n_rows - df.height
+            if first_omitted is not None:
+                counts["first_omitted_row"] = first_omitted
+    elif counts is not None:
+        counts["n_omitted"] = 0
     return df
 
 
-def load_ratings(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy) -> pl.DataFrame:
+def _check_role_types(df: pl.DataFrame, source: str, present: Mapping[str, str]) -> None:
+    """Key columns hold integers or text (nested, binary or object values: D108); the score column holds
+    numbers (or numeric text, checked value by value later): a nested, temporal, binary or object score
+    column is D303 (a Date would otherwise be read as a number of days). ``present``: role -> original
+    name; ``df`` has the canonical names."""
+    import polars as pl
+
+    for role, original in present.items():
+        canon = ROLES[role]
+        dtype = df.schema[canon]
+        odd = dtype.is_nested() or dtype in (pl.Binary, pl.Object)
+        if role == "score":
+            if odd or dtype.is_temporal():
+                s = df[canon]
+                row = int(s.is_not_null().arg_true()[0]) if s.null_count() < s.len() else 0
+                raise DDPDataError(
+                    f"{source}, row {row + 1}, column '{original}': score {s.slice(row, 1).to_list()[0]!r} is not a "
+                    f"number (column type {dtype}); the score column must be numeric (--score-col selects it)",
+                    code="D303")
+        elif odd:
+            raise DDPDataError(
+                f"{source}, column '{original}': ids must be integers or text, found type {dtype} ({role} column); "
+                f"choose the {role} column with {FLAGS[role]} or convert it", code="D108")
+
+
+def load_ratings(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy, *,
+                 counts: dict[str, Any] | None = None) -> pl.DataFrame:
     """:func:`_load_long_table` for statistics that do not use the annotator: the annotator column, when
     the table has one, takes part in :func:`check_unique_ratings` (D307 for a rating repeated) and is then
     dropped from the result (so grouping and pairing never pick it up). These statistics have no annotator
     flag, so ``cols.annotator=None`` falls back to a column named ``annotator`` when there is one."""
     if cols.annotator is None:
         cols = cols.replace(annotator=schema.ANNOTATOR)
-    df = _load_long_table(table, cols, required, nan_policy, optional_annotator=True)
+    df = _load_long_table(table, cols, required, nan_policy, optional_annotator=True, counts=counts)
     return df.drop(schema.ANNOTATOR) if schema.ANNOTATOR in df.columns else df
 
 
@@ -234,7 +278,9 @@ def _missing(df: pl.DataFrame, source: str, role: str, col: str) -> None:
     )
 
 
-def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: str) -> pl.DataFrame:
+def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: str) -> tuple[pl.DataFrame, int | None]:
+    """``df`` with a checked Float64 score column, and the 1-based row of the first score dropped by
+    ``nan_policy="omit"`` (``None``: none dropped)."""
     import polars as pl
 
     col = schema.SCORE
@@ -253,6 +299,7 @@ def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: s
     else:
         df = df.with_columns(pl.col(col).cast(pl.Float64))
     s = df[col]
+    first_omitted = None
     if s.is_infinite().any():
         row = int(s.is_infinite().arg_true()[0]) + 1
         raise DDPDataError(f"{source}, row {row}, column '{original}': infinite score; scores must be finite", code="D302")
@@ -266,6 +313,7 @@ def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: s
                 "drop them first or pass nan_policy='omit' (--nan-policy omit) to ignore those rows",
                 code="D302",
             )
+        first_omitted = int(missing.arg_true()[0]) + 1
         df = df.filter(~missing)
         if df.height == 0:
             raise DDPDataError(f"{source}: every score is missing (null/NaN); nothing to analyse", code="D309")
@@ -278,7 +326,7 @@ def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: s
             "(e.g. divide it by a power of ten, and the margins with it)",
             code="D360",
         )
-    return df
+    return df, first_omitted
 
 
 def pair_keys(df: pl.DataFrame, *, annotator: bool | None = None) -> list[str]:
@@ -307,12 +355,16 @@ def pair_conditions(
     annotator: bool | None = None,
     unpaired: Literal["raise", "drop"] = "raise",
     extra_keys: Sequence[str] = (),
+    counts: dict[str, Any] | None = None,
 ) -> pl.DataFrame:
     """Pair the rows of conditions ``a`` and ``b`` that share a key.
 
     The key is (``document_id``, ``segment_id`` [, ``system``] [, ``annotator``]), see
     :func:`pair_keys`, plus ``extra_keys`` (e.g. a metric or domain column kept for
-    grouping). ``df`` must use canonical names (output of :func:`load_long_table`).
+    grouping; a column already in the key is not added twice; the score and condition
+    columns, or a name given twice, are D311). ``df`` must use canonical names (output of
+    :func:`load_long_table`). ``counts``: a dict to receive ``n_unpaired``, the rows dropped by
+    ``unpaired="drop"`` (and ``unpaired_example``, one of them, when there are any).
 
     Returns
     -------
@@ -334,7 +386,9 @@ def pair_conditions(
         raise DDPUsageError(f"unpaired must be 'raise' or 'drop', got {unpaired!r} (--unpaired)", code="D311")
     if a == b:
         raise DDPUsageError(f"the two conditions must differ (both are {a!r})", code="D311")
-    keys = pair_keys(df, annotator=annotator) + [k for k in extra_keys if k not in (schema.DOCUMENT_ID, schema.SEGMENT_ID)]
+    base = pair_keys(df, annotator=annotator)
+    extra = check_group_keys(extra_keys, a, b)
+    keys = base + [k for k in extra if k not in base]
     for k in keys:
         if k not in df.columns:
             raise DDPDataError(f"pairing column '{k}' is missing; available columns: {', '.join(df.columns)}", code="D301")
@@ -345,6 +399,13 @@ def pair_conditions(
     lonely = joined[SCORE_A].is_null() | joined[SCORE_B].is_null()
     if unpaired == "raise":
         _refuse_unpaired(joined, lonely, keys, a, b)
+    if counts is not None:
+        counts["n_unpaired"] = n_lonely = int(lonely.sum())
+        if n_lonely:
+            first = joined.filter(lonely).row(0, named=True)
+            side, other = (a, b) if first[SCORE_B] is None else (b, a)
+            counts["unpaired_example"] = (f"{', '.join(f'{k}={first[k]!r}' for k in keys)} exists in {side!r} "
+                                          f"but not in {other!r}")
     paired = joined.filter(~lonely).sort(keys)
     if paired.height == 0:
         raise DDPDataError(
@@ -457,8 +518,9 @@ def factorize(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[Any, pl.Data
     in ``[0, n_groups)``; ``keys`` is a DataFrame with one row per distinct key, sorted by
     the key columns (numbers numerically, strings by code point, several columns
     lexicographically), so that ``keys[codes[i]]`` is row i's key. Hash-free for integer
-    columns (O(n + value range), native kernel); other dtypes go through a polars
-    Categorical. Null keys raise D304.
+    columns (O(n + value range), native kernel); integers beyond the int64 range (an Int128
+    column of 26-digit ids) are ranked, still in numeric order; other dtypes go through a polars
+    Categorical. Null keys raise D304; nested, binary or object keys D108.
     """
     import numpy as np
     import polars as pl
@@ -472,6 +534,7 @@ def factorize(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[Any, pl.Data
     combined = None
     first = None
     radix_total = 1
+    check_key_types(frame, columns, "<table>", "the key columns")
     for col in columns:
         s = frame[col]
         if s.null_count():
@@ -506,11 +569,29 @@ def _compress(codes: Any) -> tuple[Any, int, Any]:
     return inverse.astype(np.int64, copy=False).reshape(-1), int(uniq.size), first.astype(np.int64)
 
 
+def _fits_int64(s: pl.Series) -> bool:
+    """Every value of the integer series ``s`` lies in the int64 range (only the 64-bit unsigned and 128-bit
+    types are looked at: the narrower ones always fit)."""
+    import polars as pl
+
+    if not (s.dtype in (pl.Int128, pl.UInt64) or str(s.dtype) == "UInt128"):
+        return True
+    lo, hi = s.min(), s.max()
+    return lo is None or (int(lo) >= -(2**63) and int(hi) < 2**63)
+
+
 def _dense_sorted_codes(s: pl.Series) -> tuple[Any, int, Any]:
     """Dense codes of one column following its sorted distinct values: (codes, k, first rows)."""
     import numpy as np
     import polars as pl
 
+    if s.dtype.is_integer() and not _fits_int64(s):
+        # ids beyond the 64-bit range (a 26-digit integer in a CSV is Int128): numeric order by a dense rank
+        rank = s.rank("dense").cast(pl.Int64).to_numpy() - 1
+        k = int(rank.max()) + 1 if rank.size else 0
+        first = np.full(k, rank.size, dtype=np.int64)
+        np.minimum.at(first, rank, np.arange(rank.size, dtype=np.int64))
+        return rank, k, first
     if s.dtype.is_integer() or s.dtype == pl.Boolean:
         return _compress(s.cast(pl.Int64).to_numpy())
     if s.dtype.is_temporal():

@@ -228,6 +228,8 @@ def reliability_matrix(
     coder: str = schema.ANNOTATOR,
     score: str = schema.SCORE,
     aggregate: Literal["mean"] | None = "mean",
+    *,
+    source: str | None = None,
 ) -> ReliabilityData:
     """Coders x units matrix from a long table (paper Appendix B.4).
 
@@ -247,6 +249,13 @@ def reliability_matrix(
         Either way, when the frame has a ``segment_id`` column, one coder rating the same
         segment twice (the same unit, segment, coder [, annotator] [, condition] on two rows:
         a repeated row or an id typo) is an error (D307, naming the rows), never averaged.
+        When the coder is not the annotator column (``coder="condition"``: two annotator
+        pools as two coders) and the frame has an annotator column, several annotators of one
+        coder rating the same segment are that coder rating it several times: D307 too
+        (naming the annotators), never averaged into one rating.
+    source
+        How messages name the table (its path); default: the path when ``df`` is one, else
+        ``<table>``.
 
     Returns
     -------
@@ -258,6 +267,8 @@ def reliability_matrix(
 
     from ._frames import as_frame
 
+    if source is None:
+        source = str(df) if isinstance(df, str) or hasattr(df, "__fspath__") else "<table>"
     frame = as_frame(df)
     unit = [unit] if isinstance(unit, str) else list(unit)
     for col in [*unit, coder, score]:
@@ -269,7 +280,9 @@ def reliability_matrix(
         # one coder rating one segment twice (a row repeated, or an id typo) is refused, not averaged
         # (D307); `aggregate` only averages a coder's different segments within a document-level unit
         rating = {*unit, coder, schema.SEGMENT_ID} | {c for c in (schema.ANNOTATOR, schema.CONDITION) if c in frame.columns}
-        check_unique_ratings(frame, keys=[c for c in RATING_KEY if c in rating] + sorted(rating - set(RATING_KEY)))
+        check_unique_ratings(frame, source, keys=[c for c in RATING_KEY if c in rating] + sorted(rating - set(RATING_KEY)))
+        if coder != schema.ANNOTATOR and schema.ANNOTATOR in frame.columns:
+            _refuse_pooled_annotators(frame, source, sorted(rating - {schema.ANNOTATOR}), coder)
     segments = (frame.select(*unit, coder, schema.SEGMENT_ID)
                 if schema.SEGMENT_ID in frame.columns and schema.SEGMENT_ID not in unit else None)
     warnings: tuple[str, ...] = ()
@@ -298,6 +311,32 @@ def reliability_matrix(
     matrix = np.full((coder_keys.height, unit_keys.height), np.nan)
     matrix[coder_code, unit_code] = frame["__score"].to_numpy()
     return ReliabilityData(matrix=matrix, coders=coder_keys[coder].to_list(), units=unit_keys, warnings=warnings)
+
+
+def _refuse_pooled_annotators(frame: pl.DataFrame, source: str, keys: list[str], coder: str) -> None:
+    """D307 when, with a coder other than the annotator (e.g. ``coder="condition"``), several annotators
+    of one coder rate the same segment of a unit: alpha takes one rating per coder and unit, so they would
+    be averaged into one rating (the agreement of per-pool means, not of ratings). One vectorised
+    ``is_duplicated`` pass; the message names the first such segment, its rows and annotators."""
+    import polars as pl
+
+    keys = [c for c in RATING_KEY if c in keys] + [c for c in keys if c not in RATING_KEY]
+    dup = frame.select(keys).is_duplicated()
+    if not dup.any():
+        return
+    first = int(dup.arg_true()[0])
+    key = frame.select(keys).row(first, named=True)
+    same = frame.with_row_index("__row").filter(pl.all_horizontal([pl.col(k) == key[k] for k in keys]))
+    rows = (same["__row"] + 1).to_list()
+    shown = ", ".join(map(str, rows[:5])) + (f" (and {len(rows) - 5} more)" if len(rows) > 5 else "")
+    annotators = ", ".join(repr(a) for a in same[schema.ANNOTATOR].to_list()[:5])
+    ident = ", ".join(f"{k}={key[k]!r}" for k in keys if k != coder)
+    raise DDPDataError(
+        f"{source}, rows {shown}: coder {coder}={key[coder]!r} rates ({ident}) {len(rows)} times, by annotators "
+        f"{annotators} ({int(dup.sum())} rows share a coder and segment with another row); with the {coder} column "
+        f"as the coder (--coder {coder}) each coder gives one rating per segment, and averaging its annotators "
+        "would measure the agreement of pool means. Use --coder annotator --in COND for agreement within a pool, or "
+        "keep one annotator per coder and segment", code="D307")
 
 
 def _segment_set_warnings(segments: pl.DataFrame, unit: list[str], coder: str) -> tuple[str, ...]:

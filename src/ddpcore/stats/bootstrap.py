@@ -40,6 +40,7 @@ D363 and says which ``n_boot`` fits.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,7 +51,8 @@ from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
-from ._table import check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_ratings, signature
+from ._table import (check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_ratings,
+                     signature, table_source)
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -307,8 +309,22 @@ def _unit_columns(unit: str) -> list[str]:
     raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D311")
 
 
+def _check_excluded_systems(systems: Any, exclude_systems: Sequence[Any], source: str) -> None:
+    """D704 when a system of ``exclude_systems`` (``--exclude-system``) is not among ``systems`` (the
+    system column, any values): a misspelt name would otherwise leave the system in, silently. The
+    message is the one of ``ddp blindness`` and ``ddp mix``."""
+    present = {str(s) for s in systems}
+    absent = [str(s) for s in exclude_systems if str(s) not in present]
+    if absent:
+        shown = sorted(present)
+        raise DDPDataError(
+            f"{source}: --exclude-system {', '.join(map(repr, absent))}: no such system in the table; systems: "
+            f"{', '.join(shown[:30])}{' ...' if len(shown) > 30 else ''}", code="D704")
+
+
 def _unit_stats(
-    df: pl.DataFrame, conditions: Sequence[Any], unit: str, weighting: str, exclude_systems: Sequence[Any]
+    df: pl.DataFrame, conditions: Sequence[Any], unit: str, weighting: str, exclude_systems: Sequence[Any],
+    source: str = "<table>",
 ) -> _UnitStats:
     import polars as pl
 
@@ -318,6 +334,7 @@ def _unit_stats(
         raise DDPUsageError("weighting='document' (mean of document means) needs unit='document'", code="D311")
     unit_cols = _unit_columns(unit)
     if exclude_systems:
+        _check_excluded_systems(df[schema.SYSTEM].cast(pl.String).unique().to_list(), exclude_systems, source)
         df = df.filter(~pl.col(schema.SYSTEM).cast(pl.String).is_in([str(s) for s in exclude_systems]))
     if len(conditions) > 0:
         check_conditions(df, conditions)
@@ -403,6 +420,9 @@ class BootstrapTauResult:
     tau_min: float
     weighting: str
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
+    n_omitted: int = 0  # rows dropped for a missing score (nan_policy="omit")
+    #: what the caller must be told: rows dropped, too few replicates for the CI level (the CLI prints them)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self, include_replicates: bool = False) -> dict[str, Any]:
         return result_to_dict(self, include_replicates)
@@ -434,6 +454,37 @@ def _resolve_n_boot(n_boot: int | None, indices: Any) -> int:
     if n_boot is None:
         raise DDPUsageError("give n_boot or indices", code="D311")
     return int(n_boot)
+
+
+def _refuse_one_unit(n_units: int, unit_keys: Any, unit: str, source: str, what: str, hint: str,
+                    consequence: str = "its interval would collapse to the point estimate") -> None:
+    """D364 when a bootstrap has a single resampling unit: every replicate then redraws the whole sample,
+    so its CI collapses to the point estimate and its p-values to 0 or 1 (certainty that the data cannot
+    give). ``unit_keys``: the units' key frame (row 0 is named); ``what`` the statistic, ``hint`` what to do,
+    ``consequence`` what the degenerate resampling would report."""
+    if n_units >= 2:
+        return
+    key = ", ".join(f"{c}={v!r}" for c, v in unit_keys.row(0, named=True).items()) if n_units else ""
+    raise DDPDataError(
+        f"{source}: {what} is undefined (NaN) for this table: it has a single resampling {unit} ({key}), so every "
+        f"replicate redraws the whole sample and {consequence}; {hint}", code="D364")
+
+
+#: what too few replicates do to a percentile interval (the default consequence of :func:`_thin_replicates`)
+_CI_TAIL = "its bounds are (interpolated between) the extreme replicates, not estimated percentiles"
+
+
+def _thin_replicates(n_rep: int, tail: float, what: str, default: int, flag: str = "--n-boot",
+                    consequence: str = _CI_TAIL) -> str | None:
+    """A warning line when ``n_rep`` replicates leave fewer than one replicate in a tail of probability
+    ``tail`` (``n_rep * tail < 1``; e.g. ``tail = (1 - confidence) / 2`` for a percentile interval, ``alpha / 2``
+    for a two-sided bootstrap test): the interval is then the range of the replicates, and a p-value below the
+    level only says that no replicate crossed. ``None`` when there are enough replicates."""
+    if n_rep * float(tail) >= 1.0 - 1e-9:
+        return None
+    need = math.ceil(1.0 / float(tail) - 1e-9)
+    return (f"{what} rests on {n_rep:,} replicate(s), fewer than one in a {100 * float(tail):g}% tail: "
+            f"{consequence}; use {flag} {need:,} or more (default {default:,})")
 
 
 def bootstrap_tau(
@@ -503,28 +554,50 @@ def bootstrap_tau(
     BootstrapTauResult
         Undefined replicates (a system without rows in the drawn units, or all system means
         tied) are NaN in ``replicates``, counted in ``n_undefined`` and left out of the CI
-        and of ``share_below_tau_min``.
+        and of ``share_below_tau_min``. Rows dropped by ``nan_policy="omit"`` are ``n_omitted``
+        (and in the signature with ``nan_policy``); they and a CI resting on fewer than one defined
+        replicate in each ``(1 - confidence) / 2`` tail are lines in ``warnings``.
+
+    A single resampling unit is D364 (the CI would be [tau, tau]); an ``exclude_systems`` name that is
+    not a system of the table is D704; a non-finite ``tau_min`` is D311.
     """
     from .correlation import kendall_tau_b
 
     opts = check_options(options, func="bootstrap_tau")
     if not 0.0 < float(confidence) < 1.0:
         raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
+    if not math.isfinite(float(tau_min)):
+        raise DDPUsageError(f"tau_min must be a finite number, got {tau_min} (--tau-min)", code="D311")
     if str(condition_a) == str(condition_b):
         raise DDPUsageError(f"the two conditions must differ (both are {condition_a!r})", code="D311")
     if one_sided not in ("raise", "keep"):
         raise DDPUsageError(f"one_sided must be 'raise' or 'keep', got {one_sided!r}", code="D311")
     cols = check_columns(columns, func="bootstrap_tau")
     required = ["document", "system", "condition", "score"] + (["segment"] if unit == "segment" else [])
-    df = load_ratings(table, cols, required, opts.nan_policy)
-    stats = _unit_stats(df, [condition_a, condition_b], unit, weighting, exclude_systems)
+    loaded: dict[str, Any] = {}
+    df = load_ratings(table, cols, required, opts.nan_policy, counts=loaded)
+    source = table_source(table)
+    stats = _unit_stats(df, [condition_a, condition_b], unit, weighting, exclude_systems, source)
     if one_sided == "raise":
         _refuse_one_sided_units(stats, unit, condition_a, condition_b, table)
+    _refuse_one_unit(stats.n_units, stats.unit_keys, unit, source, "the bootstrap CI of Kendall tau",
+                    "use unit='segment' (ddp stats tau --unit segment) or a table with more documents"
+                    if unit == "document" else
+                    "use a table with more segments")
     full = _means_from_sums(stats.values.sum(axis=0, keepdims=True), 2, stats.n_systems)[0]
     point = kendall_tau_b(full[0], full[1])
     reps, tied, seed = _tau_replicates(stats, unit, opts)
     summary = _tau_summary(reps, confidence, tau_min)
     user = opts.indices is not None
+    n_omitted = int(loaded.get("n_omitted") or 0)
+    warnings = []
+    if n_omitted:
+        warnings.append(f"{n_omitted} row(s) with a missing (null/NaN) score dropped (nan_policy='omit', "
+                        f"--nan-policy omit; first: row {loaded.get('first_omitted_row')})")
+    thin = _thin_replicates(int(reps.shape[0]) - summary["n_undefined"], (1.0 - float(confidence)) / 2,
+                           f"the {100 * float(confidence):g}% CI of tau", DEFAULT_N_BOOT)
+    if thin:
+        warnings.append(thin)
     sig = signature(
         "bootstrap_tau",
         condition_a=str(condition_a),
@@ -538,6 +611,8 @@ def bootstrap_tau(
         tau_min=float(tau_min),
         ci="percentile (numpy.percentile, linear)",
         exclude_systems=[str(s) for s in exclude_systems],
+        nan_policy=opts.nan_policy,
+        n_omitted=n_omitted,
     )
     return BootstrapTauResult(
         tau=point.statistic, p_value=point.p_value, **summary, replicates=reps, n_boot=int(reps.shape[0]),
@@ -546,7 +621,7 @@ def bootstrap_tau(
         means_a={str(s): float(m) for s, m in zip(stats.systems, full[0])},
         means_b={str(s): float(m) for s, m in zip(stats.systems, full[1])},
         share_tied=float(tied.mean()), confidence=float(confidence), tau_min=float(tau_min), weighting=weighting,
-        signature=sig,
+        signature=sig, n_omitted=n_omitted, warnings=tuple(warnings),
     )
 
 
@@ -648,7 +723,10 @@ def bootstrap_system_means(
     if condition_value is None:
         check_single_condition(df, "condition_value=")
     conds = [condition_value] if condition_value is not None else []
-    stats = _unit_stats(df, conds, unit, weighting, exclude_systems)
+    source = table_source(table)
+    stats = _unit_stats(df, conds, unit, weighting, exclude_systems, source)
+    _refuse_one_unit(stats.n_units, stats.unit_keys, unit, source, "the bootstrap of the system means",
+                    "use a table with more resampling units")
     n_rep = (_check_indices(indices, opts.n_boot, stats.n_units).shape[0] if indices is not None
              else _budget.check_n_boot(n_boot))
     opts.budget(f"bootstrap_system_means ({stats.n_units:,} {unit}s)", time=False).check_memory(

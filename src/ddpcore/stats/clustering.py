@@ -80,7 +80,8 @@ from ..signature import AsDict
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
-from ._table import check_single_condition, factorize, json_safe, load_long_table, signature
+from ._table import (check_key_types, check_single_condition, factorize, json_safe, load_long_table, signature,
+                     table_source)
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -112,7 +113,8 @@ class ClusterResult:
     is the p-value of "order[i] is better than order[j]" for the one-sided methods
     (wmt25, permutation) and the symmetric two-sided p-value otherwise; the diagonal is NaN.
     ``n_pairs[i, j]`` counts the paired observations behind a Wilcoxon/permutation test
-    (for the bootstrap: the replicates in which both systems have rows).
+    (for the bootstrap, which compares unpaired means: the replicates in which both systems have rows;
+    :meth:`to_dict` then writes them as ``n_replicates`` and ``n_pairs`` as ``None``).
     """
 
     method: str
@@ -154,7 +156,8 @@ class ClusterResult:
             "clusters": [list(c) for c in self.clusters],
             "n_clusters": len(self.clusters),
             "p_values": self.p_values,
-            "n_pairs": self.n_pairs,
+            "n_pairs": None if self.method == "bootstrap" else self.n_pairs,
+            **({"n_replicates": self.n_pairs} if self.method == "bootstrap" else {}),
             "alpha": self.alpha,
             "n_rows": self.n_rows,
             "pair_floor": self.pair_floor,
@@ -349,7 +352,7 @@ class _Prepared:
 
 
 def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_default: bool,
-             by_domain: bool) -> _Prepared:
+             by_domain: bool, source: str = "<table>") -> _Prepared:
     """Codes of a long table (canonical names, n_rows rows): per-row system, unit, pairing-key
     and domain codes, shape (n_rows,) each. ``pair_annotator=None`` pairs on the annotator when
     the table has one and ``pair_default`` (the method's default) is true."""
@@ -378,6 +381,8 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_d
         if work[schema.DOMAIN].null_count():
             row = int(work[schema.DOMAIN].is_null().arg_true()[0]) + 1
             raise DDPDataError(f"row {row}: null domain; every row needs a domain with --by-domain", code="D352")
+        check_key_types(work, [schema.DOMAIN], source, "--domain-col")
+        _check_one_domain_per_segment(work, source)
         dcode, dkeys = factorize(work, [schema.DOMAIN])
         domains = [str(v) for v in dkeys[schema.DOMAIN].to_list()]
         domain_code = np.asarray(dcode, dtype=np.int64)
@@ -394,6 +399,31 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_d
         n_rows=df.height,
         pair_annotator=bool(pair_annotator),
     )
+
+
+def _check_one_domain_per_segment(df: pl.DataFrame, source: str) -> None:
+    """D352 when the rows of one segment (document, segment) carry different domains: ``by_domain`` tests
+    each paired observation within its segment's domain, and a label that differs between systems (or
+    annotators) would put the systems' scores of one segment into different domains. Vectorised
+    (one group-by); the message names the first such segment, its domains and the systems of each."""
+    import polars as pl
+
+    seg = [schema.DOCUMENT_ID, schema.SEGMENT_ID]
+    per = df.group_by(seg).agg(pl.col(schema.DOMAIN).n_unique().alias("__n"))
+    bad = per.filter(pl.col("__n") > 1)
+    if bad.height == 0:
+        return
+    first = bad.sort(seg).row(0, named=True)
+    rows = df.filter((pl.col(schema.DOCUMENT_ID) == first[schema.DOCUMENT_ID])
+                     & (pl.col(schema.SEGMENT_ID) == first[schema.SEGMENT_ID]))
+    by_dom = (rows.group_by(pl.col(schema.DOMAIN).cast(pl.String))
+              .agg(pl.col(schema.SYSTEM).cast(pl.String).unique().sort()).sort(schema.DOMAIN))
+    desc = "; ".join(f"domain {d!r} for system(s) {', '.join(s)}" for d, s in by_dom.iter_rows())
+    raise DDPDataError(
+        f"{source}: {bad.height} segment(s) carry different domains on different rows (first: "
+        f"document_id={first[schema.DOCUMENT_ID]!r}, segment_id={first[schema.SEGMENT_ID]!r}: {desc}); "
+        "--by-domain tests every segment within one domain, so each segment needs the same domain on all its rows: "
+        "fix the domain column (--domain-col selects it)", code="D352")
 
 
 def _system_means(p: _Prepared, macro_domains: bool) -> npt.NDArray[np.float64]:
@@ -631,7 +661,7 @@ def _cuts_from_ranges(best: np.ndarray, worst: np.ndarray) -> list[int]:
 
 
 def _rank_conflicts(names: list[str], best: np.ndarray, worst: np.ndarray, sig: np.ndarray,
-                    n: np.ndarray, one_sided: bool) -> list[dict[str, Any]]:
+                    n: np.ndarray, one_sided: bool, count: str = "pairs") -> list[dict[str, Any]]:
     """Where the rank ranges cannot follow the listing (mean) order, and why.
 
     ``order``: system a is listed above b but b has the better best or worst rank; the witness
@@ -639,7 +669,8 @@ def _rank_conflicts(names: list[str], best: np.ndarray, worst: np.ndarray, sig: 
     significantly and a does not (worst rank): significance is not transitive, typically
     because each comparison rests on different (few) paired observations. ``inverted``: a
     one-sided test calls the lower-listed system b significantly better than a. Vectorised
-    over the S x S x S witness cube (S = number of systems)."""
+    over the S x S x S witness cube (S = number of systems). ``count`` names what ``n`` counts
+    ("pairs" of observations; "replicates" for the bootstrap)."""
     s = len(names)
     pos = np.arange(s)
     above = pos[:, None] < pos[None, :]  # [i, j]: i listed above j
@@ -656,13 +687,13 @@ def _rank_conflicts(names: list[str], best: np.ndarray, worst: np.ndarray, sig: 
         if best[j] < best[i] and wb[:, i, j].any():
             k = int(np.argmax(wb[:, i, j]))
             witness = names[k]
-            why = (f"{witness} is significantly better than {a} (n = {n[k, i]} pairs) but not than {b} "
-                   f"(n = {n[k, j]} pairs)")
+            why = (f"{witness} is significantly better than {a} (n = {n[k, i]} {count}) but not than {b} "
+                   f"(n = {n[k, j]} {count})")
         elif ww[:, i, j].any():
             k = int(np.argmax(ww[:, i, j]))
             witness = names[k]
-            why = (f"{b} is significantly better than {witness} (n = {n[j, k]} pairs) but {a} is not "
-                   f"(n = {n[i, k]} pairs)")
+            why = (f"{b} is significantly better than {witness} (n = {n[j, k]} {count}) but {a} is not "
+                   f"(n = {n[i, k]} {count})")
         else:  # e.g. tied means under a two-sided test
             why = "the significant differences of the two systems do not follow their mean order"
         out.append({"kind": "order", "above": a, "below": b, "witness": witness,
@@ -672,7 +703,7 @@ def _rank_conflicts(names: list[str], best: np.ndarray, worst: np.ndarray, sig: 
             a, b = names[i], names[j]
             out.append({"kind": "inverted", "above": a, "below": b, "witness": None,
                         "reason": f"{b} has the lower mean but the one-sided test calls it significantly better "
-                                  f"than {a} (n = {n[j, i]} pairs); the ranges count only systems listed above "
+                                  f"than {a} (n = {n[j, i]} {count}); the ranges count only systems listed above "
                                   f"(below)"})
     return out
 
@@ -907,7 +938,10 @@ def cluster_systems(
     Returns
     -------
     ClusterResult
-        ``p_values`` and ``n_pairs`` of shape (S, S) in ``order`` (best first).
+        ``p_values`` and ``n_pairs`` of shape (S, S) in ``order`` (best first). The bootstrap over a single
+        resampling unit is D364 (every pair would get p = 0); too few resamples / permutations for ``alpha``
+        (``n_boot * alpha / 2 < 1`` bootstrap, ``n_boot * alpha < 1`` permutation) and rows dropped by
+        ``nan_policy="omit"`` are lines in ``warnings`` (the signature records ``nan_policy`` and ``n_omitted``).
     """
     strategy = _strategy(method)
     opts = check_options(options, func="cluster_systems")
@@ -915,10 +949,23 @@ def cluster_systems(
     indices = opts.indices
     n_boot, seed, floor = _check_cluster_args(strategy, opts, alpha, unit, by_domain, min_pairs)
     budget = opts.budget(f"cluster_systems(method={method!r})")
+    loaded: dict[str, Any] = {}
+    source = table_source(table)
     df, one_sided = _cluster_rows(table, cols, condition_value, opts.nan_policy,
-                                  unit=unit if strategy.bootstrap_units else None)
+                                  unit=unit if strategy.bootstrap_units else None, counts=loaded)
     pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, pair_default=strategy.pair_annotator_default,
-                  by_domain=by_domain)
+                  by_domain=by_domain, source=source)
+    if strategy.bootstrap_units:
+        from .bootstrap import _refuse_one_unit
+
+        ucols = [schema.DOCUMENT_ID] if unit == "document" else [schema.DOCUMENT_ID, schema.SEGMENT_ID]
+        _refuse_one_unit(pr.n_units, df.select(ucols).head(1), unit, source,
+                        "the bootstrap p-value of every system pair",
+                        "use unit='segment' (--unit segment), a paired test (--method wmt25, wmt24 or permutation) or "
+                        "a table with more documents" if unit == "document" else
+                        "use a paired test (--method wmt25, wmt24 or permutation) or a table with more segments",
+                        consequence="every pair with different means would get p = 0 (significant)")
+    notes = _resampling_notes(strategy, method, alpha, indices, n_boot, loaded)
     means = _system_means(pr, macro_domains=by_domain)
     run = _Run(n_boot=n_boot if strategy.resampling else 0, seed=seed if strategy.resampling else 0,
                indices=indices, by_domain=by_domain, progress=None, budget=budget, threads=opts.kernel_threads)
@@ -931,7 +978,8 @@ def cluster_systems(
     best, worst, cuts = strategy.ranks(po, mo, alpha)
     pair_floor = _pair_floor(names, no, floor) if floor is not None else None
     conflicts = _rank_conflicts(names, best, worst, strategy.significance(po, mo, alpha), no,
-                                one_sided=strategy.significance is not _sig_two_sided)
+                                one_sided=strategy.significance is not _sig_two_sided,
+                                count="replicates" if strategy.bootstrap_units else "pairs")
     sig = signature(
         method,
         alpha=float(alpha),
@@ -948,6 +996,8 @@ def cluster_systems(
         n_below_min_pairs=pair_floor["n_below"] if pair_floor else None,
         n_rank_conflicts=len(conflicts),
         n_units_one_condition=one_sided[0] if one_sided else None,
+        nan_policy=opts.nan_policy,
+        n_omitted=int(loaded.get("n_omitted") or 0),
     )
     return ClusterResult(
         method=method,
@@ -962,9 +1012,35 @@ def cluster_systems(
         signature=sig,
         pair_floor=pair_floor,
         rank_conflicts=tuple(conflicts),
-        warnings=tuple(([one_sided[1]] if one_sided else []) + _cluster_notes(pair_floor, floor, pr.pair_annotator,
-                                                                               conflicts)),
+        warnings=tuple(notes + ([one_sided[1]] if one_sided else []) + _cluster_notes(pair_floor, floor,
+                                                                                       pr.pair_annotator, conflicts)),
     )
+
+
+def _resampling_notes(strategy: _Strategy, method: str, alpha: float, indices: Any, n_boot: int,
+                      loaded: dict[str, Any]) -> list[str]:
+    """Warning lines about the rows and replicates behind a clustering: rows dropped for a missing score
+    (nan_policy="omit"), and too few resamples / permutations to give a p-value below ``alpha`` other than
+    "no replicate crossed" (``n_boot * alpha / 2 < 1`` for the two-sided bootstrap, ``n_boot * alpha < 1``
+    for the one-sided permutation test)."""
+    from .bootstrap import _thin_replicates
+
+    notes = []
+    n_omitted = int(loaded.get("n_omitted") or 0)
+    if n_omitted:
+        notes.append(f"{n_omitted} row(s) with a missing (null/NaN) score dropped (nan_policy='omit', --nan-policy "
+                     f"omit; first: row {loaded.get('first_omitted_row')})")
+    if strategy.resampling:
+        n_rep = int(np.shape(indices)[0]) if indices is not None else int(n_boot)
+        two_sided = strategy.significance is _sig_two_sided
+        what = f"the {'bootstrap' if method == 'bootstrap' else 'permutation'} p-value of each system pair"
+        thin = _thin_replicates(n_rep, float(alpha) / (2 if two_sided else 1), what, DEFAULT_N_BOOT,
+                               consequence=f"a pair can then be significant at alpha {float(alpha):g} only when no "
+                                           "replicate crosses the observed difference, which few replicates make "
+                                           "likely by chance")
+        if thin:
+            notes.append(thin)
+    return notes
 
 
 def _check_cluster_args(strategy: _Strategy, opts: ResampleOptions, alpha: float, unit: str, by_domain: bool,
@@ -1001,7 +1077,8 @@ def _check_cluster_args(strategy: _Strategy, opts: ResampleOptions, alpha: float
 
 
 def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, nan_policy: str,
-                  unit: str | None = None) -> tuple[pl.DataFrame, tuple[int, str] | None]:
+                  unit: str | None = None,
+                  counts: dict[str, Any] | None = None) -> tuple[pl.DataFrame, tuple[int, str] | None]:
     """The long table's rows of ``condition_value`` (or its single condition), canonical column names.
 
     Loading refuses a rating repeated (D307, :func:`~ddpcore.stats._table.check_unique_ratings`). With
@@ -1011,7 +1088,7 @@ def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, n
     import polars as pl
 
     df = load_long_table(table, columns=cols, required=("document", "segment", "system", "score"),
-                         nan_policy=nan_policy)  # type: ignore[arg-type]
+                         nan_policy=nan_policy, counts=counts)  # type: ignore[arg-type]
     if cols.domain != schema.DOMAIN and cols.domain in df.columns:
         df = df.rename({cols.domain: schema.DOMAIN})
     if schema.CONDITION in df.columns:
@@ -1124,6 +1201,8 @@ class ClusterComparisonResult(AsDict):
     n_adjacent_index: int
     only_in_a: tuple[str, ...]
     only_in_b: tuple[str, ...]
+    #: systems clustered under one condition only (left out of the comparison); the CLI prints them
+    warnings: tuple[str, ...] = ()
 
 
 def compare_clusters(a: ClusterResult, b: ClusterResult) -> ClusterComparisonResult:
@@ -1134,6 +1213,15 @@ def compare_clusters(a: ClusterResult, b: ClusterResult) -> ClusterComparisonRes
     part_a = [frozenset(s for s in c if s in ca) for c in a.clusters]
     part_b = [frozenset(s for s in c if s in cb) for c in b.clusters]
     moved = tuple(s for s in common if ca[s] != cb[s])
+    only_a = tuple(s for s in a.order if s not in ca)
+    only_b = tuple(s for s in b.order if s not in cb)
+    name_a, name_b = a.signature.get("condition"), b.signature.get("condition")
+    warnings = tuple(
+        f"{len(only)} system(s) clustered under condition {here!r} only, not under {there!r}: "
+        f"{', '.join(only[:10])}{' ...' if len(only) > 10 else ''}; the comparison covers the {len(common)} common "
+        f"system(s) and leaves these out ({field})"
+        for only, here, there, field in ((only_a, name_a, name_b, "only_in_a"), (only_b, name_b, name_a, "only_in_b"))
+        if only)
     return ClusterComparisonResult(
         condition_a=a.signature.get("condition"),
         condition_b=b.signature.get("condition"),
@@ -1146,6 +1234,7 @@ def compare_clusters(a: ClusterResult, b: ClusterResult) -> ClusterComparisonRes
         moved=moved,
         n_same_index=sum(ca[s] == cb[s] for s in common),
         n_adjacent_index=sum(abs(ca[s] - cb[s]) <= 1 for s in common),
-        only_in_a=tuple(s for s in a.order if s not in ca),
-        only_in_b=tuple(s for s in b.order if s not in cb),
+        only_in_a=only_a,
+        only_in_b=only_b,
+        warnings=warnings,
     )

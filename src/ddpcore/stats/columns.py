@@ -98,4 +98,39 @@ def check_columns(columns: TableColumns | None, *, func: str) -> TableColumns:
     return columns
 
 
-__all__ = ["TableColumns", "check_columns", "ROLES", "LONG_TABLE_ROLES"]
+def check_key_types(df: Any, columns: Collection[str], source: str, flag: str) -> None:
+    """D108 when a key or group column of the polars frame ``df`` (e.g. ``--by`` columns, the domain column)
+    holds nested, binary or object values: keys must be integers or text. ``source`` names the table in the
+    message, ``flag`` the option that chose the columns; columns ``df`` lacks are skipped."""
+    import polars as pl
+
+    from ..errors import DDPDataError
+
+    for col in columns:
+        if col not in df.columns:
+            continue
+        dtype = df.schema[col]
+        if dtype.is_nested() or dtype in (pl.Binary, pl.Object):
+            raise DDPDataError(f"{source}, column '{col}': keys must be integers or text, found type {dtype}; "
+                               f"choose another column with {flag} or convert it", code="D108")
+
+
+def check_group_keys(by: Collection[str], a: Any, b: Any) -> list[str]:
+    """The group columns of a two-condition test (``--by``; canonical names), as a list, checked: a name given
+    twice, or the score or condition column (each test compares scores of condition ``a`` with scores of
+    ``b``), is D311."""
+    by = [str(k) for k in by]
+    twice = sorted({k for k in by if by.count(k) > 1})
+    if twice:
+        raise DDPUsageError(f"group columns name {', '.join(map(repr, twice))} twice (--by); give each column once",
+                            code="D311")
+    roles = [k for k in by if k in (schema.SCORE, schema.CONDITION)]
+    if roles:
+        raise DDPUsageError(
+            f"cannot group by the {roles[0]} column ({TableColumns.flag(roles[0])}): each test compares scores of "
+            f"condition {a!r} with scores of {b!r} (--by takes other columns, e.g. system, metric or domain)",
+            code="D311")
+    return by
+
+
+__all__ = ["TableColumns", "check_columns", "check_group_keys", "check_key_types", "ROLES", "LONG_TABLE_ROLES"]

@@ -175,6 +175,8 @@ class CompareResult:
     alpha: float
     signature: dict[str, Any]
     signature_line: str
+    #: what the caller must be told: too few replicates / trials for the level (the CLI prints them)
+    warnings: tuple[str, ...] = ()
 
     def rows(self) -> list[dict[str, Any]]:
         return [r for m in self.metrics for r in self.comparisons[m].rows()]
@@ -204,6 +206,7 @@ class CompareResult:
             "alpha": self.alpha,
             "results": {m: {"lower_is_better": self.comparisons[m].lower_is_better,
                             "systems": self.comparisons[m].rows()} for m in self.metrics},
+            "warnings": list(self.warnings),
             "signature": dict(self.signature),
             "signature_line": self.signature_line,
         }
@@ -228,6 +231,11 @@ def _pcg64_halves(bitgen: np.random.PCG64) -> tuple[int, int, int, int]:
 
 
 def _ar_bitgen(seed: int) -> np.random.PCG64:
+    """The AR generator of ``seed``; ``seed`` must be an integer in [0, 2**128) (D390), the range every
+    resampling statistic accepts (``ddpcore.stats.budget.check_seed``): numpy would take a larger one and
+    hash it, so two runs recorded with different seeds could share a stream."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and not 0 <= int(seed) < 2**128:
+        raise DDPUsageError(f"seed must be an integer in [0, 2**128), got {int(seed)} (--seed)", code="D390")
     try:
         return np.random.PCG64(seed).jumped()
     except (TypeError, ValueError) as exc:
@@ -436,6 +444,10 @@ def compare_arrays(
     opts = check_options(options, func="compare_arrays")
     vals, cnt, exp = _check_arrays(sums, counts, baseline, test, confidence, scale_exp)
     n_units, n_met, n_sys = vals.shape
+    if n_units < 2:
+        raise DDPDataError("the paired bootstrap and AR are undefined (NaN) for a single resampling unit: every "
+                           "replicate redraws it and every swap mirrors it, so the CIs would collapse to the point "
+                           "estimates and the p-values to their floor 1/(B+1); give at least 2 units", code="D364")
     bl = int(baseline)
     n_total = float(cnt.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -754,12 +766,28 @@ def _compare_frame(table: Any, source: str, baseline: str, metrics: list[str], u
     if df.height == 0:
         raise DDPDataError(f"{source}: the table has no rows", code="D398")
     keys = [document] + ([segment] if segment is not None else [])
+    id_flags = {document: "--document-col", system: "--system-col", **({segment: "--segment-col"} if segment else {})}
+    for c in keys + [system]:
+        dtype = df.schema[c]
+        if dtype.is_nested() or dtype in (pl.Binary, pl.Object):
+            raise DDPDataError(f"{source}, column '{c}': ids must be integers or text, found type {dtype}; choose the "
+                               f"id column with {id_flags[c]} or convert it", code="D108")
+    for m in metrics:
+        dtype = df.schema[m]
+        if dtype.is_nested() or dtype.is_temporal() or dtype in (pl.Binary, pl.Object):
+            s = df[m]
+            i = int(s.is_not_null().arg_true()[0]) if s.null_count() < s.len() else 0
+            raise DDPDataError(f"{source}, row {i + 1}: metric '{m}' value {s.slice(i, 1).to_list()[0]!r} is not a number (column type "
+                               f"{dtype}); a metric column holds numbers (--score-col selects it)", code="D395")
     for c in keys + [system]:
         if df[c].null_count():
             row = int(df[c].is_null().arg_true()[0]) + 1
             raise DDPDataError(f"{source}, row {row}: null value in column '{c}'; every row needs a {c}", code="D399")
     df = df.with_columns(pl.col(system).cast(pl.String))
     if exclude_systems:
+        from .bootstrap import _check_excluded_systems
+
+        _check_excluded_systems(df[system].unique().to_list(), exclude_systems, source)
         df = df.filter(~pl.col(system).is_in([str(s) for s in exclude_systems]))
     systems_present = set(df[system].unique().to_list())
     if str(baseline) not in systems_present:
@@ -916,6 +944,11 @@ def compare_systems(
     Returns
     -------
     CompareResult
+        ``warnings``: a test whose smallest (corrected) p-value is not below ``alpha`` for its
+        replicate count, or CIs resting on fewer than one replicate per tail.
+
+    A single resampling unit is D364; an ``exclude_systems`` name that is not a system is D704; a
+    nested id column D108, a nested or Date metric column D395; ``seed`` outside [0, 2**128) D390.
     """
     opts = check_options(options, func="compare_systems")
     tests = check_instance(tests, CompareTests, func="compare_systems", name="tests", code="D390")
@@ -923,6 +956,15 @@ def compare_systems(
     metric_list, lib = _check_compare_args(metrics, lower_is_better, baseline, tests, opts, ar_keep)
     prep = _prepare(table, str(baseline), metric_list, tests.unit, cols.document, cols.segment, cols.system,
                     exclude_systems)
+    from .bootstrap import _refuse_one_unit
+
+    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    _refuse_one_unit(int(prep.sums.shape[0]), prep.unit_keys, tests.unit, source,
+                    "the paired bootstrap and approximate randomization of every system",
+                    "use --unit segment or a table with more documents" if tests.unit == "document" else
+                    "use a table with more segments",
+                    consequence="every swap mirrors it: the CIs would collapse to the point estimates and the "
+                                "p-values to their floor 1/(B+1)")
     test = tests.test
     arr = compare_arrays(prep.sums, prep.counts, baseline=0, test=test, n_ar=tests.n_ar,
                          confidence=tests.confidence, ar_keep=ar_keep if test != "bootstrap" else None,
@@ -954,7 +996,39 @@ def compare_systems(
         n_units=int(prep.sums.shape[0]), n_segments=int(prep.n_segments), test=test, n_boot=arr.n_boot,
         n_ar=arr.n_ar, seed=seed_out, correction=tests.correction, confidence=float(tests.confidence),
         alpha=float(tests.alpha), signature=sig, signature_line=signature_line(sig),
+        warnings=_resampling_warnings(arr.n_boot, arr.n_ar if test != "bootstrap" else None, test, tests.correction,
+                                     len(prep.systems) - 1, float(tests.alpha), float(tests.confidence)),
     )
+
+
+def _resampling_warnings(n_boot: int, n_ar: int | None, test: str, correction: str, n_compared: int, alpha: float,
+                        confidence: float) -> tuple[str, ...]:
+    """Warning lines when the replicate counts cannot support the answer: a test whose smallest p-value,
+    ``1 / (B + 1)`` (times the number of compared systems under Holm or Bonferroni), is not below ``alpha``
+    can call no system significant whatever the data; fewer than one bootstrap replicate in a
+    ``(1 - confidence) / 2`` tail makes every CI the range of the replicates."""
+    from .bootstrap import _thin_replicates
+
+    factor = n_compared if correction in ("holm", "bonferroni") else 1
+    out = []
+    for name, n, flag, default, run in (("bootstrap", n_boot, "--n-boot", DEFAULT_N_BOOT, test in ("bootstrap", "both")),
+                                        ("approximate-randomization", n_ar, "--n-ar", 10_000, test in ("ar", "both"))):
+        if not run or n is None:
+            continue
+        floor = min(1.0, factor / (n + 1.0))
+        if floor < alpha:
+            continue
+        need = max(1, int(factor / alpha))
+        while not factor / (need + 1.0) < alpha:
+            need += 1
+        corrected = f" x {n_compared} systems ({correction} correction)" if factor > 1 else ""
+        out.append(f"with {flag} {n:,} the smallest {name} p-value is 1/({n:,} + 1){corrected} = {floor:.3g}, not "
+                   f"below alpha {alpha:g}: no system can be significant whatever the data; use {flag} {need:,} or "
+                   f"more (default {default:,})")
+    thin = _thin_replicates(n_boot, (1.0 - confidence) / 2, f"every {100 * confidence:g}% CI", DEFAULT_N_BOOT)
+    if thin:
+        out.append(thin)
+    return tuple(out)
 
 
 def _check_compare_args(metrics: str | Sequence[str], lower_is_better: str | Sequence[str], baseline: Any,

@@ -297,7 +297,12 @@ def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str
         if c not in df.columns:
             raise DDPDataError(f"column {c!r} ({flag}) is not in the table (columns: {', '.join(df.columns[:12])})",
                                code="D837")
-    df = df.filter(~pl.col(cols.system).cast(pl.String).is_in(list(exclude_systems)))
+    if exclude_systems:
+        from .bootstrap import _check_excluded_systems
+
+        source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+        _check_excluded_systems(df[cols.system].cast(pl.String).unique().to_list(), exclude_systems, source)
+    df = df.filter(~pl.col(cols.system).cast(pl.String).is_in([str(s) for s in exclude_systems]))
     df = df.with_columns(pl.col(cols.document).cast(pl.String), pl.col(cols.system).cast(pl.String))
     miss = df.filter(pl.col(cols.hypothesis).is_null() | pl.col(cols.reference).is_null())
     if miss.height:
@@ -375,6 +380,16 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
     n_seg = keys.height
     codes = keys[columns.document].rank("dense").cast(pl.Int64).to_numpy() - 1 if how.unit == "document" else None
     n_units = int(codes.max()) + 1 if codes is not None and codes.size else n_seg
+    from .bootstrap import _refuse_one_unit
+    from .compare import _resampling_warnings
+
+    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    _refuse_one_unit(n_units, keys.select(columns.document) if how.unit == "document" else keys, how.unit, source,
+                    "the corpus-metric bootstrap and approximate randomization of every system",
+                    "use --unit segment or a table with more documents" if how.unit == "document" else
+                    "use a table with more segments",
+                    consequence="every swap mirrors it: the CIs would collapse to the point estimates and the "
+                                "p-values to their floor 1/(B+1)")
     comps = {}
     for m in metrics:
         r = compare_corpus(stats_all[m], m, unit_codes=codes, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,  # type: ignore[arg-type]
@@ -393,7 +408,10 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
     return CompareResult(baseline=baseline, metrics=list(metrics), comparisons=comps, unit=how.unit, n_units=n_units,
                          n_segments=n_seg, test=how.test, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,
                          correction=how.correction, confidence=how.confidence, alpha=how.alpha, signature=sig_d,
-                         signature_line=line)
+                         signature_line=line,
+                         warnings=_resampling_warnings(how.n_boot, how.n_ar if how.test != "bootstrap" else None, how.test,
+                                                      how.correction, len(systems) - 1, float(how.alpha),
+                                                      float(how.confidence)))
 
 
 __all__ = ["CORPUS_METRICS", "ERROR_CODES", "N_STATS", "CorpusColumns", "CorpusComparison", "CorpusTest", "compare_corpus",

@@ -106,13 +106,15 @@ def _check_margins(low: float, high: float, alpha: float) -> _Margins:
     try:
         low, high, alpha = float(low), float(high), float(alpha)
     except (TypeError, ValueError):
-        raise DDPUsageError("low, high and alpha must be numbers (--low, --high, --alpha)", code="D311") from None
+        raise DDPUsageError("low, high and alpha must be numbers (--margin EPS or --bounds LOW HIGH, --alpha)",
+                            code="D311") from None
     if not (np.isfinite(low) and np.isfinite(high)):
-        raise DDPUsageError(f"equivalence margins must be finite, got low={low}, high={high} (--low/--high)", code="D311")
+        raise DDPUsageError(f"equivalence margins must be finite, got low={low}, high={high} (--margin EPS or --bounds LOW HIGH)", code="D311")
     if not low < high:
         raise DDPUsageError(
             f"the equivalence interval needs low < high, got low={low}, high={high}; "
-            "for a symmetric margin eps use low=-eps, high=eps (--low/--high)",
+            "for a symmetric margin eps use low=-eps, high=eps (--margin EPS; --bounds LOW HIGH for asymmetric "
+            "margins)",
             code="D311",
         )
     if not 0.0 < alpha < 0.5:
