@@ -24,24 +24,12 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from ddpcore.cli.main import main
 from ddpcore.errors import DDPDataError
 from ddpcore.stats import ResampleOptions, bootstrap_tau, cluster_systems
 from ddpcore.stats.compare import CompareTests, compare_systems
+from _long_table import long_table as _long, run_stats as _run
 
 
-def _long(n_docs: int = 6, seed: int = 0) -> pl.DataFrame:
-    """document_id, segment_id, system, annotator, condition, score: 4 systems 5 points apart, 3 segments."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for d in range(n_docs):
-        for s in range(3):
-            for i, sy in enumerate(["s1", "s2", "s3", "s4"]):
-                b = 70 + 5 * i + rng.normal(0, 5)
-                for c in ("DOC", "MIX"):
-                    rows.append(dict(document_id=f"d{d}", segment_id=s, system=sy, annotator=f"a{(d + i) % 3}",
-                                     condition=c, score=b + rng.normal(0, 3) + (c == "MIX")))
-    return pl.DataFrame(rows)
 
 
 def _wide(df: pl.DataFrame) -> pl.DataFrame:
@@ -49,10 +37,6 @@ def _wide(df: pl.DataFrame) -> pl.DataFrame:
     return df.filter(pl.col("condition") == "DOC").drop("condition", "annotator")
 
 
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["stats", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _draws(seed: int, n_boot: int, n_units: int) -> np.ndarray:

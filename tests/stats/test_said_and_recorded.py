@@ -23,28 +23,13 @@ import polars as pl
 import pytest
 from statsmodels.stats.weightstats import ttost_paired
 
-from ddpcore.cli.main import main
+from _long_table import long_table as _long, run_stats as _run
 
 KEYS = ["document_id", "segment_id", "system", "annotator"]
 
 
-def _long(seed: int = 0) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = []
-    for d in range(6):
-        for s in range(3):
-            for i, sy in enumerate(["s1", "s2", "s3", "s4"]):
-                b = 70 + 5 * i + rng.normal(0, 5)
-                for c in ("DOC", "MIX"):
-                    rows.append(dict(document_id=f"d{d}", segment_id=s, system=sy, annotator=f"a{(d + i) % 3}",
-                                     condition=c, score=b + rng.normal(0, 3) + (c == "MIX")))
-    return pl.DataFrame(rows)
 
 
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["stats", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _warnings(err: str, command: str) -> list[str]:

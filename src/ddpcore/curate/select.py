@@ -58,7 +58,7 @@ from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns, check_unique_ids
-from ..io.profiles import check_ddp_col, check_ddp_values, profile_columns, read_signature  # noqa: F401
+from ..io.profiles import check_ddp_col, check_ddp_values, check_no_null_ddp, profile_columns, read_signature  # noqa: F401
 from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
@@ -133,25 +133,11 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     if ddp_col in df.columns:
         check_ddp_values(df, ddp_col, f"--profile {p}")
-        _check_no_null_ddp(df, ddp_col, p)
+        check_no_null_ddp(df, ddp_col, f"--profile {p}")
     _check_counts(df, [c for c in need if c != ddp_col], p)
     return Profile(df, cols, sig, str(p), ddp_col)
 
 
-def _check_no_null_ddp(df: pl.DataFrame, ddp_col: str, path: Path) -> None:
-    """Every row of the DDP column ``ddp_col`` has a value: a null is D781 naming the file, the first
-    such row (1-based, the header not counted) and the column, as for the other values that are not
-    DDPs (:func:`ddpcore.io.profiles.check_ddp_values`). A missing DDP is not 0 sentences: selecting
-    or binning it as 0 would give another answer in silence."""
-    s = df[ddp_col]
-    n_null = s.null_count()
-    if not n_null:
-        return
-    i = int(s.is_null().arg_true()[0])
-    raise DDPUsageError(f"--ddp-col {ddp_col}: --profile {path}, row {i + 1}, column {ddp_col}: no DDP value (null; "
-                        f"{n_null} of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass "
-                        "the segment table `ddp profile` wrote, or name a DDP column with a value on every row "
-                        "such as ddp or ddp_certified", code="D781")
 
 
 def _check_counts(df: pl.DataFrame, names: Sequence[str], path: Path) -> None:

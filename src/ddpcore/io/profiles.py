@@ -130,6 +130,23 @@ def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any =
                                 "values (sentences); name a DDP column such as ddp or ddp_certified", code="D781")
 
 
+def check_no_null_ddp(df: pl.DataFrame, ddp_col: str, where: str) -> None:
+    """Every row of the DDP column ``ddp_col`` of ``df`` (shape (n_segments,)) has a value: a null is D781
+    naming ``where`` (the file, as the option gave it), the first such row (1-based, the header not
+    counted) and the column, as for the other values that are not DDPs (:func:`check_ddp_values`). A
+    missing DDP is not 0 sentences: selecting, binning or averaging it as 0, or leaving the row out while
+    still counting it, would give another answer in silence."""
+    s = df[ddp_col]
+    n_null = s.null_count()
+    if not n_null:
+        return
+    i = int(s.is_null().arg_true()[0])
+    raise DDPUsageError(f"--ddp-col {ddp_col}: {where}, row {i + 1}, column {ddp_col}: no DDP value (null; {n_null} "
+                        f"of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass the segment "
+                        "table `ddp profile` wrote, or name a DDP column with a value on every row such as ddp or "
+                        "ddp_certified", code="D781")
+
+
 def check_ddp_values(df: pl.DataFrame, ddp_col: str, where: str) -> None:
     """The DDP column ``ddp_col`` of ``df`` must hold whole numbers >= 0 (sentences; nulls allowed):
     a fractional, negative or non-finite value is D781 naming the first row (1-based) and the value."""

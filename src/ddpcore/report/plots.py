@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ..io.profiles import check_ddp_col, read_signature  # noqa: F401  (read_signature re-exported)
+from ..io.profiles import check_ddp_col, check_no_null_ddp, read_signature  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -138,21 +138,6 @@ def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP, *, str
         return df, load_profile_signature(path, hint=SIGNATURE_HINT)[0]
     sig = read_signature(path)
     return df, sig if isinstance(sig, dict) else {}
-
-
-def check_no_null_ddp(df: pl.DataFrame, ddp_col: str, where: str) -> None:
-    """Every row of the DDP column ``ddp_col`` has a value: a null is D781 naming the file, the first such
-    row (1-based, the header not counted) and the column, as ``ddp select``/``sample`` refuse it. A figure
-    or table that left the row out would still count it (a report's "N segments" over means of N-1)."""
-    s = df[ddp_col]
-    n_null = s.null_count()
-    if not n_null:
-        return
-    i = int(s.is_null().arg_true()[0])
-    raise DDPUsageError(f"--ddp-col {ddp_col}: {where}, row {i + 1}, column {ddp_col}: no DDP value (null; {n_null} "
-                        f"of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass the segment "
-                        "table `ddp profile` wrote, or name a DDP column with a value on every row such as ddp or "
-                        "ddp_certified", code="D781")
 
 
 def load_stratify(path: str | os.PathLike[str]) -> dict[str, Any]:
