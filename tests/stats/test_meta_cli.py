@@ -50,8 +50,9 @@ def test_output_files_with_signature(tmp_path, capsys, fmt, ext, marker):
 
 def test_usage_errors(tmp_path, capsys):
     assert main(BASE + ["-o", str(tmp_path / "x.html")]) == 2
-    assert "D807" in capsys.readouterr().err
+    assert "[D101]" in capsys.readouterr().err  # an unknown result extension, as in every command
     assert main(BASE + ["-o", str(tmp_path / "x.md"), "-f", "json"]) == 2
+    assert "[D880]" in capsys.readouterr().err  # -f and the extension disagree, as in every command
     assert main(BASE + ["-o", SCORES]) == 2  # never writes over an input
     assert main(BASE + ["--fail-on", "good:pearson"]) == 2
     assert "D805" in capsys.readouterr().err

@@ -103,6 +103,7 @@ def run_blindness(args: argparse.Namespace) -> int:
 
     target = check_result_output(args, [args.table], file_formats=("json",))  # before any work
     from ..stats.blindness import BlindnessDesign, BlindnessInputs, blindness
+    from ..signature import json_safe
     from ..stats.columns import TableColumns
 
     explicit = {"seg": args.seg, "source_system": args.source_system, "spans": args.spans, "text": args.text}
@@ -132,7 +133,8 @@ def run_blindness(args: argparse.Namespace) -> int:
         payload["fail_on"] = args.fail_on
         payload["passed"] = not failed
         payload["signature"] = dict(payload["signature"], fail_on=args.fail_on)
-    out = json.dumps(payload, indent=2) if args.output_format == "json" else render(payload, args.output_format)
+    out = (json.dumps(json_safe(payload), indent=2, allow_nan=False) if args.output_format == "json"
+           else render(payload, args.output_format))
     if target is not None:
         write_result(target, out, payload["signature"], "ddp blindness")
     else:

@@ -132,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check_output(out: str, fmt: str | None, inputs: list[str]) -> tuple[Any, str]:
     """(path or None, format): the -o file checked before any work (folder exists, is writable and takes a
     new file, not an input, not a folder: the checks of every output, :func:`ddpcore.io.outputs.check_outputs`);
-    the extension gives the format unless -f names it (they must agree: D807)."""
+    the extension gives the format unless -f names it (they must agree: D880, as for every result file; an unknown extension is D101)."""
     from pathlib import Path
 
     from ..errors import DDPUsageError
@@ -144,10 +144,10 @@ def _check_output(out: str, fmt: str | None, inputs: list[str]) -> tuple[Any, st
     ext_fmt = _EXT.get(path.suffix.lower())
     if ext_fmt is None:
         raise DDPUsageError(f"-o {out}: unknown extension '{path.suffix or '(none)'}'; use .json, .tsv, .md or .tex, "
-                            "or -o - for stdout", code="D807")
+                            "or -o - for stdout", code="D101")
     if fmt is not None and fmt != ext_fmt:
         raise DDPUsageError(f"-o {out}: a {path.suffix} file cannot hold -f {fmt}; use -f {ext_fmt} or another "
-                            "extension", code="D807")
+                            "extension, or -o - (stdout) for that format", code="D880")
     if ext_fmt in ("json", "tsv"):
         (target,) = check_outputs([("-o/--output", out)], inputs=inputs, formats=("json", "tsv"), sidecars=True)
     else:  # .md / .tex: the same checks (check_outputs knows table formats only)

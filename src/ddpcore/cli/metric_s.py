@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mapping", choices=("code", "paper"), default="code",
                    help="deduction table (default: %(default)s)")
     p.add_argument("-f", "--format", choices=("json", "tsv", "text"), default="json",
-                   help="stdout format: rows (json/tsv) or a summary (text); with -o, the summary (default: %(default)s)")
+                   help="stdout format: rows (json/tsv) or a summary (text); with -o, the summary in this format "
+                        "(json: with the signature; tsv: one row under its header) (default: %(default)s)")
     p.add_argument("-o", "--output", default=None, metavar="PATH",
                    help="write the rows to PATH (.tsv, .csv, .jsonl, .json or .parquet; text formats get a "
                         ".signature.json sidecar; checked before any work); '-' = stdout, as without -o")
@@ -117,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
                             sidecar=json.dumps(sig, indent=2) + "\n")
         if args.format == "text":
             sys.stdout.write(_text(summary, args.mapping))
+        elif args.format == "tsv":  # the summary as one TSV row under its header, as -f asks
+            import polars as pl
+
+            sys.stdout.write(pl.DataFrame([{**summary, "output": args.output}]).write_csv(separator="\t", null_value=""))
         else:
             sys.stdout.write(json.dumps(json_safe({"summary": summary, "output": args.output, "signature": sig}),
                                         ensure_ascii=False, indent=2) + "\n")

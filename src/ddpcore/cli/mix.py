@@ -110,6 +110,7 @@ def run_mix(args: argparse.Namespace) -> int:
     targets = check_outputs([("-o/--output", args.output), ("--assignment", args.assignment)], inputs, sidecars=True)
     from ..io.tables import write_tables_atomic
     from ..curate.mix import build_mix
+    from ..signature import json_safe
 
     if args.reader == "wmt24":
         from ..io.wmt_outputs import read_wmt_outputs
@@ -135,7 +136,7 @@ def run_mix(args: argparse.Namespace) -> int:
         summary["fail_on"] = args.fail_on
         summary["passed"] = not failed
     if args.output_format == "json":
-        out = json.dumps(summary, indent=2)
+        out = json.dumps(json_safe(summary), indent=2, allow_nan=False)
     else:
         out = (f"MIX: {res.n_documents} documents x {len(res.pool)} pooled systems = "
                f"{res.n_documents * len(res.pool)} MIX documents ({res.mix.height} rows), seed {res.seed}"

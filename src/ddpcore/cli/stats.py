@@ -253,7 +253,10 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, tsv_rows
     import os
 
     if args.output_format == "json":
-        out = json.dumps(payload, indent=2, sort_keys=False)
+        from ..signature import json_safe
+
+        # NaN as null and inf as "inf" (json_safe), never the invalid NaN/Infinity tokens
+        out = json.dumps(json_safe(payload), indent=2, sort_keys=False, allow_nan=False)
     elif args.output_format == "text":
         out = text
     else:

@@ -237,7 +237,9 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
 
     payload = payload if payload is not None else res.to_dict()
     if fmt == "json":
-        return json.dumps(payload, indent=2)
+        from ..signature import json_safe
+
+        return json.dumps(json_safe(payload), indent=2, allow_nan=False)  # NaN as null, never the NaN token
     cols = _columns(res)
     if fmt == "tsv":
         keys = list(res.rows()[0])

@@ -58,7 +58,8 @@ from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns, check_unique_ids
-from ..io.profiles import check_ddp_col, check_ddp_values, check_no_null_ddp, profile_columns, read_signature  # noqa: F401
+from ..io.profiles import (check_ddp_col, check_ddp_values, check_no_null_ddp, check_sentence_counts,  # noqa: F401
+                           profile_columns, read_signature)
 from ..schema import SIGNATURE_KEY
 
 if TYPE_CHECKING:
@@ -134,36 +135,10 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
     if ddp_col in df.columns:
         check_ddp_values(df, ddp_col, f"--profile {p}")
         check_no_null_ddp(df, ddp_col, f"--profile {p}")
-    _check_counts(df, [c for c in need if c != ddp_col], p)
+    check_sentence_counts(df, [c for c in need if c != ddp_col], f"--profile {p}")
     return Profile(df, cols, sig, str(p), ddp_col)
 
 
-
-
-def _check_counts(df: pl.DataFrame, names: Sequence[str], path: Path) -> None:
-    """``first_sentence`` and ``n_sentences`` of a profile are whole numbers >= 0 (sentences): text, a
-    fraction, a negative or non-finite value, or none (null: it is not read as 0), is D910 naming the
-    file, the first bad row (1-based, the header not counted) and the column."""
-    import polars as pl
-
-    for name in names:
-        s = df[name]
-        if s.dtype == pl.String:  # text: the first value that is not a number is named
-            num = s.cast(pl.Float64, strict=False)
-            bad = num.is_null() | (~num.is_finite() | (num < 0) | (num != num.floor())).fill_null(False)
-        elif s.dtype.is_integer():
-            bad = (s < 0).fill_null(True)
-        elif s.dtype.is_float():
-            bad = (~s.is_finite() | (s < 0) | (s != s.floor())).fill_null(True)
-        elif s.dtype == pl.Null:
-            bad = pl.Series([True] * len(s), dtype=pl.Boolean)
-        else:
-            bad = pl.Series([True] * len(s)) if len(s) else pl.Series([], dtype=pl.Boolean)
-        if not bad.any():
-            continue
-        i = int(bad.arg_true()[0])
-        raise DDPDataError(f"--profile {path}, row {i + 1}, column {name}: {s[i]!r} is not a whole number of "
-                           "sentences >= 0; pass the segment table `ddp profile` wrote", code="D910")
 
 
 # ----------------------------------------------------------------------------- the input index

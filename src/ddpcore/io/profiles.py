@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,6 +145,33 @@ def check_no_null_ddp(df: pl.DataFrame, ddp_col: str, where: str) -> None:
                         f"of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass the segment "
                         "table `ddp profile` wrote, or name a DDP column with a value on every row such as ddp or "
                         "ddp_certified", code="D781")
+
+
+def check_sentence_counts(df: pl.DataFrame, names: Sequence[str], where: str) -> None:
+    """``first_sentence`` and ``n_sentences`` (the columns ``names`` of ``df``, shape (n_segments,)) of a
+    profile are whole numbers >= 0 (sentences): text, a fraction, a negative or non-finite value, or none
+    (null: it is not read as 0) is D910 naming ``where`` (the file, as the option gave it), the first bad
+    row (1-based, the header not counted) and the column."""
+    import polars as pl
+
+    for name in names:
+        s = df[name]
+        if s.dtype == pl.String:  # text: the first value that is not a number is named
+            num = s.cast(pl.Float64, strict=False)
+            bad = num.is_null() | (~num.is_finite() | (num < 0) | (num != num.floor())).fill_null(False)
+        elif s.dtype.is_integer():
+            bad = (s < 0).fill_null(True)
+        elif s.dtype.is_float():
+            bad = (~s.is_finite() | (s < 0) | (s != s.floor())).fill_null(True)
+        elif s.dtype == pl.Null:
+            bad = pl.Series([True] * len(s), dtype=pl.Boolean)
+        else:
+            bad = pl.Series([True] * len(s)) if len(s) else pl.Series([], dtype=pl.Boolean)
+        if not bad.any():
+            continue
+        i = int(bad.arg_true()[0])
+        raise DDPDataError(f"{where}, row {i + 1}, column {name}: {s[i]!r} is not a whole number of "
+                           "sentences >= 0; pass the segment table `ddp profile` wrote", code="D910")
 
 
 def check_ddp_values(df: pl.DataFrame, ddp_col: str, where: str) -> None:

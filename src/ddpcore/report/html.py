@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import schema as S
 from ..errors import DDPDataError, DDPUsageError
+from ..io.profiles import check_sentence_counts
 from . import plots
 
 if TYPE_CHECKING:
@@ -597,6 +598,8 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
 
     df, raw_sig = plots.load_profile(profile, ddp_col=ddp_col, strict=True)
     check_profile_columns(df, raw_sig, profile)
+    if anchors is not None:  # the explain blocks place sentences by these counts: a missing count is not 0
+        check_sentence_counts(df, [c for c in (S.FIRST_SENTENCE, S.N_SENTENCES) if c in df.columns], str(profile))
     notes: list[str] = []
     anc = None
     if anchors is not None:

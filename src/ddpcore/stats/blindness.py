@@ -407,11 +407,13 @@ def blindness(
     sa, sb, spans_omitted = _span_tables(df, source, a, b, inputs, skipped, notes)
     df = df.drop(_ROW)
     two = df.filter(_cond().is_in([a, b]))
+    n_docs = int(two[schema.DOCUMENT_ID].n_unique())
+    ranked = n_sys >= 2 and n_docs >= 2
     parts = (["tau"] + (["clusters " + a, "clusters " + b] if design.method in ("bootstrap", "permutation") else [])
-             if n_sys >= 2 else []) + (["span rate"] if sa is not None else [])
+             if ranked else []) + (["span rate"] if sa is not None else [])
     run = _Resampler(parts, budget, t_start, {"--n-boot": n_boot, "--n-boot-cluster": design.n_boot_cluster})
-    ranking = _ranking(run, two, a, b, n_sys, design, opts, skipped, notes)
-    clusters = _clusters(run, two, a, b, design, opts) if n_sys >= 2 else None
+    ranking = _ranking(run, two, a, b, n_sys, n_docs, design, opts, skipped, notes)
+    clusters = _clusters(run, two, a, b, design, opts) if ranked else None
     span_ev = None
     if sa is not None and sb is not None:
         from .spans import boundary_rate_difference
@@ -770,15 +772,25 @@ class _Ranking:
     undefined: str = ""
 
 
-def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int, design: BlindnessDesign,
-             opts: ResampleOptions, skipped: dict[str, str], note: _Notes) -> _Ranking:
-    """2. Kendall tau between the rankings: the evidence, whether they differ, why tau is undefined."""
+def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int,
+             n_docs: int, design: BlindnessDesign, opts: ResampleOptions, skipped: dict[str, str],
+             note: _Notes) -> _Ranking:
+    """2. Kendall tau between the rankings: the evidence, whether they differ, why tau is undefined. Skipped
+    (with a D702 note) below 2 systems, and below 2 documents: the tau CI and the system clusters resample
+    documents, and one document would give every replicate the whole sample (a CI of zero width)."""
     from .bootstrap import bootstrap_tau
 
     if n_sys < 2:
         skipped["ranking"] = skipped["clusters"] = f"{n_sys} {a} system(s); rankings need at least 2"
         note(f"{n_sys} {a} system(s): no ranking and no clusters; the verdict rests on the paired TOST alone",
              "D702", "score at least 2 systems")
+        return _Ranking()
+    if n_docs < 2:
+        skipped["ranking"] = skipped["clusters"] = (f"{n_docs} document; the tau CI and the clusters resample "
+                                                    "documents and need at least 2")
+        note(f"{n_docs} document: no ranking and no clusters (their bootstrap resamples documents, and one "
+             "document would make every replicate the whole sample); the verdict rests on the paired TOST alone",
+             "D702", "score at least 2 documents")
         return _Ranking()
     n_boot = int(opts.n_boot)  # type: ignore[arg-type]
     tau = run("tau", "--n-boot", bootstrap_tau, two, a, b, unit="document", tau_min=design.tau_min,
