@@ -481,12 +481,13 @@ DISTANCE_OF_COLUMN = {schema.DDP: schema.DISTANCE_SENTENCES, schema.DDP_CERTIFIE
 
 def _name_key(column: str) -> pl.Expr:
     """The text of ``column`` compared by the same-string test: lower case, curly apostrophes
-    straightened, a leading "the " and repeated white space dropped ("The Church of Scientology"
-    = "the church of scientology" = "Church of  Scientology")."""
+    straightened, repeated white space, a trailing possessive ('s or ', with or without a space before
+    it, as tokenised text has it) and a leading "the " dropped ("The Church of Scientology's" = "the
+    church of scientology" = "Church of  Scientology"; "New Zealand’s" = "New Zealand")."""
     import polars as pl
 
     return (pl.col(column).fill_null("").str.to_lowercase().str.replace_all("’", "'")
-            .str.replace_all(r"\s+", " ").str.strip_chars().str.replace(r"^the ", ""))
+            .str.replace_all(r"\s+", " ").str.strip_chars().str.replace(r"\s*'s?$", "").str.replace(r"^the ", ""))
 
 
 def same_string_name() -> pl.Expr:
