@@ -587,3 +587,21 @@ def test_candidate_confidence_is_the_matrix_path_bit_for_bit(tmp_path_factory, n
     b = C._certified(got, feats[cand.row, C.ANCHOR_FEATURES.index("pronoun")] > 0.5, cand, d, model)
     assert np.array_equal(a.confidence, b.confidence, equal_nan=True)
     assert np.array_equal(a.certified, b.certified) and np.array_equal(a.distance_certified, b.distance_certified)
+
+
+def test_a_confidence_equal_to_the_threshold_is_certified(tmp_path: Path) -> None:
+    """"Certified when the confidence reaches the threshold": a confidence exactly at a threshold counts, one
+    ulp below it does not (a planted ``>`` passed every other test, whose random confidences never sit on a
+    threshold). ``_certified`` takes the confidences directly, so they can be put on the thresholds."""
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(_model_doc(threshold=0.8, threshold_name=0.85, threshold_long=0.9)))
+    model = load_certify_model(p, C.FEATURES)
+    below = lambda t: float(np.nextafter(t, 0.0))  # noqa: E731
+    # anchors: a pronoun at 3, a name at 4, a pronoun at 20 (long), each with one full-distance candidate, twice:
+    # once exactly at its threshold, once one ulp below
+    cand = C.Candidates(row=np.arange(6), rank=np.zeros(6, dtype=np.int64), distance=np.array([3, 4, 20, 3, 4, 20]))
+    conf = np.array([0.8, 0.85, 0.9, below(0.8), below(0.85), below(0.9)])
+    pronoun = np.array([True, False, True, True, False, True])
+    res = C._certified(conf, pronoun, cand, np.array([3, 4, 20, 3, 4, 20]), model)
+    assert res.certified.tolist() == [True, True, True, False, False, False]
+    assert res.distance_certified.tolist() == [3, 4, 20, 0, 0, 0]

@@ -281,3 +281,26 @@ def test_system_means_refuse_pooled_conditions(table):
     with pytest.raises(DDPUsageError, match=r"\[D361\].*'DOC', 'MIX'.*condition_value='DOC'"):
         bootstrap_system_means(table, options=ResampleOptions(n_boot=10))
     assert bootstrap_system_means(table, condition_value="DOC", options=ResampleOptions(n_boot=10)).replicates.shape[0] == 10
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.5])
+def test_percentile_interval_and_share_below_on_many_distinct_replicates(confidence):
+    """The CI bounds are the (1 -/+ confidence)/2 percentiles of the defined replicates, by hand (Hyndman-Fan 7,
+    stats_oracles.percentile_type7), and ``share_below_tau_min`` counts replicates strictly below tau_min. With 5
+    systems tau takes 11 values and the 2.5th and 5th percentiles of 500 replicates coincide, so a wrong level went
+    unnoticed (a planted 5/95 in place of 2.5/97.5 passed every test); 12 systems give 67 values. tau_min is set to
+    a value replicates take, so "<" and "<=" differ."""
+    df = synthetic_long_table(seed=4, n_docs=8, n_systems=12, annotators=1)
+    res = bootstrap_tau(df, "DOC", "MIX", confidence=confidence, options=ResampleOptions(n_boot=400, seed=11))
+    ok = res.replicates[np.isfinite(res.replicates)]
+    assert len(np.unique(ok)) > 15  # the replicates spread over many values
+    lo, hi = 50 * (1 - confidence), 50 * (1 + confidence)
+    assert res.ci_low == pytest.approx(percentile_type7(ok, lo), abs=1e-12)
+    assert res.ci_high == pytest.approx(percentile_type7(ok, hi), abs=1e-12)
+    assert percentile_type7(ok, lo) != percentile_type7(ok, 2 * lo)  # the level is visible in this sample
+    values, counts = np.unique(ok, return_counts=True)
+    tau_min = float(values[len(values) // 2])  # a value some replicates take
+    at = bootstrap_tau(df, "DOC", "MIX", confidence=confidence, tau_min=tau_min,
+                       options=ResampleOptions(n_boot=400, seed=11))
+    assert at.share_below_tau_min == sum(1 for v in ok if v < tau_min) / len(ok)
+    assert at.share_below_tau_min != sum(1 for v in ok if v <= tau_min) / len(ok)

@@ -361,3 +361,14 @@ def test_huge_finite_values_are_refused_not_nan():
     # up to 1e100 is accepted: a finite p and mean difference
     r = tost_paired([9e99, 9e99 + 1e85, 3.0], [9e99, 9e99, 3.0], -1e90, 1e90)
     assert np.isfinite(r.p_value) and np.isfinite(r.mean_diff)
+
+
+def test_equivalent_is_p_strictly_below_alpha():
+    """``equivalent = p_value < alpha`` (module docstring): at alpha equal to the p-value the test is not
+    equivalent, one ulp above it it is (a planted ``<=`` passed every other test)."""
+    x = np.array([0.3, -0.2, 0.5, 0.1, -0.4, 0.2, 0.0, 0.6, -0.1, 0.3])
+    y = np.zeros_like(x)
+    p = tost_paired(x, y, -0.5, 0.5).p_value
+    assert 0.0 < p < 0.5
+    assert tost_paired(x, y, -0.5, 0.5, alpha=p).equivalent is False
+    assert tost_paired(x, y, -0.5, 0.5, alpha=float(np.nextafter(p, 1.0))).equivalent is True
