@@ -236,3 +236,27 @@ def test_inverted_one_sided_significance_is_reported():
     assert res.rank_conflicts[0]["above"] == "A" and res.rank_conflicts[0]["below"] == "B"
     assert res.rank_ranges == {"A": (1, 2), "B": (1, 2)}  # B is not listed below A as "worse"
     assert len(res.warnings) == 1 and "rank-range conflict" in res.warnings[0]
+
+
+def test_rank_rules_at_p_equal_to_alpha() -> None:
+    """The three rules at the boundary p == alpha, which permutation p-values reach ((k + 1) / (n + 1) = 0.05 at
+    n = 19, k = 0): the greedy ranks (WMT25) split when some p <= alpha (clustering.py's docstring), a win or loss
+    needs p < alpha, the straddle clusters join a pair when p > alpha (WMT24 get_clusters) or p >= alpha (not
+    significant). A planted ``<`` in the greedy rule and ``<=`` in the wins passed every other test."""
+    import numpy as np
+
+    from ddpcore.stats.clustering import _clusters_straddle, _greedy_ranks, _ranges_wins_losses
+
+    alpha = 0.05
+    above = float(np.nextafter(alpha, 1.0))
+    at = np.array([[np.nan, alpha], [alpha, np.nan]])
+    over = np.array([[np.nan, above], [above, np.nan]])
+    assert _greedy_ranks(at, alpha).tolist() == [1, 2]
+    assert _greedy_ranks(over, alpha).tolist() == [1, 1]
+    means = np.array([2.0, 1.0])
+    assert [x.tolist() for x in _ranges_wins_losses(at, means, alpha)] == [[1, 1], [2, 2]]  # no win at p == alpha
+    below = float(np.nextafter(alpha, 0.0))
+    sig = np.array([[np.nan, below], [below, np.nan]])
+    assert [x.tolist() for x in _ranges_wins_losses(sig, means, alpha)] == [[1, 2], [1, 2]]
+    assert _clusters_straddle(at, alpha, strict_greater=True) == [0]  # p > alpha joins: a cut
+    assert _clusters_straddle(at, alpha, strict_greater=False) == []  # p >= alpha is not significant: joined

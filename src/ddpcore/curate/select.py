@@ -453,7 +453,7 @@ def doc_max(doc: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def top_threshold(values: np.ndarray, share: float) -> float:
-    """The value of the ⌈share·n⌉-th highest of ``values`` (n = values.size); -inf for none."""
+    """The value of the ⌈share·n⌉-th highest of ``values`` (n = values.size); +inf for none (no value reaches it)."""
     if values.size == 0:
         return math.inf
     k = max(1, math.ceil(share * values.size - 1e-9))
