@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import numbers
 import os
 import warnings
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import schema
 from .anchors.rules import KIND_NAMES, RuleSet, get_rules  # noqa: F401  (KIND_NAMES re-exported)
-from .errors import DDPUsageError
+from .errors import DDPDataError, DDPUsageError
 from .io.segments import ROW, SegmentColumns, read_segments
 from .pipeline.extract import head_noun_source
 from .signature import run_signature
@@ -68,7 +69,9 @@ class ProfileOptions:
     ``.txt`` folder mode (``"lines"|"paragraphs"``), as :func:`ddpcore.io.sources.iter_input_chunks`
     (hard-wrapped text warns with ``warnings.warn``). ``n_threads``: threads of the distance kernel.
     ``batch_size``: texts per spaCy batch. ``progress``: a progress bar on stderr while parsing.
-    ``source_name``: the input's name in the signature (default: the path, or ``<table>``).
+    ``source_name``: the input's name in error messages (default: the path, or ``<table>``); the signature
+    of an in-memory run has no ``input`` (nor ``batches``/``n_process``: the keys only a ``ddp profile`` file
+    run records), but it records the ``reader`` settings as ``ddp profile`` does.
     ``engine``: ``"local"`` or ``"ray"`` (the same stages on Ray actors, ``pip install '.[ray]'``:
     ``n_process`` is then the number of actors, ``"auto"`` the cluster's CPUs; ``address`` the Ray
     cluster, default ``$RAY_ADDRESS``, else a local Ray; ``nlp``, ``progress``, ``n_threads`` and the
@@ -140,6 +143,14 @@ def profile_anchors(
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {o.distance!r}", code="D205")
     if o.sentence_unit not in ("sentence", "segment"):
         raise DDPUsageError(f"sentence_unit must be 'sentence' or 'segment', not {o.sentence_unit!r}", code="D206")
+    _check_n_process(n_process)
+    _check_cache(cache)
+    if isinstance(o.n_threads, bool) or not isinstance(o.n_threads, numbers.Integral):
+        raise DDPUsageError(f"n_threads must be a whole number of threads (0 or less: OpenMP's default), "
+                            f"not {o.n_threads!r}", code="D263")
+    if nlp is not None and not (callable(getattr(nlp, "pipe", None)) and hasattr(nlp, "max_length")):
+        raise DDPUsageError(f"nlp must be a loaded spaCy pipeline (spacy.load(...)), not {type(nlp).__name__} "
+                            f"{nlp!r:.60}; name an installed pipeline with pipeline= instead", code="D264")
     ruleset = get_rules(rules)
     cols = SegmentColumns(document_col, segment_col, text_col, domain_col)
     name = o.source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
@@ -151,10 +162,44 @@ def profile_anchors(
             _read(source, cols, o), cols=cols, pipeline=pipeline, n_actors=n_process, address=o.address,
             settings=Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset),
             batch_size=o.batch_size, source_name=name)
-        return ProfileResult(segments=seg_r, anchors=anc_r, sentences=sent_r, signature=sig_r)
-    settings = Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset, n_threads=o.n_threads)
+        reader = _reader_signature(source, o)
+        return ProfileResult(segments=seg_r, anchors=anc_r, sentences=sent_r,
+                             signature={**sig_r, "reader": reader} if reader is not None else sig_r)
+    settings = Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset, n_threads=int(o.n_threads))
     return _profile_local(_read(source, cols, o), cols, settings,
-                          _Parse(pipeline, n_process, o.batch_size, o.progress, nlp, cache), name)
+                          _Parse(pipeline, n_process, o.batch_size, o.progress, nlp, cache), name,
+                          reader=_reader_signature(source, o))
+
+
+def _check_n_process(n_process: Any) -> None:
+    """``n_process``: ``"auto"`` or a whole number >= 1 (an int, or its digits as text), else D207
+    (``int()`` would have raised a bare ValueError, or truncated ``2.5`` and taken ``True`` as 1)."""
+    if n_process == "auto":
+        return
+    ok = (isinstance(n_process, numbers.Integral) and not isinstance(n_process, bool)) or (
+        isinstance(n_process, str) and n_process.strip().isascii() and n_process.strip().isdigit())
+    if not ok or int(n_process) < 1:
+        raise DDPUsageError(f"n_process must be 'auto' or a whole number of processes >= 1, not {n_process!r}",
+                            code="D207")
+
+
+def _check_cache(cache: Any) -> None:
+    """``cache``: None, True, False or a folder (str / os.PathLike), else D262."""
+    if cache is None or isinstance(cache, (bool, str, os.PathLike)):
+        return
+    raise DDPUsageError(f"cache must be None/True (the default folder), False (no cache) or a folder path, "
+                        f"not {type(cache).__name__} {cache!r}", code="D262")
+
+
+def _reader_signature(source: Any, o: ProfileOptions) -> dict[str, Any] | None:
+    """The signature's ``reader`` key, as ``ddp profile`` records it: the reader, its ``.docs`` file and
+    the ``.txt`` folder mode when not the defaults (None for the default table reader)."""
+    if o.reader == "table" and o.txt_mode == "lines":
+        return None
+    from .io.sources import resolve_docs
+
+    docs = resolve_docs(source, o.reader, o.docs)
+    return {"name": o.reader, "docs": None if docs is None else str(docs), "txt_mode": o.txt_mode}
 
 
 @dataclass(frozen=True)
@@ -170,10 +215,11 @@ class _Parse:
     cache: Any
 
 
-def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how: _Parse, name: str
-                   ) -> ProfileResult:
+def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how: _Parse, name: str,
+                   reader: dict[str, Any] | None = None) -> ProfileResult:
     """The local in-memory run: ``frame`` (validated, with ``ROW``) in batches through
-    :func:`ddpcore.engines.local.iter_profile`; tables concatenated, segments back in input order."""
+    :func:`ddpcore.engines.local.iter_profile`; tables concatenated, segments back in input order.
+    The signature records the ``reader`` settings (when not the defaults) as ``ddp profile``'s does."""
     import polars as pl
 
     from .pipeline.cache import cache_wrapper
@@ -211,7 +257,8 @@ def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how
         if bar is not None:
             bar.close()
     signature = run_signature(info, settings, cols, head_nouns=head_noun_source(info),
-                              extra=cached.signature() if cached is not None else None,
+                              extra={**({"reader": reader} if reader is not None else {}),
+                                     **(cached.signature() if cached is not None else {})},
                               warn=lambda m: warnings.warn(m, UserWarning, stacklevel=4))
     return ProfileResult(segments=pl.concat(seg_parts).sort(ROW).drop(ROW), anchors=pl.concat(anc_parts),
                          sentences=pl.concat(sent_parts), signature=signature)
@@ -241,16 +288,54 @@ profile.__signature__ = inspect.signature(profile_anchors).replace(  # type: ign
     return_annotation="pl.DataFrame")
 
 
-def summarize(segments: pl.DataFrame, *, by: str | None = schema.DOMAIN,
+def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
               document_col: str = schema.DOCUMENT_ID) -> pl.DataFrame:
     """Per-group DDP summary of a segment table: documents, segments, mean / median / p90 /
     max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row. ``by``: the
-    column to group by (``None``, or a column the table lacks: only the ``all`` row); ``document_col``:
-    the document id column.
+    column to group by (``None``: only the ``all`` row; the default ``"domain"`` when the table
+    has no such column: only the ``all`` row; any other column the table lacks: D137, as
+    ``ddp profile --summary-by``); ``document_col``: the document id column.
+
+    ``segments``: a profiled segment table (``ddp`` and ``document_col`` columns) as a polars,
+    pandas or pyarrow table, a polars LazyFrame or the path of a ``ddp profile`` output. DDP values
+    are whole numbers of sentences: a ``ddp`` column that is not numeric, or holds fractions or
+    NaN, is refused (D260) rather than truncated; a null DDP counts as a segment but not as a value.
 
     Quantiles use linear interpolation (numpy's default). The same computation as ``ddp profile``'s
     summary, which it builds batch by batch (:class:`ddpcore.pipeline.summary.SummaryAccumulator`).
     """
+    import polars as pl
+
+    from .io.tables import read_table, require_columns
     from .pipeline.summary import SummaryAccumulator
 
-    return SummaryAccumulator(by, document_col).add(segments).table()
+    df = segments if isinstance(segments, pl.DataFrame) else read_table(segments)
+    name = str(segments) if isinstance(segments, (str, os.PathLike)) else "<table>"
+    if schema.DDP not in df.columns:
+        raise DDPDataError(f"{name}: no '{schema.DDP}' column, so not a profiled segment table; summarize the "
+                           f"output of ddpcore.profile (available columns: {', '.join(df.columns)})", code="D260")
+    require_columns(df, [document_col], name, flags={document_col: "document_col="})
+    ddp = df[schema.DDP]
+    if ddp.dtype.is_float():
+        if not bool(((ddp.is_nan() | (ddp != ddp.round(0))).fill_null(False)).any()):
+            ddp = None  # whole numbers stored as floats (e.g. a pandas column with nulls)
+    elif ddp.dtype.is_integer() or ddp.dtype == pl.Null:
+        ddp = None
+    if ddp is not None:
+        found = (f"{ddp.dtype} values that are not (e.g. {_first_bad_ddp(ddp)!r})" if ddp.dtype.is_float()
+                 else f"{ddp.dtype} values")
+        raise DDPDataError(f"{name}, column '{schema.DDP}': expected whole numbers of sentences, found {found}; "
+                           "summarize the output of ddpcore.profile", code="D260")
+    if by is not None and by not in df.columns and by != schema.DOMAIN:
+        raise DDPUsageError(f"summarize(by={by!r}): no such column in {name}; available columns: "
+                            f"{', '.join(df.columns)}", code="D137")
+    if by is not None and by in df.columns and (df[by].dtype.is_nested() or df[by].dtype == pl.Object):
+        raise DDPUsageError(f"summarize(by={by!r}): the column holds {df[by].dtype} values; group by a column "
+                            "of text, numbers or categories", code="D137")
+    return SummaryAccumulator(by, document_col).add(df).table()
+
+
+def _first_bad_ddp(col: pl.Series) -> Any:
+    """The first value of a float ``ddp`` column that is not a whole number (for D260's message)."""
+    bad = col.filter((col.is_nan() | (col != col.round(0))).fill_null(False))
+    return bad[0] if bad.len() else None

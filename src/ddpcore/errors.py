@@ -69,3 +69,23 @@ def where(path: str | Path | None, row: int | None = None, column: str | None = 
     if column is not None:
         parts.append(f"column '{column}'")
     return ", ".join(parts) if parts else "<input>"
+
+
+#: errno names of a write that failed for the machine's reasons (full disk or quota, too large a file, an I/O
+#: error, a read-only file system): not a bug of ddpcore
+WRITE_FAILURE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS")
+
+
+def write_failure_errno(exc: BaseException) -> int | None:
+    """The errno of ``exc`` when it is a write that failed for the machine's reasons
+    (:data:`WRITE_FAILURE_ERRNOS`), else None. polars raises such failures as an ``OSError`` without
+    ``errno`` or a ``ComputeError``, both saying ``(os error 28)`` in their text: read from there."""
+    import errno as _errno
+    import re
+
+    codes = {getattr(_errno, n) for n in WRITE_FAILURE_ERRNOS if hasattr(_errno, n)}
+    number = exc.errno if isinstance(exc, OSError) else None
+    if number is None and (isinstance(exc, OSError) or type(exc).__module__.startswith("polars")):
+        found = re.search(r"\(os error (\d+)\)", str(exc))
+        number = int(found.group(1)) if found else None
+    return number if number in codes else None

@@ -13,6 +13,7 @@ from .errors import DDPDataError
 from .io.segments import ROW, SegmentColumns
 from .api import ProfileOptions, profile_anchors
 from .schema import SIGNATURE_KEY
+from .signature import json_safe
 
 if TYPE_CHECKING:
     import polars as pl
@@ -42,7 +43,10 @@ class ExplainResult:
     inherited: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """Every field as JSON-safe values (:func:`ddpcore.signature.json_safe`: an anchor's NaN
+        ``confidence``, the one of an anchor the model does not score, becomes ``None``), so that
+        ``json.dumps(result.to_dict())`` (``ddp explain -f json``) is valid JSON."""
+        return json_safe({
             "document": self.document,
             "segment": self.segment,
             "ddp": self.ddp,
@@ -53,7 +57,7 @@ class ExplainResult:
             "signature": self.signature,
             "settings_from": self.settings_from,
             "inherited": self.inherited,
-        }
+        })
 
     def to_text(self) -> str:
         """A readable table; ``*`` marks the anchors that set the segment's DDP."""
@@ -368,3 +372,25 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
         settings_from=settings_from,
         inherited=inherited,
     )
+
+
+class _CallableModule(type(json)):  # type(json) is types.ModuleType
+    """This module, callable as :func:`explain`: importing the submodule (``from ddpcore.explain import
+    ExplainResult``, or ddpcore itself importing it) binds ``ddpcore.explain`` to the module in place of
+    the function, and ``ddpcore.explain(path, ...)`` must go on working."""
+
+    def __call__(self, source: Any, *, document_id: Any = None, segment_id: Any = None,
+                 **kwargs: Any) -> ExplainResult:
+        return explain(source, document_id=document_id, segment_id=segment_id, **kwargs)
+
+
+def _make_callable() -> None:
+    import inspect
+    import sys
+
+    module = sys.modules[__name__]
+    module.__class__ = _CallableModule
+    module.__signature__ = inspect.signature(explain)  # type: ignore[attr-defined]  # inspect / help()
+
+
+_make_callable()

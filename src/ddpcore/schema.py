@@ -23,6 +23,8 @@ DDP_CERTIFIED = "ddp_certified"
 FIRST_SENTENCE = "first_sentence"  # document-level index of the segment's first sentence
 SEGMENT_COLUMNS = (DOCUMENT_ID, SEGMENT_ID, DOMAIN, N_SENTENCES, N_TOKENS, N_ANCHORS, DDP, DDP_CERTIFIED,
                    FIRST_SENTENCE)
+#: the columns of the segment table computed by a run (an input column of one of these names is replaced)
+COMPUTED_SEGMENT_COLUMNS = (N_SENTENCES, N_TOKENS, N_ANCHORS, DDP, DDP_CERTIFIED, FIRST_SENTENCE)
 #: the DDP columns a profile may carry (``--ddp-col`` chooses one)
 DDP_COLUMNS = (DDP, DDP_CERTIFIED)
 

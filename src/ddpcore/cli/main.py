@@ -236,11 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 and _stdout_closed():
             _silence_stdout()
             return EXIT_OK
-        if exc.errno in _WRITE_FAILURES:  # the disk or quota is full, or the device failed: not a bug of ddpcore
-            target = f"{exc.filename}" if exc.filename else "an output (or stdout)"
-            print(f"{command}: error: [D138] cannot write {target}: {exc.strerror or exc}; free space or write "
-                  "elsewhere, then run the command again", file=sys.stderr)
-            _silence_stdout()
+        if _write_failed(command, exc):  # the disk or quota is full, or the device failed: not a bug of ddpcore
             return EXIT_USAGE
         return _internal_error(command, exc)
     except KeyboardInterrupt:
@@ -249,7 +245,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             _ignore_further_interrupts()
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if _write_failed(command, exc):  # polars' ComputeError "... (os error 28)"
+            return EXIT_USAGE
         return _internal_error(command, exc)
+
+
+def _write_failed(command: str, exc: BaseException) -> bool:
+    """Say ``[D138]`` for a write that failed for the machine's reasons (an ``OSError``, or polars' error
+    wrapping one: :func:`ddpcore.errors.write_failure_errno`); False for any other error."""
+    from ..errors import write_failure_errno
+
+    number = write_failure_errno(exc)
+    if number is None:
+        return False
+    target = f"{exc.filename}" if getattr(exc, "filename", None) else "an output (or stdout)"
+    reason = (exc.strerror if isinstance(exc, OSError) else None) or os.strerror(number)
+    print(f"{command}: error: [D138] cannot write {target}: {reason}; free space or write "
+          "elsewhere, then run the command again", file=sys.stderr)
+    _silence_stdout()
+    return True
 
 
 @contextlib.contextmanager

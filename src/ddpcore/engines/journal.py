@@ -20,7 +20,7 @@ FLAG = {"pipeline": "--pipeline", "distance": "--distance", "rules": "--rules", 
         "certify": "the certification model (--certify-model, or the shipped weights)",
         "columns": "the --*-col options", "batch_chars": "--batch-chars", "input": "the input file",
         "ddpcore": "the ddpcore version", "shard": "--shard", "reader": "--reader/--docs/--txt-mode",
-        "engine": "--engine"}
+        "engine": "--engine", "input_sha256": "the input file"}
 
 
 def journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | None, batch_chars: int,
@@ -44,10 +44,12 @@ def journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | N
 
 def compare_settings(old: dict[str, Any], new: dict[str, Any], journal: object) -> None:
     """D170 naming the first setting (in key order) that differs from the interrupted run's journal ``journal``."""
-    for key in sorted(set(old) | set(new)):
+    # the input's SHA-256 (recorded by --shard runs only) last: another --shard is named as such
+    for key in sorted(set(old) | set(new), key=lambda k: (k == "input_sha256", k)):
         if old.get(key) != new.get(key):
             what = FLAG.get(key, key)
             detail = ("the input changed (size, modification time or path) since the interrupted run" if key == "input"
+                      else "the input's content changed since the interrupted run" if key == "input_sha256"
                       else f"the interrupted run used {old.get(key)!r}, this one {new.get(key)!r}")
             raise DDPUsageError(
                 f"--resume: {what} differs from the interrupted run's journal {journal} ({detail}); rerun with the "

@@ -55,7 +55,7 @@ def _documents_order(files: list[str], seg_files: list[str] | None, document: st
 
     from .run import SHARD_DOC_ROW, SHARD_ROW
 
-    frames = [pl.read_parquet(f).with_columns(pl.lit(i, dtype=pl.Int64).alias("__shard"))
+    frames = [_read_table(f).with_columns(pl.lit(i, dtype=pl.Int64).alias("__shard"))
               for i, f in enumerate(files)]
     docs = pl.concat(frames, how="vertical_relaxed")
     dup = docs.filter(pl.col(document).is_duplicated())
@@ -124,6 +124,10 @@ def _index_shards(shards: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, d
             reference, n_total, first = common, n, path
         else:
             diff = sorted(k for k in set(reference) | set(common) if reference.get(k) != common.get(k))
+            if INPUT_DIGEST in reference and INPUT_DIGEST not in diff:
+                # the same input bytes, read from another path (a node's local copy, a relative path):
+                # the content identifies the input, not where it lay
+                diff = [k for k in diff if k != "input" and not (k == "reader" and _same_reader(reference, common))]
             if INPUT_DIGEST in diff:
                 raise DDPDataError(f"{path}: shard made from a different input than {first} (the SHA-256 of the input "
                                    "differs: the input changed between the shard runs); rerun every shard on the same "
@@ -138,6 +142,15 @@ def _index_shards(shards: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, d
         by_role[role][i] = path
     assert reference is not None and n_total is not None
     return by_role, reference, n_total
+
+
+def _same_reader(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two shards read their input the same way, wherever their ``.docs`` file lay."""
+    ra, rb = a.get("reader"), b.get("reader")
+    if not (isinstance(ra, dict) and isinstance(rb, dict)):
+        return ra == rb
+    return {k: v for k, v in ra.items() if k != "docs"} == {k: v for k, v in rb.items() if k != "docs"} \
+        and (ra.get("docs") is None) == (rb.get("docs") is None)
 
 
 def _check_complete(by_role: dict[str, dict[int, Path]], outputs: dict[str, Any], n_total: int) -> None:
@@ -180,7 +193,19 @@ def _merged_table(role: str, by_role: dict[str, dict[int, Path]], reference: dic
         return _documents_order(files, segs, document)
     key = SHARD_ROW if role == "segments" else SHARD_DOC_ROW
     # ordering keys are small; the sort is by them alone, stable within a shard's document
-    return pl.scan_parquet(files).sort(key, maintain_order=True).drop(key).collect()
+    return pl.concat([_read_table(f) for f in files], how="vertical_relaxed").sort(key, maintain_order=True).drop(key)
+
+
+def _read_table(path: str) -> pl.DataFrame:
+    """A shard's rows; D103 naming the file when its data cannot be read (a damaged copy whose footer,
+    read first by :func:`_read_meta`, is intact)."""
+    import polars as pl
+
+    try:
+        return pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise DDPDataError(f"{path}: not a readable Parquet file ({' '.join(str(exc).split())[:200]}); copy the "
+                           "shard again or rerun its `ddp profile --shard i/N` job", code="D103") from None
 
 
 def _write_merged(tables: list[tuple[Any, pl.DataFrame]], signature: dict[str, Any],

@@ -36,7 +36,7 @@ import numpy as np
 
 from .._version import __version__
 from .. import schema
-from ..errors import DDPError, DDPUsageError
+from ..errors import DDPError, DDPUsageError, write_failure_errno
 from ..io.segments import ROW, SegmentColumns
 from ..io.sinks import Sink, write_part  # noqa: F401 (Sink: re-exported for callers of the engine)
 from ..signature import run_signature
@@ -338,7 +338,8 @@ class RunLock:
         import socket
 
         me = {"pid": os.getpid(), "host": socket.gethostname(), "start": _proc_start(os.getpid())}
-        for _ in range(5):
+        # enough rounds for a damaged lock, waited on 0.2 s a round, to reach the age (5 s) at which it is stale
+        for _ in range(40):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except PermissionError as exc:  # the access check passed, the file system still refused (root-squash, /sys)
@@ -367,12 +368,18 @@ class RunLock:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.path)  # stale: its process is gone
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(me, fh)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(me, fh)
+            except BaseException:  # a full disk: no empty lock left behind to block the next run
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+                raise
             self.owned = True
             return
-        raise DDPUsageError(f"could not take the lock {self.path} of {self.target} (other runs keep taking it); "
-                            "wait for them to finish or choose another -o", code="D762")
+        raise DDPUsageError(f"could not take the lock {self.path} of {self.target} (other runs keep taking it, or it "
+                            "is damaged and dated in the future); wait for them to finish or choose another -o (if no "
+                            f"ddp run is writing {self.target}, delete {self.path})", code="D762")
 
     def release(self) -> None:
         if not self.owned:
@@ -485,6 +492,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
     stop: _Stop | None = None
     outs = OutputSet(work / COMMIT_JOURNAL)
     live = _Live()
+    assembling = False  # writing the outputs (not the work folder)
     try:
         with _signals_raise():
             if (START_WORKERS_EARLY and o.parse_wrapper is None and not o.resume and o.n_process != "auto"
@@ -496,11 +504,13 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
                 live.parser.start()
             staged = _stage(source, o, work, journal, docs_path, name, say)
             _check_nested_columns(staged.schema, targets, o, name)
+            _note_replaced_columns(staged.schema, o, name, say)
             run_plan = _plan_batches(staged, o, work, journal, notes, say)
             info, parse_sig = _profile_batches(staged, run_plan, o, work, journal, live, name)
             signature = run_signature(info, o.settings, o.cols, head_nouns=head_noun_source(info),
                                       run={"input": name, "batches": run_plan.n_batches, "n_process": run_plan.n_proc},
                                       extra={**extra, **parse_sig}, warn=say)
+            assembling = True
             with stage_times.stage("write"):
                 summary, n_anchors = assemble_outputs(parts, run_plan.n_batches, dict(targets), signature,
                                                       staged.n_rows, o.summary_by, o.cols, outs.temp,
@@ -508,11 +518,22 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
                 outs.commit()  # every output in place together, or none (D761)
     except _Stop as exc:
         stop = exc
-    except DDPError:
+    except DDPError as exc:
+        if exc.code == "D170":  # another pipeline on --resume: the interrupted run's batches stay for it
+            raise
         # bad data or options: nothing to resume; leave no work folder behind
         if tmp_root is None:
             shutil.rmtree(work, ignore_errors=True)
         raise
+    except Exception as exc:
+        number = write_failure_errno(exc)
+        if number is None and type(exc).__module__.startswith("polars"):
+            number = _probe_write(parts if parts.exists() else work)  # polars' writer may say only "Invalid thrift"
+        if number is None:
+            raise
+        # a full disk or quota, a read-only or failing device: the finished batches stay for --resume
+        raise _write_failed(exc, number, targets, parts, work, tmp_root is not None, o.resume_hint,
+                            assembling) from None
     finally:
         outs.discard()  # temporaries of outputs not put in place
         live.close()
@@ -624,14 +645,29 @@ def _stage(source: Any, o: RunOptions, work: Path, journal: dict[str, Any], docs
                                  txt_mode=o.txt_mode, warn=o.warn, index_path=work / "ids.parquet")
         assert staged.index is not None
         pl.DataFrame(schema=staged.schema).write_parquet(work / "schema.parquet")
+        # the files staged in the work folder, with their checksums: --resume re-reads the input if one is damaged
+        mine = [c.path for c in staged.chunks if c.row_group is None] + [str(work / "ids.parquet"),
+                                                                          str(work / "schema.parquet")]
         journal["staged"] = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in staged.chunks],
-                             "index": staged.index.to_json()}
+                             "index": staged.index.to_json(), PART_DIGEST: {f: _file_digest(Path(f)) for f in mine}}
         write_json_atomic(work / "journal.json", journal)
     if o.summary_by is not None and o.summary_by not in staged.schema:
         raise DDPUsageError(
             f"--summary-by {o.summary_by}: no such column in {name}; available columns: "
             f"{', '.join(staged.schema)}", code="D137")
     return staged
+
+
+def _note_replaced_columns(schema: Any, o: RunOptions, name: str, say: Callable[[str], None]) -> None:
+    """Say (stderr) which input columns the segment table replaces with this run's values (an input that
+    is itself a profile: ``ddp``, ``ddp_certified``, ``n_sentences``, ...)."""
+    from ..schema import COMPUTED_SEGMENT_COLUMNS
+
+    own = {o.cols.document, o.cols.segment, o.cols.text, o.cols.domain}
+    old = [c for c in COMPUTED_SEGMENT_COLUMNS if c in schema and c not in own]
+    if old:
+        say(f"{name} already has the column(s) {', '.join(old)}; the segment table holds this run's values "
+            "in their place (the input's are not carried)")
 
 
 def _check_nested_columns(schema: Any, targets: dict[str, OutputTarget], o: RunOptions, name: str) -> None:
@@ -716,16 +752,20 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
 
     results = iter_profile(_batch_frames(staged, plan, todo), parser, o.settings, source_name=name,
                            progress=tick, parse=parse_fn, parsing=parsing, prefetch=rp.n_proc > 1)
+    earlier = journal.get("pipeline_info")  # the interrupted run's pipeline (a resumed run)
     for k in todo:
         res = next(results)
+        if earlier is not None:  # its batches and this run's must come from one pipeline, else D170
+            _check_same_pipeline(earlier, parser.info(), journal_path)
+            earlier = None
         with stage_times.stage("write"):
-            for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences)):
-                write_part(parts / f"{k:06d}.{role}.parquet", df)
+            digests = {role: write_part(parts / f"{k:06d}.{role}.parquet", df)
+                       for role, df in zip(ROLES, (res.segments, res.anchors, res.sentences))}
         rows = res.segments[ROW]
         marker = {"segments": res.segments.height, "anchors": res.anchors.height,
                   "min_row": int(rows.min()), "max_row": int(rows.max()),
-                  "words": int(res.segments[schema.N_TOKENS].sum())}
-        del res, rows, df  # the batch's tables are in its parts: not held while the next batch runs
+                  "words": int(res.segments[schema.N_TOKENS].sum()), PART_DIGEST: digests}
+        del res, rows  # the batch's tables are in its parts: not held while the next batch runs
         if "pipeline_info" not in journal:
             journal["pipeline_info"] = parser.info()
             write_json_atomic(journal_path, journal)
@@ -745,6 +785,31 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
     return info, (parse_fn.signature() if hasattr(parse_fn, "signature") else {})
 
 
+def _pipeline_identity(info: dict[str, Any]) -> dict[str, Any]:
+    """What a parse depends on in a :func:`~ddpcore.anchors.spacy_extract.pipeline_info` (as the parse
+    cache's fingerprint: spaCy, the pipeline's name, version and components, compiled POS)."""
+    return {"spacy": info.get("spacy"), "pipeline_name": info.get("pipeline_name"),
+            "pipeline_version": info.get("pipeline_version"), "components": list(info.get("components") or []),
+            "compiled_pos": info.get("pos_source") == "compiled_attribute_ruler"}
+
+
+def _check_same_pipeline(earlier: dict[str, Any], now: dict[str, Any], journal_path: Path) -> None:
+    """``--resume``: D170 when the pipeline behind the same ``--pipeline`` changed since the interrupted run
+    (spaCy or the pipeline package upgraded, a pipeline folder replaced): its batches would mix two parses."""
+    a, b = _pipeline_identity(earlier), _pipeline_identity(now)
+    if a == b:
+        return
+
+    def show(x: dict[str, Any]) -> str:
+        return (f"{x['pipeline_name']} {x['pipeline_version']} ({', '.join(x['components'])}) with spaCy "
+                f"{x['spacy']}")
+
+    raise DDPUsageError(f"--resume: the spaCy pipeline differs from the interrupted run's journal {journal_path} "
+                        f"(the interrupted run parsed with {show(a)}, this one with {show(b)}: spaCy or the pipeline "
+                        "was changed since); reinstall that pipeline to resume, or rerun without --resume to start "
+                        "over", code="D170")
+
+
 def _interrupted(stop: _Stop, outs: Any, parts: Path, work: Path, temporary: bool, resume_hint: str
                  ) -> RunInterrupted:
     """The :class:`RunInterrupted` of a run stopped by ``stop`` (the work folder is removed if the
@@ -762,6 +827,55 @@ def _interrupted(stop: _Stop, outs: Any, parts: Path, work: Path, temporary: boo
         msg = (f"{what}: stopped after {n_done} finished batch(es); no output was written. To continue, "
                f"{resume_hint}")
     return RunInterrupted(stop.signum, msg)
+
+
+class RunWriteError(DDPUsageError, OSError):
+    """``[D785]``: the run could not write its work folder or outputs (a full disk or quota, a read-only or
+    failing device). Also an :class:`OSError` (``errno`` set) for callers that catch the failure as one."""
+
+
+def _probe_write(folder: Path, size: int = 1 << 20) -> int | None:
+    """After a polars error that names no cause: the errno (:func:`~ddpcore.errors.write_failure_errno`)
+    with which writing ``size`` bytes to ``folder`` fails now (a full disk or quota, a read-only
+    device), else None (the error was something else)."""
+    probe = folder / f".ddp-probe-{os.getpid()}.tmp"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"\0" * size)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return write_failure_errno(exc)
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+    return None
+
+
+def _write_failed(exc: BaseException, number: int, targets: dict[str, OutputTarget], parts: Path, work: Path,
+                  temporary: bool, resume_hint: str, assembling: bool) -> DDPError:
+    """``[D785]`` for a run whose work folder or outputs could not be written (full disk or quota,
+    read-only or failing device; ``number``: the errno): where, why, and that the finished batches
+    are kept for ``--resume`` (a part written halfway is removed, so it frees its space)."""
+    for tmp in (parts.glob("*.tmp") if parts.exists() else ()):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    reason = (exc.strerror if isinstance(exc, OSError) else None) or os.strerror(number)
+    named = getattr(exc, "filename", None)
+    outputs = ", ".join(str(t.path) for t in targets.values() if t is not None and t.path is not None)
+    where = str(named) if named else (f"the outputs ({outputs or '-'})" if assembling else
+                                      f"the work folder {work}" if not temporary else
+                                      f"the run's temporary folder {work} (TMPDIR chooses another)")
+    n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
+    if temporary:
+        then = "run the command again"
+    else:
+        then = (f"{resume_hint} (its {n_done} finished batch(es) in {work} are kept and not profiled again)"
+                if n_done else f"{resume_hint}")
+    err = RunWriteError(f"cannot write {where}: {reason}; no output was changed. Free space, then {then}",
+                        code="D785")
+    err.errno = number
+    return err
 
 
 def _kill(parser: Parser) -> None:
@@ -805,6 +919,9 @@ def _finished_batches(parts: Path, n_batches: int, say: Callable[[str], None]) -
                 want = m.get(role)
                 if want is not None and int(want) != n:
                     raise ValueError(f"the {role} part has {n} rows, its marker says {want}")
+                digest = (m.get(PART_DIGEST) or {}).get(role)  # (markers of older runs have none)
+                if digest is not None and _file_digest(parts / f"{k:06d}.{role}.parquet") != digest:
+                    raise ValueError(f"the {role} part fails its checksum (damaged after it was written)")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             say(f"--resume: finished batch {k} of the interrupted run is damaged ({_reason(exc)}); profiling it again")
             for f in parts.glob(f"{k:06d}.*"):
@@ -813,6 +930,21 @@ def _finished_batches(parts: Path, n_batches: int, say: Callable[[str], None]) -
             continue
         done.append(k)
     return done
+
+
+#: key of a finished batch's marker: the BLAKE2b of each of its parts (:func:`ddpcore.io.sinks.write_part`)
+PART_DIGEST = "blake2b"
+
+
+def _file_digest(path: Path) -> str:
+    """BLAKE2b (16 bytes, hex) of a file's bytes, read a block at a time."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _reason(exc: BaseException) -> str:
@@ -846,6 +978,9 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
                     raise ValueError(f"{Path(c.path).name} has {n} rows, expected {c.row_stop - c.row_start}")
             elif not Path(c.path).exists():
                 raise FileNotFoundError(2, "no such file", c.path)
+        for f, digest in (st.get(PART_DIGEST) or {}).items():  # (journals of older runs have none)
+            if _file_digest(Path(f)) != digest:
+                raise ValueError(f"{Path(f).name} fails its checksum (damaged after it was written)")
         index = IdIndex.open(ids_path, st["index"])
         schema = dict(pl.read_parquet_schema(work / "schema.parquet"))
     except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:

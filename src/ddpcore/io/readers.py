@@ -155,7 +155,7 @@ def _aligned(src: Path, docs: Path, chunk_rows: int) -> Iterator[tuple[pl.Series
 
 def _split_docs(lines: pl.Series, docs: Path, start: int, *, need_domain: bool) -> pl.DataFrame:
     """``domain<TAB>doc_id`` lines → ``(__domain, __doc)``; a line without a tab is a bare doc id
-    unless ``need_domain``; an empty doc id is D604 naming the line."""
+    unless ``need_domain``; an empty doc id or a third tab-separated field is D604 naming the line."""
     import polars as pl
 
     parts = lines.str.splitn("\t", 2).struct.rename_fields(["a", "b"]).struct.unnest()
@@ -164,7 +164,8 @@ def _split_docs(lines: pl.Series, docs: Path, start: int, *, need_domain: bool) 
         pl.when(pl.col("b").is_null()).then(pl.col("a")).otherwise(pl.col("b")).str.strip_chars().alias("__doc"),
     )
     bad = df.with_row_index("__i").filter(
-        (pl.col("__doc").str.len_chars() == 0) | (pl.lit(need_domain) & pl.col("__domain").is_null()))
+        (pl.col("__doc").str.len_chars() == 0) | (pl.lit(need_domain) & pl.col("__domain").is_null())
+        | pl.col("__doc").str.contains("\t", literal=True))  # a third field: never part of a document id
     if bad.height:
         i = int(bad["__i"][0])
         got = lines[i]
@@ -218,11 +219,40 @@ def iter_aligned_lines(source: Path, docs: Path | None, cols: SegmentColumns, *,
         if df.height == 0:
             continue
         seen_rows = True
-        yield df.select(
+        out = df.select(
             pl.col("__doc").alias(cols.document), pos(df["__doc"]).alias(cols.segment),
             pl.col("__text").alias(cols.text), pl.col("__domain").alias(cols.domain), pl.col(LINE_ID))
+        yield out
     if not seen_rows:
         raise DDPDataError(f"{source}: the file has no segments", code="D606")
+
+
+def refuse_empty_segments(df: pl.DataFrame, cols: SegmentColumns, reader: str, name: Any, records_before: int = 0
+                          ) -> int:
+    """D111 for the first empty (blank) segment of a ``wmt24``/``lines``/``mtme``/``wmt25`` frame (one chunk of
+    :func:`ddpcore.io.sources.iter_input_chunks`), named where the user finds it in the file: the line
+    (``line_id`` + 1), or the row (JSON record) of a WMT25 document and its paragraph; not the row of the
+    reader's output, which the file does not have. ``records_before``: WMT25 documents of earlier chunks.
+    Returns the number of WMT25 documents in ``df`` (a document's paragraphs start at segment 0); 0 for
+    the other readers, which this leaves alone."""
+    if reader not in ("wmt24", "lines", "mtme", "wmt25") or df.height == 0 or (reader != "wmt25" and LINE_ID not in df.columns):
+        return 0
+    starts = (df[cols.segment] == 0).fill_null(False) if reader == "wmt25" else None
+    empty = (df[cols.text].is_null() | (df[cols.text].str.strip_chars().str.len_chars() == 0)).fill_null(True)
+    if empty.any():
+        i = int(empty.arg_true()[0])
+        r = df.row(i, named=True)
+        what = f"(document {r[cols.document]!r}, segment {r[cols.segment]})"
+        if reader == "wmt25":
+            assert starts is not None
+            record = records_before + int(starts[: i + 1].sum())
+            raise DDPDataError(
+                f"{name}, row {record}, field src_text: empty source text {what}: paragraph "
+                f"{r[cols.segment] + 1} is empty (a blank line beyond the \"\\n\\n\" between paragraphs, or at "
+                "the start or end of the text); remove it, or give it text", code="D111")
+        raise DDPDataError(f"{name}, line {int(r[LINE_ID]) + 1}: empty source text {what}; every line is a segment: "
+                           "fill the line (its .docs line keeps it aligned)", code="D111")
+    return int(starts.sum()) if starts is not None else 0
 
 
 # ----------------------------------------------------------------------------------- WMT25

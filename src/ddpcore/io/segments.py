@@ -78,10 +78,16 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
     require_columns(df, required, name, flags=cols.flags())
     df = check_id_types(df, cols, name, row_offset)
+    if ROW in df.columns:  # with_row_index below would fail with polars' DuplicateError
+        raise DDPDataError(f"{name}, column '{ROW}': the name is reserved for ddpcore's row numbers; "
+                           "rename or drop the column", code="D265")
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     df = df.with_row_index(ROW, offset=row_offset)
 
+    if isinstance(df[cols.text].dtype, (pl.Categorical, pl.Enum)):
+        # dictionary-encoded text (pandas category, a Parquet dictionary column) is text
+        df = df.with_columns(pl.col(cols.text).cast(pl.String))
     text = df[cols.text]
     if text.dtype != pl.String:
         raise DDPDataError(
@@ -106,8 +112,25 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
                 "document id and a segment id",
                 code="D112",
             )
+    check_header_rows(df, cols, name)
     check_unique_ids(df, cols, name)
     return df
+
+
+def check_header_rows(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> None:
+    """D103 for a row whose ids and text are the column names: the header of a second file joined on
+    (``cat a.csv b.csv``), which would be profiled as a segment and turn integer ids into text."""
+    import polars as pl
+
+    own = [c for c in (cols.document, cols.segment, cols.text) if df[c].dtype == pl.String or c == cols.text]
+    if len(own) < 3:  # an integer id column holds no header
+        return
+    hit = df.filter(pl.all_horizontal(pl.col(c) == c for c in own))
+    if hit.height:
+        raise DDPDataError(
+            f"{name}, row {int(hit[ROW][0]) + 1}: the row repeats the header ('{cols.document}', '{cols.segment}', "
+            f"'{cols.text}'), as where two files are joined with their headers (cat a.csv b.csv); remove the row "
+            f"({hit.height} such row(s))", code="D103")
 
 
 def check_unique_ids(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> None:

@@ -15,11 +15,25 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def write_part(path: Path, df: pl.DataFrame) -> None:
-    """Write ``df`` to the Parquet file ``path`` through a temporary file renamed into place (a part is whole or absent)."""
+def write_part(path: Path, df: pl.DataFrame) -> str:
+    """Write ``df`` to the Parquet file ``path`` through a temporary file renamed into place (a part is whole or absent);
+    returns the BLAKE2b (16 bytes, hex) of the file's bytes, for a resumed run to check them."""
+    import hashlib
+    import io
+
     tmp = path.with_name(path.name + ".tmp")
-    df.write_parquet(tmp, row_group_size=20_000)
-    os.replace(tmp, path)
+    buf = io.BytesIO()  # encoded in memory, written by Python: a full disk is an OSError with its errno and file
+    df.write_parquet(buf, row_group_size=20_000)  # (polars writing to a path loses both, or says "Invalid thrift")
+    try:
+        tmp.write_bytes(buf.getbuffer())
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return hashlib.blake2b(buf.getbuffer(), digest_size=16).hexdigest()
 
 
 class Sink:

@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import DDPDataError, DDPUsageError
 from .fs import is_uri
 from .id_index import IdIndex, IdIndexWriter, check_unique
+from .readers import refuse_empty_segments
 from .segments import ROW, SegmentColumns, check_unique_ids, read_segments
 
 if TYPE_CHECKING:
@@ -282,6 +283,9 @@ def read_input(source: Any, cols: SegmentColumns = SegmentColumns(), *, reader: 
     name = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
     frames = [df for df, _ in iter_input_chunks(source, cols, reader=reader, docs=docs, txt_mode=txt_mode,
                                                 warn=warn)]
+    records = 0
+    for df in frames:  # an empty line or paragraph, named in the file
+        records += refuse_empty_segments(df, cols, reader, name, records)
     return read_segments(pl.concat(frames, how="vertical_relaxed"), cols, name=name)
 
 
@@ -327,10 +331,14 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     memory: list[pl.DataFrame] = []
     offset = 0
     writer = IdIndexWriter(index_path, cols) if index_path is not None else None
+    records = 0  # WMT25 documents read so far (refuse_empty_segments)
     for k, (raw, group) in enumerate(iter_input_chunks(source, cols, chunk_rows, reader=reader, docs=docs,
                                                        txt_mode=txt_mode, warn=warn)):
         if raw.height == 0 and offset > 0:
             continue
+        records += refuse_empty_segments(raw, cols, reader, name, records)
+        if k == 0 and warn is not None:
+            _warn_missing_domain(raw, cols, name, warn)
         df = _validated(raw, cols, name, offset)
         if writer is not None:
             writer.add(df, df[cols.text].str.len_chars().to_numpy(), _unit_counts(df[cols.text]))
@@ -364,6 +372,17 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
         whole = pl.concat([m.cast(schema) for m in memory])
         return _MemoryInput(chunks, index, cols, schema, name, whole)
     return st
+
+
+def _warn_missing_domain(raw: pl.DataFrame, cols: SegmentColumns, name: str, warn: Callable[[str], None]) -> None:
+    """The domain column is optional, but one named other than the default (``--domain-col``) and absent
+    from the input is most likely misspelt: say so, since every segment then has no domain."""
+    if cols.domain == SegmentColumns().domain or cols.domain in raw.columns:
+        return
+    near = [c for c in raw.columns if c.lower() == cols.domain.lower()]
+    hint = f"; did you mean '{near[0]}'? (names are case-sensitive)" if near else ""
+    warn(f"--domain-col {cols.domain}: no such column in {name}, so no segment has a domain (the summary has one "
+         f"group, (none)); available columns: {', '.join(raw.columns)}{hint}")
 
 
 @dataclass

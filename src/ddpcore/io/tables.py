@@ -112,6 +112,13 @@ def check_binary(data: bytes, path: Path, offset: int = 0) -> None:
             if data.startswith(magic) and not (magic == b"\x1f\x8b" and path.suffix.lower() == ".gz"):
                 raise DDPDataError(f"{path}: byte offset 0: the file is {what}, not the UTF-8 text its name "
                                    f"({path.suffix or 'no extension'}) says; {todo}", code="D731")
+        head = data[:64] if len(data) >= 64 else data[: len(data) & ~1]
+        for order, zeros, text in (("little", head[1::2], head[0::2]), ("big", head[0::2], head[1::2])):
+            if len(head) >= 8 and not zeros.strip(b"\x00") and b"\x00" not in text:  # ASCII as UTF-16, no BOM
+                raise DDPDataError(f"{path}: byte offset 0: the file is UTF-16 ({order}-endian) text without a "
+                                   f"byte-order mark, not the UTF-8 text its name ({path.suffix or 'no extension'}) "
+                                   f"says; re-encode it as UTF-8 (e.g. `iconv -f utf-16{order[0]}e -t utf-8`)",
+                                   code="D731")
     nul = data.find(b"\x00")
     if nul >= 0:
         gz = " of the decompressed data" if path.suffix.lower() == ".gz" else ""
@@ -327,10 +334,16 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
     if isinstance(source, pl.LazyFrame):
         return source.collect()
     mod = type(source).__module__
-    if mod.startswith("pyarrow"):
-        return pl.from_arrow(source)  # type: ignore[return-value]
-    if mod.startswith("pandas"):
-        return pl.from_pandas(source)
+    if mod.startswith(("pyarrow", "pandas")):
+        kind = "pyarrow" if mod.startswith("pyarrow") else "pandas"
+        try:
+            return pl.from_arrow(source) if kind == "pyarrow" else pl.from_pandas(source)  # type: ignore[return-value]
+        except Exception as exc:  # pyarrow's ArrowTypeError/ArrowInvalid, polars' ValueError...
+            raise DDPDataError(
+                f"{name or '<table>'}: cannot convert the {kind} table to polars ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); give every column one type (e.g. "
+                "df[col].astype(str) for a text column that mixes numbers and text) and unique string column names",
+                code="D266") from None
     if not isinstance(source, (str, os.PathLike)):
         raise DDPUsageError(
             f"expected a file path or a polars/pandas/pyarrow table, got {type(source).__name__}", code="D105"
@@ -357,6 +370,10 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
         quote = '"' if quoted else None
         try:
             df = pl.read_csv(raw, separator=sep, infer_schema_length=10000, quote_char=quote)
+        except Exception as exc:
+            raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
+        check_header_names(df.columns, path)
+        try:
             ints = [c for c, dt in df.schema.items() if dt.is_integer()]
             if ints:  # integer columns written otherwise than plain integers stay text (PLAIN_INT)
                 text_of = pl.read_csv(raw, separator=sep, columns=ints, infer_schema_length=0, quote_char=quote)
@@ -396,8 +413,14 @@ def _records_frame(rows: list[dict[str, Any]], path: Path, numbers: list[int] | 
     each row's number, None: 1, 2, ...) and column where it starts."""
     import polars as pl
 
+    conflict = _type_conflict(path, rows, list(range(1, len(rows) + 1)) if numbers is None else numbers, unit)
+    if conflict:  # polars would read the column as text (numbers and booleans turned into strings)
+        raise DDPDataError(conflict, code="D103")
     try:
         return pl.DataFrame(rows, infer_schema_length=None)
+    except UnicodeEncodeError:
+        raise DDPDataError(_lone_surrogate(path, rows, list(range(1, len(rows) + 1)) if numbers is None else numbers,
+                                          unit), code="D104") from None
     except Exception as exc:
         raise DDPDataError(_type_conflict(path, rows, list(range(1, len(rows) + 1)) if numbers is None else numbers,
                                           unit) or
@@ -409,7 +432,9 @@ def _parse_jsonl_text(text: str, path: Path, first_line: int = 1) -> pl.DataFram
     line numbers of the file (``first_line`` = the file line of ``text``'s first line)."""
     rows: list[dict[str, Any]] = []
     linenos: list[int] = []
-    for lineno, line in enumerate(text.splitlines(), first_line):
+    # "\n" ends a line, as for polars and the line count of iter_jsonl_chunks: str.splitlines would also cut at a
+    # U+2028, U+0085, ... that a JSON string may hold unescaped
+    for lineno, line in enumerate(text.split("\n"), first_line):
         if not line.strip():
             continue
         rec = _json_loads(line, path, "expected one flat JSON object per line", lineno)
@@ -418,6 +443,24 @@ def _parse_jsonl_text(text: str, path: Path, first_line: int = 1) -> pl.DataFram
         rows.append(rec)
         linenos.append(lineno)
     return _records_frame(rows, path, linenos, "line")
+
+
+def _lone_surrogate(path: Path, rows: list[dict[str, Any]], numbers: list[int], unit: str) -> str:
+    """Error path only: name the first value holding a ``\\uD800``-``\\uDFFF`` escape without its pair (JSON
+    allows it, UTF-8 text cannot hold it; polars would read it as a NUL character)."""
+    def bad(v: Any) -> str | None:
+        if isinstance(v, str):
+            return next((c for c in v if "\ud800" <= c <= "\udfff"), None)
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+        return next((b for b in map(bad, items) if b is not None), None)
+
+    for rec, n in zip(rows, numbers):
+        for key, v in rec.items():
+            c = bad(v)
+            if c is not None:
+                return (f"{path}: {unit} {n}, column '{key}': the escape \\u{ord(c):04x} is half of a UTF-16 surrogate "
+                        "pair without its other half (a character cut in two), which is not text; repair or remove it")
+    return f"{path}: a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is not text; repair it"
 
 
 def _kind(v: Any) -> str:
@@ -505,6 +548,28 @@ def iter_line_bytes(path: Path, block_bytes: int) -> Iterator[tuple[bytes, bool]
             yield data, False
 
 
+#: a JSON number or boolean as polars writes it into a text column of mixed JSON types
+_JSON_SCALAR = r"^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false)$"
+
+
+def _maybe_mixed_types(data: bytes, df: pl.DataFrame) -> bool:
+    """Whether a text column of ``df`` (``data`` read by ``polars.read_ndjson``) may hold JSON numbers or
+    booleans, which polars turns into text in a column of mixed types: a value that looks like one and is
+    written unquoted on some line. Only columns with such values are looked at in the raw lines."""
+    import polars as pl
+
+    cols = [c for c, dt in df.schema.items() if dt == pl.String and df[c].str.contains(_JSON_SCALAR).any()]
+    if not cols:
+        return False
+    lines = pl.Series(data.decode("utf-8", "replace").split("\n"), dtype=pl.String)
+    for c in cols:
+        key = re.escape(json.dumps(c, ensure_ascii=False))
+        first = lines.str.extract(key + r"\s*:\s*(\S)", 1)
+        if (first.is_not_null() & ~first.is_in(['"', "n"])).any():
+            return True
+    return False
+
+
 def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
                       chunk_bytes: int | None = None) -> Iterator[tuple[pl.DataFrame, None]]:
     """Read a JSON Lines file (``.gz`` allowed) in blocks of whole lines, without holding the
@@ -525,6 +590,11 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
                 df = pl.read_ndjson(data, infer_schema_length=None)
                 if any(dt.is_nested() or dt in (pl.Int128, pl.UInt64) for dt in df.schema.values()):
                     raise ValueError("nested or wide values: parse line by line")
+                if any(df[c].str.contains("\x00", literal=True).any() for c, dt in df.schema.items()
+                       if dt == pl.String):  # a NUL escape, or polars' reading of a lone surrogate escape
+                    raise ValueError("NUL characters: parse line by line")
+                if _maybe_mixed_types(data, df):
+                    raise ValueError("numbers or booleans read as text: parse line by line")
             except Exception:
                 df = _parse_jsonl_text(decode_utf8(data, path, line), path, line)
             if df.height:
@@ -574,6 +644,17 @@ def first_not_plain_int(values: pl.Series) -> int | None:
     return int(at[0]) if at.len() else None
 
 
+def check_header_names(columns: Sequence[str], path: Path) -> None:
+    """D103 for a CSV/TSV header that names a column twice: polars renames the second ``NAME_duplicated_0``
+    and the first would be read silently, whichever the user meant."""
+    at = {c: i for i, c in enumerate(columns)}
+    for i, c in enumerate(columns):
+        m = re.fullmatch(r"(.*)_duplicated_\d+", c)
+        if m and m.group(1) and m.group(1) in at:  # unnamed columns (trailing separators) are no choice
+            raise DDPDataError(f"{path}: line 1: the header names the column '{m.group(1)}' twice (fields "
+                               f"{at[m.group(1)] + 1} and {i + 1}); give every column its own name", code="D103")
+
+
 def scan_csv_lossless(path: Path, fmt: str, quoted: bool) -> pl.LazyFrame:
     """A lazy scan of the CSV/TSV file ``path`` with polars' types (first 10,000 rows), except that an integer
     column holding any value not written as a plain integer (:data:`PLAIN_INT`, anywhere in the file: one
@@ -582,7 +663,9 @@ def scan_csv_lossless(path: Path, fmt: str, quoted: bool) -> pl.LazyFrame:
 
     opts: dict[str, Any] = {"separator": "," if fmt == "csv" else "\t", "infer_schema_length": 10000,
                             "quote_char": '"' if quoted else None}
-    ints = [c for c, dt in pl.scan_csv(path, **opts).collect_schema().items() if dt.is_integer()]
+    schema = pl.scan_csv(path, **opts).collect_schema()
+    check_header_names(schema.names(), path)
+    ints = [c for c, dt in schema.items() if dt.is_integer()]
     if not ints:
         return pl.scan_csv(path, **opts)
     padded = pl.scan_csv(path, **opts, schema_overrides={c: pl.String for c in ints}).select(

@@ -255,7 +255,9 @@ def segment_table(batch: Batch, toks: TokenArrays, index: TokenIndex, items: dic
     it_seg = index.seg__tok[items["token"]]
     n_anchor_seg = np.bincount(it_seg[items["kind"] != 2], minlength=n_seg)
     n_tok_seg = np.bincount(index.seg__tok[toks.pos != pos_space], minlength=n_seg)
-    extra = [c for c in df.columns if c not in (ROW, DOC)]
+    # an input column named as a column computed here (a profile profiled again) is replaced, not kept twice
+    computed = set(schema.COMPUTED_SEGMENT_COLUMNS) - {cols.document, cols.segment, cols.text, cols.domain}
+    extra = [c for c in df.columns if c not in (ROW, DOC) and c not in computed]
     segments = (
         df.select(ROW, *extra)
         .with_columns(
