@@ -142,3 +142,48 @@ def test_compare_json_writes_nan_as_null() -> None:
     from ddpcore.cli.stats_compare import render
 
     assert _strict(render(None, "json", {"delta": float("nan")})) == {"delta": None}
+
+
+# ------------------------------------------------------------------ 5. found by the round-3 hunters, left to me
+
+def test_an_empty_cache_folder_is_d183(tmp_path: Path, capsys, monkeypatch) -> None:
+    """``--cache ''`` (and ``cache=''``) made the current folder the parse cache in silence (``Path('')`` is
+    ``.``); ``ddp cache clear --cache ''`` would have worked on it."""
+    from ddpcore.errors import DDPUsageError
+    from ddpcore.pipeline.cache import resolve_cache
+
+    monkeypatch.chdir(tmp_path)
+    for value in ("", "  "):
+        with pytest.raises(DDPUsageError) as e:
+            resolve_cache(value)
+        assert e.value.code == "D183"
+    assert main(["cache", "info", "--cache", ""]) == 2
+    assert "[D183]" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert resolve_cache(str(tmp_path / "c")) == tmp_path / "c" and resolve_cache(False) is None
+
+
+def test_a_nan_id_is_a_missing_id(tmp_path: Path) -> None:
+    """A NaN in a float id column was taken as an id (a null one is D112)."""
+    from ddpcore.errors import DDPDataError
+    from ddpcore.io.segments import SegmentColumns, read_segments
+
+    df = pl.DataFrame({"document_id": ["d", "d"], "segment_id": [1.0, float("nan")], "source": ["A b.", "C d."]})
+    with pytest.raises(DDPDataError, match=r"t.parquet, row 2, column 'segment_id': missing id \(NaN\)") as e:
+        read_segments(df, SegmentColumns(), name="t.parquet")
+    assert e.value.code == "D112"
+    read_segments(df.head(1), SegmentColumns(), name="t.parquet")  # a float id that is a number is kept
+
+
+def test_reserved_input_columns_are_d265(tmp_path: Path, capsys) -> None:
+    """An input column named ``__doc`` was dropped from the profile in silence (the pipeline's own batch
+    column of that name replaced it); ``__row`` was already refused. Other ``__`` names are kept."""
+    from ddpcore.io.segments import RESERVED_COLUMNS
+    from ddpcore.pipeline.arrays import DOC
+
+    assert DOC in RESERVED_COLUMNS
+    path = tmp_path / "res.parquet"
+    pl.DataFrame({"document_id": ["d"], "segment_id": [1], "source": ["Mary came."], "__doc": ["x"]}).write_parquet(path)
+    assert main(["profile", str(path), "-o", str(tmp_path / "o.parquet"), "-q", "--no-cache"]) == 3
+    err = capsys.readouterr().err
+    assert "[D265]" in err and "column '__doc'" in err and not (tmp_path / "o.parquet").exists()

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     import polars as pl
 
 ROW = "__row"
+#: the batch-local document ordinal column the pipeline adds to a batch (ddpcore.pipeline.arrays.DOC)
+DOC_ORDINAL = "__doc"
+#: input column names ddpcore uses for its own columns: an input column of one of these names is D265
+RESERVED_COLUMNS = (ROW, DOC_ORDINAL)
 
 
 
@@ -78,9 +82,10 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
     require_columns(df, required, name, flags=cols.flags())
     df = check_id_types(df, cols, name, row_offset)
-    if ROW in df.columns:  # with_row_index below would fail with polars' DuplicateError
-        raise DDPDataError(f"{name}, column '{ROW}': the name is reserved for ddpcore's row numbers; "
-                           "rename or drop the column", code="D265")
+    reserved = [c for c in RESERVED_COLUMNS if c in df.columns]
+    if reserved:  # ROW: with_row_index below would fail (DuplicateError); DOC_ORDINAL: the batch would drop it
+        raise DDPDataError(f"{name}, column '{reserved[0]}': the name is reserved for ddpcore's own columns "
+                           f"({', '.join(RESERVED_COLUMNS)}); rename or drop the column", code="D265")
     if cols.domain not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     df = df.with_row_index(ROW, offset=row_offset)
@@ -105,11 +110,14 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
             code="D111",
         )
     for col in (cols.document, cols.segment):
-        nulls = df.filter(pl.col(col).is_null())
+        missing = pl.col(col).is_null()
+        if df.schema[col].is_float():  # a NaN id is as missing as a null one (NaN == NaN is no key)
+            missing = missing | pl.col(col).is_nan()
+        nulls = df.filter(missing)
         if nulls.height:
             raise DDPDataError(
-                f"{name}, row {int(nulls[ROW][0]) + 1}, column '{col}': missing id; every row needs a "
-                "document id and a segment id",
+                f"{name}, row {int(nulls[ROW][0]) + 1}, column '{col}': missing id"
+                f"{' (NaN)' if nulls[col][0] is not None else ''}; every row needs a document id and a segment id",
                 code="D112",
             )
     check_header_rows(df, cols, name)

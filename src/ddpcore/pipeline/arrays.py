@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..io.segments import DOC_ORDINAL
 from ..schema import SegmentColumns
 
 if TYPE_CHECKING:
     import polars as pl
 
-#: batch-local document ordinal column (0..n_docs-1, non-decreasing over the batch)
-DOC = "__doc"
+#: batch-local document ordinal column (0..n_docs-1, non-decreasing over the batch); an input column of
+#: this name is refused when the input is read (D265, ddpcore.io.segments.RESERVED_COLUMNS)
+DOC = DOC_ORDINAL
 
 
 @dataclass(frozen=True)

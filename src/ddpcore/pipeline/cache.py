@@ -515,13 +515,19 @@ class _Store:
 
 def resolve_cache(cache: str | os.PathLike[str] | bool | None) -> Path | None:
     """The cache folder of a ``cache`` argument: ``None``/``True`` the default location
-    (:func:`ddpcore.config.cache_dir`), a path that folder, ``False`` no cache (None)."""
+    (:func:`ddpcore.config.cache_dir`), a path that folder, ``False`` no cache (None). An empty path is
+    D183: it would make the current folder the cache (``Path("")`` is ``.``), which nobody asks for."""
     from ..config import cache_dir
 
     if cache is False:
         return None
     if cache is None or cache is True:
         return cache_dir()
+    if not str(os.fspath(cache)).strip():
+        from ..errors import DDPUsageError
+
+        raise DDPUsageError(f"the cache folder is empty ({os.fspath(cache)!r}: --cache DIR, or cache= in Python); name a "
+                            "folder, leave it out for the default one, or use --no-cache (cache=False)", code="D183")
     return storage_path(cache)  # a local folder, or a StoragePath for a pyarrow.fs URI (s3://, gs://...)
 
 
