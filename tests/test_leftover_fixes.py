@@ -187,3 +187,28 @@ def test_reserved_input_columns_are_d265(tmp_path: Path, capsys) -> None:
     assert main(["profile", str(path), "-o", str(tmp_path / "o.parquet"), "-q", "--no-cache"]) == 3
     err = capsys.readouterr().err
     assert "[D265]" in err and "column '__doc'" in err and not (tmp_path / "o.parquet").exists()
+
+
+def test_a_corrupted_shard_that_cannot_be_removed_is_not_said_removed(tmp_path: Path, monkeypatch) -> None:
+    """A read-only cache: the warning said "removed" while the corrupted shard stayed; it now says it could
+    not be removed, and how to clear it (the shard is still skipped and its units parsed again)."""
+    import ddpcore.pipeline.cache as C
+    from tests.test_cache import FakeParser, fake_arrays, same_arrays, shard_files
+
+    texts = ["one", "two three"]
+    C.CachedParse(FakeParser(), tmp_path)(texts)
+    (shard,) = shard_files(tmp_path)
+    shard.write_bytes(shard.read_bytes()[:100])  # truncated
+    real_unlink = Path.unlink
+
+    def refuse(self: Path, *a, **k) -> None:
+        if self == shard:
+            raise PermissionError(13, "Permission denied")
+        return real_unlink(self, *a, **k)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    seen: list[str] = []
+    run = C.CachedParse(FakeParser(), tmp_path, warn=seen.append)
+    assert same_arrays(run(texts), fake_arrays(texts)) and run.misses == 2
+    assert len(seen) == 1 and "could not be removed (Permission denied" in seen[0] and "; removed" not in seen[0]
+    assert shard.exists()

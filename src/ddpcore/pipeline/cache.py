@@ -462,9 +462,12 @@ class _Store:
 
     def _drop(self, path: Path, why: str) -> None:
         self.dropped.append(path.name)
-        self.warn(f"parse cache shard {path} is corrupted ({why}); removed, its units are parsed again")
-        with contextlib.suppress(OSError):
+        try:
             path.unlink()
+            fate = "removed"
+        except OSError as exc:  # a read-only cache: the shard stays, and is skipped on every run
+            fate = (f"could not be removed ({exc.strerror or exc}; delete it, or `ddp cache clear`), skipped")
+        self.warn(f"parse cache shard {path} is corrupted ({why}); {fate}, its units are parsed again")
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(shard, row) (n,) of each key; shard -1 where the key is not cached."""
