@@ -148,10 +148,10 @@ def profile_anchors(
     if isinstance(o.n_threads, bool) or not isinstance(o.n_threads, numbers.Integral):
         raise DDPUsageError(f"n_threads must be a whole number of threads (0 or less: OpenMP's default), "
                             f"not {o.n_threads!r}", code="D263")
+    ruleset = get_rules(rules)  # a bad rules or weights file first (D24x), before anything is loaded
     if nlp is not None and not (callable(getattr(nlp, "pipe", None)) and hasattr(nlp, "max_length")):
         raise DDPUsageError(f"nlp must be a loaded spaCy pipeline (spacy.load(...)), not {type(nlp).__name__} "
                             f"{nlp!r:.60}; name an installed pipeline with pipeline= instead", code="D264")
-    ruleset = get_rules(rules)
     cols = SegmentColumns(document_col, segment_col, text_col, domain_col)
     name = o.source_name or (str(source) if isinstance(source, (str, os.PathLike)) else "<table>")
     if o.engine != "local":
