@@ -212,3 +212,23 @@ def test_a_corrupted_shard_that_cannot_be_removed_is_not_said_removed(tmp_path: 
     assert same_arrays(run(texts), fake_arrays(texts)) and run.misses == 2
     assert len(seen) == 1 and "could not be removed (Permission denied" in seen[0] and "; removed" not in seen[0]
     assert shard.exists()
+
+
+def test_conll2012_short_lines_with_a_coref_column_are_refused(tmp_path: Path) -> None:
+    """A simplified CoNLL-2012 layout (fewer than 12 columns) whose last column is coreference: the reader
+    reads coreference only from the 12-column layout, so this gave a gold without a single mention (every
+    gold distance 0) and exit 0. Short lines without such a column are still read."""
+    from ddpcore.errors import DDPDataError
+    from ddpcore.io.gold import read_gold
+
+    short = tmp_path / "short.v4_gold_conll"
+    short.write_text("#begin document (d); part 000\n"
+                     "d\t0\t0\tMary\tNNP\t(1)\n" "d\t0\t1\tleft\tVBD\t-\n" "d\t0\t2\t.\t.\t-\n\n"
+                     "d\t0\t0\tShe\tPRP\t(1)\n" "d\t0\t1\treturned\tVBD\t-\n\n#end document\n", encoding="utf-8")
+    with pytest.raises(DDPDataError, match=r"short.v4_gold_conll: line 2: the last column '\(1\)' looks like a "
+                                           r"coreference column.*got 6") as e:
+        read_gold(short)
+    assert e.value.code == "D408"
+    plain = tmp_path / "plain.v4_gold_conll"
+    plain.write_text(short.read_text(encoding="utf-8").replace("\t(1)\n", "\t-\n"), encoding="utf-8")
+    assert read_gold(plain).mentions.height == 0  # no coreference column: nothing to refuse

@@ -169,7 +169,7 @@ class _Lines:
             while True:
                 try:
                     chunk = fh.read(_BLOCK)
-                except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+                except (tarfile.TarError, OSError, EOFError, *_decompress_errors()) as exc:
                     raise DDPDataError(f"{label}: cannot read past line {self.count} ({exc}); is the file or "
                                        "archive truncated?", code="D401") from None
                 if not chunk:
@@ -225,11 +225,16 @@ def _open_tar(path: Path) -> tarfile.TarFile:
     try:
         return tarfile.open(path, "r:*")
     except (tarfile.TarError, OSError, EOFError) as exc:
-        raise DDPDataError(f"{path}: not a readable tar archive ({exc})", code="D401") from None
+        raise DDPDataError(f"{path}: not a readable tar archive ({_one_line(exc)})", code="D401") from None
 
 
 def _unreadable_archive(path: Path, exc: BaseException) -> DDPDataError:
-    return DDPDataError(f"{path}: cannot read the archive ({exc}); is it truncated?", code="D401")
+    return DDPDataError(f"{path}: cannot read the archive ({_one_line(exc)}); is it truncated?", code="D401")
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (tarfile lists the methods it tried on separate lines)."""
+    return " ".join(str(exc).split())
 
 
 def _no_stream() -> IO[bytes]:  # pragma: no cover - tar members are opened by _read_tar_jobs only
@@ -256,18 +261,49 @@ def _iter_members(path: Path) -> Iterator[_Member]:
                 for info in tar:
                     if info.isfile():
                         names.append(info.name)
-            except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+            except (tarfile.TarError, OSError, EOFError, *_decompress_errors()) as exc:
                 raise _unreadable_archive(path, exc) from None
         for name in sorted(set(names)):
             yield _Member(name, f"{path}:{name}", _no_stream, archive=path)
         return
+    compressed = _compressed_suffix(path.name)
+    if compressed is not None:  # x.conllu.gz: read as x.conllu, decompressed while streamed
+        yield _Member(path.name[: -len(compressed)], str(path), lambda p=path, c=compressed: _open_compressed(p, c))
+        return
     yield _Member(path.name, str(path), lambda p=path: _open_file(p))
+
+
+#: single compressed gold files (not tar archives), by suffix
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+
+
+def _compressed_suffix(name: str) -> str | None:
+    low = name.lower()
+    return next((s for s in _COMPRESSED_SUFFIXES if low.endswith(s)), None)
+
+
+def _open_compressed(path: Path, suffix: str) -> IO[bytes]:
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}[suffix]
+    return opener(_open_file(path), "rb")  # type: ignore[no-any-return]
 
 
 def zlib_error() -> type[BaseException]:
     import zlib
 
     return zlib.error
+
+
+def _decompress_errors() -> tuple[type[BaseException], ...]:
+    """What a corrupt compressed stream raises besides OSError/EOFError: zlib (gzip) and lzma (xz)
+    errors are neither, so a corrupt ``.tar.xz`` would otherwise escape as an internal error."""
+    import lzma
+    import zlib
+
+    return (zlib.error, lzma.LZMAError)
 
 
 def _open_file(path: Path) -> IO[bytes]:
@@ -458,6 +494,12 @@ def _plan(path: Path, members: list[_Member], format: str | None, single_file: b
             else:
                 fmt = format
         if fmt is None:
+            if single_file and member.name.lower().endswith(".zip"):
+                raise DDPUsageError(
+                    f"{member.label}: zip archives are not read; unzip it and pass the folder "
+                    "(or pack it as .tar.gz / .tar.xz)",
+                    code="D402",
+                )
             if single_file:
                 raise DDPUsageError(
                     f"{member.label}: cannot tell the gold format from the file name; "
@@ -541,7 +583,7 @@ def _read_tar_jobs(archive: Path, jobs: list[_Job], problem: _Problem) -> Iterat
                         _Member(txt.name, txt.label, lambda b=t_bytes: io.BytesIO(b), archive=archive),
                         problem,
                     )
-        except (tarfile.TarError, OSError, EOFError, zlib_error()) as exc:
+        except (tarfile.TarError, OSError, EOFError, *_decompress_errors()) as exc:
             raise _unreadable_archive(archive, exc) from None
     missing = [jobs[i][0].label for i in range(len(jobs)) if i not in done]
     if missing:  # listed in the headers but gone on the second pass: the archive changed underneath us
@@ -803,6 +845,14 @@ class _Conll2012:
         state["words"].append(word)
         state["pos"].append(cols[4] if len(cols) >= 12 else "_")
         coref = cols[-1].strip() if len(cols) >= 12 else ""
+        if len(cols) < 12 and _COREF_LIKE.fullmatch(cols[-1].strip()):
+            # a simplified layout whose last column is a coreference column: not read (it would give a gold
+            # without mentions, and every distance 0, in silence)
+            raise DDPDataError(
+                f"{label}: line {lineno}: the last column '{cols[-1].strip()}' looks like a coreference column, but "
+                f"a CoNLL-2012 token line has at least 12 columns (got {len(cols)}), and only then is its last one "
+                "read as coreference; write the file in the full CoNLL-2012 layout (document, part, word number, "
+                "word, POS, parse, lemma, frame, sense, speaker, entities, ..., coreference)", code="D408")
         if coref not in ("", "-", "_"):
             self.brackets(coref, word_no, lineno)
 
@@ -832,6 +882,10 @@ class _Conll2012:
                 state.setdefault("pending", []).append((eid, a, tok + 1))
 
 
+#: a CoNLL-2012 coreference cell with at least one bracket: "(12", "12)", "(12)", joined by "|"
+_COREF_LIKE = re.compile(r"(?:\(\w+\)?|\w+\))(?:\|(?:\(\w+\)?|\w+\)))*")
+
+
 def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> list[_Doc]:
     reader = _Conll2012(member, problem, litbank)
     lines = _Lines(member)  # streamed: a large file is never held whole
@@ -847,8 +901,8 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
 
 # --------------------------------------------------------------------------- CoNLL-U with Entity=
 
-_ENTITY_RE = re.compile(r"Entity=([^|]*)")
-_DISCONTINUOUS_RE = re.compile(r"\[\d+/\d+\]$")
+_ENTITY_RE = re.compile(r"(?:^|\|)Entity=([^|]*)")  # the MISC key Entity itself, not e.g. "MyEntity="
+_DISCONTINUOUS_RE = re.compile(r"\[(\d+)/(\d+)\]$")
 
 
 def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, str]]:
@@ -861,9 +915,9 @@ def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, s
             while j < n and value[j] not in "()":
                 j += 1
             body = value[i + 1 : j]
-            if not body:
-                raise DDPDataError(f"{label}: line {lineno}, MISC: empty entity bracket in 'Entity={value}'", code="D410")
             eid, _, attrs = body.partition("-")
+            if not eid:
+                raise DDPDataError(f"{label}: line {lineno}, MISC: empty entity bracket in 'Entity={value}'", code="D410")
             if j < n and value[j] == ")":
                 out.append(("single", eid, attrs))
                 i = j + 1
@@ -878,6 +932,8 @@ def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, s
                     "(expected '(ID-...', 'ID)' or '(ID-...)')",
                     code="D410",
                 )
+            if j == i:  # ")" with no entity id
+                raise DDPDataError(f"{label}: line {lineno}, MISC: empty entity bracket in 'Entity={value}'", code="D410")
             out.append(("close", value[i:j], ""))
             i = j + 1
     return out
@@ -909,10 +965,16 @@ class _Conllu:
         forms, heads = sent["forms"], sent["heads"]
         idx = len(doc["sents"])
         text = sent.get("text")
-        if text is None:
-            text = "".join(f + ("" if noskip else " ") for f, noskip in zip(forms, sent["nospace"])).rstrip()
+        if text is None:  # rebuilt from the surface tokens: a multiword token's own form, not its words
+            text = "".join(f + ("" if noskip else " ") for f, noskip in sent["surface"]).rstrip()
         doc["sents"].append(_sentence_row(doc["doc_id"], idx, "", forms, label, text))
-        for eid, a, b, etype in sent["done"]:
+        for eid, a, b, etype, node in sent["done"]:
+            if a == b:  # a zero mention: only empty nodes, no word of the sentence
+                form, upos, xpos, feats = node
+                row = _mention_row(doc["doc_id"], idx, a, b, eid, _type_from_tags(xpos, upos, feats), etype, [form], 0)
+                row[HEAD_TOKEN] = None
+                doc["ments"].append(row)
+                continue
             span_heads = [k for k in range(a, b) if not (a < heads[k] <= b)]  # heads are 1-based, 0 = root
             h = span_heads[0] if span_heads else a
             mtype = _type_from_tags(sent["xpos"][h], sent["upos"][h], sent["feats"][h])
@@ -961,7 +1023,9 @@ class _Conllu:
             self.sent["text"] = val
 
     def token(self, line: str, lineno: int) -> None:
-        """A token line (10 tab-separated columns; ranges and empty nodes skipped) and its entities."""
+        """A token line (10 tab-separated columns) and its entities. A multiword token range (``3-4``)
+        gives the surface form of the sentence text; an empty node (``5.1``, CorefUD zero mentions and
+        ellipsis) is no word of the sentence, but its entity brackets count at its position."""
         label, sent = self.member.label, self.sent
         cols = line.split("\t")
         if len(cols) != 10:
@@ -969,15 +1033,14 @@ class _Conllu:
         tid = cols[0]
         if not tid.isdigit():
             if re.fullmatch(r"\d+-\d+|\d+\.\d+", tid):
-                return  # multiword token range / empty node: not a word of the sentence
+                self.range_or_empty(cols, lineno)
+                return
             raise DDPDataError(f"{label}: line {lineno}, column ID: '{tid}' is not a token id", code="D411")
-        if not self.doc:
-            self.new_doc(self.file_stem)
-        if not sent.get("forms"):
-            sent.update(forms=[], heads=[], xpos=[], upos=[], feats=[], nospace=[], done=[])
+        self.open_sentence()
         k = len(sent["forms"])
         if int(tid) != k + 1:
-            raise DDPDataError(f"{label}: line {lineno}, column ID: token id {tid}, expected {k + 1}", code="D411")
+            hint = "; is the blank line ending the sentence before it missing?" if int(tid) == 1 else ""
+            raise DDPDataError(f"{label}: line {lineno}, column ID: token id {tid}, expected {k + 1}{hint}", code="D411")
         head = cols[6]
         sent["forms"].append(cols[1])
         sent["upos"].append(cols[3])
@@ -985,31 +1048,63 @@ class _Conllu:
         sent["feats"].append(cols[5])
         sent["heads"].append(int(head) if head.isdigit() else 0)
         misc = cols[9]
-        sent["nospace"].append("SpaceAfter=No" in misc)
+        if int(tid) > sent["mwt_end"]:
+            sent["surface"].append((cols[1], "SpaceAfter=No" in misc))
         m = _ENTITY_RE.search(misc)
         if m is not None:
-            self.entities(m.group(1), k, lineno)
+            self.entities(m.group(1), k, k + 1, lineno, None)
 
-    def entities(self, value: str, k: int, lineno: int) -> None:
-        """The ``Entity=`` brackets of token ``k``: a mention opens, closes (within its sentence) or is one token."""
+    def range_or_empty(self, cols: list[str], lineno: int) -> None:
+        """A multiword token range ``3-4`` (its form is the surface text of its words) or an empty node
+        ``5.1`` (no word; its entity brackets count at its position)."""
+        sent, tid = self.sent, cols[0]
+        self.open_sentence()
+        k = len(sent["forms"])
+        first = int(re.split(r"[-.]", tid)[0])
+        if first != (k + 1 if "-" in tid else k):
+            want = f"{k + 1}-N" if "-" in tid else f"{k}.N"
+            raise DDPDataError(f"{self.member.label}: line {lineno}, column ID: token id {tid}, expected {want}", code="D411")
+        if "-" in tid:
+            sent["surface"].append((cols[1], "SpaceAfter=No" in cols[9]))
+            sent["mwt_end"] = int(tid.split("-")[1])
+            return
+        m = _ENTITY_RE.search(cols[9])
+        if m is not None:
+            self.entities(m.group(1), k, k, lineno, (cols[1], cols[3], cols[4], cols[5]))
+
+    def open_sentence(self) -> None:
+        if not self.doc:
+            self.new_doc(self.file_stem)
+        if not self.sent.get("forms"):
+            self.sent.update(forms=[], heads=[], xpos=[], upos=[], feats=[], surface=[], mwt_end=0, done=[])
+
+    def entities(self, value: str, start: int, end: int, lineno: int, node: tuple[str, str, str, str] | None) -> None:
+        """The ``Entity=`` brackets of one line: a mention opens, closes (within its sentence) or is one token.
+
+        A word ``k`` opens a mention at ``start = k`` and ends one at ``end = k + 1``; an empty node
+        after ``k`` words (``node``: its form and tags) has ``start = end = k``, so a mention holding
+        only empty nodes is a zero mention (``token_start == token_end``). Each part of a discontinuous
+        mention (CorefUD ``e5[1/2]``) is a mention of its entity; the part marker pairs its brackets."""
         doc, sent, label = self.doc, self.sent, self.member.label
         sidx = len(doc["sents"])
-        for op, eid, attrs in _parse_entity(value, label, lineno):
-            eid = _DISCONTINUOUS_RE.sub("", eid)  # CorefUD "e5[1/2]": part of a discontinuous mention of e5
+        for op, key, attrs in _parse_entity(value, label, lineno):
+            part = _DISCONTINUOUS_RE.search(key)
+            eid = key[: part.start()] if part else key
             fields = attrs.split("-") if attrs else []
-            etype = fields[self.etype_index - 1] if 0 < self.etype_index <= len(fields) else None
+            # an empty etype (CorefUD "(e1--1)": the corpus has no entity types) is no type at all
+            etype = (fields[self.etype_index - 1] or None) if 0 < self.etype_index <= len(fields) else None
             if op == "single":
-                sent["done"].append((eid, k, k + 1, etype))
+                self.mention(eid, start, end, etype, node)
             elif op == "open":
-                doc["open"].setdefault(eid, []).append((sidx, k, etype))
+                doc["open"].setdefault(key, []).append((sidx, start, etype))
             else:
-                stack = doc["open"].get(eid)
+                stack = doc["open"].get(key)
                 if not stack:
-                    self.problem(f"{label}: line {lineno}, MISC: 'Entity=...{eid})' closes entity {eid}, which is not open; ignored", "D410")
+                    self.problem(f"{label}: line {lineno}, MISC: 'Entity=...{key})' closes entity {key}, which is not open; ignored", "D410")
                     continue
                 s0, a, et = stack.pop()
                 if not stack:
-                    del doc["open"][eid]
+                    del doc["open"][key]
                 if s0 != sidx:
                     self.problem(
                         f"{label}: line {lineno}, MISC: a mention of entity {eid} spans sentences "
@@ -1017,7 +1112,11 @@ class _Conllu:
                         "D410",
                     )
                     continue
-                sent["done"].append((eid, a, k + 1, et))
+                self.mention(eid, a, end, et, node)
+
+    def mention(self, eid: str, a: int, b: int, etype: str | None, node: tuple[str, str, str, str] | None) -> None:
+        """A finished mention (or one part of a discontinuous mention: each part is a mention of the chain)."""
+        self.sent["done"].append((eid, a, b, etype, node))
 
 
 def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
