@@ -285,18 +285,7 @@ def test_resume_with_another_shard_names_shard(tmp_path) -> None:
         compare_settings({**new, "input_sha256": "cd" * 32}, new, "journal.json")
 
 
-def _crash_after(n_batches: int):  # type: ignore[no-untyped-def]
-    calls = {"n": 0}
-
-    def wrap(parser):  # type: ignore[no-untyped-def]
-        def parse(texts, progress=None):  # type: ignore[no-untyped-def]
-            if calls["n"] >= n_batches:
-                raise RuntimeError("simulated crash")
-            calls["n"] += 1
-            return parser.parse(texts, progress)
-        return parse
-
-    return wrap
+from tests.test_run import _crash_after  # noqa: E402  (the simulated crash of tests/test_run.py)
 
 
 def test_resume_refuses_a_pipeline_changed_since_the_interrupted_run(tmp_path, reference) -> None:
