@@ -92,3 +92,35 @@ def test_cli_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     d = json.loads(capsys.readouterr().out)
     assert d["within"] == 1 and d["share_within"] == pytest.approx(4 / 6) and d["signature_b"] == {}
     assert np.isclose(d["domains"][0]["shift"], 5.5)
+
+
+def _two_columns(path: Path) -> Path:
+    """One run with both DDP columns: ``ddp`` = A, ``ddp_certified`` = B (hand-made, as above)."""
+    df = pl.DataFrame({"document_id": ["d1", "d1", "d2", "d2", "d3", "d3"], "segment_id": [0, 1, 0, 1, 0, 1],
+                       "domain": DOMAINS, "ddp": A, "ddp_certified": B})
+    write_table_atomic(df, path, metadata={"ddpcore.signature": json.dumps({"rules": "refined"})})
+    return path
+
+
+def test_ddp_col_b_compares_a_runs_two_columns(tmp_path: Path) -> None:
+    run = _two_columns(tmp_path / "r.parquet")
+    r = agree(run, run, ddp_col="ddp", ddp_col_b="ddp_certified")
+    # the same numbers as test_hand_worked, whose runs hold A and B in their ddp columns
+    assert r.share_identical == 0.5 and r.share_within == pytest.approx(5 / 6)
+    assert r.spearman == pytest.approx(stats.spearmanr(A, B).statistic)  # scipy
+    assert (r.ddp_col_a, r.ddp_col_b) == ("ddp", "ddp_certified")
+    both = agree(run, run, ddp_col="ddp_certified")  # one name for both runs
+    assert both.share_identical == 1.0 and both.ddp_col_b == "ddp_certified"
+    assert both.domains[0].mean_a == pytest.approx(np.mean(B[:4]))  # literary under ddp_certified: 55/4
+
+
+def test_ddp_col_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = str(_two_columns(tmp_path / "r.parquet"))
+    assert main(["agree", run, run, "--b-ddp-col", "ddp_certified"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["share_identical"] == 0.5 and out["ddp_col_b"] == "ddp_certified"
+    assert main(["agree", run, run, "--b-ddp-col", "ddp_cert"]) == 2
+    err = capsys.readouterr().err
+    assert "[D780] --b-ddp-col ddp_cert" in err and "ddp_certified" in err
+    assert main(["agree", run, run, "--ddp-col", "nope"]) == 2
+    assert "[D780] --ddp-col nope: A (" in capsys.readouterr().err

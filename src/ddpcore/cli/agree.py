@@ -31,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="segment id column (default: from the run's signature, else segment_id)")
     p.add_argument("--domain-col", default=None, metavar="NAME",
                    help="domain column (default: from the run's signature, else domain)")
+    p.add_argument("--ddp-col", default="ddp", metavar="NAME",
+                   help="the DDP column compared (in both runs unless --b-ddp-col is given): ddp, or ddp_certified "
+                        "(default: %(default)s)")
+    p.add_argument("--b-ddp-col", default=None, metavar="NAME",
+                   help="B's DDP column when it differs from A's, e.g. `ddp agree run.parquet run.parquet --ddp-col "
+                        "ddp --b-ddp-col ddp_certified` compares a run's two columns (default: --ddp-col)")
     p.add_argument("-f", "--format", choices=("json", "text"), default="json",
                    help="report format on stdout (default: %(default)s)")
     p.set_defaults(func=run)
@@ -42,6 +48,6 @@ def run(args: argparse.Namespace) -> int:
     from ..gold.agree import agree, format_agreement_text
 
     result = agree(args.a, args.b, within=args.within, document=args.document_col, segment=args.segment_col,
-                   domain=args.domain_col)
+                   domain=args.domain_col, ddp_col=args.ddp_col, ddp_col_b=args.b_ddp_col)
     print(json.dumps(result.to_dict(), indent=2) if args.format == "json" else format_agreement_text(result))
     return 0

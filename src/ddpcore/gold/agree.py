@@ -69,6 +69,8 @@ class AgreementResult:
     zero_ordering_preserved: bool
     signature_a: dict[str, Any] = field(default_factory=dict)
     signature_b: dict[str, Any] = field(default_factory=dict)
+    ddp_col_a: str = schema.DDP
+    ddp_col_b: str = schema.DDP
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -111,16 +113,16 @@ def _load(run: Any, label: str) -> tuple[pl.DataFrame, dict[str, Any], str]:
     return read_table(run), signature, name
 
 
-def _ddp_values(df: pl.DataFrame, name: str) -> pl.Series:
-    """The ``ddp`` column of a run as float64 (nulls and NaN kept: D431 names them). Every other value must be
+def _ddp_values(df: pl.DataFrame, name: str, ddp_col: str = schema.DDP) -> pl.Series:
+    """The DDP column ``ddp_col`` of a run (``ddp`` unless ``--ddp-col`` names another) as float64 (nulls and NaN kept: D431 names them). Every other value must be
     a whole number of sentences >= 0, as ``ddp validate`` (D445) and ``ddp report`` (D781) require: a value
     that is not a number (text such as ``NA``), negative, fractional or infinite is D445 naming the file, the
     row (1-based, the header not counted) and the column."""
     import polars as pl
 
-    s = df[schema.DDP]
+    s = df[ddp_col]
     if s.dtype == pl.Null:
-        return s.cast(pl.Float64)
+        return s.cast(pl.Float64).alias(schema.DDP)
     if s.dtype.is_numeric():
         v = s.cast(pl.Float64)
         bad = v.is_infinite() | (v < 0) | (v != v.floor())
@@ -129,31 +131,34 @@ def _ddp_values(df: pl.DataFrame, name: str) -> pl.Series:
         v = text.str.strip_chars().cast(pl.Float64, strict=False)
         bad = text.is_not_null() & (v.is_null() | v.is_nan() | v.is_infinite() | (v < 0) | (v != v.floor()))
     else:  # booleans, dates, lists...: not sentences
-        v = pl.Series(schema.DDP, [None] * s.len(), dtype=pl.Float64)
+        v = pl.Series(ddp_col, [None] * s.len(), dtype=pl.Float64)
         bad = s.is_not_null()
     bad = bad.fill_null(False)
     if bad.any():
         rows = bad.arg_true()
         i = int(rows[0])
         raise DDPDataError(
-            f"{where(name, row=i + 1, column=schema.DDP)}: {s[i]!r} is not a DDP value (a whole number of sentences "
+            f"{where(name, row=i + 1, column=ddp_col)}: {s[i]!r} is not a DDP value (a whole number of sentences "
             f">= 0; {rows.len()} such row(s), column type {s.dtype}); compare `ddp profile` outputs, or fix the "
             "column", code="D445")
     return v.alias(schema.DDP)
 
 
-def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: str | None) -> pl.DataFrame:
+def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: str | None,
+             ddp_col: str = schema.DDP, ddp_flag: str = "--ddp-col") -> pl.DataFrame:
     import polars as pl
 
+    from ..io.profiles import check_ddp_col
     from ..io.tables import require_columns
 
-    require_columns(df, [document, segment, schema.DDP], name,
+    check_ddp_col(df.columns, ddp_col, name, flag=ddp_flag)
+    require_columns(df, [document, segment, ddp_col], name,
                     flags={document: "--document-col", segment: "--segment-col"})
-    ddp = _ddp_values(df, name)
-    out = df.with_columns(ddp).select(
+    ddp = _ddp_values(df, name, ddp_col)
+    out = df.with_columns(ddp.alias("__ddp")).select(
         pl.col(document).cast(pl.String).alias(schema.DOCUMENT_ID),
         pl.col(segment).cast(pl.String).alias(schema.SEGMENT_ID),
-        pl.col(schema.DDP),
+        pl.col("__ddp").alias(schema.DDP),
         (pl.col(domain).cast(pl.String) if domain and domain in df.columns else pl.lit(None, dtype=pl.String)).alias(schema.DOMAIN),
     )
     _refuse_first(out.filter(pl.col(schema.DDP).is_null() | pl.col(schema.DDP).is_nan() | pl.col(schema.DOCUMENT_ID).is_null() | pl.col(schema.SEGMENT_ID).is_null()),
@@ -206,6 +211,8 @@ def agree(
     document: str | None = None,
     segment: str | None = None,
     domain: str | None = None,
+    ddp_col: str = schema.DDP,
+    ddp_col_b: str | None = None,
 ) -> AgreementResult:
     """Agreement of two DDP runs over the same segments.
 
@@ -219,6 +226,10 @@ def agree(
         them), which are used when the ``document``/``segment``/``domain`` arguments are not given.
     within : int
         Tolerance in sentences for ``share_within`` (paper: ±5); >= 0 (D435).
+    ddp_col, ddp_col_b : str
+        The DDP column compared in A and in B (``ddp_col_b`` defaults to ``ddp_col``): ``ddp``, or
+        ``ddp_certified`` (e.g. ``agree(run, run, ddp_col="ddp", ddp_col_b="ddp_certified")``: how far the
+        certified column departs from the best estimate). A name a run does not have is D780.
 
     Raises
     ------
@@ -239,10 +250,11 @@ def agree(
     def col(sig: dict[str, Any], key: str, given: str | None, default: str) -> str:
         return given or (sig.get("columns") or {}).get(key) or default
 
+    col_b = ddp_col if ddp_col_b is None else ddp_col_b
     pa = _prepare(df_a, name_a, col(sig_a, "document", document, schema.DOCUMENT_ID), col(sig_a, "segment", segment, schema.SEGMENT_ID),
-                  col(sig_a, "domain", domain, schema.DOMAIN))
+                  col(sig_a, "domain", domain, schema.DOMAIN), ddp_col, "--ddp-col")
     pb = _prepare(df_b, name_b, col(sig_b, "document", document, schema.DOCUMENT_ID), col(sig_b, "segment", segment, schema.SEGMENT_ID),
-                  col(sig_b, "domain", domain, schema.DOMAIN))
+                  col(sig_b, "domain", domain, schema.DOMAIN), col_b, "--b-ddp-col" if ddp_col_b is not None else "--ddp-col")
     _check_same_segments(pa, pb, name_a, name_b)
     both = pa.join(pb, on=[schema.DOCUMENT_ID, schema.SEGMENT_ID], how="inner", suffix="_b", maintain_order="left").with_columns(
         pl.coalesce(schema.DOMAIN, schema.DOMAIN + "_b", pl.lit(ALL_DOMAINS)).alias(schema.DOMAIN)
@@ -291,6 +303,8 @@ def agree(
         zero_ordering_preserved=zero_a == zero_b,
         signature_a=sig_a,
         signature_b=sig_b,
+        ddp_col_a=ddp_col,
+        ddp_col_b=col_b,
     )
 
 
@@ -310,8 +324,8 @@ def format_agreement_text(result: AgreementResult) -> str:
 
     lines = [
         f"DDP agreement over {result.n_segments} segments",
-        f"  A: {_describe(result.signature_a)}",
-        f"  B: {_describe(result.signature_b)}",
+        f"  A: {_describe(result.signature_a)}; column {result.ddp_col_a}",
+        f"  B: {_describe(result.signature_b)}; column {result.ddp_col_b}",
         "",
         f"  Pearson r            {f(result.pearson)}",
         f"  Spearman rho         {f(result.spearman)}",

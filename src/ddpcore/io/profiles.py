@@ -114,13 +114,15 @@ def profile_columns(signature: dict[str, Any], *, document: str | None = None, s
                           domain=domain or rec.get("domain") or d.domain)
 
 
-def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any = None) -> None:
-    """``ddp_col`` must be a column of the profile (``columns``): else D780 naming the columns it has.
-    The default ``ddp`` missing is left to the caller (a table without ``ddp`` is not a profile: D635).
-    With ``dtype`` (the column's polars type): a type that is not a number is D781."""
+def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any = None, *,
+                  flag: str = "--ddp-col") -> None:
+    """``ddp_col`` must be a column of the profile (``columns``): else D780 naming the columns it has
+    (and ``flag``, the option that named it). The default ``ddp`` missing is left to the caller (a table
+    without ``ddp`` is not a profile: D635). With ``dtype`` (the column's polars type): a type that is
+    not a number is D781."""
     cols = list(columns)
     if ddp_col != DEFAULT_DDP_COL and ddp_col not in cols:
-        raise DDPUsageError(f"--ddp-col {ddp_col}: {where} has no column '{ddp_col}'; the profile's columns: "
+        raise DDPUsageError(f"{flag} {ddp_col}: {where} has no column '{ddp_col}'; the profile's columns: "
                             f"{', '.join(cols)}", code="D780")
     if dtype is not None and ddp_col in cols:
         import polars as pl
