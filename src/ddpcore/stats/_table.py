@@ -608,3 +608,21 @@ def _dense_sorted_codes(s: pl.Series) -> tuple[Any, int, Any]:
     rank = np.empty(k, dtype=np.int64)
     rank[order] = np.arange(k, dtype=np.int64)
     return rank[dense], k, first[order]
+
+
+def similar_names_warning(values: Any, role: str = "system", flag: str = "--system-col") -> str | None:
+    """A warning when two distinct values of ``values`` (e.g. the system names of a table) differ only by
+    letter case or surrounding whitespace (``'GPT4'`` and ``'gpt4 '``): they are counted as two systems, which
+    is rarely meant (a trailing space or a renamed file in one batch splits one system's scores in two).
+    ``None`` when there is no such pair. One vectorised pass over the distinct values."""
+    import polars as pl
+
+    s = pl.Series("v", values).cast(pl.String).drop_nulls().unique()
+    frame = pl.DataFrame({"v": s, "k": s.str.strip_chars().str.to_lowercase()})
+    groups = frame.group_by("k").agg(pl.col("v").sort()).filter(pl.col("v").list.len() > 1).sort("k")
+    if groups.height == 0:
+        return None
+    first = groups["v"][0].to_list()
+    return (f"{groups.height} group(s) of {role} names differ only by letter case or surrounding whitespace and are "
+            f"counted as different {role}s (first: {', '.join(map(repr, first))}); if they are one {role}, make the "
+            f"names identical in the table ({flag} selects the column)")

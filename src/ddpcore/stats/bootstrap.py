@@ -52,7 +52,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import (check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_ratings,
-                     signature, table_source)
+                     signature, similar_names_warning, table_source)
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -598,6 +598,9 @@ def bootstrap_tau(
                            f"the {100 * float(confidence):g}% CI of tau", DEFAULT_N_BOOT)
     if thin:
         warnings.append(thin)
+    similar = similar_names_warning(stats.systems)
+    if similar:
+        warnings.append(similar)
     sig = signature(
         "bootstrap_tau",
         condition_a=str(condition_a),

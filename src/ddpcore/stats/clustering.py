@@ -81,7 +81,7 @@ from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import (check_key_types, check_single_condition, factorize, json_safe, load_long_table, signature,
-                     table_source)
+                     similar_names_warning, table_source)
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -1013,7 +1013,8 @@ def cluster_systems(
         pair_floor=pair_floor,
         rank_conflicts=tuple(conflicts),
         warnings=tuple(notes + ([one_sided[1]] if one_sided else []) + _cluster_notes(pair_floor, floor,
-                                                                                       pr.pair_annotator, conflicts)),
+                                                                                       pr.pair_annotator, conflicts)
+                       + [w for w in (similar_names_warning(pr.systems),) if w]),
     )
 
 

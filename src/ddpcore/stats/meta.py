@@ -30,6 +30,9 @@ System level
   ``spa.sys``: soft pairwise accuracy (Thompson et al. 2024; mt-metrics-eval ``pce.py``):
   ``1 - mean |p_human - p_metric|`` over system pairs, each p the one-sided paired permutation p-value
   (``spa_perm`` trials swapping segments) on the bin's segments scored for every system.
+  ``undefined`` when the human or the metric scores are constant on those segments: every permuted
+  difference ties, each p-value is 1 in both orientations of a pair, and the value would be set by the order
+  of the system names.
 
 Confidence intervals: a **document bootstrap** (``n_boot`` replicates, the seeded generator of
 :mod:`ddpcore.stats.bootstrap`: ``PCG64(seed).random_raw`` row-major, unit = ``floor(raw * D / 2**64)``
@@ -94,6 +97,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from ..signature import json_safe, signature
 from . import budget as _budget
+from ._table import similar_names_warning
 from .bins import bin_of, parse_bins
 from .bootstrap import RNG_DESCRIPTION, resample_indices, resample_sums
 from .compare import adjust_pvalues
@@ -571,6 +575,9 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
                         "left out (counted per bin as n_human_missing, never read as 0)")
     if n_sys < 2:
         raise DDPDataError(f"{sname}: {n_sys} system; metric-human agreement needs at least 2 systems", code="D809")
+    similar = similar_names_warning(systems, flag="--system-col")
+    if similar:
+        warnings.append(similar)
     join = {"score_rows": int(df.height), "unmatched_score_rows": n_unmatched, "rows_without_ddp": n_no_ddp,
             "profile_segments": int(n_prof), "scored_segments": int(seg_scored), "documents": int(item_doc.max()) + 1,
             "systems": n_sys, "human_missing": n_hmiss, "metric_missing_cells": n_metric_missing,
@@ -1048,6 +1055,11 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
                                  axis=1)  # (n_complete, 1 + n_metrics, n_have)
         p_all = pairwise_p_values(stacked, np.where(keep, 1.0, -1.0))
         spa_in = {"scores": stacked, "doc": data.item_doc[complete], "keep": keep[:tests.spa_ci_perm]}
+        # a score set that is constant on these segments ties every permuted difference, so all its p-values
+        # are 1 in either orientation of a pair: SPA would then be fixed by the order of the system names
+        # (1 when the names sort worst first, 0 when best first), not by the scores
+        flat = stacked.transpose(1, 0, 2).reshape(stacked.shape[1], -1)
+        const = flat.max(axis=1) == flat.min(axis=1)  # (1 + n_metrics,): human, then each metric
     for k, metric in enumerate(data.metrics):
         msum = np.bincount(key, weights=data.M[k, ii, ss], minlength=D * n_sys).reshape(D, n_sys)
         m_sl = add_block(msum)
@@ -1069,6 +1081,12 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
         elif p_all is None:
             f["spa.sys"] = _figure(None, n_have, status="undefined",
                                    reason="no segment of this bin is scored for every system")
+        elif const[0] or const[k + 1]:
+            who = "human scores are" if const[0] else "the metric is"
+            f["spa.sys"] = _figure(None, n_have, status="undefined",
+                                   reason=f"{who} constant on the segments scored for every system: every "
+                                          "permutation ties, so each p-value is 1 and SPA would only reflect "
+                                          "the order of the system names")
         else:
             iu, ju = np.triu_indices(n_have, 1)
             spa = 1.0 - float(np.mean(np.abs(p_all[0][iu, ju] - p_all[k + 1][iu, ju])))

@@ -183,8 +183,15 @@ def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None =
         return MetricSRow(rid, None, None, None, None, STATUS_ERROR, error="judge reply is not a JSON object")
     if record.get("judge_error"):
         return MetricSRow(rid, None, None, None, None, STATUS_ERROR, error=f"judge_error: {record['judge_error']}"[:200])
-    if record.get("instruction_following") is False:
+    follows = record.get("instruction_following")
+    if follows is False:
         return MetricSRow(rid, 0.0, 0.0, 0.0, 0.0, STATUS_IF_FAILED)
+    if follows is not None and not isinstance(follows, bool):
+        # "false" (a string), 0, or the judge's raw text ("是否存在问题：是") would otherwise be scored as a
+        # translation that follows the instruction: full marks where the judge may have said it does not
+        return MetricSRow(rid, None, None, None, None, STATUS_ERROR,
+                          error=f"instruction_following is {str(follows)[:60]!r} ({type(follows).__name__}), not "
+                                "true or false: cannot tell whether the output is a translation")
     if all(record.get(key) is None for key in ITEM_KEYS):
         raise _no_lists_error(where or f"record {rid or '?'}", record)
     scores = dict(START)
@@ -370,6 +377,18 @@ def metric_human_consistency(
         raise DDPDataError("item, system, metric and human must have the same length", code="D555")
     if np.isnan(m).any() or np.isnan(h).any():
         raise DDPDataError("metric and human scores must not be missing (drop error rows first)", code="D555")
+    for what, norm, (lo, hi), flag in (("metric", m, metric_range, "metric_range"),
+                                       ("human", h, human_range, "human_range")):
+        # a score outside its declared scale (e.g. a 0-100 score with the range (0, 1), or inf) would normalise
+        # outside [0, 1] and make the tie threshold mean something else: every pair a tie, or none
+        out = ~((norm >= 0.0) & (norm <= 1.0))
+        if out.any():
+            k = int(np.flatnonzero(out)[0])
+            raw = np.asarray(metric if what == "metric" else human, dtype=np.float64)[k]
+            raise DDPDataError(
+                f"{what} score {raw:g} (position {k}) lies outside its scale {flag}=({lo:g}, {hi:g}) "
+                f"({int(out.sum())} of {out.size} such scores); give the scale the scores are on (e.g. {flag}=(0, 1) "
+                "for scores in [0, 1], (0, 100) for percentages), or rescale them", code="D555")
     key = np.char.add(np.char.add(it, "\x00"), sy)
     if np.unique(key).size != key.size:
         raise DDPDataError("an (item, system) pair appears twice; one score per system and item", code="D555")
