@@ -86,3 +86,18 @@ def test_not_utf8_names_line_and_column(tmp_path, capsys):
     rc, out, err = _run(capsys, ["metric-s", str(j)])
     assert (rc, out) == (3, "")
     assert err.startswith(f"ddp metric-s: error: [D551] {j}: line 2, byte column 9: not UTF-8 text (byte 0xe9)"), err
+
+
+def test_a_repeated_id_is_d556_naming_both_lines(tmp_path, capsys):
+    """A judgement file with one item twice (a judge run appended again) counted that item twice in every
+    mean, exit 0. It is now D556 naming the file, both lines and the id column."""
+    path = tmp_path / "j.jsonl"
+    path.write_text("\n".join([LINES[0], LINES[1], "", LINES[0]]) + "\n", encoding="utf-8")
+    rc, out, err = _run(capsys, ["metric-s", str(path)])
+    assert (rc, out) == (3, "")
+    assert err.startswith(f"ddp metric-s: error: [D556] {path}: line 4, column id: 'a' is the id of line 1 too;")
+    assert err.count("\n") == 1
+    # records without an id are numbered by position and never collide with each other
+    rows = ms.metric_s([{"accuracy_items": [], "fluency_items": [], "appropriateness_items": [],
+                         "checkpoint_items": []}] * 2)
+    assert [r.id for r in rows] == ["1", "2"]

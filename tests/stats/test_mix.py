@@ -189,7 +189,9 @@ def test_real_wmt24_enhi_constraints(shared_data: Path) -> None:
 
     w = shared_data / "wmt24-genmt"
     outs = read_wmt_outputs(w / "wmt24_en.docs", w / "wmt24_system_outputs_en-cs_en-hi_en-ja_en-zh.tar.xz", lp="en-hi")
-    r = build_mix(outs, seed=0, exclude_systems=["refA"], forbid_adjacent_repeat=True)
+    with pytest.warns(UserWarning, match="every output of 'ONLINE-empty' is empty"):  # a WMT24 baseline
+        r = build_mix(outs, seed=0, exclude_systems=["refA"], forbid_adjacent_repeat=True)
+    assert r.n_empty_outputs == 1019 and r.empty_systems == ("ONLINE-empty",)  # 997 + 22 (polars count, by hand)
     assert r.n_documents == 170 and r.n_segments == 997 and "refA" not in r.pool
     a = r.assignment
     per = a.group_by("document_id", "system").agg(
@@ -202,3 +204,37 @@ def test_real_wmt24_enhi_constraints(shared_data: Path) -> None:
     assert short.height == r.infeasible.height
     adj = a.with_columns(pl.col("source_system").shift(1).over("document_id", "system").alias("prev"))
     assert adj.filter(pl.col("prev") == pl.col("source_system")).height == 0
+
+
+def test_empty_outputs_are_said_and_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty or blank translation (a system that gave nothing) went into MIX documents without a word. It
+    is still used (it is that system's output, in DOC as in MIX) but said on stderr, in the summary and in the
+    signature."""
+    df = outputs_table({"a": 4, "b": 3}, ["X", "Y", "Z"]).with_columns(
+        pl.when((pl.col("document_id") == "a") & (pl.col("segment_id") == 2) & (pl.col("system") == "Y"))
+        .then(pl.lit("")).when((pl.col("document_id") == "b") & (pl.col("segment_id") == 0) & (pl.col("system") == "Z"))
+        .then(pl.lit(" \t")).otherwise(pl.col("text")).alias("text"))
+    with pytest.warns(UserWarning, match=r"2 pooled output\(s\) are empty .*first: document 'a', segment 2, system 'Y'"):
+        r = build_mix(df, seed=0)
+    assert r.n_empty_outputs == 2 and r.signature["empty_outputs"] == 2
+    assert r.summary()["n_empty_outputs"] == 2
+    assert r.mix.filter(pl.col("text").str.strip_chars() == "").height == 2  # both used, once each
+    clean = build_mix(outputs_table({"a": 4}, ["X", "Y"]), seed=0)
+    assert clean.n_empty_outputs == 0 and "empty_outputs" not in clean.signature
+    src = tmp_path / "out.csv"
+    df.write_csv(src)
+    assert main(["mix", str(src), "--seed", "0", "-o", str(tmp_path / "m.csv"), "--assignment",
+                 str(tmp_path / "a.csv")]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["n_empty_outputs"] == 2
+    assert [ln for ln in cap.err.splitlines() if "empty" in ln] == [
+        "ddp mix: warning: 2 pooled output(s) are empty or white space only (first: document 'a', segment 2, system "
+        "'Y'); they go into MIX documents as they are, as into the DOC ones: give the system's translation, or leave "
+        "the system out with --pool/--exclude-system"]
+    assert json.loads((tmp_path / "m.csv.signature.json").read_text())["empty_outputs"] == 2
+    # a system that gave nothing at all is named
+    dead = outputs_table({"a": 4, "b": 3}, ["X", "Y", "ONLINE-empty"]).with_columns(
+        pl.when(pl.col("system") == "ONLINE-empty").then(pl.lit("")).otherwise(pl.col("text")).alias("text"))
+    with pytest.warns(UserWarning, match=r"7 pooled output\(s\) .*; every output of 'ONLINE-empty' is empty\)"):
+        r = build_mix(dead, seed=0)
+    assert r.empty_systems == ("ONLINE-empty",) and r.signature["empty_systems"] == ["ONLINE-empty"]

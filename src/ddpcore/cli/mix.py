@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Any
 from ..schema import SIGNATURE_KEY
 
@@ -122,8 +123,12 @@ def run_mix(args: argparse.Namespace) -> int:
     else:
         source = args.table
         cols = dict(document=args.document, segment=args.segment, system=args.system, text=args.text)
-    res = build_mix(source, seed=args.seed, pool=args.pool, exclude_systems=args.exclude_system,
-                    forbid_adjacent_repeat=args.forbid_adjacent_repeat, **cols)
+    with warnings.catch_warnings():  # the empty outputs are said below, once, as a ddp warning
+        warnings.simplefilter("ignore", UserWarning)
+        res = build_mix(source, seed=args.seed, pool=args.pool, exclude_systems=args.exclude_system,
+                        forbid_adjacent_repeat=args.forbid_adjacent_repeat, **cols)
+    if res.empty_note():
+        print(f"ddp mix: warning: {res.empty_note()}", file=sys.stderr)
     sig = dict(res.signature, reader=args.reader, lp=args.lp)
     sig_json = json.dumps(sig, sort_keys=True)
     write_tables_atomic([(res.mix, targets[0].path), (res.assignment, targets[1].path)],

@@ -45,6 +45,7 @@ assignment, and the CLI writes byte-identical files.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +219,11 @@ class MixResult:
     seed: int
     forbid_adjacent_repeat: bool
     signature: dict[str, Any]
+    #: pooled outputs that are empty or white space only (a system that gave nothing), and the first of them
+    n_empty_outputs: int = 0
+    first_empty_output: str | None = None
+    #: pooled systems every output of which is empty (e.g. WMT24's ``ONLINE-empty`` baseline)
+    empty_systems: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """JSON-safe summary (what the CLI prints)."""
@@ -228,8 +234,20 @@ class MixResult:
             "n_pool": len(self.pool), "n_mix_documents": self.n_documents * len(self.pool),
             "n_mix_rows": self.mix.height, "n_infeasible": inf.height,
             "infeasible_documents": docs, "seed": self.seed,
-            "forbid_adjacent_repeat": self.forbid_adjacent_repeat, "signature": self.signature,
+            "forbid_adjacent_repeat": self.forbid_adjacent_repeat, "n_empty_outputs": self.n_empty_outputs,
+            "first_empty_output": self.first_empty_output, "empty_systems": list(self.empty_systems),
+            "signature": self.signature,
         })
+
+    def empty_note(self) -> str | None:
+        """What to say of the empty outputs in the pool (None when there are none)."""
+        if not self.n_empty_outputs:
+            return None
+        every = (f"; every output of {', '.join(map(repr, self.empty_systems))} is empty"
+                 if self.empty_systems else "")
+        return (f"{self.n_empty_outputs} pooled output(s) are empty or white space only (first: "
+                f"{self.first_empty_output}{every}); they go into MIX documents as they are, as into the DOC ones: "
+                "give the system's translation, or leave the system out with --pool/--exclude-system")
 
 
 def _segment_positions(df: pl.DataFrame, document: str, segment: str) -> pl.DataFrame:
@@ -387,9 +405,21 @@ def build_mix(
         "n_segments": a.n_segments[bad // m],
         "n_pool": np.full(bad.size, m, dtype=np.int64),
     })
+    blank = have.with_row_index("__row").filter(pl.col(text).str.strip_chars().str.len_chars() == 0)
+    first_blank, all_blank = None, ()
+    if blank.height:
+        r = blank.row(0, named=True)
+        first_blank = f"document '{r[document]}', segment {r[segment]!r}, system '{r[system]}'"
+        per = blank.group_by(system).len().join(have.group_by(system).len(), on=system, suffix="_all")
+        all_blank = tuple(sorted(per.filter(pl.col("len") == pl.col("len_all"))[system].to_list()))
     sig = signature("mix", seed=int(seed), pool=pool_list, exclude_systems=excl,
                     forbid_adjacent_repeat=bool(forbid_adjacent_repeat),
                     generator=RNG_DESCRIPTION, columns={"document": document, "segment": segment,
-                                                        "system": system, "text": text})
-    return MixResult(mix, assignment, infeasible, pool_list, n_docs, int(a.n_segments.sum()), int(seed),
-                     bool(forbid_adjacent_repeat), sig)
+                                                        "system": system, "text": text},
+                    **({"empty_outputs": blank.height} if blank.height else {}),
+                    **({"empty_systems": list(all_blank)} if all_blank else {}))
+    res = MixResult(mix, assignment, infeasible, pool_list, n_docs, int(a.n_segments.sum()), int(seed),
+                    bool(forbid_adjacent_repeat), sig, blank.height, first_blank, all_blank)
+    if blank.height:
+        warnings.warn(res.empty_note() or "", UserWarning, stacklevel=2)
+    return res

@@ -222,17 +222,26 @@ def metric_s(records: Iterable[Any], mapping: Mapping = "code", *, source: str |
     Rows without an ``id`` get their 1-based position as id. See the module docstring for the
     deduction tables (``mapping="code"`` or ``"paper"``). ``source`` and ``line_numbers`` (the
     file line of each record, as from :func:`read_judgements_lines`) only name the record in a
-    [D740] error.
+    [D740] error, and the two records of a repeated ``id`` (D556: it would count twice in every mean).
     """
     if mapping not in ("code", "paper"):
         raise DDPUsageError(f"mapping must be 'code' or 'paper', got {mapping!r} (--mapping)", code="D550")
     out = []
+    seen: dict[str, str] = {}  # an id given by the records -> where it was first
     for i, rec in enumerate(records, 1):
-        rid = str(rec["id"]) if isinstance(rec, dict) and rec.get("id") is not None else str(i)
+        given = isinstance(rec, dict) and rec.get("id") is not None
+        rid = str(rec["id"]) if given else str(i)
         if line_numbers is not None:
             where = f"{source or 'input'}: line {line_numbers[i - 1]}"
         else:
             where = f"{source + ': ' if source else ''}record {i}"
+        if given:
+            if rid in seen:  # counted twice in every mean: refused, not averaged in silence
+                raise DDPDataError(
+                    f"{where}, column id: {rid[:80]!r} is the id of {seen[rid].rsplit(': ', 1)[-1]} too; each "
+                    "item is judged once (a judge run appended twice?): remove one of the two records",
+                    code="D556")
+            seen[rid] = where
         out.append(score_judgement(rec, mapping, rid, where=where))
     return out
 
