@@ -178,3 +178,39 @@ def test_meta_says_when_system_names_differ_only_by_case_or_spaces(tmp_path, cap
     out = capsys.readouterr()
     assert any("(first: 'B', 'b')" in w for w in json.loads(out.out)["warnings"])
     assert "differ only by letter case" in out.err
+
+
+# ---------------------------------------------------------------- spa.sys outside its own interval
+
+
+def test_spa_outside_its_own_interval_is_said(tmp_path, capsys, monkeypatch):
+    """The spa.sys interval holds --spa-ci-perm (20) of the --spa-perm trials fixed, so its replicates' p-values
+    move in steps of 1/20 and the interval can miss its own point value (0.9965 [0.908, 0.992] was seen). It was
+    printed without a word; it is now a warning naming the bin, metric, value and interval, and what to raise.
+    The coarse interval is planted here (shifted below the value after the real bootstrap) so the case is exact."""
+    import ddpcore.stats.meta as M
+
+    real = M._apply_cis
+
+    def coarse(cells, *args, **kwargs):
+        real(cells, *args, **kwargs)
+        for c in cells:
+            fig = c.figures["comet"]["spa.sys"]
+            if fig.get("ci_status") == "ok":
+                fig["ci_low"], fig["ci_high"] = fig["value"] - 0.09, fig["value"] - 0.004
+
+    prof, scores = _meta_files(tmp_path, "good")
+    argv = ["meta", prof, scores, "--human-col", "mqm", "--score-col", "comet", "--bins", "0,100",
+            "--n-boot", "50", "--n-perm", "0", "--spa-perm", "200"]
+    assert main(argv) == 0
+    assert not [w for w in json.loads(capsys.readouterr().out)["warnings"] if "outside its own interval" in w]
+    monkeypatch.setattr(M, "_apply_cis", coarse)
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    [w] = [w for w in json.loads(cap.out)["warnings"] if "outside its own interval" in w]
+    assert w.startswith("spa.sys lies outside its own interval in 2 (bin, metric) pair(s) ([0, 100) comet 1.0000 "
+                        "[0.9100, 0.9960], overall comet 1.0000 [0.9100, 0.9960]): the replicates hold 20 of the 200")
+    assert "raise --spa-ci-perm" in w and "outside its own interval" in cap.err
+    assert M._outside_its_interval({"ci_status": "ok", "value": 0.5, "ci_low": 0.4, "ci_high": 0.5})  is False
+    assert M._outside_its_interval({"ci_status": "ok", "value": 0.5, "ci_low": 0.51, "ci_high": 0.6}) is True
+    assert M._outside_its_interval({"ci_status": "undefined", "value": 0.5}) is False

@@ -1464,6 +1464,13 @@ def spa_replicates(scores: npt.ArrayLike, doc: npt.ArrayLike, keep: npt.ArrayLik
     return out
 
 
+def _outside_its_interval(fig: dict[str, Any] | None) -> bool:
+    """A figure whose value lies outside its own (ok) interval."""
+    if not fig or fig.get("ci_status") != "ok" or fig.get("value") is None:
+        return False
+    return bool(fig["value"] < fig["ci_low"] - 1e-12 or fig["value"] > fig["ci_high"] + 1e-12)
+
+
 def _apply_cis(cells: list[_Cell], reps: dict[tuple[str, str, str], np.ndarray], n_boot: int,
                tests: MetaTests, ci_skip: dict[tuple[str, str, str], str] | None = None) -> None:
     for c in cells:
@@ -1704,6 +1711,15 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
         where = [f"{cell} {metric}" for (cell, metric, st), r in skipped.items() if r == reason and st == stat]
         warnings.append(f"{stat} has no interval in {len(where)} (bin, metric) pair(s) ({', '.join(where[:4])}"
                         f"{', ...' if len(where) > 4 else ''}): {reason}")
+    outside = [f"{c.name} {m} {c.figures[m]['spa.sys']['value']:.4f} [{c.figures[m]['spa.sys']['ci_low']:.4f}, "
+               f"{c.figures[m]['spa.sys']['ci_high']:.4f}]" for c in cells for m in data.metrics
+               if _outside_its_interval(c.figures[m].get("spa.sys"))]
+    if outside:  # the interval is conditional on --spa-ci-perm masks: a coarse one can miss its own point
+        warnings.append(f"spa.sys lies outside its own interval in {len(outside)} (bin, metric) pair(s) "
+                        f"({', '.join(outside[:4])}{', ...' if len(outside) > 4 else ''}): the replicates hold "
+                        f"{min(tests.spa_ci_perm, tests.spa_perm)} of the {tests.spa_perm} permutation trials fixed, so "
+                        "their p-values move in coarse steps; raise --spa-ci-perm (e.g. to --spa-perm) for an interval "
+                        "around the value")
     sampled = [f"{c.name} {m}" for c in cells for m in data.metrics
                if c.figures[m]["acc_eq.none"].get("note") and c.figures[m]["acc_eq.none"]["status"] == "ok"]
     if sampled:
