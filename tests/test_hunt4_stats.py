@@ -214,3 +214,24 @@ def test_spa_outside_its_own_interval_is_said(tmp_path, capsys, monkeypatch):
     assert M._outside_its_interval({"ci_status": "ok", "value": 0.5, "ci_low": 0.4, "ci_high": 0.5})  is False
     assert M._outside_its_interval({"ci_status": "ok", "value": 0.5, "ci_low": 0.51, "ci_high": 0.6}) is True
     assert M._outside_its_interval({"ci_status": "undefined", "value": 0.5}) is False
+
+
+def test_consistency_says_when_every_pair_of_one_side_is_a_tie():
+    """0-1 metric scores with the default metric_range (0, 100) normalise to [0, 0.009]: every metric pair is
+    a tie under 0.05, so segment consistency only counts human ties (here 1 of 2: s2), in silence. The figures
+    stay (the scale may be right) but the degenerate case is said and recorded."""
+    from ddpcore.stats.metric_s import metric_human_consistency
+
+    item, system = ["s1", "s1", "s2", "s2"], ["A", "B", "A", "B"]
+    metric, human = [0.90, 0.20, 0.51, 0.50], [90.0, 20.0, 51.0, 50.0]
+    with pytest.warns(UserWarning, match=r"every metric pair is a tie: the metric scores span 0\.007 of their scale "
+                                         r"metric_range, less than the tie threshold 0\.05"):
+        bad = metric_human_consistency(item, system, metric, human)
+    # by hand: metric ties everywhere; human s1 prefers A (0.7 >= 0.05), s2 ties (0.01) -> 1 of 2 agree
+    assert bad.segment_consistency == 0.5 and len(bad.warnings) == 1
+    import warnings as W
+
+    with W.catch_warnings():
+        W.simplefilter("error")
+        ok = metric_human_consistency(item, system, metric, human, metric_range=(0, 1))
+    assert ok.warnings == () and ok.segment_consistency == 1.0

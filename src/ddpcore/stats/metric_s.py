@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -327,6 +328,8 @@ class ConsistencyResult:
     n_system_pairs: int
     tie_threshold: float
     human_tie_threshold: float
+    #: what makes the figures degenerate (e.g. every pair of one side a tie), also given with ``warnings.warn``
+    warnings: tuple[str, ...] = ()
 
 
 def _consistent(dm: np.ndarray, dh: np.ndarray, t: float, th: float) -> np.ndarray:
@@ -398,6 +401,15 @@ def metric_human_consistency(
                 f"{what} score {raw:g} (position {k}) lies outside its scale {flag}=({lo:g}, {hi:g}) "
                 f"({int(out.sum())} of {out.size} such scores); give the scale the scores are on (e.g. {flag}=(0, 1) "
                 "for scores in [0, 1], (0, 100) for percentages), or rescale them", code="D555")
+    notes = []
+    for what, norm, tt, flag in (("metric", m, t, "metric_range"), ("human", h, th, "human_range")):
+        span = float(norm.max() - norm.min()) if norm.size else 0.0
+        if norm.size > 1 and span < tt:  # every difference below the threshold: all ties, whatever the ranking
+            notes.append(f"every {what} pair is a tie: the {what} scores span {span:.3g} of their scale {flag}, less "
+                         f"than the tie threshold {tt:g}; if the scores are on another scale (e.g. 0-1 scores with the "
+                         f"default {flag}=(0, 100)), give it")
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=2)
     key = np.char.add(np.char.add(it, "\x00"), sy)
     if np.unique(key).size != key.size:
         raise DDPDataError("an (item, system) pair appears twice; one score per system and item", code="D555")
@@ -414,7 +426,7 @@ def metric_human_consistency(
     return ConsistencyResult(
         segment_consistency=float(seg.mean()) if seg.size else float("nan"), n_segment_pairs=int(seg.size),
         system_consistency=float(sys_ok.mean()) if sys_ok.size else float("nan"), n_system_pairs=int(sys_ok.size),
-        tie_threshold=t, human_tie_threshold=th,
+        tie_threshold=t, human_tie_threshold=th, warnings=tuple(notes),
     )
 
 
