@@ -10,6 +10,7 @@ sentences (0 when it has none).
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import numbers
@@ -158,17 +159,30 @@ def profile_anchors(
         from .engines.ray_engine import engine_arg, profile_frame_ray
 
         engine_arg(o.engine)  # D192, before the input is read
+        frame = _read(source, cols, o)
+        replaced = _replaced(frame, cols, name)
         seg_r, anc_r, sent_r, sig_r = profile_frame_ray(
-            _read(source, cols, o), cols=cols, pipeline=pipeline, n_actors=n_process, address=o.address,
+            frame, cols=cols, pipeline=pipeline, n_actors=n_process, address=o.address,
             settings=Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset),
             batch_size=o.batch_size, source_name=name)
         reader = _reader_signature(source, o)
         return ProfileResult(segments=seg_r, anchors=anc_r, sentences=sent_r,
-                             signature={**sig_r, "reader": reader} if reader is not None else sig_r)
+                             signature={**sig_r, **replaced, **({"reader": reader} if reader is not None else {})})
     settings = Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset, n_threads=int(o.n_threads))
-    return _profile_local(_read(source, cols, o), cols, settings,
-                          _Parse(pipeline, n_process, o.batch_size, o.progress, nlp, cache), name,
-                          reader=_reader_signature(source, o))
+    frame = _read(source, cols, o)
+    replaced = _replaced(frame, cols, name)
+    result = _profile_local(frame, cols, settings, _Parse(pipeline, n_process, o.batch_size, o.progress, nlp, cache),
+                            name, reader=_reader_signature(source, o))
+    return dataclasses.replace(result, signature={**result.signature, **replaced}) if replaced else result
+
+
+def _replaced(frame: pl.DataFrame, cols: SegmentColumns, name: str) -> dict[str, Any]:
+    """The input columns the segment table replaces (an input that is itself a profile), said with
+    ``warnings.warn`` as ``ddp profile`` says them on stderr; returns their signature entry (empty when none)."""
+    replaced = schema.replaced_columns(frame.columns, cols)
+    if replaced:
+        warnings.warn(schema.replaced_note(name, replaced), UserWarning, stacklevel=3)
+    return {schema.REPLACED_COLUMNS: replaced} if replaced else {}
 
 
 def _check_n_process(n_process: Any) -> None:
@@ -233,7 +247,7 @@ def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how
     if how.progress:
         from tqdm.auto import tqdm
 
-        n_units = int(df[cols.text].str.split("\n").list.eval(pl.element().str.strip_chars().str.len_chars() > 0)
+        n_units = int(df[cols.text].str.split("\n").list.eval(pl.element().str.strip_chars(schema.BLANK_CHARS).str.len_chars() > 0)
                       .list.sum().sum())
         bar = tqdm(total=n_units, unit="line", desc="parsing", leave=False, mininterval=0.5)
     tick: Callable[[int], None] | None = bar.update if bar is not None else None

@@ -340,7 +340,9 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     read_opts = {k: opts.pop(k) for k in READER_KEYS if k in opts}  # how the input is read, not parse settings
     inherited = _inherit(sig, opts, read_opts, source) if sig is not None else {}
     if sig is not None:
-        table = read_table(source)
+        table = read_table(source, text_columns=(opts.get("text_col") or schema.SOURCE,),
+                           key_columns=(opts.get("document_col") or schema.DOCUMENT_ID,
+                                        opts.get("segment_col") or schema.SEGMENT_ID))
     opts = {k: v for k, v in opts.items() if v is not None}
     doc_col = opts.setdefault("document_col", schema.DOCUMENT_ID)
     seg_col = opts.setdefault("segment_col", schema.SEGMENT_ID)

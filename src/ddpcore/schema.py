@@ -7,6 +7,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# ---- blank text
+#: Unicode white space (what ``str.strip()`` and polars ``str.strip_chars()`` remove)
+WHITE_SPACE = ("\t\n\v\f\r \x1c\x1d\x1e\x1f\x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B))
+               + "\u2028\u2029\u202f\u205f\u3000")
+#: characters that show nothing and are not white space: zero-width space, non-joiner and joiner, word joiner,
+#: byte-order mark (zero-width no-break space), soft hyphen, direction marks and embeddings, invisible
+#: operators, the combining grapheme joiner and the Hangul fillers
+INVISIBLE = ("\u00ad\u034f\u115f\u1160\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+             "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\u3164\ufeff\uffa0")
+#: a text, line or paragraph of only these characters is blank: empty as a segment, no parse unit
+BLANK_CHARS = WHITE_SPACE + INVISIBLE
+
+
+def blank_note(text: str | None) -> str:
+    """``; only white space and invisible characters such as U+200B`` for a blank text (:data:`BLANK_CHARS`)
+    holding an :data:`INVISIBLE` character, for the empty-text messages (D111): it looks empty in no
+    editor; ``""`` for any other text."""
+    c = next((c for c in text or "" if c in INVISIBLE), None)
+    return "" if c is None else f"; only white space and invisible characters such as U+{ord(c):04X}"
+
+
 # ---- input table (defaults for the --document/--segment/--text/--domain flags)
 DOCUMENT_ID = "document_id"
 SEGMENT_ID = "segment_id"
@@ -25,6 +46,25 @@ SEGMENT_COLUMNS = (DOCUMENT_ID, SEGMENT_ID, DOMAIN, N_SENTENCES, N_TOKENS, N_ANC
                    FIRST_SENTENCE)
 #: the columns of the segment table computed by a run (an input column of one of these names is replaced)
 COMPUTED_SEGMENT_COLUMNS = (N_SENTENCES, N_TOKENS, N_ANCHORS, DDP, DDP_CERTIFIED, FIRST_SENTENCE)
+#: signature key of the input columns a run replaced with its own values (:func:`replaced_columns`)
+REPLACED_COLUMNS = "replaced_columns"
+
+
+def replaced_columns(columns: object, cols: SegmentColumns) -> list[str]:
+    """The input ``columns`` (names) that the segment table replaces with a run's values: the computed columns
+    (:data:`COMPUTED_SEGMENT_COLUMNS`) an input has when it is itself a profile, other than the columns ``cols``
+    names as its own. A run says them on stderr and records them in its signature (:data:`REPLACED_COLUMNS`)."""
+    own = {cols.document, cols.segment, cols.text, cols.domain}
+    have = set(columns)  # type: ignore[call-overload]
+    return [c for c in COMPUTED_SEGMENT_COLUMNS if c in have and c not in own]
+
+
+def replaced_note(name: object, replaced: list[str]) -> str:
+    """The stderr line of :func:`replaced_columns`."""
+    return (f"{name} already has the column(s) {', '.join(replaced)}; the segment table holds this run's values "
+            f"in their place (the input's are not carried; recorded as '{REPLACED_COLUMNS}' in the output's signature)")
+
+
 #: the DDP columns a profile may carry (``--ddp-col`` chooses one)
 DDP_COLUMNS = (DDP, DDP_CERTIFIED)
 

@@ -123,6 +123,31 @@ def _installed_module(name: str) -> bool:
         return False
 
 
+def pipeline_folder_digest(pipeline: str | None) -> str | None:
+    """SHA-256 of the files of a pipeline given as a folder (``--pipeline PATH``: relative names, sizes and
+    contents, in name order), else None: part of the parse cache's fingerprint and of a ``--resume``'s
+    journal. A pipeline retrained in place keeps its ``meta.json`` name and version (``spacy train`` writes
+    ``0.0.0``), so they cannot tell the cache or a ``--resume`` that its parses changed; its weights can.
+    About 0.03 s for a 40 MB pipeline (hashed at 1.5 GB/s)."""
+    import hashlib
+
+    if not pipeline or not os.path.isdir(pipeline):
+        return None
+    h = hashlib.sha256()
+    files = sorted(os.path.relpath(os.path.join(d, f), pipeline) for d, _, fs in os.walk(pipeline) for f in fs)
+    for rel in files:  # one iteration per file of the pipeline (a few dozen)
+        path = os.path.join(pipeline, rel)
+        try:
+            with open(path, "rb") as fh:
+                h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(os.fstat(fh.fileno()).st_size).encode()
+                         + b"\0")
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            h.update(rel.encode("utf-8", "surrogateescape") + b"\0unreadable\0")  # the loader says what is wrong
+    return h.hexdigest()
+
+
 def resolve_pipeline(name: str | None) -> str:
     """Map the pipeline name a user types to a package (module) name or path: ``None`` and the
     presets (``default``, ``sm``, ``fast``, ``md``) to their package; an existing path as is; an

@@ -178,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
         from ..gold.validate import set_aside_note
 
         print(f"ddp validate: {set_aside_note(result.set_aside)}", file=sys.stderr)
+    for note in result.signature.get("gold", {}).get("notes", [])[:5]:  # how a gold file was read where it did not say
+        print(f"ddp validate: note: {note}", file=sys.stderr)
     repaired = result.signature.get("gold", {}).get("repaired_brackets", 0)
     if repaired and not args.quiet:
         print(f"ddp validate: warning: {repaired} unbalanced gold coreference bracket(s) repaired by dropping the "

@@ -24,8 +24,10 @@
 
 **Resume.** The markers are the journal: ``--resume`` keeps every batch whose parts are whole
 and profiles the others; a changed input or setting is refused (D170) as locally. The driver of
-a resumed run does not read the input again: it checks the input's identity (path, size,
-modification time) and loads the plan the interrupted run saved (``plan.bin``, checksummed). **Faults.**
+a resumed run does not stage or plan the input again: it checks the input's identity (path, size,
+modification time, and the SHA-256 of a local input's bytes) and loads the plan the interrupted run saved
+(``plan.bin``, checksummed); every actor checks that it loads the pipeline the finished batches were
+parsed with before it parses a batch (D170 on --resume, D763 between the nodes of one run). **Faults.**
 An actor that dies (its node is lost) is replaced and its batches run again, at most
 :data:`MAX_BATCH_RETRIES` times each (D863 beyond); a killed driver leaves the finished parts
 for ``--resume``; a worker that cannot read the input or the parts is one coded error (D862).
@@ -60,7 +62,7 @@ from ..io import fs
 from ..io.segments import ROW, SegmentColumns
 from . import parts as P
 from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
-from .journal import compare_settings, journal_settings
+from .journal import check_actor_pipeline, check_same_pipeline, compare_settings, journal_settings, pipeline_identity
 from .local import BATCH_CHARS, Settings, iter_profile
 from .ray_plan import (BatchRef, BatchSpec, RayPlan, input_identity, load_plan, plan_batches,
                        save_plan)
@@ -428,12 +430,24 @@ class BatchWorker:
     def _cache_counts(self) -> tuple[int, int]:
         return int(getattr(self.parse, "hits", 0)), int(getattr(self.parse, "misses", 0))
 
-    def profile(self, spec: BatchSpec) -> dict[str, Any]:
+    def check_pipeline(self, expected: dict[str, Any], node: str) -> None:
+        """Before a batch is parsed: the pipeline this actor loads must be ``expected["info"]``, the one the
+        run's batches were parsed with (D170 when it comes from the interrupted run's journal, else D763)."""
+        now = self.parser.info()
+        if expected.get("resumed"):
+            check_same_pipeline(expected["info"], now, expected.get("journal"))
+        check_actor_pipeline(expected["info"], now, node, expected.get("journal"))
+
+    def profile(self, spec: BatchSpec, expected: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Profile batch ``spec`` (see the class); ``expected``: ``{"info", "journal", "resumed"}``, the
+        pipeline the run's batches were parsed with, checked before the batch is parsed (:meth:`check_pipeline`)."""
         import ray
 
         t0 = time.perf_counter()
         out: dict[str, Any] = {"k": spec.k, "error": "", "node": ray.get_runtime_context().get_node_id()}
         try:
+            if expected is not None:
+                self.check_pipeline(expected, out["node"])
             self._next = spec.read()
             if self._results is None:
                 self._results = iter_profile(self._feed(), self.parser, self.settings, source_name=self.source_name,
@@ -509,11 +523,13 @@ def run_pool(ray: Any, specs: list[BatchSpec] | list[BatchRef], make_worker: Cal
     :data:`MAX_BATCH_RETRIES` times (then D863); the dead actor is replaced while the cluster has a
     CPU for it, and the replacement gets batches only once it has started (:class:`_Pool`), so a
     replacement that waits for a CPU never holds batches back. An error of a batch is raised with
-    its code. D866 when nothing finishes for :data:`NO_CPU_TIMEOUT` seconds while the cluster has no CPU."""
+    its code. D866 when nothing finishes for :data:`NO_CPU_TIMEOUT` seconds while the cluster has no CPU.
+    ``make_worker.expect()``, when set (:func:`_worker_factory`): the pipeline each batch handed out must be
+    parsed with (:meth:`BatchWorker.profile`), or None."""
     account = account or PoolAccount()
     lost = _lost_errors(ray)
     queue = deque(sorted(specs, key=lambda s: -s.n_units))
-    pool = _Pool(ray, make_worker, max(1, min(n_actors, len(specs))), account)
+    pool = _Pool(ray, make_worker, max(1, min(n_actors, len(specs))), account, getattr(make_worker, "expect", None))
     attempts: dict[int, int] = {}
     start = time.monotonic()
     try:
@@ -563,8 +579,9 @@ class _Pool:
     ``(slot, generation, spec)``; ``pending`` the ``ready()`` reference of a replacement not yet
     started to its slot. ``active``: the slots still in use (the pool shrinks with the cluster)."""
 
-    def __init__(self, ray: Any, make_worker: Callable[[], Any], n: int, account: PoolAccount) -> None:
-        self.ray, self.make_worker, self.account = ray, make_worker, account
+    def __init__(self, ray: Any, make_worker: Callable[[], Any], n: int, account: PoolAccount,
+                 expect: Callable[[], dict[str, Any] | None] | None = None) -> None:
+        self.ray, self.make_worker, self.account, self.expect = ray, make_worker, account, expect
         self.actors = [make_worker() for _ in range(n)]
         self.generation = [0] * n
         self.load = [0] * n
@@ -577,7 +594,9 @@ class _Pool:
         for slot in sorted(self.active - waiting):
             while self.load[slot] < IN_FLIGHT_PER_ACTOR and queue:
                 spec = queue.popleft()
-                self.inflight[self.actors[slot].profile.remote(spec.spec())] = (slot, self.generation[slot], spec)
+                expected = self.expect() if self.expect is not None else None
+                args = (spec.spec(),) if expected is None else (spec.spec(), expected)
+                self.inflight[self.actors[slot].profile.remote(*args)] = (slot, self.generation[slot], spec)
                 self.load[slot] += 1
 
     def lost(self, slot: int, gen: int) -> None:
@@ -642,13 +661,16 @@ def _check_stalled(ray: Any, quiet_since: float) -> None:
                        code="D866")
 
 
-def _worker_factory(ray: Any, o: RunOptions, name: str, dataset: str | None) -> Callable[[], Any]:
-    """``make_worker()`` for :func:`run_pool`: a :class:`BatchWorker` on one CPU, actors spread over the nodes."""
+def _worker_factory(ray: Any, o: RunOptions, name: str, dataset: str | None,
+                    expect: Callable[[], dict[str, Any] | None] | None = None) -> Callable[[], Any]:
+    """``make_worker()`` for :func:`run_pool`: a :class:`BatchWorker` on one CPU, actors spread over the nodes.
+    ``expect`` (kept as ``make_worker.expect``): the pipeline the batches must be parsed with, or None."""
     remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD")(BatchWorker)
 
     def make() -> Any:
         return remote.remote(o.pipeline, o.batch_size, o.settings, name, o.parse_wrapper, dataset)
 
+    make.expect = expect  # type: ignore[attr-defined]
     return make
 
 
@@ -710,6 +732,9 @@ def profile_frame_ray(
                  for k, b in enumerate(batches)]
         run_pool(ray, specs, _worker_factory(ray, o, source_name, None), n,
                  lambda r: results.__setitem__(r["k"], r))
+    for k in sorted(results):  # actors on nodes with different installs must not mix their parses (D763)
+        check_actor_pipeline(results[0]["info"], results[k]["info"], str(results[k].get("node", "?")),
+                             "the first batch's result")
     tables = [[_from_ipc(results[k]["tables"][i]) for k in sorted(results)] for i in range(3)]
     segments = pl.concat(tables[0]).sort(ROW).drop(ROW)
     sig = signature_of(results[0]["info"], settings, cols, n_actors=min(n, len(batches)), n_batches=len(batches),
@@ -765,7 +790,8 @@ class _Where:
 def work_location(targets: Mapping[str, OutputTarget | None]) -> _Where:
     """The dataset folder of a run: ``-o DIR/`` itself; else ``.NAME.ray.ddp-work`` beside the
     segment output ``-o NAME`` (a folder the output checks refuse to write into: D760); a
-    temporary folder for ``-o -`` (one machine only)."""
+    temporary folder for ``-o -`` (one machine only; ``.ddp-ray-work-*`` with its ``owner``, removed by a later
+    run if this one is killed)."""
     seg = targets["segments"]
     if seg is not None and seg.format == DATASET:
         loc = str(seg.path)
@@ -774,7 +800,11 @@ def work_location(targets: Mapping[str, OutputTarget | None]) -> _Where:
         p = Path(os.path.abspath(seg.path))
         local = p.parent / f".{p.name}.ray.ddp-work"
         return _Where(str(local), False, local)
-    tmp = Path(tempfile.mkdtemp(prefix="ddp-ray-"))
+    from . import ray_reaper
+
+    # named and owned as :func:`remove_stale_work` expects: a later run removes it if this one is killed (SIGKILL)
+    tmp = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+    (tmp / "owner").write_text(ray_reaper.owner_token() + "\n")
     return _Where(str(tmp), False, tmp, temporary=True)
 
 
@@ -799,8 +829,8 @@ def _old_journal(where: _Where, resume: bool, say: Callable[[str], None], notes:
         notes.append("--resume: no interrupted Ray run of this output found; starting from the beginning")
     elif present:
         notes.append(f"removed the dataset of an earlier Ray run ({where.dataset}); use --resume to continue such a run")
-    if present or (where.local is not None and where.local.exists() and not where.keep):
-        fs.remove_tree(where.dataset)
+    if present or (where.local is not None and where.local.exists() and not where.keep and not where.temporary):
+        fs.remove_tree(where.dataset)  # (a -o - run's new temporary folder holds only its owner file: kept)
     return None
 
 
@@ -839,25 +869,42 @@ class _Batches:
     fresh: set[int] = field(default_factory=set)
 
 
-def _settings_of(source: Any, o: RunOptions, chars: int) -> dict[str, Any]:
-    """The journal's settings of this run (what a resumed run must share with the interrupted one)."""
+def _input_identity(source: Any, o: RunOptions, content: bool = True) -> dict[str, Any]:
+    """The input's identity in the journal (``input``: path, size, modification time) and, for a local file
+    or folder, the SHA-256 of its content (``input_sha256``, as the local engine's journal: an input replaced
+    in place by one of the same size and time is refused on --resume, D170; not with ``content`` False: a
+    ``-o -`` run, never resumed). Computed once per run."""
+    if not isinstance(source, (str, os.PathLike)):
+        return {"input": {"path": None}}
+    ident: dict[str, Any] = {"input": input_identity(source, o.docs)}
+    if content and not fs.is_uri(source):  # (at a URI: its size and modification time only; hashing would download it)
+        from ..io.sources import resolve_docs
+        from .run import INPUT_DIGEST, input_digest
+
+        ident[INPUT_DIGEST] = input_digest(source, resolve_docs(source, o.reader, o.docs))
+    return ident
+
+
+def _settings_of(ident: dict[str, Any], o: RunOptions, chars: int) -> dict[str, Any]:
+    """The journal's settings of this run (what a resumed run must share with the interrupted one);
+    ``ident``: :func:`_input_identity`."""
     reader = {"name": o.reader, "docs": None if o.docs is None else str(o.docs), "txt_mode": o.txt_mode}
-    ident = input_identity(source, o.docs) if isinstance(source, (str, os.PathLike)) else {"path": None}
-    return journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident, {"engine": "ray", "reader": reader})
+    extra = {"engine": "ray", "reader": reader, **{k: v for k, v in ident.items() if k != "input"}}
+    return journal_settings(o.settings, o.cols, o.pipeline, int(chars), ident["input"], extra)
 
 
-def _saved_plan(source: Any, o: RunOptions, where: _Where, old: dict[str, Any] | None, name: str,
+def _saved_plan(ident: dict[str, Any], o: RunOptions, where: _Where, old: dict[str, Any] | None, name: str,
                 notes: list[str]) -> RayPlan | None:
     """``--resume``: the interrupted run's saved plan (:func:`~ddpcore.engines.ray_plan.load_plan`), once
-    the input's identity (path, size, modification time) and the settings are checked against its journal
-    (D170) — the input itself is not read again. None (the input is read and planned anew): no journal, or
+    the input's identity (path, size, modification time, content checksum) and the settings are checked
+    against its journal (D170) — the input is not staged or planned again. None (the input is read and planned anew): no journal, or
     a journal without a usable plan (a note says why). D137 (``--summary-by``) from the saved schema."""
     if old is None:
         return None
     chars = o.batch_chars or old["settings"].get("batch_chars")
     if not chars:
         return None
-    compare_settings(old["settings"], _settings_of(source, o, int(chars)), fs.join(where.dataset, P.JOURNAL))
+    compare_settings(old["settings"], _settings_of(ident, o, int(chars)), fs.join(where.dataset, P.JOURNAL))
     plan, why = load_plan(where.dataset, old.get("plan"), o.cols)
     if plan is None:
         notes.append(f"--resume: {why}; reading the input again to plan the run")
@@ -868,7 +915,7 @@ def _saved_plan(source: Any, o: RunOptions, where: _Where, old: dict[str, Any] |
     return plan
 
 
-def _plan_run(ray: Any, staged: Any, saved: RayPlan | None, source: Any, o: RunOptions, where: _Where,
+def _plan_run(ray: Any, staged: Any, saved: RayPlan | None, ident: dict[str, Any], o: RunOptions, where: _Where,
               old: dict[str, Any] | None, say: Callable[[str], None], notes: list[str]) -> _Batches:
     """Resolve actors and batch size (a resumed run keeps the interrupted run's), compare the
     settings with the interrupted run's (D170), plan (or take the ``saved`` plan of the interrupted
@@ -881,7 +928,7 @@ def _plan_run(ray: Any, staged: Any, saved: RayPlan | None, source: Any, o: RunO
     else:
         chars = o.batch_chars or (old["settings"].get("batch_chars") if old else None) or \
             auto_batch_chars(int(staged.ids[CHARS].sum()), n)
-    settings = _settings_of(source, o, int(chars))
+    settings = _settings_of(ident, o, int(chars))
     if old is not None:
         compare_settings(old["settings"], settings, fs.join(where.dataset, P.JOURNAL))
     plan = saved if saved is not None else plan_batches(staged, int(chars))  # (consumes the id index)
@@ -909,19 +956,28 @@ def _profile_todo(ray: Any, b: _Batches, o: RunOptions, where: _Where, name: str
     todo = [k for k in range(plan.n_batches) if k not in b.done]
     prog = Progress(o.progress, plan.n_segments, done_segments=int(seg_per_batch[sorted(b.done)].sum()))
     journal_at = fs.join(where.dataset, P.JOURNAL)
+    # the interrupted run's pipeline (D170 on every actor before it parses), else this run's first batch's (D763)
+    resumed = "pipeline_info" in b.journal
+
+    def expect() -> dict[str, Any] | None:
+        info = b.journal.get("pipeline_info")
+        return None if info is None else {"info": info, "journal": journal_at, "resumed": resumed}
 
     def finished(result: dict[str, Any]) -> None:
         k = int(result["k"])
-        b.done[k] = result["marker"]
-        b.fresh.add(k)
         if "pipeline_info" not in b.journal:
             b.journal["pipeline_info"] = result["info"]
             fs.write_json_atomic(journal_at, b.journal)
+        elif pipeline_identity(result["info"]) != pipeline_identity(b.journal["pipeline_info"]):
+            P.drop_batch(where.dataset, k)  # handed out before the first batch finished: not kept for --resume
+            check_actor_pipeline(b.journal["pipeline_info"], result["info"], str(result.get("node", "?")), journal_at)
+        b.done[k] = result["marker"]
+        b.fresh.add(k)
         prog.advance(float(seg_per_batch[k]))
         prog.add_words(int(result["marker"]["words"]))
 
     try:
-        account = run_pool(ray, plan.refs(todo), _worker_factory(ray, o, name, where.dataset),
+        account = run_pool(ray, plan.refs(todo), _worker_factory(ray, o, name, where.dataset, expect),
                            b.n_actors, finished)
     finally:
         prog.close()
@@ -1044,21 +1100,27 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
     try:
         with _signals_raise():
             old = _old_journal(where, o.resume, say, notes)
-            saved = _saved_plan(source, o, where, old, name, notes)
+            ident = _input_identity(source, o, content=not where.temporary)
+            saved = _saved_plan(ident, o, where, old, name, notes)
             staged = _stage(source, o, where, name) if saved is None else None
+            from .run import _note_replaced_columns
+
+            replaced = _note_replaced_columns(staged.schema if staged is not None else saved.schema, o, name, say)
             with ray_session(o.address, quiet=o.quiet, own_signals=True) as ray:
-                b = _plan_run(ray, staged, saved, source, o, where, old, say, notes)
+                b = _plan_run(ray, staged, saved, ident, o, where, old, say, notes)
                 account = _profile_todo(ray, b, o, where, name, say)
             accounting = _accounting(b, account)
             info = b.journal.get("pipeline_info") or {}
             signature = signature_of(info, o.settings, o.cols, n_actors=min(b.n_actors, b.plan.n_batches),
-                                     n_batches=b.plan.n_batches, input_name=name, extra=_cache_entry(o, {k: b.done[k] for k in b.fresh}),
+                                     n_batches=b.plan.n_batches, input_name=name,
+                                     extra={**replaced, **_cache_entry(o, {k: b.done[k] for k in b.fresh})},
                                      warn=say)
             summary, n_anchors = _finish(where, b, targets, signature, o, accounting)
     except RayStop as stop:
         raise _interrupted(stop, b, o) from None
-    except DDPError:
-        if b is None or not b.done:  # nothing finished: nothing to resume
+    except DDPError as exc:
+        if exc.code != "D170" and (b is None or not b.done):  # nothing finished: nothing to resume (D170: the
+            # interrupted run's batches stay for a --resume with its settings)
             with contextlib.suppress(DDPError):
                 fs.remove_tree(where.dataset) if not where.keep or b is None else None
         raise

@@ -12,8 +12,8 @@ The same input, batch size and columns always give the same plan, which is what 
 ``--resume`` take the parts of an interrupted run as the journal (:mod:`ddpcore.engines.parts`).
 The plan is also saved in the dataset folder (:func:`save_plan`, ``plan.bin``, its checksum in
 the journal): a resumed run loads it (:func:`load_plan`) after checking that the input's path,
-size and modification time and the settings are the interrupted run's (D170), and does not read
-the input again; only a missing or damaged plan makes it read and plan the input anew.
+size, modification time and content checksum and the settings are the interrupted run's (D170), and
+does not stage or plan the input again; only a missing or damaged plan makes it read and plan the input anew.
 """
 from __future__ import annotations
 

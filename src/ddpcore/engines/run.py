@@ -43,7 +43,7 @@ from ..signature import run_signature
 from .assembly import ASSEMBLE_ROWS, ROLES, SHARD_DOC_ROW, SHARD_ROW, assemble_outputs  # noqa: F401 (re-exported)
 from .base import RunInterrupted, RunOptions, RunReport, stop_signals, warner
 from .batch_plan import BatchPlan, plan_batches
-from .journal import compare_settings, journal_settings
+from .journal import check_same_pipeline, compare_settings, journal_settings, pipeline_identity
 from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, iter_profile, segment_keys
 from ..pipeline.extract import head_noun_source
@@ -483,10 +483,21 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
     say = _sayer(o.warn)
     name = o.name_of(source)
     notes: list[str] = []
+    stale = remove_abandoned_work()
+    if stale:  # (said with the run's notes, on stderr)
+        notes.append(f"removed {len(stale)} temporary work folder(s) of killed ddp runs that wrote to stdout "
+                     f"({', '.join(map(str, stale))}): their processes are gone and nothing in them changed for "
+                     f"{STALE_WORK_SECONDS / 60:.0f} minutes")
     work, tmp_root = _work_folder(targets["segments"], o.resume, say)
     docs_path, extra = _run_extra(source, targets, o)
     jsettings = journal_settings(o.settings, o.cols, o.pipeline, int(o.batch_chars or BATCH_CHARS),
                                   input_fingerprint(source, docs_path), extra)
+    if tmp_root is None and INPUT_DIGEST not in jsettings and isinstance(source, (str, os.PathLike)):
+        # what --resume compares besides size and modification time: an input replaced in place by one of the
+        # same size and time must not mix its rows with the interrupted run's batches (D170). 0.07 s per 100 MiB
+        # (measured, page cache warm; a cold read is the disk's speed), against hours of parsing for such an
+        # input; --shard runs record it already (in the signature). Not for -o -: never resumed
+        jsettings[INPUT_DIGEST] = input_digest(source, docs_path)
     journal = _open_journal(work, tmp_root is not None, jsettings, o.resume, say, notes)
     parts = work / "parts"
     stop: _Stop | None = None
@@ -504,12 +515,12 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
                 live.parser.start()
             staged = _stage(source, o, work, journal, docs_path, name, say)
             _check_nested_columns(staged.schema, targets, o, name)
-            _note_replaced_columns(staged.schema, o, name, say)
+            replaced = _note_replaced_columns(staged.schema, o, name, say)
             run_plan = _plan_batches(staged, o, work, journal, notes, say)
             info, parse_sig = _profile_batches(staged, run_plan, o, work, journal, live, name)
             signature = run_signature(info, o.settings, o.cols, head_nouns=head_noun_source(info),
                                       run={"input": name, "batches": run_plan.n_batches, "n_process": run_plan.n_proc},
-                                      extra={**extra, **parse_sig}, warn=say)
+                                      extra={**extra, **replaced, **parse_sig}, warn=say)
             assembling = True
             with stage_times.stage("write"):
                 summary, n_anchors = assemble_outputs(parts, run_plan.n_batches, dict(targets), signature,
@@ -570,8 +581,70 @@ def _work_folder(seg_target: OutputTarget, resume: bool, say: Callable[[str], No
     if resume:
         raise DDPUsageError("--resume needs the segment table written to a file (-o PATH), not to stdout",
                             code="D171")
-    tmp_root = tempfile.mkdtemp(prefix="ddp-work-")
+    tmp_root = tempfile.mkdtemp(prefix=TEMP_WORK_PREFIX)
+    write_json_atomic(Path(tmp_root) / TEMP_WORK_OWNER, _owner())  # what a later run checks before removing it
     return Path(tmp_root), tmp_root
+
+
+#: prefix of the temporary work folder (in the system's temporary folder) of a run whose segments go to stdout
+TEMP_WORK_PREFIX = "ddp-work-"
+#: the file naming the run (pid, host, process start time) that owns such a folder
+TEMP_WORK_OWNER = "owner.json"
+#: a temporary work folder whose run is gone is removed by a later run once nothing in it changed for this long
+#: (seconds): a second guard, after the owner check, against a live run the owner check cannot see (another PID
+#: namespace sharing the temporary folder under the same host name)
+STALE_WORK_SECONDS = 600.0
+
+
+def _owner() -> dict[str, Any]:
+    import socket
+
+    return {"pid": os.getpid(), "host": socket.gethostname(), "start": _proc_start(os.getpid())}
+
+
+def _newest_change(folder: Path) -> float:
+    """Latest modification time of ``folder`` and of the folders in it (a file written or renamed in
+    ``parts/`` or ``staged/`` changes that folder's time)."""
+    newest = folder.stat().st_mtime
+    with os.scandir(folder) as entries:
+        for e in entries:  # one iteration per entry of the work folder (a handful)
+            with contextlib.suppress(OSError):
+                if e.is_dir(follow_symlinks=False):
+                    newest = max(newest, e.stat(follow_symlinks=False).st_mtime)
+    return newest
+
+
+def remove_abandoned_work(folder: str | os.PathLike[str] | None = None, *,
+                          min_age: float = STALE_WORK_SECONDS) -> list[Path]:
+    """Remove the temporary work folders of ``-o -`` runs killed with SIGKILL (no handler removes them) from
+    ``folder`` (default: the system's temporary folder); returns them. Removed only when provably abandoned:
+    this user's, its owner file names a process of this host that no longer runs (or whose pid now names
+    another process), and nothing in it changed for ``min_age`` seconds. A folder without a readable owner file
+    (a run creating it, or an older ddpcore's) is left alone."""
+    import socket
+
+    base = Path(folder if folder is not None else tempfile.gettempdir())
+    host, uid, now = socket.gethostname(), os.getuid() if hasattr(os, "getuid") else None, time.time()
+    removed: list[Path] = []
+    try:
+        entries = [e for e in os.scandir(base) if e.name.startswith(TEMP_WORK_PREFIX)]
+    except OSError:
+        return removed
+    for e in entries:  # one iteration per ddp-work-* folder in the temporary folder
+        try:
+            if not e.is_dir(follow_symlinks=False) or (uid is not None and e.stat().st_uid != uid):
+                continue
+            info = json.loads((Path(e.path) / TEMP_WORK_OWNER).read_text(encoding="utf-8"))
+            if not isinstance(info, dict) or info.get("host") != host or _holder_alive(info):
+                continue
+            if now - _newest_change(Path(e.path)) < min_age:
+                continue
+        except (OSError, ValueError, TypeError):
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        if not os.path.exists(e.path):
+            removed.append(Path(e.path))
+    return removed
 
 
 def _run_extra(source: Any, targets: dict[str, OutputTarget], o: RunOptions
@@ -658,16 +731,16 @@ def _stage(source: Any, o: RunOptions, work: Path, journal: dict[str, Any], docs
     return staged
 
 
-def _note_replaced_columns(schema: Any, o: RunOptions, name: str, say: Callable[[str], None]) -> None:
+def _note_replaced_columns(schema: Any, o: RunOptions, name: str, say: Callable[[str], None]) -> dict[str, Any]:
     """Say (stderr) which input columns the segment table replaces with this run's values (an input that
-    is itself a profile: ``ddp``, ``ddp_certified``, ``n_sentences``, ...)."""
-    from ..schema import COMPUTED_SEGMENT_COLUMNS
+    is itself a profile: ``ddp``, ``ddp_certified``, ``n_sentences``, ...); returns the signature entry
+    that records them (``{"replaced_columns": [...]}``, empty when none)."""
+    from ..schema import REPLACED_COLUMNS, replaced_columns, replaced_note
 
-    own = {o.cols.document, o.cols.segment, o.cols.text, o.cols.domain}
-    old = [c for c in COMPUTED_SEGMENT_COLUMNS if c in schema and c not in own]
+    old = replaced_columns(schema, o.cols)
     if old:
-        say(f"{name} already has the column(s) {', '.join(old)}; the segment table holds this run's values "
-            "in their place (the input's are not carried)")
+        say(replaced_note(name, old))
+    return {REPLACED_COLUMNS: old} if old else {}
 
 
 def _check_nested_columns(schema: Any, targets: dict[str, OutputTarget], o: RunOptions, name: str) -> None:
@@ -785,29 +858,8 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
     return info, (parse_fn.signature() if hasattr(parse_fn, "signature") else {})
 
 
-def _pipeline_identity(info: dict[str, Any]) -> dict[str, Any]:
-    """What a parse depends on in a :func:`~ddpcore.anchors.spacy_extract.pipeline_info` (as the parse
-    cache's fingerprint: spaCy, the pipeline's name, version and components, compiled POS)."""
-    return {"spacy": info.get("spacy"), "pipeline_name": info.get("pipeline_name"),
-            "pipeline_version": info.get("pipeline_version"), "components": list(info.get("components") or []),
-            "compiled_pos": info.get("pos_source") == "compiled_attribute_ruler"}
-
-
-def _check_same_pipeline(earlier: dict[str, Any], now: dict[str, Any], journal_path: Path) -> None:
-    """``--resume``: D170 when the pipeline behind the same ``--pipeline`` changed since the interrupted run
-    (spaCy or the pipeline package upgraded, a pipeline folder replaced): its batches would mix two parses."""
-    a, b = _pipeline_identity(earlier), _pipeline_identity(now)
-    if a == b:
-        return
-
-    def show(x: dict[str, Any]) -> str:
-        return (f"{x['pipeline_name']} {x['pipeline_version']} ({', '.join(x['components'])}) with spaCy "
-                f"{x['spacy']}")
-
-    raise DDPUsageError(f"--resume: the spaCy pipeline differs from the interrupted run's journal {journal_path} "
-                        f"(the interrupted run parsed with {show(a)}, this one with {show(b)}: spaCy or the pipeline "
-                        "was changed since); reinstall that pipeline to resume, or rerun without --resume to start "
-                        "over", code="D170")
+_pipeline_identity = pipeline_identity  # (kept under these names for callers of the engine)
+_check_same_pipeline = check_same_pipeline
 
 
 def _interrupted(stop: _Stop, outs: Any, parts: Path, work: Path, temporary: bool, resume_hint: str

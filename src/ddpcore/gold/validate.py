@@ -863,6 +863,7 @@ def validate(
             "ddp_columns": [c for c in DDP_COLUMNS if c in run.segments.columns],
             "repaired_brackets": len(corpus.warnings),
             "warnings": list(corpus.warnings[:20]),
+            **({"notes": list(corpus.notes[:20])} if corpus.notes else {}),
         },
         "profile": run.signature,
     }

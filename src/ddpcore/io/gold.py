@@ -88,12 +88,17 @@ class GoldCorpus:
     warnings : tuple[str, ...]
         Repairs made to unbalanced coreference brackets in lenient mode (``strict=False``), each
         naming file and line; the affected mention is dropped.
+    notes : tuple[str, ...]
+        How a file was read where it did not say (a CoNLL-U file whose entity brackets carry attributes
+        but which has no ``# global.Entity`` line is read with CorefUD's default layout), each naming the
+        file and line; also under ``strict`` (they are no repair).
     """
 
     sentences: pl.DataFrame
     mentions: pl.DataFrame
     formats: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def n_documents(self) -> int:
@@ -419,9 +424,14 @@ class _Found:
         self.mention_rows: list[dict[str, Any]] = []
         self.seen_docs: dict[str, str] = {}
         self.warnings: list[str] = []
+        self.notes: list[str] = []
         self.formats: list[str] = []
 
     def problem(self, message: str, code: str) -> None:
+        if code == NOTE:  # how a file was read where it did not say: no repair, never an error
+            if message not in self.notes:
+                self.notes.append(message)
+            return
         if self.strict:
             raise DDPDataError(message, code=code)
         self.warnings.append(f"[{code}] {message}")
@@ -474,7 +484,7 @@ class _Found:
             },
         )
         return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(self.formats),
-                          warnings=tuple(self.warnings))
+                          warnings=tuple(self.warnings), notes=tuple(self.notes))
 
 
 _Job = tuple["_Member", str, "_Member | None"]  # member, format, LitBank brat sentence file
@@ -593,7 +603,13 @@ def _read_tar_jobs(archive: Path, jobs: list[_Job], problem: _Problem) -> Iterat
 # --------------------------------------------------------------------------- shared helpers
 
 _Doc = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
+#: ``problem(message, code)``: a repair (D409/D410: an error under ``strict``), or with ``code=NOTE`` a note on
+#: how a file was read (:attr:`GoldCorpus.notes`)
 _Problem = Callable[[str, str], None]
+NOTE = "note"
+#: CorefUD's layout of an entity bracket when a file does not give one (``# global.Entity``); the one layout
+#: of every CorefUD 1.x release and what udapi writes
+COREFUD_DEFAULT_ENTITY = "eid-etype-head-other"
 
 _PERSONAL_PRONOUNS = frozenset(
     """i me my mine myself you your yours yourself yourselves he him his himself she her hers herself
@@ -950,6 +966,7 @@ class _Conllu:
         self.doc: dict[str, Any] = {}   # the open document: id, genre, rows, entities still open
         self.sent: dict[str, Any] = {}  # the open sentence: token columns, finished mentions, text
         self.etype_index = -1           # position of "etype" in global.Entity
+        self.layout: str | None = None  # the global.Entity layout; None until the file gives one
 
     def new_doc(self, doc_id: str) -> None:
         self.doc.clear()
@@ -1014,6 +1031,13 @@ class _Conllu:
             self.new_doc(val or f"{self.file_stem}-{len(self.docs)}")
         elif key == "global.Entity":
             fields = val.split("-")
+            if fields[0] not in ("eid", "GRP"):  # the entity id is read as a bracket's first field
+                raise DDPDataError(
+                    f"{self.member.label}: line {lineno}: '# global.Entity = {val}' does not start with the entity "
+                    "id (eid, or GRP); ddpcore reads the CorefUD 1.x layouts (eid-etype-head-other...), and would "
+                    "take the first field for the id: convert the file (e.g. with udapi's corefud blocks) or fix "
+                    "the line", code="D410")
+            self.layout = val
             self.etype_index = fields.index("etype") if "etype" in fields else -1
         elif key in ("meta::genre", "genre"):
             if not self.doc:
@@ -1088,6 +1112,8 @@ class _Conllu:
         doc, sent, label = self.doc, self.sent, self.member.label
         sidx = len(doc["sents"])
         for op, key, attrs in _parse_entity(value, label, lineno):
+            if attrs and self.layout is None:
+                self.default_layout(value, lineno)
             part = _DISCONTINUOUS_RE.search(key)
             eid = key[: part.start()] if part else key
             fields = attrs.split("-") if attrs else []
@@ -1113,6 +1139,17 @@ class _Conllu:
                     )
                     continue
                 self.mention(eid, a, end, et, node)
+
+    def default_layout(self, value: str, lineno: int) -> None:
+        """A bracket with attributes and no ``# global.Entity`` line before it: read with CorefUD's default
+        layout (:data:`COREFUD_DEFAULT_ENTITY`: the entity type is the 2nd field), and say so (a note)."""
+        self.layout = COREFUD_DEFAULT_ENTITY
+        self.etype_index = COREFUD_DEFAULT_ENTITY.split("-").index("etype")
+        self.problem(
+            f"{self.member.label}: line {lineno}: 'Entity={value}' has attributes but no '# global.Entity' line "
+            f"comes before it; read with CorefUD's default layout {COREFUD_DEFAULT_ENTITY} (the entity type is the "
+            "field after the id); put '# global.Entity = ...' after the first '# newdoc' line if the layout differs",
+            NOTE)
 
     def mention(self, eid: str, a: int, b: int, etype: str | None, node: tuple[str, str, str, str] | None) -> None:
         """A finished mention (or one part of a discontinuous mention: each part is a mention of the chain)."""

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DDPDataError, DDPUsageError
-from ..schema import SegmentColumns
+from ..schema import BLANK_CHARS, INVISIBLE, SegmentColumns, blank_note
 from .tables import check_binary, decode_utf8, iter_line_bytes
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ LINE_ID = "line_id"
 BLOCK_BYTES = 8 << 20
 #: wrapped-text detection: at most this many characters per line
 WRAP_MAX_WIDTH = 80
-_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
+_BLANK_LINE = re.compile(r"\n[ \t\r\f\v" + INVISIBLE + r"]*\n")
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 _SENTENCE_END = r"[.!?:;\"'”’)\]…»]$"
 
@@ -238,11 +238,11 @@ def refuse_empty_segments(df: pl.DataFrame, cols: SegmentColumns, reader: str, n
     if reader not in ("wmt24", "lines", "mtme", "wmt25") or df.height == 0 or (reader != "wmt25" and LINE_ID not in df.columns):
         return 0
     starts = (df[cols.segment] == 0).fill_null(False) if reader == "wmt25" else None
-    empty = (df[cols.text].is_null() | (df[cols.text].str.strip_chars().str.len_chars() == 0)).fill_null(True)
+    empty = (df[cols.text].is_null() | (df[cols.text].str.strip_chars(BLANK_CHARS).str.len_chars() == 0)).fill_null(True)
     if empty.any():
         i = int(empty.arg_true()[0])
         r = df.row(i, named=True)
-        what = f"(document {r[cols.document]!r}, segment {r[cols.segment]})"
+        what = f"(document {r[cols.document]!r}, segment {r[cols.segment]}{blank_note(r[cols.text])})"
         if reader == "wmt25":
             assert starts is not None
             record = records_before + int(starts[: i + 1].sum())
@@ -299,7 +299,7 @@ def wrapped_width(text: str) -> int | None:
     import polars as pl
 
     lines = pl.Series("l", [text], dtype=pl.String).str.split("\n").explode().str.strip_chars_end()
-    df = pl.DataFrame({"l": lines}).with_columns(blank=pl.col("l").str.strip_chars().str.len_chars() == 0)
+    df = pl.DataFrame({"l": lines}).with_columns(blank=pl.col("l").str.strip_chars(BLANK_CHARS).str.len_chars() == 0)
     df = df.with_columns(para=pl.col("blank").cum_sum()).filter(~pl.col("blank"))
     inner = df.filter(pl.col("para") == pl.col("para").shift(-1)).with_columns(n=pl.col("l").str.len_chars())
     if inner.height < 8:
@@ -339,7 +339,7 @@ def iter_txt_folder(folder: Path, cols: SegmentColumns, txt_mode: str = "lines",
         check_binary(raw, path)
         text = decode_utf8(raw, path).replace("\r\n", "\n").replace("\r", "\n")
         parts = [p.strip("\n") for p in _BLANK_LINE.split(text)]
-        parts = [p for p in parts if p.strip()]
+        parts = [p for p in parts if p.strip(BLANK_CHARS)]
         if not parts:
             raise DDPDataError(f"{path}: the document is empty; remove it or add text", code="D121")
         if txt_mode == "paragraphs":

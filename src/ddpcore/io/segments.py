@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
-from ..schema import SegmentColumns
+from ..schema import BLANK_CHARS, SegmentColumns, blank_note
 from .tables import read_table, require_columns
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         df = read_text_folder(Path(source), cols)
     else:
-        df = read_table(source)
+        df = read_table(source, text_columns=(cols.text,), key_columns=(cols.document, cols.segment))
     if len({cols.document, cols.segment, cols.text, cols.domain}) < 4:
         raise DDPUsageError("the document, segment, text and domain columns must be four different names", code="D114")
     if df.height == 0:
@@ -95,17 +95,26 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
         df = df.with_columns(pl.col(cols.text).cast(pl.String))
     text = df[cols.text]
     if text.dtype != pl.String:
+        first = df.filter(pl.col(cols.text).is_not_null()).head(1)
+        at = f", row {int(first[ROW][0]) + 1}" if first.height else ""
+        what = (f"{text.dtype} values (e.g. {first[cols.text][0]!r}), not strings" if first.height
+                else f"type {text.dtype} and no values")
+        simple = text.dtype.is_numeric() or text.dtype == pl.Boolean
         raise DDPDataError(
-            f"{name}, column '{cols.text}': expected text, found {text.dtype}; choose the text column with --text-col",
+            f"{name}{at}, column '{cols.text}': expected text, found {what}; "
+            + ("the text column must hold strings, even a text of digits: write such texts as strings "
+               "(\"123\" in JSON, a string column in Parquet or a data frame), or " if simple else "")
+            + ("bytes are not text: store the texts as a string column (UTF-8), or " if text.dtype == pl.Binary else "")
+            + "choose the text column with --text-col",
             code="D111",
         )
-    bad = df.filter(pl.col(cols.text).is_null() | (pl.col(cols.text).str.strip_chars().str.len_chars() == 0))
+    bad = df.filter(pl.col(cols.text).is_null() | (pl.col(cols.text).str.strip_chars(BLANK_CHARS).str.len_chars() == 0))
     if bad.height:
         row = int(bad[ROW][0])
         ids = ", ".join(f"{what} {'id missing' if v is None else repr(v)}"  # never "segment None"
                         for what, v in (("document", bad[cols.document][0]), ("segment", bad[cols.segment][0])))
         raise DDPDataError(
-            f"{name}, row {row + 1}, column '{cols.text}': empty source text ({ids}); "
+            f"{name}, row {row + 1}, column '{cols.text}': empty source text ({ids}{blank_note(bad[cols.text][0])}); "
             f"fill it or drop the row ({bad.height} empty row(s) in total)",
             code="D111",
         )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
+from ..schema import BLANK_CHARS
 from .fs import is_uri
 from .id_index import IdIndex, IdIndexWriter, check_unique
 from .readers import refuse_empty_segments
@@ -107,7 +108,7 @@ def _unit_counts(texts: pl.Series) -> np.ndarray:
     import polars as pl
 
     return (
-        texts.str.split("\n").list.eval(pl.element().str.strip_chars().str.len_chars() > 0).list.sum()
+        texts.str.split("\n").list.eval(pl.element().str.strip_chars(BLANK_CHARS).str.len_chars() > 0).list.sum()
         .fill_null(0).to_numpy().astype(np.int64)
     )
 
@@ -200,6 +201,7 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
             pf = pq.ParquetFile(path)
         except Exception as exc:
             raise DDPDataError(f"{path}: not a readable Parquet file ({exc})", code="D103") from None
+        T.check_column_names(pf.schema_arrow.names, path)
         if pf.metadata.num_rows == 0 or pf.num_row_groups == 0:
             yield T.read_table(path), None
             return
@@ -212,7 +214,8 @@ def iter_input_chunks(source: Any, cols: SegmentColumns, chunk_rows: int = CHUNK
         yield from T.iter_jsonl_chunks(path, chunk_rows)
         return
     if fmt in ("csv", "tsv"):
-        yield from T.iter_csv_chunks(path, fmt, chunk_rows)
+        yield from T.iter_csv_chunks(path, fmt, chunk_rows, text_columns=(cols.text,),
+                                     key_columns=(cols.document, cols.segment))
         return
     yield T.read_table(path), None
 
@@ -227,6 +230,9 @@ def _iter_uri_row_groups(uri: str) -> Iterator[tuple[pl.DataFrame, int | None]]:
         raise DDPUsageError(f"{uri}: an input given as a URI must be a Parquet file (.parquet); convert it, or "
                             "give a local path", code="D861")
     pf = open_parquet(uri)
+    from .tables import check_column_names
+
+    check_column_names(pf.schema_arrow.names, uri)
     for g in range(pf.num_row_groups):
         df = pl.from_arrow(pf.read_row_group(g))
         assert isinstance(df, pl.DataFrame)

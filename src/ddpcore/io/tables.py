@@ -129,10 +129,41 @@ def check_binary(data: bytes, path: Path, offset: int = 0) -> None:
 
 def check_text_head(path: Path) -> None:
     """Look at the first :data:`HEAD_BYTES` of a text table before reading it (within a millisecond
-    even for a huge file): binary content is D730/D731 (:func:`check_binary`)."""
+    even for a huge file): binary content is D730/D731 (:func:`check_binary`), line ends of a lone
+    carriage return D103 (:func:`check_line_ends`)."""
     with open_binary(path) as fh:
         head = read_block(fh, path, HEAD_BYTES)
     check_binary(head, path)
+    check_line_ends(head, path)
+
+
+def check_line_ends(head: bytes, path: Path) -> None:
+    """D103 for a file whose lines end with a lone carriage return (classic Mac OS text, some spreadsheet
+    exports): ``head`` (its first bytes) has a ``\r`` inside and no ``\n``. Every reader splits lines at
+    ``\n``, so the file would be read as one line: a CSV as its header alone ("no rows"), a line-aligned
+    source as one segment. A JSON array is left alone (``\r`` is white space between its values)."""
+    name = path.name.lower()
+    name = name[:-3] if name.endswith(".gz") else name
+    if name.endswith(".json") or b"\n" in head:
+        return
+    cr = head.find(b"\r")
+    if 0 <= cr < len(head.rstrip(b"\r")) - 1:
+        raise DDPDataError(f"{path}: line 1, byte column {cr + 1}: the lines end with a carriage return alone (\\r, "
+                           "classic Mac text), which no reader splits at, so the file would read as one line; "
+                           "convert the line ends to \\n (e.g. `tr '\\r' '\\n'` or mac2unix)", code="D103")
+
+
+#: Excel's first line naming the separator (``sep=,``, ``sep=;``): a hint to spreadsheets, no header
+_SEP_LINE = re.compile(rb"(?:\xef\xbb\xbf)?sep=.?\r?(?:\n|$)", re.IGNORECASE)
+
+
+def check_sep_line(head: bytes, path: Path) -> None:
+    """D103 for a CSV/TSV file whose first line is Excel's separator hint ``sep=,``: read as the header, it
+    would make every row have more fields than the header (or give one column named ``sep=,``)."""
+    if _SEP_LINE.match(head):
+        first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace").lstrip("\ufeff")
+        raise DDPDataError(f"{path}: line 1: '{first}' is a spreadsheet's separator hint, not the header; remove "
+                           "the line, so that the header is the first line", code="D103")
 
 
 # ----------------------------------------------------------------------------- CSV/TSV records
@@ -318,7 +349,8 @@ def scan_delimited_file(path: Path, fmt: str, block_bytes: int = 16 << 20) -> bo
     return quoted
 
 
-def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
+def read_table(source: Any, *, name: str | None = None, text_columns: Sequence[str] = (),
+               key_columns: Sequence[str] = ()) -> pl.DataFrame:
     """Read ``source`` (path or in-memory table) into a polars DataFrame.
 
     Parameters
@@ -326,6 +358,12 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
     source : str | Path | polars.DataFrame | pyarrow.Table | pandas.DataFrame
     name : str, optional
         How to refer to an in-memory table in error messages.
+    text_columns : sequence of str
+        Columns of a CSV/TSV file read as text whatever they hold (the segment text: a text of digits
+        such as ``123`` or ``1.50`` is text, kept as written, not a number).
+    key_columns : sequence of str
+        Id columns of a CSV/TSV file: one polars would read as decimals is read as text, as written
+        (``2.5`` and ``2.50`` are two documents; as numbers they would be one, and ``1`` would become ``1.0``).
     """
     import polars as pl
 
@@ -356,6 +394,12 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
         try:
             return pl.read_parquet(path)
         except Exception as exc:  # polars raises several exception types here
+            names: list[str] = []
+            with contextlib.suppress(Exception):  # a column named twice: say which
+                import pyarrow.parquet as pq
+
+                names = pq.read_schema(path).names
+            check_column_names(names, path)
             raise DDPDataError(f"{path}: not a readable Parquet file ({exc})", code="D103") from None
     check_text_head(path)
     data = read_bytes(path)
@@ -364,12 +408,14 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
     if not text.strip():
         raise DDPDataError(f"{path}: the file is empty", code="D106")
     if fmt in ("csv", "tsv"):
+        check_sep_line(data[:HEAD_BYTES], path)
         sep = "," if fmt == "csv" else "\t"
         raw = text.encode()
         quoted = check_delimited(raw, fmt, path)
         quote = '"' if quoted else None
         try:
-            df = pl.read_csv(raw, separator=sep, infer_schema_length=10000, quote_char=quote)
+            df = pl.read_csv(raw, separator=sep, infer_schema_length=10000, quote_char=quote,
+                             schema_overrides={c: pl.String for c in text_columns} or None)
         except Exception as exc:
             raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
         check_header_names(df.columns, path)
@@ -378,6 +424,10 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
             if ints:  # integer columns written otherwise than plain integers stay text (PLAIN_INT)
                 text_of = pl.read_csv(raw, separator=sep, columns=ints, infer_schema_length=0, quote_char=quote)
                 df = df.with_columns(text_of[c] for c in ints if first_not_plain_int(text_of[c]) is not None)
+            floats = [c for c in dict.fromkeys(key_columns) if c in df.columns and df.schema[c].is_float()]
+            if floats:  # decimal ids stay as written
+                df = df.with_columns(pl.read_csv(raw, separator=sep, columns=floats, infer_schema_length=0,
+                                                 quote_char=quote))
             return df
         except Exception as exc:
             raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
@@ -394,11 +444,66 @@ def read_table(source: Any, *, name: str | None = None) -> pl.DataFrame:
     return _parse_jsonl_text(text, path)
 
 
+class _RepeatedKey(Exception):
+    """A JSON object names one key twice (raised by :func:`_unique_keys`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of the JSON readers: a key written twice in one object is refused. JSON leaves the
+    meaning of a repeated key open, and readers differ (polars keeps the first value, Python's json the last):
+    either choice would be a silent answer."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def _repeated_key_error(path: Path, where: str, key: str) -> DDPDataError:
+    return DDPDataError(f"{path}: {where}: the key {json.dumps(key, ensure_ascii=False)} appears twice in one "
+                        "JSON object; readers disagree on which value counts (the first or the last), so remove "
+                        "one of them", code="D103")
+
+
+def _repeated_key_element(text: str, path: Path, key: str) -> DDPDataError:
+    """Error path only: D103 naming the array element (and its line) of a JSON array file whose object
+    repeats ``key``."""
+    dec = json.JSONDecoder()
+    at = len(text) - len(text.lstrip()) + 1
+    n = 0
+    while text.lstrip().startswith("["):
+        while text[at] in " \t\r\n,":
+            at += 1
+        n += 1
+        end = dec.raw_decode(text, at)[1]
+        try:
+            _DECODER.decode(text[at:end])
+        except _RepeatedKey as exc:
+            return _repeated_key_error(path, f"array element {n} (line {text.count(chr(10), 0, at) + 1})", exc.key)
+        at = end
+    return _repeated_key_error(path, "line 1", key)
+
+
 def _json_loads(text: str, path: Path, expected: str, line: int | None = None) -> Any:
     """``json.loads(text)``, its failures D103: ``line`` is the file line of a JSON Lines record
-    (None: ``text`` is the whole file); ``expected`` ends the message of JSON nested too deeply."""
+    (None: ``text`` is the whole file); ``expected`` ends the message of JSON nested too deeply. A key
+    repeated within an object is D103 too (:func:`_unique_keys`)."""
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
+    except _RepeatedKey as exc:
+        if line is None:
+            raise _repeated_key_element(text, path, exc.key) from None
+        raise _repeated_key_error(path, f"line {line}", exc.key) from None
     except json.JSONDecodeError as exc:
         raise DDPDataError(f"{path}: line {exc.lineno if line is None else line}, column {exc.colno}: "
                            f"invalid JSON ({exc.msg})", code="D103") from None
@@ -570,6 +675,103 @@ def _maybe_mixed_types(data: bytes, df: pl.DataFrame) -> bool:
     return False
 
 
+#: a JSON string followed by a colon: an object key
+_KEY = r'"(?:[^"\\]|\\.)*"\s*:'
+_JSON_SPACE = b" \t\r"
+
+
+def _escaped(a: np.ndarray, q: np.ndarray, longest: int = 16) -> np.ndarray:
+    """Whether each ``"`` at byte positions ``q`` of ``a`` is escaped (an odd run of backslashes before it: a
+    quote inside a string). A run longer than ``longest`` is not decided and counts as not escaped."""
+    import numpy as np
+
+    odd = np.zeros(q.size, dtype=bool)
+    run = np.ones(q.size, dtype=bool)
+    j = q.copy()
+    for _ in range(longest):
+        j = j - 1
+        run &= (j >= 0) & (a[np.maximum(j, 0)] == ord("\\"))
+        odd ^= run
+        if not run.any():
+            return odd
+    return odd & ~run
+
+
+def _maybe_repeated_keys(data: bytes, df: pl.DataFrame) -> bool:
+    """Whether a line of ``data`` (whole JSON Lines, read by ``polars.read_ndjson`` into ``df``: flat objects)
+    may name a key twice. polars keeps the first value of such a key where Python's json keeps the last, so the
+    block is then parsed again line by line, which refuses it (:func:`_unique_keys`).
+
+    numpy on byte positions, no Python loop over lines. Cheap in the common case: the ``":`` of the block
+    (and the ``" :`` of keys spaced from their colon) bound the keys written from above; when they are no more
+    than the non-null values read, every key written has a value of its own. Otherwise (null values, missing
+    keys, a ``":`` inside a text) each ``":`` is matched against the columns' keys as written (``"name"``
+    after ``{``, ``,`` or white space): a column keyed twice on one line is a repeat. A ``":`` no column
+    accounts for is inside a text when its quote is escaped; the few lines with another one (a text starting
+    with ``:``, a key written with an escape) or with a key spaced from its colon have their keys extracted and
+    compared, and a key written with an escape is left to the line-by-line parser."""
+    import numpy as np
+    import polars as pl
+
+    a = np.frombuffer(data, dtype=np.uint8)
+    colon = np.flatnonzero(a == ord(":"))
+    colon = colon[colon > 0]
+    prev = a[colon - 1]
+    at = colon[prev == _QUOTE] - 1  # the closing quote of every '":'
+    space = np.frombuffer(_JSON_SPACE, dtype=np.uint8)
+    spaced = colon[np.isin(prev, space)]  # a ':' after white space: a key's when a '"' comes before the run
+    if spaced.size:
+        j, keep = spaced - 1, np.ones(spaced.size, dtype=bool)
+        quote = np.full(spaced.size, -1, dtype=np.int64)
+        for _ in range(16):  # runs longer than this count as spaced keys (an upper bound stays one)
+            j = np.maximum(j - 1, 0)
+            b = a[j]
+            quote[keep & (b == _QUOTE)] = j[keep & (b == _QUOTE)]
+            keep &= np.isin(b, space) & (j > 0)
+        found = (quote >= 0) | keep
+        spaced, quote = spaced[found], quote[found]
+    values = df.height * df.width - sum(df.null_count().row(0)) if df.width else 0
+    if at.size + spaced.size <= values:
+        return False
+    keys = [json.dumps(c, ensure_ascii=False).encode() for c in df.columns]
+    if any(b"\\" in k for k in keys):
+        return True
+    newlines = np.flatnonzero(a == _NL)
+    line = np.searchsorted(newlines, at)
+    accounted = np.zeros(at.size, dtype=bool)
+    before = np.frombuffer(b"{," + _JSON_SPACE, dtype=np.uint8)
+    last4 = None  # the 4 bytes before each closing quote, as one number: a first sieve for keys of 4+ characters
+    for k in keys:
+        n = len(k) - 1  # the key's opening quote is n bytes before its closing one
+        if n >= 5:
+            if last4 is None:
+                lo = np.maximum(at - 4, 0)
+                last4 = sum(a[lo + i].astype(np.uint32) << (8 * (3 - i)) for i in range(4))
+            cand = np.flatnonzero((last4 == int.from_bytes(k[-5:-1], "big")) & (at >= n + 1))
+            rest = range(n - 5, -1, -1)
+        else:
+            cand, rest = np.flatnonzero(at >= n + 1), range(n - 1, -1, -1)
+        for j in rest:  # the key's other bytes, from its end: the candidates thin out fast
+            cand = cand[a[at[cand] - n + j] == k[j]]
+        cand = cand[np.isin(a[at[cand] - n - 1], before)]
+        if (line[cand][1:] == line[cand][:-1]).any():  # the column keyed twice on a line
+            return True
+        accounted[cand] = True
+    other = at[~accounted]  # a '":' no column accounts for: in a text when its quote is escaped
+    other = other[~_escaped(a, other)]
+    if spaced.size:
+        spaced = spaced[(quote < 0) | ~_escaped(a, np.maximum(quote, 0))]
+    if other.size == 0 and spaced.size == 0:
+        return False
+    odd = np.unique(np.r_[line[np.isin(at, other)], np.searchsorted(newlines, spaced)])
+    bounds = np.r_[0, newlines + 1, len(data) + 1]
+    texts = [data[bounds[i]:bounds[i + 1] - 1].decode("utf-8", "replace") for i in odd.tolist()]
+    found = pl.Series("l", texts, dtype=pl.String).str.extract_all(_KEY).list.eval(
+        pl.element().str.strip_chars_end(": \t\r"))
+    return bool(((found.list.n_unique() != found.list.len())
+                 | found.list.eval(pl.element().str.contains("\\", literal=True)).list.any()).any())
+
+
 def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
                       chunk_bytes: int | None = None) -> Iterator[tuple[pl.DataFrame, None]]:
     """Read a JSON Lines file (``.gz`` allowed) in blocks of whole lines, without holding the
@@ -595,6 +797,8 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
                     raise ValueError("NUL characters: parse line by line")
                 if _maybe_mixed_types(data, df):
                     raise ValueError("numbers or booleans read as text: parse line by line")
+                if _maybe_repeated_keys(data, df):  # polars keeps the first value of a repeated key
+                    raise ValueError("a key written twice in one object: parse line by line")
             except Exception:
                 df = _parse_jsonl_text(decode_utf8(data, path, line), path, line)
             if df.height:
@@ -605,28 +809,32 @@ def iter_jsonl_chunks(path: Path, chunk_rows: int | None = None,
         raise DDPDataError(f"{path}: the file is empty", code="D106")
 
 
-def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000) -> Iterator[tuple[pl.DataFrame, None]]:
+def iter_csv_chunks(path: Path, fmt: str, chunk_rows: int = 20_000, text_columns: Sequence[str] = (),
+                    key_columns: Sequence[str] = ()) -> Iterator[tuple[pl.DataFrame, None]]:
     """Read a CSV/TSV file (``.gz`` allowed) in chunks of ``chunk_rows`` rows with the column
     types :func:`read_table` infers (first 10,000 rows; integers not all written plainly stay text,
     :func:`scan_csv_lossless`). CSV and TSV follow the same quoting
     rules (RFC 4180 with the separator of the format: what ``pandas.to_csv(sep="\\t")`` and
     ``polars.write_csv(separator="\\t")`` write). The file is first checked block by block
     (:func:`scan_delimited_file`: binary content, unterminated or stray quotes, field counts,
-    each naming the line); on a parse error the whole-file reader is run to name the problem."""
+    each naming the line); on a parse error the whole-file reader is run to name the problem.
+    ``text_columns``, ``key_columns``: as :func:`read_table`."""
     with open_binary(path) as fh:  # existence, permissions, gzip and UTF-8 of the first block
         head = read_block(fh, path, HEAD_BYTES)
     check_binary(head, path)
+    check_line_ends(head, path)
+    check_sep_line(head, path)
     decode_utf8(head[: head.rfind(b"\n") + 1] if b"\n" in head else head, path)
     if not head.strip():
         raise DDPDataError(f"{path}: the file is empty", code="D106")
     quoted = scan_delimited_file(path, fmt)  # quoting, field counts and NUL bytes, naming the line
     try:
-        for df in scan_csv_lossless(path, fmt, quoted).collect_batches(chunk_size=chunk_rows):
+        for df in scan_csv_lossless(path, fmt, quoted, text_columns, key_columns).collect_batches(chunk_size=chunk_rows):
             yield df, None
     except DDPDataError:
         raise
     except Exception as exc:
-        read_table(path)  # raises the precise message where it can
+        read_table(path, text_columns=text_columns, key_columns=key_columns)  # the precise message where it can
         raise DDPDataError(f"{path}: cannot parse as {fmt.upper()} ({str(exc).splitlines()[0]})", code="D103") from None
 
 
@@ -644,6 +852,17 @@ def first_not_plain_int(values: pl.Series) -> int | None:
     return int(at[0]) if at.len() else None
 
 
+def check_column_names(columns: Sequence[str], path: Any) -> None:
+    """D103 for a Parquet (or Arrow) schema that names a column twice, which pyarrow allows: polars refuses
+    such a table, and which of the two a reader would take is no choice to make for the user."""
+    at: dict[str, int] = {}
+    for i, c in enumerate(columns):
+        if c in at:
+            raise DDPDataError(f"{path}: the schema names the column '{c}' twice (fields {at[c] + 1} and {i + 1}); "
+                               "give every column its own name", code="D103")
+        at[c] = i
+
+
 def check_header_names(columns: Sequence[str], path: Path) -> None:
     """D103 for a CSV/TSV header that names a column twice: polars renames the second ``NAME_duplicated_0``
     and the first would be read silently, whichever the user meant."""
@@ -655,22 +874,30 @@ def check_header_names(columns: Sequence[str], path: Path) -> None:
                                f"{at[m.group(1)] + 1} and {i + 1}); give every column its own name", code="D103")
 
 
-def scan_csv_lossless(path: Path, fmt: str, quoted: bool) -> pl.LazyFrame:
+def scan_csv_lossless(path: Path, fmt: str, quoted: bool, text_columns: Sequence[str] = (),
+                      key_columns: Sequence[str] = ()) -> pl.LazyFrame:
     """A lazy scan of the CSV/TSV file ``path`` with polars' types (first 10,000 rows), except that an integer
     column holding any value not written as a plain integer (:data:`PLAIN_INT`, anywhere in the file: one
-    pass over those columns) is text. ``quoted``: whether fields are quoted (:func:`scan_delimited_file`)."""
+    pass over those columns) is text. ``quoted``: whether fields are quoted (:func:`scan_delimited_file`).
+    ``text_columns``, ``key_columns``: as :func:`read_table`."""
     import polars as pl
 
     opts: dict[str, Any] = {"separator": "," if fmt == "csv" else "\t", "infer_schema_length": 10000,
-                            "quote_char": '"' if quoted else None}
+                            "quote_char": '"' if quoted else None,
+                            "schema_overrides": {c: pl.String for c in text_columns} or None}
     schema = pl.scan_csv(path, **opts).collect_schema()
     check_header_names(schema.names(), path)
+    floats = {c: pl.String for c in key_columns if c in schema and schema[c].is_float()}
+    if floats:  # decimal ids stay as written (read_table)
+        opts["schema_overrides"] = {**(opts["schema_overrides"] or {}), **floats}
+        schema = pl.scan_csv(path, **opts).collect_schema()
     ints = [c for c, dt in schema.items() if dt.is_integer()]
     if not ints:
         return pl.scan_csv(path, **opts)
-    padded = pl.scan_csv(path, **opts, schema_overrides={c: pl.String for c in ints}).select(
+    fixed = opts.pop("schema_overrides") or {}
+    padded = pl.scan_csv(path, **opts, schema_overrides={**fixed, **{c: pl.String for c in ints}}).select(
         (~pl.col(c).str.contains(PLAIN_INT)).fill_null(False).any() for c in ints).collect().row(0)
-    return pl.scan_csv(path, **opts, schema_overrides={c: pl.String for c, p in zip(ints, padded) if p})
+    return pl.scan_csv(path, **opts, schema_overrides={**fixed, **{c: pl.String for c, p in zip(ints, padded) if p}})
 
 
 def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, flags: dict[str, str] | None = None) -> None:
@@ -680,6 +907,11 @@ def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, fl
             hint = ""
             if flags and col in flags:
                 hint = f" (select another column with {flags[col]})"
+            sep = next((c for c in ";|\t," if len(df.columns) == 1 and c in df.columns[0] and col in df.columns[0]
+                        .split(c)), None)
+            if sep is not None:  # a header of one column holding every name: another separator
+                hint += (f"; the header is one column holding {repr(sep)}-separated names: ddpcore reads .csv "
+                         "separated by commas and .tsv by tabs, so convert the file or name it for its separator")
             raise DDPDataError(
                 f"{where(source if isinstance(source, (str, os.PathLike)) else '<table>', column=col)}: "
                 f"required column is missing{hint}; available columns: {', '.join(df.columns)}",

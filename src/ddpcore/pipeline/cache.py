@@ -230,7 +230,16 @@ def static_fingerprint(pipeline: str | None) -> dict[str, Any] | None:
           "pipeline_version": meta.get("version"), "components": components}
     if pipeline in X.COMPILED_RULER_PRESETS:
         fp["pos"] = _compiled_pos_key()
-    return fp
+    return with_weights(fp, pipeline)
+
+
+def with_weights(fp: dict[str, Any], pipeline: str | None) -> dict[str, Any]:
+    """``fp`` with the SHA-256 of a pipeline folder's files (``--pipeline PATH``:
+    :func:`~ddpcore.anchors.spacy_extract.pipeline_folder_digest`) under ``weights``: a pipeline retrained in
+    place keeps the name and version of its ``meta.json``, and must not be served the old weights' parses.
+    An installed pipeline (a package name) is left as it is: reinstalling changes its version."""
+    digest = X.pipeline_folder_digest(X.resolve_pipeline(pipeline)) if pipeline else None
+    return {**fp, "weights": digest} if digest is not None else fp
 
 
 def _compiled_pos_key() -> str:
@@ -246,6 +255,8 @@ def fingerprint_from_info(info: dict[str, Any]) -> dict[str, Any]:
           "pipeline_version": info.get("pipeline_version"), "components": list(info.get("components") or [])}
     if info.get("pos_source") == "compiled_attribute_ruler":  # absent otherwise: older folders stay valid
         fp["pos"] = _compiled_pos_key()
+    if info.get("weights"):  # a pipeline folder's files (with_weights); absent for installed pipelines
+        fp["weights"] = info["weights"]
     return fp
 
 
@@ -585,6 +596,7 @@ class CachedParse:
     _info_saved: bool = False
     _strings_saved: int = -1
     _warmed: bool = False
+    _weights: str | None = None
     _seen: set[str] = field(default_factory=set)
     corrupted: list[str] = field(default_factory=list)
     #: why the cache could not be written (None: it could): its parses are still read when its folder exists
@@ -596,7 +608,8 @@ class CachedParse:
             return
         fp = None if self.parser.loaded else static_fingerprint(self.parser.pipeline)
         if fp is None:
-            fp = fingerprint_from_info(self.parser.info())
+            fp = with_weights(fingerprint_from_info(self.parser.info()), self.parser.pipeline)
+        self._weights = fp.get("weights")
         folder = self.root / fingerprint_id(fp)
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -622,6 +635,7 @@ class CachedParse:
             self._corrupted(folder / INFO_FILE, "the pipeline's details are read from the pipeline")
         if info is not None and fingerprint_from_info(info) == fp:
             info["pipeline"] = self.parser.pipeline or "default"
+            info.pop("weights", None)  # the cache's key, not a detail of the pipeline the signature shows
             self.parser.provide_info(info)
             self._info_saved = True
         strings, status = read_checked_json(folder / STRINGS_FILE)
@@ -723,7 +737,8 @@ class CachedParse:
     def _save_info(self) -> None:
         if not self._info_saved:
             assert self._folder is not None
-            write_checked_json(self._folder / INFO_FILE, self.parser.info())
+            info = self.parser.info()
+            write_checked_json(self._folder / INFO_FILE, {**info, "weights": self._weights} if self._weights else info)
             self._info_saved = True
 
     def _save_strings(self) -> None:
@@ -1050,5 +1065,5 @@ __all__ = [
     "CACHE_FORMAT", "CachedParse", "ClearReport", "PipelineSelection", "cache_folders", "cache_wrapper",
     "cache_summary", "check_cache_path", "clear_cache", "fingerprint_from_info", "folder_kind",
     "fingerprint_id", "gather_units", "pipeline_folder", "pipeline_names_of_folder", "resolve_cache",
-    "select_pipeline", "static_fingerprint", "take_units", "unit_keys",
+    "select_pipeline", "static_fingerprint", "take_units", "unit_keys", "with_weights",
 ]

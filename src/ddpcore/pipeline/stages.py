@@ -78,8 +78,11 @@ class RuleArrays:
 
 
 def split_units(texts: pl.Series) -> Units:
-    """Split each segment text (n_seg,) at line breaks into parse units (stripped, non-empty lines)."""
+    """Split each segment text (n_seg,) at line breaks into parse units (stripped lines that are not blank: a
+    line of white space and invisible characters, :data:`ddpcore.schema.BLANK_CHARS`, is no unit)."""
     import polars as pl
+
+    from ..schema import BLANK_CHARS
 
     lines = (
         pl.DataFrame({"__seg": np.arange(len(texts), dtype=np.int64), "t": texts})
@@ -94,7 +97,7 @@ def split_units(texts: pl.Series) -> Units:
             (pl.col("line_start") + pl.col("n") - pl.col("ls").str.len_chars()).alias("offset"),
             pl.col("ls").str.strip_chars_end().alias("unit"),
         )
-        .filter(pl.col("unit").str.len_chars() > 0)
+        .filter(pl.col("unit").str.strip_chars(BLANK_CHARS).str.len_chars() > 0)
         .select("__seg", "unit", "offset")
     )
     return Units(
