@@ -8,6 +8,7 @@ second run) are plain pytest tests below.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ._harness import Case, parametrize, run_case
@@ -124,7 +125,20 @@ def test_a_failed_rename_leaves_every_output_old(tmp_path, old_outputs, monkeypa
     assert "[D761]" in err and "no output was changed" in err and len(err.strip().splitlines()) == 1, err
     assert calls["n"] == 2  # the first output had been replaced, and was put back
     assert _contents(tmp_path) == old_outputs
-    assert _left_over(tmp_path) == []  # no temporary, no backup, no journal, no lock
+    # no temporary, no backup, no lock; the profiled batches stay for --resume (they were deleted: a failure at
+    # the very end of a long run lost all of it)
+    assert "profiled batch(es) are kept in" in err and "--resume to write the outputs without profiling again" in err
+    assert _left_over(tmp_path) == [".o.parquet.ddp-work"]
+    monkeypatch.setattr(outputs.os, "replace", real)
+    calls["n"] = 0
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert main(_profile_argv(fresh)) == 0
+    assert main(_profile_argv(tmp_path, "--resume")) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"resuming: (\d+) of \1 batches", err), err  # every batch finished: nothing parsed again
+    assert _tables(tmp_path) == _tables(fresh)  # the outputs of an uninterrupted run
+    assert _left_over(tmp_path) == ["fresh"]
 
 
 @pytest.mark.spacy_model

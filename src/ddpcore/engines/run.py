@@ -532,6 +532,12 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
     except DDPError as exc:
         if exc.code == "D170":  # another pipeline on --resume: the interrupted run's batches stay for it
             raise
+        if exc.code == "D761" and assembling and tmp_root is None:
+            # every batch was profiled; only putting the outputs in place failed (a device gone, permissions
+            # changed under the run): the batches stay, so --resume writes the outputs without parsing again
+            n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
+            raise DDPError(f"{exc.message}; the {n_done} profiled batch(es) are kept in {work}: after fixing the "
+                           f"cause, {o.resume_hint} to write the outputs without profiling again", code="D761") from None
         # bad data or options: nothing to resume; leave no work folder behind
         if tmp_root is None:
             shutil.rmtree(work, ignore_errors=True)
