@@ -615,3 +615,28 @@ def test_bootstrap_blocks_give_the_one_block_answer(monkeypatch):
     np.testing.assert_array_equal(one.p_values, many.p_values)
     np.testing.assert_array_equal(one.n_pairs, many.n_pairs)
     assert one.clusters == many.clusters
+
+
+def test_by_domain_stouffer_forced_to_one_by_a_domain_is_said():
+    """--method wmt24 --by-domain combines per-domain two-sided Wilcoxon p-values with Stouffer, z = ndtri(1 - p)
+    as WMT24's tools.py: a domain with p = 1 gives z = -inf and the combination 1, whatever the other domains
+    show. That stays (it is the reference's rule), but is now said. Data: system B beats A by 5-12 points on
+    every segment of 'news' (10 segments) and 'social' (10), and in 'speech' the two differences +3 and -3
+    balance exactly (scipy.stats.wilcoxon gives p = 1.0 there, checked below)."""
+    rows = []
+    diffs = {"news": [5, 6, 7, 8, 9, 10, 11, 12, 6, 7], "social": [6, 7, 8, 9, 10, 11, 12, 5, 8, 9],
+             "speech": [3, -3]}
+    for dom, ds in diffs.items():
+        for s, dlt in enumerate(ds):
+            base = 50.0 + s
+            rows += [{"document_id": f"{dom}{s}", "segment_id": 0, "system": "A", "domain": dom, "score": base},
+                     {"document_id": f"{dom}{s}", "segment_id": 0, "system": "B", "domain": dom, "score": base + dlt}]
+    df = _frame(rows)
+    assert scipy.stats.wilcoxon([3, -3]).pvalue == 1.0  # scipy 1.17, exact
+    assert scipy.stats.wilcoxon(diffs["news"]).pvalue < 0.01
+    res = cluster_systems(df, "wmt24", by_domain=True)
+    assert res.p_values[0, 1] == 1.0  # forced, as the reference
+    [note] = [w for w in res.warnings if "Stouffer" in w]
+    assert note.startswith("--by-domain: in 1 system pair(s) (A vs B (domain speech)) one domain has p = 1")
+    without = cluster_systems(df.filter(pl.col("domain") != "speech"), "wmt24", by_domain=True)
+    assert without.p_values[0, 1] < 0.05 and not [w for w in without.warnings if "Stouffer" in w]

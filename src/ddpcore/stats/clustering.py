@@ -70,7 +70,7 @@ scipy returns NaN.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -471,8 +471,11 @@ def _pairs(s: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
 
 
 def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int64] | None,
-                     n_domains: int, two_sided: bool, stouffer: bool) -> tuple[np.ndarray, np.ndarray]:
-    """p[i, j] for all ordered system pairs from the (keys x S) matrix ``x`` (codes order)."""
+                     n_domains: int, two_sided: bool, stouffer: bool,
+                     forced: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """p[i, j] for all ordered system pairs from the (keys x S) matrix ``x`` (codes order). With ``stouffer``
+    and ``forced`` (a list): the pairs ``(i, j, g)`` whose combined p is 1 only because domain ``g`` has p = 1
+    (``ndtri(0) = -inf``, as WMT24's tools.py) while another domain has p < 1 are appended to it."""
     from scipy import special
 
     s = x.shape[1]
@@ -483,6 +486,8 @@ def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int6
     if stouffer:
         zsum = np.zeros(len(ii))
         kdom = np.zeros(len(ii))
+        first_one = np.full(len(ii), -1)  # the first domain whose p is 1 (it forces the combination to 1)
+        below_one = np.zeros(len(ii), dtype=bool)  # a domain with p < 1
         for g in range(n_domains):  # one kernel call per domain (a handful), never per pair
             xs = np.ascontiguousarray(x[key_domain == g])
             st = _signed_rank_pairs(xs, ii, jj)
@@ -490,8 +495,13 @@ def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int6
             has = st["n_obs"] > 0
             with np.errstate(divide="ignore"):
                 zsum += np.where(has, special.ndtri(1.0 - p2), 0.0)
+            first_one = np.where(has & (p2 >= 1.0) & (first_one < 0), g, first_one)
+            below_one |= has & (p2 < 1.0)
             kdom += has
             n_tot += st["n_obs"]
+        if forced is not None:
+            for k in np.flatnonzero((first_one >= 0) & below_one):  # the pairs concerned (a few), for the note
+                forced.append((int(ii[k]), int(jj[k]), int(first_one[k])))
         with np.errstate(invalid="ignore", divide="ignore"):
             comb = np.where(kdom > 0, 1.0 - special.ndtr(zsum / np.sqrt(kdom)), 1.0)
         p[ii, jj] = p[jj, ii] = comb
@@ -759,6 +769,8 @@ class _Run:
     progress: Any  # tqdm bar or None
     budget: _budget.Budget
     threads: int = 0  # OpenMP threads of the resampling kernels (0 = their default)
+    #: filled by the tests: pairs (system indices, codes order) whose Stouffer p was forced to 1 by one domain
+    forced: list[tuple[int, int, str]] = dataclasses.field(default_factory=list)
 
 
 #: (best, worst, cuts) from p (S x S, mean order) and means (S,) at level alpha
@@ -803,7 +815,10 @@ def _permutation_pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarr
 def _wilcoxon_pvalues(two_sided: bool) -> Callable[[_Prepared, _Run], tuple[np.ndarray, np.ndarray]]:
     def pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
         x, kd = _paired_matrix(pr)
-        p, n = _wilcoxon_matrix(x, kd, len(pr.domains), two_sided=two_sided, stouffer=two_sided and run.by_domain)
+        found: list[tuple[int, int, int]] = []
+        p, n = _wilcoxon_matrix(x, kd, len(pr.domains), two_sided=two_sided, stouffer=two_sided and run.by_domain,
+                                forced=found)
+        run.forced.extend((i, j, str(pr.domains[g])) for i, j, g in found)
         empty = n == 0
         np.fill_diagonal(empty, False)
         p[empty] = 1.0  # no shared observation: no evidence of a difference
@@ -1014,8 +1029,20 @@ def cluster_systems(
         rank_conflicts=tuple(conflicts),
         warnings=tuple(notes + ([one_sided[1]] if one_sided else []) + _cluster_notes(pair_floor, floor,
                                                                                        pr.pair_annotator, conflicts)
-                       + [w for w in (similar_names_warning(pr.systems),) if w]),
+                       + [w for w in (similar_names_warning(pr.systems),) if w]
+                       + _stouffer_note(run.forced, pr.systems)),
     )
+
+
+def _stouffer_note(forced: list[tuple[int, int, str]], systems: Sequence[str]) -> list[str]:
+    """A line for the pairs whose Stouffer combination a single domain with p = 1 forced to 1."""
+    if not forced:
+        return []
+    shown = ", ".join(f"{systems[i]} vs {systems[j]} (domain {g})" for i, j, g in forced[:4])
+    return [f"--by-domain: in {len(forced)} system pair(s) ({shown}{', ...' if len(forced) > 4 else ''}) one domain "
+            "has p = 1 (every difference there zero, or exactly balanced), which makes the Stouffer combination 1 "
+            "whatever the other domains show, as WMT24's tools.py does; compare those pairs without --by-domain, or "
+            "per domain"]
 
 
 def _resampling_notes(strategy: _Strategy, method: str, alpha: float, indices: Any, n_boot: int,
