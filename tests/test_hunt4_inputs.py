@@ -13,15 +13,7 @@ import pytest
 from ddpcore.cli.main import main
 from ddpcore.errors import DDPDataError
 
-TEXTS = ["John went home. He was tired.", "Mary saw him there. She smiled.", "The cat sat."]
-DOCS = ["d1", "d1", "d2"]
-SEGS = [0, 1, 0]
-
-
-def _err_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if ln.strip()]
-    assert len(err) == 1, err
-    return err[0]
+from tests.test_hunt_inputs import DOCS, SEGS, TEXTS, _err_line  # noqa: F401  (the same fixtures and helper)
 
 
 def _run(command: str, src: Path, tmp_path: Path, *extra: str) -> int:

@@ -22,43 +22,16 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
 from ddpcore.engines import run as run_mod
 from ddpcore.engines.run import ROLES, profile_to_files, work_dir_for
 from ddpcore.errors import DDPError, DDPUsageError
 from ddpcore.io.outputs import check_outputs
-from ddpcore.io.segments import SegmentColumns
 
-DATA = Path(__file__).parent / "data"
-MINI = DATA / "wmt25_mini.jsonl"
-ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
-COLS = SegmentColumns("document_id", "segment_id", "source", "domain")
+# the mini set, its output targets, run options and the uninterrupted reference run: tests/test_hunt_runs.py's
+from tests.test_hunt_runs import ENV, MINI, _kw, _same, _targets, reference  # noqa: E402,F401
 
-
-def _targets(tmp: Path, inputs: list[Path]) -> tuple[dict, list[Path]]:
-    paths = [tmp / f"{role}.parquet" for role in ROLES]
-    t = check_outputs([("-o", paths[0]), ("--anchors", paths[1]), ("--sentences", paths[2])], inputs)
-    return dict(zip(ROLES, t)), paths
-
-
-def _kw() -> dict:
-    return dict(cols=COLS, n_process=1, batch_chars=1500)
-
-
-def _same(paths: list[Path], ref: list[pl.DataFrame]) -> None:
-    for p, exp in zip(paths, ref):
-        assert_frame_equal(exp, pl.read_parquet(p))
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> list[pl.DataFrame]:
-    """The three tables of an uninterrupted local run on the mini set."""
-    tmp = tmp_path_factory.mktemp("ref")
-    targets, paths = _targets(tmp, [MINI])
-    profile_to_files(MINI, targets, **_kw())
-    return [pl.read_parquet(p) for p in paths]
-
+COLS = _kw()["cols"]
 
 from tests.test_run import _crash_after  # noqa: E402  (the simulated crash of tests/test_run.py)
 
