@@ -181,6 +181,39 @@ def _document_rows(df: pl.DataFrame, cols: SegmentColumns, document: Any, segmen
     return sub
 
 
+def _in_run_order(df: pl.DataFrame, cols: SegmentColumns, document: Any) -> tuple[pl.DataFrame, pl.Series | None]:
+    """The rows of ``document`` in ``df`` (the whole input), to be profiled alone in the segment order a run
+    over the whole input gives them. A run decides on the whole input whether text segment ids sort
+    numerically (every id parses as an integer) or keep input order
+    (:func:`ddpcore.engines.local.segment_keys`); the document alone may decide otherwise (its ids all parse
+    where another document's do not), and a different order is a different sentence numbering, so a different
+    DDP. Then its segment ids are replaced by their ranks in the run's order (which the profile of the document
+    alone sorts as the run does) and the ids are returned, in that order, for :func:`_run_ids_back`;
+    otherwise the rows as they are and ``None``."""
+    import polars as pl
+
+    from .engines.local import segment_keys
+
+    key = "__run_key"
+    whole = df.with_row_index(ROW)
+    whole = whole.with_columns(segment_keys(whole, cols).alias(key))
+    doc = whole.filter(pl.col(cols.document).cast(pl.String) == str(document))
+    run = doc.sort(key, ROW)
+    alone = doc.with_columns(segment_keys(doc, cols).alias(key)).sort(key, ROW)
+    if run[ROW].equals(alone[ROW]):
+        return doc.drop(ROW, key), None
+    return (run.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias(cols.segment)).drop(ROW, key),
+            run[cols.segment])
+
+
+def _run_ids_back(frame: pl.DataFrame, seg_col: str, run_ids: pl.Series | None) -> pl.DataFrame:
+    """``frame`` (a table of the profile of :func:`_in_run_order`'s rows) with the segment ranks replaced by
+    the segment ids ``run_ids`` (unchanged when ``None``)."""
+    if run_ids is None or seg_col not in frame.columns:
+        return frame
+    return frame.with_columns(run_ids.gather(frame[seg_col]).alias(seg_col))
+
+
 def _profile_arguments(opts: dict[str, Any]) -> tuple[dict[str, Any], ProfileOptions]:
     """``opts`` (flat) as :func:`ddpcore.api.profile_anchors` keywords and its :class:`ProfileOptions`;
     ``certify_model`` becomes the rule set with that certification model (checked before the parse)."""
@@ -356,11 +389,12 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     else:
         df = read_input(table, cols, **(read_opts if sig is None else {})).drop(ROW)
     sub = _document_rows(df, cols, document, segment)
+    sub, run_ids = _in_run_order(df, cols, document)
     keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
     flat, options = _profile_arguments(opts)
     result = profile_anchors(sub.select(keep), **flat, options=options)
-    seg_row = result.segments.filter(pl.col(seg_col).cast(pl.String) == str(segment))
-    anchors = result.anchors.filter(pl.col(seg_col).cast(pl.String) == str(segment))
+    seg_row = _run_ids_back(result.segments, seg_col, run_ids).filter(pl.col(seg_col).cast(pl.String) == str(segment))
+    anchors = _run_ids_back(result.anchors, seg_col, run_ids).filter(pl.col(seg_col).cast(pl.String) == str(segment))
     return ExplainResult(
         document=str(document),
         segment=str(segment),

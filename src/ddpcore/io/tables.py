@@ -349,6 +349,29 @@ def scan_delimited_file(path: Path, fmt: str, block_bytes: int = 16 << 20) -> bo
     return quoted
 
 
+def signed_columns(path: str | os.PathLike[str], text_columns: Sequence[str] = (),
+                   key_columns: Sequence[str] = ()) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``text_columns`` and ``key_columns`` plus the text and id columns a ddpcore text output records in its
+    ``<file>.signature.json`` sidecar (``columns``: ``text``; ``document``, ``segment``), so that a CSV/TSV
+    output is read back with the ids and text it was written from: document ids ``7`` and ``007`` or ``2.5``
+    and ``2.50`` are two documents in the profile's own summary, not one (a column polars reads as decimals
+    because another id is ``1e3``). A missing or unreadable sidecar adds nothing."""
+    side = Path(os.fspath(path) + ".signature.json")
+    cols: Any = None
+    with contextlib.suppress(OSError, ValueError, UnicodeDecodeError):
+        if side.is_file():
+            sig = json.loads(side.read_text(encoding="utf-8"))
+            cols = sig.get("columns") if isinstance(sig, dict) else None
+    if not isinstance(cols, dict):
+        return tuple(text_columns), tuple(key_columns)
+
+    def named(*keys: str) -> tuple[str, ...]:
+        return tuple(v for v in (cols.get(k) for k in keys) if isinstance(v, str) and v)
+
+    return (tuple(dict.fromkeys((*text_columns, *named("text")))),
+            tuple(dict.fromkeys((*key_columns, *named("document", "segment")))))
+
+
 def read_table(source: Any, *, name: str | None = None, text_columns: Sequence[str] = (),
                key_columns: Sequence[str] = ()) -> pl.DataFrame:
     """Read ``source`` (path or in-memory table) into a polars DataFrame.
@@ -410,6 +433,7 @@ def read_table(source: Any, *, name: str | None = None, text_columns: Sequence[s
     if fmt in ("csv", "tsv"):
         check_sep_line(data[:HEAD_BYTES], path)
         sep = "," if fmt == "csv" else "\t"
+        text_columns, key_columns = signed_columns(path, text_columns, key_columns)
         raw = text.encode()
         quoted = check_delimited(raw, fmt, path)
         quote = '"' if quoted else None
@@ -879,9 +903,11 @@ def scan_csv_lossless(path: Path, fmt: str, quoted: bool, text_columns: Sequence
     """A lazy scan of the CSV/TSV file ``path`` with polars' types (first 10,000 rows), except that an integer
     column holding any value not written as a plain integer (:data:`PLAIN_INT`, anywhere in the file: one
     pass over those columns) is text. ``quoted``: whether fields are quoted (:func:`scan_delimited_file`).
-    ``text_columns``, ``key_columns``: as :func:`read_table`."""
+    ``text_columns``, ``key_columns``: as :func:`read_table` (with the columns a sidecar signature names:
+    :func:`signed_columns`)."""
     import polars as pl
 
+    text_columns, key_columns = signed_columns(path, text_columns, key_columns)
     opts: dict[str, Any] = {"separator": "," if fmt == "csv" else "\t", "infer_schema_length": 10000,
                             "quote_char": '"' if quoted else None,
                             "schema_overrides": {c: pl.String for c in text_columns} or None}
