@@ -65,7 +65,22 @@ def collect() -> dict[str, dict]:
         for node in ast.walk(tree):  # docstrings document codes, they do not raise them
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
                 seen_in_calls.add(id(node.value))
+        # helpers of this module that raise a code they are given: their error class, for its exit code
+        raises: dict[str, set[int]] = defaultdict(set)
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.Lambda)) and hasattr(fn, "name"):
+                for sub in ast.walk(fn):
+                    if isinstance(sub, ast.Call) and _func_name(sub) in EXIT:
+                        raises[fn.name].add(EXIT[_func_name(sub)])
         for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):  # {"D823": "message", ...}: codes a helper looks up
+                for key, value in zip(node.keys, node.values):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str) and re.fullmatch(r"D\d{3}", key.value):
+                        e = entries[key.value]
+                        e["modules"].add(mod)
+                        msg = _render(value)
+                        if msg and msg != "{...}" and msg not in e["messages"]:
+                            e["messages"].append(msg)
             if not isinstance(node, ast.Call):
                 continue
             for kw in node.keywords:
@@ -80,6 +95,19 @@ def collect() -> dict[str, dict]:
                     if msg and msg not in e["messages"]:
                         e["messages"].append(msg)
                     seen_in_calls.add(id(kw.value))
+            # a code passed positionally to a helper that raises it (``_refuse_first(bad, "D431", lambda r: ...)``)
+            for k, arg in enumerate(node.args):
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and re.fullmatch(r"D\d{3}", arg.value):
+                    e = entries[arg.value]
+                    e["exit"].update(raises.get(_func_name(node)) or {None})
+                    e["modules"].add(mod)
+                    for other in [*node.args[k + 1:], *node.args[:k][::-1]]:  # the message after the code, else before
+                        body = other.body if isinstance(other, ast.Lambda) else other
+                        msg = _render(body) if isinstance(body, (ast.Constant, ast.JoinedStr, ast.BinOp)) else ""
+                        if msg and msg not in e["messages"]:
+                            e["messages"].append(msg)
+                            break
+                    seen_in_calls.add(id(arg))
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in seen_in_calls:
                 for m in re.finditer(r"\[(D\d{3})\]", node.value):

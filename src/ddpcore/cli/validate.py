@@ -178,6 +178,11 @@ def run(args: argparse.Namespace) -> int:
         from ..gold.validate import set_aside_note
 
         print(f"ddp validate: {set_aside_note(result.set_aside)}", file=sys.stderr)
+    if result.undefined and not args.quiet:  # never a null in silence: which figures, and why
+        from ..gold.validate import undefined_note
+
+        for line in undefined_note(result.undefined):
+            print(f"ddp validate: note: {line}", file=sys.stderr)
     for note in result.signature.get("gold", {}).get("notes", [])[:5]:  # how a gold file was read where it did not say
         print(f"ddp validate: note: {note}", file=sys.stderr)
     repaired = result.signature.get("gold", {}).get("repaired_brackets", 0)

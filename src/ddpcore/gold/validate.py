@@ -106,16 +106,17 @@ class GoldMetrics:
 
     ``pearson``/``spearman`` are ``None`` when undefined (fewer than 2 segments or a constant
     series); shares are fractions in [0, 1]; ``mean_signed_error`` is mean(DDP − gold) in
-    sentences (negative = DDP under-estimates on average).
+    sentences (negative = DDP under-estimates on average). Without segments the shares and the
+    mean are undefined too: ``None``, never 0.
     """
 
     n_segments: int
     pearson: float | None
     spearman: float | None
-    share_under: float
-    share_exact: float
-    share_over: float
-    mean_signed_error: float
+    share_under: float | None
+    share_exact: float | None
+    share_over: float | None
+    mean_signed_error: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,13 +175,17 @@ class ColumnMetrics:
 
 @dataclass(frozen=True)
 class ColumnReport:
-    """:class:`ColumnMetrics` of one DDP column, overall and per genre."""
+    """:class:`ColumnMetrics` of one DDP column, overall and per genre; ``undefined`` lists the figures
+    that are undefined (``None``), each ``{genre, figure, reason}`` (``genre`` ``None`` = overall;
+    :func:`undefined_figures`)."""
 
     overall: ColumnMetrics
     by_genre: dict[str, ColumnMetrics]
+    undefined: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"overall": self.overall.to_dict(), "by_genre": {g: m.to_dict() for g, m in self.by_genre.items()}}
+        return {"overall": self.overall.to_dict(), "by_genre": {g: m.to_dict() for g, m in self.by_genre.items()},
+                "undefined": [{k: v for k, v in u.items() if k != "column"} for u in self.undefined]}
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,10 @@ class ValidationResult:
     set_aside : dict
         Empty, or what a ``set_aside`` rule left out: ``rule``, ``segments`` (column -> segments
         not counted in that column's figures) and ``of`` (segments in all).
+    undefined : tuple of dict
+        Every figure of ``columns`` that is undefined (``None`` in the report, ``—`` in the text),
+        one ``{column, genre, figure, reason}`` each (``genre`` ``None`` = overall; in the JSON
+        report under ``columns.COLUMN.undefined``); the CLI says them on stderr (:func:`undefined_note`).
     """
 
     overall: GoldMetrics
@@ -230,6 +239,7 @@ class ValidationResult:
     columns: dict[str, ColumnReport] = field(default_factory=dict)
     tails: tuple[int, ...] = DEFAULT_TAILS
     set_aside: dict[str, Any] = field(default_factory=dict)
+    undefined: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -372,8 +382,8 @@ def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics
     if x.shape != y.shape or x.ndim != 1:
         raise DDPUsageError(f"ddp and gold must be 1-d arrays of one length, got shapes {x.shape} and {y.shape}", code="D421")
     n = int(x.size)
-    if n == 0:
-        return GoldMetrics(0, None, None, 0.0, 0.0, 0.0, 0.0)
+    if n == 0:  # nothing to measure: every figure undefined (not 0)
+        return GoldMetrics(0, None, None, None, None, None, None)
     err = x - y
     return GoldMetrics(
         n_segments=n,
@@ -635,13 +645,18 @@ def compare_with_gold(
     parts = {genre: joined.filter(pl.col(GENRE) == genre) for genre in genres}
     for genre, part in parts.items():
         by_genre[genre] = compute_gold_metrics(*kept(part, schema.DDP))
-    reports = {
-        c: ColumnReport(
-            overall=compute_column_metrics(*kept(joined, c), column=c, tails=ks),
-            by_genre={g: compute_column_metrics(*kept(part, c), column=c, tails=ks) for g, part in parts.items()},
-        )
-        for c in columns
-    }
+    reports = {}
+    undefined: list[dict[str, Any]] = []
+    for c in columns:
+        figures: dict[str | None, ColumnMetrics] = {}
+        missing: list[dict[str, Any]] = []
+        for genre, frame in [*parts.items(), (None, joined)]:
+            x, y = kept(frame, c)
+            figures[genre] = compute_column_metrics(x, y, column=c, tails=ks)
+            missing += undefined_figures(x, y, figures[genre], genre=genre)
+        overall_c = figures.pop(None)
+        reports[c] = ColumnReport(overall=overall_c, by_genre=figures, undefined=tuple(missing))  # type: ignore[arg-type]
+        undefined += missing
 
     over = joined.filter(pl.col(ERROR) > 0)
     if set_aside != "none":
@@ -691,7 +706,72 @@ def compare_with_gold(
         columns=reports,
         tails=ks,
         set_aside={"rule": set_aside, "segments": aside_counts, "of": joined.height} if set_aside != "none" else {},
+        undefined=tuple(undefined),
     )
+
+
+def undefined_figures(ddp: npt.ArrayLike, gold: npt.ArrayLike, metrics: ColumnMetrics, *,
+                      genre: str | None = None) -> list[dict[str, Any]]:
+    """The figures of ``metrics`` (one column over the segments ``ddp``/``gold``) that are undefined,
+    each ``{column, genre, figure, reason}``: a correlation with fewer than 2 segments or a side the same
+    in every segment; a share with no segment to count (a tail no segment reaches, coverage without a
+    gold-positive segment, every share without segments)."""
+    x = np.asarray(ddp, dtype=np.float64)
+    y = np.asarray(gold, dtype=np.float64)
+    col = metrics.column
+    out: list[dict[str, Any]] = []
+
+    def add(figure: str, reason: str) -> None:
+        out.append({"column": col, "genre": genre, "figure": figure, "reason": reason})
+
+    n = int(x.size)
+    if metrics.pearson is None or metrics.spearman is None:
+        if n < 2:
+            why = f"fewer than 2 segments ({n})"
+        elif np.all(x == x[0]):
+            why = f"{col} is {x[0]:g} in every segment"
+        elif np.all(y == y[0]):
+            why = f"the gold distance is {y[0]:g} in every segment"
+        else:  # pragma: no cover - the coefficient itself was NaN
+            why = "not a number"
+        for figure in ("pearson", "spearman"):
+            if getattr(metrics, figure) is None:
+                add(figure, why)
+    if n == 0:
+        for figure in ("under", "exact", "over", "mean_signed_error"):
+            add(figure, "no segment")
+    for t in metrics.tails:
+        if t.precision.n == 0:
+            add(f"precision@{t.k}", f"no segment has {col} >= {t.k}")
+        if t.recall.n == 0:
+            add(f"recall@{t.k}", f"no segment has gold distance >= {t.k}")
+    if metrics.coverage is not None and metrics.coverage.n == 0:
+        add("coverage", "no segment has gold distance > 0")
+    return out
+
+
+def undefined_note(undefined: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per DDP column saying which figures are undefined and why (``null`` in the JSON report,
+    ``—`` in the text): figures with the same reason are named together, with the genres they concern."""
+    by_column: dict[str, dict[str, dict[str, list[str]]]] = {}
+    for u in undefined:
+        where = "overall" if u["genre"] is None else f"genre {u['genre']}"
+        figs = by_column.setdefault(u["column"], {}).setdefault(u["reason"], {})
+        figs.setdefault(u["figure"], [])
+        if where not in figs[u["figure"]]:
+            figs[u["figure"]].append(where)
+    lines = []
+    for col, reasons in by_column.items():
+        parts = []
+        for reason, figs in reasons.items():
+            # figures undefined in the same places are named together
+            groups: dict[tuple[str, ...], list[str]] = {}
+            for figure, wheres in figs.items():
+                groups.setdefault(tuple(wheres), []).append(figure)
+            for wheres, names in groups.items():
+                parts.append(f"{', '.join(names)} in {', '.join(wheres)} ({reason})")
+        lines.append(f"undefined figures of {col} (null in the report, — in the text): " + "; ".join(parts))
+    return lines
 
 
 def _check_ddp_column(segments: pl.DataFrame, column: str) -> None:
@@ -863,7 +943,7 @@ def validate(
             "ddp_columns": [c for c in DDP_COLUMNS if c in run.segments.columns],
             "repaired_brackets": len(corpus.warnings),
             "warnings": list(corpus.warnings[:20]),
-            **({"notes": list(corpus.notes[:20])} if corpus.notes else {}),
+            **({"notes": list((corpus.notes + corpus.genre_notes)[:20])} if corpus.notes or corpus.genre_notes else {}),
         },
         "profile": run.signature,
     }
@@ -1073,10 +1153,14 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
         head = f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}{'under':>8}{'exact':>8}{'over':>8}{'mean err':>10}"
         lines += ["", head, "-" * len(head)]
 
+        def pct(x: float | None) -> str:
+            return "—" if x is None else f"{x:.1%}"
+
         def row(name: str, m: GoldMetrics) -> str:
             return (
                 f"{name:<14}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}"
-                f"{m.share_under:>8.1%}{m.share_exact:>8.1%}{m.share_over:>8.1%}{m.mean_signed_error:>10.2f}"
+                f"{pct(m.share_under):>8}{pct(m.share_exact):>8}{pct(m.share_over):>8}"
+                f"{_fmt(m.mean_signed_error, 2):>10}"
             )
 
         for genre, m in result.by_genre.items():
@@ -1101,10 +1185,15 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
         top = result.over_estimates.sort(ERROR, descending=True).head(max_over)
         lines += ["", f"largest over-estimates (first {top.height}):"]
         for r in top.iter_rows(named=True):
+            ante_sentence = r.get(schema.ANTECEDENT_SENTENCE)
+            if r.get(schema.ANTECEDENT_KIND) in (None, "none") or ante_sentence is None or ante_sentence < 0:
+                # no antecedent (a pronoun's default distance): no sentence to name, not "s-1"
+                ante = "no antecedent"
+            else:
+                ante = f"{r.get(schema.ANTECEDENT_KIND)} {r.get(schema.ANTECEDENT_TEXT)!r} (s{ante_sentence})"
             lines.append(
                 f"  {r[schema.DOCUMENT_ID]} s{r[schema.SENTENCE]}: ddp {r[schema.DDP]} > gold {r[GOLD_DISTANCE]}; "
-                f"{r.get('anchor_kind')} {r.get('anchor_text')!r} [{r.get('anchor_label')}] -> "
-                f"{r.get(schema.ANTECEDENT_KIND)} {r.get(schema.ANTECEDENT_TEXT)!r} (s{r.get(schema.ANTECEDENT_SENTENCE)})"
+                f"{r.get('anchor_kind')} {r.get('anchor_text')!r} [{r.get('anchor_label')}] -> {ante}"
                 + (f" [{r[DIAGNOSIS]}]" if r.get(DIAGNOSIS) else "")
             )
     return "\n".join(lines)

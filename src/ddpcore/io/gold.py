@@ -92,6 +92,10 @@ class GoldCorpus:
         How a file was read where it did not say (a CoNLL-U file whose entity brackets carry attributes
         but which has no ``# global.Entity`` line is read with CorefUD's default layout), each naming the
         file and line; also under ``strict`` (they are no repair).
+    genre_notes : tuple[str, ...]
+        One note per file whose documents (some or all) give no genre (CoNLL-U without
+        ``# meta::genre``, a CoNLL-2012 name without its genre part): their sentences have genre
+        ``unknown``; ``ddp validate`` says them with the ``notes``.
     """
 
     sentences: pl.DataFrame
@@ -99,6 +103,7 @@ class GoldCorpus:
     formats: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
+    genre_notes: tuple[str, ...] = field(default=())
 
     @property
     def n_documents(self) -> int:
@@ -425,12 +430,17 @@ class _Found:
         self.seen_docs: dict[str, str] = {}
         self.warnings: list[str] = []
         self.notes: list[str] = []
+        self.genre_notes: list[str] = []
         self.formats: list[str] = []
 
     def problem(self, message: str, code: str) -> None:
         if code == NOTE:  # how a file was read where it did not say: no repair, never an error
             if message not in self.notes:
                 self.notes.append(message)
+            return
+        if code == GENRE_NOTE:  # documents without a genre: reported under 'unknown'
+            if message not in self.genre_notes:
+                self.genre_notes.append(message)
             return
         if self.strict:
             raise DDPDataError(message, code=code)
@@ -484,7 +494,8 @@ class _Found:
             },
         )
         return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(self.formats),
-                          warnings=tuple(self.warnings), notes=tuple(self.notes))
+                          warnings=tuple(self.warnings), notes=tuple(self.notes),
+                          genre_notes=tuple(self.genre_notes))
 
 
 _Job = tuple["_Member", str, "_Member | None"]  # member, format, LitBank brat sentence file
@@ -607,6 +618,7 @@ _Doc = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
 #: how a file was read (:attr:`GoldCorpus.notes`)
 _Problem = Callable[[str, str], None]
 NOTE = "note"
+GENRE_NOTE = "genre-note"  # ``problem`` code of a genre fallback (:attr:`GoldCorpus.genre_notes`)
 #: CorefUD's layout of an entity bracket when a file does not give one (``# global.Entity``); the one layout
 #: of every CorefUD 1.x release and what udapi writes
 COREFUD_DEFAULT_ENTITY = "eid-etype-head-other"
@@ -779,7 +791,8 @@ class _Conll2012:
             genre = LITBANK_GENRE
         else:
             genre = name.split("/")[0] if "/" in name else UNKNOWN_GENRE
-        self.state.update(doc_id=doc_id, genre=genre, sents=[], ments=[], words=[], pos=[], open={}, begin=lineno)
+        self.state.update(doc_id=doc_id, genre=genre, sents=[], ments=[], words=[], pos=[], open={}, begin=lineno,
+                          no_genre=not self.litbank and "/" not in name)
 
     def flush_sentence(self, lineno: int) -> None:
         state, label = self.state, self.member.label
@@ -795,6 +808,8 @@ class _Conll2012:
         state["open"] = {}
         idx = len(state["sents"])
         state["sents"].append(_sentence_row(state["doc_id"], idx, state["genre"], words, label))
+        if state.get("no_genre") and idx == 0:  # read by _note_unknown_genre, then dropped
+            state["sents"][0]["_no_genre"] = True
         no_pos = all(p in ("_", "-", "") for p in pos)
         for chain, a, b in state.pop("pending", []):
             if no_pos:
@@ -912,7 +927,23 @@ def _read_conll2012(member: _Member, problem: _Problem, *, litbank: bool) -> lis
         reader.finish(lines.count + 1)
     if not reader.docs and lines.count:
         raise DDPDataError(f"{member.label}: no token lines found; is this a CoNLL-2012 file?", code="D408")
+    if not litbank:
+        _note_unknown_genre(member, problem, reader.docs,
+                            "a document name without a genre part (OntoNotes names start with it: 'nw/...')")
     return reader.docs
+
+
+def _note_unknown_genre(member: _Member, problem: _Problem, docs: list[_Doc], why: str) -> None:
+    """A note (stderr and ``gold.notes``) naming the documents of ``member`` whose genre fell back to
+    ``unknown`` because the file does not give one (``why``)."""
+    lacking = [doc_id for doc_id, sents, _ in docs if sents and sents[0].get("_no_genre")]
+    for _, sents, _ in docs:
+        for row in sents:
+            row.pop("_no_genre", None)
+    if lacking:
+        shown = ", ".join(repr(d) for d in lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+        problem(f"{member.label}: {len(lacking)} of {len(docs)} document(s) ({shown}) have {why}; their "
+                f"sentences are reported under genre '{UNKNOWN_GENRE}'", GENRE_NOTE)
 
 
 # --------------------------------------------------------------------------- CoNLL-U with Entity=
@@ -984,6 +1015,8 @@ class _Conllu:
         text = sent.get("text")
         if text is None:  # rebuilt from the surface tokens: a multiword token's own form, not its words
             text = "".join(f + ("" if noskip else " ") for f, noskip in sent["surface"]).rstrip()
+        else:
+            self.check_text(text, sent)
         doc["sents"].append(_sentence_row(doc["doc_id"], idx, "", forms, label, text))
         for eid, a, b, etype, node in sent["done"]:
             if a == b:  # a zero mention: only empty nodes, no word of the sentence
@@ -998,6 +1031,35 @@ class _Conllu:
             doc["ments"].append(_mention_row(doc["doc_id"], idx, a, b, eid, mtype, etype, forms, h))
         sent.clear()
 
+    def check_text(self, text: str, sent: dict[str, Any]) -> None:
+        """``# text`` must spell the sentence's surface forms (white space aside): DDP reads the text and the
+        gold's mentions are on the forms, so a text that says something else (or nothing) would be measured
+        in place of the annotated sentence (D413, naming the ``# text`` line and the column where they part)."""
+        forms = _WHITESPACE_RE.sub("", "".join(f for f, _ in sent["surface"]))
+        squeezed = _WHITESPACE_RE.sub("", text)
+        if squeezed == forms:
+            return
+        lineno, line = sent["text_line"]
+        first = next((i for i, (a, b) in enumerate(zip(squeezed, forms)) if a != b), min(len(squeezed), len(forms)))
+        # the column (1-based) of the first differing character of the text, in the file's line
+        at = len(line.rstrip()) - len(text)  # the value ends the line (surrounding blanks stripped)
+        seen = -1
+        for j, ch in enumerate(text):
+            if not ch.isspace():
+                seen += 1
+                if seen == first:
+                    at += j
+                    break
+        else:
+            at += len(text)
+        shown = " ".join(f for f, _ in sent["surface"])
+        raise DDPDataError(
+            f"{self.member.label}: line {lineno}, column {at + 1}: the sentence's '# text' "
+            f"{_clip(text)!r} does not spell its word forms {_clip(shown)!r}; DDP reads the text and the "
+            "gold annotates the forms: correct the '# text' line, or delete it to rebuild the text from the forms",
+            code="D413",
+        )
+
     def finish_doc(self, lineno: int) -> None:
         doc = self.doc
         for eid, starts in (doc.get("open") or {}).items():
@@ -1010,6 +1072,8 @@ class _Conllu:
             genre = doc["genre"] or UNKNOWN_GENRE
             for row in doc["sents"]:
                 row[GENRE] = genre
+            if not doc["genre"]:  # read by _note_unknown_genre, then dropped
+                doc["sents"][0]["_no_genre"] = True
             self.docs.append((doc["doc_id"], doc["sents"], doc["ments"]))
         doc.clear()
 
@@ -1045,6 +1109,7 @@ class _Conllu:
             self.doc["genre"] = val
         elif key == "text":
             self.sent["text"] = val
+            self.sent["text_line"] = (lineno, line)
 
     def token(self, line: str, lineno: int) -> None:
         """A token line (10 tab-separated columns) and its entities. A multiword token range (``3-4``)
@@ -1156,6 +1221,13 @@ class _Conllu:
         self.sent["done"].append((eid, a, b, etype, node))
 
 
+_WHITESPACE_RE = re.compile(r"\s+")
+
+
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
     reader = _Conllu(member, problem)
     lines = _Lines(member)  # streamed: a large file is never held whole
@@ -1163,6 +1235,7 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
         reader.line(line, lineno)
     reader.flush_sentence(lines.count + 1)
     reader.finish_doc(lines.count + 1)
+    _note_unknown_genre(member, problem, reader.docs, "no '# meta::genre' line")
     return reader.docs
 
 
