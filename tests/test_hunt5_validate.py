@@ -470,6 +470,11 @@ def test_strict_turns_a_repair_into_an_error(tmp_path: Path, monkeypatch: pytest
 ])
 def test_text_that_does_not_spell_the_forms_is_d413(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str], text: str, column: int) -> None:
+    """A repair, as an unbalanced bracket is: the sentence's text is rebuilt from the forms the gold annotates
+    and the first such '# text' is named with the count (a user's whole validation is not refused for one bad
+    line of a gold, which the UD validator would flag); --strict makes it the error D413."""
+    from ddpcore.io.gold import read_gold
+
     gold = ("# newdoc id = a\n# meta::genre = news\n"
             + sentence([tok("Anna", "(e1-person-1)"), V_("slept"), V_(".")])
             + sentence([tok("The"), tok("weather"), V_("was"), V_("bad"), V_(".")], text=text)
@@ -477,12 +482,19 @@ def test_text_that_does_not_spell_the_forms_is_d413(tmp_path: Path, monkeypatch:
     gold_file = tmp_path / "g.conllu"
     gold_file.write_text(gold, encoding="utf-8")
     fake_run(monkeypatch, ddp={("a", i): 0 for i in range(3)}, cert={("a", i): 0 for i in range(3)}, anchors=[])
-    code, out, err = run_cli(capsys, str(gold_file))
     # line 8 is the second sentence's '# text' line (lines 1-2 document, 3-6 sentence 1, 7 blank); the column is
     # that of the first character that differs ("# text = " is 9 characters: column 10 is the text's first, an
     # empty text is reported just after "# text ="; "The weather was bad" fills columns 10-28)
+    code, out, err = run_cli(capsys, str(gold_file), "--strict")
     assert (code, out) == (3, "") and err.count("\n") == 1, err
     assert f"[D413] {gold_file}: line 8, column {column}: " in err and "Traceback" not in err
+    code, out, err = run_cli(capsys, str(gold_file))
+    assert code == 0 and f"[D413] {gold_file}: line 8, column {column}: " in err, err
+    assert "1 such sentence(s) in this file, whose text is rebuilt from the word forms" in err
+    corpus = read_gold(gold_file)
+    # what DDP reads for sentence 1: its forms, spaced as the token lines say (no SpaceAfter=No: one space each)
+    assert corpus.sentences.filter(pl.col("sentence") == 1)["text"].item() == "The weather was bad ."
+    assert [w for w in corpus.warnings if w.startswith("[D413]")] and len(corpus.warnings) == 1
 
 
 def test_text_with_other_white_space_and_multiword_tokens_is_fine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

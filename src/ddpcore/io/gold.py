@@ -998,6 +998,8 @@ class _Conllu:
         self.sent: dict[str, Any] = {}  # the open sentence: token columns, finished mentions, text
         self.etype_index = -1           # position of "etype" in global.Entity
         self.layout: str | None = None  # the global.Entity layout; None until the file gives one
+        self.text_mismatch: str | None = None  # the first '# text' that does not spell its forms (check_text)
+        self.n_text_mismatch = 0
 
     def new_doc(self, doc_id: str) -> None:
         self.doc.clear()
@@ -1013,10 +1015,10 @@ class _Conllu:
         forms, heads = sent["forms"], sent["heads"]
         idx = len(doc["sents"])
         text = sent.get("text")
+        if text is not None and not self.check_text(text, sent):
+            text = None  # rebuilt from the forms the gold annotates (said once per file: text_mismatch)
         if text is None:  # rebuilt from the surface tokens: a multiword token's own form, not its words
             text = "".join(f + ("" if noskip else " ") for f, noskip in sent["surface"]).rstrip()
-        else:
-            self.check_text(text, sent)
         doc["sents"].append(_sentence_row(doc["doc_id"], idx, "", forms, label, text))
         for eid, a, b, etype, node in sent["done"]:
             if a == b:  # a zero mention: only empty nodes, no word of the sentence
@@ -1031,14 +1033,29 @@ class _Conllu:
             doc["ments"].append(_mention_row(doc["doc_id"], idx, a, b, eid, mtype, etype, forms, h))
         sent.clear()
 
-    def check_text(self, text: str, sent: dict[str, Any]) -> None:
-        """``# text`` must spell the sentence's surface forms (white space aside): DDP reads the text and the
-        gold's mentions are on the forms, so a text that says something else (or nothing) would be measured
-        in place of the annotated sentence (D413, naming the ``# text`` line and the column where they part)."""
+    def check_text(self, text: str, sent: dict[str, Any]) -> bool:
+        """Whether ``# text`` spells the sentence's surface forms (white space aside). DDP reads the text and
+        the gold's mentions are on the forms, so a text that says something else (or nothing) would be
+        measured in place of the annotated sentence: such a sentence's text is rebuilt from its forms, and the
+        first one of the file is named (line and column where they part) with the count, once, at the end of
+        the file (:meth:`note_text_mismatch`; D413, an error under ``--strict``)."""
         forms = _WHITESPACE_RE.sub("", "".join(f for f, _ in sent["surface"]))
         squeezed = _WHITESPACE_RE.sub("", text)
         if squeezed == forms:
-            return
+            return True
+        self.n_text_mismatch += 1
+        if self.text_mismatch is None:
+            self.text_mismatch = self.describe_text_mismatch(text, sent, squeezed, forms)
+        return False
+
+    def note_text_mismatch(self) -> None:
+        """One D413 repair for the file's sentences whose ``# text`` does not spell their forms."""
+        if self.text_mismatch is not None:
+            self.problem(f"{self.text_mismatch}; {self.n_text_mismatch} such sentence(s) in this file, whose text "
+                         "is rebuilt from the word forms (correct or delete those '# text' lines)", "D413")
+
+    def describe_text_mismatch(self, text: str, sent: dict[str, Any], squeezed: str, forms: str) -> str:
+        """Where the ``# text`` of ``sent`` first parts from its forms: file, line and column, both spelled."""
         lineno, line = sent["text_line"]
         first = next((i for i, (a, b) in enumerate(zip(squeezed, forms)) if a != b), min(len(squeezed), len(forms)))
         # the column (1-based) of the first differing character of the text, in the file's line
@@ -1053,12 +1070,8 @@ class _Conllu:
         else:
             at += len(text)
         shown = " ".join(f for f, _ in sent["surface"])
-        raise DDPDataError(
-            f"{self.member.label}: line {lineno}, column {at + 1}: the sentence's '# text' "
-            f"{_clip(text)!r} does not spell its word forms {_clip(shown)!r}; DDP reads the text and the "
-            "gold annotates the forms: correct the '# text' line, or delete it to rebuild the text from the forms",
-            code="D413",
-        )
+        return (f"{self.member.label}: line {lineno}, column {at + 1}: the sentence's '# text' {_clip(text)!r} does "
+                f"not spell its word forms {_clip(shown)!r} (DDP reads the text; the gold annotates the forms)")
 
     def finish_doc(self, lineno: int) -> None:
         doc = self.doc
@@ -1235,6 +1248,7 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
         reader.line(line, lineno)
     reader.flush_sentence(lines.count + 1)
     reader.finish_doc(lines.count + 1)
+    reader.note_text_mismatch()
     _note_unknown_genre(member, problem, reader.docs, "no '# meta::genre' line")
     return reader.docs
 
