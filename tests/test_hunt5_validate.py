@@ -491,6 +491,10 @@ def test_text_that_does_not_spell_the_forms_is_d413(tmp_path: Path, monkeypatch:
     code, out, err = run_cli(capsys, str(gold_file))
     assert code == 0 and f"[D413] {gold_file}: line 8, column {column}: " in err, err
     assert "1 such sentence(s) in this file, whose text is rebuilt from the word forms" in err
+    assert "in 1 gold file(s) a sentence's '# text' does not spell its word forms" in err
+    assert "bracket" not in err  # no bracket was repaired
+    gold_sig = json.loads(out)["signature"]["gold"]
+    assert (gold_sig["rebuilt_texts"], gold_sig["repaired_brackets"]) == (1, 0)
     corpus = read_gold(gold_file)
     # what DDP reads for sentence 1: its forms, spaced as the token lines say (no SpaceAfter=No: one space each)
     assert corpus.sentences.filter(pl.col("sentence") == 1)["text"].item() == "The weather was bad ."

@@ -185,11 +185,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"ddp validate: note: {line}", file=sys.stderr)
     for note in result.signature.get("gold", {}).get("notes", [])[:5]:  # how a gold file was read where it did not say
         print(f"ddp validate: note: {note}", file=sys.stderr)
-    repaired = result.signature.get("gold", {}).get("repaired_brackets", 0)
+    gold_sig = result.signature.get("gold", {})
+    repaired, rebuilt = gold_sig.get("repaired_brackets", 0), gold_sig.get("rebuilt_texts", 0)
     if repaired and not args.quiet:
         print(f"ddp validate: warning: {repaired} unbalanced gold coreference bracket(s) repaired by dropping the "
               "mention (use --strict to fail instead)", file=sys.stderr)
-        for w in result.signature["gold"].get("warnings", [])[:5]:
+        for w in [w for w in gold_sig.get("warnings", []) if not w.startswith("[D413]")][:5]:
+            print(f"  {w}", file=sys.stderr)
+    if rebuilt:  # said even with -q: the text measured is not the file's
+        print(f"ddp validate: warning: in {rebuilt} gold file(s) a sentence's '# text' does not spell its word forms; "
+              "those texts were rebuilt from the forms (use --strict to fail instead)", file=sys.stderr)
+        for w in [w for w in gold_sig.get("warnings", []) if w.startswith("[D413]")][:5]:
             print(f"  {w}", file=sys.stderr)
     if args.over_estimates:  # the signature in Parquet's metadata, else in FILE.signature.json
         from ..io.tables import write_tables_atomic

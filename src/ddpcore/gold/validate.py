@@ -941,7 +941,9 @@ def validate(
             "tails": list(ks),
             "set_aside": set_aside,
             "ddp_columns": [c for c in DDP_COLUMNS if c in run.segments.columns],
-            "repaired_brackets": len(corpus.warnings),
+            "repaired_brackets": sum(not w.startswith("[D413]") for w in corpus.warnings),
+            # files with a '# text' that does not spell its forms (those sentences' texts rebuilt from the forms)
+            "rebuilt_texts": sum(w.startswith("[D413]") for w in corpus.warnings),
             "warnings": list(corpus.warnings[:20]),
             **({"notes": list((corpus.notes + corpus.genre_notes)[:20])} if corpus.notes or corpus.genre_notes else {}),
         },
