@@ -482,22 +482,10 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
 
     say = _sayer(o.warn)
     name = o.name_of(source)
-    notes: list[str] = []
-    stale = remove_abandoned_work()
-    if stale:  # (said with the run's notes, on stderr)
-        notes.append(f"removed {len(stale)} temporary work folder(s) of killed ddp runs that wrote to stdout "
-                     f"({', '.join(map(str, stale))}): their processes are gone and nothing in them changed for "
-                     f"{STALE_WORK_SECONDS / 60:.0f} minutes")
+    notes: list[str] = _abandoned_work_notes()
     work, tmp_root = _work_folder(targets["segments"], o.resume, say)
     docs_path, extra = _run_extra(source, targets, o)
-    jsettings = journal_settings(o.settings, o.cols, o.pipeline, int(o.batch_chars or BATCH_CHARS),
-                                  input_fingerprint(source, docs_path), extra)
-    if tmp_root is None and INPUT_DIGEST not in jsettings and isinstance(source, (str, os.PathLike)):
-        # what --resume compares besides size and modification time: an input replaced in place by one of the
-        # same size and time must not mix its rows with the interrupted run's batches (D170). 0.07 s per 100 MiB
-        # (measured, page cache warm; a cold read is the disk's speed), against hours of parsing for such an
-        # input; --shard runs record it already (in the signature). Not for -o -: never resumed
-        jsettings[INPUT_DIGEST] = input_digest(source, docs_path)
+    jsettings = _journal_settings(source, o, docs_path, extra, resumable=tmp_root is None)
     journal = _open_journal(work, tmp_root is not None, jsettings, o.resume, say, notes)
     parts = work / "parts"
     stop: _Stop | None = None
@@ -533,11 +521,7 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
         if exc.code == "D170":  # another pipeline on --resume: the interrupted run's batches stay for it
             raise
         if exc.code == "D761" and assembling and tmp_root is None:
-            # every batch was profiled; only putting the outputs in place failed (a device gone, permissions
-            # changed under the run): the batches stay, so --resume writes the outputs without parsing again
-            n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
-            raise DDPError(f"{exc.message}; the {n_done} profiled batch(es) are kept in {work}: after fixing the "
-                           f"cause, {o.resume_hint} to write the outputs without profiling again", code="D761") from None
+            raise _outputs_not_placed(exc, parts, work, o.resume_hint) from None
         # bad data or options: nothing to resume; leave no work folder behind
         if tmp_root is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -866,6 +850,40 @@ def _profile_batches(staged: StagedInput, rp: _Plan, o: RunOptions, work: Path, 
 
 _pipeline_identity = pipeline_identity  # (kept under these names for callers of the engine)
 _check_same_pipeline = check_same_pipeline
+
+
+def _journal_settings(source: Any, o: RunOptions, docs_path: Path | None, extra: dict[str, Any], *,
+                      resumable: bool) -> dict[str, Any]:
+    """What the journal records of this run (:func:`~ddpcore.engines.journal.journal_settings`), with the
+    SHA-256 of a file input when the run can be resumed: --resume compares it besides size and modification
+    time, so an input replaced in place by one of the same size and time does not mix its rows with the
+    interrupted run's batches (D170). 0.07 s per 100 MiB (measured, page cache warm; a cold read is the disk's
+    speed), against hours of parsing for such an input; --shard runs record it already (in the signature).
+    Not for -o -: never resumed."""
+    jsettings = journal_settings(o.settings, o.cols, o.pipeline, int(o.batch_chars or BATCH_CHARS),
+                                 input_fingerprint(source, docs_path), extra)
+    if resumable and INPUT_DIGEST not in jsettings and isinstance(source, (str, os.PathLike)):
+        jsettings[INPUT_DIGEST] = input_digest(source, docs_path)
+    return jsettings
+
+
+def _abandoned_work_notes() -> list[str]:
+    """The run's first notes: the work folders of killed ``-o -`` runs removed (:func:`remove_abandoned_work`)."""
+    stale = remove_abandoned_work()
+    if not stale:
+        return []
+    return [f"removed {len(stale)} temporary work folder(s) of killed ddp runs that wrote to stdout "
+            f"({', '.join(map(str, stale))}): their processes are gone and nothing in them changed for "
+            f"{STALE_WORK_SECONDS / 60:.0f} minutes"]
+
+
+def _outputs_not_placed(exc: DDPError, parts: Path, work: Path, resume_hint: str) -> DDPError:
+    """D761 of a run whose every batch was profiled but whose outputs could not be put in place (a device
+    gone, permissions changed under the run): the batches stay in ``work``, so ``--resume`` writes the outputs
+    without parsing again."""
+    n_done = len(list(parts.glob("*.done"))) if parts.exists() else 0
+    return DDPError(f"{exc.message}; the {n_done} profiled batch(es) are kept in {work}: after fixing the cause, "
+                    f"{resume_hint} to write the outputs without profiling again", code="D761")
 
 
 def _interrupted(stop: _Stop, outs: Any, parts: Path, work: Path, temporary: bool, resume_hint: str
