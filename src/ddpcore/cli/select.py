@@ -225,6 +225,31 @@ def _budgets(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: give shares in (0, 1] separated by commas") from None
 
 
+#: the namespace attribute holding the dests of the --evaluate options given on the command line
+GIVEN = "_evaluate_options_given"
+
+
+class _Recorded(argparse.Action):
+    """Mixin: note in ``namespace.<GIVEN>`` that the option was given (its default may equal a given value,
+    e.g. ``--seed 0``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        super().__call__(parser, namespace, values, option_string)  # type: ignore[misc]
+        setattr(namespace, GIVEN, {**getattr(namespace, GIVEN, {}), self.dest: option_string})
+
+
+class _RecordedStore(_Recorded, argparse._StoreAction):
+    pass
+
+
+class _RecordedAppend(_Recorded, argparse._AppendAction):
+    pass
+
+
+class _RecordedTrue(_Recorded, argparse._StoreTrueAction):
+    pass
+
+
 def add_evaluate_options(p: argparse.ArgumentParser) -> None:
     """``--evaluate`` and its options (:mod:`ddpcore.curate.evaluate`)."""
     e = p.add_argument_group("evaluate (--evaluate: is the DDP-selected subset a better test set than random?)")
@@ -235,25 +260,59 @@ def add_evaluate_options(p: argparse.ArgumentParser) -> None:
                         "random subsets of the same size: mean human score, share of perfect scores, per-system Kendall "
                         "tau-b of DDP vs human, system clusters, Spearman with the full ranking, percentiles and the "
                         "budget for parity with random (docs/meta.md). -o takes the report ('-' = stdout, .json or .md)")
-    e.add_argument("--human-col", default="score", metavar="NAME",
+    # every option records that it was given (GIVEN): without --evaluate it is D871, never silently ignored
+    e.add_argument("--human-col", default="score", metavar="NAME", action=_RecordedStore,
                    help="the human score column (with --reader mtme: a human score name such as mqm or da-sqm)")
-    e.add_argument("--budgets", type=_budgets, default=(0.05, 0.1, 0.25, 0.5), metavar="B[,B]",
+    e.add_argument("--budgets", type=_budgets, default=(0.05, 0.1, 0.25, 0.5), metavar="B[,B]", action=_RecordedStore,
                    help="subset sizes as shares of the units (default: 0.05,0.1,0.25,0.5)")
-    e.add_argument("--n-random", type=int, default=1000, metavar="R", help="random subsets per budget")
-    e.add_argument("--seed", type=int, default=0,
+    e.add_argument("--n-random", type=int, default=1000, metavar="R", action=_RecordedStore,
+                   help="random subsets per budget")
+    e.add_argument("--seed", type=int, default=0, action=_RecordedStore,
                    help="seed of the random subsets, the tie-break and the parity orderings (default: 0)")
-    e.add_argument("--alpha", type=float, default=0.05, help="level of the Wilcoxon tests that separate clusters")
-    e.add_argument("--system-col", default="system", metavar="NAME", help="system column of the score table")
-    e.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
-                   help="leave a system out (repeatable; e.g. a human reference scored as a system; default: none)")
-    e.add_argument("--perfect-score", type=float, default=None, metavar="X",
+    e.add_argument("--alpha", type=float, default=0.05, action=_RecordedStore,
+                   help="level of the Wilcoxon tests that separate clusters")
+    e.add_argument("--system-col", default="system", metavar="NAME", action=_RecordedStore,
+                   help="system column of the score table")
+    e.add_argument("--exclude-system", default=[], metavar="NAME", action=_RecordedAppend,
+                   help="leave a system out (repeatable; e.g. a human reference scored as a system; a name the "
+                        "score table does not have is D872; default: none)")
+    e.add_argument("--perfect-score", type=float, default=None, metavar="X", action=_RecordedStore,
                    help="the score counted as perfect (default: the highest human score in the table, e.g. 0 for MQM)")
-    e.add_argument("--ties", choices=("random", "input"), default="random",
+    e.add_argument("--ties", choices=("random", "input"), default="random", action=_RecordedStore,
                    help="how units with equal DDP are ordered where a budget cuts through them: a seeded random "
-                        "order (random) or the profile's row order (input, as subset2evaluate's stable sort)")
-    e.add_argument("--strict-join", action="store_true",
+                        "order (random) or the profile's row order (input, as subset2evaluate's stable sort); "
+                        "--evaluate only: a --top-share selection keeps every unit tied at its threshold")
+    e.add_argument("--strict-join", action=_RecordedTrue,
                    help="exit 3 when joining scores and profile drops rows (default: counted on stderr and in "
                         "the report's warnings)")
+
+
+#: the options of a row selection, which --evaluate does not apply (its subsets are the top-DDP budgets)
+SELECT_ONLY = (("min_ddp", "--min-ddp"), ("max_ddp", "--max-ddp"), ("top_share", "--top-share"),
+               ("domain", "--domain"), ("with_context", "--with-context"), ("outputs", "--outputs"),
+               ("outputs_to", "--outputs-to"))
+
+
+def check_mode_options(args: argparse.Namespace) -> None:
+    """D871 (before any work): an --evaluate option without --evaluate, or a selection option with it; either
+    would be ignored, and the answer would not be the one asked for."""
+    from ..errors import DDPUsageError
+
+    if getattr(args, "evaluate", False):
+        bad = [flag for dest, flag in SELECT_ONLY  # --max-ddp 0 is given: 0 == False, so no `in (None, False)`
+               if getattr(args, dest, None) is not None and getattr(args, dest) is not False]
+        if bad:
+            raise DDPUsageError(
+                f"{', '.join(bad)}: not an option of --evaluate, which compares the top-DDP subset of each --budgets "
+                "share with random subsets of all the scored segments; drop it, or select the rows first (ddp "
+                "select without --evaluate) and evaluate the selected score table", code="D871")
+        return
+    bad = list(dict.fromkeys(getattr(args, GIVEN, {}).values()))
+    if bad:
+        hint = (" (a --top-share selection keeps every unit tied at its threshold: the note on stderr and the "
+                "signature's top_share say how many)" if "--ties" in bad else "")
+        raise DDPUsageError(f"{', '.join(bad)}: option(s) of --evaluate only; ddp select without --evaluate would "
+                            f"ignore them{hint}; add --evaluate or drop them", code="D871")
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
@@ -300,7 +359,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         scores = read_table(args.input)
     res = evaluate_selection(scores, prof.frame, human_col=args.human_col, ddp_col=args.ddp_col,
                              document_col=cols.document, segment_col=cols.segment, system_col=args.system_col,
-                             exclude_systems=args.exclude_system, strict_join=args.strict_join, options=opts, warn=warn)
+                             exclude_systems=args.exclude_system, strict_join=args.strict_join, options=opts, warn=warn,
+                             name=str(args.input))
     res.warnings[:0] = reader_notes  # the reader's counts of None scores belong to the report too
     res.signature.update({"input": str(args.input), "profile": str(args.profile), "reader": args.reader})
     fmt = "json" if (args.format == "json" or (out is not None and out.suffix.lower() == ".json")) else "text"
@@ -321,8 +381,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..curate.select import Criteria, format_summary, select
+    import sys
 
+    from ..curate.select import Criteria, format_summary, select, top_share_note
+
+    check_mode_options(args)
     if getattr(args, "evaluate", False):
         return run_evaluate(args)
 
@@ -332,6 +395,9 @@ def _run(args: argparse.Namespace) -> int:
     target = check_target(args)
     res = select(args.input, args.profile, crit, target, cols=cols_from(args), reader=args.reader, docs=args.docs,
                  outputs=args.outputs, outputs_to=args.outputs_to, ddp_col=args.ddp_col)
+    note = top_share_note(res.signature.get("top_share"), args.ddp_col)
+    if note:  # more kept than asked (ties at the threshold): said on stderr and in the signature
+        print(f"ddp select: note: {note}", file=sys.stderr)
     where = where_written(target)
     text = format_summary("ddp select", res.summary) + "\n" + wrote_line(where, res.summary["after"]["segments"],
                                                                          res.written)

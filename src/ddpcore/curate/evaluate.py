@@ -37,7 +37,8 @@ Measures of a subset I (each for the selection and every random subset)
   (subset2evaluate ``eval_subset_correlation``; 0 when one side is constant).
 
 Per measure: the selection's value, the random distribution's mean, sd and 2.5/97.5 % quantiles, and
-the selection's percentile ``100 * (#{random < x} + #{random == x} / 2) / n_random``.
+the selection's percentile ``100 * (#{random < x} + #{random == x} / 2) / n_random`` (equal: within a relative
+1e-10, :data:`PERCENTILE_RTOL`, so that rounding does not split a tie of two subsets with the same mean).
 
 Budget for parity with random (subset2evaluate ``eval_clucor_par``)
 -------------------------------------------------------------------
@@ -54,7 +55,7 @@ the estimator's ordering gets there sooner than random orderings do. With ``leve
 Random subsets (seeded, regenerable): ``numpy.random.Generator(PCG64(seed)).random((n_random, m))``,
 row r ranks the m units (segments or documents) by ``argsort``; subset r is the first k of row r.
 
-Error codes D840-D849.
+Error codes D840-D849; of the score table also D654 (a score that is not a number), D872 and D873.
 """
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ ERROR_CODES = {
     "D842": "fewer than 2 systems or 5 items with complete human scores: nothing to evaluate",
     "D843": "--strict-join: score rows without a profile row (or profile rows without scores) were dropped",
     "D844": "a human score or estimator value is not finite",
+    "D872": "an --exclude-system name the score table does not have (it would leave every system in)",
+    "D873": "a (document, segment, system) key on two score rows (one human score per system and segment)",
 }
 MEASURES = ("mean_human", "share_perfect", "tau_estimator", "clusters", "spearman")
 LEVELS = ("segment", "document")
@@ -331,11 +334,20 @@ def random_units(n_random: int, m: int, k: int, seed: int) -> np.ndarray:
     return np.argsort(u, axis=1, kind="stable")[:, :k]
 
 
+#: relative tolerance within which a random subset's value equals the selection's (:func:`_percentile`)
+PERCENTILE_RTOL = 1e-10
+
+
 def _percentile(x: float, dist: np.ndarray) -> float | None:
+    """``100 (#below + #equal / 2) / #defined``. Equal: within :data:`PERCENTILE_RTOL` of the largest magnitude,
+    because two subsets with the same mean (the same scores in another order, MQM's many ties) get means
+    rounded differently by the matrix sums; an exact ``==`` counted such a tie as below or above."""
     d = dist[~np.isnan(dist)]
     if not d.size or np.isnan(x):
         return None
-    return float(100.0 * (np.sum(d < x) + 0.5 * np.sum(d == x)) / d.size)
+    tol = PERCENTILE_RTOL * max(abs(float(x)), float(np.abs(d).max()))
+    equal = np.abs(d - x) <= tol
+    return float(100.0 * (np.sum((d < x) & ~equal) + 0.5 * np.sum(equal)) / d.size)
 
 
 def _summary(x: float, dist: np.ndarray) -> dict[str, Any]:
@@ -477,12 +489,15 @@ def evaluate_arrays(human: npt.ArrayLike, estimator: npt.ArrayLike, doc: npt.Arr
 def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col: str, ddp_col: str = "ddp",
                        document_col: str = "document_id", segment_col: str = "segment_id", system_col: str = "system",
                        exclude_systems: Sequence[str] = (), strict_join: bool = False,
-                       options: EvaluateOptions = EvaluateOptions(), warn: Any = None) -> EvaluateResult:
+                       options: EvaluateOptions = EvaluateOptions(), warn: Any = None,
+                       name: str = "score table") -> EvaluateResult:
     """Join a score table (one row per (document, segment, system), column ``human_col``) to a profile
     (``document_col``, ``segment_col``, ``ddp_col``) and run :func:`evaluate_arrays`.
 
     Dropped rows are counted on ``warn`` and in ``warnings``: score rows without a profile row, items
-    where some system has no (or a null) human score. ``strict_join``: a join that drops rows is D843.
+    where some system has no (or a null) human score, score rows without a system. ``strict_join``: a join
+    that drops rows is D843. A (document, segment, system) key on two score rows is D873, an ``exclude_systems``
+    name the table does not have D872, a human score that is not a number D654 (``name``: the table in messages).
     """
     import polars as pl
 
@@ -490,13 +505,24 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
     for c, flag in ((human_col, "--human-col"), (document_col, "--document-col"), (segment_col, "--segment-col"),
                     (system_col, "--system-col")):
         if c not in scores.columns:
-            raise DDPDataError(f"score table: no column {c!r} ({flag}); columns: {', '.join(scores.columns[:16])}",
+            raise DDPDataError(f"{name}: no column {c!r} ({flag}); columns: {', '.join(scores.columns[:16])}",
                                code="D841")
     keys = [document_col, segment_col]
-    sc = scores.select(pl.col(document_col).cast(pl.String), pl.col(segment_col).cast(pl.Int64),
-                       pl.col(system_col).cast(pl.String), pl.col(human_col).cast(pl.Float64).alias("__h"))
-    sc = sc.filter(~pl.col(system_col).is_in(list(exclude_systems)))
-    pr = profile.select(pl.col(document_col).cast(pl.String), pl.col(segment_col).cast(pl.Int64),
+    # segment ids: integers when both sides hold numbers, else compared as text (as ddp select matches ids;
+    # a strict integer cast of text ids such as "s1" was an internal error)
+    both_num = scores.schema[segment_col].is_numeric() and profile.schema[segment_col].is_numeric()
+    seg_t = pl.Int64 if both_num else pl.String
+    score = pl.col(human_col)
+    if not scores.schema[human_col].is_numeric():
+        score = score.cast(pl.Float64, strict=False)
+        bad_h = scores.with_row_index("__r").filter(pl.col(human_col).is_not_null() & score.is_null()).head(1)
+        if bad_h.height:
+            raise DDPDataError(f"{name}, row {bad_h['__r'][0] + 1}, column {human_col!r}: "
+                               f"{bad_h[human_col][0]!r} is not a number; give numeric human scores (--human-col)",
+                               code="D654")
+    sc = scores.select(pl.col(document_col).cast(pl.String), pl.col(segment_col).cast(seg_t),
+                       pl.col(system_col).cast(pl.String), score.cast(pl.Float64).alias("__h")).with_row_index("__r")
+    pr = profile.select(pl.col(document_col).cast(pl.String), pl.col(segment_col).cast(seg_t),
                         pl.col(ddp_col).cast(pl.Float64).alias("__e")).with_row_index("__row")
     warns: list[str] = []
 
@@ -504,6 +530,29 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
         warns.append(msg)
         if warn is not None:
             warn(msg)
+
+    have = set(sc[system_col].drop_nulls().unique().to_list())
+    unknown = [x for x in dict.fromkeys(exclude_systems) if x not in have]
+    if unknown:  # a misspelt name would leave the system in, in silence
+        raise DDPUsageError(f"--exclude-system {unknown[0]}: not a system of {name} (column {system_col!r}; "
+                            f"systems: {', '.join(sorted(have)[:20])}{' ...' if len(have) > 20 else ''})",
+                            code="D872")
+    n_null_sys = int(sc[system_col].null_count())
+    if n_null_sys:  # a score without a system belongs to no column of the (segment, system) matrix
+        note(f"{n_null_sys} score row(s) have no system (column {system_col!r} is empty) and are left out")
+        sc = sc.filter(pl.col(system_col).is_not_null())
+    dup = sc.filter(pl.struct(*keys, system_col).is_duplicated())
+    if dup.height:  # one score per (segment, system): the pivot would keep the first of two in silence
+        first = dup.row(0, named=True)
+        again = dup.filter(pl.col(document_col).eq_missing(first[document_col])
+                           & pl.col(segment_col).eq_missing(first[segment_col])
+                           & pl.col(system_col).eq_missing(first[system_col]))
+        raise DDPDataError(
+            f"{name}, rows {again['__r'][0] + 1} and {again['__r'][1] + 1} (1-based, without the header): "
+            f"document {first[document_col]!r}, segment {first[segment_col]!r}, system {first[system_col]!r} is "
+            f"scored twice ({dup.height} rows share a (document, segment, system) key); keep one human score per "
+            "system and segment (e.g. average the ratings first)", code="D873")
+    sc = sc.filter(~pl.col(system_col).is_in(list(exclude_systems)))
 
     items = sc.select(keys).unique()
     joined = items.join(pr, on=keys, how="inner")

@@ -538,18 +538,55 @@ def check_domains(m: Matched, domains: Sequence[str]) -> None:
                             code="D639")
 
 
-def select_mask(m: Matched, c: Criteria) -> np.ndarray:
-    """The input rows kept by ``c`` (bool, shape (n_rows,))."""
-    c.check()
+def _units(m: Matched, c: Criteria) -> tuple[np.ndarray, np.ndarray]:
+    """(value of each unit, eligible units (bool)) for ``c.level``: segments, or documents by their max DDP
+    (a document is eligible when one of its segments is of a ``c.domains`` domain)."""
     eligible = np.isin(m.domain.astype(object), list(c.domains)) if c.domains else np.ones(m.n, dtype=bool)
     if c.level == "document":
         value = doc_max(m.doc, m.ddp)
-        n_docs = value.size
-        elig_u = np.zeros(n_docs, dtype=bool)
+        elig_u = np.zeros(value.size, dtype=bool)
         elig_u[m.doc[eligible]] = True
-    else:
-        value = m.ddp
-        elig_u = eligible
+        return value, elig_u
+    return m.ddp, eligible
+
+
+def top_share_report(m: Matched, c: Criteria) -> dict[str, Any] | None:
+    """What ``--top-share`` asked and what it keeps (``None`` without it): ``eligible_units`` n,
+    ``asked_units`` k = ⌈F·n⌉, ``threshold`` (the value of the k-th highest), ``kept_units`` (the
+    eligible units at or above it: k plus the units tied with the k-th), ``kept_share`` = kept/n and
+    ``tied_at_threshold`` (eligible units with the threshold value). Before ``--min-ddp``/``--max-ddp``
+    and ``--with-context``."""
+    if c.top_share is None:
+        return None
+    value, elig_u = _units(m, c)
+    v = value[elig_u]
+    n = int(v.size)
+    k = max(1, math.ceil(c.top_share * n - 1e-9)) if n else 0
+    thr = top_threshold(v, c.top_share)
+    kept = int(np.count_nonzero(v >= thr))
+    return {"top_share": c.top_share, "unit": c.level, "eligible_units": n, "asked_units": k,
+            "threshold": None if math.isinf(thr) else int(thr), "kept_units": kept,
+            "kept_share": round(kept / n, 6) if n else 0.0,
+            "tied_at_threshold": int(np.count_nonzero(v == thr))}
+
+
+def top_share_note(rep: dict[str, Any] | None, ddp_col: str = schema.DDP) -> str:
+    """One line when ``--top-share`` keeps more units than ⌈F·n⌉ (ties at the threshold are kept), else ``""``."""
+    if rep is None or rep["kept_units"] <= rep["asked_units"]:
+        return ""
+    unit = "documents" if rep["unit"] == "document" else "segments"
+    name = "DDP" if ddp_col == schema.DDP else f"DDP ({ddp_col})"
+    return (f"--top-share {rep['top_share']:g} asked for {rep['asked_units']} of the {rep['eligible_units']} {unit} "
+            f"(⌈{rep['top_share']:g}·{rep['eligible_units']}⌉); the {rep['asked_units']}-th highest has {name} "
+            f"{rep['threshold']}, and {rep['tied_at_threshold']} {unit} share that value, so {rep['kept_units']} "
+            f"({rep['kept_share']:.1%}) are kept: ties at the threshold are kept (recorded as top_share in the "
+            "signature); give --min-ddp above it to keep fewer")
+
+
+def select_mask(m: Matched, c: Criteria) -> np.ndarray:
+    """The input rows kept by ``c`` (bool, shape (n_rows,))."""
+    c.check()
+    value, elig_u = _units(m, c)
     ok = elig_u.copy()
     if c.min_ddp is not None:
         ok &= value >= c.min_ddp
@@ -1052,8 +1089,11 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
     summary = keep_summary(m, keep, ddp_col)
     sig = {**base_signature("select", source, prof, index), "criteria": criteria.to_dict(),
            "kept": kept_counts(summary)}
+    top = top_share_report(m, criteria)
+    if top is not None:  # asked vs kept: ties at the threshold can keep far more than F (said by the CLI too)
+        sig["top_share"] = top
     return SelectResult(keep, summary, sig, io.write(index, m, keep, target, sig))
 
 
 __all__ = ["Criteria", "InputOptions", "Matched", "Profile", "SelectResult", "context_mask", "index_and_match", "load_profile",
-           "record_bounds", "select", "select_mask", "write_selected"]
+           "record_bounds", "select", "select_mask", "top_share_note", "top_share_report", "write_selected"]
