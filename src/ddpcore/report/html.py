@@ -615,6 +615,11 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
         strat = {**strat, "signature": shareable(ssig)}
     sig = shareable(raw_sig)
     dom = (sig.get("columns", {}) or {}).get("domain") or S.DOMAIN
+    if dom not in df.columns:  # `ddp profile` always writes it (null without domains): a table edited since
+        notes.append(f"the profile {profile} has no '{dom}' column (the domain column "
+                     f"{'its signature names' if (raw_sig.get('columns') or {}).get('domain') else 'by default'}), "
+                     "so the per-domain table has only the 'all' row and there are no per-domain figures or top "
+                     "segments")
     by = dom if dom in df.columns and df[dom].n_unique() > 1 else None
     hist = plots.svg_text(plots.hist_figure(df, by=by, signature=sig, ddp_col=ddp_col))
     ecdf = plots.svg_text(plots.ecdf_figure(df, by=by, signature=sig, ddp_col=ddp_col))

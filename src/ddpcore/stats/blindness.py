@@ -770,6 +770,8 @@ class _Ranking:
     evidence: dict[str, Any] | None = None
     differ: bool = False
     undefined: str = ""
+    #: why there is no ranking (``evidence`` None): fewer than 2 systems, or 1 document
+    skipped: str = ""
 
 
 def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int,
@@ -784,14 +786,14 @@ def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int,
         skipped["ranking"] = skipped["clusters"] = f"{n_sys} {a} system(s); rankings need at least 2"
         note(f"{n_sys} {a} system(s): no ranking and no clusters; the verdict rests on the paired TOST alone",
              "D702", "score at least 2 systems")
-        return _Ranking()
+        return _Ranking(skipped=skipped["ranking"])
     if n_docs < 2:
         skipped["ranking"] = skipped["clusters"] = (f"{n_docs} document; the tau CI and the clusters resample "
                                                     "documents and need at least 2")
         note(f"{n_docs} document: no ranking and no clusters (their bootstrap resamples documents, and one "
              "document would make every replicate the whole sample); the verdict rests on the paired TOST alone",
              "D702", "score at least 2 documents")
-        return _Ranking()
+        return _Ranking(skipped=skipped["ranking"])
     n_boot = int(opts.n_boot)  # type: ignore[arg-type]
     tau = run("tau", "--n-boot", bootstrap_tau, two, a, b, unit="document", tau_min=design.tau_min,
               confidence=design.confidence, options=opts, one_sided="keep")
@@ -876,7 +878,7 @@ def _verdict(tost: Any, eps: float, sd: float, pw: Any, rank: _Ranking, n_sys: i
             reasons.append(f"rankings do not differ: tau {ranking['tau']:.3f}, CI upper bound "
                            f"{ranking['ci_high']:.3f} >= tau_min {tau_min:g}")
         else:
-            reasons.append(f"rankings not compared ({n_sys} system)")
+            reasons.append(f"rankings not compared ({rank.skipped or f'{n_sys} system(s)'})")
         return "blind", reasons
     reasons.append(f"TOST not equivalent ({ci} not inside ±{eps:.4g}, p = {tost.p_value:.3g}) and not wholly "
                    "beyond it")
