@@ -387,3 +387,17 @@ def test_blindness_seed_determinism(tmp_path: Path, capsys: pytest.CaptureFixtur
     c, _ = _blind(tmp_path, t, *args, "--seed", "6", capsys=capsys)
     assert a == b and a["signature"]["seed"] == 5 and c["signature"]["seed"] == 6
     assert a["evidence"]["ranking"]["share_below_tau_min"] != c["evidence"]["ranking"]["share_below_tau_min"]
+
+
+def test_plot_signature_names_no_local_folder(tmp_path: Path) -> None:
+    """The figure's signature held the input's absolute path and the profile's cache folder (e.g.
+    /root/.cache/ddpcore), where `ddp report` shows file names only: a figure is made to be shared."""
+    sig_in = {**SIG, "cache": {"dir": "/home/someone/.cache/ddpcore", "hits": 3, "misses": 0}}
+    p = _write(_profile(), tmp_path / "p.parquet", sig_in)
+    out = tmp_path / "f.svg"
+    assert main(["plot", str(p), "-o", str(out)]) == 0
+    text = html_mod.unescape(re.search(r"<dc:description>(.*?)</dc:description>",
+                                       out.read_text(encoding="utf-8"), re.S).group(1))
+    sig = json.loads(text)
+    assert sig["input"] == "p.parquet" and sig["input_signature"]["cache"]["dir"] == "ddpcore"
+    assert str(tmp_path) not in text and "/home/someone" not in text and "paths" in sig

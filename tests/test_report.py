@@ -127,7 +127,11 @@ def test_plot_writes_its_signature_into_the_figure(profile, tmp_path: Path, kind
     from ddpcore import __version__
 
     p, _ = profile
-    want = {"ddpcore": __version__, "figure": kind, "input": str(p), "ddp_col": "ddp", "input_signature": SIG}
+    # the input by its file name, no local folder (as ddp report shows paths: PATHS_NOTE)
+    from ddpcore.report.html import PATHS_NOTE
+
+    want = {"ddpcore": __version__, "figure": kind, "input": p.name, "ddp_col": "ddp", "input_signature": SIG,
+            "paths": PATHS_NOTE}
     svg = tmp_path / f"{kind}.svg"
     assert main(["plot", str(p), "--kind", kind, "-o", str(svg)]) == 0
     root = ET.parse(svg).getroot()  # the written file is well-formed XML
@@ -151,8 +155,11 @@ def test_plot_curves_pages_carry_the_stratify_signature(profile, tmp_path: Path)
     assert main(["plot", str(j), "--kind", "curves", "-o", str(out)]) == 0
     desc = ET.parse(out).getroot().find(f"{SVG_NS}metadata//{DC_NS}description")
     got = json.loads(desc.text)
-    assert got["figure"] == "curves" and got["input"] == str(j)
-    assert got["input_signature"] == json.loads(j.read_text(encoding="utf-8"))["signature"]
+    assert got["figure"] == "curves" and got["input"] == j.name  # the file name: no local folder
+    from ddpcore.signature import shareable
+
+    # the stratify result's signature, its local folders dropped (file names kept)
+    assert got["input_signature"] == shareable(json.loads(j.read_text(encoding="utf-8"))["signature"])
 
 
 def test_inline_svg_is_the_written_svg_without_its_metadata(profile, tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ settings), as JSON-safe values. ``SIGNATURE_KEY`` (:mod:`ddpcore.schema`) is whe
 from __future__ import annotations
 
 import math
+import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -121,3 +123,46 @@ def figure_metadata(fmt: str, signature: Mapping[str, Any] | None) -> dict[str, 
     if fmt == "svg":
         return {"Date": None, **({"Description": sig} if sig is not None else {})}
     return {SIGNATURE_KEY: sig} if sig is not None else None
+
+
+# ------------------------------------------------------------------ shareable signatures (reports, figures)
+
+
+def shareable(obj: Any, home: str | None = None) -> Any:
+    r"""``obj`` (a signature: dicts, lists, strings, numbers) with nothing that names the local machine's
+    folders, so a report can be shared: an absolute path (POSIX ``/...``, Windows ``C:\...`` or
+    ``\\server\...``) becomes its file name; in a longer string (a warning naming a file) the home folder
+    (``home``, default the user's) becomes ``~`` and an absolute POSIX path (or ``~/...``) starting a word
+    keeps only its file name; a relative path is kept. Dict keys are kept. Used by ``ddp report`` and the
+    signature of ``ddp plot``'s figures."""
+    home = os.path.expanduser("~") if home is None else home
+    home = home.rstrip("/\\") if home and home not in ("/", "~") else None
+
+    def one(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: one(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [one(x) for x in v]
+        if not isinstance(v, str):
+            return v
+        if "\n" not in v and (v.startswith("/") or re.match(r"^(?:[A-Za-z]:[\\/]|\\\\)", v)):
+            name = re.split(r"[\\/]", v.rstrip("/\\"))[-1]
+            return name or v
+        v = v.replace(home, "~") if home else v
+        return _EMBEDDED_DIRS.sub("", v)  # '... read /srv/data/x.tsv (3 rows)' -> '... read x.tsv (3 rows)'
+
+    return one(obj)
+
+
+def display_path(path: str | None) -> str | None:
+    """A path as the report shows it (:func:`shareable`): relative as given, absolute as its file name."""
+    return None if path is None else shareable(str(path))
+
+
+#: the folders of an absolute POSIX path (or one under ~) that starts a word of a longer string (a message):
+#: '/srv/data/' of '/srv/data/x.tsv'
+_EMBEDDED_DIRS = re.compile(r"(?<![^\s'\"(\[=])~?/(?:[^\s/'\"]+/)+(?=[^\s/'\"])")
+
+
+#: how the report shows paths (recorded in its signature)
+PATHS_NOTE = "absolute paths shown as file names, the home folder as ~ (the report names no local folder)"

@@ -73,11 +73,14 @@ def figure_format(path: str | os.PathLike[str], option: str = "-o/--output") -> 
 def figure_signature(kind: str, input_path: str | os.PathLike[str] | None, source: dict[str, Any],
                      ddp_col: str = schema.DDP) -> dict[str, Any]:
     """The signature a figure carries: ddpcore version, figure kind, input, the DDP column drawn
-    (``--ddp-col``; for curves the one the stratify result used) and the input's own signature."""
+    (``--ddp-col``; for curves the one the stratify result used) and the input's own signature, with no
+    local folder in it, as ``ddp report`` shows them (:func:`ddpcore.signature.shareable`: a figure is made
+    to be shared; an absolute path becomes its file name, the home folder ``~``)."""
     from .._version import __version__
+    from ..signature import PATHS_NOTE, shareable
 
-    return {"ddpcore": __version__, "figure": kind, "input": None if input_path is None else str(input_path),
-            "ddp_col": ddp_col, "input_signature": source}
+    return shareable({"ddpcore": __version__, "figure": kind, "input": None if input_path is None else str(input_path),
+                      "ddp_col": ddp_col, "input_signature": source}) | {"paths": PATHS_NOTE}
 
 
 def ddp_label(ddp_col: str = schema.DDP) -> str:
