@@ -285,6 +285,21 @@ def test_first_name_after_a_genderless_title():
         _assert_items_equal(got, items_to_arrays(expected, _sid))
 
 
+def test_gendered_person_nouns_lose_the_other_gender():
+    """By hand: head nouns "man", "woman", "doctor" (nsubj, NN). refined: every person noun has compat
+    MASC_SG | FEM_SG | NEUT_SG = 7. refined-names (GENDERED_NOUNS): "man" 7 without FEM_SG (2) = 5, "woman" 7
+    without MASC_SG (1) = 6, "doctor" (no gender in its meaning) stays 7. The oracle agrees."""
+    words = ["man", "woman", "doctor"]
+    assert "doctor" not in R.GENDERED_NOUNS
+    tokens = [_tok(w, pos="NOUN", tag="NN", dep="nsubj", head=k, unit_start=k == 0) for k, w in enumerate(words)]
+    toks, index = _stage_inputs(tokens, [0], [len(tokens)])
+    for rules, compat in ((R.REFINED, [7, 7, 7]), (R.REFINED_NAMES, [5, 6, 7]), (R.LEARNED, [7, 7, 7])):
+        got = stages.find_items(toks, index, stages.RuleArrays.compile(rules))
+        assert got["kind"].tolist() == [2, 2, 2] and got["compat"].tolist() == compat, rules.name
+        expected = extract_items_oracle(tokens, rules, first_names=R.first_name_genders())
+        _assert_items_equal(got, items_to_arrays(expected, _sid))
+
+
 def test_conj_of_a_chunk_head_is_a_head_noun():
     """By hand: "cats and dogs sleep" with dogs conj -> cats (nsubj): both are head nouns (PL, NNS)."""
     tokens = [_tok("cats", pos="NOUN", tag="NNS", dep="nsubj", head=3, unit_start=True),

@@ -210,6 +210,19 @@ def test_refined_names_uses_first_name_gender(nlp):
     assert names.filter(pl.col("text") == "He")["antecedent_text"].to_list() == ["John Brown"]
 
 
+def test_refined_names_keeps_gendered_person_nouns_from_the_other_gender(nlp):
+    # by hand: under refined every person noun takes he and she, so "She" (s2) links to the most recent
+    # one, "man" (s1): distance 1. Under refined-names "man" is MASC_SG (GENDERED_NOUNS), so She skips it
+    # and links to "woman" (s0): distance 2. "He" (s3) links to "man" (s1) under both: distance 2.
+    doc = ["The woman bought a ticket.", "The man was waiting.", "She waved.", "He smiled."]
+    refined = profile_anchors(_doc(doc), nlp=nlp, rules="refined").anchors
+    names = profile_anchors(_doc(doc), nlp=nlp, rules="refined-names").anchors
+    pick = lambda t, w: t.filter(pl.col("text") == w).select("antecedent_text", "distance_sentences").rows()  # noqa: E731
+    assert pick(refined, "She") == [("man", 1)]
+    assert pick(names, "She") == [("woman", 2)]
+    assert pick(refined, "He") == pick(names, "He") == [("man", 2)]
+
+
 def test_default_rule_set_is_refined(nlp):
     assert profile_anchors(_doc(GENDER_DOC), nlp=nlp).signature["rules"] == "refined"
 

@@ -160,7 +160,7 @@ def profile_anchors(
 
         engine_arg(o.engine)  # D192, before the input is read
         frame = _read(source, cols, o)
-        replaced = _replaced(frame, cols, name)
+        replaced = {**_replaced(frame, cols, name), **_invisible(frame, cols, name, source)}
         seg_r, anc_r, sent_r, sig_r = profile_frame_ray(
             frame, cols=cols, pipeline=pipeline, n_actors=n_process, address=o.address,
             settings=Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset),
@@ -170,7 +170,7 @@ def profile_anchors(
                              signature={**sig_r, **replaced, **({"reader": reader} if reader is not None else {})})
     settings = Settings(distance=o.distance, sentence_unit=o.sentence_unit, rules=ruleset, n_threads=int(o.n_threads))
     frame = _read(source, cols, o)
-    replaced = _replaced(frame, cols, name)
+    replaced = {**_replaced(frame, cols, name), **_invisible(frame, cols, name, source)}
     result = _profile_local(frame, cols, settings, _Parse(pipeline, n_process, o.batch_size, o.progress, nlp, cache),
                             name, reader=_reader_signature(source, o))
     return dataclasses.replace(result, signature={**result.signature, **replaced}) if replaced else result
@@ -183,6 +183,19 @@ def _replaced(frame: pl.DataFrame, cols: SegmentColumns, name: str) -> dict[str,
     if replaced:
         warnings.warn(schema.replaced_note(name, replaced), UserWarning, stacklevel=3)
     return {schema.REPLACED_COLUMNS: replaced} if replaced else {}
+
+
+def _invisible(frame: pl.DataFrame, cols: SegmentColumns, name: str, source: Any) -> dict[str, Any]:
+    """The segments with a line that starts or ends with invisible characters, which the parse leaves out, said
+    with ``warnings.warn`` as ``ddp profile`` says them on stderr; returns their signature entry (empty when
+    none). The row is named for an input file (an in-memory table may be a selection of the caller's)."""
+    from .io.segments import invisible_edges
+
+    entry = invisible_edges(frame, cols, rows=isinstance(source, (str, os.PathLike)))
+    if entry is None:
+        return {}
+    warnings.warn(schema.invisible_edges_note(name, entry, cols.text), UserWarning, stacklevel=3)
+    return {schema.INVISIBLE_EDGES: entry}
 
 
 def _check_n_process(n_process: Any) -> None:
@@ -305,7 +318,9 @@ profile.__signature__ = inspect.signature(profile_anchors).replace(  # type: ign
 def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
               document_col: str = schema.DOCUMENT_ID) -> pl.DataFrame:
     """Per-group DDP summary of a segment table: documents, segments, mean / median / p90 /
-    max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row. ``by``: the
+    max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row, always the last (the
+    total; labelled ``(all)`` when a group is itself named ``all``, so that no two rows share a name:
+    :func:`ddpcore.pipeline.summary.distinct_label`). ``by``: the
     column to group by (``None``: only the ``all`` row; the default ``"domain"`` when the table
     has no such column: only the ``all`` row; any other column the table lacks: D137, as
     ``ddp profile --summary-by``); ``document_col``: the document id column.
@@ -320,10 +335,14 @@ def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
     """
     import polars as pl
 
+    from .io.profiles import profile_columns, read_profile_table, read_signature
     from .io.tables import read_table, require_columns
     from .pipeline.summary import SummaryAccumulator
 
-    df = segments if isinstance(segments, pl.DataFrame) else read_table(segments)
+    if isinstance(segments, (str, os.PathLike)):  # the ids as written, with or without the sidecar (007 is not 7)
+        df = read_profile_table(segments, profile_columns(read_signature(segments), document=document_col))
+    else:
+        df = segments if isinstance(segments, pl.DataFrame) else read_table(segments)
     name = str(segments) if isinstance(segments, (str, os.PathLike)) else "<table>"
     if schema.DDP not in df.columns:
         raise DDPDataError(f"{name}: no '{schema.DDP}' column, so not a profiled segment table; summarize the "

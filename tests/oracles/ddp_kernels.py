@@ -250,9 +250,13 @@ def extract_items_oracle(tokens, rules, *, has_parser=True, first_names=None):
             compat = 8  # PL
         elif t["lower"] in rules.person_nouns:
             compat = 1 | 2 | 4  # MASC_SG | FEM_SG | NEUT_SG
+            gender = dict(rules.gendered_nouns).get(t["lower"], 0)
+            if gender:  # "man" takes he and it, not she; "woman" she and it, not he
+                compat = (1 | 2 | 4) & ~(2 if gender == 1 else 1)
         else:
             compat = 4  # NEUT_SG
-        chained = rules.chain_nouns == 2 or (rules.chain_nouns == 1 and compat == 7)
+        person_noun = t["tag"] not in ("NNS", "NNPS") and t["lower"] in rules.person_nouns
+        chained = rules.chain_nouns == 2 or (rules.chain_nouns == 1 and person_noun)
         items.append(dict(token=i, end_token=i + 1, kind=NOUN, label=-1, compat=compat,
                           key_parts=(("noun", t["lower"]),) if chained else None, last_part=None,
                           n_key=1 if chained else 0, gender=0))

@@ -95,6 +95,8 @@ def extract_items(tokens, tables):
     cdef const int64_t[::1] label_compat = tables.label_compat
     cdef const uint64_t[::1] np_dep_hashes = tables.np_dep_hashes
     cdef const uint64_t[::1] person_noun_hashes = tables.person_noun_hashes
+    cdef const uint64_t[::1] gendered_noun_hashes = tables.gendered_noun_hashes
+    cdef const int64_t[::1] gendered_noun_bits = tables.gendered_noun_bits
     cdef const uint64_t[::1] drop_leading_hashes = tables.drop_leading_hashes
     cdef const uint64_t[::1] drop_trailing_hashes = tables.drop_trailing_hashes
     cdef uint64_t dep_expl = tables.dep_expl
@@ -142,6 +144,9 @@ def extract_items(tokens, tables):
     cdef Py_ssize_t i, j, k, end, key_start, key_end, h, steps, title_tok
     cdef unordered_map[uint64_t, int64_t] title_map
     cdef unordered_map[uint64_t, int64_t] name_map
+    cdef unordered_map[uint64_t, int64_t] noun_gender_map
+    cdef bint use_noun_gender = gendered_noun_hashes.shape[0] > 0
+    cdef bint is_person_noun
     cdef bint use_titles = title_hashes.shape[0] > 0
     cdef bint use_names = name_hashes.shape[0] > 0
     cdef bint use_skip = label_skip_adj.shape[0] > 0
@@ -152,6 +157,8 @@ def extract_items(tokens, tables):
         title_map = map_of(title_hashes, title_bits)
     if use_names:
         name_map = map_of(name_hashes, name_bits)
+    if use_noun_gender:
+        noun_gender_map = map_of(gendered_noun_hashes, gendered_noun_bits)
 
     out_token = np.empty(n, dtype=np.int64)
     out_end = np.empty(n, dtype=np.int64)
@@ -285,13 +292,18 @@ def extract_items(tokens, tables):
                     o_end[m] = i + 1
                     o_kind[m] = KIND_NOUN
                     o_label[m] = -1
+                    is_person_noun = False
                     if tag__tok[i] == tag_plural or tag__tok[i] == tag_plural_proper:
                         o_compat[m] = plural_noun_compat
                     elif person_nouns.count(lower__tok[i]):
+                        is_person_noun = True
                         o_compat[m] = person_noun_compat
+                        if use_noun_gender and noun_gender_map.count(lower__tok[i]):
+                            # a gendered person noun ("man", "queen") is no antecedent of the other gender
+                            o_compat[m] = <uint8_t>noun_gender_map[lower__tok[i]]
                     else:
                         o_compat[m] = noun_compat
-                    if chain_nouns == 2 or (chain_nouns == 1 and o_compat[m] == person_noun_compat):
+                    if chain_nouns == 2 or (chain_nouns == 1 and is_person_noun):
                         # repeated head nouns form chains (the salt keeps noun keys apart from entity keys)
                         o_key[m] = _mix(noun_key_salt, lower__tok[i])
                         o_nkey[m] = 1

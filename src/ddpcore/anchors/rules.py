@@ -131,6 +131,27 @@ MORE_PERSON_NOUNS: tuple[str, ...] = (
     "nursemaid", "midwife", "witch", "wizard", "sorcerer", "magician", "giant", "dwarf", "goddess", "god",
 )
 
+#: person nouns whose gender is part of their meaning: a *he* never takes up "the woman", a *she* never "the
+#: man" (rule sets with ``gendered_nouns``; the other person nouns stay antecedents of both)
+GENDERED_NOUNS: dict[str, int] = {
+    **dict.fromkeys((
+        "man", "boy", "king", "prince", "father", "dad", "son", "brother", "husband", "uncle", "nephew",
+        "grandfather", "grandpa", "gentleman", "sir", "lord", "duke", "emperor", "knight", "hero", "widower",
+        "spokesman", "chairman", "policeman", "boyfriend", "groom", "actor", "businessman", "clergyman",
+        "fisherman", "seaman", "landlord", "monk", "bachelor", "grandson", "stepfather", "father-in-law",
+        "waiter", "steward", "nobleman", "baron", "marquis", "earl", "squire", "footman", "coachman", "valet",
+        "wizard", "sorcerer", "lad", "chap", "bloke", "dude", "headmaster", "congressman", "horseman",
+        "watchman", "gentleman", "widower"), MASC_SG),
+    **dict.fromkeys((
+        "woman", "girl", "queen", "princess", "mother", "mom", "mum", "daughter", "sister", "wife", "aunt",
+        "niece", "grandmother", "grandma", "lady", "madam", "duchess", "empress", "heroine", "widow",
+        "spokeswoman", "chairwoman", "policewoman", "girlfriend", "bride", "actress", "businesswoman",
+        "clergywoman", "fisherwoman", "mistress", "landlady", "nun", "spinster", "heiress", "granddaughter",
+        "stepmother", "mother-in-law", "waitress", "stewardess", "noblewoman", "countess", "baroness", "maiden",
+        "damsel", "lass", "gal", "maidservant", "nursemaid", "midwife", "goddess", "headmistress",
+        "congresswoman", "governess", "gentlewoman"), FEM_SG),
+}
+
 #: titles before a name; the bit tells the gender (0: title says nothing about gender)
 TITLES: dict[str, int] = {
     **dict.fromkeys(("mr", "mr.", "sir", "lord", "king", "prince", "duke", "count", "baron", "uncle", "brother",
@@ -160,6 +181,9 @@ class RuleSet:
     person_last_token_merge: bool = True
     #: title words (lower-case) -> gender bit (MASC_SG, FEM_SG or 0); empty: titles ignored
     titles: tuple[tuple[str, int], ...] = ()
+    #: person noun (lower-case) -> MASC_SG or FEM_SG: such a head noun is no antecedent of a pronoun of the
+    #: other gender; empty: every person noun takes he, she and it
+    gendered_nouns: tuple[tuple[str, int], ...] = ()
     #: give PERSON mentions the gender of their first name (US census first-name lists)
     name_gender: bool = False
     #: compatibility of PERSON mentions whose gender is known (added to the gender bit)
@@ -258,7 +282,9 @@ REFINED_NAMES = RuleSet(
         **{f: getattr(REFINED, f) for f in REFINED.__dataclass_fields__},
         "name": "refined-names",
         "name_gender": True,
-        "description": "refined + gender from first names (US census lists of the `names` package)",
+        "gendered_nouns": tuple(sorted(GENDERED_NOUNS.items())),
+        "description": ("refined + gender from first names (US census lists of the `names` package) and from "
+                        "gendered person nouns (a he never takes up \"the woman\", a she never \"the man\")"),
     }
 )
 
@@ -270,9 +296,11 @@ LEARNED = RuleSet(
     **{
         **{f: getattr(REFINED_NAMES, f) for f in REFINED_NAMES.__dataclass_fields__},
         "name": "learned",
+        # the scorer was trained on person nouns that take he and she alike (its feature cand_person_noun)
+        "gendered_nouns": (),
         "antecedent_model": "antecedent_weights.json",
         "description": (
-            "refined-names anchors + a trained antecedent scorer (logistic, GUM train; weights "
+            "refined-names anchors (person nouns take he and she alike) + a trained antecedent scorer (logistic, GUM train; weights "
             f"ddpcore/anchors/data/antecedent_weights.json, sha256 {LEARNED_WEIGHTS_SHA256[:16]}): each pronoun and "
             "named mention links to its best-scoring earlier entity mention or head noun above a threshold; below "
             "it a pronoun takes the rule's antecedent (distance 1 without one) or, scoring very low, is no anchor, "

@@ -195,8 +195,14 @@ def run(args: argparse.Namespace) -> int:
 
         summary = summarize(report.summary_frame, by=by, document_col=cols.document)
     if args.format == "json":
-        text = json.dumps({"summary": summary.to_dicts(), "summary_by": by, "outputs": names,
+        text = json.dumps({"summary": summary.to_dicts(), "summary_by": by,
+                           "summary_total": summary["group"][-1] if summary.height else None, "outputs": names,
                            "signature": signature}, indent=2)
+    from ..pipeline.summary import total_note
+
+    note = total_note(summary, by)
+    if note:  # a group named 'all': the total row is '(all)', said here and named in the JSON's summary_total
+        print(f"ddp profile: note: {note}", file=sys.stderr)
     else:
         text = (_format_summary(summary, by) +
                 f"\n\nwrote {', '.join(names)}  "

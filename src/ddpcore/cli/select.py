@@ -23,8 +23,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help="the profile's DDP column every criterion, bin, context and summary uses (e.g. ddp_certified: "
                         "only the anchors whose link is certain enough not to over-estimate); recorded in the "
                         "signature")
-    p.add_argument("-f", "--format", choices=("text", "json"), default="text",
-                   help="summary format (on stdout; on stderr with -o -)")
+    # default None, resolved later: an explicit -f text must be told from the default (select --evaluate: D880)
+    p.add_argument("-f", "--format", choices=("text", "json"), default=None,
+                   help="summary format (default: text; on stdout; on stderr with -o -)")
     add_deprecated_alias(p, "--summary-format", "-f/--format", "format", choices=("text", "json"))
     add_segment_columns(p, from_signature=True)
     add_reader_options(p, from_signature=True)  # --reader: default the one the profile's signature records
@@ -56,6 +57,11 @@ def register(sub: argparse._SubParsersAction) -> None:
             "input)."),
         formatter_class=HelpFormatter)
     add_common(p)
+    for action in p._actions:  # with --evaluate, -f is the format of the report -o names
+        if "-f" in action.option_strings:
+            action.help = ("summary format (default: text; on stdout; on stderr with -o -); with --evaluate, the "
+                           "report's format (default: text, or the -o file's extension: .json = json, .md/.txt = "
+                           "text, the Markdown report); an -f the -o file's extension contradicts is D880")
     s = p.add_argument_group("selection")
     s.add_argument("--min-ddp", type=float, default=None, metavar="X", help="keep units with DDP >= X (sentences)")
     s.add_argument("--max-ddp", type=float, default=None, metavar="Y", help="keep units with DDP <= Y (sentences)")
@@ -67,7 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--domain", action="append", default=None, metavar="D",
                    help="only units of domain D (repeat for several)")
     s.add_argument("--with-context", action="store_true",
-                   help="also keep the earlier segments each selected segment's DDP reaches into")
+                   help="also keep the earlier segments each selected segment's DDP reaches into (--unit segment "
+                        "only: --unit document keeps whole documents, context included; together: D890)")
     add_evaluate_options(p)
     p.set_defaults(func=run)
 
@@ -259,7 +266,8 @@ def add_evaluate_options(p: argparse.ArgumentParser) -> None:
                         "--budgets share, the top-DDP subset (by --ddp-col, per --unit) is compared with --n-random "
                         "random subsets of the same size: mean human score, share of perfect scores, per-system Kendall "
                         "tau-b of DDP vs human, system clusters, Spearman with the full ranking, percentiles and the "
-                        "budget for parity with random (docs/meta.md). -o takes the report ('-' = stdout, .json or .md)")
+                        "budget for parity with random (docs/meta.md). -o takes the report ('-' = stdout; a .json file "
+                        "holds JSON, a .md or .txt file the Markdown report: the extension gives the format)")
     # every option records that it was given (GIVEN): without --evaluate it is D871, never silently ignored
     e.add_argument("--human-col", default="score", metavar="NAME", action=_RecordedStore,
                    help="the human score column (with --reader mtme: a human score name such as mqm or da-sqm)")
@@ -315,6 +323,33 @@ def check_mode_options(args: argparse.Namespace) -> None:
                             f"ignore them{hint}; add --evaluate or drop them", code="D871")
 
 
+#: the report files of ``--evaluate``: extension -> the ``-f`` it holds (text is the Markdown report)
+EVALUATE_EXTENSIONS = {".json": "json", ".md": "text", ".markdown": "text", ".txt": "text"}
+
+
+def evaluate_format(args: argparse.Namespace) -> str:
+    """The format of the ``--evaluate`` report, settled before any work: ``-f`` when given, else the -o file's
+    extension (:data:`EVALUATE_EXTENSIONS`), else text (Markdown). ``-o -`` (stdout) takes any ``-f``. A file
+    with another extension is D101; an ``-f`` the file's extension contradicts (``-f json -o r.md``) is D880,
+    as for every result file (:func:`ddpcore.cli._common.check_result_output`)."""
+    from pathlib import Path
+
+    from ..errors import DDPUsageError
+
+    given = args.format
+    if args.output == "-":
+        return given or "text"
+    ext = Path(args.output).suffix.lower()
+    fmt = EVALUATE_EXTENSIONS.get(ext)
+    if fmt is None:
+        raise DDPUsageError(f"-o/--output {args.output}: unknown report format (extension '{ext or '(none)'}'); use "
+                            ".json, .md or .txt (the extension gives the format), or -o - for stdout", code="D101")
+    if given is not None and given != fmt:
+        raise DDPUsageError(f"-o {args.output}: a {ext} file cannot hold -f {given}; use -f {fmt}, another extension, "
+                            f"or -o - (stdout) for {given}", code="D880")
+    return fmt
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     """``ddp select --evaluate``: read, join, evaluate, report."""
     import json
@@ -333,6 +368,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.reader not in ("table", "mtme"):
         raise DDPUsageError(f"--evaluate reads a score table (--reader table) or an mt-metrics-eval folder "
                             f"(--reader mtme), not --reader {args.reader}", code="D840")
+    fmt = evaluate_format(args)  # before any work
     out = None if args.output == "-" else Path(args.output)
     if out is not None:
         if out.is_dir() or not out.parent.is_dir():
@@ -363,7 +399,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
                              name=str(args.input))
     res.warnings[:0] = reader_notes  # the reader's counts of None scores belong to the report too
     res.signature.update({"input": str(args.input), "profile": str(args.profile), "reader": args.reader})
-    fmt = "json" if (args.format == "json" or (out is not None and out.suffix.lower() == ".json")) else "text"
     text = (json.dumps(res.to_dict(), indent=2) if fmt == "json"
             else render_markdown(res) + "\n\nSignature: `" + json.dumps(res.signature, sort_keys=True) + "`")
     if out is None:

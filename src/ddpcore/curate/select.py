@@ -37,7 +37,8 @@ document (``level="document"``, value = the max DDP of its segments; whole docum
 the n eligible units (ties at that value are kept, so slightly more than F·n may be kept).
 ``with_context`` adds, to every selected segment, the earlier segments of its document back to
 the one holding sentence ``first_sentence - ddp`` (the sentence its DDP reaches), so a selected
-subset stays self-contained (:func:`context_mask`).
+subset stays self-contained (:func:`context_mask`); with ``level="document"`` it is refused (D890): whole
+documents hold that context already, and the signature would record a context that changed nothing.
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
     """
     import polars as pl
 
-    from ..io.tables import read_table
+    from ..io.profiles import read_profile_table
 
     p = Path(path)
     if not p.exists():
@@ -114,8 +115,8 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
             check_ddp_col(names, ddp_col, f"--profile {p}", names.get(ddp_col))
             want = [c for c in dict.fromkeys((cols.document, cols.segment, cols.domain, *need)) if c in names]
             df = pl.read_parquet(p, columns=want)
-        else:
-            df = read_table(p)
+        else:  # the ids as written (with or without the sidecar): 007 and 7 are two documents
+            df = read_profile_table(p, cols)
             check_ddp_col(df.columns, ddp_col, f"--profile {p}", df.schema.get(ddp_col))
     except (DDPDataError, DDPUsageError):
         raise
@@ -521,6 +522,11 @@ class Criteria:
                                 code="D632")
         if self.level not in LEVELS:
             raise DDPUsageError(f"--unit must be segment or document, got {self.level!r}", code="D630")
+        if self.with_context and self.level == "document":  # a no-op that the signature would record as done
+            raise DDPUsageError("--with-context with --unit document: whole documents are kept, so the earlier "
+                                "segments a DDP reaches into are kept already and --with-context would change "
+                                "nothing; drop --with-context, or use --unit segment to add context to segments",
+                                code="D890")
 
     def to_dict(self) -> dict[str, Any]:
         return {"min_ddp": self.min_ddp, "max_ddp": self.max_ddp, "top_share": self.top_share, "level": self.level,

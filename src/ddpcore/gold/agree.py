@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError, where
+from ..pipeline.summary import distinct_label
 from ._correlation import correlation
 
 if TYPE_CHECKING:
@@ -25,7 +26,11 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+#: the one domain row when no segment of either run has a domain: every segment
 ALL_DOMAINS = "all"
+#: the domain row of the segments without a domain when others have one (as ``ddp profile``'s summary labels
+#: them), or :func:`~ddpcore.pipeline.summary.distinct_label` of it when a domain has that name
+NO_DOMAIN = "(none)"
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class AgreementResult:
     signature_b: dict[str, Any] = field(default_factory=dict)
     ddp_col_a: str = schema.DDP
     ddp_col_b: str = schema.DDP
+    #: the domain row of the segments without a domain (``None`` when every segment has one): ``all`` when no
+    #: segment has one, else ``(none)`` (``((none))`` when a domain is named ``(none)``): never a domain's name
+    no_domain: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -99,18 +107,20 @@ def load_profile_signature(path: str | os.PathLike[str], *, hint: str = SIGNATUR
     return (sig, source) if sig is not None else ({}, None)
 
 
-def _load(run: Any, label: str) -> tuple[pl.DataFrame, dict[str, Any], str]:
+def _load(run: Any, label: str, document: str | None = None, segment: str | None = None
+          ) -> tuple[pl.DataFrame, dict[str, Any], str]:
     """A run's table, its signature (``{}`` when it has none) and its name for messages. The signature is
     read as ``ddp explain`` reads it: a Parquet file's metadata or a text output's ``.signature.json``
-    sidecar (D103 when it is damaged)."""
+    sidecar (D103 when it is damaged). A file's id columns (``document``/``segment``, else the recorded or
+    default ones) are read as written (:func:`ddpcore.io.profiles.read_profile_table`)."""
+    from ..io.profiles import profile_columns, read_profile_table
     from ..io.tables import read_table
 
-    signature: dict[str, Any] = {}
-    name = label
     if isinstance(run, (str, os.PathLike)):
         name = f"{label} ({os.fspath(run)})"
         signature = load_profile_signature(run, hint=SIGNATURE_HINT)[0]
-    return read_table(run), signature, name
+        return read_profile_table(run, profile_columns(signature, document=document, segment=segment)), signature, name
+    return read_table(run), {}, label
 
 
 def _ddp_values(df: pl.DataFrame, name: str, ddp_col: str = schema.DDP) -> pl.Series:
@@ -244,8 +254,8 @@ def agree(
     if within < 0:
         raise DDPUsageError(f"--within {within}: the tolerance must be 0 or more sentences (within= in Python)",
                             code="D435")
-    df_a, sig_a, name_a = _load(a, "A")
-    df_b, sig_b, name_b = _load(b, "B")
+    df_a, sig_a, name_a = _load(a, "A", document, segment)
+    df_b, sig_b, name_b = _load(b, "B", document, segment)
 
     def col(sig: dict[str, Any], key: str, given: str | None, default: str) -> str:
         return given or (sig.get("columns") or {}).get(key) or default
@@ -257,8 +267,15 @@ def agree(
                   col(sig_b, "domain", domain, schema.DOMAIN), col_b, "--b-ddp-col" if ddp_col_b is not None else "--ddp-col")
     _check_same_segments(pa, pb, name_a, name_b)
     both = pa.join(pb, on=[schema.DOCUMENT_ID, schema.SEGMENT_ID], how="inner", suffix="_b", maintain_order="left").with_columns(
-        pl.coalesce(schema.DOMAIN, schema.DOMAIN + "_b", pl.lit(ALL_DOMAINS)).alias(schema.DOMAIN)
+        pl.coalesce(schema.DOMAIN, schema.DOMAIN + "_b").alias(schema.DOMAIN)
     )
+    # the segments without a domain get a row of their own, never named as a domain is (a domain named 'all'
+    # took them in, in silence): 'all' when no segment has a domain, else '(none)' (distinct from every domain)
+    named = both[schema.DOMAIN].drop_nulls().unique().to_list()
+    no_domain = distinct_label(NO_DOMAIN if named else ALL_DOMAINS, named) \
+        if both[schema.DOMAIN].null_count() else None
+    if no_domain is not None:
+        both = both.with_columns(pl.col(schema.DOMAIN).fill_null(no_domain))
     x = both[schema.DDP].to_numpy()
     y = both[schema.DDP + "_b"].to_numpy()
     n = int(x.size)
@@ -305,6 +322,7 @@ def agree(
         signature_b=sig_b,
         ddp_col_a=ddp_col,
         ddp_col_b=col_b,
+        no_domain=no_domain,
     )
 
 
@@ -339,6 +357,8 @@ def format_agreement_text(result: AgreementResult) -> str:
             f"{d.domain:<16}{d.n_segments:>6}{d.mean_a:>9.2f}{d.mean_b:>9.2f}{d.shift:>+8.2f}"
             f"{d.zero_share_a:>8.1%}{d.zero_share_b:>8.1%}"
         )
+    if result.no_domain is not None and len(result.domains) > 1:
+        lines.append(f"(segments without a domain: the row '{result.no_domain}')")
     lines += [
         "",
         f"domain ordering by mean DDP: A {' > '.join(result.ordering_a)}; B {' > '.join(result.ordering_b)} "

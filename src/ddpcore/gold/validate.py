@@ -53,6 +53,7 @@ from ..io.gold import (
     CHAIN_ID, ENTITY_TYPE, GENRE, HEAD_TEXT, MENTION_TYPE, N_TOKENS, TOKEN_END, TOKEN_START, TOKENS, GoldCorpus,
     read_gold,
 )
+from ..pipeline.summary import distinct_label
 from ._correlation import correlation
 from .proportions import Proportion, proportions
 
@@ -1113,8 +1114,8 @@ def set_aside_note(set_aside: dict[str, Any]) -> str:
 def _column_tables(name: str, report: ColumnReport, tails: Sequence[int]) -> list[str]:
     """The text tables of one DDP column: agreement, then tails (and coverage), per genre and overall."""
     rows = list(report.by_genre.items())
-    if len(report.by_genre) != 1:
-        rows.append(("overall", report.overall))
+    if len(report.by_genre) != 1:  # the total row: '(overall)' when a genre is named 'overall'
+        rows.append((distinct_label("overall", report.by_genre), report.overall))
     head = (f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}  {'under %':<20}{'exact %':<20}{'over %':<20}"
             f"{'mean err':>8}")
     lines = [f"column {name} (shares in %, exact 95% Clopper-Pearson interval in brackets)", head, "-" * len(head)]
@@ -1168,7 +1169,7 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
         for genre, m in result.by_genre.items():
             lines.append(row(genre, m))
         if len(result.by_genre) != 1:
-            lines.append(row("overall", result.overall))
+            lines.append(row(distinct_label("overall", result.by_genre), result.overall))
     if result.timing:
         lines.append("")
         lines.append(

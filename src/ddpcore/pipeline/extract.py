@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..anchors.rules import (
+    FEM_SG,
     GROUP_BIT,
+    MASC_SG,
     NEUT_SG,
     NOUN_COMPAT,
     NOUN_KEY_SALT,
@@ -149,11 +151,16 @@ class RuleTables:
     pos_det: int = -1
     pos_num: int = -1
     address_hashes: np.ndarray = field(default_factory=_no_hashes)
+    #: gendered person nouns and their compatibility bits (``person_noun_compat`` without the other
+    #: gender's bit); empty: every person noun gets ``person_noun_compat``
+    gendered_noun_hashes: np.ndarray = field(default_factory=_no_hashes)
+    gendered_noun_bits: np.ndarray = field(default_factory=_no_bits)
 
     #: (hashes, values) pairs of equal length
     PAIRS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("pronoun_hashes", "pronoun_group_bits"), ("label_hashes", "label_compat"),
         ("title_hashes", "title_bits"), ("name_hashes", "name_bits"),
+        ("gendered_noun_hashes", "gendered_noun_bits"),
     )
 
     @classmethod
@@ -185,7 +192,7 @@ class RuleTables:
         if not set(self.pronoun_group_bits.tolist()) <= group_bits:
             raise ValueError(f"RuleTables.pronoun_group_bits must be group bits {sorted(group_bits)}, "
                              f"got {sorted(set(self.pronoun_group_bits.tolist()) - group_bits)}")
-        for name in ("label_compat", "title_bits", "name_bits"):
+        for name in ("label_compat", "title_bits", "name_bits", "gendered_noun_bits"):
             v = getattr(self, name)
             if v.size and (int(v.min()) < 0 or int(v.max()) > 255):
                 raise ValueError(f"RuleTables.{name} must be 8-bit masks (0..255)")
@@ -253,6 +260,11 @@ def refinement_tables(rules: RuleSet, *, has_parser: bool = True) -> dict[str, A
         out["pos_adj"] = pos_id("ADJ")
     if "PERSON" in rules.entity_labels:
         out["person_label"] = rules.entity_labels.index("PERSON")
+    if rules.gendered_nouns:
+        gendered = dict(rules.gendered_nouns)
+        other = {MASC_SG: FEM_SG, FEM_SG: MASC_SG}
+        out["gendered_noun_hashes"] = string_hashes(list(gendered))
+        out["gendered_noun_bits"] = np.array([PERSON_NOUN_COMPAT & ~other[bit] for bit in gendered.values()], np.int64)
     out["key_with_label"] = rules.key_with_label
     out["key_with_title"] = rules.key_with_title
     out["chain_nouns"] = rules.chain_nouns

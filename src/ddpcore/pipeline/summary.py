@@ -16,19 +16,47 @@ import numpy as np
 from .. import schema
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import polars as pl
 
 #: the label of a segment whose group value is null
 NULL_GROUP = "(none)"
+#: the label of the total row, unless a group has that name (then :func:`distinct_label` of it: ``(all)``)
+TOTAL_GROUP = "all"
 #: pieces kept before they are merged into one histogram / one document list
 _MERGE_EVERY = 64
 _G, _D, _N, _DOC = "__group", "__ddp", "__n", "__doc"
 
 
+def distinct_label(base: str, taken: Iterable[object]) -> str:
+    """The label of a row ddpcore adds to a table of groups (a total row, the segments without a domain):
+    ``base``, or ``(base)``, ``((base))``... the first that is not among the group names ``taken``, so that
+    it never reads as a group of the data (a domain named ``all`` beside the total row ``all``)."""
+    names = {str(t) for t in taken if t is not None}
+    label = base
+    while label in names:
+        label = f"({label})"
+    return label
+
+
+def total_note(summary: pl.DataFrame, by: str | None) -> str:
+    """One line when the total row (the last row of :meth:`SummaryAccumulator.table`) is not labelled
+    :data:`TOTAL_GROUP` because a group has that name; ``""`` otherwise."""
+    if not summary.height:
+        return ""
+    label = str(summary["group"][-1])
+    if label == TOTAL_GROUP:
+        return ""
+    return (f"a {by or 'group'} value is named '{TOTAL_GROUP}', so the summary's total row (every segment) is "
+            f"labelled '{label}', and the row '{TOTAL_GROUP}' is that {by or 'group'}")
+
+
 class SummaryAccumulator:
     """Accumulates :meth:`add`-ed pieces of a segment table; :meth:`table` gives the summary:
     per group of ``by`` (cast to text, nulls as ``"(none)"``; ``None`` or a column the pieces lack:
-    no group rows) and an ``all`` row, the columns ``group, documents, segments, mean_ddp,
+    no group rows) and an ``all`` row (the total; ``(all)`` when a group is named ``all``:
+    :func:`distinct_label`, :func:`total_note`), the columns ``group, documents, segments, mean_ddp,
     median_ddp, p90_ddp, max_ddp, zero_ddp_share`` (DDP in sentences; documents counted by
     ``document_col``)."""
 
@@ -65,7 +93,8 @@ class SummaryAccumulator:
         return pl.concat(self._docs).unique()
 
     def table(self) -> pl.DataFrame:
-        """The summary: one row per group (sorted by its text), then ``all``."""
+        """The summary: one row per group (sorted by its text), then the total row, ``all`` (``(all)`` when
+        a group is named ``all``)."""
         import polars as pl
 
         if self._hist:
@@ -79,10 +108,10 @@ class SummaryAccumulator:
             valued = h.filter(pl.col(_D).is_not_null())  # a null DDP counts as a segment, not as a value
             return _row(name, d[_DOC].n_unique(), int(h[_N].sum()), valued[_D].to_numpy(), valued[_N].to_numpy())
 
-        if self._grouped:
-            for name in sorted(hist[_G].unique().to_list()):
-                rows.append(row(name, hist.filter(pl.col(_G) == name), docs.filter(pl.col(_G) == name)))
-        rows.append(row("all", hist.group_by(_D).agg(pl.col(_N).sum()), docs))
+        names = sorted(hist[_G].unique().to_list()) if self._grouped else []
+        for name in names:
+            rows.append(row(name, hist.filter(pl.col(_G) == name), docs.filter(pl.col(_G) == name)))
+        rows.append(row(distinct_label(TOTAL_GROUP, names), hist.group_by(_D).agg(pl.col(_N).sum()), docs))
         return pl.DataFrame(rows, schema={"group": pl.String, "documents": pl.UInt32, "segments": pl.UInt32,
                                           "mean_ddp": pl.Float64, "median_ddp": pl.Float64, "p90_ddp": pl.Float64,
                                           "max_ddp": pl.Int64, "zero_ddp_share": pl.Float64}, orient="row")

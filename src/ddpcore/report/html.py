@@ -72,23 +72,29 @@ def _num(v: Any, digits: int = 1) -> str:
     return f"{v:,}" if isinstance(v, int) else _e(v)
 
 
-def summary_table(df: pl.DataFrame, signature: dict[str, Any], ddp_col: str = S.DDP) -> str:
-    """Per-domain documents, segments and the distribution of the DDP column ``ddp_col``."""
+def summary_table(df: pl.DataFrame, signature: dict[str, Any], ddp_col: str = S.DDP,
+                  notes: list[str] | None = None) -> str:
+    """Per-domain documents, segments and the distribution of the DDP column ``ddp_col``; the total row is the
+    last (``all``, or ``(all)`` when a domain is named ``all``: then a line is added to ``notes``)."""
     import polars as pl
 
     from ..api import summarize
+    from ..pipeline.summary import total_note
 
     cols = signature.get("columns", {}) or {}
     dom = cols.get("domain") or S.DOMAIN
     doc = cols.get("document") or S.DOCUMENT_ID
     src = df if ddp_col == S.DDP else df.with_columns(pl.col(ddp_col).alias(S.DDP))  # summarize reads 'ddp'
     t = summarize(src, by=dom if dom in df.columns else None, document_col=doc)
+    note = total_note(t, dom)
+    if note and notes is not None:
+        notes.append(note)
     lab = plots.ddp_label(ddp_col)
     head = ["domain", "documents", "segments", f"mean {lab}", f"median {lab}", f"p90 {lab}", f"max {lab}",
             f"zero-{lab} share"]
     rows = []
-    for r in t.iter_rows(named=True):
-        cls = ' class="all"' if r["group"] == "all" else ""
+    for i, r in enumerate(t.iter_rows(named=True)):
+        cls = ' class="all"' if i == t.height - 1 else ""  # the total row, whatever its label
         cells = [f"<td>{_e(r['group'])}</td>"] + [
             f'<td class="num">{_num(r[k])}</td>' for k in ("documents", "segments", "mean_ddp", "median_ddp",
                                                             "p90_ddp", "max_ddp")]
@@ -584,8 +590,14 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
                      "so the per-domain table has only the 'all' row and there are no per-domain figures or top "
                      "segments")
     by = dom if dom in df.columns and df[dom].n_unique() > 1 else None
+    if by is not None and df[dom].n_unique() > plots.MAX_SERIES:  # (plots.check_series: D931 names a --by)
+        notes.append(f"the profile {profile} has {df[dom].n_unique():,} domains, more than one figure tells apart "
+                     f"({plots.MAX_SERIES}): the histogram and ECDF show all segments together (the per-domain "
+                     "table lists every domain)")
+        by = None
     hist = plots.svg_text(plots.hist_figure(df, by=by, signature=sig, ddp_col=ddp_col))
     ecdf = plots.svg_text(plots.ecdf_figure(df, by=by, signature=sig, ddp_col=ddp_col))
+    table = summary_table(df, sig, ddp_col, notes)  # before the notes are shown: a domain named 'all' adds one
     lab = plots.ddp_label(ddp_col)
     head = title or f"DDP report: {display_path(profile)}"
     body = [f"<h1>{_e(head)}</h1>",
@@ -594,7 +606,7 @@ def render(profile: str, *, stratify: str | None = None, anchors: str | None = N
             f"{_e(sig.get('pipeline_name', ''))} {_e(sig.get('pipeline_version', ''))}"
             + ("" if ddp_col == S.DDP else f"; DDP column <b>{_e(ddp_col)}</b>") + "</p>",
             *(f'<p class="warn">note: {_e(shareable(n))}</p>' for n in notes),
-            f"<h2>{_e(lab)} per domain</h2>", summary_table(df, sig, ddp_col),
+            f"<h2>{_e(lab)} per domain</h2>", table,
             f"<h2>{_e(lab)} distribution</h2>", f'<figure id="fig-hist">{hist}</figure>', f'<figure id="fig-ecdf">{ecdf}</figure>',
             f"<h2>Top {min(top, df.height)} segments by {_e(lab)}</h2>", top_segments(df, anc, sig, top, ddp_col)]
     per_domain = domain_top_segments(df, anc, sig, top_per_domain, top, ddp_col) if top_per_domain else ""
