@@ -73,7 +73,9 @@ class SummaryAccumulator:
         grouped = self.by is not None and self.by in piece.columns
         if self._grouped is None:
             self._grouped = grouped
-        group = pl.col(self.by).cast(pl.String).fill_null(NULL_GROUP) if self._grouped else pl.lit("")
+        # nulls stay null here: their label (NULL_GROUP, or a distinct one when a group has that name) is given
+        # by table(), once every group name is known
+        group = pl.col(self.by).cast(pl.String) if self._grouped else pl.lit("")
         rows = piece.select(group.alias(_G), pl.col(self.ddp_col).cast(pl.Int64).alias(_D),
                             pl.col(self.document_col).hash(seed=0).alias(_DOC))
         self._hist.append(rows.group_by(_G, _D).agg(pl.len().cast(pl.Int64).alias(_N)))
@@ -108,10 +110,16 @@ class SummaryAccumulator:
             valued = h.filter(pl.col(_D).is_not_null())  # a null DDP counts as a segment, not as a value
             return _row(name, d[_DOC].n_unique(), int(h[_N].sum()), valued[_D].to_numpy(), valued[_N].to_numpy())
 
-        names = sorted(hist[_G].unique().to_list()) if self._grouped else []
-        for name in names:
-            rows.append(row(name, hist.filter(pl.col(_G) == name), docs.filter(pl.col(_G) == name)))
-        rows.append(row(distinct_label(TOTAL_GROUP, names), hist.group_by(_D).agg(pl.col(_N).sum()), docs))
+        values = hist[_G].unique().to_list() if self._grouped else []
+        names = [v for v in values if v is not None]
+        groups = [(name, pl.col(_G) == name) for name in names]
+        if None in values:  # segments without a group value: "(none)", or "((none))" when a group is so named
+            groups.append((distinct_label(NULL_GROUP, names), pl.col(_G).is_null()))
+        groups.sort(key=lambda g: g[0])
+        for name, where in groups:
+            rows.append(row(name, hist.filter(where), docs.filter(where)))
+        rows.append(row(distinct_label(TOTAL_GROUP, [g[0] for g in groups]), hist.group_by(_D).agg(pl.col(_N).sum()),
+                        docs))
         return pl.DataFrame(rows, schema={"group": pl.String, "documents": pl.UInt32, "segments": pl.UInt32,
                                           "mean_ddp": pl.Float64, "median_ddp": pl.Float64, "p90_ddp": pl.Float64,
                                           "max_ddp": pl.Int64, "zero_ddp_share": pl.Float64}, orient="row")

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .. import schema as S
 from ..errors import DDPDataError, DDPUsageError
 from ..io.profiles import check_sentence_counts
+from ..pipeline.summary import NULL_GROUP, distinct_label
 from ..signature import PATHS_NOTE, display_path, shareable  # noqa: F401  (shareable re-exported)
 from . import plots
 
@@ -377,9 +378,12 @@ def domain_top_segments(df: pl.DataFrame, anchors: pl.DataFrame | None, signatur
     lab = plots.ddp_label(ddp_col)
     parts = [f'<p class="note">The {k} highest-{_e(lab)} segments of each domain ({_e(lab)} &gt; 0; a segment of '
              f"the overall top {shown} links to it above).</p>"]
-    names = sorted(ranked[dom].cast(pl.String).fill_null("(none)").unique().to_list())
+    # segments without a domain: "(none)", or "((none))" when a domain has that name (never merged with it)
+    null_label = distinct_label(NULL_GROUP, ranked[dom].cast(pl.String).drop_nulls().unique().to_list())
+    group = pl.col(dom).cast(pl.String).fill_null(null_label)
+    names = sorted(ranked.select(group)[dom].unique().to_list())
     for name in names:
-        sub = ranked.filter((pl.col(dom).cast(pl.String).fill_null("(none)") == name) & (pl.col(ddp_col) > 0)).head(k)
+        sub = ranked.filter((group == name) & (pl.col(ddp_col) > 0)).head(k)
         parts.append(f'<h3 id="domain-{_e(name)}">{_e(name)}</h3>')
         if sub.height == 0:
             parts.append(f'<p class="note">no segment of this domain has {_e(lab)} &gt; 0.</p>')

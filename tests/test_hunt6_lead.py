@@ -1,0 +1,40 @@
+"""Fixes of the lead's round-6 hunt: segments without a domain never merge with a domain named "(none)"."""
+from __future__ import annotations
+
+import polars as pl
+
+import ddpcore
+from ddpcore.report.html import domain_top_segments
+
+
+def _table() -> pl.DataFrame:
+    # by hand: documents a, b have the domain "(none)" (a real name); c, d have none (null).
+    return pl.DataFrame({"document_id": ["a", "b", "c", "d", "e"], "segment_id": [0, 0, 0, 0, 0],
+                         "domain": ["(none)", "(none)", None, None, "news"], "ddp": [1, 2, 7, 9, 0]})
+
+
+def test_summary_keeps_a_domain_named_none_apart_from_segments_without_one():
+    s = ddpcore.summarize(_table())
+    # the real domain "(none)" (a, b: max 2), the segments without a domain labelled "((none))" (c, d: max 9),
+    # news, then the total; no two rows share a name
+    assert s["group"].to_list() == ["((none))", "(none)", "news", "all"]
+    by = {r["group"]: r for r in s.iter_rows(named=True)}
+    assert (by["(none)"]["segments"], by["(none)"]["max_ddp"]) == (2, 2)
+    assert (by["((none))"]["segments"], by["((none))"]["max_ddp"]) == (2, 9)
+    assert by["all"]["segments"] == 5
+
+
+def test_summary_labels_missing_domains_none_when_no_domain_has_that_name():
+    s = ddpcore.summarize(_table().with_columns(pl.col("domain").replace("(none)", "fiction")))
+    assert s["group"].to_list() == ["(none)", "fiction", "news", "all"]
+
+
+def test_report_top_segments_keep_a_domain_named_none_apart():
+    df = _table().with_columns(pl.Series("source", ["x."] * 5))
+    page = domain_top_segments(df, None, {"columns": {}}, k=5, shown=0)
+    assert '<h3 id="domain-(none)">(none)</h3>' in page and '<h3 id="domain-((none))">((none))</h3>' in page
+    # each heading is followed by its own segments only: "(none)" holds a and b, "((none))" c and d
+    real = page.split('<h3 id="domain-(none)">')[1].split("<h3")[0]
+    missing = page.split('<h3 id="domain-((none))">')[1].split("<h3")[0]
+    assert "<b>a</b>" in real and "<b>b</b>" in real and "<b>c</b>" not in real
+    assert "<b>c</b>" in missing and "<b>d</b>" in missing and "<b>a</b>" not in missing
