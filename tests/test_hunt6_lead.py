@@ -38,3 +38,20 @@ def test_report_top_segments_keep_a_domain_named_none_apart():
     missing = page.split('<h3 id="domain-((none))">')[1].split("<h3")[0]
     assert "<b>a</b>" in real and "<b>b</b>" in real and "<b>c</b>" not in real
     assert "<b>c</b>" in missing and "<b>d</b>" in missing and "<b>a</b>" not in missing
+
+
+def test_select_evaluate_checks_its_report_path_as_every_output(tmp_path):
+    """-o of `select --evaluate` gets the shared output checks before any work (the inputs here do not even
+    exist): a missing folder is D130 naming what to do, an existing folder named like a report D132."""
+    import subprocess
+    import sys
+
+    def run(out):
+        return subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "select", "--evaluate", str(tmp_path / "s.csv"),
+                               "--profile", str(tmp_path / "p.parquet"), "-o", str(out)], capture_output=True, text=True)
+
+    r = run(tmp_path / "missing" / "r.md")
+    assert r.returncode == 2 and "[D130]" in r.stderr and "mkdir -p" in r.stderr
+    (tmp_path / "dir.md").mkdir()
+    r = run(tmp_path / "dir.md")
+    assert r.returncode == 2 and "[D132]" in r.stderr

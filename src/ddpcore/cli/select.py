@@ -359,7 +359,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from ..curate.evaluate import EvaluateOptions, evaluate_selection, render_markdown
     from ..curate.select import load_profile
     from ..errors import DDPUsageError
-    from ..io.outputs import file_identity, same_file
+    from ..io.outputs import check_place, file_identity, same_file
     from ..io.tables import atomic_path, read_table
 
     opts = EvaluateOptions(budgets=tuple(args.budgets), n_random=args.n_random, seed=args.seed, level=args.level,
@@ -371,8 +371,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     fmt = evaluate_format(args)  # before any work
     out = None if args.output == "-" else Path(args.output)
     if out is not None:
-        if out.is_dir() or not out.parent.is_dir():
-            raise DDPUsageError(f"-o {out}: give a file in an existing folder", code="D840")
+        check_place("-o", out)  # not a folder, in an existing, writable folder (D132, D130, D131)
         for i in (args.input, args.profile):
             if same_file(file_identity(out), file_identity(Path(i))):
                 raise DDPUsageError(f"-o {out}: is the input {i}; choose another report name", code="D133")
