@@ -52,7 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-boot", type=int, default=10_000, metavar="B", help="tau bootstrap replicates (documents)")
     p.add_argument("--n-boot-cluster", type=int, default=1000, metavar="B", help="cluster resamples/permutations")
     p.add_argument("--seed", type=int, default=0, help="seed of every resampling generator (numpy PCG64)")
-    p.add_argument("--alpha", type=float, default=0.05, help="level of each one-sided TOST test and of the power")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level: of each one-sided TOST test (CI 1 - 2 alpha), of the power analysis "
+                        "and of the pairwise tests that cluster the systems (as ddp stats cluster --alpha); "
+                        "recorded as alpha and cluster_alpha in the signature")
     p.add_argument("--tau-min", type=float, default=0.667, help="rankings differ when the tau CI lies below it")
     p.add_argument("--confidence", type=float, default=0.95, help="tau CI level")
     p.add_argument("--seg", default=None, metavar="COND",
@@ -66,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true",
                    help="make every warning an error (exit 3): the --attribute auto fallback and MIX rows "
                         "without a source system (D700), an undefined ranking or fewer than 2 systems (D702), "
-                        "rows dropped by --nan-policy omit or unpaired keys (D703)")
+                        "rows dropped by --nan-policy omit or unpaired keys (D703), a warning of the system clustering "
+                        "such as too few --n-boot-cluster resamples for --alpha (D930)")
     p.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
                    help="leave a system out (repeatable), e.g. refA")
     p.add_argument("--threads", type=int, default=1, metavar="N",
@@ -204,7 +208,8 @@ def rows(payload: dict[str, Any]) -> list[tuple[str, str]]:
         out.append((f"Kendall tau-b, {len(r['systems'])} systems", value))
     c = ev.get("clusters")
     if c:
-        out.append((f"clusters ({c['method']})", f"{len(c['clusters_a'])} / {len(c['clusters_b'])}; same: "
+        level = f", alpha {c['alpha']:g}" if c.get("alpha") is not None else ""
+        out.append((f"clusters ({c['method']}{level})", f"{len(c['clusters_a'])} / {len(c['clusters_b'])}; same: "
                     f"{_f(c['same_clusters'])}; moved: {', '.join(c['comparison']['moved']) or 'none'}"))
     s = ev.get("boundary_spans")
     if s:

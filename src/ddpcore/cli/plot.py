@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                    "STRATIFY.json (`ddp stratify -f json`) for curves")
     p.add_argument("--kind", choices=("hist", "ecdf", "curves"), default="hist", help="what to draw")
     p.add_argument("--by", default=None, metavar="COL",
-                   help="hist/ecdf: one curve per value of this profile column (e.g. domain)")
+                   help="hist/ecdf: one curve per value of this profile column (e.g. domain); beyond the 8 "
+                        "colours a curve gets another line style, then a marker, so no two look alike (at most "
+                        "256 values, D931)")
     p.add_argument("--ddp-col", default=None, metavar="NAME",
                    help="hist/ecdf: the profile's DDP column to draw (default ddp; e.g. ddp_certified); curves: "
                         "the column the stratify result must have been computed on (default: the one it records); "

@@ -46,7 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = p.add_argument_group("long runs")
     r.add_argument("--resume", action="store_true",
                    help="continue an interrupted run of the same command from its last finished batch (the journal "
-                        "is kept in .OUTPUT.ddp-work/ beside the segment output); refused if a setting differs")
+                        "is kept in .OUTPUT.ddp-work/ beside the segment output); refused if a setting differs. "
+                        "After a finished run there is nothing recorded to continue and it starts over, except "
+                        "with --engine ray -o DIR/: the finished dataset of the same settings and input is kept "
+                        "as the output (nothing to resume)")
     r.add_argument("--progress", choices=("auto", "bar", "plain", "none"), default="auto",
                    help="progress on stderr: bar (segments/s, words/s, ETA), plain (one line every 5 s, for logs "
                         "and CI), none; auto = bar on a terminal, else none")
@@ -194,15 +197,15 @@ def run(args: argparse.Namespace) -> int:
         from ..api import summarize
 
         summary = summarize(report.summary_frame, by=by, document_col=cols.document)
-    if args.format == "json":
-        text = json.dumps({"summary": summary.to_dicts(), "summary_by": by,
-                           "summary_total": summary["group"][-1] if summary.height else None, "outputs": names,
-                           "signature": signature}, indent=2)
     from ..pipeline.summary import total_note
 
     note = total_note(summary, by)
     if note:  # a group named 'all': the total row is '(all)', said here and named in the JSON's summary_total
         print(f"ddp profile: note: {note}", file=sys.stderr)
+    if args.format == "json":
+        text = json.dumps({"summary": summary.to_dicts(), "summary_by": by,
+                           "summary_total": summary["group"][-1] if summary.height else None, "outputs": names,
+                           "signature": signature}, indent=2)
     else:
         text = (_format_summary(summary, by) +
                 f"\n\nwrote {', '.join(names)}  "

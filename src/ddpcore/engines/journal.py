@@ -47,25 +47,29 @@ def journal_settings(settings: Settings, cols: SegmentColumns, pipeline: str | N
     }
 
 
-def compare_settings(old: dict[str, Any], new: dict[str, Any], journal: object) -> None:
-    """D170 naming the first setting (in key order) that differs from the interrupted run's journal ``journal``."""
+def compare_settings(old: dict[str, Any], new: dict[str, Any], journal: object, *, finished: bool = False) -> None:
+    """D170 naming the first setting (in key order) that differs from the interrupted run's journal ``journal``
+    (``finished``: from the settings a finished Ray dataset's manifest ``journal`` records)."""
+    run = "finished" if finished else "interrupted"
     # the checksums of the input and of a pipeline folder last: another --shard, --pipeline... is named as such
     for key in sorted(set(old) | set(new), key=lambda k: (k in ("input_sha256", "pipeline_sha256"), k)):
         if old.get(key) != new.get(key):
             what = FLAG.get(key, key)
-            detail = ("the input changed (size, modification time or path) since the interrupted run" if key == "input"
+            detail = (f"the input changed (size, modification time or path) since the {run} run" if key == "input"
                       else "its journal records no checksum of the input's content (an older ddpcore), so whether "
                            "the input changed cannot be checked" if key == "input_sha256" and key not in old
-                      else "the input's content changed since the interrupted run, though its size and modification "
+                      else f"the input's content changed since the {run} run, though its size and modification "
                            "time did not" if key == "input_sha256"
-                      else "its files changed since the interrupted run (retrained or replaced in place)"
+                      else f"its files changed since the {run} run (retrained or replaced in place)"
                       if key == "pipeline_sha256" and key in old and key in new
                       else "its journal records no checksum of the pipeline folder (an older ddpcore)"
                       if key == "pipeline_sha256" and key not in old
-                      else f"the interrupted run used {old.get(key)!r}, this one {new.get(key)!r}")
+                      else f"the {run} run used {old.get(key)!r}, this one {new.get(key)!r}")
+            record = f"the settings the finished run recorded in {journal}" if finished else \
+                f"the interrupted run's journal {journal}"
             raise DDPUsageError(
-                f"--resume: {what} differs from the interrupted run's journal {journal} ({detail}); rerun with the "
-                "same settings to resume, or without --resume to start over", code="D170")
+                f"--resume: {what} differs from {record} ({detail}); rerun with the same settings to "
+                f"{'reuse its output' if finished else 'resume'}, or without --resume to start over", code="D170")
 
 
 def pipeline_identity(info: dict[str, Any]) -> dict[str, Any]:

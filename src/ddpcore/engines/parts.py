@@ -10,7 +10,8 @@ Layout of a dataset folder (a local path every node sees, or a ``pyarrow.fs`` UR
     sentences/part-NNNNNN.parquet its sentence rows
     _parts/NNNNNN.json            the batch's marker: rows, words, units, size and BLAKE2b of each part
     staged/NNNNNN.parquet         a non-Parquet input's rows, staged by the driver for the workers
-    _SUCCESS                      the manifest, written last: signature, every part with its checksum
+    _SUCCESS                      the manifest, written last: signature, every part with its checksum,
+                                  the journal's settings (a --resume of the finished dataset reuses it)
 
 Every file is written under a temporary name and renamed (:func:`ddpcore.io.fs.write_bytes_atomic`);
 a batch counts as finished once its marker exists, after its three parts. The markers are the
@@ -58,6 +59,8 @@ MANIFEST = "_SUCCESS"
 #: chunks of a non-Parquet input staged by the driver for the workers (:func:`ddpcore.io.sources.stage_input`)
 STAGED = "staged"
 MANIFEST_KIND = "ddpcore ray dataset"
+#: the manifest's copy of the run's journal settings: what ``--resume`` of a finished dataset compares (D170)
+RESUME_SETTINGS = "settings"
 #: rows of the segment output assembled at a time
 ASSEMBLE_ROWS = 20_000
 #: what the manifest keeps of each batch's marker
@@ -161,6 +164,12 @@ def read_part(dataset: str, role: str, k: int, entry: dict[str, Any]) -> pl.Data
     ``--resume`` profiles it again)."""
     import polars as pl
 
+    return pl.read_parquet(io.BytesIO(check_part(dataset, role, k, entry)))
+
+
+def check_part(dataset: str, role: str, k: int, entry: dict[str, Any]) -> bytes:
+    """The bytes of batch ``k``'s part of ``role``, once its size and checksum match ``entry``; D864 (and
+    the batch's marker removed) as :func:`read_part` says."""
     where = part_location(dataset, role, k)
     try:
         data = fs.read_bytes(where)
@@ -171,7 +180,7 @@ def read_part(dataset: str, role: str, k: int, entry: dict[str, Any]) -> pl.Data
         fs.remove(marker_location(dataset, k))
         raise DDPDataError(f"{where}: this part of the Ray run {what} (damaged or overwritten on the shared storage); "
                            "rerun the same command with --resume to profile that batch again", code="D864")
-    return pl.read_parquet(io.BytesIO(data))
+    return data
 
 
 # -------------------------------------------------------------------------------- assembly
@@ -277,12 +286,14 @@ def dataset_summary(dataset: str, markers: dict[int, dict[str, Any]], summary_by
 
 
 def write_manifest(dataset: str, markers: dict[int, dict[str, Any]], signature: dict[str, Any],
-                   accounting: dict[str, Any]) -> None:
-    """Write ``_SUCCESS`` (signature, every part with rows, size and checksum, the run's accounting),
-    then remove the markers and the journal it replaces."""
+                   accounting: dict[str, Any], settings: dict[str, Any] | None = None) -> None:
+    """Write ``_SUCCESS`` (signature, every part with rows, size and checksum, the run's accounting and
+    ``settings``: the journal's, what a ``--resume`` of the finished dataset compares), then remove the
+    markers and the journal it replaces."""
     ks = sorted(markers)
     manifest = {
         "kind": MANIFEST_KIND, "signature": signature, "n_batches": len(ks),
+        **({RESUME_SETTINGS: settings} if settings is not None else {}),
         "parts": {role: [{"k": k, "file": f"{role}/{part_name(k)}", **markers[k]["files"][role]} for k in ks]
                   for role in ROLES},
         "rows": {role: sum(int(markers[k]["files"][role]["rows"]) for k in ks) for role in ROLES},
@@ -312,6 +323,16 @@ def read_manifest(dataset: str) -> dict[str, Any]:
     return m
 
 
+def manifest_markers(manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The batches of a finished dataset's manifest as markers (``{k: {"files": {role: entry}}}``, what
+    :func:`dataset_summary` and :func:`read_part` take)."""
+    markers: dict[int, dict[str, Any]] = {}
+    for role in ROLES:
+        for e in manifest["parts"][role]:
+            markers.setdefault(int(e["k"]), {"files": {}})["files"][role] = e
+    return markers
+
+
 def read_dataset(dataset: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
     """A finished dataset (``-o DIR/``) as ``(segments, anchors, sentences, signature)``: the local
     engine's tables (segments in input order without ``input_row``), every part's checksum checked."""
@@ -326,5 +347,6 @@ def read_dataset(dataset: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame
     return tables[0], tables[1], tables[2], m["signature"]
 
 
-__all__ = ["ASSEMBLE_ROWS", "INPUT_ROW", "MANIFEST", "assemble", "dataset_summary", "drop_batch", "finished_batches",
+__all__ = ["ASSEMBLE_ROWS", "INPUT_ROW", "MANIFEST", "RESUME_SETTINGS", "assemble", "check_part", "dataset_summary",
+           "drop_batch", "finished_batches", "manifest_markers",
            "part_location", "prepare", "read_dataset", "read_manifest", "read_part", "write_batch", "write_manifest"]

@@ -27,7 +27,9 @@ and profiles the others; a changed input or setting is refused (D170) as locally
 a resumed run does not stage or plan the input again: it checks the input's identity (path, size,
 modification time, and the SHA-256 of a local input's bytes) and loads the plan the interrupted run saved
 (``plan.bin``, checksummed); every actor checks that it loads the pipeline the finished batches were
-parsed with before it parses a batch (D170 on --resume, D763 between the nodes of one run). **Faults.**
+parsed with before it parses a batch (D170 on --resume, D763 between the nodes of one run). A
+``--resume`` of ``-o DIR/`` whose run finished reuses the dataset (its manifest records the journal's
+settings: D170 when they differ; "nothing to resume: N of N batches done"), :func:`_reuse_finished`. **Faults.**
 An actor that dies (its node is lost) is replaced and its batches run again, at most
 :data:`MAX_BATCH_RETRIES` times each (D863 beyond); a killed driver leaves the finished parts
 for ``--resume``; a worker that cannot read the input or the parts is one coded error (D862).
@@ -58,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPError, DDPUsageError
+from ..schema import INVISIBLE_EDGES
 from ..io import fs
 from ..io.segments import ROW, SegmentColumns
 from . import parts as P
@@ -811,9 +814,11 @@ def work_location(targets: Mapping[str, OutputTarget | None]) -> _Where:
 _sayer = warner  # ``warn``, or a ``ddp profile: warning:`` line on stderr
 
 
-def _old_journal(where: _Where, resume: bool, say: Callable[[str], None], notes: list[str]) -> dict[str, Any] | None:
+def _old_journal(where: _Where, resume: bool, say: Callable[[str], None], notes: list[str],
+                 said: bool = False) -> dict[str, Any] | None:
     """The journal of the interrupted run to resume (None: start from the beginning). Without
-    ``resume``, the dataset of an earlier run is removed (a note says so)."""
+    ``resume``, the dataset of an earlier run is removed (a note says so; ``said``: a line already said
+    why a finished dataset is not reused)."""
     journal_at = fs.join(where.dataset, P.JOURNAL)
     present = fs.exists(journal_at) or fs.exists(fs.join(where.dataset, P.MANIFEST))
     if resume and fs.exists(journal_at):
@@ -826,12 +831,61 @@ def _old_journal(where: _Where, resume: bool, say: Callable[[str], None], notes:
         say(f"--resume: the journal {journal_at} is empty or damaged, so the interrupted run's settings cannot be "
             "checked; starting from the beginning")
     elif resume:
-        notes.append("--resume: no interrupted Ray run of this output found; starting from the beginning")
+        if not said:
+            notes.append("--resume: no interrupted Ray run of this output found; starting from the beginning")
     elif present:
         notes.append(f"removed the dataset of an earlier Ray run ({where.dataset}); use --resume to continue such a run")
     if present or (where.local is not None and where.local.exists() and not where.keep and not where.temporary):
         fs.remove_tree(where.dataset)  # (a -o - run's new temporary folder holds only its owner file: kept)
     return None
+
+
+def _reuse_finished(source: Any, o: RunOptions, where: _Where, say: Callable[[str], None],
+                    notes: list[str]) -> RunReport | bool:
+    """``--resume`` of ``-o DIR/`` whose run finished (``_SUCCESS``, no journal): the finished dataset is the
+    output, kept as it is, when the settings and the input its manifest records are this command's (else
+    D170, as for an interrupted run); its summary is read from its parts (checksums verified). Else False (not
+    such a dataset) or True (profile from the beginning; a line said why: a manifest without settings, written
+    by an older ddpcore, or a damaged part)."""
+    manifest_at = fs.join(where.dataset, P.MANIFEST)
+    if not (o.resume and where.keep) or fs.exists(fs.join(where.dataset, P.JOURNAL)) or not fs.exists(manifest_at):
+        return False
+    try:
+        m = P.read_manifest(where.dataset)
+    except DDPDataError:
+        return False  # (an unreadable manifest: no finished run to reuse)
+    old = m.get(P.RESUME_SETTINGS)
+    if not isinstance(old, dict) or not old.get("batch_chars"):
+        notes.append(f"--resume: the finished dataset {where.dataset} records no settings (an older ddpcore wrote "
+                     "it), so whether it matches this command cannot be checked; starting from the beginning")
+        return True
+    ident = _input_identity(source, o)
+    compare_settings(old, _settings_of(ident, o, int(o.batch_chars or old["batch_chars"])), manifest_at,
+                     finished=True)
+    markers = P.manifest_markers(m)
+    try:
+        if o.summary_by is not None and markers:
+            first = P.read_part(where.dataset, "segments", min(markers), markers[min(markers)]["files"]["segments"])
+            if o.summary_by not in first.columns:
+                raise DDPUsageError(f"--summary-by {o.summary_by}: no such column in the finished dataset "
+                                    f"{where.dataset}; available columns: "
+                                    f"{', '.join(c for c in first.columns if c != P.INPUT_ROW)}", code="D137")
+        summary, n_anchors = P.dataset_summary(where.dataset, markers, o.summary_by, o.cols)
+        for k, marker in markers.items():  # (the segment parts were read: every other part's checksum too)
+            for role in ("anchors", "sentences"):
+                P.check_part(where.dataset, role, k, marker["files"][role])
+    except DDPDataError as exc:
+        if exc.code != "D864":
+            raise
+        say(f"--resume: the finished dataset {where.dataset} is damaged ({exc.message.split(';')[0]}); "
+            "starting from the beginning")
+        return True
+    n = int(m.get("n_batches") or len(markers))
+    notes.append(f"nothing to resume: {n} of {n} batches done; {where.dataset} holds the finished output of this "
+                 "command (same settings and input) and is kept as it is (rerun without --resume to profile again)")
+    return RunReport(signature=m["signature"], summary_frame=None, summary=summary,
+                     n_segments=int(m["rows"]["segments"]), n_anchors=n_anchors, n_batches=n, resumed_batches=n,
+                     notes=notes)
 
 
 def _stage(source: Any, o: RunOptions, where: _Where, name: str) -> Any:
@@ -916,10 +970,12 @@ def _saved_plan(ident: dict[str, Any], o: RunOptions, where: _Where, old: dict[s
 
 
 def _plan_run(ray: Any, staged: Any, saved: RayPlan | None, ident: dict[str, Any], o: RunOptions, where: _Where,
-              old: dict[str, Any] | None, say: Callable[[str], None], notes: list[str]) -> _Batches:
+              old: dict[str, Any] | None, say: Callable[[str], None], notes: list[str],
+              extra_journal: dict[str, Any] | None = None) -> _Batches:
     """Resolve actors and batch size (a resumed run keeps the interrupted run's), compare the
     settings with the interrupted run's (D170), plan (or take the ``saved`` plan of the interrupted
-    run), save the plan and write the journal, keep the finished batches."""
+    run), save the plan and write the journal (with ``extra_journal``: what a resumed run, which does not
+    read the input again, takes from it), keep the finished batches."""
     n = resolve_actors(o.n_process, ray)
     from ..io.sources import CHARS
 
@@ -935,7 +991,8 @@ def _plan_run(ray: Any, staged: Any, saved: RayPlan | None, ident: dict[str, Any
     P.prepare(where.dataset)
     entry = old["plan"] if saved is not None else save_plan(plan, where.dataset)
     journal = {"version": 1, "settings": settings, "n_batches": plan.n_batches, "plan": entry,
-               **({"pipeline_info": old["pipeline_info"]} if old and "pipeline_info" in old else {})}
+               **({"pipeline_info": old["pipeline_info"]} if old and "pipeline_info" in old else {}),
+               **(extra_journal or {})}
     fs.write_json_atomic(fs.join(where.dataset, P.JOURNAL), journal)
     done = P.finished_batches(where.dataset, plan.n_batches, say) if old is not None else {}
     if done:
@@ -1023,7 +1080,7 @@ def _finish(where: _Where, b: _Batches, targets: dict[str, OutputTarget | None],
 
     if where.keep:
         summary, n_anchors = P.dataset_summary(where.dataset, b.done, o.summary_by, o.cols)
-        P.write_manifest(where.dataset, b.done, signature, accounting)
+        P.write_manifest(where.dataset, b.done, signature, accounting, b.journal["settings"])
         return summary, n_anchors
     assert where.local is not None
     outs = OutputSet(where.local / "commit.json")
@@ -1096,18 +1153,25 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
     stale = remove_stale_work(where.local.parent if where.local is not None else Path(tempfile.gettempdir()))
     if stale:
         notes.append(f"removed {len(stale)} work folder(s) left by killed Ray run(s): {', '.join(stale)}")
+    reused = _reuse_finished(source, o, where, say, notes)
+    if isinstance(reused, RunReport):
+        return reused
     b: _Batches | None = None
     try:
         with _signals_raise():
-            old = _old_journal(where, o.resume, say, notes)
+            old = _old_journal(where, o.resume, say, notes, said=reused)
             ident = _input_identity(source, o, content=not where.temporary)
             saved = _saved_plan(ident, o, where, old, name, notes)
             staged = _stage(source, o, where, name) if saved is None else None
-            from .run import _note_replaced_columns
+            from .run import _note_invisible_edges, _note_replaced_columns
 
             replaced = _note_replaced_columns(staged.schema if staged is not None else saved.schema, o, name, say)
+            # (a resumed run does not read the input again: the interrupted run's journal has the entry)
+            edges = staged.invisible_edges if staged is not None else (old or {}).get(INVISIBLE_EDGES)
+            replaced.update(_note_invisible_edges(edges if isinstance(edges, dict) else None, o, name, say))
             with ray_session(o.address, quiet=o.quiet, own_signals=True) as ray:
-                b = _plan_run(ray, staged, saved, ident, o, where, old, say, notes)
+                b = _plan_run(ray, staged, saved, ident, o, where, old, say, notes,
+                              extra_journal={INVISIBLE_EDGES: replaced.get(INVISIBLE_EDGES)})
                 account = _profile_todo(ray, b, o, where, name, say)
             accounting = _accounting(b, account)
             info = b.journal.get("pipeline_info") or {}

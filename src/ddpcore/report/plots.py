@@ -8,12 +8,15 @@
   (a larger panel is split, its parts sharing one y range) and at most :data:`MAX_PANELS` panels per
   figure (more go to further pages: :func:`page_paths` names their files ``STEM-p01.EXT`` ...).
 
-Colours: the Okabe-Ito colour-blind-safe palette (:data:`PALETTE`). matplotlib is imported lazily;
+Colours: the Okabe-Ito colour-blind-safe palette (:data:`PALETTE`); series beyond its 8 colours (hist and
+ECDF with ``--by``) add a line style, then a marker (:func:`series_style`), so no two series of a figure look
+alike (more than :data:`MAX_SERIES` is D931). matplotlib is imported lazily;
 without it :func:`pyplot` raises a one-line D670 usage error naming :data:`INSTALL_HINT`.
 
 Error codes: D670 matplotlib missing, D671 the plot input lacks a needed column / is not a stratify
 result, D672 unknown output extension for a figure, D673 ``--by`` column missing, D674 nothing to plot,
-D675 more panels than one figure holds (:func:`curves_figure`), D561 ``--max-panels`` below 1, D781 a
+D675 more panels than one figure holds (:func:`curves_figure`), D561 ``--max-panels`` below 1, D931 more
+``--by`` values than one figure tells apart (:func:`check_series`), D781 a
 DDP column value that is not a whole number >= 0, or none (null) (:func:`load_profile`).
 """
 from __future__ import annotations
@@ -36,6 +39,37 @@ if TYPE_CHECKING:
 
 #: Okabe & Ito (2008), black moved last and yellow (low contrast on white) next to last
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+#: line styles of the series beyond the palette: series 0-7 solid, 8-15 dashed, 16-23 dotted, 24-31 dash-dot
+LINESTYLES = ("-", "--", ":", "-.")
+#: markers of the series beyond colours x line styles (32): none, then one marker per further 32 series
+MARKERS = (None, "o", "s", "^", "D", "v", "P", "X")
+#: series one figure tells apart: every (colour, line style, marker) once
+MAX_SERIES = len(PALETTE) * len(LINESTYLES) * len(MARKERS)
+
+
+@dataclass(frozen=True)
+class SeriesStyle:
+    """How series ``i`` of a figure is drawn (:func:`series_style`): no two series of a figure share all three."""
+
+    colour: str
+    linestyle: str
+    marker: str | None
+
+
+def series_style(i: int) -> SeriesStyle:
+    """The style of the ``i``-th series (0-based) of a figure: the palette colour ``i mod 8``, then, beyond the
+    palette, another line style for each further 8 series and a marker for each further 32, so that no two of
+    the first :data:`MAX_SERIES` series look alike (more is D931: :func:`check_series`)."""
+    n, k = len(PALETTE), len(PALETTE) * len(LINESTYLES)
+    return SeriesStyle(PALETTE[i % n], LINESTYLES[(i // n) % len(LINESTYLES)], MARKERS[(i // k) % len(MARKERS)])
+
+
+def check_series(n: int, by: str | None) -> None:
+    """D931 when ``n`` series (values of the ``--by`` column) are more than one figure tells apart."""
+    if n > MAX_SERIES:
+        raise DDPUsageError(f"--by {by}: {n:,} values are more series than one figure tells apart (at most "
+                            f"{MAX_SERIES}: {len(PALETTE)} colours x {len(LINESTYLES)} line styles x {len(MARKERS)} "
+                            "markers); plot a column with fewer values, or filter the table first", code="D931")
 FIGURE_FORMATS = ("png", "svg")
 #: what installs matplotlib: from a clone of the repository (the package is not on an index yet)
 INSTALL_HINT = "`pip install 'matplotlib>=3.7'` (the [plot] extra; from a ddpcore clone `pip install '.[plot]'`)"
@@ -125,10 +159,9 @@ def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP, *, str
     (``ddp report``, which needs the column names it records) a damaged signature is D103
     (:func:`ddpcore.gold.agree.load_profile_signature`); else it is read as :func:`read_signature` reads it
     (``{}`` when absent, unreadable or not a JSON object)."""
-    from ..io.profiles import check_ddp_values
-    from ..io.tables import read_table
+    from ..io.profiles import check_ddp_values, read_profile_table
 
-    df = read_table(Path(path))
+    df = read_profile_table(Path(path))  # the ids as written, with or without the sidecar
     check_ddp_col(df.columns, ddp_col, str(path), df.schema.get(ddp_col))
     if ddp_col not in df.columns:
         raise DDPDataError(f"{path}: no '{schema.DDP}' column; give the segment table written by `ddp profile` "
@@ -206,6 +239,7 @@ def _groups_of(df: pl.DataFrame, by: str | None, ddp_col: str = schema.DDP) -> l
     if by not in df.columns:
         raise DDPUsageError(f"--by {by}: no such column; available: {', '.join(df.columns)}", code="D673")
     g = df.with_columns(pl.col(by).cast(pl.String).fill_null("(none)").alias("__g"))
+    check_series(g["__g"].n_unique(), by)
     out = []
     for name in sorted(g["__g"].unique().to_list()):
         out.append((name, g.filter(pl.col("__g") == name)[ddp_col].drop_nulls().to_numpy().astype(np.float64)))
@@ -239,10 +273,19 @@ def hist_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
         if by is None:
             ax.hist(vals, bins=edges, color=PALETTE[0], edgecolor="white", linewidth=0.5, label="all segments")
         else:
+            handles = []
             for i, (name, v) in enumerate(groups):
-                ax.hist(v, bins=edges, histtype="step", linewidth=2.0, color=PALETTE[i % len(PALETTE)],
-                        label=f"{name} (n={v.size:,})")
-            ax.legend(title=by, frameon=False)
+                st = series_style(i)
+                label = f"{name} (n={v.size:,})"
+                ax.hist(v, bins=edges, histtype="step", linewidth=2.0, color=st.colour, linestyle=st.linestyle,
+                        label=label)
+                if st.marker is not None:  # beyond colours x line styles: a marker on each bar's top
+                    counts, _ = np.histogram(v, bins=edges)
+                    keep = counts > 0
+                    ax.plot(_bar_centres(edges)[keep], counts[keep], linestyle="none", marker=st.marker,
+                            color=st.colour, markersize=5, label=None)
+                handles.append(_legend_handle(st, label))
+            _series_legend(fig, ax, by, handles=handles)
         symlog_ddp_axis(ax, float(edges[-1]), left=0.0)
         ax.set_xlabel(f"{lab} (sentences, symlog scale); bins [0, 1), [1, 2) ..."
                       + (" [5, 7), [7, 10), [10, 15), [15, 20), [20, 30) ..." if wide else ""))
@@ -271,10 +314,12 @@ def ecdf_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
             y = np.arange(1, x.size + 1) / x.size
             x = np.concatenate([[x[0]], x, [xmax]])  # every curve runs on to the largest DDP at 1
             y = np.concatenate([[0.0], y, [1.0]])
-            ax.step(x, y, where="post", linewidth=2.0, color=PALETTE[i % len(PALETTE)],
+            st = series_style(i)
+            ax.step(x, y, where="post", linewidth=2.0, color=st.colour, linestyle=st.linestyle, marker=st.marker,
+                    markevery=max(1, x.size // 8), markersize=5,
                     label=name if by is None else f"{name} (n={v.size:,})")
         if by is not None:
-            ax.legend(title=by, frameon=False, loc="lower right")
+            _series_legend(fig, ax, by, loc="lower right")
         symlog_ddp_axis(ax, xmax, left=-0.1)
         ax.set_xlabel(f"{lab} (sentences, symlog scale)")
         ax.set_ylabel(f"share of segments with {lab} ≤ x")
@@ -282,6 +327,40 @@ def ecdf_figure(df: pl.DataFrame, *, by: str | None = None, signature: dict[str,
         ax.set_title(wrap_title(title or f"{lab} cumulative distribution ({_title_suffix(df, signature or {})})",
                                 8, 12))
     return fig
+
+
+def _bar_centres(edges: Any) -> Any:
+    """The middle of each histogram bin on the symlog DDP axis (:func:`_bin_centre`)."""
+    import numpy as np
+
+    return np.asarray([_bin_centre(float(lo), float(hi), float(hi))[0] for lo, hi in zip(edges[:-1], edges[1:])])
+
+
+#: series a legend inside the axes holds; more go beside the axes, in columns of at most :data:`LEGEND_ROWS`
+LEGEND_INSIDE = 12
+LEGEND_ROWS = 24
+
+
+def _series_legend(fig: Any, ax: Any, by: str, *, handles: list[Any] | None = None, loc: str = "best") -> None:
+    """The legend of a figure's series: inside the axes for a few, else beside them in columns (the figure
+    widened to keep the axes' width), so that a long legend never squeezes the axes away."""
+    n = len(handles) if handles is not None else len(ax.get_legend_handles_labels()[0])
+    kw: dict[str, Any] = {"title": by, "frameon": False} | ({"handles": handles} if handles is not None else {})
+    if n <= LEGEND_INSIDE:
+        ax.legend(loc=loc, **kw)
+        return
+    ncols = math.ceil(n / LEGEND_ROWS)
+    fig.set_figwidth(fig.get_figwidth() + 2.1 * ncols)
+    fig.set_figheight(max(fig.get_figheight(), 0.25 * math.ceil(n / ncols) + 1.2))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), ncols=ncols, fontsize=8, borderaxespad=0.0, **kw)
+
+
+def _legend_handle(st: SeriesStyle, label: str) -> Any:
+    """A legend entry showing the whole style of a series (colour, line style and marker)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=st.colour, linestyle=st.linestyle, marker=st.marker, linewidth=2.0, markersize=5,
+                  label=label)
 
 
 def _group_name(g: dict[str, Any], cols: list[str]) -> str:
@@ -696,7 +775,8 @@ def svg_text(fig: Any) -> str:
     return text[:a] + text[b + len("</metadata>"):] if 0 <= a < b else text
 
 
-__all__ = ["MAX_PANELS", "PALETTE", "CurvePanels", "check_result_ddp_col", "ddp_label", "result_ddp_col", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
+__all__ = ["MAX_SERIES", "SeriesStyle", "check_series", "series_style",
+           "MAX_PANELS", "PALETTE", "CurvePanels", "check_result_ddp_col", "ddp_label", "result_ddp_col", "curve_pages", "curve_panels", "curves_figure", "curves_figures",
            "check_no_null_ddp", "ecdf_figure", "figure_format", "figure_signature", "hist_figure", "load_profile", "load_stratify", "page_paths", "save_figure",
            "save_figures", "stale_pages", "svg_text", "write_curves"]
 

@@ -13,7 +13,10 @@ table (``document_id, segment_id, system, condition, score``, names selectable):
    document-bootstrap percentile CI and the share of replicates below ``tau_min``
    (:func:`ddpcore.stats.bootstrap.bootstrap_tau`, ``n_boot`` replicates, PCG64 ``seed``).
 3. **Clusters** of systems in both conditions (:func:`ddpcore.stats.clustering.cluster_systems`,
-   ``method``, ``n_boot_cluster`` resamples) and whether they agree (``compare_clusters``).
+   ``method``, ``n_boot_cluster`` resamples, pairwise tests at level ``alpha``: the battery's one
+   significance level, as ``ddp stats cluster --alpha``; recorded as ``cluster_alpha`` in the signature
+   and ``evidence.clusters.alpha``) and whether they agree (``compare_clusters``); the clusterings'
+   warnings (e.g. too few resamples for ``alpha``) are the battery's (``strict=True``: D930).
 4. **Boundary-localised error-span rate** ``a - b`` with a segment-bootstrap CI when the
    table has a spans column (list of ``{span_start, span_end}``) and a target-text column.
 5. **Score recoverability** R^2 (SEG -> a and SEG -> b, unit (document, system)) when the
@@ -43,7 +46,7 @@ result says which was used and why (``attribute_used``, ``attribute_reason``). E
 MIX system must be one of the DOC systems (D512).
 
 **Nothing changes in silence** (issue 19): every fallback, dropped row or undefined ranking is a
-warning (``warn=``, ``result.warnings``) and, with ``strict=True``, a coded error (D700-D703);
+warning (``warn=``, ``result.warnings``) and, with ``strict=True``, a coded error (D700-D703, D930);
 see docs/mix-blindness.md.
 """
 from __future__ import annotations
@@ -280,8 +283,9 @@ class BlindnessDesign:
     Fields: ``unit`` (TOST pairing unit, ``"segment"`` or ``"document"``), ``method``
     (clustering method: bootstrap | wmt25 | wmt24 | permutation; checked by
     :func:`~ddpcore.stats.cluster_systems`, D351), ``n_boot_cluster`` (cluster bootstrap /
-    permutation replicates, ``--n-boot-cluster``), ``alpha`` (level of each one-sided TOST test,
-    CI 1 - 2 alpha, of the power analysis), ``tau_min`` and ``confidence`` (ranking threshold
+    permutation replicates, ``--n-boot-cluster``), ``alpha`` (the battery's significance level: of each
+    one-sided TOST test, CI 1 - 2 alpha, of the power analysis and of the pairwise tests of the system
+    clusters, as ``ddp stats cluster --alpha``), ``tau_min`` and ``confidence`` (ranking threshold
     and tau CI level), ``attribute`` (MIX rows scored for their ``source_system``
     (``"source"``), their system column (``"nominal"``) or ``"auto"``: source when the column
     exists, the fallback to nominal is a warning), ``exclude_systems`` (left out of the whole
@@ -395,12 +399,13 @@ def blindness(
     notes = _Notes(design.strict, warn)
     cols = check_columns(columns, func="blindness")
     source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
-    df, found, n_omitted, data_rows = _load_scores(table, cols, opts.nan_policy, a, b, notes)
+    df, found, n_omitted, data_rows = _load_scores(table, cols, opts.nan_policy, a, b, notes, source)
     _check_required(df, source, found, inputs, design.attribute, a, b)
     df, attr = _attribute_rows(df, design.attribute, inputs.source_system, b, notes)
     df = df.with_columns(_data_rows(df.height, data_rows))  # for the span messages; dropped below
-    df, pool = _exclude_and_pool(df, source, design.exclude_systems, attr, inputs.source_system, a, b)
-    tost, eps, sd, unpaired = _paired_tost(df, a, b, design, margin, margin_sd, attr.use_source, notes)
+    df, pool = _exclude_and_pool(df, source, design.exclude_systems, attr, inputs.source_system, a, b, cols.system)
+    tost, eps, sd, unpaired = _paired_tost(df, a, b, design, margin, margin_sd, attr.use_source, notes, source,
+                                           cols.score)
     pw = _power(tost, sd, eps, design.alpha)
     n_sys = len(pool)
     skipped: dict[str, str] = {}
@@ -413,7 +418,7 @@ def blindness(
              if ranked else []) + (["span rate"] if sa is not None else [])
     run = _Resampler(parts, budget, t_start, {"--n-boot": n_boot, "--n-boot-cluster": design.n_boot_cluster})
     ranking = _ranking(run, two, a, b, n_sys, n_docs, design, opts, skipped, notes)
-    clusters = _clusters(run, two, a, b, design, opts) if ranked else None
+    clusters = _clusters(run, two, a, b, design, opts, notes) if ranked else None
     span_ev = None
     if sa is not None and sb is not None:
         from .spans import boundary_rate_difference
@@ -446,7 +451,8 @@ def _signature(a: str, b: str, margin: float | None, margin_sd: float | None, ep
     return signature("blindness", condition_a=a, condition_b=b, margin=margin, margin_sd=margin_sd, margin_abs=eps,
                      unit=design.unit, cluster_method=design.method, n_boot=int(opts.n_boot),  # type: ignore[arg-type]
                      n_boot_cluster=int(design.n_boot_cluster), seed=int(opts.seed),
-                     alpha=float(design.alpha), tau_min=float(design.tau_min), confidence=float(design.confidence),
+                     alpha=float(design.alpha), cluster_alpha=float(design.alpha),
+                     tau_min=float(design.tau_min), confidence=float(design.confidence),
                      attribute=attribute_used, attribute_requested=design.attribute,
                      exclude_systems=[str(s) for s in design.exclude_systems], nan_policy=opts.nan_policy,
                      n_omitted=n_omitted, n_spans_without_offsets=int(n_spans_without_offsets),
@@ -492,10 +498,11 @@ class _Notes:
 
 
 def _load_scores(table: Any, cols: TableColumns, nan_policy: str, a: str, b: str,
-                 note: _Notes) -> tuple[pl.DataFrame, list[str], int, np.ndarray | None]:
+                 note: _Notes, source: str = "<table>") -> tuple[pl.DataFrame, list[str], int, np.ndarray | None]:
     """The long table with string condition/system columns, the conditions found (sorted), the
     number of rows dropped by ``nan_policy="omit"`` and, when rows were dropped, the data row (1-based)
-    of each row kept (None: row ``i`` is data row ``i + 1``); D511 when ``a`` or ``b`` is absent."""
+    of each row kept (None: row ``i`` is data row ``i + 1``); D511 when ``a`` or ``b`` is absent (naming
+    ``source``, the table, and its condition column)."""
     import polars as pl
 
     raw: pl.DataFrame | None = None
@@ -519,8 +526,9 @@ def _load_scores(table: Any, cols: TableColumns, nan_policy: str, a: str, b: str
     missing = [c for c in (a, b) if c not in found]
     if missing:
         raise DDPDataError(
-            f"the score table needs both conditions {a!r} and {b!r}; missing {', '.join(map(repr, missing))}; "
-            f"condition values found: {', '.join(map(repr, found)) or 'none'} (--a/--b, --condition-col)",
+            f"{source}, column '{cols.condition}': the score table needs both conditions {a!r} and {b!r}; no row "
+            f"has {', '.join(map(repr, missing))}; condition values found: {', '.join(map(repr, found)) or 'none'}; "
+            "name the conditions with --a/--b, or the condition column with --condition-col",
             code="D511")
     return df, found, n_omitted, data_rows
 
@@ -608,9 +616,11 @@ def _attribute_rows(df: pl.DataFrame, attribute: str, source_system: str, b: str
 
 
 def _exclude_and_pool(df: pl.DataFrame, source: str, exclude_systems: Sequence[str], attr: _Attribution,
-                      source_system: str, a: str, b: str) -> tuple[pl.DataFrame, set[str]]:
+                      source_system: str, a: str, b: str, system_col: str = schema.SYSTEM
+                      ) -> tuple[pl.DataFrame, set[str]]:
     """The table without the excluded systems (each must exist, D704) and the pool of ``a`` systems;
-    every ``b`` system must be in the pool (D512)."""
+    every ``b`` system must be in the pool (D512, naming ``source``, the first such data row (``_ROW``) and the
+    column its system came from: ``source_system`` when attributed so, else ``system_col``)."""
     import polars as pl
 
     use_source = attr.use_source
@@ -629,26 +639,31 @@ def _exclude_and_pool(df: pl.DataFrame, source: str, exclude_systems: Sequence[s
     stray = df.filter((cond == b) & ~pl.col(schema.SYSTEM).is_in(sorted(pool)))
     if stray.height:
         r = stray.row(0, named=True)
+        col = source_system if use_source else system_col
+        row = f", row {r[_ROW]}" if _ROW in stray.columns else ""
         raise DDPDataError(
-            f"{b} row of document '{r[schema.DOCUMENT_ID]}' (segment {r[schema.SEGMENT_ID]!r}) has system "
-            f"'{r[schema.SYSTEM]}', which is not in the pool of {a} systems ({stray.height} such row(s)); "
+            f"{source}{row}, column '{col}': {b} row of document '{r[schema.DOCUMENT_ID]}' (segment "
+            f"{r[schema.SEGMENT_ID]!r}) has system '{r[schema.SYSTEM]}', which is not in the pool of {a} systems "
+            f"({stray.height} such row(s)); "
             f"{'the system is the row' + chr(39) + 's ' + source_system if use_source else 'check --system-col'}",
             code="D512")
     return df, pool
 
 
 def _paired_tost(df: pl.DataFrame, a: str, b: str, design: BlindnessDesign, margin: float | None,
-                 margin_sd: float | None, use_source: bool, note: _Notes) -> tuple[Any, float, float, tuple[int, int]]:
+                 margin_sd: float | None, use_source: bool, note: _Notes, source: str = "<table>",
+                 score_col: str = schema.SCORE) -> tuple[Any, float, float, tuple[int, int]]:
     """1. The paired TOST: its result, the margin in score units, the SD of the paired differences
-    and the numbers of unpaired ``a`` / ``b`` keys."""
+    and the numbers of unpaired ``a`` / ``b`` keys (D513, D514 name ``source``, the table)."""
     from .tost import tost_paired
 
     unit = design.unit
     xa, xb, unpaired_a, unpaired_b = _pairs(df, a, b, unit)
     if xa.size < 2:
         raise DDPDataError(
-            f"{xa.size} {unit} pair(s) of {a} and {b} (rows sharing document"
-            f"{', segment' if unit == 'segment' else ''} and system); the paired TOST needs at least 2", code="D513")
+            f"{source}: {xa.size} {unit} pair(s) of {a} and {b} (rows sharing document"
+            f"{', segment' if unit == 'segment' else ''} and system); the paired TOST needs at least 2: score more "
+            f"translations under both {a} and {b}", code="D513")
     key = f"(document{', segment' if unit == 'segment' else ''}, system)"
     if unpaired_b:
         note(f"{unpaired_b:,} {b} {key} key(s) have no {a} row and are left out of the paired TOST "
@@ -662,8 +677,8 @@ def _paired_tost(df: pl.DataFrame, a: str, b: str, design: BlindnessDesign, marg
         eps = float(margin)
     else:
         if not sd > 0:
-            raise DDPDataError(f"--margin-sd: the paired differences have SD 0 (all {d[0]:g}); give --margin in score "
-                               "units", code="D514")
+            raise DDPDataError(f"{source}, column '{score_col}': --margin-sd: the paired differences of {a} and {b} "
+                               f"have SD 0 (all {d[0]:g}); give --margin in score units", code="D514")
         eps = float(margin_sd) * sd  # type: ignore[arg-type]
     return tost_paired(xa, xb, -eps, eps, alpha=design.alpha), eps, sd, (unpaired_a, unpaired_b)
 
@@ -820,13 +835,15 @@ def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int,
 
 
 def _clusters(run: _Resampler, two: pl.DataFrame, a: str, b: str, design: BlindnessDesign,
-              opts: ResampleOptions) -> dict[str, Any]:
-    """3. System clusters in both conditions and whether they agree."""
+              opts: ResampleOptions, notes: _Notes) -> dict[str, Any]:
+    """3. System clusters in both conditions (pairwise tests at ``design.alpha``) and whether they agree;
+    the clusterings' warnings are the battery's (``--strict``: D930)."""
     from .clustering import cluster_systems, compare_clusters
 
     method = design.method
     copts = ResampleOptions(n_boot=design.n_boot_cluster, seed=opts.seed)
-    kw: dict[str, Any] = dict(alpha=0.05, columns=TableColumns(annotator=None))
+    # the significance level of the pairwise tests is the battery's --alpha, as `ddp stats cluster --alpha`
+    kw: dict[str, Any] = dict(alpha=design.alpha, columns=TableColumns(annotator=None))
     if method in ("bootstrap", "permutation"):
         ca = run("clusters " + a, "--n-boot-cluster", cluster_systems, two, method, condition_value=a, options=copts,
                  **kw)
@@ -835,8 +852,15 @@ def _clusters(run: _Resampler, two: pl.DataFrame, a: str, b: str, design: Blindn
     else:
         ca = cluster_systems(two, method, condition_value=a, options=copts, **kw)  # type: ignore[arg-type]
         cb = cluster_systems(two, method, condition_value=b, options=copts, **kw)  # type: ignore[arg-type]
+    said: dict[str, list[str]] = {}  # e.g. too few resamples for alpha: said (once for both conditions), never dropped
+    for cond, res in ((a, ca), (b, cb)):
+        for w in res.warnings:  # (the clustering names its own flag; here the resamples are --n-boot-cluster)
+            said.setdefault(w.replace("use --n-boot ", "use --n-boot-cluster "), []).append(cond)
+    for w, conds in said.items():
+        notes(f"clusters {' and '.join(conds)}: {w}", "D930",
+              "act on the warning (e.g. raise --n-boot-cluster for this --alpha), or drop --strict")
     cmp = compare_clusters(ca, cb)
-    return {"method": method, "clusters_a": [list(c) for c in ca.clusters],
+    return {"method": method, "alpha": float(design.alpha), "clusters_a": [list(c) for c in ca.clusters],
             "clusters_b": [list(c) for c in cb.clusters], "comparison": cmp.to_dict(),
             "same_clusters": cmp.same_clusters, "n_boot": design.n_boot_cluster}
 
