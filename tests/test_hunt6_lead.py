@@ -55,3 +55,13 @@ def test_select_evaluate_checks_its_report_path_as_every_output(tmp_path):
     (tmp_path / "dir.md").mkdir()
     r = run(tmp_path / "dir.md")
     assert r.returncode == 2 and "[D132]" in r.stderr
+
+
+def test_plot_groups_keep_a_domain_named_none_apart():
+    """`ddp plot --by domain` series: the real domain "(none)" (a, b) and the rows without one (c, d) are two
+    series, "(none)" and "((none))", each with its own DDP values."""
+    from ddpcore.report.plots import _groups_of
+
+    groups = dict(_groups_of(_table(), "domain"))
+    assert sorted(groups) == ["((none))", "(none)", "news"]
+    assert groups["(none)"].tolist() == [1.0, 2.0] and groups["((none))"].tolist() == [7.0, 9.0]

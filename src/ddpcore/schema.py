@@ -28,6 +28,25 @@ def blank_note(text: str | None) -> str:
     return "" if c is None else f"; only white space and invisible characters such as U+{ord(c):04X}"
 
 
+#: signature key of the segments with a line that starts or ends with invisible characters (:data:`INVISIBLE`,
+#: after any white space): the parse reads each line without them, as it reads it without its edge white space
+#: (``ddpcore.pipeline.stages.split_units``), so "\u200bJohn Smith" is the name "John Smith" and "\u200bHe" a
+#: pronoun. ``{"segments": n, "document": id, "segment": id, "char": "U+200B"}`` (the first such segment; a
+#: file run adds its ``row``, 1-based)
+INVISIBLE_EDGES = "invisible_line_edges"
+
+
+def invisible_edges_note(name: object, entry: dict, text_col: str) -> str:
+    """The stderr line (warning) of an :data:`INVISIBLE_EDGES` entry of input ``name``."""
+    row = f", row {entry['row']}" if entry.get("row") is not None else ""
+    n = entry["segments"]
+    return (f"{name}{row}, column '{text_col}': {n} segment(s) have a line that starts or ends with invisible "
+            f"characters such as {entry['char']} (the first: document {entry['document']!r}, segment "
+            f"{entry['segment']!r}); each line is parsed without them, as it is without its edge white space, so a "
+            "name or pronoun there counts as it would without them (the segment table keeps the text as given; "
+            f"recorded as '{INVISIBLE_EDGES}' in the output's signature)")
+
+
 # ---- input table (defaults for the --document/--segment/--text/--domain flags)
 DOCUMENT_ID = "document_id"
 SEGMENT_ID = "segment_id"

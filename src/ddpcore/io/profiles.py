@@ -105,13 +105,30 @@ def _signature_problem(sig: Any) -> str | None:
 
 def profile_columns(signature: dict[str, Any], *, document: str | None = None, segment: str | None = None,
                     domain: str | None = None, text: str | None = None) -> SegmentColumns:
-    """Column names: given ones first, then the profile signature's ``columns``, then the defaults."""
-    rec = signature.get("columns") if isinstance(signature.get("columns"), dict) else {}
+    """Column names: given ones first, then the profile signature's ``columns``, then the defaults (a
+    signature that is not an object, or a recorded name that is not text, gives none: :func:`load_signature`
+    is the strict reader that refuses them)."""
+    cols = signature.get("columns") if isinstance(signature, dict) else None
+    rec = {k: v for k, v in cols.items() if isinstance(v, str) and v} if isinstance(cols, dict) else {}
     d = SegmentColumns()
     return SegmentColumns(document=document or rec.get("document") or d.document,
                           segment=segment or rec.get("segment") or d.segment,
                           text=text or rec.get("text") or d.text,
                           domain=domain or rec.get("domain") or d.domain)
+
+
+def read_profile_table(path: str | os.PathLike[str], cols: SegmentColumns | None = None) -> pl.DataFrame:
+    """A table ddpcore wrote (a ``ddp profile`` segment or anchors table), read back with its ids as written:
+    a CSV/TSV file's document and segment id columns (``cols``; default: the ones its signature records,
+    else the default names) are key columns of :func:`ddpcore.io.tables.read_table`, and its text column is
+    text. Ids ``007`` and ``7``, ``2.5`` and ``2.50``, ``1e3`` and ``1000`` stay distinct documents whether
+    or not the ``.signature.json`` sidecar is beside the file (the sidecar adds the column names it records:
+    :func:`ddpcore.io.tables.signed_columns`); read as numbers they would merge into one, in silence."""
+    from .tables import read_table
+
+    if cols is None:
+        cols = profile_columns(read_signature(path))
+    return read_table(path, text_columns=(cols.text,), key_columns=(cols.document, cols.segment))
 
 
 def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any = None, *,
@@ -221,7 +238,8 @@ def scan_profile(path: str | os.PathLike[str], *, ddp_col: str = DEFAULT_DDP_COL
         raise DDPDataError(f"{ppath}: profile not found; make it with `ddp profile INPUT -o {ppath}`", code="D635")
     psig = read_signature(ppath)
     cols = profile_columns(psig)
-    plf = pl.scan_parquet(ppath) if str(ppath).lower().endswith((".parquet", ".pq")) else scan_scores(ppath)
+    plf = pl.scan_parquet(ppath) if str(ppath).lower().endswith((".parquet", ".pq")) else \
+        scan_scores(ppath, text_columns=(cols.text,), key_columns=(cols.document, cols.segment))  # ids as written
     pschema = table_schema(plf, str(ppath))
     check_ddp_col(pschema, ddp_col, str(ppath), pschema.get(ddp_col))
     for c in (cols.document, cols.segment, DDP if ddp_col == DEFAULT_DDP_COL else ddp_col):
@@ -232,4 +250,4 @@ def scan_profile(path: str | os.PathLike[str], *, ddp_col: str = DEFAULT_DDP_COL
 
 
 __all__ = ["DEFAULT_DDP_COL", "ProfileScan", "check_ddp_col", "check_ddp_values", "profile_columns",
-           "read_signature", "scan_profile"]
+           "read_profile_table", "read_signature", "scan_profile"]

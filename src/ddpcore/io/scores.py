@@ -22,8 +22,11 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
-    """A lazy scan of a score table (.parquet, .csv, .tsv, .jsonl; .json and .gz are read eagerly)."""
+def scan_scores(path: str | os.PathLike[str], *, text_columns: Sequence[str] = (),
+                key_columns: Sequence[str] = ()) -> pl.LazyFrame:
+    """A lazy scan of a score table (.parquet, .csv, .tsv, .jsonl; .json and .gz are read eagerly).
+    ``text_columns``, ``key_columns``: columns of a CSV/TSV file read as text, and id columns kept as written,
+    as :func:`ddpcore.io.tables.read_table` reads them."""
     import polars as pl
 
     from .tables import detect_format, read_table, scan_csv_lossless, scan_delimited_file
@@ -34,12 +37,12 @@ def scan_scores(path: str | os.PathLike[str]) -> pl.LazyFrame:
     fmt = detect_format(p)
     try:
         if p.suffix.lower() == ".gz" or fmt == "json":
-            return read_table(p).lazy()
+            return read_table(p, text_columns=text_columns, key_columns=key_columns).lazy()
         if fmt == "parquet":
             return pl.scan_parquet(p)
         if fmt in ("csv", "tsv"):
             quoted = scan_delimited_file(p, fmt)  # the readers' quoting rules (TSV as CSV); D103 names the line
-            return scan_csv_lossless(p, fmt, quoted)
+            return scan_csv_lossless(p, fmt, quoted, text_columns, key_columns)
         scan = pl.scan_ndjson(p, infer_schema_length=10000)
         _check_repeated_keys(p, scan)
         return scan

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
-from ..schema import BLANK_CHARS, SegmentColumns, blank_note
+from ..schema import BLANK_CHARS, INVISIBLE, SegmentColumns, blank_note
 from .tables import read_table, require_columns
 
 if TYPE_CHECKING:
@@ -132,6 +133,59 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
     check_header_rows(df, cols, name)
     check_unique_ids(df, cols, name)
     return df
+
+
+def _char_class(chars: str) -> str:
+    """``chars`` escaped for a character class of both Rust's (polars) and Python's regular expressions."""
+    return "".join(f"\\u{ord(c):04X}" for c in chars)
+
+
+_EDGE_BLANK = _char_class(BLANK_CHARS.replace("\n", ""))
+_EDGE_INVISIBLE = _char_class(INVISIBLE)
+#: a non-blank line that starts or ends with invisible characters (after any white space)
+_INVISIBLE_EDGE = (f"(?m)^[{_EDGE_BLANK}]*[{_EDGE_INVISIBLE}][{_EDGE_BLANK}]*[^{_EDGE_BLANK}\\n]"
+                   f"|[^{_EDGE_BLANK}\\n][{_EDGE_BLANK}]*[{_EDGE_INVISIBLE}][{_EDGE_BLANK}]*$")
+
+
+def invisible_edges(df: pl.DataFrame, cols: SegmentColumns, *, rows: bool = True) -> dict[str, Any] | None:
+    """The :data:`ddpcore.schema.INVISIBLE_EDGES` entry of the validated segments ``df``: how many have a
+    non-blank line that starts or ends with invisible characters (U+200B, U+FEFF, U+2060...; after any white
+    space), which the parse leaves out (:func:`ddpcore.pipeline.stages.split_units`), and the first of them
+    (its ids, its first such character and, with ``rows`` and a ``ROW`` column, its 1-based row). None when
+    no segment has one. Vectorised: a length comparison over every text (ASCII texts hold none), a substring
+    search and the regular expression over the others."""
+    import polars as pl
+
+    text = df[cols.text]
+    if text.dtype != pl.String or df.height == 0:
+        return None
+    wide = (text.str.len_bytes() != text.str.len_chars()).fill_null(False)  # every INVISIBLE is beyond ASCII
+    if not wide.any():
+        return None
+    sub = df.filter(wide)
+    hit = sub.filter(pl.col(cols.text).str.contains_any(list(INVISIBLE)).fill_null(False)
+                     & pl.col(cols.text).str.contains(_INVISIBLE_EDGE).fill_null(False))
+    if hit.height == 0:
+        return None
+    first = hit.row(0, named=True)
+    edge = re.search(_INVISIBLE_EDGE, first[cols.text])  # one text
+    char = next((c for c in (edge.group(0) if edge else "") if c in INVISIBLE), "\u200b")
+
+    def plain(v: Any) -> Any:
+        return v if isinstance(v, (int, str)) else str(v)
+
+    entry: dict[str, Any] = {"segments": hit.height, "document": plain(first[cols.document]),
+                             "segment": plain(first[cols.segment]), "char": f"U+{ord(char):04X}"}
+    if rows and ROW in df.columns:
+        entry["row"] = int(first[ROW]) + 1
+    return entry
+
+
+def add_invisible_edges(total: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two :func:`invisible_edges` entries (of consecutive chunks) as one: the counts added, the first kept."""
+    if more is None or total is None:
+        return total or more
+    return {**total, "segments": total["segments"] + more["segments"]}
 
 
 def check_header_rows(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> None:

@@ -29,7 +29,7 @@ from ..schema import BLANK_CHARS
 from .fs import is_uri
 from .id_index import IdIndex, IdIndexWriter, check_unique
 from .readers import refuse_empty_segments
-from .segments import ROW, SegmentColumns, check_unique_ids, read_segments
+from .segments import ROW, SegmentColumns, add_invisible_edges, check_unique_ids, invisible_edges, read_segments
 
 if TYPE_CHECKING:
     import polars as pl
@@ -63,6 +63,9 @@ class StagedInput:
     name: str
     #: the compact id index (``stage_input(index_path=...)``); ``ids`` is then empty
     index: IdIndex | None = None
+    #: the segments with a line that starts or ends with invisible characters, which the parse leaves out
+    #: (:func:`ddpcore.io.segments.invisible_edges`: the ``invisible_line_edges`` signature entry; None: none)
+    invisible_edges: dict[str, Any] | None = None
 
     @property
     def n_rows(self) -> int:
@@ -338,6 +341,7 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     offset = 0
     writer = IdIndexWriter(index_path, cols) if index_path is not None else None
     records = 0  # WMT25 documents read so far (refuse_empty_segments)
+    edges: dict[str, Any] | None = None  # segments with invisible characters at a line's edge
     for k, (raw, group) in enumerate(iter_input_chunks(source, cols, chunk_rows, reader=reader, docs=docs,
                                                        txt_mode=txt_mode, warn=warn)):
         if raw.height == 0 and offset > 0:
@@ -346,6 +350,7 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
         if k == 0 and warn is not None:
             _warn_missing_domain(raw, cols, name, warn)
         df = _validated(raw, cols, name, offset)
+        edges = add_invisible_edges(edges, invisible_edges(df, cols))
         if writer is not None:
             writer.add(df, df[cols.text].str.len_chars().to_numpy(), _unit_counts(df[cols.text]))
             if not ids:
@@ -369,14 +374,14 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     schema = unify_schemas(schemas, name)
     index = pl.concat(ids, how="vertical_relaxed")
     if writer is not None:
-        st = StagedInput(chunks, index, cols, schema, name, writer.close())
+        st = StagedInput(chunks, index, cols, schema, name, writer.close(), invisible_edges=edges)
         check_unique(st.index, st.read_rows, cols, name)
         return st
     check_unique_ids(index, cols, name)
-    st = StagedInput(chunks, index, cols, schema, name)
+    st = StagedInput(chunks, index, cols, schema, name, invisible_edges=edges)
     if memory:
         whole = pl.concat([m.cast(schema) for m in memory])
-        return _MemoryInput(chunks, index, cols, schema, name, whole)
+        return _MemoryInput(chunks, index, cols, schema, name, whole, invisible_edges=edges)
     return st
 
 

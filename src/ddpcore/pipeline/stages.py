@@ -79,7 +79,11 @@ class RuleArrays:
 
 def split_units(texts: pl.Series) -> Units:
     """Split each segment text (n_seg,) at line breaks into parse units (stripped lines that are not blank: a
-    line of white space and invisible characters, :data:`ddpcore.schema.BLANK_CHARS`, is no unit)."""
+    line of white space and invisible characters, :data:`ddpcore.schema.BLANK_CHARS`, is no unit). A line is
+    stripped of both at its edges: "\\u200bJohn Smith" is the unit "John Smith", parsed as the name it shows
+    (U+200B would otherwise stick to the first token, which then is no name, pronoun or re-mention); the
+    unit's ``offset`` still counts the stripped characters, so anchor offsets index the text as given. The
+    run says and records the segments this changes (:data:`ddpcore.schema.INVISIBLE_EDGES`)."""
     import polars as pl
 
     from ..schema import BLANK_CHARS
@@ -91,13 +95,13 @@ def split_units(texts: pl.Series) -> Units:
         .with_columns(pl.col("t").str.len_chars().alias("n"))
         .with_columns(
             ((pl.col("n") + 1).cum_sum().over("__seg") - (pl.col("n") + 1)).alias("line_start"),
-            pl.col("t").str.strip_chars_start().alias("ls"),
+            pl.col("t").str.strip_chars_start(BLANK_CHARS).alias("ls"),
         )
         .with_columns(
             (pl.col("line_start") + pl.col("n") - pl.col("ls").str.len_chars()).alias("offset"),
-            pl.col("ls").str.strip_chars_end().alias("unit"),
+            pl.col("ls").str.strip_chars_end(BLANK_CHARS).alias("unit"),
         )
-        .filter(pl.col("unit").str.strip_chars(BLANK_CHARS).str.len_chars() > 0)
+        .filter(pl.col("unit").str.len_chars() > 0)  # (stripped of BLANK_CHARS at both ends)
         .select("__seg", "unit", "offset")
     )
     return Units(
@@ -105,6 +109,63 @@ def split_units(texts: pl.Series) -> Units:
         offset__unit=lines["offset"].to_numpy().astype(np.int64),
         texts=lines["unit"].to_list(),
     )
+
+
+def parse_view(frame: pl.DataFrame, cols: SegmentColumns, anchors: pl.DataFrame
+               ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The segment texts of ``frame`` and the ``anchors`` (their ``char_start``/``char_end``) as the parse
+    reads them: every line without the invisible characters at its edges (what :func:`split_units` strips
+    with the white space), so that what the certification model reads of a text (the characters around an
+    anchor, its position) is what it reads of the same text without them. ``(texts, anchors)`` with the
+    offsets into those texts, or None when no text of ``frame`` holds an invisible character (the texts and
+    offsets as given then). Vectorised over the lines of the batch."""
+    import polars as pl
+
+    from ..schema import BLANK_CHARS, INVISIBLE
+
+    text = frame[cols.text]
+    wide = (text.str.len_bytes() != text.str.len_chars()).fill_null(False)  # every INVISIBLE is beyond ASCII
+    if not wide.any() or not bool(text.filter(wide).str.contains_any(list(INVISIBLE)).fill_null(False).any()):
+        return None
+    inv = "[" + "".join(f"\\u{ord(c):04X}" for c in INVISIBLE) + "]"
+    n, lead_n, trail_n = pl.col("n"), pl.col("lead_n"), pl.col("trail_n")
+    lines = (
+        pl.DataFrame({"__seg": np.arange(frame.height, dtype=np.int64), "t": text})
+        .with_columns(pl.col("t").str.split("\n"))
+        .explode("t")
+        .with_columns(n=pl.col("t").str.len_chars().cast(pl.Int64), core=pl.col("t").str.strip_chars(BLANK_CHARS))
+        .with_columns(lead_n=n - pl.col("t").str.strip_chars_start(BLANK_CHARS).str.len_chars())
+        .with_columns(trail_n=pl.when(pl.col("core").str.len_chars() > 0)
+                      .then(n - lead_n - pl.col("core").str.len_chars()).otherwise(0))
+        .with_columns(lead=pl.col("t").str.head(lead_n).str.replace_all(inv, ""),
+                      trail=pl.col("t").str.tail(trail_n).str.replace_all(inv, ""))
+        .with_columns(clean=pl.concat_str("lead", "core", "trail"))
+        .with_columns(removed=n - pl.col("clean").str.len_chars(), lead_removed=lead_n - pl.col("lead").str.len_chars())
+        .with_columns(
+            # first character of the line in the text and the characters removed before its core
+            start=(n + 1).cum_sum().over("__seg") - (n + 1),
+            shift=pl.col("removed").cum_sum().over("__seg") - pl.col("removed") + pl.col("lead_removed"),
+        )
+    )
+    texts = (lines.group_by("__seg", maintain_order=True).agg(pl.col("clean").str.join("\n"))
+             .sort("__seg")["clean"])
+    if texts.equals(text.rename("clean")):
+        return None
+    view = frame.select(cols.document, cols.segment).with_columns(texts.alias(cols.text))
+    # the line of each anchor: the last line of its segment starting at or before it (positions over the batch)
+    base = np.concatenate([[0], np.cumsum(text.str.len_chars().to_numpy().astype(np.int64) + 1)[:-1]])
+    keys = frame.select(cols.document, cols.segment).with_columns(pl.Series("__base", base))
+    a = (anchors.with_row_index("__order")
+         .join(keys, on=[cols.document, cols.segment], how="left")
+         .with_columns(__at=pl.col("__base") + pl.col(schema.CHAR_START))
+         .sort("__at"))
+    line_base = base[lines["__seg"].to_numpy()]
+    starts = lines.select("shift", (pl.col("start") + pl.Series(line_base)).alias("__at")).sort("__at")
+    a = a.join_asof(starts.select("__at", "shift"), on="__at", strategy="backward").sort("__order")
+    shift = a["shift"].fill_null(0)
+    moved = anchors.with_columns((pl.col(schema.CHAR_START) - shift).alias(schema.CHAR_START),
+                                 (pl.col(schema.CHAR_END) - shift).alias(schema.CHAR_END))
+    return view, moved
 
 
 @timed_stage("sentences")
@@ -411,8 +472,11 @@ def certify_tables(
     from ..anchors.certify import certify_anchors
     from ..anchors.rules import certify_model_for
 
-    res = certify_anchors(anchors, frame.select(cols.document, cols.segment, cols.text), certify_model_for(rules),
-                          document=cols.document, segment=cols.segment, text=cols.text)
+    # what the model reads of a text: the text as parsed (line-edge invisible characters left out, parse_view)
+    view = parse_view(frame, cols, anchors)
+    texts, read = view if view is not None else (frame.select(cols.document, cols.segment, cols.text), anchors)
+    res = certify_anchors(read, texts, certify_model_for(rules), document=cols.document, segment=cols.segment,
+                          text=cols.text)
     anchors = anchors.with_columns(pl.Series(schema.CERTIFIED, res.certified), pl.Series(schema.CONFIDENCE, res.confidence),
                                    pl.Series(schema.DISTANCE_CERTIFIED, res.distance_certified))
     dist = pl.col(schema.DISTANCE_CERTIFIED)

@@ -121,11 +121,12 @@ def check_same_run(profile: str, psig: Mapping[str, Any], path: str, other: Mapp
 def read_anchors(path: str | os.PathLike[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
     """The anchors table at ``path`` and its signature (``{}`` when it has none; D103 when it is damaged,
     as for a profile)."""
-    from ..io.profiles import load_signature
-    from ..io.tables import read_table
+    from ..io.profiles import load_signature, profile_columns, read_profile_table
 
     sig, _ = load_signature(path, hint=ANCHORS_HINT)
-    return read_table(Path(path)), (sig or {})
+    # the ids as written, as the profile's (read_profile_table): the two tables join on them
+    cols = profile_columns(sig or {}, text=S.TEXT)  # (an anchors table's text column: the anchor's words)
+    return read_profile_table(Path(path), cols), (sig or {})
 
 
 #: anchors columns of whole numbers the page computes with, never null in a `ddp profile` anchors table

@@ -238,7 +238,11 @@ def _groups_of(df: pl.DataFrame, by: str | None, ddp_col: str = schema.DDP) -> l
         return [("all segments", df[ddp_col].drop_nulls().to_numpy().astype(np.float64))]
     if by not in df.columns:
         raise DDPUsageError(f"--by {by}: no such column; available: {', '.join(df.columns)}", code="D673")
-    g = df.with_columns(pl.col(by).cast(pl.String).fill_null("(none)").alias("__g"))
+    from ..pipeline.summary import NULL_GROUP, distinct_label
+
+    # rows without a value: "(none)", or "((none))" when a value is so named (never merged with it)
+    null_label = distinct_label(NULL_GROUP, df[by].cast(pl.String).drop_nulls().unique().to_list())
+    g = df.with_columns(pl.col(by).cast(pl.String).fill_null(null_label).alias("__g"))
     check_series(g["__g"].n_unique(), by)
     out = []
     for name in sorted(g["__g"].unique().to_list()):
