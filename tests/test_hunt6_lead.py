@@ -65,3 +65,28 @@ def test_plot_groups_keep_a_domain_named_none_apart():
     groups = dict(_groups_of(_table(), "domain"))
     assert sorted(groups) == ["((none))", "(none)", "news"]
     assert groups["(none)"].tolist() == [1.0, 2.0] and groups["((none))"].tolist() == [7.0, 9.0]
+
+
+def test_blindness_says_the_tau_bootstraps_warnings(tmp_path, capsys):
+    """100 document resamples leave fewer than one replicate in each 0.5 % tail of a 99 % tau CI: `ddp stats
+    tau` warns (bootstrap_tau's warnings), blindness dropped it. Now a "tau: ..." warning, recorded in the
+    JSON's warnings and counted in the signature; --strict: D930, exit 3."""
+    import json
+
+    from ddpcore.cli.main import main
+    from ddpcore.stats.blindness import simulate_scores
+
+    path = tmp_path / "scores.csv"
+    simulate_scores(n_documents=12, n_segments=3, n_systems=6, seed=0, system_sd=1.0).write_csv(path)
+    args = ["blindness", str(path), "--margin", "1", "--n-boot", "100", "--n-boot-cluster", "200",
+            "--attribute", "nominal", "--confidence", "0.99"]
+    assert main(args) == 0
+    out = capsys.readouterr()
+    res = json.loads(out.out)
+    tau = [w for w in res["warnings"] if w.startswith("tau: ")]
+    assert len(tau) == 1 and "100 replicate(s)" in tau[0] and "--n-boot" in tau[0]
+    assert f"ddp blindness: warning: {tau[0]}" in out.err.splitlines()
+    assert res["signature"]["n_warnings"] == len(res["warnings"])
+    assert main([*args, "--strict"]) == 3
+    err = capsys.readouterr().err
+    assert "[D930] tau: " in err

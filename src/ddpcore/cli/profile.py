@@ -99,6 +99,23 @@ def _shard_arg(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _mtme_source(path: str) -> str:
+    """``--reader mtme`` INPUT given as a language-pair path ``FOLDER/LP`` (``wmt23/en-de``, which names no
+    file or folder; ``--help`` and docs/readers.md offer it): the run reads and records ``FOLDER/sources/LP.txt``,
+    the same test set, so that the input checks of a run (resume journal, shard digest), which need a path that
+    exists, see the source file. A test-set folder or ``sources/LP.txt`` is kept as given; any other missing
+    path is the reader's error (D820 not a test set, D821 no such language pair), before any work."""
+    from pathlib import Path
+
+    from ..io.fs import is_uri
+    from ..io.mtme import resolve_mtme
+
+    p = Path(path)
+    if is_uri(str(path)) or p.exists() or p.is_symlink():
+        return path
+    return str(resolve_mtme(p).source)
+
+
 def _ray_dataset(args: argparse.Namespace, options: list, source: object) -> list | None:
     """``-o DIR/`` (or a URI) with ``--engine ray``: the dataset target, alone (D868 for other outputs);
     None for a file output."""
@@ -136,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
     from ..io.segments import SegmentColumns
 
     source = args.input if args.input is not None else bundled_default()
+    if args.reader == "mtme" and args.input is not None:
+        source = _mtme_source(source)
     if args.batch_chars is not None and args.batch_chars < 1:
         raise DDPUsageError("--batch-chars must be at least 1", code="D172")
     engine = get_engine(args.engine)

@@ -332,7 +332,8 @@ def run_tost(args: argparse.Namespace) -> int:
     paired_counts: dict[str, Any] = {}
     df = load_long_table(table, columns=_columns(args),
                          required=("condition", "score") if not args.paired else
-                         ("document", "segment", "condition", "score"), nan_policy=args.nan_policy, counts=loaded)
+                         ("document", "segment", "condition", "score"), nan_policy=args.nan_policy, counts=loaded,
+                         rating_keys=args.by)  # one rating per --by group (e.g. per metric), not a repeat
     by = check_group_keys(args.by, args.a, args.b)
     check_key_types(df, by, str(args.table), "--by")
     if args.paired:

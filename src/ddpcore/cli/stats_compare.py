@@ -104,6 +104,10 @@ def run_compare(args: argparse.Namespace) -> int:
     tests = CompareTests(unit=args.unit, test=args.test, n_ar=args.n_ar, correction=args.correction,
                          alpha=args.alpha, confidence=args.confidence)
     corpus = _append_csv(getattr(args, "corpus_metric", None))
+    if corpus:  # an unknown name is D835 before any work (it was a KeyError, D999, after the segment metrics)
+        from ..stats.corpus import check_corpus_metrics
+
+        check_corpus_metrics(corpus)
     res = None
     if not corpus or args.metrics:
         res = compare_systems(

@@ -76,6 +76,7 @@ def load_long_table(
     required: Sequence[str] = ("document", "segment", "system", "condition", "score"),
     nan_policy: NanPolicy = "raise",
     counts: dict[str, Any] | None = None,
+    rating_keys: Sequence[str] = (),
 ) -> pl.DataFrame:
     """Read and validate a long evaluation table; return it with canonical column names.
 
@@ -102,6 +103,11 @@ def load_long_table(
         A dict to receive what loading dropped: ``n_omitted`` (rows with a missing score dropped by
         ``nan_policy="omit"``) and, when that is not 0, ``first_omitted_row`` (1-based data row).
         Statistics record these in their result (nothing is dropped in silence).
+    rating_keys
+        Further columns that tell two ratings of one (document, segment, system, annotator,
+        condition) apart, e.g. the ``metric`` of ``ddp stats tost --by metric`` (one row per metric
+        and annotation): they join that key in the repeated-rating check (D307,
+        :func:`check_unique_ratings`). Names the table does not have are ignored.
 
     Returns
     -------
@@ -111,7 +117,7 @@ def load_long_table(
         (document, segment, system, annotator, condition) must not contain nulls.
     """
     cols = check_columns(columns, func="load_long_table")
-    return _load_long_table(table, cols, required, nan_policy, counts=counts)
+    return _load_long_table(table, cols, required, nan_policy, counts=counts, rating_keys=rating_keys)
 
 
 def table_source(table: Any) -> str:
@@ -120,7 +126,8 @@ def table_source(table: Any) -> str:
 
 
 def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy, *,
-                     optional_annotator: bool = False, counts: dict[str, Any] | None = None) -> pl.DataFrame:
+                     optional_annotator: bool = False, counts: dict[str, Any] | None = None,
+                     rating_keys: Sequence[str] = ()) -> pl.DataFrame:
     """:func:`load_long_table` with resolved columns (used by the statistics functions).
 
     ``optional_annotator``: an annotator column that is absent (under any name) means "no annotator
@@ -175,7 +182,7 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
                 f"every row needs a {role} ({FLAGS[role]} selects the column)",
                 code="D304",
             )
-    check_unique_ratings(df, source)
+    check_unique_ratings(df, source, extra=rating_keys)
     if "score" in present:
         n_rows = df.height
         df, first_omitted = _validate_scores(df, source, names["score"] or schema.SCORE, nan_policy)
@@ -230,7 +237,7 @@ RATING_KEY = (schema.CONDITION, schema.DOCUMENT_ID, schema.SEGMENT_ID, schema.SY
 
 
 def check_unique_ratings(df: pl.DataFrame, source: str = "<table>", keys: Sequence[str] | None = None,
-                         what: str = "") -> None:
+                         what: str = "", extra: Sequence[str] = ()) -> None:
     """D307 when two rows of ``df`` (canonical names) are the same rating: the same document, segment,
     system, annotator and condition (the key columns the table has).
 
@@ -240,7 +247,8 @@ def check_unique_ratings(df: pl.DataFrame, source: str = "<table>", keys: Sequen
     segment *and* annotator columns (``keys=None``); without an annotator column, rows sharing
     (document, segment, system, condition) are ratings by different, unnamed annotators and each
     statistic treats them as it documents. ``keys`` overrides the key columns (e.g. alpha's coder);
-    ``what`` is prefixed to the message. Row numbers are 1-based rows of ``df`` as loaded (the input's
+    ``extra`` adds columns the table has to the default key (a ``--by metric`` column: one rating per
+    metric); ``what`` is prefixed to the message. Row numbers are 1-based rows of ``df`` as loaded (the input's
     data rows). One vectorised ``is_duplicated`` pass; no Python loop over rows."""
     import polars as pl
 
@@ -248,6 +256,7 @@ def check_unique_ratings(df: pl.DataFrame, source: str = "<table>", keys: Sequen
         if not all(c in df.columns for c in (schema.DOCUMENT_ID, schema.SEGMENT_ID, schema.ANNOTATOR)):
             return
         keys = [c for c in RATING_KEY if c in df.columns]
+        keys += [c for c in dict.fromkeys(extra) if c in df.columns and c not in keys]
     keys = list(keys)
     if df.height < 2 or not keys:
         return

@@ -482,6 +482,9 @@ class _Notes:
     def __init__(self, strict: bool, warn: Callable[[str], None] | None) -> None:
         self.strict, self.warn = strict, warn
         self.messages: list[str] = []
+        #: warnings of the resampling parts already said (a similar-names warning of the tau bootstrap is not
+        #: repeated by the clusterings)
+        self.resampling: set[str] = set()
 
     def __call__(self, message: str, code: str, fix: str, hint: str = "") -> None:
         """A warning (``message; hint``), or with ``strict`` the coded data error (``message; fix``)."""
@@ -831,6 +834,11 @@ def _ranking(run: _Resampler, two: pl.DataFrame, a: str, b: str, n_sys: int,
                                            "the CI")
         note(f"the tau CI rests on {n_boot - tau.n_undefined:,} of {n_boot:,} document resamples: "
              + ranking["tau_undefined_reason"], "D702", "use more documents, or drop --strict")
+    for w in tau.warnings:  # e.g. too few --n-boot replicates for the CI's tails, similar system names
+        note.resampling.add(w)
+        if not rank_undefined:  # an undefined tau is said above (D702): its CI has no replicates to count
+            note(f"tau: {w}", "D930", "act on the warning (e.g. raise --n-boot for this --confidence), "
+                 "or drop --strict")
     return _Ranking(ranking, rank_differ, rank_undefined)
 
 
@@ -855,6 +863,8 @@ def _clusters(run: _Resampler, two: pl.DataFrame, a: str, b: str, design: Blindn
     said: dict[str, list[str]] = {}  # e.g. too few resamples for alpha: said (once for both conditions), never dropped
     for cond, res in ((a, ca), (b, cb)):
         for w in res.warnings:  # (the clustering names its own flag; here the resamples are --n-boot-cluster)
+            if w in notes.resampling:
+                continue
             said.setdefault(w.replace("use --n-boot ", "use --n-boot-cluster "), []).append(cond)
     for w, conds in said.items():
         notes(f"clusters {' and '.join(conds)}: {w}", "D930",

@@ -66,6 +66,15 @@ def _check_metric(metric: str) -> str:
     return metric
 
 
+def check_corpus_metrics(metrics: Sequence[str]) -> list[str]:
+    """``metrics`` checked (``--corpus-metric``): every name is one of :data:`CORPUS_METRICS`, else D835
+    naming it (usage, exit 2); at least one name."""
+    if isinstance(metrics, str) or not len(metrics):
+        raise DDPUsageError(f"corpus metrics: give a list of names from {', '.join(CORPUS_METRICS)} "
+                            f"(--corpus-metric), got {metrics!r}", code="D835")
+    return [_check_metric(m) for m in metrics]
+
+
 def _sacrebleu_metric(metric: str) -> Any:
     _check_metric(metric)
     try:
@@ -375,6 +384,7 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
 
     from .compare import CompareResult
 
+    metrics = check_corpus_metrics(metrics)
     df = _corpus_frame(table, columns, exclude_systems)
     systems, keys, stats_all = _system_stats(df, baseline, metrics, columns)
     n_seg = keys.height
@@ -414,5 +424,5 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
                                                       float(how.confidence)))
 
 
-__all__ = ["CORPUS_METRICS", "ERROR_CODES", "N_STATS", "CorpusColumns", "CorpusComparison", "CorpusTest", "compare_corpus",
-           "compare_corpus_table", "corpus_score", "sufficient_stats"]
+__all__ = ["CORPUS_METRICS", "ERROR_CODES", "N_STATS", "CorpusColumns", "CorpusComparison", "CorpusTest",
+           "check_corpus_metrics", "compare_corpus", "compare_corpus_table", "corpus_score", "sufficient_stats"]

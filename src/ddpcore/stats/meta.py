@@ -468,7 +468,7 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
              metric_cols: Sequence[str] | None, ddp_col: str, strict_join: bool) -> _Data:
     import polars as pl
 
-    from ..io.profiles import profile_columns
+    from ..io.profiles import check_ddp_values, profile_columns
 
     pc = profile_columns(psig)
     plf = _lazy(profile, "the profile")
@@ -496,7 +496,11 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
                            f"once ({n_dup} rows repeat a key); each (document, segment, system) must occur once "
                            "(average repeated ratings first)", code="D802")
     prof = plf.select(pl.col(pc.document).alias("__pd"), pl.col(pc.segment).alias("__ps"),
-                      pl.col(ddp_col).cast(pl.Float64).alias("__ddp")).collect()
+                      pl.col(ddp_col).alias("__ddp")).collect()
+    # a negative, fractional or non-finite DDP is D781 naming the row, as in every command that reads a profile
+    # (it fell outside the bins and counted in `overall` only); a null is a segment without DDP (warned below)
+    check_ddp_values(prof.select(pl.col("__ddp").alias(ddp_col)), ddp_col, pname)
+    prof = prof.with_columns(pl.col("__ddp").cast(pl.Float64))
     if prof.select(pl.struct("__pd", "__ps").is_duplicated().any()).item():
         raise DDPDataError(f"{pname}: a (document, segment) occurs on two rows; a profile has one row per segment",
                            code="D814")
@@ -519,6 +523,8 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
         warnings.append(f"{n_unmatched:,} of {df.height:,} score rows have no profile segment and are left out "
                         f"(first: {first})")
     j = j.filter(~unmatched)
+    # counted before the rows without DDP are dropped: a segment without DDP has its score rows (said above)
+    seg_scored = j.select(cols.document, cols.segment).unique().height
     no_ddp = j["__ddp"].is_null() | j["__ddp"].is_nan()
     n_no_ddp = int(no_ddp.sum())
     if n_no_ddp:
@@ -527,7 +533,6 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
     if j.height == 0:
         raise DDPDataError(f"no score row of {sname} joins a profile segment with a DDP value ({pname}); check "
                            "that the profile is of the scored source (document and segment ids)", code="D804")
-    seg_scored = j.select(cols.document, cols.segment).unique().height
     n_prof = prof.height
     if seg_scored < n_prof:
         warnings.append(f"{n_prof - seg_scored:,} of {n_prof:,} profile segments have no score row")

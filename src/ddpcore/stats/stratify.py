@@ -158,6 +158,15 @@ def _not_numeric(slf: pl.LazyFrame, name: str, col: str, dtype: Any) -> DDPDataE
                         f"(the column holds {dtype}); scores must be numbers", code="D654")
 
 
+def _empty_text(slf: pl.LazyFrame, col: str, dtype: Any) -> bool:
+    """True for a text column without a single value: a CSV/TSV score column whose every field is empty is
+    read as String, but it holds no score, not a text one; its rows are null scores (D711), as a Parquet or
+    JSON column of nulls is. One scan, on the error path only (a non-numeric score column)."""
+    import polars as pl
+
+    return dtype == pl.String and not slf.select(pl.col(col).is_not_null().any()).collect().item()
+
+
 def _lazy(frame: Any, what: str) -> pl.LazyFrame:
     """A polars DataFrame or LazyFrame as a LazyFrame (anything else: a usage error naming ``what``)."""
     import polars as pl
@@ -237,7 +246,7 @@ def _check_inputs(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, s
         if c not in sschema:
             raise DDPUsageError(f"--score-col {c}: not a column of {sname}; available columns: {', '.join(sschema)}",
                                 code="D650")
-        if not (sschema[c].is_numeric() or sschema[c] == pl.Null):
+        if not (sschema[c].is_numeric() or sschema[c] == pl.Null) and not _empty_text(slf, c, sschema[c]):
             raise _not_numeric(slf, sname, c, sschema[c])
     multi = len(score_cols) > 1
     if multi and METRIC in by_all and (METRIC in sschema or METRIC in pschema):
