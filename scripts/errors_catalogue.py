@@ -35,7 +35,15 @@ RANGES = [
     ("D75x", "the parse cache"),
     ("D76x", "output sets, locks, resume"),
     ("D77x", "Ray, interruption, report inputs"),
-    ("D9xx", "install / build / internal (D999: a bug, please report it)"),
+    ("D78x", "profiles read back (DDP values), writing outputs"),
+    ("D80x–D81x", "`meta`"),
+    ("D82x–D83x", "mt-metrics-eval and score readers, corpus metrics (`stats compare`)"),
+    ("D84x, D87x, D89x", "`select --evaluate`, `select` options"),
+    ("D85x–D86x", "id indexes, cluster-scale Ray, remote files"),
+    ("D88x", "result files (`-o` extensions and formats)"),
+    ("D90x", "install / build"),
+    ("D93x", "`blindness` warnings under `--strict`, plot series"),
+    ("D99x", "internal (D999: a bug, please report it)"),
 ]
 
 
@@ -56,7 +64,28 @@ def _func_name(call: ast.Call) -> str:
     return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
+def _subclass_exits() -> None:
+    """Add to :data:`EXIT` every error class of ``src/ddpcore`` that derives (at any depth) from a class in it
+    (``class RunWriteError(DDPUsageError, OSError)`` exits 2, as its base does)."""
+    bases: dict[str, list[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                                    for b in node.bases]
+    changed = True
+    while changed:
+        changed = False
+        for name, bs in bases.items():
+            if name not in EXIT:
+                known = [EXIT[b] for b in bs if b in EXIT]
+                if known:
+                    EXIT[name] = known[0]
+                    changed = True
+
+
 def collect() -> dict[str, dict]:
+    _subclass_exits()
     entries: dict[str, dict] = defaultdict(lambda: {"exit": set(), "modules": set(), "messages": []})
     for path in sorted(SRC.rglob("*.py")):
         mod = ".".join(path.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__")
@@ -149,11 +178,12 @@ def render(entries: dict[str, dict]) -> str:
 
 
 def main() -> int:
-    text = render(collect())
+    entries = collect()
+    text = render(entries)
     if "--check" in sys.argv:
         return 0 if OUT.read_text(encoding="utf-8") == text else 1
     OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({text.count(chr(10)) - 25} codes)")
+    print(f"wrote {OUT} ({len(entries)} codes)")
     return 0
 
 

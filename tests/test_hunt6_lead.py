@@ -90,3 +90,61 @@ def test_blindness_says_the_tau_bootstraps_warnings(tmp_path, capsys):
     assert main([*args, "--strict"]) == 3
     err = capsys.readouterr().err
     assert "[D930] tau: " in err
+
+
+def _mtme_profile(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    toy = Path(__file__).parent / "data" / "mtme" / "toy"
+    prof = tmp_path / "mt.parquet"
+    r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", f"{toy}/en-de", "--reader", "mtme",
+                        "-o", str(prof), "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return toy, prof
+
+
+def test_select_writes_back_rows_of_an_mt_metrics_eval_test_set(tmp_path):
+    """`ddp select --reader mtme` (the help offers the folder, FOLDER/LP and sources/LP.txt) stopped with D102
+    (FOLDER/LP), D633 or D101. Now each form writes the kept source lines and their documents/LP.docs lines
+    (the line layout), and --outputs filters the system outputs by the same lines. Expected lines: the rows of
+    the profile with ddp >= 1, read from the toy's own files (independent of the selection code)."""
+    import subprocess
+    import sys
+
+    toy, prof = _mtme_profile(tmp_path)
+    p = pl.read_parquet(prof)
+    keep = sorted(p.filter(pl.col("ddp") >= 1)["line_id"].to_list())
+    assert 0 < len(keep) < p.height
+    src = (toy / "sources" / "en-de.txt").read_text(encoding="utf-8").splitlines()
+    docs = (toy / "documents" / "en-de.docs").read_text(encoding="utf-8").splitlines()
+    sysa = (toy / "system-outputs" / "en-de" / "sysA.txt").read_text(encoding="utf-8").splitlines()
+    for k, given in enumerate((f"{toy}/en-de", str(toy), f"{toy}/sources/en-de.txt")):
+        out = tmp_path / f"sel{k}.txt"
+        extra = ["--outputs", str(toy / "system-outputs" / "en-de")] if k == 0 else []
+        r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "select", given, "--reader", "mtme", "--profile",
+                            str(prof), "--min-ddp", "1", "-o", str(out), *extra], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert out.read_text(encoding="utf-8").splitlines() == [src[i] for i in keep]
+        assert out.with_suffix(".docs").read_text(encoding="utf-8").splitlines() == [docs[i] for i in keep]
+        if extra:
+            got = (tmp_path / "sel0.outputs" / "sysA.txt").read_text(encoding="utf-8").splitlines()
+            assert got == [sysa[i] for i in keep]
+
+
+def test_select_mtme_refuses_docs_and_names_a_missing_pair(tmp_path):
+    import subprocess
+    import sys
+
+    toy, prof = _mtme_profile(tmp_path)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "select", *args, "--profile", str(prof),
+                               "--min-ddp", "1", "-o", str(tmp_path / "s.txt")], capture_output=True, text=True)
+
+    r = run(f"{toy}/en-de", "--reader", "mtme", "--docs", str(tmp_path / "x.docs"))
+    assert r.returncode == 2 and "[D601]" in r.stderr
+    r = run(f"{toy}/fr-xx", "--reader", "mtme")
+    assert r.returncode == 3 and "[D821]" in r.stderr and "no language pair fr-xx" in r.stderr
+    assert not (tmp_path / "s.txt").exists()

@@ -29,14 +29,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
     add_deprecated_alias(p, "--summary-format", "-f/--format", "format", choices=("text", "json"))
     add_segment_columns(p, from_signature=True)
     add_reader_options(p, from_signature=True)  # --reader: default the one the profile's signature records
-    for action in p._actions:  # the reader comes from the --profile's signature; --docs does not
-        if action.dest == "reader" and action.help:
+    for action in p._actions:  # the reader and the columns come from the --profile's signature; --docs does not
+        if action.dest in ("reader", "document_col", "segment_col", "text_col", "domain_col") and action.help:
             action.help = action.help.replace("the output's signature", "the --profile's signature")
         elif action.dest == "docs" and action.help:
             action.help = action.help.replace("from the output's signature, else ", "")
         elif action.dest == "txt_mode" and action.help:
             action.help = action.help.replace(" (default: from the output's signature, else lines)", "")
-    g = p.add_argument_group("WMT layout (--reader wmt24|lines)")
+    g = p.add_argument_group("WMT layout (--reader wmt24|lines|mtme)")
     g.add_argument("--outputs", default=None, metavar="DIR",
                    help="also filter every .txt under DIR (system outputs, references; aligned line by line with "
                         "the source) by the same lines")
@@ -154,16 +154,21 @@ def _check_layout_target(args: argparse.Namespace):  # type: ignore[no-untyped-d
                             "name" + (" (its .docs is written beside it)" if want == ".txt" else ""), code="D634")
     outputs = Path(args.outputs) if args.outputs is not None else None
     if outputs is not None:
-        if args.reader not in ("wmt24", "lines"):
-            raise DDPUsageError("--outputs is for --reader wmt24 or lines", code="D645")
+        if args.reader not in ("wmt24", "lines", "mtme"):
+            raise DDPUsageError("--outputs is for --reader wmt24, lines or mtme", code="D645")
         dest = outputs_folder(out, args.outputs_to)
         if same_file(file_identity(dest), file_identity(outputs)):
             raise DDPUsageError(f"--outputs-to {dest}: is the --outputs folder; the outputs would overwrite "
                                 "themselves, choose another folder", code="D133")
-    docs = resolve_docs(args.input, args.reader, args.docs)
-    files = layout_files(Path(args.input), out, "wmt25" if args.reader == "wmt25" else "lines", docs, outputs,
+    if args.reader == "mtme":  # the test set's sources/LP.txt and documents/LP.docs (D820/D821 before any work)
+        from ..curate.select import mtme_layout
+
+        source, docs = mtme_layout(args.input, args.docs)
+    else:
+        source, docs = Path(args.input), resolve_docs(args.input, args.reader, args.docs)
+    files = layout_files(source, out, "wmt25" if args.reader == "wmt25" else "lines", docs, outputs,
                          args.outputs_to)
-    check_layout_files(files, [args.input, args.profile, docs])
+    check_layout_files(files, [source, args.profile, docs])
     return out
 
 
@@ -176,11 +181,12 @@ def check_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ..io.outputs import check_outputs
     from ..io.segments import check_input_path
 
-    check_input_path(Path(args.input))
+    if getattr(args, "reader", "table") != "mtme":  # an mt-metrics-eval FOLDER/LP names no file (resolved below)
+        check_input_path(Path(args.input))
     if getattr(args, "reader", "table") != "table":
         return _check_layout_target(args)
     if args.outputs is not None:
-        raise DDPUsageError("--outputs is for --reader wmt24 or lines", code="D645")
+        raise DDPUsageError("--outputs is for --reader wmt24, lines or mtme", code="D645")
     fmt = input_format(args.input)
     text = fmt in ("jsonl", "csv", "tsv", "json")
     (target,) = check_outputs([("-o/--output", args.output)], inputs=[args.input, args.profile], formats=(fmt,),

@@ -285,6 +285,20 @@ def _shown_key(row: dict[str, Any], cols: Any, types: Any, other: Any) -> tuple[
     return tuple(_shown(row[c], types[c], other[c]) for c in (cols.document, cols.segment))  # type: ignore[return-value]
 
 
+def mtme_layout(source: str | os.PathLike[str], docs: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
+    """The source lines and the ``.docs`` file of an mt-metrics-eval test set given as the folder, ``FOLDER/LP``
+    or ``sources/LP.txt`` (``--reader mtme``, :func:`ddpcore.io.mtme.resolve_mtme`: D820/D821): a selection of it
+    is written in the line layout, ``OUT.txt`` (the kept source lines) and ``OUT.docs`` (their document lines).
+    ``docs`` must be None (D601: the test set's ``documents/LP.docs`` is read)."""
+    from ..io.mtme import resolve_mtme
+
+    if docs is not None:
+        raise DDPUsageError("--docs is for --reader wmt24 or lines; --reader mtme reads documents/LP.docs",
+                            code="D601")
+    ms = resolve_mtme(source)
+    return ms.source, ms.docs
+
+
 def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: str = "table",
                     docs: str | os.PathLike[str] | None = None) -> tuple[InputIndex, Matched]:
     """Pass 1: read ``source`` in chunks through the profile's readers
@@ -305,14 +319,20 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
 
     cols = prof.cols
     p = Path(source)
-    check_input_path(p)
-    if reader in ("wmt24", "lines"):
+    read_from = p  # what the reader is given (an mt-metrics-eval FOLDER/LP names no file)
+    if reader == "mtme":
+        p, docs_path = mtme_layout(source, docs)
         fmt = "lines"
-    elif reader == "wmt25":
-        fmt = "wmt25"
     else:
-        fmt = input_format(p)
-    docs_path = resolve_docs(p, reader, docs)
+        check_input_path(p)
+        read_from = p
+        if reader in ("wmt24", "lines"):
+            fmt = "lines"
+        elif reader == "wmt25":
+            fmt = "wmt25"
+        else:
+            fmt = input_format(p)
+        docs_path = resolve_docs(p, reader, docs)
     keys = _profile_keys(prof)
     n_prof = prof.frame.height
     pids = prof.frame.select(cols.document, cols.segment)
@@ -323,7 +343,7 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
     first_miss: dict[str, Any] | None = None
     in_types: dict[str, Any] = {}
     offset = 0
-    for raw, _ in iter_input_chunks(p, cols, reader=reader, docs=docs_path):
+    for raw, _ in iter_input_chunks(read_from, cols, reader=reader, docs=None if reader == "mtme" else docs_path):
         if raw.height == 0:
             continue
         require_columns(raw, [cols.document, cols.segment], str(p), flags=cols.flags())
@@ -369,7 +389,8 @@ def index_and_match(source: str | os.PathLike[str], prof: Profile, *, reader: st
         same = np.flatnonzero(mh[o][1:] == mh[o][:-1])
         cand = np.union1d(cand, mr[np.r_[o[same], o[same + 1]]]) if same.size else cand
     if cand.size:
-        check_unique_ids(_input_ids(p, cols, np.sort(cand), reader, docs_path), cols, str(p))
+        check_unique_ids(_input_ids(read_from, cols, np.sort(cand), reader, None if reader == "mtme" else docs_path),
+                         cols, str(p))
     if prof_dup >= 0:
         r = pids.row(prof_dup, named=True)
         d, s = _shown_key(r, cols, prof.frame.schema, in_types)
