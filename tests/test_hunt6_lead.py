@@ -148,3 +148,40 @@ def test_select_mtme_refuses_docs_and_names_a_missing_pair(tmp_path):
     r = run(f"{toy}/fr-xx", "--reader", "mtme")
     assert r.returncode == 3 and "[D821]" in r.stderr and "no language pair fr-xx" in r.stderr
     assert not (tmp_path / "s.txt").exists()
+
+
+def test_the_input_digest_of_an_mt_metrics_eval_set_covers_its_documents(tmp_path):
+    """The input digest of --shard (what `ddp merge` compares, D176) and of --resume covered only the input
+    path's own bytes: for --reader mtme that is sources/LP.txt (FOLDER/LP) or nothing at all (the test-set
+    folder holds no .txt of its own), never documents/LP.docs, so shards profiled before and after a document
+    was renamed merged in silence. Now it is the digest of both files: it changes with the .docs, and the
+    three spellings of one test set give one digest."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from ddpcore.engines.run import INPUT_DIGEST, input_digest
+
+    toy = tmp_path / "toy"
+    shutil.copytree(Path(__file__).parent / "data" / "mtme" / "toy", toy)
+    docs = toy / "documents" / "en-de.docs"
+
+    def digest(given: str, k: int) -> str:
+        out = tmp_path / f"s{k}.parquet"
+        r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", given, "--reader", "mtme",
+                            "--shard", "0/1", "-o", str(out), "-q"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return json.loads(pq.read_metadata(out).metadata[b"ddpcore.signature"])[INPUT_DIGEST]
+
+    forms = (str(toy), f"{toy}/en-de", f"{toy}/sources/en-de.txt")
+    before = {digest(g, k) for k, g in enumerate(forms)}
+    # by hand: the SHA-256 over the two files (names and sizes between), as input_digest computes it for a
+    # source with its .docs
+    assert before == {input_digest(toy / "sources" / "en-de.txt", docs)}
+    docs.write_text(docs.read_text(encoding="utf-8").replace("doc-b", "doc-c"), encoding="utf-8")
+    after = {digest(g, k + 3) for k, g in enumerate(forms)}
+    assert len(after) == 1 and after != before

@@ -930,12 +930,14 @@ def _input_identity(source: Any, o: RunOptions, content: bool = True) -> dict[st
     ``-o -`` run, never resumed). Computed once per run."""
     if not isinstance(source, (str, os.PathLike)):
         return {"input": {"path": None}}
-    ident: dict[str, Any] = {"input": input_identity(source, o.docs)}
+    from ..io.sources import identity_files
+
+    id_source, id_docs = identity_files(source, o.reader, o.docs)  # mtme: sources/LP.txt + documents/LP.docs
+    ident: dict[str, Any] = {"input": input_identity(id_source, id_docs if o.reader == "mtme" else o.docs)}
     if content and not fs.is_uri(source):  # (at a URI: its size and modification time only; hashing would download it)
-        from ..io.sources import resolve_docs
         from .run import INPUT_DIGEST, input_digest
 
-        ident[INPUT_DIGEST] = input_digest(source, resolve_docs(source, o.reader, o.docs))
+        ident[INPUT_DIGEST] = input_digest(id_source, id_docs)
     return ident
 
 

@@ -49,7 +49,7 @@ from ..pipeline import stage_times
 from .local import BATCH_CHARS, DOC, SEGKEY, Settings, iter_profile, segment_keys
 from ..pipeline.extract import head_noun_source
 from ..pipeline.parse import Parser, end_processes
-from ..io.sources import StagedInput, input_fingerprint, resolve_docs, stage_input, write_json_atomic
+from ..io.sources import StagedInput, identity_files, input_fingerprint, resolve_docs, stage_input, write_json_atomic
 from ..pipeline.stages import Batch
 
 if TYPE_CHECKING:
@@ -658,7 +658,7 @@ def _run_extra(source: Any, targets: dict[str, OutputTarget], o: RunOptions
                                 code="D173")
         extra["shard"] = f"{i}/{n}"
         if isinstance(source, (str, os.PathLike)):  # ddp merge refuses shards of different inputs (D176)
-            extra[INPUT_DIGEST] = input_digest(source, docs_path)
+            extra[INPUT_DIGEST] = input_digest(*identity_files(source, o.reader, o.docs))
     return docs_path, extra
 
 
@@ -874,10 +874,11 @@ def _journal_settings(source: Any, o: RunOptions, docs_path: Path | None, extra:
     interrupted run's batches (D170). 0.07 s per 100 MiB (measured, page cache warm; a cold read is the disk's
     speed), against hours of parsing for such an input; --shard runs record it already (in the signature).
     Not for -o -: never resumed."""
+    id_source, id_docs = identity_files(source, o.reader, o.docs)  # mtme: sources/LP.txt + documents/LP.docs
     jsettings = journal_settings(o.settings, o.cols, o.pipeline, int(o.batch_chars or BATCH_CHARS),
-                                 input_fingerprint(source, docs_path), extra)
+                                 input_fingerprint(id_source, id_docs), extra)
     if resumable and INPUT_DIGEST not in jsettings and isinstance(source, (str, os.PathLike)):
-        jsettings[INPUT_DIGEST] = input_digest(source, docs_path)
+        jsettings[INPUT_DIGEST] = input_digest(id_source, id_docs)
     return jsettings
 
 

@@ -432,6 +432,23 @@ def unify_schemas(schemas: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return out
 
 
+def identity_files(source: Any, reader: str, docs: str | os.PathLike[str] | None) -> tuple[Any, Path | None]:
+    """The files that identify a run's input for ``--resume`` and ``--shard`` (:func:`input_fingerprint`,
+    ``input_digest``): the input and the ``.docs`` file its reader reads. For ``--reader mtme`` these are the
+    test set's ``sources/LP.txt`` and ``documents/LP.docs`` (D820/D821 as the reader), whether the input names
+    the test-set folder, ``FOLDER/LP`` (no such file) or the source file; a folder's own ``.txt`` files say
+    nothing of them."""
+    if reader == "mtme" and isinstance(source, (str, os.PathLike)):
+        from .fs import is_uri
+
+        if not is_uri(str(source)):
+            from .mtme import resolve_mtme
+
+            ms = resolve_mtme(source)
+            return ms.source, ms.docs
+    return source, resolve_docs(source, reader, docs)
+
+
 def input_fingerprint(source: Any, docs: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What identifies an input file for ``--resume``: path, size and modification time
     (and, for a folder, the same of every ``.txt`` file; with ``docs``, of the ``.docs`` file too)."""
