@@ -185,3 +185,26 @@ def test_the_input_digest_of_an_mt_metrics_eval_set_covers_its_documents(tmp_pat
     docs.write_text(docs.read_text(encoding="utf-8").replace("doc-b", "doc-c"), encoding="utf-8")
     after = {digest(g, k + 3) for k, g in enumerate(forms)}
     assert len(after) == 1 and after != before
+
+
+def test_lines_docs_with_a_space_where_other_lines_have_a_tab_is_d604(tmp_path):
+    """`--reader lines`: a .docs line 'social doc-b' among 'news<TAB>doc-a' lines became the document id
+    'social doc-b' without a domain, in silence (mt-metrics-eval .docs may use spaces). Now D604 naming the
+    line; a file of bare ids (no tab anywhere) with spaces stays valid."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "s.txt"
+    src.write_text("Anna came.\nShe left.\nBob sat.\n", encoding="utf-8")
+
+    def run(docs_text):
+        docs = tmp_path / "s.docs"
+        docs.write_text(docs_text, encoding="utf-8")
+        return subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "profile", str(src), "--reader", "lines",
+                               "-o", str(tmp_path / "p.parquet"), "-q"], capture_output=True, text=True)
+
+    r = run("news\tdoc-a\nnews\tdoc-a\nsocial doc-b\n")
+    assert r.returncode == 3 and "[D604]" in r.stderr and "line 3" in r.stderr and "'social doc-b'" in r.stderr
+    r = run("doc a\ndoc a\ndoc b\n")  # bare ids only: ids with a space are ids
+    assert r.returncode == 0, r.stderr
+    assert pl.read_parquet(tmp_path / "p.parquet")["document_id"].to_list() == ["doc a", "doc a", "doc b"]

@@ -172,6 +172,15 @@ def _split_docs(lines: pl.Series, docs: Path, start: int, *, need_domain: bool) 
         raise DDPDataError(
             f"{docs}, line {start + i + 1}: expected 'domain<TAB>document id'"
             f"{'' if need_domain else ' or a document id'}, found {got[:60]!r}", code="D604")
+    # a bare id with white space among lines that give a domain: 'social doc-b' where the others have
+    # 'news<TAB>doc-a' is a domain and an id split by a space (mt-metrics-eval allows spaces), not one id
+    spaced = df.with_row_index("__i").filter(pl.col("__domain").is_null() & pl.col("__doc").str.contains(r"\s"))
+    if spaced.height and df["__domain"].is_not_null().any():
+        i = int(spaced["__i"][0])
+        raise DDPDataError(
+            f"{docs}, line {start + i + 1}: {lines[i][:60]!r} has no tab where other lines give "
+            "'domain<TAB>document id'; a document id with a space would drop the domain. Separate the domain with "
+            "a tab (for an mt-metrics-eval test set, whose .docs may use spaces, use --reader mtme)", code="D604")
     return df
 
 
