@@ -207,3 +207,32 @@ def test_plot_draws_the_counted_segments(tmp_path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(matplotlib.axes.Axes, "scatter", scatter)
     plot_validation(res, tmp_path / "p.png")
     assert drawn == [(2, "news (n=2, r=1.00)")] and (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_plot_genres_beyond_the_colour_cycle_get_markers(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """GUM has 24 genres and matplotlib's colour cycle 10 colours: genres 1 and 11 were drawn alike. Now each
+    pass through the cycle takes the next marker, so 24 genres are 24 distinct (colour, marker) pairs."""
+    pytest.importorskip("matplotlib")
+    import dataclasses
+
+    import matplotlib.axes
+    import polars as pl
+
+    from ddpcore.gold.validate import plot_validation
+
+    anchors = [{"segment_id": 1, "kind": "entity", "text": "IBM", "antecedent_text": "IBM", "distance_sentences": 2,
+                "distance_certified": 2}]
+    g, seg, an = frames([0, 2], [0, 2], anchors, [0, 0])
+    res = compare_with_gold(g, seg, an)
+    many = pl.concat([res.segments.with_columns(pl.lit(f"g{k:02d}").alias("genre")) for k in range(24)])
+    res = dataclasses.replace(res, segments=many)
+    drawn: list[tuple[str, str]] = []
+    real = matplotlib.axes.Axes.scatter
+
+    def scatter(self, x, y, *args, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.append((str(kwargs.get("color")), str(kwargs.get("marker"))))
+        return real(self, x, y, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "scatter", scatter)
+    plot_validation(res, tmp_path / "p.png")
+    assert len(drawn) == 24 and len(set(drawn)) == 24

@@ -1203,6 +1203,10 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
 
 
 
+#: markers of the genres of `ddp validate --plot`, one per pass through the colour cycle
+SCATTER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the Agg backend, or D425 (exit 2) saying how to install matplotlib
     (``ddp validate --plot`` calls it before the long run, so a missing package fails first)."""
@@ -1238,13 +1242,16 @@ def plot_validation(result: ValidationResult, path: str | os.PathLike[str]) -> N
         seg = seg.filter(~pl.col(aside))
     fig, ax = plt.subplots(figsize=(6, 6))
     rng = np.random.default_rng(0)  # jitter only separates overlapping integer points
-    for genre in sorted(seg[GENRE].unique().to_list()):
+    colours = plt.rcParams["axes.prop_cycle"].by_key().get("color") or ["C0"]
+    for i, genre in enumerate(sorted(seg[GENRE].unique().to_list())):
         part = seg.filter(pl.col(GENRE) == genre)
         x = part[GOLD_DISTANCE].to_numpy().astype(float)
         y = part[schema.DDP].to_numpy().astype(float)
         m = result.by_genre.get(genre)
         lab = f"{genre} (n={part.height}, r={_fmt(m.pearson if m else None, 2)})"
-        ax.scatter(x + rng.uniform(-0.2, 0.2, x.size), y + rng.uniform(-0.2, 0.2, y.size), s=6, alpha=0.35, label=lab)
+        # beyond the colour cycle (10 colours; GUM has 24 genres) a genre gets the next marker: no two look alike
+        ax.scatter(x + rng.uniform(-0.2, 0.2, x.size), y + rng.uniform(-0.2, 0.2, y.size), s=6, alpha=0.35, label=lab,
+                   color=colours[i % len(colours)], marker=SCATTER_MARKERS[(i // len(colours)) % len(SCATTER_MARKERS)])
     top = float(max(seg[GOLD_DISTANCE].max() or 0, seg[schema.DDP].max() or 0)) + 1
     ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="DDP = gold")
     g = result.signature.get("gold", {})
