@@ -208,3 +208,18 @@ def test_lines_docs_with_a_space_where_other_lines_have_a_tab_is_d604(tmp_path):
     r = run("doc a\ndoc a\ndoc b\n")  # bare ids only: ids with a space are ids
     assert r.returncode == 0, r.stderr
     assert pl.read_parquet(tmp_path / "p.parquet")["document_id"].to_list() == ["doc a", "doc a", "doc b"]
+
+
+def test_explain_names_its_input_in_the_invisible_characters_warning(tmp_path):
+    """`ddp explain` said '<table>' where `ddp profile` names the file."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "zw.jsonl"
+    src.write_text('{"document_id":"d1","segment_id":0,"source":"John Smith came."}\n'
+                   '{"document_id":"d1","segment_id":1,"source":"\\u200bHe left."}\n', encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "ddpcore.cli.main", "explain", str(src), "--document", "d1", "--segment",
+                        "1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    warn = [ln for ln in r.stderr.splitlines() if "invisible characters" in ln]
+    assert len(warn) == 1 and f"{src}, column 'source'" in warn[0] and "<table>" not in warn[0]

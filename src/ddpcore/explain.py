@@ -392,6 +392,10 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     sub, run_ids = _in_run_order(df, cols, document)
     keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
     flat, options = _profile_arguments(opts)
+    if isinstance(source, (str, os.PathLike)) and options is not None and options.source_name is None:
+        import dataclasses
+
+        options = dataclasses.replace(options, source_name=str(source))  # messages name the file, not <table>
     result = profile_anchors(sub.select(keep), **flat, options=options)
     seg_row = _run_ids_back(result.segments, seg_col, run_ids).filter(pl.col(seg_col).cast(pl.String) == str(segment))
     anchors = _run_ids_back(result.anchors, seg_col, run_ids).filter(pl.col(seg_col).cast(pl.String) == str(segment))
