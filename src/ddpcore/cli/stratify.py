@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also stratify the score difference A - B between two values of --gap-col (paired per segment)")
     p.add_argument("--gap-col", default=None, metavar="COL", help="column holding A and B (default: first --by column)")
     p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="document-bootstrap replicates (0 = no CI)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap and LOWESS-subsample seed")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap and LOWESS-subsample seed (default: 0)")
     p.add_argument("--lowess-max-points", type=int, default=20_000, metavar="N",
                    help="fit LOWESS on a seeded subsample of N points in larger groups")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="bootstrap threads (default: all cores)")
