@@ -297,11 +297,14 @@ def _read(source: Any, cols: SegmentColumns, o: ProfileOptions) -> pl.DataFrame:
 
     from .io.sources import read_input
 
+    # said as ddp profile says them on stderr: wrapped text, a domain_col= that names no column
+    def warn(m: str) -> None:
+        warnings.warn(m, UserWarning, stacklevel=5)
+
     if o.reader == "table" and o.docs is None and o.txt_mode == "lines" and not (
             isinstance(source, (str, os.PathLike)) and os.path.isdir(source)):
-        return read_segments(source, cols)
-    return read_input(source, cols, reader=o.reader, docs=o.docs, txt_mode=o.txt_mode,
-                      warn=lambda m: warnings.warn(m, UserWarning, stacklevel=4))
+        return read_segments(source, cols, warn=warn)
+    return read_input(source, cols, reader=o.reader, docs=o.docs, txt_mode=o.txt_mode, warn=warn)
 
 
 def profile(source: Any, **kwargs: Any) -> pl.DataFrame:

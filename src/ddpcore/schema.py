@@ -117,6 +117,13 @@ ANCHOR_COLUMNS = (
 SENTENCE_DDP = "sentence_ddp"
 SENTENCE_DDP_CERTIFIED = "sentence_ddp_certified"
 
+# ---- document table (ddp profile --documents: one row per document, ddpcore.pipeline.documents)
+#: DDP thresholds (sentences) of the document table's ``share_ddp_ge_*`` columns
+DOCUMENT_SHARE_THRESHOLDS = (1, 5, 15)
+#: the columns of the document table computed by a run (after the document and domain columns)
+DOCUMENT_STATS = ("n_segments", "n_sentences", "max_ddp", "mean_ddp",
+                  *(f"share_ddp_ge_{t}" for t in DOCUMENT_SHARE_THRESHOLDS))
+
 # ---- statistics long tables (defaults for the stats flags)
 SYSTEM = "system"
 ANNOTATOR = "annotator"
@@ -146,3 +153,25 @@ class SegmentColumns:
             self.text: "--text-col",
             self.domain: "--domain-col",
         }
+
+    def output_clash(self) -> tuple[str, str, str] | None:
+        """``(flag, name, table)`` of the first input column these names choose that has the name of a column a
+        run writes beside it in one of its tables (the segment table's ``ddp``, the anchors table's ``sentence``,
+        the document table's ``n_segments``...): the output would hold that name twice (polars refuses it) or
+        lose the input column to the run's own (a text column named ``first_sentence``). None when there is no
+        such column. Each role is checked against the tables that carry its column: every role the segment table,
+        the document and segment ids the anchors and sentences tables, the document and domain the document
+        table."""
+        where = {
+            "segment table": (COMPUTED_SEGMENT_COLUMNS, (self.document, self.segment, self.text, self.domain)),
+            "anchors table": (ANCHOR_COLUMNS[2:], (self.document, self.segment)),
+            "sentences table": ((SENTENCE, SENTENCE_DDP, SENTENCE_DDP_CERTIFIED), (self.document, self.segment)),
+            "document table": (DOCUMENT_STATS, (self.document, self.domain)),
+        }
+        flags = {self.document: "--document-col", self.segment: "--segment-col", self.text: "--text-col",
+                 self.domain: "--domain-col"}
+        for table, (written, names) in where.items():
+            for name in names:
+                if name in written:
+                    return flags[name], name, table
+        return None

@@ -54,13 +54,16 @@ def _no_action(args: argparse.Namespace) -> int:
 
 
 def _root(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from ..pipeline.cache import resolve_cache
+    from ..pipeline.cache import blocked_folder, resolve_cache
     from ..errors import DDPUsageError
 
     root = resolve_cache(args.cache if args.cache is not None else True)
     assert root is not None
-    if root.exists() and not root.is_dir():
-        raise DDPUsageError(f"cache path {root} is not a folder; pass a folder with --cache DIR", code="D180")
+    # a file, a file above it, or a link to nothing: `ddp profile` could not use it either (D870)
+    blocked = None if root.is_dir() else ("" if root.exists() else blocked_folder(root))
+    if blocked is not None:
+        where = f"{root} ({blocked})" if blocked else root
+        raise DDPUsageError(f"cache path {where} is not a folder; pass a folder with --cache DIR", code="D180")
     return root
 
 
@@ -91,9 +94,11 @@ def run_info(args: argparse.Namespace) -> int:
     for pl in summary["pipelines"]:
         name = f"{pl['pipeline_name'] or '?'} {pl['pipeline_version'] or ''}".strip()
         bad = f", {pl['unreadable_shards']} unreadable" if pl["unreadable_shards"] else ""
+        foreign = ("; its marker names another pipeline configuration (renamed or copied by hand?): runs do not "
+                   "use it, `ddp cache clear --pipeline FOLDER` removes it") if pl.get("foreign") else ""
         lines.append(f"  {pl['folder']}: {name}, spaCy {pl['spacy'] or '?'}, components "
                      f"{','.join(pl['components'] or []) or '?'}: {pl['units']:,} lines, {pl['shards']:,} shards"
-                     f"{bad}, {_size(pl['bytes'])}")
+                     f"{bad}, {_size(pl['bytes'])}{foreign}")
     print("\n".join(lines))
     return 0
 
@@ -120,9 +125,12 @@ def run_clear(args: argparse.Namespace) -> int:
         print(f"ddp cache clear: warning: kept {len(report.kept)} entr{'y' if len(report.kept) == 1 else 'ies'} "
               f"ddpcore did not write (or that fail their checksum) in the cache's pipeline folders: {names}{more}",
               file=sys.stderr)
+    if report.busy:
+        print(f"ddp cache clear: warning: {', '.join(report.busy)}: a run stored new parses there during the clear "
+              "(a run is using the cache); they stay", file=sys.stderr)
     if args.format == "json":
         out: dict = {"dir": str(root), "removed_folders": report.removed, "bytes_freed": report.freed,
-                     "kept": [str(p) for p in report.kept], "folders": report.folders}
+                     "kept": [str(p) for p in report.kept], "folders": report.folders, "busy": report.busy}
         if sel is not None:
             out["pipeline"] = dict(sel.to_dict(), note=_what(sel, report))
         print(json.dumps(out))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..anchors.rules import RuleSet, get_rules
 from ..errors import DDPDataError
-from ..io.segments import ROW, SegmentColumns
+from ..io.segments import ROW, SEGMENT_KEY, SegmentColumns
 from ..pipeline.parse import Parser
 from ..pipeline.stage_times import stage
 from ..pipeline.stages import DOC, Batch, RuleArrays, Units, run_stages, split_units
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 #: document is a batch of its own). About 170 k words: large enough for 2 workers to
 #: stay busy, small enough that a batch's token arrays stay in the tens of MB.
 BATCH_CHARS = 1_000_000
-#: sort key of a segment within its document (see :func:`order_segments`)
-SEGKEY = "__segkey"
+#: sort key of a segment within its document (see :func:`order_segments`); an input column of this name is
+#: refused when the input is read (D265, ddpcore.io.segments.RESERVED_COLUMNS)
+SEGKEY = SEGMENT_KEY
 
 
 @dataclass(frozen=True)

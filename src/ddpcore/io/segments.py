@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,8 +30,11 @@ if TYPE_CHECKING:
 ROW = "__row"
 #: the batch-local document ordinal column the pipeline adds to a batch (ddpcore.pipeline.arrays.DOC)
 DOC_ORDINAL = "__doc"
+#: the sort key of a segment within its document the engines add to the frame (ddpcore.engines.local.SEGKEY):
+#: an input column of this name was overwritten by it and then dropped from the output
+SEGMENT_KEY = "__segkey"
 #: input column names ddpcore uses for its own columns: an input column of one of these names is D265
-RESERVED_COLUMNS = (ROW, DOC_ORDINAL)
+RESERVED_COLUMNS = (ROW, DOC_ORDINAL, SEGMENT_KEY)
 
 
 
@@ -51,14 +54,28 @@ def iter_text_folder(folder: Path, cols: SegmentColumns) -> Iterator[pl.DataFram
     return iter_txt_folder(folder, cols, "lines")
 
 
+def missing_domain_note(columns: Any, cols: SegmentColumns, name: Any) -> str | None:
+    """The line that says a domain column named other than the default (``--domain-col``, ``domain_col=``) is
+    absent from the input's ``columns`` (most likely misspelt: every segment then has no domain, and the summary
+    one group); None when the column is there or is the default's name (the domain column is optional)."""
+    if cols.domain == SegmentColumns().domain or cols.domain in columns:
+        return None
+    near = [c for c in columns if c.lower() == cols.domain.lower()]
+    hint = f"; did you mean '{near[0]}'? (names are case-sensitive)" if near else ""
+    return (f"--domain-col {cols.domain}: no such column in {name}, so no segment has a domain (the summary has one "
+            f"group, (none)); available columns: {', '.join(columns)}{hint}")
+
+
 def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, require_domain: bool = False,
-                  name: str | None = None, row_offset: int = 0) -> pl.DataFrame:
+                  name: str | None = None, row_offset: int = 0,
+                  warn: Callable[[str], None] | None = None) -> pl.DataFrame:
     """Read and validate a segment table; see the module docstring.
 
     Rows are returned in input order with ``__row`` (0-based, plus ``row_offset`` when
     ``source`` is one chunk of a larger input: messages then name rows of the whole input).
     ``name`` names an in-memory table in messages. ``domain`` is added as a null string
-    column when absent (unless ``require_domain``).
+    column when absent (unless ``require_domain``); ``warn`` (e.g. ``warnings.warn``) is told when a
+    domain column named other than the default is absent (:func:`missing_domain_note`).
 
     Raises
     ------
@@ -78,16 +95,25 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
         df = read_table(source, text_columns=(cols.text,), key_columns=(cols.document, cols.segment))
     if len({cols.document, cols.segment, cols.text, cols.domain}) < 4:
         raise DDPUsageError("the document, segment, text and domain columns must be four different names", code="D114")
+    clash = cols.output_clash()
+    if clash is not None:  # polars' DuplicateError, or the input's column silently replaced by the run's
+        flag, col, table = clash
+        raise DDPUsageError(f"{flag} {col} (the {flag[2:-4]} column) has the name of a column the run writes in its "
+                            f"{table}; rename the input column (e.g. df.rename({{'{col}': 'input_{col}'}}) or the "
+                            f"file's header) and choose the new name with {flag}", code="D970")
     if df.height == 0:
         raise DDPDataError(f"{name}: the table has no rows", code="D106")
     required = [cols.document, cols.segment, cols.text] + ([cols.domain] if require_domain else [])
     require_columns(df, required, name, flags=cols.flags())
     df = check_id_types(df, cols, name, row_offset)
     reserved = [c for c in RESERVED_COLUMNS if c in df.columns]
-    if reserved:  # ROW: with_row_index below would fail (DuplicateError); DOC_ORDINAL: the batch would drop it
+    if reserved:  # ROW: with_row_index below would fail (DuplicateError); DOC_ORDINAL, SEGMENT_KEY: a run drops it
         raise DDPDataError(f"{name}, column '{reserved[0]}': the name is reserved for ddpcore's own columns "
                            f"({', '.join(RESERVED_COLUMNS)}); rename or drop the column", code="D265")
     if cols.domain not in df.columns:
+        note = missing_domain_note(df.columns, cols, name) if warn is not None else None
+        if note is not None:
+            warn(note)
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias(cols.domain))
     df = df.with_row_index(ROW, offset=row_offset)
 

@@ -29,7 +29,8 @@ from ..schema import BLANK_CHARS
 from .fs import is_uri
 from .id_index import IdIndex, IdIndexWriter, check_unique
 from .readers import refuse_empty_segments
-from .segments import ROW, SegmentColumns, add_invisible_edges, check_unique_ids, invisible_edges, read_segments
+from .segments import (ROW, SegmentColumns, add_invisible_edges, check_unique_ids, invisible_edges, missing_domain_note,
+                       read_segments)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -295,7 +296,7 @@ def read_input(source: Any, cols: SegmentColumns = SegmentColumns(), *, reader: 
     records = 0
     for df in frames:  # an empty line or paragraph, named in the file
         records += refuse_empty_segments(df, cols, reader, name, records)
-    return read_segments(pl.concat(frames, how="vertical_relaxed"), cols, name=name)
+    return read_segments(pl.concat(frames, how="vertical_relaxed"), cols, name=name, warn=warn)
 
 
 def _table_format(path: Path) -> str:
@@ -388,12 +389,9 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
 def _warn_missing_domain(raw: pl.DataFrame, cols: SegmentColumns, name: str, warn: Callable[[str], None]) -> None:
     """The domain column is optional, but one named other than the default (``--domain-col``) and absent
     from the input is most likely misspelt: say so, since every segment then has no domain."""
-    if cols.domain == SegmentColumns().domain or cols.domain in raw.columns:
-        return
-    near = [c for c in raw.columns if c.lower() == cols.domain.lower()]
-    hint = f"; did you mean '{near[0]}'? (names are case-sensitive)" if near else ""
-    warn(f"--domain-col {cols.domain}: no such column in {name}, so no segment has a domain (the summary has one "
-         f"group, (none)); available columns: {', '.join(raw.columns)}{hint}")
+    note = missing_domain_note(raw.columns, cols, name)
+    if note is not None:
+        warn(note)
 
 
 @dataclass

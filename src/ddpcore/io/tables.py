@@ -398,13 +398,18 @@ def read_table(source: Any, *, name: str | None = None, text_columns: Sequence[s
     if mod.startswith(("pyarrow", "pandas")):
         kind = "pyarrow" if mod.startswith("pyarrow") else "pandas"
         try:
-            return pl.from_arrow(source) if kind == "pyarrow" else pl.from_pandas(source)  # type: ignore[return-value]
+            out = pl.from_arrow(source) if kind == "pyarrow" else pl.from_pandas(source)
         except Exception as exc:  # pyarrow's ArrowTypeError/ArrowInvalid, polars' ValueError...
             raise DDPDataError(
                 f"{name or '<table>'}: cannot convert the {kind} table to polars ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}); give every column one type (e.g. "
                 "df[col].astype(str) for a text column that mixes numbers and text) and unique string column names",
                 code="D266") from None
+        if not isinstance(out, pl.DataFrame):  # a pandas Series, a pyarrow Array or ChunkedArray: one column
+            raise DDPUsageError(
+                f"expected a file path or a polars/pandas/pyarrow table, got a {kind} {type(source).__name__} (a "
+                "single column without a name to select it by); pass the whole table", code="D105")
+        return out
     if not isinstance(source, (str, os.PathLike)):
         raise DDPUsageError(
             f"expected a file path or a polars/pandas/pyarrow table, got {type(source).__name__}", code="D105"

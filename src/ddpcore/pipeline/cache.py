@@ -25,7 +25,15 @@ way, without a warning.
 the marker, the files of this layout (names as above); in a folder written before markers
 existed, only if its name is a fingerprint id and its ``info.json`` has that fingerprint or a
 shard there passes its checksum, and then only the layout's files (shards checksum-verified).
-Anything else stays; a folder that is not a cache is refused (``[D750]``).
+Anything else stays; a folder that is not a cache is refused (``[D750]``). A marker that is damaged is
+written again by the next run that uses its folder. A pipeline folder whose (intact) marker records
+another fingerprint than its name (renamed or copied by hand) holds another configuration's parses: a
+run never reads or writes it (one ``warning:``, ``cache.not_written`` in the signature), ``ddp cache
+info`` flags it (``foreign``) and ``ddp cache clear`` removes it. A symbolic link to a pipeline folder is
+read by runs, so ``ddp cache info`` counts it and ``ddp cache clear`` empties the folder it names (the
+link stays). A clear that runs beside other clears or runs skips the files they removed and leaves a
+folder a run stored new parses in (``busy``); a run whose folder was cleared makes it again for its next
+parses, and a shard removed under it is parsed again (one ``warning:``, not called corrupted).
 
 The fingerprint is a hash of the pipeline's canonical name, version and enabled components (plus
 the compiled attribute ruler's version when POS comes from it: the ``fast`` preset),
@@ -53,6 +61,7 @@ one coded error naming the path, on a Ray worker as on the driver.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -447,6 +456,7 @@ class _Store:
         self.shards: list[Path] = []
         self.dead: set[int] = set()
         self.dropped: list[str] = []
+        self.gone: list[str] = []  # shards removed by someone else since this run listed them (said once)
         self._decoded: OrderedDict[int, TokenArrays] = OrderedDict()
         self._decoded_bytes = 0
         parts = []
@@ -472,6 +482,12 @@ class _Store:
                             schema={"k0": pl.UInt64, "k1": pl.UInt64, "shard": pl.Int32, "row": pl.Int64})
 
     def _drop(self, path: Path, why: str) -> None:
+        if not path.exists():  # not corrupted: removed since this run listed it (`ddp cache clear`, another run)
+            if not self.gone:
+                self.warn(f"parse cache shard {path} was removed while this run used the cache (`ddp cache clear`?); "
+                          "its units, and those of any other shard removed meanwhile, are parsed again")
+            self.gone.append(path.name)
+            return
         self.dropped.append(path.name)
         try:
             path.unlink()
@@ -567,13 +583,29 @@ def _readable_folder(folder: Path) -> bool:
         return False
 
 
+def blocked_folder(path: Path) -> str | None:
+    """Why no folder can be at ``path`` (a local path): a file is there or above it, or a symbolic link
+    to nothing is (``mkdir`` cannot follow it); None when it is a folder or can be made one."""
+    if not isinstance(path, Path):
+        return None
+    for p in [path, *path.parents]:
+        try:
+            if p.is_symlink() and not p.exists():
+                return f"{p} is a symbolic link to {os.readlink(p)}, which does not exist"
+            if p.exists():
+                return None if p.is_dir() else "a file is where its folder should be"
+        except OSError:
+            return None
+    return None
+
+
 def _unreadable(where: Path, exc: OSError) -> Exception:
     """``[D870]``: the parse cache at ``where`` cannot be read (a file where its folder should be, or a
     folder that cannot be listed): one coded error, on the driver or on a Ray worker alike."""
     from ..errors import DDPDataError
 
-    why = "a file is where its folder should be" if isinstance(exc, (NotADirectoryError, FileExistsError)) \
-        else (exc.strerror or " ".join(str(exc).split())[:200])
+    why = (blocked_folder(where) or "a file is where its folder should be") \
+        if isinstance(exc, (NotADirectoryError, FileExistsError)) else (exc.strerror or " ".join(str(exc).split())[:200])
     return DDPDataError(f"{where}: cannot read the parse cache ({why}); give a folder every node of the cluster sees "
                         "with --cache DIR or DDPCORE_CACHE, or run with --no-cache", code="D870")
 
@@ -597,6 +629,7 @@ class CachedParse:
     _strings_saved: int = -1
     _warmed: bool = False
     _weights: str | None = None
+    _fp: dict[str, Any] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
     corrupted: list[str] = field(default_factory=list)
     #: why the cache could not be written (None: it could): its parses are still read when its folder exists
@@ -610,7 +643,18 @@ class CachedParse:
         if fp is None:
             fp = with_weights(fingerprint_from_info(self.parser.info()), self.parser.pipeline)
         self._weights = fp.get("weights")
+        self._fp = fp
         folder = self.root / fingerprint_id(fp)
+        foreign = marker_folder(folder)
+        if foreign is not None and foreign != folder.name:
+            # a folder renamed or copied by hand: its parses are another pipeline configuration's
+            self.enabled = False
+            self.not_written = f"{folder.name} holds the parses of another pipeline configuration ({foreign})"
+            self.warn(f"parse cache folder {folder} holds the parses of another pipeline configuration (its "
+                      f"{FOLDER_MARKER} names {foreign}: renamed or copied by hand?); not used, this run parses every "
+                      f"line and stores nothing (remove it: `ddp cache clear --cache {self.root} --pipeline "
+                      f"{folder.name}`)")
+            return
         try:
             folder.mkdir(parents=True, exist_ok=True)
             probe = folder / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -660,8 +704,9 @@ class CachedParse:
 
     def _corrupted(self, path: Path, fallback: str) -> None:
         self.corrupted.append(path.name)
+        again = "the file is written again" if self.not_written is None else "the cache cannot be written"
         self.warn(f"parse cache file {path} is corrupted (checksum mismatch or unreadable); ignored: {fallback}, "
-                  "and the file is written again")
+                  f"and {again}")
 
     def signature(self) -> dict[str, Any]:
         """The ``cache`` entry of a run signature (``corrupted``: the cache files found corrupted and
@@ -726,7 +771,13 @@ class CachedParse:
         """Store new parses and what a later fully cached run needs (pipeline info, spaCy ids)."""
         assert self._store is not None and self._folder is not None
         try:
-            self._store.store(keys, parsed)
+            try:
+                self._store.store(keys, parsed)
+            except FileNotFoundError:  # the folder was removed during the run (`ddp cache clear`): made again
+                self._folder.mkdir(parents=True, exist_ok=True)
+                _mark(self.root, self._folder, self._fp)
+                self._info_saved, self._strings_saved = False, -1
+                self._store.store(keys, parsed)
             self._save_info()
             self._save_strings()
         except OSError as exc:  # the store stays readable: its index knows only the shards that were written
@@ -797,11 +848,26 @@ def cache_wrapper(cache: str | os.PathLike[str] | bool | None, *,
 
 
 def _mark(root: Path, folder: Path, fp: dict[str, Any]) -> None:
-    """Write the root and pipeline-folder markers that are missing (raises OSError)."""
-    if not (root / ROOT_MARKER).exists():
+    """Write the root and pipeline-folder markers that are missing or damaged (raises OSError): a
+    damaged marker left in place would make ``ddp cache clear`` keep it (and its folder) on every clear,
+    and refuse the cache (D750) once nothing else in it is recognised."""
+    if not is_marked_root(root):
         write_checked_json(root / ROOT_MARKER, {"kind": ROOT_MARKER_KIND, "format": CACHE_FORMAT})
-    if not (folder / FOLDER_MARKER).exists():
+    if marker_folder(folder) != folder.name:  # (a marker naming another folder never reaches here: _open)
         write_checked_json(folder / FOLDER_MARKER, {"kind": FOLDER_MARKER_KIND, "fingerprint": fp})
+
+
+def marker_folder(folder: Path) -> str | None:
+    """The folder name (:func:`fingerprint_id`) of the fingerprint that ``folder``'s marker records;
+    None when it has no marker, or one that is damaged or not ddpcore's."""
+    marker, _ = read_checked_json(folder / FOLDER_MARKER)
+    fp = marker.get("fingerprint") if marker is not None and marker.get("kind") == FOLDER_MARKER_KIND else None
+    if not isinstance(fp, dict):
+        return None
+    try:
+        return fingerprint_id(fp)
+    except (TypeError, ValueError):  # (a checksummed marker of another shape)
+        return None
 
 
 def is_marked_root(root: Path) -> bool:
@@ -821,17 +887,20 @@ def _any_json(path: Path) -> dict[str, Any] | None:
 
 def folder_kind(folder: Path) -> str | None:
     """``marked`` (a pipeline folder with ddpcore's marker, whose fingerprint is the folder's
-    name), ``legacy`` (written before markers existed: its name is a fingerprint id and its
-    ``info.json`` has that fingerprint, or one of its shards passes its checksum) or None (not a
-    folder ddpcore wrote: never read as a cache, never cleared)."""
-    if folder.is_symlink() or not folder.is_dir():
+    name), ``foreign`` (its name is a fingerprint id, and ddpcore's marker in it records another
+    fingerprint: a folder renamed or copied by hand, never read by a run), ``legacy`` (written
+    before markers existed: its name is a fingerprint id and its ``info.json`` has that fingerprint,
+    or one of its shards passes its checksum) or None (not a folder ddpcore wrote: never read as a
+    cache, never cleared). A symbolic link to a folder is judged by that folder (a run reads it)."""
+    if not folder.is_dir():
         return None
-    marker, _ = read_checked_json(folder / FOLDER_MARKER)
-    fp = marker.get("fingerprint") if marker is not None and marker.get("kind") == FOLDER_MARKER_KIND else None
-    if isinstance(fp, dict) and fingerprint_id(fp) == folder.name:
+    marked = marker_folder(folder)
+    if marked == folder.name:
         return "marked"
     if not FOLDER_NAME.fullmatch(folder.name):
         return None
+    if marked is not None:
+        return "foreign"
     info = _any_json(folder / INFO_FILE)
     if info is not None:
         with contextlib.suppress(Exception):
@@ -860,50 +929,73 @@ def cache_folders(root: Path) -> list[tuple[Path, str]]:
 
 def _owned_files(folder: Path, kind: str) -> tuple[list[Path], list[Path]]:
     """(files of the cache layout ddpcore wrote, every other entry) in a recognised pipeline folder.
-    In a ``legacy`` folder a shard counts as ddpcore's only if it passes its checksum."""
+    In a ``legacy`` or ``foreign`` folder a shard counts as ddpcore's only if it passes its checksum, the
+    marker only if it is ddpcore's (checksum and kind). A folder removed meanwhile (a concurrent clear) has none."""
     owned, other = [], []
     fixed = {INFO_FILE, STRINGS_FILE} | ({FOLDER_MARKER} if kind == "marked" else set())
-    for p in sorted(folder.iterdir()):
+    try:
+        entries = sorted(folder.iterdir())
+    except FileNotFoundError:
+        return [], []
+    for p in entries:
         name = p.name
         ours = p.is_file() and not p.is_symlink() and (
-            name in fixed or TEMP_NAME.fullmatch(name) is not None or SHARD_NAME.fullmatch(name) is not None)
-        if ours and kind == "legacy" and SHARD_NAME.fullmatch(name):
+            name in fixed or TEMP_NAME.fullmatch(name) is not None or SHARD_NAME.fullmatch(name) is not None
+            or (name == FOLDER_MARKER and marker_folder(folder) is not None))
+        if ours and kind != "marked" and SHARD_NAME.fullmatch(name):
             try:
                 read_shard(p)
             except ShardError:
                 ours = False
+        if not ours and not (p.is_symlink() or p.exists()):  # removed meanwhile (a concurrent clear or run): neither
+            continue
         (owned if ours else other).append(p)
     return owned, other
+
+
+def _file_size(path: Path) -> int:
+    """Bytes of ``path`` (0 when it is gone: removed by a concurrent clear or run)."""
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0
 
 
 def cache_summary(root: Path) -> dict[str, Any]:
     """What :func:`cache_info` reports: location, shard/unit counts and bytes per pipeline folder
     (only the folders ddpcore wrote, :func:`cache_folders`; ``is_cache``: the folder has the cache
-    marker or such a folder)."""
+    marker or such a folder). ``units``/``tokens`` count each cached line once, however many shards
+    hold it (concurrent runs may each store the same line); ``foreign``: a folder a run does not read
+    (:func:`folder_kind`)."""
     import pyarrow.parquet as pq
 
     pipelines = []
     folders = cache_folders(root)
     for folder, kind in folders:
         shards = shard_files(folder)
-        units = tokens = bad = 0
+        bad = 0
+        keys, n_tokens = [], []
         for s in shards:
             try:
-                md = pq.read_metadata(s)
-                meta = json.loads((md.metadata or {})[SHARD_META_KEY])
-                units += int(meta["units"])
-                tokens += int(meta["tokens"])
-            except Exception:  # unreadable: counted, reported
-                bad += 1
+                with pq.ParquetFile(parquet_source(s)) as fh:
+                    t = fh.read(columns=["k0", "k1", "n_tokens"])
+                keys.append(np.stack([_np(t["k0"], np.uint64), _np(t["k1"], np.uint64)], axis=1))
+                n_tokens.append(_np(t["n_tokens"], np.int64))
+            except Exception:  # unreadable: counted, reported (unless removed meanwhile)
+                bad += s.exists()
+        units = tokens = 0
+        if keys:
+            _, first = np.unique(np.concatenate(keys), axis=0, return_index=True)
+            units, tokens = len(first), int(np.concatenate(n_tokens)[first].sum())
         owned, _ = _owned_files(folder, kind) if kind == "marked" else ([*shards, folder / INFO_FILE,
                                                                             folder / STRINGS_FILE], [])
-        size = sum(f.stat().st_size for f in owned if f.is_file())
+        size = sum(_file_size(f) for f in owned)
         info = _any_json(folder / INFO_FILE) or {}
         pipelines.append({
             "folder": folder.name, "pipeline_name": info.get("pipeline_name"),
             "pipeline_version": info.get("pipeline_version"), "spacy": info.get("spacy"),
             "components": info.get("components"), "shards": len(shards), "units": units, "tokens": tokens,
-            "unreadable_shards": bad, "bytes": size, "marked": kind == "marked",
+            "unreadable_shards": bad, "bytes": size, "marked": kind == "marked", "foreign": kind == "foreign",
         })
     return {"dir": str(root), "exists": root.is_dir(), "is_cache": is_marked_root(root) or bool(folders),
             "format": CACHE_FORMAT, "units": sum(p["units"] for p in pipelines),
@@ -981,6 +1073,8 @@ class ClearReport:
     selection: PipelineSelection | None = None
     #: the cache's pipeline folders (all of them, before clearing)
     present: list[str] = field(default_factory=list)
+    #: cleared folders that stay because files appeared in them during the clear (a run using the cache)
+    busy: list[str] = field(default_factory=list)
 
 
 def clear_cache(root: Path, pipeline_folder: str | None = None) -> ClearReport:
@@ -988,9 +1082,11 @@ def clear_cache(root: Path, pipeline_folder: str | None = None) -> ClearReport:
     (:func:`select_pipeline`: a folder name; a pipeline as ``ddp profile --pipeline`` takes it, a preset,
     an installed name or a path, naming the one folder its runs use; or, for a pipeline not installed,
     every folder of that pipeline name): only the files ddpcore wrote (:func:`folder_kind`,
-    :func:`_owned_files`); a folder left empty is removed too, any other file stays. Raises ``[D750]``
-    (nothing removed) when ``root`` exists, is not empty and is not a ddpcore cache (no marker, no
-    pipeline folder ddpcore wrote)."""
+    :func:`_owned_files`); a folder left empty is removed too (a symbolic link to a folder stays, the
+    folder it names emptied), any other file stays. A file or folder removed meanwhile (a concurrent
+    clear, a run dropping a corrupted shard) is skipped, and a folder a run wrote into meanwhile stays
+    (``busy``). Raises ``[D750]`` (nothing removed) when ``root`` exists, is not empty and is not a
+    ddpcore cache (no marker, no pipeline folder ddpcore wrote)."""
     from ..errors import DDPUsageError
 
     report = ClearReport()
@@ -1015,14 +1111,24 @@ def clear_cache(root: Path, pipeline_folder: str | None = None) -> ClearReport:
         # the marker goes last: an interrupted clear leaves a folder that is still recognised
         owned.sort(key=lambda p: p.name == FOLDER_MARKER)
         for f in owned:
-            size = f.stat().st_size
-            f.unlink()
+            try:
+                size = f.stat().st_size
+                f.unlink()
+            except FileNotFoundError:  # removed meanwhile (another clear, or a run that found it corrupted)
+                continue
             report.freed += size
         report.removed += 1
         if other:
             report.kept.extend(other)
-        else:
-            folder.rmdir()
+        elif not folder.is_symlink():
+            try:
+                folder.rmdir()
+            except FileNotFoundError:  # removed meanwhile by another clear
+                pass
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                report.busy.append(folder.name)  # a run stored parses in it during the clear
     return report
 
 

@@ -27,9 +27,8 @@ if TYPE_CHECKING:
     from ..io.segments import SegmentColumns
 
 #: DDP thresholds (sentences) of the ``share_ddp_ge_*`` columns
-SHARE_THRESHOLDS = (1, 5, 15)
-DOCUMENT_STATS = ("n_segments", "n_sentences", "max_ddp", "mean_ddp",
-                  *(f"share_ddp_ge_{t}" for t in SHARE_THRESHOLDS))
+SHARE_THRESHOLDS = schema.DOCUMENT_SHARE_THRESHOLDS
+DOCUMENT_STATS = schema.DOCUMENT_STATS
 
 
 def document_rows(segments: pl.DataFrame, cols: SegmentColumns) -> pl.DataFrame:

@@ -7,13 +7,14 @@ path is read by the io layer (:func:`ddpcore.io.tables.read_table`: CSV/TSV/JSON
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
 
 
-def as_frame(table: Any, *, name: str | None = None) -> pl.DataFrame:
+def as_frame(table: Any, *, name: str | None = None, key_columns: Sequence[str | None] = ()) -> pl.DataFrame:
     """``table`` as a polars DataFrame, shape (n_rows, n_columns).
 
     Parameters
@@ -23,6 +24,11 @@ def as_frame(table: Any, *, name: str | None = None) -> pl.DataFrame:
         :func:`ddpcore.io.tables.read_table`).
     name
         How messages refer to an in-memory table.
+    key_columns
+        The id columns of the table (documents, segments, systems...; ``None`` entries are skipped): in a
+        CSV/TSV file, a column of them that polars would read as decimals is read as text, as written, so that
+        ids ``1.5`` and ``1.50`` stay two documents (as they are in an in-memory table of strings) instead of
+        becoming one number (:func:`ddpcore.io.tables.read_table`).
 
     Raises
     ------
@@ -31,7 +37,7 @@ def as_frame(table: Any, *, name: str | None = None) -> pl.DataFrame:
     """
     from ..io.tables import read_table
 
-    return read_table(table, name=name)
+    return read_table(table, name=name, key_columns=tuple(c for c in key_columns if isinstance(c, str)))
 
 
 __all__ = ["as_frame"]

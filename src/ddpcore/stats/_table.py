@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from .columns import LONG_TABLE_ROLES, TableColumns, check_columns, check_group_keys, check_key_types  # noqa: F401
+from .columns import (LONG_TABLE_ROLES, TableColumns, check_columns, check_group_keys,  # noqa: F401
+                      check_key_types, key_missing)
 from ..signature import json_safe, signature  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
@@ -139,8 +140,8 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
     if unknown:
         raise DDPUsageError(f"unknown table role(s) {unknown}; known roles: {', '.join(ROLES)}", code="D311")
     source = table_source(table)
-    df = as_frame(table)
     names = cols.roles(LONG_TABLE_ROLES)
+    df = as_frame(table, key_columns=[names[r] for r in ("document", "segment", "system", "annotator", "condition")])
     annotator = cols.annotator
     if annotator is not None and annotator not in df.columns:
         if (annotator == schema.ANNOTATOR or optional_annotator) and "annotator" not in required:
@@ -174,11 +175,12 @@ def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], na
         if role == "score":
             continue
         canon = ROLES[role]
-        n_null = df[canon].null_count()
-        if n_null:
-            row = int(df[canon].is_null().arg_true()[0]) + 1
+        missing = key_missing(df[canon])  # null, or NaN in a float column
+        if missing is not None:
+            n_null = int(missing.sum())
+            row = int(missing.arg_true()[0]) + 1
             raise DDPDataError(
-                f"{source}, row {row}, column '{names[role]}': {n_null} null value(s) in the {role} column; "
+                f"{source}, row {row}, column '{names[role]}': {n_null} null (or NaN) value(s) in the {role} column; "
                 f"every row needs a {role} ({FLAGS[role]} selects the column)",
                 code="D304",
             )
@@ -391,6 +393,9 @@ def pair_conditions(
     """
     import polars as pl
 
+    from ._frames import as_frame
+
+    df = as_frame(df)  # a pandas/pyarrow table or LazyFrame (canonical names), as every statistic takes it
     if unpaired not in ("raise", "drop"):
         raise DDPUsageError(f"unpaired must be 'raise' or 'drop', got {unpaired!r} (--unpaired)", code="D311")
     if a == b:
@@ -398,7 +403,7 @@ def pair_conditions(
     base = pair_keys(df, annotator=annotator)
     extra = check_group_keys(extra_keys, a, b)
     keys = base + [k for k in extra if k not in base]
-    for k in keys:
+    for k in [*keys, schema.CONDITION, schema.SCORE]:
         if k not in df.columns:
             raise DDPDataError(f"pairing column '{k}' is missing; available columns: {', '.join(df.columns)}", code="D301")
     available = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
@@ -493,6 +498,9 @@ def check_single_condition(df: pl.DataFrame, flag: str = "--in COND") -> None:
     experiments. ``flag`` names the option that selects one (shown in the message)."""
     import polars as pl
 
+    from ._frames import as_frame
+
+    df = as_frame(df)  # a pyarrow Table's `.columns` are its arrays: the check passed a two-condition table
     if schema.CONDITION not in df.columns:
         return
     present = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
@@ -510,6 +518,12 @@ def check_conditions(df: pl.DataFrame, conditions: Sequence[str]) -> None:
     """Raise D305 if one of ``conditions`` has no row in ``df`` (canonical names)."""
     import polars as pl
 
+    from ._frames import as_frame
+
+    df = as_frame(df)
+    if schema.CONDITION not in df.columns:
+        raise DDPDataError(f"the table has no '{schema.CONDITION}' column (canonical names: load_long_table renames the "
+                           f"--condition-col column); available columns: {', '.join(df.columns)}", code="D301")
     present = set(df[schema.CONDITION].cast(pl.String).unique().to_list())
     for name in conditions:
         if str(name) not in present:
@@ -546,9 +560,11 @@ def factorize(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[Any, pl.Data
     check_key_types(frame, columns, "<table>", "the key columns")
     for col in columns:
         s = frame[col]
-        if s.null_count():
-            row = int(s.is_null().arg_true()[0]) + 1
-            raise DDPDataError(f"row {row}, column '{col}': null key value; every row needs a value here", code="D304")
+        missing = key_missing(s)  # null, or NaN in a float column
+        if missing is not None:
+            row = int(missing.arg_true()[0]) + 1
+            raise DDPDataError(f"row {row}, column '{col}': null (or NaN) key value; every row needs a value here",
+                               code="D304")
         codes, k, first = _dense_sorted_codes(s)
         if combined is None:
             combined, radix_total = codes, k
@@ -594,6 +610,8 @@ def _dense_sorted_codes(s: pl.Series) -> tuple[Any, int, Any]:
     import numpy as np
     import polars as pl
 
+    if isinstance(s.dtype, pl.Enum):  # an Enum sorts by its categories' order: text sorts by code point
+        s = s.cast(pl.String)
     if s.dtype.is_integer() and not _fits_int64(s):
         # ids beyond the 64-bit range (a 26-digit integer in a CSV is Int128): numeric order by a dense rank
         rank = s.rank("dense").cast(pl.Int64).to_numpy() - 1

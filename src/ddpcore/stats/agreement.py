@@ -42,6 +42,7 @@ from ..signature import AsDict
 from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
+from .columns import free_name
 from ._table import RATING_KEY, check_magnitude, check_unique_ratings, factorize, signature
 
 if TYPE_CHECKING:
@@ -78,6 +79,26 @@ class ReliabilityData:
     warnings: tuple[str, ...] = ()
 
 
+def rating_array(reliability_data: Any) -> np.ndarray:
+    """The ratings of ``reliability_data`` (coders x units) as a float64 array, NaN for a missing rating,
+    whatever holds them: a :class:`ReliabilityData`, a numpy array (a masked array's masked cells are missing,
+    not their hidden values), a pandas DataFrame (nullable ``Float64``/``Int64`` columns: ``pd.NA`` is missing),
+    a polars DataFrame or LazyFrame (null is missing), a pyarrow table or nested lists (None is missing).
+    Anything else that is not numbers is D303."""
+    data = reliability_data.matrix if isinstance(reliability_data, ReliabilityData) else reliability_data
+    try:
+        if isinstance(data, np.ma.MaskedArray):
+            return np.ma.filled(data.astype(np.float64), np.nan)
+        mod = type(data).__module__
+        if mod.startswith("polars") and hasattr(data, "collect"):
+            data = data.collect()
+        if mod.startswith("pandas") and hasattr(data, "to_numpy"):
+            return np.asarray(data.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+        return np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DDPDataError("reliability data must be numeric (NaN for missing ratings)", code="D303") from None
+
+
 def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level: Level = "interval") -> AlphaResult:
     """Krippendorff's alpha of a coders x units matrix.
 
@@ -91,12 +112,7 @@ def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level:
         ``"ordinal"`` ranks the pairable values (average ranks of ties) and applies the
         interval metric to the ranks (see the module docstring).
     """
-    if isinstance(reliability_data, ReliabilityData):
-        reliability_data = reliability_data.matrix
-    try:
-        x = np.asarray(reliability_data, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise DDPDataError("reliability data must be numeric (NaN for missing ratings)", code="D303") from None
+    x = rating_array(reliability_data)
     if x.ndim != 2:
         raise DDPDataError(f"reliability data must be 2-D (coders x units), got shape {x.shape}", code="D314")
     if np.isinf(x).any():
@@ -269,13 +285,17 @@ def reliability_matrix(
 
     if source is None:
         source = str(df) if isinstance(df, str) or hasattr(df, "__fspath__") else "<table>"
-    frame = as_frame(df)
     unit = [unit] if isinstance(unit, str) else list(unit)
+    frame = as_frame(df, key_columns=[*unit, coder, schema.SEGMENT_ID, schema.ANNOTATOR, schema.CONDITION])
     for col in [*unit, coder, score]:
         if col not in frame.columns:
             raise DDPDataError(f"column '{col}' is missing; available columns: {', '.join(frame.columns)}", code="D301")
     if aggregate not in ("mean", None):
         raise DDPUsageError(f"aggregate must be 'mean' or None, got {aggregate!r}", code="D311")
+    if not unit or len(set(unit)) < len(unit) or coder in unit or score in unit or score == coder:
+        raise DDPUsageError(f"reliability_matrix needs at least one unit column, each named once, and coder and score "
+                            f"columns that are not unit columns (unit={unit!r}, coder={coder!r}, score={score!r})",
+                            code="D311")
     if schema.SEGMENT_ID in frame.columns:
         # one coder rating one segment twice (a row repeated, or an id typo) is refused, not averaged
         # (D307); `aggregate` only averages a coder's different segments within a document-level unit
@@ -286,8 +306,9 @@ def reliability_matrix(
     segments = (frame.select(*unit, coder, schema.SEGMENT_ID)
                 if schema.SEGMENT_ID in frame.columns and schema.SEGMENT_ID not in unit else None)
     warnings: tuple[str, ...] = ()
-    frame = frame.select([*unit, coder, pl.col(score).cast(pl.Float64, strict=False).alias("__score")])
-    bad = frame["__score"].is_null() | frame["__score"].is_nan()
+    value = free_name("__score", [*unit, coder])  # a unit or coder column named '__score' stays itself
+    frame = frame.select([*unit, coder, pl.col(score).cast(pl.Float64, strict=False).alias(value)])
+    bad = frame[value].is_null() | frame[value].is_nan()
     if bad.any():
         raise DDPDataError(
             f"row {int(bad.arg_true()[0]) + 1}: {int(bad.sum())} missing or non-numeric score(s) in '{score}'; "
@@ -305,11 +326,11 @@ def reliability_matrix(
             )
     else:
         warnings = _segment_set_warnings(segments, unit, coder) if segments is not None else ()
-        frame = frame.group_by(keys).agg(pl.col("__score").mean())
+        frame = frame.group_by(keys).agg(pl.col(value).mean())
     coder_code, coder_keys = factorize(frame, [coder])
     unit_code, unit_keys = factorize(frame, unit)
     matrix = np.full((coder_keys.height, unit_keys.height), np.nan)
-    matrix[coder_code, unit_code] = frame["__score"].to_numpy()
+    matrix[coder_code, unit_code] = frame[value].to_numpy()
     return ReliabilityData(matrix=matrix, coders=coder_keys[coder].to_list(), units=unit_keys, warnings=warnings)
 
 
@@ -373,20 +394,29 @@ def znormalize(
 
     from ._frames import as_frame
 
-    frame = as_frame(df)
     by = [by] if isinstance(by, str) else list(by)
+    frame = as_frame(df, key_columns=by)
+    if not by:
+        raise DDPUsageError("znormalize needs at least one group column (by=, e.g. 'annotator')", code="D311")
     for col in [*by, score]:
         if col not in frame.columns:
             raise DDPDataError(f"column '{col}' is missing; available columns: {', '.join(frame.columns)}", code="D301")
     if on_constant not in ("raise", "zero"):
         raise DDPUsageError(f"on_constant must be 'raise' or 'zero', got {on_constant!r}", code="D311")
-    s = pl.col(score).cast(pl.Float64)
-    mean = s.mean().over(by)
-    sd = s.std(ddof=ddof).over(by)
-    out = frame.with_columns(s.alias(score)).with_columns(mean.alias("__mean"), sd.alias("__sd"))
+    values = frame[score].cast(pl.Float64, strict=False)
+    bad = values.is_null() & frame[score].is_not_null()
+    if bad.any():  # text that is no number (a strict cast raised polars' InvalidOperationError)
+        row = int(bad.arg_true()[0])
+        raise DDPDataError(f"row {row + 1}, column '{score}': score {frame[score][row]!r} is not a number (column "
+                           f"type {frame.schema[score]}); the score column must be numeric", code="D303")
+    # names of the helper columns that no input column has (an input column '__mean' was overwritten, then dropped)
+    mean_col, sd_col = (free_name(base, frame.columns) for base in ("__mean", "__sd"))
+    s = pl.col(score)
+    out = frame.with_columns(values.alias(score)).with_columns(s.mean().over(by).alias(mean_col),
+                                                              s.std(ddof=ddof).over(by).alias(sd_col))
     if out[score].is_null().any() or out[score].is_nan().any():
         raise DDPDataError(f"column '{score}' has missing values; drop them before z-normalising", code="D302")
-    const = out["__sd"].is_null() | (out["__sd"] == 0)
+    const = out[sd_col].is_null() | (out[sd_col] == 0)
     if const.any():
         if on_constant == "raise":
             first = out.filter(const).row(0, named=True)
@@ -396,8 +426,9 @@ def znormalize(
                 "drop it or pass on_constant='zero'",
                 code="D318",
             )
-    z = pl.when(const).then(0.0).otherwise((pl.col(score) - pl.col("__mean")) / pl.col("__sd"))
-    return out.with_columns(pl.Series(score, out.select(z).to_series())).drop(["__mean", "__sd"])
+    z = pl.when(const).then(0.0).otherwise((pl.col(score) - pl.col(mean_col)) / pl.col(sd_col))
+    return out.with_columns(pl.Series(score, out.select(z).to_series())).drop([mean_col, sd_col])
+
 
 
 __all__ = ["AlphaResult", "ReliabilityData", "krippendorff_alpha", "ordinal_ranks", "LEVELS", "reliability_matrix", "znormalize", "RATIO_MAX_DISTINCT"]

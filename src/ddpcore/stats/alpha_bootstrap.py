@@ -38,7 +38,7 @@ import numpy.typing as npt
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import json_safe, signature
-from .agreement import LEVELS, ReliabilityData, krippendorff_alpha
+from .agreement import LEVELS, ReliabilityData, krippendorff_alpha, rating_array
 
 #: replicate rows per block (a block holds about BLOCK_CELLS floats per work array)
 BLOCK_CELLS = 4_000_000
@@ -169,8 +169,7 @@ def krippendorff_alpha_bootstrap(
         raise DDPUsageError("confidence_level and alpha_min must be numbers", code="D543") from None
     if not 0.0 < confidence_level < 1.0:
         raise DDPUsageError(f"confidence_level must be in (0, 1), got {confidence_level}", code="D543")
-    data = reliability_data.matrix if isinstance(reliability_data, ReliabilityData) else reliability_data
-    x = np.asarray(data, dtype=np.float64)
+    x = rating_array(reliability_data)  # as krippendorff_alpha read it (masked cells, pd.NA: missing)
     present = ~np.isnan(x)
     pairable = present.sum(axis=0) >= 2
     xp, mp = x[:, pairable], present[:, pairable]

@@ -82,7 +82,7 @@ from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import (check_key_types, check_single_condition, factorize, json_safe, load_long_table, signature,
                      similar_names_warning, table_source)
-from .columns import TableColumns, check_columns
+from .columns import TableColumns, check_columns, key_missing
 from .options import ResampleOptions, check_options
 
 if TYPE_CHECKING:
@@ -378,8 +378,9 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_d
         if schema.DOMAIN not in work.columns:
             raise DDPDataError("by_domain needs a domain column (--domain-col NAME); available columns: "
                                + ", ".join(df.columns), code="D352")
-        if work[schema.DOMAIN].null_count():
-            row = int(work[schema.DOMAIN].is_null().arg_true()[0]) + 1
+        missing = key_missing(work[schema.DOMAIN])  # null, or NaN in a float column (as pandas hands it over)
+        if missing is not None:
+            row = int(missing.arg_true()[0]) + 1
             raise DDPDataError(f"row {row}: null domain; every row needs a domain with --by-domain", code="D352")
         check_key_types(work, [schema.DOMAIN], source, "--domain-col")
         _check_one_domain_per_segment(work, source)

@@ -115,6 +115,29 @@ def check_key_types(df: Any, columns: Collection[str], source: str, flag: str) -
                                f"choose another column with {flag} or convert it", code="D108")
 
 
+def free_name(base: str, taken: Collection[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``... the first name not among the columns ``taken``: a helper column
+    that cannot overwrite (and then drop) an input column of the same name."""
+    names = set(taken)
+    name, k = base, 0
+    while name in names:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def key_missing(s: Any) -> Any:
+    """Which values of the key column ``s`` (a polars Series) are missing, null or NaN in a float column, as a
+    boolean Series; None when none is (decided from the null count, plus one NaN pass for a float column, so a
+    clean key column costs no mask). A NaN id is no key: pandas hands its NaN over as null, polars and pyarrow
+    keep it, and one table must not be refused as a pandas frame and analysed, with the NaN rows as one more
+    document or segment, as a polars frame."""
+    nan = s.dtype.is_float() and bool(s.is_nan().any())
+    if not s.null_count() and not nan:
+        return None
+    return s.is_null() | s.is_nan().fill_null(False) if nan else s.is_null()
+
+
 def check_group_keys(by: Collection[str], a: Any, b: Any) -> list[str]:
     """The group columns of a two-condition test (``--by``; canonical names), as a list, checked: a name given
     twice, or the score or condition column (each test compares scores of condition ``a`` with scores of

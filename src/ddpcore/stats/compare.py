@@ -58,7 +58,7 @@ from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
-from .columns import TableColumns, check_columns
+from .columns import TableColumns, check_columns, key_missing
 from .options import ResampleOptions, check_instance, check_options
 
 if TYPE_CHECKING:
@@ -743,7 +743,7 @@ def _compare_frame(table: Any, source: str, baseline: str, metrics: list[str], u
 
     from ._frames import as_frame
 
-    df = as_frame(table)
+    df = as_frame(table, key_columns=(document, segment, system))  # CSV ids 1.5 and 1.50: two documents
     cols = set(df.columns)
     flags = {document: "--document-col", system: "--system-col"}
     for name, flag in flags.items():
@@ -780,9 +780,11 @@ def _compare_frame(table: Any, source: str, baseline: str, metrics: list[str], u
             raise DDPDataError(f"{source}, row {i + 1}: metric '{m}' value {s.slice(i, 1).to_list()[0]!r} is not a number (column type "
                                f"{dtype}); a metric column holds numbers (--score-col selects it)", code="D395")
     for c in keys + [system]:
-        if df[c].null_count():
-            row = int(df[c].is_null().arg_true()[0]) + 1
-            raise DDPDataError(f"{source}, row {row}: null value in column '{c}'; every row needs a {c}", code="D399")
+        missing = key_missing(df[c])  # null, or NaN in a float column (pandas hands its NaN over as null)
+        if missing is not None:
+            row = int(missing.arg_true()[0]) + 1
+            raise DDPDataError(f"{source}, row {row}: null (or NaN) value in column '{c}'; every row needs a {c}",
+                               code="D399")
     df = df.with_columns(pl.col(system).cast(pl.String))
     if exclude_systems:
         from .bootstrap import _check_excluded_systems
@@ -1081,7 +1083,7 @@ def unit_keys(table: Any, *, unit: Unit = "document", baseline: str | None = Non
     from ._frames import as_frame
 
     cols = check_columns(columns, func="unit_keys")
-    df = as_frame(table)
+    df = as_frame(table, key_columns=(cols.document, cols.segment, cols.system))
     bl = str(baseline) if baseline is not None else str(df[cols.system].cast(pl.String).min())
     return _prepare(df, bl, _csv(metrics), unit, cols.document, cols.segment, cols.system, ()).unit_keys
 

@@ -123,7 +123,10 @@ def score_recoverability_r2(
         if part.height == 0:
             raise DDPDataError(f"condition {name!r} has no rows", code="D305")
         parts.append(part)
-    joined = parts[0].join(parts[1], on=unit, how="inner").sort(unit)
+    # sorted as factorize sorts keys (an Enum by its text, not by its categories' order), so the regression sums
+    # run in one order whatever the column type
+    joined = parts[0].join(parts[1], on=unit, how="inner").sort(
+        [pl.col(c).cast(pl.String) if isinstance(df.schema[c], pl.Enum) else pl.col(c) for c in unit])
     n_unmatched = parts[0].height + parts[1].height - 2 * joined.height
     fit = ols_r2(joined["__x"].to_numpy(), joined["__y"].to_numpy())
     return RecoverabilityResult(
@@ -375,7 +378,7 @@ def _span_unit_values(df_a: Any, df_b: Any, unit: list[str], offsets: tuple[str,
     span_start, span_end, segment_length = offsets
     frames = []
     for label, df in (("a", df_a), ("b", df_b)):
-        frame = as_frame(df)
+        frame = as_frame(df, key_columns=unit)
         for col in [*unit, span_start, span_end, segment_length]:
             if col not in frame.columns:
                 raise DDPDataError(

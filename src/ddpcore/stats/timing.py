@@ -12,6 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import DDPDataError, DDPUsageError
+from .columns import free_name
+
+
+#: the columns :func:`annotation_time_per_segment` adds after the task columns
+OUTPUT_COLUMNS = ("n_actions", "n_gaps_dropped", "active_seconds", "n_segments", "seconds_per_segment")
 
 
 def annotation_time_per_segment(
@@ -32,7 +37,8 @@ def annotation_time_per_segment(
     task
         Column(s) identifying a task (e.g. ``["annotator", "batch_id"]``).
     time
-        Timestamp column(s): numbers in seconds, or Date/Datetime values. Several columns
+        Timestamp column(s): numbers in seconds, Date/Datetime values, or Durations (time since a start,
+        e.g. a pandas timedelta column; a time of day without a date is D317). Several columns
         (e.g. ``["start_time", "end_time"]`` of an Appraise export) are all treated as
         actions of the row's task.
     segment
@@ -53,11 +59,21 @@ def annotation_time_per_segment(
 
     from ._frames import as_frame
 
-    frame = as_frame(actions)
     task_cols = [task] if isinstance(task, str) else list(task)
+    frame = as_frame(actions, key_columns=[*task_cols, segment])
     time_cols = [time] if isinstance(time, str) else list(time)
     if not time_cols:
         raise DDPUsageError("give at least one timestamp column", code="D311")
+    if not task_cols:
+        raise DDPUsageError("give at least one task column (task=, e.g. 'task_id')", code="D311")
+    for what, cols in (("task", task_cols), ("time", time_cols)):
+        twice = sorted({c for c in cols if cols.count(c) > 1})
+        if twice:  # a timestamp column twice counted every action twice
+            raise DDPUsageError(f"{what}= names the column {twice[0]!r} twice; give each column once", code="D311")
+    taken = [c for c in task_cols if c in OUTPUT_COLUMNS]
+    if taken:  # the result's column of that name would replace the task column (polars: DuplicateError)
+        raise DDPUsageError(f"task column {taken[0]!r} has the name of a column the result adds "
+                            f"({', '.join(OUTPUT_COLUMNS)}); rename the column in the table first", code="D311")
     if not max_gap > 0:
         raise DDPUsageError(f"max_gap must be positive, got {max_gap}", code="D311")
     count_col = n_segments if n_segments is not None else segment
@@ -71,37 +87,44 @@ def annotation_time_per_segment(
 
     def seconds(col: str) -> pl.Expr:
         dtype = frame.schema[col]
+        if dtype == pl.Duration:  # time since the start (a pandas timedelta): its seconds
+            return pl.col(col).dt.total_microseconds().cast(pl.Float64) / 1e6
+        if dtype == pl.Time:  # a time of day is no point in time (a task over midnight would run backwards)
+            raise DDPDataError(f"timestamp column '{col}' holds times of day (Time) without a date; combine them "
+                               "with the date into a Datetime column (or give seconds)", code="D317")
         if dtype.is_temporal():
             return pl.col(col).cast(pl.Datetime("us")).dt.epoch("us").cast(pl.Float64) / 1e6
         if dtype.is_numeric():
             return pl.col(col).cast(pl.Float64)
-        raise DDPDataError(f"timestamp column '{col}' must be numeric seconds or a Date/Datetime, got {dtype}", code="D317")
+        raise DDPDataError(f"timestamp column '{col}' must be numeric seconds, a Date/Datetime or a Duration, got "
+                           f"{dtype}", code="D317")
 
+    t, gap, distinct = (free_name(base, frame.columns) for base in ("__t", "__gap", "__distinct"))
     stacked = pl.concat(
-        [frame.select([*task_cols, seconds(c).alias("__t")]) for c in time_cols], how="vertical_relaxed"
+        [frame.select([*task_cols, seconds(c).alias(t)]) for c in time_cols], how="vertical_relaxed"
     )
-    bad = stacked["__t"].is_null() | stacked["__t"].is_nan() | stacked["__t"].is_infinite()
+    bad = stacked[t].is_null() | stacked[t].is_nan() | stacked[t].is_infinite()
     if bad.any():
         raise DDPDataError(f"{int(bad.sum())} missing or non-finite timestamp(s); drop those actions first", code="D317")
     gaps = (
-        stacked.sort([*task_cols, "__t"])
-        .with_columns(pl.col("__t").diff().over(task_cols).alias("__gap"))
+        stacked.sort([*task_cols, t])
+        .with_columns(pl.col(t).diff().over(task_cols).alias(gap))
     )
     per_task = gaps.group_by(task_cols).agg(
         pl.len().alias("n_actions"),
-        (pl.col("__gap") > max_gap).sum().alias("n_gaps_dropped"),
-        pl.col("__gap").filter(pl.col("__gap") <= max_gap).sum().alias("active_seconds"),
+        (pl.col(gap) > max_gap).sum().alias("n_gaps_dropped"),
+        pl.col(gap).filter(pl.col(gap) <= max_gap).sum().alias("active_seconds"),
     )
     if n_segments is not None:
         counts = frame.group_by(task_cols).agg(
-            pl.col(n_segments).n_unique().alias("__distinct"), pl.col(n_segments).first().cast(pl.Float64).alias("n_segments")
+            pl.col(n_segments).n_unique().alias(distinct), pl.col(n_segments).first().cast(pl.Float64).alias("n_segments")
         )
-        if (counts["__distinct"] > 1).any():
-            first = counts.filter(pl.col("__distinct") > 1).row(0, named=True)
+        if (counts[distinct] > 1).any():
+            first = counts.filter(pl.col(distinct) > 1).row(0, named=True)
             raise DDPDataError(
                 f"task {', '.join(f'{c}={first[c]!r}' for c in task_cols)} has several values in '{n_segments}'", code="D317"
             )
-        counts = counts.drop("__distinct")
+        counts = counts.drop(distinct)
     else:
         counts = frame.group_by(task_cols).agg(pl.col(segment).n_unique().cast(pl.Float64).alias("n_segments"))
     out = per_task.join(counts, on=task_cols, how="left").sort(task_cols)

@@ -50,7 +50,8 @@ import numpy.typing as npt
 
 from ..errors import DDPDataError, DDPUsageError
 from .._native import load
-from ._table import MAX_ABS_SCORE, NanPolicy, check_magnitude, check_nan_policy, factorize, json_safe, signature
+from ._table import (MAX_ABS_SCORE, NanPolicy, _fits_int64, check_magnitude, check_nan_policy, factorize, json_safe,
+                     signature)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -484,8 +485,8 @@ def tost_grouped(
 
     margins = _check_margins(low, high, alpha)
     check_nan_policy(nan_policy)
-    by = [by] if isinstance(by, str) else list(by)
-    frame = as_frame(df)
+    by = _check_by([by] if isinstance(by, str) else list(by))
+    frame = as_frame(df, key_columns=by)
     xs, ys = _grouped_scores(frame, by, x, y, paired, nan_policy)
     moments, keys = _grouped_moments(frame, by, xs, ys if paired else None)
     if paired:
@@ -501,6 +502,30 @@ def tost_grouped(
     cols["equivalent"] = np.asarray(out["equivalent"], dtype=bool)
     cols["status"] = np.asarray(out["status"]).astype(str)
     return keys.with_columns([pl.Series(k, v) for k, v in cols.items()])
+
+
+#: the columns :func:`tost_grouped` adds after the group columns
+GROUPED_COLUMNS = ("n", "n_x", "n_y", "mean_diff", "df", "t_lower", "p_lower", "t_upper", "p_upper", "p_value",
+                   "ci_low", "ci_high", "equivalent", "status")
+
+
+def _check_by(by: list[str]) -> list[str]:
+    """The group columns of :func:`tost_grouped`, checked (D311): at least one, none given twice, none named
+    like a column the result adds (the result's ``n`` or ``status`` would silently replace a group column of
+    that name, and the groups could no longer be told apart)."""
+    if not by:
+        raise DDPUsageError("tost_grouped needs at least one group column (by=); for one test over the whole "
+                            "table use tost_paired / tost_ind", code="D311")
+    twice = sorted({str(k) for k in by if by.count(k) > 1})
+    if twice:
+        raise DDPUsageError(f"group columns name {', '.join(map(repr, twice))} twice (by= / --by); give each column once",
+                            code="D311")
+    taken = [k for k in by if k in GROUPED_COLUMNS]
+    if taken:
+        raise DDPUsageError(f"group column {taken[0]!r} (by= / --by) has the name of a column the grouped TOST adds "
+                            f"to its result ({', '.join(GROUPED_COLUMNS)}), which would replace it; rename the "
+                            "column in the table first", code="D311")
+    return by
 
 
 def _grouped_scores(frame: Any, by: list[str], x: str, y: str, paired: bool,
@@ -562,7 +587,7 @@ def _grouped_moments(frame: Any, by: list[str], xs: np.ndarray, ys: np.ndarray |
     raw = None
     if len(by) == 1 and (frame.schema[by[0]].is_integer() or frame.schema[by[0]] == pl.Boolean):
         col = frame[by[0]]
-        if col.null_count() == 0:
+        if col.null_count() == 0 and _fits_int64(col):  # ids beyond the int64 range: factorised (ranked) below
             raw = np.ascontiguousarray(col.cast(pl.Int64).to_numpy())
 
     def segmented(keys_row: np.ndarray) -> tuple[Any, np.ndarray] | None:
