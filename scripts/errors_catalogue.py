@@ -43,6 +43,8 @@ RANGES = [
     ("D88x", "result files (`-o` extensions and formats)"),
     ("D90x", "install / build"),
     ("D93x", "`blindness` warnings under `--strict`, plot series"),
+    ("D95x", "`stats compare --corpus-metric` inputs"),
+    ("D97x", "column options that name an output column"),
     ("D99x", "internal (D999: a bug, please report it)"),
 ]
 

@@ -209,5 +209,5 @@ def test_compare_corpus_table_errors() -> None:
         compare_corpus_table(t, "base", ["bleu"], columns=CorpusColumns(hypothesis="hyp", reference="nope"))
     with pytest.raises(DDPDataError, match="D392"):
         compare_corpus_table(t, "zzz", ["bleu"], columns=cols)
-    with pytest.raises(DDPDataError, match=r"D393.*'C' lacks 5 of the baseline's 20"):
+    with pytest.raises(DDPDataError, match=r"D393.*system 'C' has no score for document 'd0', segment 0 .*\(5 missing\)"):
         compare_corpus_table(t.filter(~((t["sys"] == "C") & (t["seg"] == 0))), "base", ["bleu"], columns=cols)

@@ -104,16 +104,17 @@ def run_compare(args: argparse.Namespace) -> int:
     tests = CompareTests(unit=args.unit, test=args.test, n_ar=args.n_ar, correction=args.correction,
                          alpha=args.alpha, confidence=args.confidence)
     corpus = _append_csv(getattr(args, "corpus_metric", None))
+    lower_is_better = _append_csv(args.lower_is_better)
     if corpus:  # an unknown name is D835 before any work (it was a KeyError, D999, after the segment metrics)
-        from ..stats.corpus import check_corpus_metrics
+        from ..stats.corpus import check_corpus_flags
 
-        check_corpus_metrics(corpus)
+        lower_is_better = check_corpus_flags(corpus, _append_csv(args.metrics), lower_is_better)
     res = None
     if not corpus or args.metrics:
         res = compare_systems(
             score_input(args, args.table, _append_csv(args.metrics) or ["score"], layout="wide"), args.baseline,
             metrics=_append_csv(args.metrics) or ["score"],
-            lower_is_better=_append_csv(args.lower_is_better), exclude_systems=args.exclude_system, tests=tests,
+            lower_is_better=lower_is_better, exclude_systems=args.exclude_system, tests=tests,
             columns=TableColumns(document=args.document, segment=args.segment or None, system=args.system),
             options=resample_options(args),
         )
@@ -146,19 +147,28 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
 
     from ..stats.corpus import CorpusColumns, CorpusTest, compare_corpus_table
 
+    how = CorpusTest(unit=args.unit, test=args.test, n_boot=args.n_boot, n_ar=args.n_ar, seed=args.seed,
+                     correction=args.correction, confidence=args.confidence, alpha=args.alpha)  # checked first (D311)
+    reference = None
     if args.reader == "mtme":
         from ..io.mtme import read_mtme_scores
 
-        table: Any = read_mtme_scores(args.table, lp=args.lp[0] if args.lp else None, human=[], metrics=(),
-                                      with_text=True, warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr)).table
-    else:
-        table = score_input(args, args.table)
+        mt = read_mtme_scores(args.table, lp=args.lp[0] if args.lp else None, human=[], metrics=(), with_text=True,
+                              warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
+        table: Any = mt.table
+        refs = list(mt.ms.references())
+        reference = f"references/{mt.ms.lp}.{refs[0]}.txt"
+        if len(refs) > 1:  # what is measured: say which reference the scores are against
+            print(f"ddp: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus metrics use the first, "
+                  f"{reference} (recorded in the signature)", file=sys.stderr)
+    else:  # wide: one row per (document, segment, system) whatever score columns the reader has
+        table = score_input(args, args.table, layout="wide")
     columns = CorpusColumns(hypothesis=args.hypothesis_col, reference=args.reference_col, document=args.document,
                             segment=args.segment, system=args.system)
-    how = CorpusTest(unit=args.unit, test=args.test, n_boot=args.n_boot or 1000, n_ar=args.n_ar, seed=args.seed,
-                     correction=args.correction, confidence=args.confidence, alpha=args.alpha)
     cres = compare_corpus_table(table, args.baseline, corpus, columns=columns, how=how,
                                 exclude_systems=args.exclude_system)
+    if reference is not None:
+        cres = dataclasses.replace(cres, signature={**cres.signature, "reference_file": reference})
     if res is None:
         return cres
     sig = dict(res.signature, corpus=cres.signature)

@@ -25,9 +25,11 @@ swapped, which sacrebleu cannot). Bootstrap replicate b sums the statistics of t
 ``p_ar = (#{|score(A_t) - score(B_t)| > |diff|} + 1) / (T + 1)``. Given sacrebleu's own draws
 (``indices`` = its ``rng.choice`` matrix, ``ar_keep`` = its ``pos_sel``) the p-values are
 sacrebleu's ``--paired-bs`` / ``--paired-ar`` ones (checked in tests/stats/test_corpus.py).
-As in :mod:`ddpcore.stats.compare`, a system equal to the baseline on every unit gets p = 1.
+As in :mod:`ddpcore.stats.compare`, a system equal to the baseline on every unit gets p = 1; so does a
+test whose every replicate / trial ties too (the observed difference 0 and every resampled one 0, e.g. BLEU 0
+for both systems), where sacrebleu's strictly-greater count would give its floor 1/(B+1), "significant".
 
-Error codes D835-D839.
+Error codes D835-D839 and D950-D952 (with D390, D392, D393, D396, D399 of :mod:`ddpcore.stats.compare`).
 """
 from __future__ import annotations
 
@@ -55,6 +57,11 @@ ERROR_CODES = {
     "D836": "sufficient statistics of the wrong shape for the metric, or negative/non-finite",
     "D837": "a hypothesis or reference text is missing (null) for a (document, segment, system)",
     "D838": "indices / ar_keep of the wrong shape or range",
+    "D950": "a system's reference text of a segment differs from the baseline's (--reference-col): systems are "
+            "compared against one reference",
+    "D951": "the hypothesis or reference column holds numbers or other non-text values (--hypothesis-col, "
+            "--reference-col)",
+    "D952": "a --score-col is named like a --corpus-metric (bleu, chrf, ter): the two results would share a name",
 }
 _MY_LOG_ZERO = -9999999999.0  # sacrebleu my_log(0)
 
@@ -73,6 +80,30 @@ def check_corpus_metrics(metrics: Sequence[str]) -> list[str]:
         raise DDPUsageError(f"corpus metrics: give a list of names from {', '.join(CORPUS_METRICS)} "
                             f"(--corpus-metric), got {metrics!r}", code="D835")
     return [_check_metric(m) for m in metrics]
+
+
+def check_corpus_flags(corpus: Sequence[str], score_cols: Sequence[str], lower_is_better: Sequence[str]) -> list[str]:
+    """``ddp stats compare``'s corpus-metric flags, checked before any work: ``corpus`` (``--corpus-metric``) known
+    names (D835); no ``score_cols`` (``--score-col``) of the same name (D952: one result table per name, one would
+    silently replace the other); ``lower_is_better`` naming a corpus metric only for TER, which already has that
+    direction (D390: BLEU and chrF are higher-is-better by definition), and naming something else only with
+    ``score_cols`` (D390). Returns the ``lower_is_better`` names left for the ``score_cols`` metrics."""
+    check_corpus_metrics(corpus)
+    both = [m for m in score_cols if m in corpus]
+    if both:
+        raise DDPUsageError(f"--score-col {both[0]} and --corpus-metric {both[0]}: both results would be called "
+                            f"{both[0]!r}; compare the score column under another name (rename the column) or leave "
+                            "one of the flags out", code="D952")
+    fixed = [m for m in lower_is_better if m in corpus and m not in LOWER_IS_BETTER]
+    if fixed:
+        raise DDPUsageError(f"--lower-is-better {fixed[0]}: the corpus metric {fixed[0]} is higher-is-better by "
+                            "definition (only ter is lower-is-better, already set); leave it out of --lower-is-better",
+                            code="D390")
+    rest = [m for m in lower_is_better if m not in corpus]
+    if rest and not score_cols:
+        raise DDPUsageError(f"--lower-is-better names {rest}, which are neither metric columns (no --score-col given) "
+                            f"nor corpus metrics ({list(corpus)})", code="D390")
+    return rest
 
 
 def _sacrebleu_metric(metric: str) -> Any:
@@ -129,6 +160,32 @@ def _bleu(st: np.ndarray) -> np.ndarray:
     return np.where((correct > 0).any(axis=-1), score, 0.0)
 
 
+def _bleu_exact(row: np.ndarray) -> float:
+    """One BLEU score from summed statistics (10,), with sacrebleu's scalar arithmetic: ``math.log`` /
+    ``math.exp`` and the builtin ``sum`` (numpy's SIMD ``log``/``exp`` can differ from them in the last bit),
+    so a reported corpus score is sacrebleu's to the last bit. One call per system, never per replicate."""
+    import math
+
+    sys_len, ref_len = int(row[0]), int(row[1])
+    correct, total = [float(x) for x in row[2:6]], [float(x) for x in row[6:10]]
+    bp = 1.0
+    if sys_len < ref_len:
+        bp = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
+    if not any(correct):
+        return 0.0
+    precisions = [0.0] * 4
+    smooth = 1.0
+    for n in range(4):
+        if total[n] == 0:
+            break
+        if correct[n] == 0:
+            smooth *= 2
+            precisions[n] = 100. / (smooth * total[n])
+        else:
+            precisions[n] = 100. * correct[n] / total[n]
+    return bp * math.exp(sum([math.log(p) if p != 0.0 else _MY_LOG_ZERO for p in precisions]) / 4)
+
+
 def _chrf(st: np.ndarray, beta: float = 2.0, order: int = 6) -> np.ndarray:
     """sacrebleu ``CHRF._compute_f_score`` (char_order 6, word_order 0, beta 2, eps_smoothing False)."""
     factor = beta ** 2
@@ -167,6 +224,10 @@ class CorpusComparison(ComparisonArrays):
     ``baseline``."""
 
     metric: str = ""
+    #: (n_systems,) bool: the system's stats differ from the baseline's, yet its score equals the baseline's in
+    #: the data and in every bootstrap replicate and every AR trial that ran (e.g. BLEU 0 for both); its
+    #: p-values are 1, as for an identical system (sacrebleu: the floor 1/(B+1), "significant")
+    tied: np.ndarray | None = None
 
 
 def _unit_stats(stats: np.ndarray, unit_codes: npt.ArrayLike | None) -> np.ndarray:
@@ -229,10 +290,15 @@ def compare_corpus(stats: npt.ArrayLike, metric: CorpusMetric, *, baseline: int 
     d = reps - reps[baseline]
     _, dlo, dhi = _order_stat_ci(d, confidence)
     same = np.all(us == us[baseline], axis=(1, 2))
+    # a tie in the data and in every replicate / trial (identical stats, or a metric constant on them such as
+    # BLEU 0 for both): nothing can exceed the observed 0, so sacrebleu's count gives its floor 1/(B+1); p = 1
+    tied = np.zeros(n_sys, dtype=bool)  # ties that are not identical stats, for the caller's warning
     if test in ("bootstrap", "both"):
+        bs_tied = same | ((diff == 0) & np.all(d == 0, axis=1))
+        tied |= bs_tied
         a_b = np.abs(d)
         p_bs = (np.sum(a_b - a_b.mean(axis=1, keepdims=True) > np.abs(diff)[:, None], axis=1) + 1.0) / (d.shape[1] + 1)
-        p_bs[same] = 1.0
+        p_bs[bs_tied] = 1.0
         p_bs[baseline] = np.nan
     if test in ("ar", "both"):
         keep = np.asarray(ar_keep, dtype=bool) if ar_keep is not None else ar_swap_matrix(n_ar, n_units, seed)
@@ -240,6 +306,7 @@ def compare_corpus(stats: npt.ArrayLike, metric: CorpusMetric, *, baseline: int 
             raise DDPDataError(f"ar_keep must be (n_ar, {n_units}) bool, got {keep.shape}", code="D838")
         bl = us[baseline]
         exceed = np.zeros(n_sys)
+        moved = np.zeros(n_sys, dtype=bool)  # some trial's pseudo-systems score apart
         for a in range(0, keep.shape[0], block_rows):
             kb = keep[a:a + block_rows].astype(np.float64)
             nb = 1.0 - kb
@@ -247,11 +314,19 @@ def compare_corpus(stats: npt.ArrayLike, metric: CorpusMetric, *, baseline: int 
             sb = np.einsum("tu,uk->tk", nb, bl)[:, None, :] + np.einsum("tu,suk->tsk", kb, us)
             stat = np.abs(corpus_score(sa, metric) - corpus_score(sb, metric))
             exceed += np.sum(stat > np.abs(diff)[None, :], axis=0)
+            moved |= np.any(stat != 0, axis=0)
         p_ar = (exceed + 1.0) / (keep.shape[0] + 1)
-        p_ar[same] = 1.0
+        ar_tied = same | ((diff == 0) & ~moved)
+        p_ar[ar_tied] = 1.0
         p_ar[baseline] = np.nan
+        tied |= ar_tied
+    tied[baseline] = False
+    if metric == "bleu":  # reported: sacrebleu's scalar score to the last bit (the tests above stay on ``full``,
+        # the same vectorised arithmetic as every replicate and trial, so the all-keep trial ties it exactly)
+        full = np.array([_bleu_exact(row) for row in us.sum(axis=1)])  # one per system
+        diff = full - full[baseline]
     return CorpusComparison(metric=metric, score=full, boot_mean=mean, ci_low=lo, ci_high=hi, diff=diff,
-                            diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar)
+                            diff_ci_low=dlo, diff_ci_high=dhi, p_bootstrap=p_bs, p_ar=p_ar, tied=tied & ~same)
 
 
 # --------------------------------------------------------------------------- table front end
@@ -289,63 +364,134 @@ class CorpusTest:
     confidence: float = 0.95
     alpha: float = 0.05
 
+    def __post_init__(self) -> None:  # checked when made, before the texts are scored (D390, D311)
+        from .budget import check_seed
+        from .compare import _check_count, _check_options
 
-def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str]) -> Any:
-    """Step 1: the table (a frame or a path) with its five columns (D837), the excluded systems left out,
-    document and system as text, and a text for every segment (D837)."""
+        _check_options(self.test, self.correction, self.confidence, self.alpha, self.unit)
+        _check_count(self.n_boot, "n_boot", "--n-boot")
+        _check_count(self.n_ar, "n_ar", "--n-ar")
+        check_seed(self.seed)
+
+
+def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str]) -> tuple[Any, str]:
+    """Step 1: the table (a frame or a path) and its name for messages. Its five columns are checked (D837; a
+    text column holding numbers D951, null ids D399), the excluded systems left out, the system as text, and a
+    text for every segment (D837). A CSV/TSV file's texts and ids are read as written (a hypothesis ``2.50``
+    stays text, not the number 2.5). Column ``__row`` is the row's number in the table (0-based, before
+    exclusions) for messages."""
     import polars as pl
 
     from ._frames import as_frame
 
-    df = as_frame(table) if not isinstance(table, (str, bytes)) and not hasattr(table, "__fspath__") else None
-    if df is None:
+    is_path = isinstance(table, (str, bytes)) or hasattr(table, "__fspath__")
+    source = str(table) if is_path else "<table>"
+    if is_path:
         from ..io.tables import read_table
 
-        df = read_table(table)
+        df = read_table(table, text_columns=(cols.hypothesis, cols.reference),
+                        key_columns=(cols.document, cols.segment))
+    else:
+        df = as_frame(table)
     for flag, c in cols.flags():
         if c not in df.columns:
             raise DDPDataError(f"column {c!r} ({flag}) is not in the table (columns: {', '.join(df.columns[:12])})",
                                code="D837")
+    from .columns import check_key_types
+
+    check_key_types(df, [cols.document, cols.segment, cols.system], source, "--document-col/--segment-col/--system-col")
+    df = df.with_row_index("__row")
+    for flag, c in (("--hypothesis-col", cols.hypothesis), ("--reference-col", cols.reference)):
+        dtype = df.schema[c]
+        if dtype in (pl.Categorical, pl.Enum):
+            df = df.with_columns(pl.col(c).cast(pl.String))
+        elif dtype not in (pl.String, pl.Null):
+            i = int(df[c].is_not_null().arg_max() or 0)
+            raise DDPDataError(f"{source}, row {i + 1}, column {c!r} ({flag}): value {df[c][i]!r} is not a text "
+                               f"(column type {dtype}); corpus metrics compare texts: store the column as strings",
+                               code="D951")
+    for c in (cols.document, cols.segment, cols.system):
+        missing = df[c].is_null()  # null, or NaN in a float column (a NaN id is no key), as ddpcore.stats.compare
+        if df[c].dtype.is_float():
+            missing = missing | df[c].is_nan().fill_null(False)
+        if missing.any():
+            row = int(missing.arg_true()[0]) + 1
+            raise DDPDataError(f"{source}, row {row}: null (or NaN) value in column '{c}'; every row needs a {c}",
+                               code="D399")
+    df = df.with_columns(pl.col(cols.system).cast(pl.String))
     if exclude_systems:
         from .bootstrap import _check_excluded_systems
 
-        source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
-        _check_excluded_systems(df[cols.system].cast(pl.String).unique().to_list(), exclude_systems, source)
-    df = df.filter(~pl.col(cols.system).cast(pl.String).is_in([str(s) for s in exclude_systems]))
-    df = df.with_columns(pl.col(cols.document).cast(pl.String), pl.col(cols.system).cast(pl.String))
+        _check_excluded_systems(df[cols.system].unique().to_list(), exclude_systems, source)
+    df = df.filter(~pl.col(cols.system).is_in([str(s) for s in exclude_systems]))
     miss = df.filter(pl.col(cols.hypothesis).is_null() | pl.col(cols.reference).is_null())
     if miss.height:
         r = miss.row(0, named=True)
-        raise DDPDataError(f"no hypothesis or reference text for document {r[cols.document]!r}, segment "
-                           f"{r[cols.segment]!r}, system {r[cols.system]!r}: corpus metrics need both texts of every "
-                           "segment", code="D837")
-    return df
+        which = cols.hypothesis if r[cols.hypothesis] is None else cols.reference
+        raise DDPDataError(f"{source}, row {r['__row'] + 1}, column {which!r}: no text for document "
+                           f"{r[cols.document]!r}, segment {r[cols.segment]!r}, system {r[cols.system]!r}: corpus "
+                           "metrics need both texts of every segment (an empty text in a CSV/TSV file is written \"\")",
+                           code="D837")
+    return df, source
 
 
-def _system_stats(df: Any, baseline: str, metrics: Sequence[str], cols: CorpusColumns
-                  ) -> tuple[list[str], Any, dict[str, np.ndarray]]:
-    """Step 2: the systems (baseline first; D392), the baseline's segment keys in (document, segment) order
-    and per metric the sufficient statistics (n_systems, n_segments, k), one sacrebleu call per system and
-    metric (D393: a system lacks a segment)."""
+def _system_stats(df: Any, baseline: str, metrics: Sequence[str], cols: CorpusColumns, source: str = "<table>",
+                  unit: str = "segment") -> tuple[list[str], Any, dict[str, np.ndarray], np.ndarray | None]:
+    """Step 2: the systems (baseline first; D392, also when it is the only one), the segment keys in sorted
+    (document, segment) order -- the order of :func:`ddpcore.stats.compare.unit_keys`, ids compared as
+    they are (numbers numerically) -- and per metric the sufficient statistics (n_systems, n_segments, k),
+    one sacrebleu call per system and metric; with ``unit="document"`` also each segment's document code
+    (else None). Every system has exactly the baseline's segments, once each (D396 duplicate row, D393
+    unpaired, either way), and every system's reference of a segment is the baseline's (D950)."""
     import polars as pl
+
+    from ._table import factorize
+    from .compare import _check_paired
 
     systems = sorted(df[cols.system].unique().to_list())
     if baseline not in systems:
-        raise DDPDataError(f"baseline {baseline!r} is not a system of the table ({', '.join(systems[:10])})",
+        raise DDPDataError(f"{source}: baseline {baseline!r} is not a system of the table ({', '.join(systems[:10])})",
+                           code="D392")
+    if len(systems) < 2:
+        raise DDPDataError(f"{source}: only the baseline {baseline!r} is in the table; nothing to compare it with",
                            code="D392")
     systems = [baseline] + [s for s in systems if s != baseline]
     on = [cols.document, cols.segment]
-    keys = df.filter(pl.col(cols.system) == baseline).select(*on).sort(*on)
-    n_seg = keys.height
-    stats_all: dict[str, np.ndarray] = {m: np.zeros((len(systems), n_seg, N_STATS[m])) for m in metrics}
-    for i, s in enumerate(systems):
-        part = keys.join(df.filter(pl.col(cols.system) == s), on=on, how="left", maintain_order="left")
-        if part[cols.hypothesis].null_count() or part.height != n_seg:
-            raise DDPDataError(f"system {s!r} lacks {part[cols.hypothesis].null_count()} of the baseline's {n_seg} "
-                               "segments; corpus metrics compare systems on the same segments", code="D393")
+    item_code, keys = factorize(df, on)
+    n_seg, n_sys = keys.height, len(systems)
+    code_of = {s: i for i, s in enumerate(systems)}
+    sys_code = df[cols.system].replace_strict(code_of, return_dtype=pl.Int64).to_numpy()
+    cell = item_code * n_sys + sys_code
+    present = np.bincount(cell, minlength=n_seg * n_sys)
+    if (present > 1).any():
+        i = int(np.flatnonzero(cell == int(np.flatnonzero(present > 1)[0]))[1])
+        r = df.row(i, named=True)
+        raise DDPDataError(f"{source}, row {r['__row'] + 1}: duplicate row for system {r[cols.system]!r}, document "
+                           f"{r[cols.document]!r}, segment {r[cols.segment]!r}; each system needs one text per "
+                           "(document, segment)", code="D396")
+    _check_paired(cell, n_seg, systems, keys, source, baseline, cols.document, cols.segment, None)
+    order = np.argsort(sys_code * n_seg + item_code)  # system-major: system i's segments are rows i*n .. (i+1)*n
+    texts = df.select(cols.hypothesis, cols.reference)[order]
+    hyp, ref = texts[cols.hypothesis], texts[cols.reference]
+    ref0 = ref.slice(0, n_seg)
+    for i in range(1, n_sys):  # one vectorised comparison per system
+        differs = ref.slice(i * n_seg, n_seg) != ref0
+        if differs.any():
+            k = int(differs.arg_true()[0])
+            key = keys.row(k, named=True)
+            raise DDPDataError(
+                f"{source}: document {key[cols.document]!r}, segment {key[cols.segment]!r}: system {systems[i]!r} has "
+                f"reference {ref[i * n_seg + k][:60]!r} but the baseline {baseline!r} has {ref0[k][:60]!r} "
+                f"({int(differs.sum())} such segment(s)); the systems must be scored against the same reference "
+                f"({cols.reference}, --reference-col)", code="D950")
+    refs = ref0.to_list()
+    stats_all: dict[str, np.ndarray] = {m: np.zeros((n_sys, n_seg, N_STATS[m])) for m in metrics}
+    for i in range(n_sys):
+        h = hyp.slice(i * n_seg, n_seg).to_list()
         for m in metrics:
-            stats_all[m][i] = sufficient_stats(part[cols.hypothesis].to_list(), part[cols.reference].to_list(), m)  # type: ignore[arg-type]
-    return systems, keys, stats_all
+            stats_all[m][i] = sufficient_stats(h, refs, m)  # type: ignore[arg-type]
+    codes = factorize(keys, [cols.document])[0] if unit == "document" else None
+    return systems, keys, stats_all, codes
 
 
 def _metric_comparison(m: str, r: CorpusComparison, systems: list[str], how: CorpusTest) -> Any:
@@ -380,20 +526,16 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
     """``ddp stats compare --corpus-metric``: a long table with one row per (document, segment, system)
     and the hypothesis and reference texts (``columns``) -> a :class:`ddpcore.stats.compare.CompareResult`
     with one comparison per corpus metric (rendered like the segment-mean metrics), tested as ``how`` says."""
-    import polars as pl
-
     from .compare import CompareResult
 
     metrics = check_corpus_metrics(metrics)
-    df = _corpus_frame(table, columns, exclude_systems)
-    systems, keys, stats_all = _system_stats(df, baseline, metrics, columns)
+    df, source = _corpus_frame(table, columns, exclude_systems)
+    systems, keys, stats_all, codes = _system_stats(df, baseline, metrics, columns, source, how.unit)
     n_seg = keys.height
-    codes = keys[columns.document].rank("dense").cast(pl.Int64).to_numpy() - 1 if how.unit == "document" else None
     n_units = int(codes.max()) + 1 if codes is not None and codes.size else n_seg
     from .bootstrap import _refuse_one_unit
     from .compare import _resampling_warnings
 
-    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
     _refuse_one_unit(n_units, keys.select(columns.document) if how.unit == "document" else keys, how.unit, source,
                     "the corpus-metric bootstrap and approximate randomization of every system",
                     "use --unit segment or a table with more documents" if how.unit == "document" else
@@ -401,10 +543,16 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
                     consequence="every swap mirrors it: the CIs would collapse to the point estimates and the "
                                 "p-values to their floor 1/(B+1)")
     comps = {}
+    tie_notes = []
     for m in metrics:
         r = compare_corpus(stats_all[m], m, unit_codes=codes, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,  # type: ignore[arg-type]
                            test=how.test, confidence=how.confidence)
         comps[m] = _metric_comparison(m, r, systems, how)
+        if r.tied is not None and r.tied.any():
+            names = [systems[i] for i in np.flatnonzero(r.tied)]
+            tie_notes.append(f"{m}: {len(names)} system(s) ({', '.join(names[:10])}) score exactly the baseline's "
+                             f"{r.score[0]:g} in the data and in every replicate/trial although their texts differ: "
+                             "p = 1, n.s. (sacrebleu counts nothing above the observed 0 and prints 1/(B+1))")
     import sacrebleu
 
     sig_d = {"ddpcore": __version__, "method": "corpus-metric paired bootstrap + AR on sufficient statistics",
@@ -412,17 +560,21 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
              "unit": how.unit, "n_units": n_units, "n_boot": how.n_boot, "n_ar": how.n_ar, "seed": how.seed,
              "test": how.test, "correction": how.correction, "confidence": how.confidence, "alpha": how.alpha,
              "baseline": baseline,
+             "p_ties": "p = 1 when the system equals the baseline on every unit, or its score equals the baseline's "
+                       "in the data and in every bootstrap replicate (bootstrap p) or AR trial (AR p); sacrebleu: "
+                       "1/(B+1), 1/(T+1)",
              "columns": {"hypothesis": columns.hypothesis, "reference": columns.reference,
                          "document": columns.document, "segment": columns.segment, "system": columns.system}}
-    line = "|".join(f"{k}:{sig_d[k]}" for k in ("ddpcore", "sacrebleu", "unit", "n_boot", "n_ar", "seed", "correction"))
+    line = "|".join(f"{k}:{sig_d[k]}" for k in ("ddpcore", "sacrebleu", "unit", "n_boot", "n_ar", "seed", "correction",
+                                                 "test", "confidence", "alpha"))
     return CompareResult(baseline=baseline, metrics=list(metrics), comparisons=comps, unit=how.unit, n_units=n_units,
                          n_segments=n_seg, test=how.test, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,
                          correction=how.correction, confidence=how.confidence, alpha=how.alpha, signature=sig_d,
                          signature_line=line,
                          warnings=_resampling_warnings(how.n_boot, how.n_ar if how.test != "bootstrap" else None, how.test,
                                                       how.correction, len(systems) - 1, float(how.alpha),
-                                                      float(how.confidence)))
+                                                      float(how.confidence)) + tuple(tie_notes))
 
 
 __all__ = ["CORPUS_METRICS", "ERROR_CODES", "N_STATS", "CorpusColumns", "CorpusComparison", "CorpusTest",
-           "check_corpus_metrics", "compare_corpus", "compare_corpus_table", "corpus_score", "sufficient_stats"]
+           "check_corpus_flags", "check_corpus_metrics", "compare_corpus", "compare_corpus_table", "corpus_score", "sufficient_stats"]
