@@ -63,6 +63,10 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
                    help="bleu, chrf and/or ter computed on the corpus (sums of per-segment statistics, not a mean of "
                         "segment scores) from --hypothesis-col and --reference-col; resampled by --unit like the "
                         "other metrics (segment = sacrebleu --paired-bs/--paired-ar); needs sacrebleu installed")
+    k.add_argument("--tokenize", default=None, metavar="NAME",
+                   help="BLEU's sacrebleu tokenizer: 13a, intl, zh, ja-mecab, ko-mecab, char, none, ... (default: 13a; "
+                        "with --reader mtme and a Chinese, Japanese or Korean target, say which one: 13a does not split "
+                        "such text into words, and WMT's BLEU uses zh / ja-mecab / ko-mecab)")
     k.add_argument("--hypothesis-col", default="hypothesis", metavar="NAME",
                    help="system output text column (--reader mtme: read from system-outputs/)")
     k.add_argument("--reference-col", default="reference", metavar="NAME",
@@ -109,6 +113,14 @@ def run_compare(args: argparse.Namespace) -> int:
         from ..stats.corpus import check_corpus_flags
 
         lower_is_better = check_corpus_flags(corpus, _append_csv(args.metrics), lower_is_better)
+    if args.tokenize is not None:  # BLEU's tokenizer: refused where nothing would use it, checked before any work
+        from ..errors import DDPUsageError
+        from ..stats.corpus import check_tokenize
+
+        if "bleu" not in corpus:
+            raise DDPUsageError(f"--tokenize {args.tokenize}: the tokenizer of corpus BLEU; give --corpus-metric bleu "
+                                "or leave --tokenize out", code="D953")
+        check_tokenize(args.tokenize)
     res = None
     if not corpus or args.metrics:
         res = compare_systems(
@@ -149,7 +161,7 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
 
     how = CorpusTest(unit=args.unit, test=args.test, n_boot=args.n_boot, n_ar=args.n_ar, seed=args.seed,
                      correction=args.correction, confidence=args.confidence, alpha=args.alpha)  # checked first (D311)
-    reference = None
+    reference = target = None
     if args.reader == "mtme":
         from ..io.mtme import read_mtme_scores
 
@@ -157,6 +169,7 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
                               warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
         table: Any = mt.table
         refs = list(mt.ms.references())
+        target = mt.ms.lp.rpartition("-")[2].split("_")[0].lower()  # en-zh -> zh, en-ko_KR -> ko
         reference = f"references/{mt.ms.lp}.{refs[0]}.txt"
         if len(refs) > 1:  # what is measured: say which reference the scores are against
             print(f"ddp: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus metrics use the first, "
@@ -165,16 +178,35 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
         table = score_input(args, args.table, layout="wide")
     columns = CorpusColumns(hypothesis=args.hypothesis_col, reference=args.reference_col, document=args.document,
                             segment=args.segment, system=args.system)
+    tokenize, tok_note = _tokenize(args, corpus, target)
     cres = compare_corpus_table(table, args.baseline, corpus, columns=columns, how=how,
-                                exclude_systems=args.exclude_system)
+                                exclude_systems=args.exclude_system, tokenize=tokenize)
     if reference is not None:
         cres = dataclasses.replace(cres, signature={**cres.signature, "reference_file": reference})
+    if tok_note:  # BLEU with 13a on text it does not split into words: said and recorded
+        cres = dataclasses.replace(cres, signature={**cres.signature, "tokenize_note": tok_note},
+                                   warnings=(*cres.warnings, tok_note))
     if res is None:
         return cres
     sig = dict(res.signature, corpus=cres.signature)
     return dataclasses.replace(res, metrics=[*res.metrics, *cres.metrics],
                                comparisons={**res.comparisons, **cres.comparisons}, signature=sig,
                                warnings=tuple(dict.fromkeys([*res.warnings, *cres.warnings])))
+
+
+def _tokenize(args: argparse.Namespace, corpus: list[str], target: str | None) -> tuple[str, str]:
+    """BLEU's tokenizer (``--tokenize``, else 13a) and, when BLEU runs on a target language 13a does not split
+    into words (``--reader mtme``: the language pair names it) without ``--tokenize``, the warning that says so."""
+    from ..stats.corpus import DEFAULT_TOKENIZE, LANGUAGE_TOKENIZE
+
+    if args.tokenize is not None:
+        return args.tokenize, ""
+    if "bleu" in corpus and target in LANGUAGE_TOKENIZE:
+        return DEFAULT_TOKENIZE, (f"corpus BLEU on a {target} target uses the 13a tokenizer, which does not split "
+                                  f"{target} text into words: scores and p-values are not those of sacrebleu "
+                                  f"-l xx-{target} or WMT (tokenizer {LANGUAGE_TOKENIZE[target]}); give --tokenize "
+                                  f"{LANGUAGE_TOKENIZE[target]} (or --tokenize 13a to keep this and silence the warning)")
+    return DEFAULT_TOKENIZE, ""
 
 
 def gate_message(res: Any, fail_on: str, bad: list[dict[str, Any]]) -> str:

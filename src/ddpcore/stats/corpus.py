@@ -106,20 +106,49 @@ def check_corpus_flags(corpus: Sequence[str], score_cols: Sequence[str], lower_i
     return rest
 
 
-def _sacrebleu_metric(metric: str) -> Any:
+#: BLEU's tokenizer unless ``--tokenize`` names another (sacrebleu's default without a target language)
+DEFAULT_TOKENIZE = "13a"
+#: sacrebleu's BLEU tokenizer for a target language that 13a does not split into words (sacrebleu picks it from
+#: ``trg_lang``; WMT's BLEU for these languages uses it)
+LANGUAGE_TOKENIZE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
+
+
+def check_tokenize(tokenize: str) -> str:
+    """``tokenize`` (``--tokenize``) if sacrebleu's BLEU can use it here: a name it knows (D953, usage) whose
+    dependencies are installed and whose model needs no download (D953 with sacrebleu's reason)."""
+    _sacrebleu_metric("bleu", tokenize)
+    return tokenize
+
+
+def _sacrebleu_metric(metric: str, tokenize: str = DEFAULT_TOKENIZE) -> Any:
     _check_metric(metric)
     try:
         from sacrebleu.metrics import BLEU, CHRF, TER
     except ImportError:  # pragma: no cover - sacrebleu is installed with the test extras
         raise DDPUsageError("corpus metrics need sacrebleu for their tokenisation and n-gram counts: "
                             "pip install 'sacrebleu>=2'", code="D835") from None
-    return {"bleu": BLEU, "chrf": CHRF, "ter": TER}[metric]()
+    if metric != "bleu":  # chrF counts characters; TER keeps its defaults (--tokenize is BLEU's)
+        return {"chrf": CHRF, "ter": TER}[metric]()
+    try:
+        return BLEU(tokenize=tokenize)
+    except KeyError:
+        from sacrebleu.metrics.bleu import _TOKENIZERS
+
+        raise DDPUsageError(f"--tokenize {tokenize}: not a sacrebleu BLEU tokenizer; use one of "
+                            f"{', '.join(sorted(_TOKENIZERS))}", code="D953") from None
+    except Exception as exc:  # a tokenizer whose extra package is missing, or whose model would be downloaded
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise DDPUsageError(f"--tokenize {tokenize}: sacrebleu cannot use this tokenizer here ({first}); install "
+                            "what it needs (e.g. pip install 'sacrebleu[ja]' for ja-mecab, 'sacrebleu[ko]' for "
+                            "ko-mecab) or choose another", code="D953") from None
 
 
-def sufficient_stats(hypotheses: Sequence[str], references: Sequence[str], metric: CorpusMetric) -> npt.NDArray[np.float64]:
+def sufficient_stats(hypotheses: Sequence[str], references: Sequence[str], metric: CorpusMetric,
+                     tokenize: str = DEFAULT_TOKENIZE) -> npt.NDArray[np.float64]:
     """Per-segment sufficient statistics, shape (n_segments, ``N_STATS[metric]``), float64
-    (sacrebleu 2.x ``_extract_corpus_statistics(hypotheses, [references])``, default settings)."""
-    m = _sacrebleu_metric(metric)
+    (sacrebleu 2.x ``_extract_corpus_statistics(hypotheses, [references])``, default settings; BLEU with the
+    ``tokenize`` tokenizer)."""
+    m = _sacrebleu_metric(metric, tokenize)
     if len(hypotheses) != len(references):
         raise DDPDataError(f"{len(hypotheses)} hypotheses but {len(references)} references", code="D836")
     if not len(hypotheses):
@@ -436,7 +465,8 @@ def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str
 
 
 def _system_stats(df: Any, baseline: str, metrics: Sequence[str], cols: CorpusColumns, source: str = "<table>",
-                  unit: str = "segment") -> tuple[list[str], Any, dict[str, np.ndarray], np.ndarray | None]:
+                  unit: str = "segment", tokenize: str = DEFAULT_TOKENIZE
+                  ) -> tuple[list[str], Any, dict[str, np.ndarray], np.ndarray | None]:
     """Step 2: the systems (baseline first; D392, also when it is the only one), the segment keys in sorted
     (document, segment) order -- the order of :func:`ddpcore.stats.compare.unit_keys`, ids compared as
     they are (numbers numerically) -- and per metric the sufficient statistics (n_systems, n_segments, k),
@@ -489,7 +519,7 @@ def _system_stats(df: Any, baseline: str, metrics: Sequence[str], cols: CorpusCo
     for i in range(n_sys):
         h = hyp.slice(i * n_seg, n_seg).to_list()
         for m in metrics:
-            stats_all[m][i] = sufficient_stats(h, refs, m)  # type: ignore[arg-type]
+            stats_all[m][i] = sufficient_stats(h, refs, m, tokenize)  # type: ignore[arg-type]
     codes = factorize(keys, [cols.document])[0] if unit == "document" else None
     return systems, keys, stats_all, codes
 
@@ -522,15 +552,18 @@ def _metric_comparison(m: str, r: CorpusComparison, systems: list[str], how: Cor
 
 def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
                          columns: CorpusColumns = CorpusColumns(), how: CorpusTest = CorpusTest(),
-                         exclude_systems: Sequence[str] = ()) -> Any:
+                         exclude_systems: Sequence[str] = (), tokenize: str = DEFAULT_TOKENIZE) -> Any:
     """``ddp stats compare --corpus-metric``: a long table with one row per (document, segment, system)
     and the hypothesis and reference texts (``columns``) -> a :class:`ddpcore.stats.compare.CompareResult`
-    with one comparison per corpus metric (rendered like the segment-mean metrics), tested as ``how`` says."""
+    with one comparison per corpus metric (rendered like the segment-mean metrics), tested as ``how`` says.
+    ``tokenize``: BLEU's sacrebleu tokenizer (``--tokenize``; D953 when sacrebleu cannot use it here)."""
     from .compare import CompareResult
 
     metrics = check_corpus_metrics(metrics)
+    if "bleu" in metrics:
+        check_tokenize(tokenize)  # before the texts are read
     df, source = _corpus_frame(table, columns, exclude_systems)
-    systems, keys, stats_all, codes = _system_stats(df, baseline, metrics, columns, source, how.unit)
+    systems, keys, stats_all, codes = _system_stats(df, baseline, metrics, columns, source, how.unit, tokenize)
     n_seg = keys.height
     n_units = int(codes.max()) + 1 if codes is not None and codes.size else n_seg
     from .bootstrap import _refuse_one_unit
@@ -556,7 +589,8 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
     import sacrebleu
 
     sig_d = {"ddpcore": __version__, "method": "corpus-metric paired bootstrap + AR on sufficient statistics",
-             "metrics": list(metrics), "sacrebleu": sacrebleu.__version__, "tokenize": "sacrebleu defaults (13a)",
+             "metrics": list(metrics), "sacrebleu": sacrebleu.__version__, "tokenize": (f"BLEU {tokenize}; chrF and TER sacrebleu defaults" if tokenize != DEFAULT_TOKENIZE
+                                       else "sacrebleu defaults (13a)"),
              "unit": how.unit, "n_units": n_units, "n_boot": how.n_boot, "n_ar": how.n_ar, "seed": how.seed,
              "test": how.test, "correction": how.correction, "confidence": how.confidence, "alpha": how.alpha,
              "baseline": baseline,
@@ -567,6 +601,8 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
                          "document": columns.document, "segment": columns.segment, "system": columns.system}}
     line = "|".join(f"{k}:{sig_d[k]}" for k in ("ddpcore", "sacrebleu", "unit", "n_boot", "n_ar", "seed", "correction",
                                                  "test", "confidence", "alpha"))
+    if "bleu" in metrics and tokenize != DEFAULT_TOKENIZE:  # (without tok: BLEU's 13a)
+        line += f"|tok:{tokenize}"
     return CompareResult(baseline=baseline, metrics=list(metrics), comparisons=comps, unit=how.unit, n_units=n_units,
                          n_segments=n_seg, test=how.test, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,
                          correction=how.correction, confidence=how.confidence, alpha=how.alpha, signature=sig_d,
