@@ -293,3 +293,20 @@ def test_mtme_chinese_target_warns_about_13a_and_records_it(tmp_path):
     for tok in ("zh", "13a"):
         r = _compare(*args, "--tokenize", tok)
         assert r.returncode == 0 and "tokenize_note" not in r.stdout and "--tokenize zh" not in r.stderr
+
+
+def test_corpus_metrics_say_the_budget_flags_they_do_not_apply(tmp_path):
+    """--threads / --max-seconds / --max-memory were accepted and silently ignored by the corpus-metric path."""
+    import json
+
+    pytest.importorskip("sacrebleu")
+    toy = Path(__file__).parent / "data" / "mtme" / "toy"
+    r = _compare(f"{toy}/en-de", "--reader", "mtme", "--baseline", "sysA", "--corpus-metric", "chrf", "--n-boot", "50",
+                 "--n-ar", "50", "--threads", "1", "--max-seconds", "30", "-f", "json")
+    assert r.returncode == 0, r.stderr
+    sig = json.loads(r.stdout)["signature"]
+    assert (sig.get("corpus") or sig)["ignored_options"] == ["--threads", "--max-seconds"]
+    assert any("--threads, --max-seconds: not applied to the corpus metrics (chrf)" in ln for ln in r.stderr.splitlines())
+    r = _compare(f"{toy}/en-de", "--reader", "mtme", "--baseline", "sysA", "--corpus-metric", "chrf", "--n-boot", "50",
+                 "--n-ar", "50", "-f", "json")
+    assert r.returncode == 0 and "ignored_options" not in r.stdout and "not applied" not in r.stderr

@@ -186,6 +186,13 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
     if tok_note:  # BLEU with 13a on text it does not split into words: said and recorded
         cres = dataclasses.replace(cres, signature={**cres.signature, "tokenize_note": tok_note},
                                    warnings=(*cres.warnings, tok_note))
+    ignored = [flag for flag, value in (("--threads", args.threads), ("--max-memory", args.max_memory),
+                                        ("--max-seconds", args.max_seconds)) if value is not None]
+    if ignored:  # the corpus path has no budget check and no OpenMP kernel: say so rather than seem to obey
+        note = (f"{', '.join(ignored)}: not applied to the corpus metrics ({', '.join(corpus)}), which run without a "
+                "budget check or threads" + ("; they apply to the --score-col metrics" if res is not None else ""))
+        cres = dataclasses.replace(cres, signature={**cres.signature, "ignored_options": ignored},
+                                   warnings=(*cres.warnings, note))
     if res is None:
         return cres
     sig = dict(res.signature, corpus=cres.signature)
