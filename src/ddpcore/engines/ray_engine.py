@@ -788,6 +788,15 @@ class _Where:
     keep: bool
     local: Path | None
     temporary: bool = False
+    previous: Path | None = None  # ``-o DIR/``: an earlier finished dataset, kept aside until this run finishes
+
+    @property
+    def aside(self) -> Path | None:
+        """Where an earlier finished ``-o DIR/`` dataset waits while a new run replaces it
+        (``.DIR.ddp-previous`` beside it; None for a URI or a file output)."""
+        if not self.keep or self.local is None:
+            return None
+        return self.local.parent / f".{self.local.name}.ddp-previous"
 
 
 def work_location(targets: Mapping[str, OutputTarget | None]) -> _Where:
@@ -833,11 +842,56 @@ def _old_journal(where: _Where, resume: bool, say: Callable[[str], None], notes:
     elif resume:
         if not said:
             notes.append("--resume: no interrupted Ray run of this output found; starting from the beginning")
+    elif _set_aside(where):
+        notes.append(f"replaced the earlier finished dataset {where.dataset} (kept at {where.previous} until this "
+                     "run finished, so a failed run would have left it)")
     elif present:
         notes.append(f"removed the dataset of an earlier Ray run ({where.dataset}); use --resume to continue such a run")
     if present or (where.local is not None and where.local.exists() and not where.keep and not where.temporary):
         fs.remove_tree(where.dataset)  # (a -o - run's new temporary folder holds only its owner file: kept)
     return None
+
+
+def _finished(dataset: Path) -> bool:
+    """A local ``-o DIR/`` dataset whose run finished: a manifest and no journal."""
+    return (dataset / P.MANIFEST).exists() and not (dataset / P.JOURNAL).exists()
+
+
+def _set_aside(where: _Where) -> bool:
+    """Before a new run (not ``--resume``) writes ``-o DIR/``: move an earlier *finished* dataset aside
+    (:attr:`_Where.aside`, one rename) instead of deleting it, so a run that fails or is stopped before it
+    finishes leaves the user's finished output (:func:`_end_aside`). An aside left by a killed run that
+    still holds the last finished dataset is kept (``DIR`` then holds an unfinished run). Sets
+    ``where.previous``; False when nothing was set aside (a URI, or no finished dataset anywhere)."""
+    aside = where.aside
+    if aside is None or where.local is None:
+        return False
+    if _finished(where.local):
+        if aside.exists():
+            shutil.rmtree(aside)  # (an older finished dataset: the one in DIR is newer)
+        os.replace(where.local, aside)
+    if not aside.exists():
+        return False
+    where.previous = aside
+    return True
+
+
+def _end_aside(where: _Where, finished: bool, resumable: bool) -> str | None:
+    """After a ``-o DIR/`` run: the dataset set aside is removed when the run ``finished``; put back in
+    place when the run failed with nothing a ``--resume`` could continue; else kept (a line says where).
+    Also removes an aside a killed run left when this run finished."""
+    aside = where.aside
+    if aside is None or not aside.exists():
+        return None
+    if finished:
+        shutil.rmtree(aside, ignore_errors=True)
+        return None
+    if not resumable and where.previous is not None:
+        shutil.rmtree(where.local, ignore_errors=True)  # type: ignore[arg-type]
+        os.replace(aside, where.local)  # type: ignore[arg-type]
+        return f"the earlier finished dataset {where.dataset} is back in place, unchanged"
+    return (f"the earlier finished dataset is kept at {aside} until a run of {where.dataset} finishes "
+            f"(move it back by hand to keep it instead)")
 
 
 def _reuse_finished(source: Any, o: RunOptions, where: _Where, say: Callable[[str], None],
@@ -1157,8 +1211,10 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
         notes.append(f"removed {len(stale)} work folder(s) left by killed Ray run(s): {', '.join(stale)}")
     reused = _reuse_finished(source, o, where, say, notes)
     if isinstance(reused, RunReport):
+        _end_aside(where, finished=True, resumable=False)  # (an aside a killed run left: DIR is the output)
         return reused
     b: _Batches | None = None
+    finished = False
     try:
         with _signals_raise():
             old = _old_journal(where, o.resume, say, notes, said=reused)
@@ -1182,6 +1238,8 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
                                      extra={**replaced, **_cache_entry(o, {k: b.done[k] for k in b.fresh})},
                                      warn=say)
             summary, n_anchors = _finish(where, b, targets, signature, o, accounting)
+        finished = True
+        _end_aside(where, finished=True, resumable=False)
     except RayStop as stop:
         raise _interrupted(stop, b, o) from None
     except DDPError as exc:
@@ -1193,6 +1251,11 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
     finally:
         if where.temporary:
             shutil.rmtree(where.dataset, ignore_errors=True)
+        if not finished:  # a failed or stopped run: the earlier finished -o DIR/ dataset back, or where it waits
+            with contextlib.suppress(OSError):
+                line = _end_aside(where, finished=False, resumable=b is not None and bool(b.done))
+                if line:
+                    say(line)
     if not o.quiet or accounting["retried"] or accounting["cache_not_written"]:  # -q: said only when something failed
         notes.append(_account_note(accounting))
     return RunReport(signature=signature, summary_frame=None, summary=summary, n_segments=b.plan.n_segments, n_anchors=n_anchors,
