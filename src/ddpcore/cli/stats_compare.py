@@ -69,8 +69,10 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
                         "such text into words, and WMT's BLEU uses zh / ja-mecab / ko-mecab)")
     k.add_argument("--hypothesis-col", default="hypothesis", metavar="NAME",
                    help="system output text column (--reader mtme: read from system-outputs/)")
-    k.add_argument("--reference-col", default="reference", metavar="NAME",
-                   help="reference text column (--reader mtme: references/LP.REF.txt, the first REF)")
+    k.add_argument("--reference-col", action="append", default=None, metavar="NAME",
+                   help="reference text column (default: reference); repeat it to score against several references "
+                        "at once, as sacrebleu does (--reader mtme: a REF of references/LP.REF.txt, e.g. --reference-col "
+                        "refA --reference-col refB; default the first REF)")
     t = p.add_argument_group("tests")
     t.add_argument("--unit", choices=("document", "segment"), default="document",
                    help="resampling / swapping unit")
@@ -162,21 +164,29 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
     how = CorpusTest(unit=args.unit, test=args.test, n_boot=args.n_boot, n_ar=args.n_ar, seed=args.seed,
                      correction=args.correction, confidence=args.confidence, alpha=args.alpha)  # checked first (D311)
     reference = target = None
+    ref_cols = tuple(args.reference_col or ("reference",))
     if args.reader == "mtme":
-        from ..io.mtme import read_mtme_scores
+        from ..io.mtme import REFERENCE, read_mtme_scores, resolve_mtme
 
+        ms = resolve_mtme(args.table, lp=args.lp[0] if args.lp else None)
+        refs = list(ms.references())
+        given = args.reference_col is not None and ref_cols != (REFERENCE,)
+        names = [refs[0] if refs and c == REFERENCE else c for c in ref_cols] if given else None
         mt = read_mtme_scores(args.table, lp=args.lp[0] if args.lp else None, human=[], metrics=(), with_text=True,
-                              warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
+                              reference=names, warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
         table: Any = mt.table
-        refs = list(mt.ms.references())
         target = mt.ms.lp.rpartition("-")[2].split("_")[0].lower()  # en-zh -> zh, en-ko_KR -> ko
-        reference = f"references/{mt.ms.lp}.{refs[0]}.txt"
-        if len(refs) > 1:  # what is measured: say which reference the scores are against
-            print(f"ddp: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus metrics use the first, "
-                  f"{reference} (recorded in the signature)", file=sys.stderr)
+        used = names or refs[:1]
+        reference = ", ".join(f"references/{mt.ms.lp}.{r}.txt" for r in used)
+        ref_cols = tuple(names) if names is not None and len(names) > 1 else (REFERENCE,)
+        if len(refs) > len(used):  # what is measured: say which reference(s) the scores are against
+            print(f"ddp: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus metrics use "
+                  f"{reference} (recorded in the signature; repeat --reference-col REF to score against several)",
+                  file=sys.stderr)
     else:  # wide: one row per (document, segment, system) whatever score columns the reader has
         table = score_input(args, args.table, layout="wide")
-    columns = CorpusColumns(hypothesis=args.hypothesis_col, reference=args.reference_col, document=args.document,
+    columns = CorpusColumns(hypothesis=args.hypothesis_col,
+                            reference=ref_cols[0] if len(ref_cols) == 1 else ref_cols, document=args.document,
                             segment=args.segment, system=args.system)
     tokenize, tok_note = _tokenize(args, corpus, target)
     cres = compare_corpus_table(table, args.baseline, corpus, columns=columns, how=how,
@@ -295,10 +305,12 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
         return json.dumps(json_safe(payload), indent=2, allow_nan=False)  # NaN as null, never the NaN token
     cols = _columns(res)
     if fmt == "tsv":
+        from ..io.tables import tsv_line
+
         keys = list(res.rows()[0])
-        lines = [f"# signature: {res.signature_line}", "\t".join(keys)]
+        lines = [f"# signature: {res.signature_line}", tsv_line(keys)]
         for r in res.rows():
-            lines.append("\t".join("" if r[k] is None else str(r[k]) for k in keys))
+            lines.append(tsv_line([r[k] for k in keys]))
         return "\n".join(lines)
     blocks = []
     for m in res.metrics:
@@ -312,11 +324,13 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
             blocks.append("\n".join([_title(res, m), line(heads), line(["-" * w for w in widths])]
                                     + [line(c) for c in cells]))
         elif fmt == "markdown":
+            from ..io.tables import md_cell
+
             align = ["---"] + ["---:"] * (len(heads) - 2) + ["---"]
-            md = [f"**{_md(m)}** — {_md(_title(res, m).split(': ', 1)[1])}", "",
+            md = [f"**{md_cell(m)}** — {_md(_title(res, m).rsplit(': ', 1)[1])}", "",
                   "| " + " | ".join(heads) + " |", "|" + "|".join(align) + "|"]
             for c, r in zip(cells, rows):
-                c = [_md(x) for x in c]
+                c = [md_cell(x) if i == 0 else _md(x) for i, x in enumerate(c)]  # the system name as written
                 if r["verdict"] in ("better", "worse"):
                     c[0] = f"**{c[0]}**"
                 md.append("| " + " | ".join(c) + " |")

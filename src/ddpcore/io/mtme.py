@@ -268,7 +268,7 @@ def _pick(kind: str, have: dict[str, Path], want: Sequence[str] | None, ms: Mtme
 
 def read_mtme_scores(path: str | os.PathLike[str], *, lp: str | None = None,
                      human: Sequence[str] | None = None, metrics: Sequence[str] | None = (),
-                     layout: Layout = "wide", with_text: bool = False, reference: str | None = None,
+                     layout: Layout = "wide", with_text: bool = False, reference: str | Sequence[str] | None = None,
                      warn: Warn | None = None) -> MtmeScores:
     """Segment-level scores of one language pair.
 
@@ -287,7 +287,9 @@ def read_mtme_scores(path: str | os.PathLike[str], *, lp: str | None = None,
     with_text, reference
         Add ``hypothesis`` (``system-outputs/LP/SYSTEM.txt``) and ``reference`` (the
         ``references/LP.REF.txt`` line; ``reference`` = REF, default the only or first one) columns;
-        systems without an output file are dropped from the text table (listed by ``warn``).
+        systems without an output file are dropped from the text table (listed by ``warn``). Several REFs
+        (a sequence): ``reference`` holds the first, and each REF also gets a column of its own name
+        (``refA``, ``refB``: multi-reference corpus metrics).
 
     Rows: the systems of the score files (and outputs), every source line each; keys ``document_id``,
     ``segment_id`` (position in the document), ``line_id``, ``domain``, ``system``.
@@ -323,13 +325,23 @@ def read_mtme_scores(path: str | os.PathLike[str], *, lp: str | None = None,
         refs = ms.references()
         if not refs:
             raise DDPDataError(f"{ms.root}/references: no {ms.lp}.REF.txt reference file", code="D828")
-        ref = reference or next(iter(refs))
-        if ref not in refs:
-            raise DDPDataError(f"{ms.root}/references: no reference {ref} (has {', '.join(refs)})", code="D827")
-        rl = _lines(refs[ref])
-        _check_count(refs[ref], rl.len(), n_source, ms.source, "D828")
+        wanted = [reference] if isinstance(reference, str) else list(reference or [next(iter(refs))])
+        for ref in wanted:
+            if ref not in refs:
+                raise DDPDataError(f"{ms.root}/references: no reference {ref} (has {', '.join(refs)})", code="D827")
+        columns: dict[str, Any] = {}
+        for i, ref in enumerate(wanted):
+            rl = _lines(refs[ref])
+            _check_count(refs[ref], rl.len(), n_source, ms.source, "D828")
+            if i == 0:
+                columns[REFERENCE] = rl
+            if len(wanted) > 1:
+                if ref in table.columns or ref in (REFERENCE, "line_id"):
+                    raise DDPDataError(f"{ms.root}/references: reference {ref!r} has the name of a column of the text "
+                                       "table; score it alone (the default) or rename the file", code="D827")
+                columns[ref] = rl
         table = table.join(pl.DataFrame({"line_id": pl.int_range(0, n_source, eager=True, dtype=pl.Int64),
-                                         REFERENCE: rl}), on="line_id", how="left", maintain_order="left")
+                                         **columns}), on="line_id", how="left", maintain_order="left")
     n_rows = table.height
     n_missing = {name: int(fr["score"].null_count()) for name, fr in frames.items()}
     absent = {name: [s for s in systems if s not in set(fr["system"].unique().to_list())] for name, fr in frames.items()}

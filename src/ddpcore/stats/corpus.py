@@ -57,6 +57,7 @@ ERROR_CODES = {
     "D836": "sufficient statistics of the wrong shape for the metric, or negative/non-finite",
     "D837": "a hypothesis or reference text is missing (null) for a (document, segment, system)",
     "D838": "indices / ar_keep of the wrong shape or range",
+    "D320": "--reference-col: the reference columns repeat, or one of them is the --hypothesis-col",
     "D950": "a system's reference text of a segment differs from the baseline's (--reference-col): systems are "
             "compared against one reference",
     "D951": "the hypothesis or reference column holds numbers or other non-text values (--hypothesis-col, "
@@ -143,17 +144,23 @@ def _sacrebleu_metric(metric: str, tokenize: str = DEFAULT_TOKENIZE) -> Any:
                             "ko-mecab) or choose another", code="D953") from None
 
 
-def sufficient_stats(hypotheses: Sequence[str], references: Sequence[str], metric: CorpusMetric,
-                     tokenize: str = DEFAULT_TOKENIZE) -> npt.NDArray[np.float64]:
+def sufficient_stats(hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
+                     metric: CorpusMetric, tokenize: str = DEFAULT_TOKENIZE) -> npt.NDArray[np.float64]:
     """Per-segment sufficient statistics, shape (n_segments, ``N_STATS[metric]``), float64
     (sacrebleu 2.x ``_extract_corpus_statistics(hypotheses, [references])``, default settings; BLEU with the
-    ``tokenize`` tokenizer)."""
+    ``tokenize`` tokenizer). ``references``: one reference per segment, or several reference streams (a
+    sequence of such sequences, sacrebleu's multi-reference layout: BLEU clips n-gram counts by the largest
+    count in any reference and takes the closest reference length, chrF the best-scoring reference, TER the
+    fewest edits over the average reference length)."""
     m = _sacrebleu_metric(metric, tokenize)
-    if len(hypotheses) != len(references):
-        raise DDPDataError(f"{len(hypotheses)} hypotheses but {len(references)} references", code="D836")
+    streams = [list(references)] if not len(references) or isinstance(references[0], str) else \
+        [list(r) for r in references]
+    for r in streams:
+        if len(hypotheses) != len(r):
+            raise DDPDataError(f"{len(hypotheses)} hypotheses but {len(r)} references", code="D836")
     if not len(hypotheses):
         return np.zeros((0, N_STATS[metric]))
-    st = np.asarray(m._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.float64)
+    st = np.asarray(m._extract_corpus_statistics(list(hypotheses), streams), dtype=np.float64)
     return st.reshape(len(hypotheses), N_STATS[metric])
 
 
@@ -364,16 +371,22 @@ def compare_corpus(stats: npt.ArrayLike, metric: CorpusMetric, *, baseline: int 
 @dataclasses.dataclass(frozen=True)
 class CorpusColumns:
     """Column names of the long table of :func:`compare_corpus_table` (``ddp stats compare``:
-    ``--hypothesis-col``, ``--reference-col``, ``--document-col``, ``--segment-col``, ``--system-col``)."""
+    ``--hypothesis-col``, ``--reference-col``, ``--document-col``, ``--segment-col``, ``--system-col``).
+    ``reference``: one column, or a tuple of columns for multi-reference scoring (one reference per column)."""
 
     hypothesis: str = "hypothesis"
-    reference: str = "reference"
+    reference: str | tuple[str, ...] = "reference"
     document: str = schema.DOCUMENT_ID
     segment: str = schema.SEGMENT_ID
     system: str = schema.SYSTEM
 
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The reference columns, in order (one or more)."""
+        return (self.reference,) if isinstance(self.reference, str) else tuple(self.reference)
+
     def flags(self) -> tuple[tuple[str, str], ...]:
-        return (("--hypothesis-col", self.hypothesis), ("--reference-col", self.reference),
+        return (("--hypothesis-col", self.hypothesis), *(("--reference-col", r) for r in self.references),
                 ("--document-col", self.document), ("--segment-col", self.segment), ("--system-col", self.system))
 
 
@@ -418,7 +431,7 @@ def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str
     if is_path:
         from ..io.tables import read_table
 
-        df = read_table(table, text_columns=(cols.hypothesis, cols.reference),
+        df = read_table(table, text_columns=(cols.hypothesis, *cols.references),
                         key_columns=(cols.document, cols.segment))
     else:
         df = as_frame(table)
@@ -430,7 +443,10 @@ def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str
 
     check_key_types(df, [cols.document, cols.segment, cols.system], source, "--document-col/--segment-col/--system-col")
     df = df.with_row_index("__row")
-    for flag, c in (("--hypothesis-col", cols.hypothesis), ("--reference-col", cols.reference)):
+    if not cols.references or len(set(cols.references)) != len(cols.references) or cols.hypothesis in cols.references:
+        raise DDPUsageError(f"--reference-col {', '.join(cols.references) or '(none)'}: give one or more distinct "
+                            f"reference columns, none of them the --hypothesis-col {cols.hypothesis!r}", code="D320")
+    for flag, c in (("--hypothesis-col", cols.hypothesis), *(("--reference-col", r) for r in cols.references)):
         dtype = df.schema[c]
         if dtype in (pl.Categorical, pl.Enum):
             df = df.with_columns(pl.col(c).cast(pl.String))
@@ -453,10 +469,11 @@ def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str
 
         _check_excluded_systems(df[cols.system].unique().to_list(), exclude_systems, source)
     df = df.filter(~pl.col(cols.system).is_in([str(s) for s in exclude_systems]))
-    miss = df.filter(pl.col(cols.hypothesis).is_null() | pl.col(cols.reference).is_null())
+    texts = (cols.hypothesis, *cols.references)
+    miss = df.filter(pl.any_horizontal(pl.col(c).is_null() for c in texts))
     if miss.height:
         r = miss.row(0, named=True)
-        which = cols.hypothesis if r[cols.hypothesis] is None else cols.reference
+        which = next(c for c in texts if r[c] is None)
         raise DDPDataError(f"{source}, row {r['__row'] + 1}, column {which!r}: no text for document "
                            f"{r[cols.document]!r}, segment {r[cols.segment]!r}, system {r[cols.system]!r}: corpus "
                            "metrics need both texts of every segment (an empty text in a CSV/TSV file is written \"\")",
@@ -501,20 +518,23 @@ def _system_stats(df: Any, baseline: str, metrics: Sequence[str], cols: CorpusCo
                            "(document, segment)", code="D396")
     _check_paired(cell, n_seg, systems, keys, source, baseline, cols.document, cols.segment, None)
     order = np.argsort(sys_code * n_seg + item_code)  # system-major: system i's segments are rows i*n .. (i+1)*n
-    texts = df.select(cols.hypothesis, cols.reference)[order]
-    hyp, ref = texts[cols.hypothesis], texts[cols.reference]
-    ref0 = ref.slice(0, n_seg)
-    for i in range(1, n_sys):  # one vectorised comparison per system
-        differs = ref.slice(i * n_seg, n_seg) != ref0
-        if differs.any():
-            k = int(differs.arg_true()[0])
-            key = keys.row(k, named=True)
-            raise DDPDataError(
-                f"{source}: document {key[cols.document]!r}, segment {key[cols.segment]!r}: system {systems[i]!r} has "
-                f"reference {ref[i * n_seg + k][:60]!r} but the baseline {baseline!r} has {ref0[k][:60]!r} "
-                f"({int(differs.sum())} such segment(s)); the systems must be scored against the same reference "
-                f"({cols.reference}, --reference-col)", code="D950")
-    refs = ref0.to_list()
+    texts = df.select(cols.hypothesis, *cols.references)[order]
+    hyp = texts[cols.hypothesis]
+    refs: list[list[str]] = []
+    for c in cols.references:
+        ref = texts[c]
+        ref0 = ref.slice(0, n_seg)
+        for i in range(1, n_sys):  # one vectorised comparison per system
+            differs = ref.slice(i * n_seg, n_seg) != ref0
+            if differs.any():
+                k = int(differs.arg_true()[0])
+                key = keys.row(k, named=True)
+                raise DDPDataError(
+                    f"{source}: document {key[cols.document]!r}, segment {key[cols.segment]!r}: system {systems[i]!r} "
+                    f"has reference {ref[i * n_seg + k][:60]!r} but the baseline {baseline!r} has {ref0[k][:60]!r} "
+                    f"({int(differs.sum())} such segment(s)); the systems must be scored against the same reference "
+                    f"({c}, --reference-col)", code="D950")
+        refs.append(ref0.to_list())
     stats_all: dict[str, np.ndarray] = {m: np.zeros((n_sys, n_seg, N_STATS[m])) for m in metrics}
     for i in range(n_sys):
         h = hyp.slice(i * n_seg, n_seg).to_list()
@@ -593,16 +613,17 @@ def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
                                        else "sacrebleu defaults (13a)"),
              "unit": how.unit, "n_units": n_units, "n_boot": how.n_boot, "n_ar": how.n_ar, "seed": how.seed,
              "test": how.test, "correction": how.correction, "confidence": how.confidence, "alpha": how.alpha,
-             "baseline": baseline,
+             "baseline": baseline, "n_references": len(columns.references),
              "p_ties": "p = 1 when the system equals the baseline on every unit, or its score equals the baseline's "
                        "in the data and in every bootstrap replicate (bootstrap p) or AR trial (AR p); sacrebleu: "
                        "1/(B+1), 1/(T+1)",
-             "columns": {"hypothesis": columns.hypothesis, "reference": columns.reference,
+             "columns": {"hypothesis": columns.hypothesis, "reference": ",".join(columns.references),
                          "document": columns.document, "segment": columns.segment, "system": columns.system}}
-    line = "|".join(f"{k}:{sig_d[k]}" for k in ("ddpcore", "sacrebleu", "unit", "n_boot", "n_ar", "seed", "correction",
+    line = "|".join(f"{k}:{sig_d[k]}" for k in ("ddpcore", "sacrebleu", "n_references", "unit", "n_boot", "n_ar", "seed", "correction",
                                                  "test", "confidence", "alpha"))
     if "bleu" in metrics and tokenize != DEFAULT_TOKENIZE:  # (without tok: BLEU's 13a)
         line += f"|tok:{tokenize}"
+
     return CompareResult(baseline=baseline, metrics=list(metrics), comparisons=comps, unit=how.unit, n_units=n_units,
                          n_segments=n_seg, test=how.test, n_boot=how.n_boot, n_ar=how.n_ar, seed=how.seed,
                          correction=how.correction, confidence=how.confidence, alpha=how.alpha, signature=sig_d,
