@@ -37,3 +37,12 @@ def nlp():
     from ddpcore.anchors.spacy_extract import load_pipeline
 
     return load_pipeline(None)
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """A local Ray with one CPU for the tests of one module (skips when Ray is not installed)."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

@@ -42,14 +42,6 @@ ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
 # ------------------------------------------------------------------ 1. Ray --resume of a finished dataset
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def _files(folder: Path) -> dict[str, tuple[int, bytes]]:
     return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes())
             for p in folder.rglob("*") if p.is_file()}

@@ -28,14 +28,6 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ddpcore[ray]')")
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.spacy_model
 @pytest.mark.slow
 def test_a_failed_rerun_leaves_the_finished_dataset_and_a_good_one_replaces_it(ray_local, tmp_path) -> None:
