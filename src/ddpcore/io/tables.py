@@ -372,6 +372,27 @@ def signed_columns(path: str | os.PathLike[str], text_columns: Sequence[str] = (
             tuple(dict.fromkeys((*key_columns, *named("document", "segment")))))
 
 
+#: names of in-memory tables made from files (:func:`name_frame`), by ``id`` of the live table
+_FRAME_NAMES: dict[int, str] = {}
+
+
+def name_frame(frame: Any, name: str) -> Any:
+    """``frame`` (returned as is), named ``name`` in the messages of the functions it is given to
+    (:func:`frame_name`): the table a reader makes from files (``--reader mtme``...) keeps naming them,
+    not ``<table>``. The name goes with the frame object (forgotten when it is freed)."""
+    import weakref
+
+    key = id(frame)
+    _FRAME_NAMES[key] = name
+    weakref.finalize(frame, _FRAME_NAMES.pop, key, None)
+    return frame
+
+
+def frame_name(frame: Any) -> str | None:
+    """The name :func:`name_frame` gave ``frame`` (None: not named)."""
+    return _FRAME_NAMES.get(id(frame))
+
+
 def read_table(source: Any, *, name: str | None = None, text_columns: Sequence[str] = (),
                key_columns: Sequence[str] = ()) -> pl.DataFrame:
     """Read ``source`` (path or in-memory table) into a polars DataFrame.
@@ -1052,6 +1073,39 @@ def write_text_table(df: pl.DataFrame, fmt: str, fh: Any) -> None:
         df.write_json(fh)
     else:
         raise DDPUsageError(f"cannot write {fmt} as text; use csv, tsv, jsonl or json", code="D135")
+
+
+def tsv_field(value: Any) -> str:
+    """One field of a TSV that ddpcore writes, quoted as :class:`DelimitedScan` (and polars, pandas, the csv
+    module) read it back: ``None`` is the empty field; text holding a tab, a ``"``, a line break, or starting
+    with ``#`` (the comment prefix of the ``# signature:`` lines) is enclosed in ``"`` with its quotes doubled,
+    and an empty text is ``""`` (as ``polars.write_csv`` writes it), so that it does not read as missing."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    if text == "" or text.startswith("#") or any(c in text for c in '\t"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def tsv_line(values: Sequence[Any]) -> str:
+    """One TSV record of :func:`tsv_field` fields."""
+    return "\t".join(tsv_field(v) for v in values)
+
+
+_MD_ESCAPE = re.compile(r"([\\`*_\[\]<>|~&])")
+_MD_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def md_cell(text: Any, *, markup: bool = False) -> str:
+    """A name from the data (system, metric, domain, condition) as the text of a Markdown table cell that
+    renders as written: ``|`` escaped (it would end the cell), line breaks as ``<br>`` (they would end the
+    row), and the characters of inline Markdown and HTML (backslash, backtick, ``* _ [ ] < > ~ &``) escaped
+    with a backslash. ``markup=True``: the text carries ddpcore's own Markdown (``**bold**``); only ``|``
+    and line breaks are escaped."""
+    text = "" if text is None else str(text)
+    text = text.replace("|", "\\|") if markup else _MD_ESCAPE.sub(r"\\\1", text)
+    return _MD_NEWLINE.sub("<br>", text)
 
 
 def write_tables_atomic(
