@@ -74,7 +74,7 @@ def test_a_null_ddp_is_d781_naming_file_row_and_column(tmp_path: Path, capfd: py
     out = tmp_path / "g.jsonl"
     code, err = run(capfd, [cmd, str(src), "--profile", str(tmp_path / "g.parquet"), "--ddp-col", "ddp_gaps",
                             *CMDS[cmd], "-o", str(out)])
-    assert code == 2 and len(err) == 1 and "[D781]" in err[0], err
+    assert code == 3 and len(err) == 1 and "[D781]" in err[0], err
     assert f"g.parquet, row {first_null}, column ddp_gaps" in err[0] and f"{n_null} of {len(rs)} rows" in err[0]
     assert not out.exists()
     # the rows with a DDP are still selected as before: the full column works

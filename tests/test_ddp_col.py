@@ -23,7 +23,7 @@ from test_select_sample import jsonl_lines, make_rows
 from ddpcore.cli.main import main
 from ddpcore.curate import sample as SAM
 from ddpcore.curate import select as SEL
-from ddpcore.errors import DDPUsageError
+from ddpcore.errors import DDPDataError
 
 COLS = ["ddp", "ddp_certified"]
 
@@ -108,7 +108,7 @@ def test_cli_select_sample_record_the_column_and_refuse_unknown(data, tmp_path: 
         assert len(err) == 1 and "[D780]" in err[0] and "ddp_typo" in err[0]
         assert "ddp, ddp_certified" in err[0]  # names the columns the profile has
     assert main(["select", str(src), "--profile", str(prof), "--min-ddp", "2", "--ddp-col", "domain",
-                 "-o", str(tmp_path / "x.jsonl")]) == 2
+                 "-o", str(tmp_path / "x.jsonl")]) == 3
     assert "[D781]" in capsys.readouterr().err
 
 
@@ -117,7 +117,7 @@ def test_a_fractional_ddp_column_is_refused(data, tmp_path: Path) -> None:
     df = pl.DataFrame(rows).with_columns((pl.col("ddp_certified") + 0.5).alias("ddp_certified"))
     p = tmp_path / "frac.parquet"
     df.write_parquet(p)
-    with pytest.raises(DDPUsageError) as e:
+    with pytest.raises(DDPDataError) as e:
         SEL.select(src, p, SEL.Criteria(min_ddp=1), ddp_col="ddp_certified")
     assert e.value.code == "D781" and "row 1" in str(e.value)
 

@@ -6,13 +6,13 @@ from decimal import Decimal
 import polars as pl
 import pytest
 
-from ddpcore.errors import DDPUsageError
+from ddpcore.errors import DDPDataError
 from ddpcore.io.profiles import check_ddp_values
 
 
 def test_decimal_fraction_is_d781() -> None:
     df = pl.DataFrame({"ddp": pl.Series([Decimal("1"), Decimal("2.5"), None], dtype=pl.Decimal(10, 1))})
-    with pytest.raises(DDPUsageError) as e:
+    with pytest.raises(DDPDataError) as e:
         check_ddp_values(df, "ddp", "p.parquet")
     assert e.value.code == "D781" and "p.parquet, row 2:" in str(e.value)
 

@@ -178,7 +178,7 @@ def test_meta_refuses_a_ddp_that_is_not_a_whole_number(tmp_path: Path, capsys, b
     prof = _profile(tmp_path / "p.parquet", ddp)
     code, out, err = _run(capsys, "meta", prof, _meta_scores(tmp_path / "s.parquet"), "--human-col", "mqm",
                           "--n-boot", "10", "--n-perm", "10")
-    assert code == 2 and out == "" and "[D781]" in err and "row 6" in err
+    assert code == 3 and out == "" and "[D781]" in err and "row 6" in err
 
 
 def test_meta_segments_without_ddp_are_not_said_to_lack_scores(tmp_path: Path, capsys) -> None:

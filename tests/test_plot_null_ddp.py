@@ -1,4 +1,4 @@
-"""``ddp plot`` and ``ddp report`` on a profile with a row without a DDP value (null): D781 (exit 2, one line)
+"""``ddp plot`` and ``ddp report`` on a profile with a row without a DDP value (null): D781 (exit 3, one line)
 naming the file, the row (1-based, the header not counted) and the column, as ``ddp select``/``sample`` refuse
 it. Before, the row was dropped from the means and figures while the page still counted it (``N segments``
 over means of N-1), exit 0."""
@@ -54,7 +54,7 @@ def test_null_ddp_is_d781_naming_file_row_and_column(tmp_path: Path, capsys, col
     p = _profile(tmp_path / "rp_null.parquet", col, row)
     out = tmp_path / "out"
     for cmd in _cmds(p, out, col):
-        assert main(cmd) == 2, cmd
+        assert main(cmd) == 3, cmd
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1, err
         assert f"[D781] --ddp-col {col}: {p}, row {row + 1}, column {col}: no DDP value (null; 1 of 5 rows)" in err[0]
@@ -62,10 +62,10 @@ def test_null_ddp_is_d781_naming_file_row_and_column(tmp_path: Path, capsys, col
 
 
 def test_load_profile_raises_the_coded_error(tmp_path: Path) -> None:
-    from ddpcore.errors import DDPUsageError
+    from ddpcore.errors import DDPDataError
     from ddpcore.report import plots
 
     p = _profile(tmp_path / "n.parquet", "ddp", 2)
-    with pytest.raises(DDPUsageError) as e:
+    with pytest.raises(DDPDataError) as e:
         plots.load_profile(p)
     assert e.value.code == "D781" and "row 3, column ddp" in str(e.value)

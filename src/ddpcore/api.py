@@ -186,16 +186,22 @@ def _replaced(frame: pl.DataFrame, cols: SegmentColumns, name: str) -> dict[str,
 
 
 def _invisible(frame: pl.DataFrame, cols: SegmentColumns, name: str, source: Any) -> dict[str, Any]:
-    """The segments with a line that starts or ends with invisible characters, which the parse leaves out, said
-    with ``warnings.warn`` as ``ddp profile`` says them on stderr; returns their signature entry (empty when
+    """The segments with a line that starts or ends with invisible characters, which the parse leaves out, and
+    those the parse reads in another form (:func:`ddpcore.io.segments.normalised_text`), said with
+    ``warnings.warn`` as ``ddp profile`` says them on stderr; returns their signature entries (empty when
     none). The row is named for an input file (an in-memory table may be a selection of the caller's)."""
-    from .io.segments import invisible_edges
+    from .io.segments import invisible_edges, normalised_text
 
+    out: dict[str, Any] = {}
     entry = invisible_edges(frame, cols, rows=isinstance(source, (str, os.PathLike)))
-    if entry is None:
-        return {}
-    warnings.warn(schema.invisible_edges_note(name, entry, cols.text), UserWarning, stacklevel=3)
-    return {schema.INVISIBLE_EDGES: entry}
+    if entry is not None:
+        warnings.warn(schema.invisible_edges_note(name, entry, cols.text), UserWarning, stacklevel=3)
+        out[schema.INVISIBLE_EDGES] = entry
+    forms = normalised_text(frame, cols, rows=isinstance(source, (str, os.PathLike)))
+    if forms is not None:  # the segments the parse reads in another form (NFC, invisible characters inside a line)
+        warnings.warn(schema.normalised_text_note(name, forms, cols.text), UserWarning, stacklevel=3)
+        out[schema.NORMALISED_TEXT] = forms
+    return out
 
 
 def _check_n_process(n_process: Any) -> None:
@@ -329,7 +335,8 @@ def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
     ``ddp profile --summary-by``); ``document_col``: the document id column.
 
     ``segments``: a profiled segment table (``ddp`` and ``document_col`` columns) as a polars,
-    pandas or pyarrow table, a polars LazyFrame or the path of a ``ddp profile`` output. DDP values
+    pandas or pyarrow table, a polars LazyFrame or the path of a ``ddp profile`` output (its signature's
+    document and domain columns are the defaults of ``document_col`` and ``by`` there). DDP values
     are whole numbers of sentences: a ``ddp`` column that is not numeric, or holds fractions or
     NaN, is refused (D260) rather than truncated; a null DDP counts as a segment but not as a value.
 
@@ -343,7 +350,13 @@ def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
     from .pipeline.summary import SummaryAccumulator
 
     if isinstance(segments, (str, os.PathLike)):  # the ids as written, with or without the sidecar (007 is not 7)
-        df = read_profile_table(segments, profile_columns(read_signature(segments), document=document_col))
+        # the document and domain columns the output's signature records (`ddp profile --document-col doc
+        # --domain-col genre`), unless named here: as every command that reads a profile back
+        cols = profile_columns(read_signature(segments),
+                               document=None if document_col == schema.DOCUMENT_ID else document_col)
+        df = read_profile_table(segments, cols)
+        document_col = cols.document
+        by = cols.domain if by == schema.DOMAIN and cols.domain in df.columns else by
     else:
         df = segments if isinstance(segments, pl.DataFrame) else read_table(segments)
     name = str(segments) if isinstance(segments, (str, os.PathLike)) else "<table>"

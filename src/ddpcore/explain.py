@@ -368,6 +368,7 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     from .io.tables import read_table
 
     opts = {k: v for k, v in kwargs.items() if v is not None}
+    given = set(opts)  # what the caller set; the signature fills the rest
     table: Any = source
     sig, settings_from = load_signature(source) if isinstance(source, (str, os.PathLike)) else (None, None)
     read_opts = {k: opts.pop(k) for k in READER_KEYS if k in opts}  # how the input is read, not parse settings
@@ -399,6 +400,9 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     result = profile_anchors(sub.select(keep), **flat, options=options)
     seg_row = _run_ids_back(result.segments, seg_col, run_ids).filter(pl.col(seg_col).cast(pl.String) == str(segment))
     anchors = _run_ids_back(result.anchors, seg_col, run_ids).filter(pl.col(seg_col).cast(pl.String) == str(segment))
+    if sig is not None:
+        _check_recorded_ddp(source, settings_from, table, cols, document, segment, seg_row, given, inherited, sig,
+                            result.signature)
     return ExplainResult(
         document=str(document),
         segment=str(segment),
@@ -412,6 +416,49 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
         settings_from=settings_from,
         inherited=inherited,
     )
+
+
+#: the settings that change a segment's DDP: given by the caller, the output's own DDP is not what is explained
+_DDP_SETTINGS = frozenset({"rules", "distance", "pipeline", "nlp", "sentence_unit"})
+
+
+def _check_recorded_ddp(output: Any, settings_from: str | None, table: pl.DataFrame, cols: SegmentColumns,
+                        document: Any, segment: Any, seg_row: pl.DataFrame, given: set[str],
+                        inherited: dict[str, Any], sig: dict[str, Any], now: dict[str, Any]) -> None:
+    """A warning when the re-parse of a profile output's segment, with every setting its signature records
+    (none given by the caller), does not give the ``ddp`` (and, with the recorded certification model, the
+    ``ddp_certified``) the output's own row holds: what is explained is then not what the output says
+    (a signature of another run, a table edited by hand, or another spaCy or pipeline than the run's)."""
+    import polars as pl
+
+    if given & _DDP_SETTINGS or schema.DDP not in table.columns or cols.document not in table.columns \
+            or cols.segment not in table.columns:
+        return
+    rows = table.filter((pl.col(cols.document).cast(pl.String) == str(document))
+                        & (pl.col(cols.segment).cast(pl.String) == str(segment)))
+    names = [schema.DDP] + ([schema.DDP_CERTIFIED] if "certify_model" in inherited else [])
+    differ = []
+    for name in names:
+        if rows.height != 1 or name not in rows.columns or name not in seg_row.columns:
+            continue
+        try:
+            mine = int(float(rows[name][0]))
+        except (TypeError, ValueError):
+            continue
+        if mine != int(seg_row[name][0]):
+            differ.append(f"{name} {int(seg_row[name][0])} where the output's row says {mine}")
+    if not differ:
+        return
+    keys = ("spacy", "pipeline_name", "pipeline_version")
+    then, here = [sig.get(k) for k in keys], [now.get(k) for k in keys]
+    why = (f"spaCy/pipeline {' '.join(map(str, here))} is installed, the run used {' '.join(map(str, then))}"
+           if then != here and all(then) else
+           f"the signature ({settings_from}) is not that of the run that wrote this table (copied from another "
+           "output?), or the table was edited")
+    warnings.warn(f"{output}: document {str(document)!r}, segment {str(segment)!r}: the re-parse with the settings "
+                  f"its signature records gives {' and '.join(differ)}: {why}; what follows explains the re-parse, "
+                  "not the output's value (profile the input again for a table and signature that agree)",
+                  stacklevel=3)
 
 
 class _CallableModule(type(json)):  # type(json) is types.ModuleType

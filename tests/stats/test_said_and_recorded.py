@@ -155,7 +155,7 @@ def test_alpha_coder_condition_refuses_several_annotators_of_one_pool(tmp_path, 
     code, out, err = _run(capsys, "alpha", str(path), "--coder", "condition", "-f", "text")
     assert code == 3 and out == ""
     line = err.strip()
-    assert "\n" not in line and line.startswith("ddp stats: error: [D307]") and str(path) in line
+    assert "\n" not in line and line.startswith("ddp stats alpha: error: [D307]") and str(path) in line
     assert "condition='P1'" in line and "'P1a0', 'P1a1', 'P1a2'" in line and "rows 1, 2, 3" in line
     # one annotator per pool: allowed, and alpha equals the krippendorff package on the pools as coders
     one = tmp_path / "one.csv"

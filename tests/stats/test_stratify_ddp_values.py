@@ -1,5 +1,5 @@
 """``ddp stratify`` checks the values of its DDP column (``--ddp-col``) as ``select``/``sample``/``plot`` do:
-a negative, fractional, NaN or infinite value is D781 (exit 2, one line naming the profile file, the
+a negative, fractional, NaN or infinite value is D781 (exit 3, one line naming the profile file, the
 1-based row and the column). Before the fix a negative value fell below every bin (n=30, bins holding
 fewer rows, exit 0), a fractional one was truncated by an Int64 cast (2.5 binned as 2) and NaN/inf were
 an internal error (D999, exit 4).
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ddpcore.cli.main import main
-from ddpcore.errors import DDPUsageError
+from ddpcore.errors import DDPDataError
 
 N = 12
 GOOD = [3 * i + 1 for i in range(N)]  # 1, 4, ..., 34: whole numbers >= 0
@@ -73,7 +73,7 @@ def test_bad_ddp_values_are_d781_naming_file_row_and_column(tmp_path: Path, caps
                "-f", "text"])
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
-    assert rc == 2, (rc, err)
+    assert rc == 3, (rc, err)
     assert out == ""
     assert len(lines) == 1 and "[D781]" in lines[0], lines
     row = first_bad_row(vals)
@@ -92,7 +92,7 @@ def test_negative_values_no_longer_leave_rows_out_of_the_bins(tmp_path: Path, ca
     rc = main(["stratify", str(prof), str(scores), "--score-col", "score", "--ddp-col", "ddp_shift", "--n-boot", "0",
                "-o", str(out)])
     err = capsys.readouterr().err
-    assert rc == 2 and "[D781]" in err
+    assert rc == 3 and "[D781]" in err
     assert not out.exists()
     assert sum(v < 0 for v in shifted) > 0  # the rows that used to drop out of the bins
 
@@ -105,7 +105,7 @@ def test_library_stratify_raises_d781_on_a_frame(tmp_path: Path) -> None:
     prof = pl.DataFrame({"document_id": [f"d{i // 4}" for i in range(N)], "segment_id": [f"s{i}" for i in range(N)],
                          "ddp": vals})
     scores = pl.read_csv(write_scores(tmp_path / "s.csv"))
-    with pytest.raises(DDPUsageError) as e:
+    with pytest.raises(DDPDataError) as e:
         stratify(prof, scores, "score", n_boot=0, profile_name="prof.parquet")
     assert e.value.code == "D781"
     assert f"prof.parquet, row {first_bad_row(vals)}:" in str(e.value)
@@ -135,4 +135,4 @@ def test_whole_float_values_and_nulls_still_stratify_like_a_loop(tmp_path: Path,
     rc = main(["stratify", str(prof), str(scores), "--score-col", "score", "--ddp-col", "ddp_g", "--n-boot", "0",
                "--bins", "0,5,15,inf", "-f", "text"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "[D781]" in err[0] and "row 1:" in err[0] and "2.5" in err[0]
+    assert rc == 3 and len(err) == 1 and "[D781]" in err[0] and "row 1:" in err[0] and "2.5" in err[0]

@@ -44,5 +44,7 @@ def score_input(args: argparse.Namespace, path: Any, conditions: list[str] | Non
     names the columns wanted, e.g. mtme METRIC-REF names)."""
     from ..io.scores import read_score_input
 
+    command = " ".join(["ddp", *(w for w in (getattr(args, "command", None), getattr(args, "stats_command", None))
+                                 if isinstance(w, str))])  # `ddp stats tau: note:`, as its warnings and errors
     return read_score_input(path, args.reader, conditions=conditions, waves=args.waves, lps=args.lp, layout=layout,
-                            warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
+                            warn=lambda m: print(f"{command}: note: {m}", file=sys.stderr))

@@ -235,7 +235,10 @@ def render(payload: dict[str, Any], fmt: str) -> str:
         tail = f"gate --fail-on {payload['fail_on']}: {'passed' if payload['passed'] else 'FAILED'}"
     if fmt == "markdown":
         lines = [f"**{title}**", "", "| statistic | value |", "|---|---|"]
-        lines += [f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in rows(payload)]
+        from ..io.tables import md_cell
+
+        # condition and system names inside the rows: a '|' or a line break would end the cell or the row
+        lines += [f"| {md_cell(k, markup=True)} | {md_cell(v, markup=True)} |" for k, v in rows(payload)]
         lines += ["", f"Signature: `{sig}`"] + ([tail] if tail else [])
         return "\n".join(lines)
     width = max(len(k) for k, _ in rows(payload))

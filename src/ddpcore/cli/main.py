@@ -226,7 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "func", None) is None:
             parser.print_help()
             return EXIT_USAGE
-        command = f"ddp {args.command}"
+        # `ddp stats tau`, `ddp cache clear`: errors carry the name the command's warnings and notes carry
+        action = getattr(args, f"{args.command}_command", None)
+        command = f"ddp {args.command}" + (f" {action}" if isinstance(action, str) else "")
         code = _run(args, command)
         sys.stdout.flush()  # surface a closed pipe here, not at interpreter exit
         return code

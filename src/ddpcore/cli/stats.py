@@ -275,13 +275,14 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, tsv_rows
 def _tsv(rows: list[dict[str, Any]], signature: Any) -> str:
     import json
 
+    from ..io.tables import tsv_line
+
     if not rows:
         return ""
     cols = list(rows[0])
-    lines = ["# signature: " + json.dumps(signature, sort_keys=True), "\t".join(cols)]
-    for r in rows:
-        lines.append("\t".join("" if r[c] is None else (json.dumps(r[c]) if isinstance(r[c], (list, dict)) else str(r[c]))
-                               for c in cols))
+    lines = ["# signature: " + json.dumps(signature, sort_keys=True), tsv_line(cols)]
+    for r in rows:  # a name holding a tab, quote or line break is quoted (RFC 4180), as the table readers read it
+        lines.append(tsv_line([json.dumps(r[c]) if isinstance(r[c], (list, dict)) else r[c] for c in cols]))
     return "\n".join(lines)
 
 
@@ -353,8 +354,16 @@ def run_tost(args: argparse.Namespace) -> int:
                            equal_var=not args.welch, nan_policy=args.nan_policy)
         sig = dict(tost_grouped_signature(low, high, args.alpha, args.paired, not args.welch, args.nan_policy),
                    condition_a=str(args.a), condition_b=str(args.b), **dropped_sig)
-        rows = out.to_dicts()
-        payload = {"condition_a": str(args.a), "condition_b": str(args.b), "groups": json_safe(rows),
+        rows = json_safe(out.to_dicts())  # NaN -> None: an undefined figure is never shown as a number
+        few = [r for r in rows if r["status"] == "too_few"]
+        if few:  # p = 1 and no interval there: said and recorded, not left to read as a plausible test
+            warnings.append(f"{len(few)} of {len(rows)} groups have too few observations for a test (status too_few: "
+                            "no t statistic and no interval, p = 1, not equivalent; first "
+                            f"{', '.join(f'{c}={few[0][c]}' for c in args.by)}: n = {few[0]['n']}); a test needs 2 "
+                            "pairs (paired), 2 scores of each condition (--welch) or 3 scores with one of each "
+                            "condition (--independent)")
+            print(f"ddp stats tost: warning: {warnings[-1]}", file=sys.stderr)
+        payload = {"condition_a": str(args.a), "condition_b": str(args.b), "groups": rows,
                    "n_groups": len(rows), "all_equivalent": bool(out["equivalent"].all()), "n_omitted": n_dropped,
                    **({"warnings": warnings} if warnings else {}), "signature": sig}
         bad = [r for r in rows if not r["equivalent"]]
@@ -366,10 +375,11 @@ def run_tost(args: argparse.Namespace) -> int:
         code = _gate(args, payload, bool(bad), "not-equivalent", why)
         head = f"TOST {args.a} vs {args.b}: margins ({low:g}, {high:g}), alpha {args.alpha}, {len(rows)} groups"
         lines = [head] + [
-            f"  {' / '.join(str(r[c]) for c in args.by)}: diff {_f(r['mean_diff'])} "
-            f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}] p={_f(r['p_value'], 4)} n={r['n']} "
-            f"{'equivalent' if r['equivalent'] else 'NOT equivalent'}" for r in rows]
-        _emit(args, payload, "\n".join(lines + [_sig_line(sig)]), json_safe(rows))
+            f"  {' / '.join(str(r[c]) for c in args.by)}: " + (
+                f"too few observations for a test (n={r['n']}) NOT equivalent" if r["status"] == "too_few" else
+                f"diff {_f(r['mean_diff'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}] p={_f(r['p_value'], 4)} "
+                f"n={r['n']} {'equivalent' if r['equivalent'] else 'NOT equivalent'}") for r in rows]
+        _emit(args, payload, "\n".join(lines + [_sig_line(sig)]), rows)
     else:
         if args.paired:
             res = tost_paired(data[x].to_numpy(), data[y].to_numpy(), low, high, alpha=args.alpha,
@@ -600,6 +610,10 @@ def run_alpha(args: argparse.Namespace) -> int:
         warnings.append(f"{n_units - d['n_pairable_units']} of {n_units} units have fewer than two ratings and do "
                         "not count (alpha compares ratings within a unit); check the document/segment ids of the "
                         "coders that rated them")
+    if d.get("n_pairable_units") == 1:  # D_o and D_e are then the same sum: alpha = 0 whatever the ratings
+        warnings.append("alpha rests on a single pairable unit: its observed and expected disagreement are then the "
+                        "same pairs, so alpha is 0 whatever the ratings; it needs ratings of several units (check "
+                        "--unit and the document/segment ids)")
     if warnings:  # recorded in the output (JSON) as well as said on stderr
         d["warnings"] = warnings
     for w in warnings:

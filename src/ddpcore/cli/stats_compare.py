@@ -167,20 +167,21 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
     ref_cols = tuple(args.reference_col or ("reference",))
     if args.reader == "mtme":
         from ..io.mtme import REFERENCE, read_mtme_scores, resolve_mtme
+        from ..io.tables import name_frame
 
         ms = resolve_mtme(args.table, lp=args.lp[0] if args.lp else None)
         refs = list(ms.references())
         given = args.reference_col is not None and ref_cols != (REFERENCE,)
         names = [refs[0] if refs and c == REFERENCE else c for c in ref_cols] if given else None
         mt = read_mtme_scores(args.table, lp=args.lp[0] if args.lp else None, human=[], metrics=(), with_text=True,
-                              reference=names, warn=lambda m: print(f"ddp: note: {m}", file=sys.stderr))
-        table: Any = mt.table
+                              reference=names, warn=lambda m: print(f"ddp stats compare: note: {m}", file=sys.stderr))
+        table: Any = name_frame(mt.table, f"{args.table} (--reader mtme)")  # messages name the test set
         target = mt.ms.lp.rpartition("-")[2].split("_")[0].lower()  # en-zh -> zh, en-ko_KR -> ko
         used = names or refs[:1]
         reference = ", ".join(f"references/{mt.ms.lp}.{r}.txt" for r in used)
         ref_cols = tuple(names) if names is not None and len(names) > 1 else (REFERENCE,)
         if len(refs) > len(used):  # what is measured: say which reference(s) the scores are against
-            print(f"ddp: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus metrics use "
+            print(f"ddp stats compare: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus metrics use "
                   f"{reference} (recorded in the signature; repeat --reference-col REF to score against several)",
                   file=sys.stderr)
     else:  # wide: one row per (document, segment, system) whatever score columns the reader has
@@ -337,7 +338,7 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
             blocks.append("\n".join(md))
         elif fmt == "latex":
             spec = "l" + "r" * (len(heads) - 2) + "l"
-            tex = [f"% {_title(res, m)}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
+            tex = [f"% {' '.join(_title(res, m).splitlines())}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
                    " & ".join(_tex(h) for h in heads) + " \\\\", "\\midrule"]
             for c, r in zip(cells, rows):
                 c = [_tex(x) for x in c]
@@ -362,7 +363,10 @@ def _md(s: str) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "Δ": r"$\Delta$", "±": r"$\pm$",
-        "—": "--"}
+        "—": "--",
+        # as written in any font encoding (OT1 prints < > | as inverted marks and a dash); a line break in a name
+        # would end a % comment line, and a blank line inside a cell is a paragraph break tabular refuses
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "\n": " ", "\r": " "}
 
 
 def _tex(s: str) -> str:

@@ -563,11 +563,23 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
         if strict_join:
             raise DDPDataError(f"--strict-join: {msg}; profile the same test set the scores are for", code="D843")
         note(msg)
-    wide = sc.filter(pl.col("__h").is_not_null() & pl.col("__h").is_not_nan()).pivot(
+    scored = sc.filter(pl.col("__h").is_not_null() & pl.col("__h").is_not_nan())
+    # one column per system under a code, never under its name: a system named like a key or an internal
+    # column (document_id, __e, __row...) would collide with it (a duplicate-column error, or the DDP or the
+    # row numbers read as that system's scores)
+    systems = sorted(scored[system_col].unique().to_list())
+    taken = set(keys) | set(joined.columns)
+    code = {}
+    for k, s in enumerate(systems):
+        c = f"__s{k}"
+        while c in taken:
+            c = "_" + c
+        code[s] = c
+    wide = scored.with_columns(pl.col(system_col).replace_strict(code, return_dtype=pl.String)).pivot(
         on=system_col, index=keys, values="__h", aggregate_function="first")
-    systems = sorted(c for c in wide.columns if c not in keys)
+    cols = [code[s] for s in systems]
     full = joined.join(wide, on=keys, how="left").sort("__row")  # the profile's (test set's) order
-    complete = full.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in systems])) if systems else full
+    complete = full.filter(pl.all_horizontal([pl.col(c).is_not_null() for c in cols])) if systems else full
     if complete.height < full.height:
         note(f"{full.height - complete.height} of {full.height} segment(s) lack a human score ({human_col}) for at "
              f"least one of the {len(systems)} systems and are left out (missing scores are never 0)")
@@ -575,7 +587,7 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
         raise DDPDataError(f"the profile's {ddp_col} is null for a joined segment", code="D844")
     _, first, inv = np.unique(complete[document_col].to_numpy(), return_index=True, return_inverse=True)
     doc = np.argsort(np.argsort(first, kind="stable"), kind="stable")[inv]  # documents numbered in input order
-    res = evaluate_arrays(complete.select(systems).to_numpy(), complete["__e"].to_numpy(), doc, options=options,
+    res = evaluate_arrays(complete.select(cols).to_numpy(), complete["__e"].to_numpy(), doc, options=options,
                           systems=systems, warnings=warns)
     res.signature.update({"human_col": human_col, "ddp_col": ddp_col, "exclude_systems": list(exclude_systems),
                           "columns": {"document": document_col, "segment": segment_col, "system": system_col}})

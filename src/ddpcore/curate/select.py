@@ -114,9 +114,10 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
             names = pl.read_parquet_schema(p)
             check_ddp_col(names, ddp_col, f"--profile {p}", names.get(ddp_col))
             want = [c for c in dict.fromkeys((cols.document, cols.segment, cols.domain, *need)) if c in names]
-            df = pl.read_parquet(p, columns=want)
+            df, have = pl.read_parquet(p, columns=want), list(names)
         else:  # the ids as written (with or without the sidecar): 007 and 7 are two documents
             df = read_profile_table(p, cols)
+            have = df.columns
             check_ddp_col(df.columns, ddp_col, f"--profile {p}", df.schema.get(ddp_col))
     except (DDPDataError, DDPUsageError):
         raise
@@ -126,7 +127,7 @@ def load_profile(path: str | os.PathLike[str], cols: SegmentColumns | None = Non
     if missing:
         raise DDPDataError(
             f"--profile {p}: column(s) {', '.join(missing)} missing; expected a `ddp profile` segment table "
-            f"(columns: {', '.join(df.columns)}); name other id columns with --document-col/--segment-col",
+            f"(columns: {', '.join(have)}); name other id columns with --document-col/--segment-col",
             code="D635")
     if df.height == 0:
         raise DDPDataError(f"--profile {p}: the profile has no rows (no segments); pass the segment table "

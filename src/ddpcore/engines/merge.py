@@ -40,10 +40,28 @@ def _read_meta(path: Path) -> tuple[dict[str, Any], str]:
     if SIGNATURE_KEY not in meta or TABLE_KEY not in meta:
         raise DDPDataError(f"{path}: not a shard written by `ddp profile --shard i/N` (no signature/table metadata)",
                            code="D175")
-    sig = json.loads(meta[SIGNATURE_KEY])
+    try:
+        sig = json.loads(meta[SIGNATURE_KEY])
+    except ValueError as exc:
+        sig, bad = None, f"is not valid JSON ({str(exc).splitlines()[0]})"
+    else:
+        bad = None if isinstance(sig, dict) else "is not a JSON object"
+    if bad is None and "shard" in sig and not _shard_ok(sig["shard"]):
+        bad = f"records shard {sig['shard']!r}, not I/N with 0 <= I < N"
+    if bad is not None:
+        raise DDPDataError(f"{path}: the signature in its Parquet metadata {bad}, so it is no shard `ddp merge` can "
+                           "place; rerun its `ddp profile --shard i/N` job", code="D175")
     if "shard" not in sig:
         raise DDPDataError(f"{path}: written by a run without --shard; only shards can be merged", code="D175")
     return sig, meta[TABLE_KEY]
+
+
+def _shard_ok(shard: Any) -> bool:
+    """Whether a signature's ``shard`` is ``"I/N"`` with whole numbers ``0 <= I < N`` (as ``--shard`` takes it)."""
+    import re
+
+    m = re.fullmatch(r"(\d+)/(\d+)", shard) if isinstance(shard, str) else None
+    return m is not None and int(m.group(1)) < int(m.group(2))
 
 
 def _documents_order(files: list[str], seg_files: list[str] | None, document: str) -> Any:

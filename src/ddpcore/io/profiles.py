@@ -5,7 +5,8 @@ segment table for ``ddp stratify``.
 A profile may carry more than one DDP column (``ddp``; ``ddp_certified``: the segment max over the
 anchors whose link is certain enough not to over-estimate). ``--ddp-col NAME`` chooses the one a
 command uses; :func:`check_ddp_col` refuses a name the profile does not have (D780, exit 2, naming
-the columns it has) and a column that does not hold whole numbers of sentences (D781, exit 2).
+the columns it has) and a column that does not hold whole numbers of sentences (D781, exit 3: bad data,
+as a score column of text is D303; the same values in the default ``ddp`` column are no option's fault).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ DEFAULT_DDP_COL = DDP
 
 def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``ddpcore.signature`` of a Parquet file, or of a text output's ``.signature.json`` sidecar
-    (``{}`` when absent or unreadable). The format is told from the name as
+    (``{}`` when absent, unreadable or not a JSON object). The format is told from the name as
     :func:`ddpcore.io.tables.read_table` tells it (``.parquet`` and ``.pq``, any case)."""
     from .outputs import sidecar_path
     from .tables import detect_format, read_parquet_metadata
@@ -40,9 +41,10 @@ def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
         else:
             side = sidecar_path(p)
             raw = side.read_text(encoding="utf-8") if side.exists() else None
-        return json.loads(raw) if raw else {}
+        sig = json.loads(raw) if raw else {}
     except (OSError, ValueError, DDPUsageError, DDPDataError):
         return {}
+    return sig if isinstance(sig, dict) else {}  # a JSON list or string is no signature (its .get would fail)
 
 
 #: what ``ddp explain`` advises for a damaged signature (:func:`load_signature`'s default ``hint``)
@@ -145,8 +147,8 @@ def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any =
         import polars as pl
 
         if not (dtype.is_numeric() or dtype == pl.Null):
-            raise DDPUsageError(f"--ddp-col {ddp_col}: column '{ddp_col}' of {where} holds {dtype}, not DDP "
-                                "values (sentences); name a DDP column such as ddp or ddp_certified", code="D781")
+            raise DDPDataError(f"--ddp-col {ddp_col}: column '{ddp_col}' of {where} holds {dtype}, not DDP "
+                               "values (sentences); name a DDP column such as ddp or ddp_certified", code="D781")
 
 
 def check_no_null_ddp(df: pl.DataFrame, ddp_col: str, where: str) -> None:
@@ -160,10 +162,10 @@ def check_no_null_ddp(df: pl.DataFrame, ddp_col: str, where: str) -> None:
     if not n_null:
         return
     i = int(s.is_null().arg_true()[0])
-    raise DDPUsageError(f"--ddp-col {ddp_col}: {where}, row {i + 1}, column {ddp_col}: no DDP value (null; {n_null} "
-                        f"of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass the segment "
-                        "table `ddp profile` wrote, or name a DDP column with a value on every row such as ddp or "
-                        "ddp_certified", code="D781")
+    raise DDPDataError(f"--ddp-col {ddp_col}: {where}, row {i + 1}, column {ddp_col}: no DDP value (null; {n_null} "
+                       f"of {s.len()} rows); every segment needs a whole number of sentences >= 0: pass the segment "
+                       "table `ddp profile` wrote, or name a DDP column with a value on every row such as ddp or "
+                       "ddp_certified", code="D781")
 
 
 def check_sentence_counts(df: pl.DataFrame, names: Sequence[str], where: str) -> None:
@@ -208,8 +210,8 @@ def check_ddp_values(df: pl.DataFrame, ddp_col: str, where: str) -> None:
     if bad is None or not bad.any():
         return
     i = int(bad.arg_true()[0])
-    raise DDPUsageError(f"--ddp-col {ddp_col}: {where}, row {i + 1}: {s[i]!r} is not a DDP value (a whole number "
-                        "of sentences >= 0); name a DDP column such as ddp or ddp_certified", code="D781")
+    raise DDPDataError(f"--ddp-col {ddp_col}: {where}, row {i + 1}: {s[i]!r} is not a DDP value (a whole number "
+                       "of sentences >= 0); name a DDP column such as ddp or ddp_certified", code="D781")
 
 
 @dataclass

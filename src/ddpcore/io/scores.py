@@ -101,6 +101,17 @@ def read_score_input(table: Any, reader: str = "table", *, conditions: Sequence[
                             code="D830")
     if reader == "table":
         return table
+    from .tables import name_frame
+
+    # the reader's in-memory table keeps naming what was read (D302... name it, not <table>)
+    return name_frame(_read_with(table, reader, conditions=conditions, waves=waves, lps=lps, layout=layout,
+                                 metrics=metrics, warn=warn), f"{table} (--reader {reader})")
+
+
+def _read_with(table: Any, reader: str, *, conditions: Sequence[str] | None, waves: Sequence[int],
+               lps: Sequence[str] | None, layout: str, metrics: Sequence[str] | None,
+               warn: Callable[[str], None] | None) -> Any:
+    """The table ``reader`` (not ``table``) reads from ``table`` (:func:`read_score_input`)."""
     if reader == "esa-wmt23":
         from .esa import read_esa_wmt23
 

@@ -43,7 +43,11 @@ unit: ``k0, k1`` (the unit's 16-byte MurmurHash3_x64_128 key as two uint64), ``n
 and one ``large_list`` column per token attribute (the token arrays flattened, with per-unit
 offsets). Its schema metadata ``ddpcore.cache`` holds a BLAKE2b checksum of every column;
 a shard whose checksum does not match (or that cannot be read) is reported once, removed,
-and its units are parsed again.
+and its units are parsed again. The metadata also names the pipeline folder the shard was written in
+(``folder``); a shard that names another folder (copied by hand from another configuration's folder) is
+never read: reported once, removed, its units parsed again, and listed under ``cache.foreign`` in the
+signature, as is an intact ``info.json`` holding the details of another folder's configuration (ignored and
+written again).
 
 Several processes may share one cache, a local folder or a ``pyarrow.fs`` URI alike, without a
 lock: shards are never modified, names are unique (time, process id, random), a shard is written
@@ -333,7 +337,7 @@ def write_shard(folder: Path, keys: np.ndarray, toks: TokenArrays) -> Path:
     for f in TOKEN_FIELDS:
         cols[f] = pa.LargeListArray.from_arrays(offsets, _arrow(flat[f]))
     meta = {"format": CACHE_FORMAT, "units": int(len(keys)), "tokens": int(n_tokens.sum()),
-            "checksum": _checksum(keys, n_tokens, flat)}
+            "checksum": _checksum(keys, n_tokens, flat), "folder": folder.name}
     table = pa.table(cols).replace_schema_metadata({SHARD_META_KEY: json.dumps(meta).encode()})
     name = f"{time.time_ns():x}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp = folder / f".{name}.tmp"
@@ -349,16 +353,20 @@ def write_shard(folder: Path, keys: np.ndarray, toks: TokenArrays) -> Path:
     return final
 
 
-def read_shard_keys(path: Path) -> np.ndarray:
-    """The keys (n_units, 2) uint64 of a shard (raises :class:`ShardError`)."""
+def read_shard_keys(path: Path) -> tuple[np.ndarray, str | None]:
+    """The keys (n_units, 2) uint64 of a shard and the pipeline folder it was written in (its
+    ``folder``, the :func:`fingerprint_id` of its parses; None for a shard written before shards
+    recorded it). Raises :class:`ShardError`."""
     import pyarrow.parquet as pq
 
     try:
         with pq.ParquetFile(parquet_source(path)) as fh:  # (pq.read_table would import pyarrow.dataset and pandas)
             t = fh.read(columns=["k0", "k1"])
-        return np.stack([_np(t["k0"], np.uint64), _np(t["k1"], np.uint64)], axis=1)
+        keys = np.stack([_np(t["k0"], np.uint64), _np(t["k1"], np.uint64)], axis=1)
+        owner = json.loads((t.schema.metadata or {}).get(SHARD_META_KEY, b"{}")).get("folder")
     except Exception as exc:  # any reader failure: a truncated or foreign file
         raise ShardError(f"{type(exc).__name__}: {exc}") from None
+    return keys, owner if isinstance(owner, str) else None
 
 
 def read_shard(path: Path) -> tuple[np.ndarray, TokenArrays]:
@@ -457,14 +465,18 @@ class _Store:
         self.dead: set[int] = set()
         self.dropped: list[str] = []
         self.gone: list[str] = []  # shards removed by someone else since this run listed them (said once)
+        self.foreign: list[str] = []  # shards written in another pipeline folder (copied by hand): never read
         self._decoded: OrderedDict[int, TokenArrays] = OrderedDict()
         self._decoded_bytes = 0
         parts = []
         for path in shard_files(folder, strict=True):
             try:
-                keys = read_shard_keys(path)
+                keys, owner = read_shard_keys(path)
             except ShardError as exc:
                 self._drop(path, str(exc))
+                continue
+            if owner is not None and owner != folder.name:  # another configuration's parses, copied by hand
+                self._foreign(path, owner)
                 continue
             sid = len(self.shards)
             self.shards.append(path)
@@ -495,6 +507,17 @@ class _Store:
         except OSError as exc:  # a read-only cache: the shard stays, and is skipped on every run
             fate = (f"could not be removed ({exc.strerror or exc}; delete it, or `ddp cache clear`), skipped")
         self.warn(f"parse cache shard {path} is corrupted ({why}); {fate}, its units are parsed again")
+
+    def _foreign(self, path: Path, owner: str) -> None:
+        self.foreign.append(path.name)
+        try:
+            path.unlink()
+            fate = "removed"
+        except OSError as exc:  # a read-only cache: the shard stays, and is skipped on every run
+            fate = f"could not be removed ({exc.strerror or exc}; delete it), skipped"
+        self.warn(f"parse cache shard {path} was written in the pipeline folder {owner}, not {self.folder.name} "
+                  f"(copied by hand?): it holds another pipeline configuration's parses; {fate}, its units are "
+                  "parsed again")
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(shard, row) (n,) of each key; shard -1 where the key is not cached."""
@@ -632,6 +655,8 @@ class CachedParse:
     _fp: dict[str, Any] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
     corrupted: list[str] = field(default_factory=list)
+    #: cache files of another pipeline configuration found in this one's folder (copied by hand): not used
+    foreign: list[str] = field(default_factory=list)
     #: why the cache could not be written (None: it could): its parses are still read when its folder exists
     not_written: str | None = None
 
@@ -682,6 +707,15 @@ class CachedParse:
             info.pop("weights", None)  # the cache's key, not a detail of the pipeline the signature shows
             self.parser.provide_info(info)
             self._info_saved = True
+        elif info is not None and _other_folder(self.root, folder, info):
+            # intact, but the details of the configuration of another folder of this cache (copied by hand):
+            # said and recorded, not used. (A pipeline whose loaded details differ from its meta.json writes
+            # an info.json that names no folder: ignored in silence, as before.)
+            self.foreign.append(INFO_FILE)
+            again = "it is written again" if self.not_written is None else "the cache cannot be written"
+            self.warn(f"parse cache file {folder / INFO_FILE} holds the details of another pipeline configuration, "
+                      f"that of the folder {fingerprint_id(fingerprint_from_info(info))} (copied by hand?); ignored: "
+                      f"the pipeline's details are read from the pipeline, and {again}")
         strings, status = read_checked_json(folder / STRINGS_FILE)
         if status == "corrupted":
             self._corrupted(folder / STRINGS_FILE, "the spaCy ids come from spaCy")
@@ -716,6 +750,9 @@ class CachedParse:
         dropped = self.corrupted + (self._store.dropped if self._store is not None else [])
         if dropped:
             entry["corrupted"] = sorted(dropped)
+        foreign = self.foreign + (self._store.foreign if self._store is not None else [])
+        if foreign:
+            entry["foreign"] = sorted(foreign)
         if self.not_written is not None:
             entry["not_written"] = self.not_written
         return {"cache": entry}
@@ -825,6 +862,16 @@ class CachedParse:
             with contextlib.suppress(OSError):
                 self._save_info()  # (a corrupted or legacy info.json of a fully cached run; info is known by now)
                 self._save_strings()
+
+
+def _other_folder(root: Path, folder: Path, info: dict[str, Any]) -> bool:
+    """Whether ``info`` (an intact ``info.json`` of ``folder``) is the pipeline info of another pipeline folder
+    of the cache ``root``: its fingerprint names a folder there other than ``folder`` (copied from it by hand)."""
+    try:
+        other = fingerprint_id(fingerprint_from_info(info))
+    except (TypeError, ValueError):
+        return False
+    return other != folder.name and _readable_folder(root / other)
 
 
 def cache_wrapper(cache: str | os.PathLike[str] | bool | None, *,

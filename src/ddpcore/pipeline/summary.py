@@ -74,8 +74,12 @@ class SummaryAccumulator:
         if self._grouped is None:
             self._grouped = grouped
         # nulls stay null here: their label (NULL_GROUP, or a distinct one when a group has that name) is given
-        # by table(), once every group name is known
-        group = pl.col(self.by).cast(pl.String) if self._grouped else pl.lit("")
+        # by table(), once every group name is known. A NaN of a float column is no value either, and null: pandas
+        # hands its NaN over as null, polars and pyarrow keep it, and one table must give one summary in each
+        group = pl.col(self.by) if self._grouped else pl.lit("")
+        if self._grouped and piece.schema[self.by].is_float():
+            group = group.fill_nan(None)
+        group = group.cast(pl.String) if self._grouped else group
         rows = piece.select(group.alias(_G), pl.col(self.ddp_col).cast(pl.Int64).alias(_D),
                             pl.col(self.document_col).hash(seed=0).alias(_DOC))
         self._hist.append(rows.group_by(_G, _D).agg(pl.len().cast(pl.Int64).alias(_N)))

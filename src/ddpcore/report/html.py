@@ -182,7 +182,7 @@ def _explain_block(r: dict[str, Any], seg_anchors: pl.DataFrame, signature: dict
     from ..explain import ExplainResult
 
     if any(c not in seg_anchors.columns for c in EXPLAIN_COLUMNS) or S.N_SENTENCES not in r \
-            or S.FIRST_SENTENCE not in r:
+            or S.FIRST_SENTENCE not in r or S.DDP not in r:  # (a profile whose DDP column is renamed: --ddp-col)
         return ""
     if S.CERTIFIED in seg_anchors.columns and S.CONFIDENCE not in seg_anchors.columns:
         seg_anchors = seg_anchors.drop(S.CERTIFIED)

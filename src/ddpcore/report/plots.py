@@ -79,6 +79,9 @@ RC = {
     "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9,
     "xtick.labelsize": 10, "ytick.labelsize": 10, "axes.spines.top": False, "axes.spines.right": False,
     "axes.grid": True, "grid.alpha": 0.3, "svg.fonttype": "none", "svg.hashsalt": "ddpcore",
+    # labels are names from the data (domains, systems, metrics): a '$' is a dollar sign, never mathtext (a
+    # domain '$\\foo$' was an internal error, 'cost $5-$10' drawn as '5-' in math italics)
+    "text.parse_math": False,
 }
 
 
@@ -197,7 +200,8 @@ def _stratify_problem(res: dict[str, Any]) -> str | None:
     """The first part of a ``ddp stratify`` result that the curve plots cannot read (None when all is
     readable): every group (``groups``, ``gaps``) an object whose ``bins`` is a list of objects with numeric
     ``low``/``high``, a whole ``n`` and numeric-or-null ``mean``/``ci_low``/``ci_high``; ``lowess`` null or
-    ``x``/``y`` lists of numbers of one length; ``spearman`` null or an object with a numeric-or-null ``rho``."""
+    ``x``/``y`` lists of numbers of one length; ``spearman`` null or an object with a numeric-or-null ``rho``;
+    ``signature`` null or an object."""
     def number(v: Any, null: bool = False) -> bool:
         if v is None:
             return null
@@ -205,6 +209,8 @@ def _stratify_problem(res: dict[str, Any]) -> str | None:
             return v in ("inf", "Infinity")
         return isinstance(v, (int, float)) and not isinstance(v, bool)
 
+    if not isinstance(res.get("signature"), (dict, type(None))):  # read for the panels, the column and the run
+        return "'signature' is not an object"
     for kind in ("groups", "gaps"):
         groups = res.get(kind, [])
         if not isinstance(groups, list):

@@ -122,8 +122,13 @@ def load_long_table(
 
 
 def table_source(table: Any) -> str:
-    """How messages name ``table``: its path, or ``<table>`` for an in-memory frame."""
-    return str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    """How messages name ``table``: its path, the files a reader made it from (:func:`ddpcore.io.tables.name_frame`),
+    or ``<table>`` for an in-memory frame."""
+    from ..io.tables import frame_name
+
+    if isinstance(table, str) or hasattr(table, "__fspath__"):
+        return str(table)
+    return frame_name(table) or "<table>"
 
 
 def _load_long_table(table: Any, cols: TableColumns, required: Sequence[str], nan_policy: NanPolicy, *,
@@ -289,6 +294,15 @@ def _missing(df: pl.DataFrame, source: str, role: str, col: str) -> None:
     )
 
 
+def _row_key(df: pl.DataFrame, i: int, lead: str) -> str:
+    """``lead`` + ``document 'd1', segment 3, system 'A', condition 'mqm'`` (+ ``)`` when ``lead`` opens one):
+    the ids of row ``i`` (0-based) the table has, so a row of a reader's table (``--reader mtme``...) can be
+    found in the files it was read from; ``""`` when it has none."""
+    row = df.row(i, named=True)
+    ids = [f"{c.removesuffix('_id')} {row[c]!r}" for c in RATING_KEY[1:] + RATING_KEY[:1] if c in row]
+    return f"{lead}{', '.join(ids)}{')' if '(' in lead else ''}" if ids else ""
+
+
 def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: str) -> tuple[pl.DataFrame, int | None]:
     """``df`` with a checked Float64 score column, and the 1-based row of the first score dropped by
     ``nan_policy="omit"`` (``None``: none dropped)."""
@@ -303,7 +317,7 @@ def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: s
             row = int(bad.arg_true()[0])
             raise DDPDataError(
                 f"{source}, row {row + 1}, column '{original}': score {df[col][row]!r} is not a number "
-                f"(column type {dtype}); the score column must be numeric (--score-col selects it)",
+                f"(column type {dtype}{_row_key(df, row, '; ')}); the score column must be numeric (--score-col selects it)",
                 code="D303",
             )
         df = df.with_columns(cast.alias(col))
@@ -313,14 +327,16 @@ def _validate_scores(df: pl.DataFrame, source: str, original: str, nan_policy: s
     first_omitted = None
     if s.is_infinite().any():
         row = int(s.is_infinite().arg_true()[0]) + 1
-        raise DDPDataError(f"{source}, row {row}, column '{original}': infinite score; scores must be finite", code="D302")
+        raise DDPDataError(f"{source}, row {row}, column '{original}': infinite score{_row_key(df, row - 1, ' (')}; "
+                           "scores must be finite", code="D302")
     missing = s.is_null() | s.is_nan()
     n_missing = int(missing.sum())
     if n_missing:
         if nan_policy == "raise":
             row = int(missing.arg_true()[0]) + 1
             raise DDPDataError(
-                f"{source}, row {row}, column '{original}': {n_missing} missing (null/NaN) score(s); "
+                f"{source}, row {row}, column '{original}': {n_missing} missing (null/NaN) score(s)"
+                f"{_row_key(df, row - 1, ' (the first: ')}; "
                 "drop them first or pass nan_policy='omit' (--nan-policy omit) to ignore those rows",
                 code="D302",
             )

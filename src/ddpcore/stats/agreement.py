@@ -43,7 +43,7 @@ from .. import schema
 from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from .columns import free_name
-from ._table import RATING_KEY, check_magnitude, check_unique_ratings, factorize, signature
+from ._table import RATING_KEY, check_magnitude, check_unique_ratings, factorize, signature, table_source
 
 if TYPE_CHECKING:
     import polars as pl
@@ -181,6 +181,10 @@ def ordinal_ranks(xp: np.ndarray, mp: np.ndarray) -> np.ndarray:
 
 
 def _interval_sums(xp: np.ndarray, mp: np.ndarray, m: np.ndarray, n: float) -> tuple[float, float]:
+    # the metric is shift-invariant: centre on the median rating first, so that ratings that are all equal
+    # give exactly 0 (D314, not a rounding-noise alpha) and ratings far from 0 (1e12 + small differences)
+    # keep their digits in the means
+    xp = xp - float(np.median(xp[mp]))
     vals = np.where(mp, xp, 0.0)
     unit_mean = vals.sum(axis=0) / m
     dev = np.where(mp, xp - unit_mean, 0.0)
@@ -284,7 +288,7 @@ def reliability_matrix(
     from ._frames import as_frame
 
     if source is None:
-        source = str(df) if isinstance(df, str) or hasattr(df, "__fspath__") else "<table>"
+        source = table_source(df)
     unit = [unit] if isinstance(unit, str) else list(unit)
     frame = as_frame(df, key_columns=[*unit, coder, schema.SEGMENT_ID, schema.ANNOTATOR, schema.CONDITION])
     for col in [*unit, coder, score]:
@@ -388,7 +392,8 @@ def znormalize(
 
     ``sd`` uses ``ddof`` (0 = population sd, as ``scipy.stats.zscore``). A group whose
     scores are all equal has sd 0: ``on_constant="raise"`` (default) raises D318 naming the
-    group, ``"zero"`` maps its scores to 0. Returns the table with ``score`` replaced (Float64).
+    group, ``"zero"`` maps its scores to 0. Returns the table with ``score`` replaced (Float64). A group value
+    that is null, or NaN in a float column, makes one group (the same for a pandas, polars or pyarrow table).
     """
     import polars as pl
 
@@ -412,8 +417,11 @@ def znormalize(
     # names of the helper columns that no input column has (an input column '__mean' was overwritten, then dropped)
     mean_col, sd_col = (free_name(base, frame.columns) for base in ("__mean", "__sd"))
     s = pl.col(score)
-    out = frame.with_columns(values.alias(score)).with_columns(s.mean().over(by).alias(mean_col),
-                                                              s.std(ddof=ddof).over(by).alias(sd_col))
+    # a NaN of a float group column is null, one group with the nulls, whatever the container (pandas hands its
+    # NaN over as null, polars and pyarrow keep it)
+    keys = [pl.col(c).fill_nan(None) if frame.schema[c].is_float() else pl.col(c) for c in by]
+    out = frame.with_columns(values.alias(score)).with_columns(s.mean().over(keys).alias(mean_col),
+                                                              s.std(ddof=ddof).over(keys).alias(sd_col))
     if out[score].is_null().any() or out[score].is_nan().any():
         raise DDPDataError(f"column '{score}' has missing values; drop them before z-normalising", code="D302")
     const = out[sd_col].is_null() | (out[sd_col] == 0)

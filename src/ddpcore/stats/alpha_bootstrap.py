@@ -75,6 +75,9 @@ def _unit_stats(xp: np.ndarray, mp: np.ndarray, level: str) -> dict[str, Any]:
     """Per-unit sufficient statistics of the pairable units (shapes (U,) or (U, V))."""
     m = mp.sum(axis=0).astype(np.float64)
     if level == "interval":
+        # shift-invariant: centre on the median rating, or the one-pass totals below cancel catastrophically
+        # for ratings far from 0 (1e8 + small differences: replicates undefined or wrong)
+        xp = xp - float(np.median(xp[mp]))
         v = np.where(mp, xp, 0.0)
         s1 = v.sum(axis=0)
         s2 = np.einsum("ij,ij->j", v, v)
@@ -101,11 +104,14 @@ def _alpha_block(c: np.ndarray, st: dict[str, Any], level: str) -> np.ndarray:
     """Alpha of each replicate of a block; ``c`` shape (B, U) unit counts. Returns shape (B,)."""
     m = st["m"]
     n = c @ m
+    scale = np.maximum(n * n, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         if level == "interval":
             within = c @ st["w"]
             s1 = c @ st["s1"]
-            total = 2.0 * (n * (c @ st["s2"]) - s1 * s1)
+            s2 = c @ st["s2"]
+            total = 2.0 * (n * s2 - s1 * s1)
+            scale = n * s2  # the size of the two terms that cancel (the ratings' scale, not n^2)
         elif level == "nominal":
             within = c @ st["w"]
             nv = c @ st["n_uv"]  # (B, V)
@@ -122,7 +128,6 @@ def _alpha_block(c: np.ndarray, st: dict[str, Any], level: str) -> np.ndarray:
             s1 = np.einsum("bv,bv->b", nv, mid)
             total = 2.0 * (n * np.einsum("bv,bv->b", nv, mid * mid) - s1 * s1)
         # relative guard: a total that is rounding noise means no expected disagreement
-        scale = np.maximum(n * n, 1.0)
         alpha = np.where(total > 1e-12 * scale * (np.abs(total).max() > 0), 1.0 - (n - 1.0) * within / total, np.nan)
     return alpha
 

@@ -61,7 +61,7 @@ import numpy as np
 from ..signature import AsDict
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
-from ._table import load_ratings, signature
+from ._table import load_ratings, signature, table_source
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_instance, check_options
 
@@ -398,7 +398,7 @@ def blindness(
         raise DDPUsageError(f"the two conditions must differ (both are {a!r}; --a/--b)", code="D510")
     notes = _Notes(design.strict, warn)
     cols = check_columns(columns, func="blindness")
-    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    source = table_source(table)
     df, found, n_omitted, data_rows = _load_scores(table, cols, opts.nan_policy, a, b, notes, source)
     _check_required(df, source, found, inputs, design.attribute, a, b)
     df, attr = _attribute_rows(df, design.attribute, inputs.source_system, b, notes)

@@ -638,7 +638,7 @@ def _refuse_one_sided_units(stats: _UnitStats, unit: str, a: Any, b: Any, table:
     k = int(np.flatnonzero(lonely)[0])
     side, other = (a, b) if has[k, 0] else (b, a)
     key = ", ".join(f"{c}={v!r}" for c, v in stats.unit_keys.row(k, named=True).items())
-    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    source = table_source(table)
     n_a, n_b = int((has[:, 0] & ~has[:, 1]).sum()), int((has[:, 1] & ~has[:, 0]).sum())
     raise DDPDataError(
         f"{source}: {int(lonely.sum())} {unit}(s) have rows under one condition only ({n_a} only in {a!r}, "

@@ -494,7 +494,7 @@ def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int6
             st = _signed_rank_pairs(xs, ii, jj)
             (p2,) = _wilcoxon_p(st, ("two-sided",), lambda k: _pair_diffs(xs, ii[k], jj[k]))
             has = st["n_obs"] > 0
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore"):  # p = 0 in one domain, 1 in another: inf - inf
                 zsum += np.where(has, special.ndtri(1.0 - p2), 0.0)
             first_one = np.where(has & (p2 >= 1.0) & (first_one < 0), g, first_one)
             below_one |= has & (p2 < 1.0)
@@ -503,6 +503,9 @@ def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int6
         if forced is not None:
             for k in np.flatnonzero((first_one >= 0) & below_one):  # the pairs concerned (a few), for the note
                 forced.append((int(ii[k]), int(jj[k]), int(first_one[k])))
+        # a domain with p = 1 (z = -inf) makes the combination 1, also when another domain's p underflows to 0
+        # (z = +inf; the sum would be NaN, an undefined p that would split the pair's cluster)
+        zsum = np.where(first_one >= 0, -np.inf, zsum)
         with np.errstate(invalid="ignore", divide="ignore"):
             comb = np.where(kdom > 0, 1.0 - special.ndtr(zsum / np.sqrt(kdom)), 1.0)
         p[ii, jj] = p[jj, ii] = comb

@@ -694,9 +694,9 @@ def _prepare(
     counts (U,) and unit keys; every check of the long score table (D391-D399)."""
     import polars as pl
 
-    from ._table import factorize
+    from ._table import factorize, table_source
 
-    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    source = table_source(table)
     df, segment, systems_present = _compare_frame(table, source, baseline, metrics, unit, document, segment, system,
                                                   exclude_systems)
 
@@ -958,9 +958,10 @@ def compare_systems(
     metric_list, lib = _check_compare_args(metrics, lower_is_better, baseline, tests, opts, ar_keep)
     prep = _prepare(table, str(baseline), metric_list, tests.unit, cols.document, cols.segment, cols.system,
                     exclude_systems)
+    from ._table import table_source
     from .bootstrap import _refuse_one_unit
 
-    source = str(table) if isinstance(table, str) or hasattr(table, "__fspath__") else "<table>"
+    source = table_source(table)
     _refuse_one_unit(int(prep.sums.shape[0]), prep.unit_keys, tests.unit, source,
                     "the paired bootstrap and approximate randomization of every system",
                     "use --unit segment or a table with more documents" if tests.unit == "document" else

@@ -425,9 +425,10 @@ def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str
     import polars as pl
 
     from ._frames import as_frame
+    from ._table import table_source
 
     is_path = isinstance(table, (str, bytes)) or hasattr(table, "__fspath__")
-    source = str(table) if is_path else "<table>"
+    source = str(table) if is_path else table_source(table)
     if is_path:
         from ..io.tables import read_table
 

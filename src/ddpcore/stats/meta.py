@@ -385,6 +385,10 @@ def _infer_metrics(slf: pl.LazyFrame, sschema: dict[str, Any], skip: Sequence[st
     return metrics, why
 
 
+#: the working columns of :func:`_prepare`'s join: a score column of one of these names would collide with them
+_INTERNAL = ("__human", "__n", "__pd", "__ps", "__ddp", "__hit", "__doc", "__item", "__sys")
+
+
 def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: Sequence[str] | None,
                  notes: list[str] | None = None) -> tuple[pl.DataFrame, list[str]]:
     """The score table with one row per (document, segment, system): keys, ``__human`` and the metric
@@ -422,6 +426,11 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
                                f"{cols.metric_name}={row[cols.metric_name]!r}) occurs more than once; each "
                                "(document, segment, system, metric) must occur once", code="D802")
         names = sorted(set(df[cols.metric_name].drop_nulls().to_list()))
+        clash = [n for n in names if n in keys]
+        if clash:  # after the pivot the metric would be a second column of that name (was an internal error)
+            raise DDPDataError(f"{sname}, column '{cols.metric_name}': the metric name {clash[0]!r} is also the name of "
+                               "the document, segment or system column; rename that metric or the key column "
+                               "(--document-col/--segment-col/--system-col)", code="D971")
         if cols.human not in names:
             raise DDPUsageError(f"--human-col {cols.human}: no row of {sname} has {cols.metric_name} = "
                                 f"{cols.human!r}; values: {', '.join(names[:20])}", code="D800")
@@ -445,6 +454,10 @@ def _wide_scores(slf: pl.LazyFrame, sname: str, cols: MetaColumns, metric_cols: 
     if not metrics:
         raise DDPUsageError(f"{sname}: no metric column (give --score-col, numeric columns besides "
                             f"{', '.join(keys)} and {cols.human})", code="D808")
+    internal = [c for c in (*keys, cols.human, *metrics) if c in _INTERNAL]
+    if internal:  # it would be overwritten by (or read as) the DDP, the document codes... of the join, in silence
+        raise DDPDataError(f"{sname}: the column (or metric) name {internal[0]!r} is one ddp meta uses internally "
+                           f"({', '.join(_INTERNAL)}); rename it", code="D971")
     text_cols = [c for c in (cols.human, *metrics) if sschema[c] == pl.String]
     for c in (cols.human, *metrics):
         t = sschema[c]
@@ -924,11 +937,14 @@ def _cell_stats(data: _Data, items: np.ndarray, name: str, low: float | None, hi
                 reason = ("no segment with 2+ scored systems in this bin" if R_items == 0 else
                           "undefined in every segment of the bin (constant human or metric scores within each)")
                 f[st] = _figure(None, 0, status="undefined", reason=reason, n_undefined_items=int(R_items))
+            elif h_const:  # every pair a human tie: acc_eq.item would be 1 for any metric (all ties at a large epsilon)
+                f[st] = _figure(None, n_ok, status="undefined", reason="human scores are constant in this bin: every "
+                                "pair is a human tie, so any metric would score 1", n_undefined_items=int(R_items - n_ok))
             else:
                 f[st] = _figure(float(vals[ok].mean()), n_ok, n_undefined_items=int(R_items - n_ok), **extra)
             sums = np.stack([per_doc(np.where(ok, vals, 0.0), doc_i), per_doc(ok.astype(np.float64), doc_i)], 1)
             sl = add_block(sums)
-            if n_ok:
+            if n_ok and f[st]["status"] == "ok":
                 readers.append((metric, st, lambda R, s=sl: _ratio(R[:, s][:, 0], R[:, s][:, 1])))
             perm_cols.append(sums)
             perm_layout.setdefault(metric, {})[st] = slice(sum(c.shape[1] for c in perm_cols) - 2,
@@ -1046,6 +1062,8 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
     n_have = int(have.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         hs = np.where(have, hsum.sum(0) / tot_c, np.nan)
+    h_cells = data.H[ii, ss]
+    h_const = h_cells.size >= 2 and bool(h_cells.max() == h_cells.min())  # no system ranking to agree with
     # SPA on the segments scored for every system present in the bin
     complete = None
     if n_have >= 2 and tests.spa_perm > 0:
@@ -1077,10 +1095,15 @@ def _system_level(data: _Data, v: np.ndarray, ii: np.ndarray, ss: np.ndarray, do
             continue
         with np.errstate(invalid="ignore", divide="ignore"):
             ms = np.where(have, msum.sum(0) / tot_c, np.nan)
-        f["pairwise_accuracy.sys"] = _figure(float(pairwise_accuracy(hs[have], ms[have])), n_have)
-        readers.append((metric, "pairwise_accuracy.sys",
-                        lambda R, c=c_sl, hh=h_sl, mm=m_sl: pairwise_accuracy(_ratio(R[:, hh], R[:, c]),
-                                                                               _ratio(R[:, mm], R[:, c]))))
+        if h_const:  # every human system score equal: the accuracy would only count the metric's own ties
+            f["pairwise_accuracy.sys"] = _figure(None, n_have, status="undefined",
+                                                 reason="human scores are constant in this bin: no system ranking "
+                                                        "to agree with")
+        else:
+            f["pairwise_accuracy.sys"] = _figure(float(pairwise_accuracy(hs[have], ms[have])), n_have)
+            readers.append((metric, "pairwise_accuracy.sys",
+                            lambda R, c=c_sl, hh=h_sl, mm=m_sl: pairwise_accuracy(_ratio(R[:, hh], R[:, c]),
+                                                                                   _ratio(R[:, mm], R[:, c]))))
         if tests.spa_perm == 0:
             f["spa.sys"] = _figure(None, n_have, status="not_computed", reason="spa_perm = 0 (--spa-perm)")
         elif p_all is None:
@@ -1764,6 +1787,8 @@ def _num(x: Any, nd: int = 3) -> str:
 
 def to_tsv(res: MetaResult) -> str:
     """One line per (bin, metric, statistic), then the signature as a comment line."""
+    from ..io.tables import tsv_field
+
     vs = {(t["bin"], t["metric"], t["stat"]): t for t in res.tests["bins_vs_first"]}
     head = ["bin", "low", "high", "metric", "stat", "value", "ci_low", "ci_high", "n", "status", "reason",
             "epsilon", "diff_vs_first", "p_below_holm", "significant_below"]
@@ -1776,7 +1801,7 @@ def to_tsv(res: MetaResult) -> str:
             return "true" if v else "false"
         if isinstance(v, float):
             return "inf" if math.isinf(v) else f"{v:.6g}"
-        return str(v).replace("\t", " ")
+        return tsv_field(v)  # a metric name with a tab, quote or line break: quoted (RFC 4180), not changed
     for e in [*res.bins, res.overall]:
         for metric, figs in e["metrics"].items():
             for st in STATS:
@@ -1817,6 +1842,8 @@ def _table_cells(res: MetaResult, stat: str) -> tuple[list[str], list[list[str]]
 def to_markdown(res: MetaResult, stats: Sequence[str] = STATS) -> str:
     """One table per statistic: metrics x bins (value [95% CI]; ↓ = significantly below the first bin,
     Holm across metrics; n/a = undefined, — = not computed; n = human-scored segments of the bin)."""
+    from ..io.tables import md_cell
+
     out = []
     for st in stats:
         heads, rows = _table_cells(res, st)
@@ -1824,8 +1851,9 @@ def to_markdown(res: MetaResult, stats: Sequence[str] = STATS) -> str:
                    f"alpha {res.signature['alpha']:g})\n")
         out.append("| " + " | ".join(heads) + " |")
         out.append("|---|" + "---:|" * (len(heads) - 1))
-        for r in rows:
-            out.append("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |")
+        for r in rows:  # the metric name as written (escaped); the figures need only '|' escaped
+            out.append("| " + " | ".join(md_cell(x) if i == 0 else x.replace("|", "\\|") for i, x in enumerate(r))
+                       + " |")
         out.append("")
     if res.warnings:
         out.append("Warnings: " + "; ".join(res.warnings))
@@ -1833,7 +1861,10 @@ def to_markdown(res: MetaResult, stats: Sequence[str] = STATS) -> str:
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "↓": r"$\downarrow$", "—": "--"}
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "↓": r"$\downarrow$", "—": "--",
+        # as written in any font encoding (OT1 prints < > | as inverted marks and a dash); a line break in a name
+        # would end a % comment line, and a blank line inside a cell is a paragraph break tabular refuses
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "\n": " ", "\r": " "}
 
 
 def _tex(s: str) -> str:

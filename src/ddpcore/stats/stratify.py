@@ -855,12 +855,14 @@ def to_tsv(result: dict[str, Any]) -> str:
                              g["spearman"]["rho"], g["spearman"]["p"], b["low"], b["high"], b["n"], b["mean"],
                              b["ci_low"], b["ci_high"]])
 
+    from ..io.tables import tsv_field
+
     def cell(v: Any) -> str:
         if v is None:
             return ""
         if isinstance(v, float):
             return "inf" if math.isinf(v) else f"{v:.6g}"
-        return str(v)
+        return tsv_field(v)  # a group name with a tab, quote or line break is quoted (RFC 4180)
     return "\n".join("\t".join(cell(v) for v in r) for r in [header, *rows]) + "\n"
 
 
