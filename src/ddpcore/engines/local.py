@@ -19,7 +19,7 @@ from ..errors import DDPDataError
 from ..io.segments import ROW, SEGMENT_KEY, SegmentColumns
 from ..pipeline.parse import Parser
 from ..pipeline.stage_times import stage
-from ..pipeline.stages import DOC, Batch, RuleArrays, Units, run_stages, split_units
+from ..pipeline.stages import DOC, Batch, RuleArrays, Units, run_stages, view_units
 
 if TYPE_CHECKING:
     import polars as pl
@@ -169,7 +169,7 @@ def iter_profile(
     parse_fn = parse or parser.parse
 
     def prepare(i: int, batch: Batch) -> tuple[Batch, Units, Any]:
-        units = split_units(batch.frame[batch.cols.text])
+        units = view_units(batch.frame[batch.cols.text])
         check_line_lengths(batch, units.texts, units.seg__unit, parser.max_length, source_name)
         return batch, units, i
 

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DDPDataError, DDPError, DDPUsageError
-from ..schema import INVISIBLE_EDGES
+from ..schema import INVISIBLE_EDGES, NORMALISED_TEXT
 from ..io import fs
 from ..io.segments import ROW, SegmentColumns
 from . import parts as P
@@ -1226,10 +1226,13 @@ def _profile_ray_run(source: Any, targets: dict[str, OutputTarget | None], o: Ru
             replaced = _note_replaced_columns(staged.schema if staged is not None else saved.schema, o, name, say)
             # (a resumed run does not read the input again: the interrupted run's journal has the entry)
             edges = staged.invisible_edges if staged is not None else (old or {}).get(INVISIBLE_EDGES)
-            replaced.update(_note_invisible_edges(edges if isinstance(edges, dict) else None, o, name, say))
+            forms = staged.normalised_text if staged is not None else (old or {}).get(NORMALISED_TEXT)
+            replaced.update(_note_invisible_edges(edges if isinstance(edges, dict) else None, o, name, say,
+                                                  normalised=forms if isinstance(forms, dict) else None))
             with ray_session(o.address, quiet=o.quiet, own_signals=True) as ray:
                 b = _plan_run(ray, staged, saved, ident, o, where, old, say, notes,
-                              extra_journal={INVISIBLE_EDGES: replaced.get(INVISIBLE_EDGES)})
+                              extra_journal={INVISIBLE_EDGES: replaced.get(INVISIBLE_EDGES),
+                                             NORMALISED_TEXT: replaced.get(NORMALISED_TEXT)})
                 account = _profile_todo(ray, b, o, where, name, say)
             accounting = _accounting(b, account)
             info = b.journal.get("pipeline_info") or {}

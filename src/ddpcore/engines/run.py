@@ -36,7 +36,7 @@ import numpy as np
 
 from .._version import __version__
 from .. import schema
-from ..schema import INVISIBLE_EDGES, invisible_edges_note
+from ..schema import INVISIBLE_EDGES, NORMALISED_TEXT, invisible_edges_note, normalised_text_note
 from ..errors import DDPError, DDPUsageError, write_failure_errno
 from ..io.segments import ROW, SegmentColumns
 from ..io.sinks import Sink, write_part  # noqa: F401 (Sink: re-exported for callers of the engine)
@@ -505,7 +505,8 @@ def _profile_run(source: Any, targets: dict[str, OutputTarget], o: RunOptions) -
             staged = _stage(source, o, work, journal, docs_path, name, say)
             _check_nested_columns(staged.schema, targets, o, name)
             replaced = _note_replaced_columns(staged.schema, o, name, say)
-            replaced.update(_note_invisible_edges(staged.invisible_edges, o, name, say))
+            replaced.update(_note_invisible_edges(staged.invisible_edges, o, name, say,
+                                                  normalised=staged.normalised_text))
             run_plan = _plan_batches(staged, o, work, journal, notes, say)
             info, parse_sig = _profile_batches(staged, run_plan, o, work, journal, live, name)
             signature = run_signature(info, o.settings, o.cols, head_nouns=head_noun_source(info),
@@ -715,7 +716,7 @@ def _stage(source: Any, o: RunOptions, work: Path, journal: dict[str, Any], docs
                                                                           str(work / "schema.parquet")]
         journal["staged"] = {"chunks": [[c.path, c.row_start, c.row_stop, c.row_group] for c in staged.chunks],
                              "index": staged.index.to_json(), PART_DIGEST: {f: _file_digest(Path(f)) for f in mine},
-                             INVISIBLE_EDGES: staged.invisible_edges}
+                             INVISIBLE_EDGES: staged.invisible_edges, NORMALISED_TEXT: staged.normalised_text}
         write_json_atomic(work / "journal.json", journal)
     if o.summary_by is not None and o.summary_by not in staged.schema:
         raise DDPUsageError(
@@ -737,14 +738,19 @@ def _note_replaced_columns(schema: Any, o: RunOptions, name: str, say: Callable[
 
 
 def _note_invisible_edges(entry: dict[str, Any] | None, o: RunOptions, name: str,
-                          say: Callable[[str], None]) -> dict[str, Any]:
+                          say: Callable[[str], None], *, normalised: dict[str, Any] | None = None) -> dict[str, Any]:
     """Say (stderr) that segments have lines starting or ending with invisible characters, which the parse
-    leaves out (:func:`ddpcore.pipeline.stages.split_units`); returns the signature entry that records them
-    (``{"invisible_line_edges": {...}}``, empty when none)."""
-    if not entry:
-        return {}
-    say(invisible_edges_note(name, entry, o.cols.text))
-    return {INVISIBLE_EDGES: entry}
+    leaves out (:func:`ddpcore.pipeline.stages.split_units`), and (``normalised``) that segments are parsed in
+    another form (:func:`ddpcore.pipeline.stages.view_units`); returns the signature entries that record them
+    (``{"invisible_line_edges": {...}, "normalised_text": {...}}``, empty when none)."""
+    out: dict[str, Any] = {}
+    if entry:
+        say(invisible_edges_note(name, entry, o.cols.text))
+        out[INVISIBLE_EDGES] = entry
+    if normalised:
+        say(normalised_text_note(name, normalised, o.cols.text))
+        out[NORMALISED_TEXT] = normalised
+    return out
 
 
 def _check_nested_columns(schema: Any, targets: dict[str, OutputTarget], o: RunOptions, name: str) -> None:
@@ -1079,9 +1085,10 @@ def _load_staged(journal: dict[str, Any], work: Path, cols: SegmentColumns, name
             say(f"--resume: the staged input of the interrupted run is damaged ({_reason(exc)}); reading the input "
                 "again (its finished batches are kept)")
         return None
-    edges = st.get(INVISIBLE_EDGES)
+    edges, forms = st.get(INVISIBLE_EDGES), st.get(NORMALISED_TEXT)
     return StagedInput(chunks, pl.DataFrame(), cols, schema, name, index,
-                       invisible_edges=edges if isinstance(edges, dict) else None)
+                       invisible_edges=edges if isinstance(edges, dict) else None,
+                       normalised_text=forms if isinstance(forms, dict) else None)
 
 
 def _assemble(parts: Path, n_batches: int, targets: dict[str, OutputTarget], signature: dict[str, Any],

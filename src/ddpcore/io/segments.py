@@ -214,6 +214,196 @@ def add_invisible_edges(total: dict[str, Any] | None, more: dict[str, Any] | Non
     return {**total, "segments": total["segments"] + more["segments"]}
 
 
+# ------------------------------------------------------------------ the text the parse reads (text view)
+#: full-width forms of the ASCII characters ! .. ~ (U+FF01-U+FF5E), read as those characters
+_FULL_WIDTH = [chr(c) for c in range(0xFF01, 0xFF5F)]
+_HALF_WIDTH = [chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)]
+#: what attaches to the character before it: combining marks, invisible characters, Hangul vowel/final jamo
+_ATTACHED = f"\\p{{M}}{_EDGE_INVISIBLE}\\u1160-\\u11FF\\uD7B0-\\uD7FF"
+#: the spans of a text the view may change: a character with what attaches to it (or a run of such at the start
+#: of a line), a full-width ASCII character, a carriage return (with the line feed after it)
+_SPECIAL = f"[^{_ATTACHED}\\r\\n][{_ATTACHED}]+|[{_ATTACHED}]+|[\\uFF01-\\uFF5E]|\\r\\n?"
+_LINE_EDGE_RUN = f"(?m)^[{_EDGE_BLANK}]+|[{_EDGE_BLANK}]+$"
+#: the forms of a text the parse reads otherwise (:func:`text_view`), in the order of TEXT_FORMS entries
+TEXT_FORMS = ("invisible", "decomposed", "full_width", "carriage_return")
+
+
+def _text_forms(text: pl.Series) -> pl.DataFrame:
+    """One boolean column per :data:`TEXT_FORMS` entry for each text (null texts: False): an invisible
+    character inside a line (not at its edges, which the INVISIBLE_EDGES entry counts), a combining sequence
+    not in NFC (``e`` + U+0301 for ``é``), a full-width ASCII character, a carriage return not before a line
+    feed between two words of a line (which it then splits; at a line's edge it changes nothing). The costlier
+    tests run on the texts that can hold the form only."""
+    import polars as pl
+
+    wide = (text.str.len_bytes() != text.str.len_chars()).fill_null(False)  # every form but CR is beyond ASCII
+    inv = wide & text.str.contains_any(list(INVISIBLE)).fill_null(False)
+    marks = wide & text.str.contains(f"[{_ATTACHED}]").fill_null(False)
+    out = {f: np.zeros(len(text), dtype=bool) for f in TEXT_FORMS}
+    if inv.any():
+        sub = text.filter(inv)
+        out["invisible"][inv.to_numpy()] = sub.str.replace_all(_LINE_EDGE_RUN, "").str.contains_any(
+            list(INVISIBLE)).fill_null(False).to_numpy()
+    if marks.any():
+        sub = text.filter(marks)
+        out["decomposed"][marks.to_numpy()] = (sub.str.normalize("NFC") != sub).fill_null(False).to_numpy()
+    if wide.any():
+        fw = text.filter(wide).str.contains("[\\uFF01-\\uFF5E]")
+        out["full_width"][wide.to_numpy()] = fw.fill_null(False).to_numpy()
+    out["carriage_return"] = text.str.contains("\\S[^\\S\\n]*\\r[^\\S\\n]*\\S").fill_null(False).to_numpy()
+    return pl.DataFrame(out)
+
+
+def normalised_text(df: pl.DataFrame, cols: SegmentColumns, *, rows: bool = True) -> dict[str, Any] | None:
+    """The :data:`ddpcore.schema.NORMALISED_TEXT` entry of the validated segments ``df``: how many have a form
+    the parse reads otherwise (:data:`TEXT_FORMS`, :func:`text_view`; invisible characters at a line's edges
+    are :func:`invisible_edges`'), how many of each form, and the first of them (its ids, its first such
+    character and, with ``rows`` and a ``ROW`` column, its 1-based row). None when no segment has one.
+    Vectorised: only texts beyond ASCII or holding a carriage return are looked at."""
+    import unicodedata
+
+    import polars as pl
+
+    text = df[cols.text]
+    if text.dtype != pl.String or df.height == 0:
+        return None
+    look = ((text.str.len_bytes() != text.str.len_chars()) | text.str.contains("\r", literal=True)).fill_null(False)
+    if not look.any():
+        return None
+    sub = df.filter(look)
+    forms = _text_forms(sub[cols.text])
+    hit = forms.select(pl.any_horizontal(pl.all())).to_series()
+    if not hit.any():
+        return None
+    i = int(hit.arg_true()[0])
+    first, t = sub.row(i, named=True), sub[cols.text][i]
+    form = next(f for f in TEXT_FORMS if forms[f][i])
+    inner = re.sub(_LINE_EDGE_RUN, "", t)  # one text (an invisible character: not at a line's edge)
+    found = {"invisible": lambda c: c in INVISIBLE and c in inner,
+             "decomposed": lambda c: bool(unicodedata.combining(c)) or unicodedata.normalize("NFC", c) != c,
+             "full_width": lambda c: 0xFF01 <= ord(c) <= 0xFF5E, "carriage_return": lambda c: c == "\r"}[form]
+    char = next((c for c in t if found(c)), t[0])  # (Hangul jamo that compose: no one character says it)
+
+    def plain(v: Any) -> Any:
+        return v if isinstance(v, (int, str)) else str(v)
+
+    entry: dict[str, Any] = {"segments": int(hit.sum()),
+                             "forms": {f: int(forms[f].sum()) for f in TEXT_FORMS if forms[f].any()},
+                             "document": plain(first[cols.document]), "segment": plain(first[cols.segment]),
+                             "char": f"U+{ord(char):04X}"}
+    if rows and ROW in df.columns:
+        entry["row"] = int(first[ROW]) + 1
+    return entry
+
+
+def add_normalised_text(total: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two :func:`normalised_text` entries (of consecutive chunks) as one: the counts added, the first kept."""
+    if more is None or total is None:
+        return total or more
+    forms = {f: total["forms"].get(f, 0) + more["forms"].get(f, 0) for f in TEXT_FORMS
+             if f in total["forms"] or f in more["forms"]}
+    return {**total, "segments": total["segments"] + more["segments"], "forms": forms}
+
+
+@dataclass(frozen=True)
+class TextView:
+    """The texts as the parse reads them (:func:`text_view`) and the way back to the texts as given.
+
+    ``texts`` (n,) the view of every text; ``changed`` (n,) bool, the texts whose view differs. The pieces of
+    the changed texts (each span the view may change, and the text between two spans), in text order, each of
+    shape ``(n_cl,)`` int64: ``row__cl`` (the text), ``start__cl``/``len__cl`` (in the text as given),
+    ``visible__cl`` (its length without the invisible characters that end it), ``view_start__cl``/
+    ``view_len__cl`` (in the view); ``width`` exceeds every text's length (the key ``row * width + offset``)."""
+
+    texts: pl.Series
+    changed: np.ndarray
+    row__cl: np.ndarray
+    start__cl: np.ndarray
+    len__cl: np.ndarray
+    visible__cl: np.ndarray
+    view_start__cl: np.ndarray
+    view_len__cl: np.ndarray
+    width: int
+
+    def to_given(self, row: np.ndarray, pos: np.ndarray, *, end: bool = False) -> np.ndarray:
+        """Character offsets ``pos`` in the views of texts ``row`` as offsets in the texts as given (an
+        ``end`` offset is one past a token's last character: it maps to one past that character's piece,
+        without the invisible characters that end the piece). Vectorised (a binary search per offset)."""
+        out = np.asarray(pos, dtype=np.int64).copy()
+        m = self.changed[row]
+        if not m.any():
+            return out
+        q = out[m] - (1 if end else 0)
+        c = np.searchsorted(self.row__cl * self.width + self.view_start__cl, row[m] * self.width + q, "right") - 1
+        k = q - self.view_start__cl[c]
+        if end:
+            out[m] = self.start__cl[c] + np.where(k >= self.view_len__cl[c] - 1, self.visible__cl[c],
+                                                  np.minimum(k + 1, self.len__cl[c]))
+        else:
+            out[m] = self.start__cl[c] + np.minimum(k, self.len__cl[c] - 1)
+        return out
+
+    def to_view(self, row: np.ndarray, pos: np.ndarray, *, end: bool = False) -> np.ndarray:
+        """Character offsets ``pos`` in the texts ``row`` as given as offsets in their views."""
+        out = np.asarray(pos, dtype=np.int64).copy()
+        m = self.changed[row]
+        if not m.any():
+            return out
+        p = out[m]
+        q = p - 1 if end else p
+        c = np.searchsorted(self.row__cl * self.width + self.start__cl, row[m] * self.width + q, "right") - 1
+        out[m] = self.view_start__cl[c] + np.minimum(p - self.start__cl[c], self.view_len__cl[c])
+        return out
+
+
+def text_view(text: pl.Series) -> TextView | None:
+    """The texts as the parse reads them: what a reader sees. Invisible characters (:data:`INVISIBLE`) are
+    left out wherever they are (``Jo\\u200bhn`` reads ``John``), every combining sequence is composed (NFC:
+    ``e`` + U+0301 reads ``é``), full-width ASCII characters read as ASCII, and a carriage return not before a
+    line feed reads as a line break (as the ``.txt`` reader reads it; CR LF reads as LF). Only those spans
+    change (:data:`_SPECIAL`, each normalised on its own), so every offset of the view maps back to the text as
+    given (:meth:`TextView.to_given`). None when no text changes. Vectorised: only texts holding such a span
+    are cut, at those spans, into pieces (the text between two spans is one piece)."""
+    import polars as pl
+
+    look = ((text.str.len_bytes() != text.str.len_chars()) | text.str.contains("\r", literal=True)).fill_null(False)
+    if not look.any():
+        return None
+    rows = np.flatnonzero(look.to_numpy())
+    sub = text.gather(rows)
+    need = (_text_forms(sub).select(pl.any_horizontal(pl.all())).to_series() | sub.str.contains("\r", literal=True)
+            | sub.str.contains_any(list(INVISIBLE))).fill_null(False).to_numpy()
+    if not need.any():
+        return None
+    rows, sub = rows[need], sub.filter(pl.Series(need))
+    cut = next(c for c in ("\x00", *map(chr, range(0xFDD0, 0xFDF0)))  # a character no text holds (noncharacters)
+               if not sub.str.contains(c, literal=True).any())
+    c = pl.col("c")
+    piece = (pl.DataFrame({"row": rows.astype(np.int64), "c": sub.str.replace_all(_SPECIAL, f"{cut}$0{cut}")
+                           .str.split(cut)})
+             .explode("c")
+             .with_columns(special=(pl.int_range(pl.len()).over("row") % 2) == 1)  # text, span, text, span, ..., text
+             .with_columns(v=pl.when(~pl.col("special")).then(c).when(c.is_in(["\r", "\r\n"])).then(pl.lit("\n"))
+                           .otherwise(c.str.replace_all(f"[{_EDGE_INVISIBLE}]", "")
+                                      .str.replace_many(_FULL_WIDTH, _HALF_WIDTH).str.normalize("NFC")))
+             .with_columns(n=c.str.len_chars().cast(pl.Int64), vis=c.str.strip_chars_end(INVISIBLE).str.len_chars()
+                           .cast(pl.Int64), vn=pl.col("v").str.len_chars().cast(pl.Int64))
+             .with_columns(start=pl.col("n").cum_sum().over("row") - pl.col("n"),
+                           vstart=pl.col("vn").cum_sum().over("row") - pl.col("vn")))
+    views = piece.group_by("row", maintain_order=True).agg(pl.col("v").str.join(""))
+    texts = (pl.DataFrame({"row": np.arange(len(text), dtype=np.int64), "t": text})
+             .join(views, on="row", how="left", maintain_order="left")
+             .select(pl.coalesce("v", "t").alias(text.name)).to_series())
+    changed = np.zeros(len(text), dtype=bool)
+    changed[rows] = (texts.gather(rows) != sub).fill_null(False).to_numpy()
+    if not changed.any():
+        return None
+    piece = piece.filter(pl.Series(changed[piece["row"].to_numpy()]))
+    width = int(max(text.str.len_chars().max() or 0, texts.str.len_chars().max() or 0)) + 2  # type: ignore[operator]
+    a = {k: piece[k].to_numpy().astype(np.int64) for k in ("row", "start", "n", "vis", "vstart", "vn")}
+    return TextView(texts, changed, a["row"], a["start"], a["n"], a["vis"], a["vstart"], a["vn"], width)
+
+
 def check_header_rows(df: pl.DataFrame, cols: SegmentColumns, name: Any) -> None:
     """D103 for a row whose ids and text are the column names: the header of a second file joined on
     (``cat a.csv b.csv``), which would be profiled as a segment and turn integer ids into text."""

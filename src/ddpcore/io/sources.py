@@ -29,8 +29,8 @@ from ..schema import BLANK_CHARS
 from .fs import is_uri
 from .id_index import IdIndex, IdIndexWriter, check_unique
 from .readers import refuse_empty_segments
-from .segments import (ROW, SegmentColumns, add_invisible_edges, check_unique_ids, invisible_edges, missing_domain_note,
-                       read_segments)
+from .segments import (ROW, SegmentColumns, add_invisible_edges, add_normalised_text, check_unique_ids, invisible_edges,
+                       missing_domain_note, normalised_text, read_segments)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -67,6 +67,9 @@ class StagedInput:
     #: the segments with a line that starts or ends with invisible characters, which the parse leaves out
     #: (:func:`ddpcore.io.segments.invisible_edges`: the ``invisible_line_edges`` signature entry; None: none)
     invisible_edges: dict[str, Any] | None = None
+    #: the segments the parse reads in another form (:func:`ddpcore.io.segments.normalised_text`: the
+    #: ``normalised_text`` signature entry; None: none)
+    normalised_text: dict[str, Any] | None = None
 
     @property
     def n_rows(self) -> int:
@@ -343,6 +346,7 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     writer = IdIndexWriter(index_path, cols) if index_path is not None else None
     records = 0  # WMT25 documents read so far (refuse_empty_segments)
     edges: dict[str, Any] | None = None  # segments with invisible characters at a line's edge
+    forms: dict[str, Any] | None = None  # segments the parse reads in another form (NFC, ...)
     for k, (raw, group) in enumerate(iter_input_chunks(source, cols, chunk_rows, reader=reader, docs=docs,
                                                        txt_mode=txt_mode, warn=warn)):
         if raw.height == 0 and offset > 0:
@@ -352,6 +356,7 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
             _warn_missing_domain(raw, cols, name, warn)
         df = _validated(raw, cols, name, offset)
         edges = add_invisible_edges(edges, invisible_edges(df, cols))
+        forms = add_normalised_text(forms, normalised_text(df, cols))
         if writer is not None:
             writer.add(df, df[cols.text].str.len_chars().to_numpy(), _unit_counts(df[cols.text]))
             if not ids:
@@ -375,14 +380,16 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     schema = unify_schemas(schemas, name)
     index = pl.concat(ids, how="vertical_relaxed")
     if writer is not None:
-        st = StagedInput(chunks, index, cols, schema, name, writer.close(), invisible_edges=edges)
+        st = StagedInput(chunks, index, cols, schema, name, writer.close(), invisible_edges=edges,
+                         normalised_text=forms)
         check_unique(st.index, st.read_rows, cols, name)
         return st
     check_unique_ids(index, cols, name)
-    st = StagedInput(chunks, index, cols, schema, name, invisible_edges=edges)
+    st = StagedInput(chunks, index, cols, schema, name, invisible_edges=edges, normalised_text=forms)
     if memory:
         whole = pl.concat([m.cast(schema) for m in memory])
-        return _MemoryInput(chunks, index, cols, schema, name, whole, invisible_edges=edges)
+        return _MemoryInput(chunks, index, cols, schema, name, whole, invisible_edges=edges,
+                            normalised_text=forms)
     return st
 
 

@@ -41,12 +41,15 @@ class Units:
     """Parse units: the stripped non-empty lines of every segment (a line break ends a sentence).
 
     ``seg__unit`` (n_units,) int64 segment ordinal in the batch; ``offset__unit`` (n_units,)
-    int64 character offset of the unit in its segment text; ``texts`` the unit strings.
+    int64 character offset of the unit in its segment text; ``texts`` the unit strings. With ``view``
+    (:class:`ddpcore.io.segments.TextView`) the units are lines of the segments' views and the offsets index
+    the views; token offsets are mapped back to the texts as given (``number_sentences``).
     """
 
     seg__unit: np.ndarray
     offset__unit: np.ndarray
     texts: list[str]
+    view: Any = None
 
 
 @dataclass(frozen=True)

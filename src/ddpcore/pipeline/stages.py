@@ -111,61 +111,51 @@ def split_units(texts: pl.Series) -> Units:
     )
 
 
+def view_units(texts: pl.Series) -> Units:
+    """:func:`split_units` of the texts as the parse reads them (:func:`ddpcore.io.segments.text_view`:
+    invisible characters left out inside a line too, NFC, full-width ASCII as ASCII, a lone carriage return
+    as a line break), with the view, so that token offsets index the texts as given (:func:`number_sentences`).
+    The run says and records the segments this changes (:data:`ddpcore.schema.NORMALISED_TEXT`)."""
+    from ..io.segments import text_view
+
+    view = text_view(texts)
+    if view is None:
+        return split_units(texts)
+    units = split_units(view.texts)
+    return Units(units.seg__unit, units.offset__unit, units.texts, view)
+
+
 def parse_view(frame: pl.DataFrame, cols: SegmentColumns, anchors: pl.DataFrame
                ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """The segment texts of ``frame`` and the ``anchors`` (their ``char_start``/``char_end``) as the parse
-    reads them: every line without the invisible characters at its edges (what :func:`split_units` strips
-    with the white space), so that what the certification model reads of a text (the characters around an
-    anchor, its position) is what it reads of the same text without them. ``(texts, anchors)`` with the
-    offsets into those texts, or None when no text of ``frame`` holds an invisible character (the texts and
-    offsets as given then). Vectorised over the lines of the batch."""
+    """The segment texts of ``frame`` and the ``anchors`` (their ``char_start``/``char_end``, ``text`` and
+    ``antecedent_text``) as the parse reads them (:func:`view_units`, :func:`ddpcore.io.segments.text_view`:
+    without invisible characters, in NFC...), so that what the certification model reads of a text (the
+    characters around an anchor, its position, the anchor's words) is what it reads of the same text without
+    them; an anchor's words also with white space as one space and U+2019 as an apostrophe (``John\u00a0Smith``
+    is a re-mention of ``John Smith``, ``Obama’s`` of ``Obama's``, as the entity linking has it).
+    ``(texts, anchors)`` with the offsets into those texts, or None when nothing changes (the texts and offsets
+    as given then). Vectorised."""
     import polars as pl
 
-    from ..schema import BLANK_CHARS, INVISIBLE
+    from ..io.segments import text_view
 
-    text = frame[cols.text]
-    wide = (text.str.len_bytes() != text.str.len_chars()).fill_null(False)  # every INVISIBLE is beyond ASCII
-    if not wide.any() or not bool(text.filter(wide).str.contains_any(list(INVISIBLE)).fill_null(False).any()):
-        return None
-    inv = "[" + "".join(f"\\u{ord(c):04X}" for c in INVISIBLE) + "]"
-    n, lead_n, trail_n = pl.col("n"), pl.col("lead_n"), pl.col("trail_n")
-    lines = (
-        pl.DataFrame({"__seg": np.arange(frame.height, dtype=np.int64), "t": text})
-        .with_columns(pl.col("t").str.split("\n"))
-        .explode("t")
-        .with_columns(n=pl.col("t").str.len_chars().cast(pl.Int64), core=pl.col("t").str.strip_chars(BLANK_CHARS))
-        .with_columns(lead_n=n - pl.col("t").str.strip_chars_start(BLANK_CHARS).str.len_chars())
-        .with_columns(trail_n=pl.when(pl.col("core").str.len_chars() > 0)
-                      .then(n - lead_n - pl.col("core").str.len_chars()).otherwise(0))
-        .with_columns(lead=pl.col("t").str.head(lead_n).str.replace_all(inv, ""),
-                      trail=pl.col("t").str.tail(trail_n).str.replace_all(inv, ""))
-        .with_columns(clean=pl.concat_str("lead", "core", "trail"))
-        .with_columns(removed=n - pl.col("clean").str.len_chars(), lead_removed=lead_n - pl.col("lead").str.len_chars())
-        .with_columns(
-            # first character of the line in the text and the characters removed before its core
-            start=(n + 1).cum_sum().over("__seg") - (n + 1),
-            shift=pl.col("removed").cum_sum().over("__seg") - pl.col("removed") + pl.col("lead_removed"),
-        )
-    )
-    texts = (lines.group_by("__seg", maintain_order=True).agg(pl.col("clean").str.join("\n"))
-             .sort("__seg")["clean"])
-    if texts.equals(text.rename("clean")):
-        return None
-    view = frame.select(cols.document, cols.segment).with_columns(texts.alias(cols.text))
-    # the line of each anchor: the last line of its segment starting at or before it (positions over the batch)
-    base = np.concatenate([[0], np.cumsum(text.str.len_chars().to_numpy().astype(np.int64) + 1)[:-1]])
-    keys = frame.select(cols.document, cols.segment).with_columns(pl.Series("__base", base))
-    a = (anchors.with_row_index("__order")
-         .join(keys, on=[cols.document, cols.segment], how="left")
-         .with_columns(__at=pl.col("__base") + pl.col(schema.CHAR_START))
-         .sort("__at"))
-    line_base = base[lines["__seg"].to_numpy()]
-    starts = lines.select("shift", (pl.col("start") + pl.Series(line_base)).alias("__at")).sort("__at")
-    a = a.join_asof(starts.select("__at", "shift"), on="__at", strategy="backward").sort("__order")
-    shift = a["shift"].fill_null(0)
-    moved = anchors.with_columns((pl.col(schema.CHAR_START) - shift).alias(schema.CHAR_START),
-                                 (pl.col(schema.CHAR_END) - shift).alias(schema.CHAR_END))
-    return view, moved
+    def read(col: str) -> pl.Series:  # an anchor's words: white space as one space, U+2019 as an apostrophe
+        v = text_view(anchors[col])
+        return (anchors[col] if v is None else v.texts).str.replace_all(r"\s+", " ").str.replace_all("\u2019", "'")
+
+    words = anchors.with_columns(read(schema.TEXT), read(schema.ANTECEDENT_TEXT))
+    view = text_view(frame[cols.text])
+    if view is None:
+        same = all(words[c].equals(anchors[c], null_equal=True) for c in (schema.TEXT, schema.ANTECEDENT_TEXT))
+        return None if same else (frame.select(cols.document, cols.segment, cols.text), words)
+    ids = frame.select(cols.document, cols.segment)
+    texts = ids.with_columns(view.texts.alias(cols.text))
+    row = (anchors.select(cols.document, cols.segment)
+           .join(ids.with_row_index("__seg"), on=[cols.document, cols.segment], how="left", maintain_order="left")
+           ["__seg"].cast(pl.Int64).to_numpy())
+    start = view.to_view(row, anchors[schema.CHAR_START].to_numpy())
+    end = view.to_view(row, anchors[schema.CHAR_END].to_numpy(), end=True)
+    return texts, words.with_columns(pl.Series(schema.CHAR_START, start), pl.Series(schema.CHAR_END, end))
 
 
 @timed_stage("sentences")
@@ -189,6 +179,9 @@ def number_sentences(
     unit_start[unit_first_tok[toks.n_tokens__unit > 0]] = 1
     tok_char = units.offset__unit[tok_unit] + toks.idx
     tok_char_end = units.offset__unit[tok_unit] + toks.end
+    if units.view is not None:  # offsets in the segments' views (view_units): back to the texts as given
+        tok_char = units.view.to_given(tok_seg, tok_char)
+        tok_char_end = units.view.to_given(tok_seg, tok_char_end, end=True)
     head_abs = np.arange(n_tok, dtype=np.int64) + toks.head
     flags = kernels.sentence_starts(toks.sent_start, toks.pos, unit_start, pos_space)
     n_docs = int(seg_doc.max()) + 1 if n_seg else 0
