@@ -139,15 +139,24 @@ def parse_view(frame: pl.DataFrame, cols: SegmentColumns, anchors: pl.DataFrame
 
     from ..io.segments import text_view
 
+    changed = False
+
     def read(col: str) -> pl.Series:  # an anchor's words: white space as one space, U+2019 as an apostrophe
+        nonlocal changed
         v = text_view(anchors[col])
-        return (anchors[col] if v is None else v.texts).str.replace_all(r"\s+", " ").str.replace_all("\u2019", "'")
+        words = anchors[col] if v is None else v.texts
+        # only the words that hold other white space, two spaces or U+2019 are rewritten (most hold none)
+        odd = words.str.contains(r"[^\S ]| {2}|\u2019").fill_null(False)
+        if odd.any():
+            idx = odd.arg_true()
+            words = words.scatter(idx, words.gather(idx).str.replace_all(r"\s+", " ").str.replace_all("\u2019", "'"))
+        changed = changed or v is not None or bool(odd.any())
+        return words
 
     words = anchors.with_columns(read(schema.TEXT), read(schema.ANTECEDENT_TEXT))
     view = text_view(frame[cols.text])
     if view is None:
-        same = all(words[c].equals(anchors[c], null_equal=True) for c in (schema.TEXT, schema.ANTECEDENT_TEXT))
-        return None if same else (frame.select(cols.document, cols.segment, cols.text), words)
+        return (frame.select(cols.document, cols.segment, cols.text), words) if changed else None
     ids = frame.select(cols.document, cols.segment)
     texts = ids.with_columns(view.texts.alias(cols.text))
     row = (anchors.select(cols.document, cols.segment)
