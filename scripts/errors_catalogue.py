@@ -42,7 +42,7 @@ RANGES = [
     ("D85x–D86x", "id indexes, cluster-scale Ray, remote files"),
     ("D88x", "result files (`-o` extensions and formats)"),
     ("D90x", "install / build"),
-    ("D93x", "`blindness` warnings under `--strict`, plot series"),
+    ("D93x", "`blindness` warnings under `--strict`, plot series, signature sidecars of another file"),
     ("D95x", "`stats compare --corpus-metric` inputs"),
     ("D97x", "column options that name an output column"),
     ("D99x", "internal (D999: a bug, please report it)"),

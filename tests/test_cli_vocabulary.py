@@ -247,7 +247,7 @@ def test_stats_output_file_and_stdout(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0 and so == "" and f"wrote {out}" in err
     assert out.read_text() == stdout_json
     sig = json.loads((tmp_path / "r.json.signature.json").read_text())
-    assert sig == json.loads(stdout_json)["signature"]
+    assert sig.pop("data")["bytes"] == out.stat().st_size and sig == json.loads(stdout_json)["signature"]
     code, _, _ = _run(capsys, *base, "-o", str(tmp_path / "r.tsv"))
     assert code == 0 and (tmp_path / "r.tsv").read_text().startswith("# signature: ")
     code, _, err = _run(capsys, *base, "-f", "markdown", "-o", str(tmp_path / "x.json"))

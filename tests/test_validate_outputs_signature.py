@@ -73,6 +73,7 @@ def test_text_over_estimates_get_the_signature_sidecar(tmp_path: Path, name: str
     side = tmp_path / (name + ".signature.json")
     assert side.is_file(), "no signature sidecar beside the text output"
     sig = json.loads(side.read_text(encoding="utf-8"))
+    assert sig.pop("data")["bytes"] == out.stat().st_size  # the stamp of the output (io.sidecars)
     assert sig == report["signature"]
     # what the run was: the gold file and format given, the default chained distance and full scope
     assert sig["gold"]["paths"] == [str(TINY)] and sig["gold"]["formats"] == ["conll2012"]
@@ -88,7 +89,8 @@ def test_csv_and_parquet_carry_the_same_kind_of_signature(tmp_path: Path) -> Non
     csv, parquet = tmp_path / "over.csv", tmp_path / "over.parquet"
     proc = ddp("validate", str(TINY), "-q", "--over-estimates", str(csv))
     assert proc.returncode == 0, proc.stderr
-    assert json.loads((tmp_path / "over.csv.signature.json").read_text()) == json.loads(proc.stdout)["signature"]
+    side = json.loads((tmp_path / "over.csv.signature.json").read_text())
+    assert side.pop("data")["bytes"] == csv.stat().st_size and side == json.loads(proc.stdout)["signature"]
     proc = ddp("validate", str(TINY), "-q", "--over-estimates", str(parquet))
     assert proc.returncode == 0, proc.stderr
     meta = pq.read_schema(parquet).metadata

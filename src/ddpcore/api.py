@@ -266,8 +266,9 @@ def _profile_local(frame: pl.DataFrame, cols: SegmentColumns, settings: Any, how
     if how.progress:
         from tqdm.auto import tqdm
 
-        n_units = int(df[cols.text].str.split("\n").list.eval(pl.element().str.strip_chars(schema.BLANK_CHARS).str.len_chars() > 0)
-                      .list.sum().sum())
+        from .io.sources import unit_counts
+
+        n_units = int(unit_counts(df[cols.text]).sum())  # as the parse counts them (a lone CR breaks a line)
         bar = tqdm(total=n_units, unit="line", desc="parsing", leave=False, mininterval=0.5)
     tick: Callable[[int], None] | None = bar.update if bar is not None else None
     seg_parts, anc_parts, sent_parts = [], [], []

@@ -370,7 +370,9 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     opts = {k: v for k, v in kwargs.items() if v is not None}
     given = set(opts)  # what the caller set; the signature fills the rest
     table: Any = source
-    sig, settings_from = load_signature(source) if isinstance(source, (str, os.PathLike)) else (None, None)
+    mismatch: list[str] = []  # a sidecar whose data stamp does not fit the output (said with the row check)
+    sig, settings_from = (load_signature(source, on_mismatch=mismatch.append) if isinstance(source, (str, os.PathLike))
+                          else (None, None))
     read_opts = {k: opts.pop(k) for k in READER_KEYS if k in opts}  # how the input is read, not parse settings
     inherited = _inherit(sig, opts, read_opts, source) if sig is not None else {}
     if sig is not None:
@@ -402,7 +404,7 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     anchors = _run_ids_back(result.anchors, seg_col, run_ids).filter(pl.col(seg_col).cast(pl.String) == str(segment))
     if sig is not None:
         _check_recorded_ddp(source, settings_from, table, cols, document, segment, seg_row, given, inherited, sig,
-                            result.signature)
+                            result.signature, mismatch[0] if mismatch else None)
     return ExplainResult(
         document=str(document),
         segment=str(segment),
@@ -424,11 +426,14 @@ _DDP_SETTINGS = frozenset({"rules", "distance", "pipeline", "nlp", "sentence_uni
 
 def _check_recorded_ddp(output: Any, settings_from: str | None, table: pl.DataFrame, cols: SegmentColumns,
                         document: Any, segment: Any, seg_row: pl.DataFrame, given: set[str],
-                        inherited: dict[str, Any], sig: dict[str, Any], now: dict[str, Any]) -> None:
+                        inherited: dict[str, Any], sig: dict[str, Any], now: dict[str, Any],
+                        mismatch: str | None = None) -> None:
     """A warning when the re-parse of a profile output's segment, with every setting its signature records
     (none given by the caller), does not give the ``ddp`` (and, with the recorded certification model, the
     ``ddp_certified``) the output's own row holds: what is explained is then not what the output says
-    (a signature of another run, a table edited by hand, or another spaCy or pipeline than the run's)."""
+    (a signature of another run, a table edited by hand, or another spaCy or pipeline than the run's).
+    ``mismatch``: the sidecar's data stamp does not fit the output (:func:`ddpcore.io.profiles.load_signature`):
+    said as the reason, or, when the row agrees, in a warning of its own (the settings may be another run's)."""
     import polars as pl
 
     if given & _DDP_SETTINGS or schema.DDP not in table.columns or cols.document not in table.columns \
@@ -447,14 +452,19 @@ def _check_recorded_ddp(output: Any, settings_from: str | None, table: pl.DataFr
             continue
         if mine != int(seg_row[name][0]):
             differ.append(f"{name} {int(seg_row[name][0])} where the output's row says {mine}")
+    if not differ and mismatch is not None:
+        warnings.warn(f"{mismatch}: its settings were used, and the re-parse of document {str(document)!r}, segment "
+                      f"{str(segment)!r} with them gives the output's own value, but they may be another run's "
+                      "(profile the input again for a table and signature that agree)", stacklevel=3)
     if not differ:
         return
     keys = ("spacy", "pipeline_name", "pipeline_version")
     then, here = [sig.get(k) for k in keys], [now.get(k) for k in keys]
-    why = (f"spaCy/pipeline {' '.join(map(str, here))} is installed, the run used {' '.join(map(str, then))}"
-           if then != here and all(then) else
-           f"the signature ({settings_from}) is not that of the run that wrote this table (copied from another "
-           "output?), or the table was edited")
+    why = mismatch if mismatch is not None else (
+        f"spaCy/pipeline {' '.join(map(str, here))} is installed, the run used {' '.join(map(str, then))}"
+        if then != here and all(then) else
+        f"the signature ({settings_from}) is not that of the run that wrote this table (copied from another "
+        "output?), or the table was edited")
     warnings.warn(f"{output}: document {str(document)!r}, segment {str(segment)!r}: the re-parse with the settings "
                   f"its signature records gives {' and '.join(differ)}: {why}; what follows explains the re-parse, "
                   "not the output's value (profile the input again for a table and signature that agree)",

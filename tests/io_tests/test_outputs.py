@@ -125,7 +125,9 @@ def test_gz_output_roundtrip_and_sidecar(tmp_path):
     write_tables_atomic([(df, out), (df, anchors)], metadata={"k": "v"}, sidecar=json.dumps({"rules": "paper"}))
     assert gzip.decompress(out.read_bytes()).startswith(b"document_id,segment_id,source")
     assert read_table(out).equals(df)
-    assert json.loads(sidecar_path(out).read_text()) == {"rules": "paper"}
+    side = json.loads(sidecar_path(out).read_text())
+    assert side.pop("data")["bytes"] == out.stat().st_size  # the stamp of its data file (io.sidecars)
+    assert side == {"rules": "paper"}
     assert not sidecar_path(anchors).exists()  # Parquet keeps it in its metadata
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "o.csv.gz", "o.csv.gz.signature.json"]
 

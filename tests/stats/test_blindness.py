@@ -118,7 +118,8 @@ def test_cli_formats_and_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert payload["verdict"] == "blind" and "signature" in payload
     assert main(args + ["-o", str(out)]) == 0  # -o FILE: the result goes there instead of stdout (issue 23)
     assert capsys.readouterr().out == "" and json.loads(out.read_text()) == payload
-    assert json.loads((tmp_path / "r.json.signature.json").read_text()) == payload["signature"]
+    side = json.loads((tmp_path / "r.json.signature.json").read_text())
+    assert side.pop("data")["bytes"] == out.stat().st_size and side == payload["signature"]  # + the stamp of r.json
     assert main(args + ["-f", "markdown"]) == 0
     md = capsys.readouterr().out
     assert "| verdict | **blind** |" in md and "Signature:" in md

@@ -312,16 +312,17 @@ def write_result(target: Any, text: str, signature: Any, command: str) -> None:
     :func:`check_result_output`) and the signature sidecar, each through a temporary file renamed
     into place; one stderr line says what was written."""
     import contextlib
-    import json
     import sys
 
+    from ..io.sidecars import sidecar_text
     from ..io.tables import atomic_path
 
     text = text if text.endswith("\n") else text + "\n"
     with contextlib.ExitStack() as stack:
-        stack.enter_context(atomic_path(target.path)).write_text(text, encoding="utf-8")
-        if target.sidecar is not None:
+        tmp = stack.enter_context(atomic_path(target.path))
+        tmp.write_text(text, encoding="utf-8")
+        if target.sidecar is not None:  # the signature and the stamp of the finished file
             stack.enter_context(atomic_path(target.sidecar)).write_text(
-                json.dumps(signature, sort_keys=True, indent=2, default=str) + "\n", encoding="utf-8")
+                sidecar_text(signature, tmp, default=str), encoding="utf-8")
     wrote = f"{target.path}" + (f" and {target.sidecar}" if target.sidecar is not None else "")
     print(f"{command}: wrote {wrote}", file=sys.stderr)

@@ -229,16 +229,17 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         import contextlib
-        import json
 
         from ..io.outputs import sidecar_path
+        from ..io.sidecars import sidecar_text
         from ..io.tables import atomic_path
         from ..signature import json_safe
 
         with contextlib.ExitStack() as stack:
-            stack.enter_context(atomic_path(path)).write_text(text, encoding="utf-8")
+            tmp = stack.enter_context(atomic_path(path))
+            tmp.write_text(text, encoding="utf-8")  # then its sidecar: the signature and the stamp of the file
             stack.enter_context(atomic_path(sidecar_path(path))).write_text(
-                json.dumps(json_safe(res.signature), sort_keys=True, indent=2) + "\n", encoding="utf-8")
+                sidecar_text(json_safe(res.signature), tmp), encoding="utf-8")
         print(f"ddp meta: wrote {path} and {sidecar_path(path)}", file=sys.stderr)
     j = res.signature["join"]
     print(f"ddp meta: join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile segment, "

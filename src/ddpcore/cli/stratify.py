@@ -101,10 +101,12 @@ def stratify_files(profile: str | os.PathLike[str], scores: str | os.PathLike[st
     """:func:`ddpcore.stats.stratify.stratify` on files, as ``ddp stratify`` runs it: the options are
     checked first (:func:`~ddpcore.stats.stratify.check_options`), then the profile is opened with
     :func:`ddpcore.io.profiles.scan_profile` and the scores with :func:`ddpcore.io.scores.scan_scores`
-    (``scores`` may also be a polars frame). ``document_col``/``segment_col``: the scores' id columns
+    (``scores`` may also be a polars frame: messages name it as a score reader named it,
+    :func:`ddpcore.io.tables.frame_name`). ``document_col``/``segment_col``: the scores' id columns
     (see :func:`join_keys`); ``options``: the keywords of ``stratify``."""
     from ..io.profiles import scan_profile
     from ..io.scores import scan_scores
+    from ..io.tables import frame_name
     from ..stats.stratify import check_options, stratify
 
     check_options(**{k: options[k] for k in ("by", "bins", "gap", "gap_col", "n_boot", "seed", "lowess_max_points",
@@ -114,7 +116,7 @@ def stratify_files(profile: str | os.PathLike[str], scores: str | os.PathLike[st
     is_path = isinstance(scores, (str, os.PathLike))
     frame = scan_scores(scores) if is_path else scores
     return stratify(prof.frame, frame, score_col, profile_signature=prof.signature, profile_name=str(profile),
-                    scores_name=str(scores) if is_path else None, ddp_col=ddp_col, **options)
+                    scores_name=str(scores) if is_path else frame_name(scores), ddp_col=ddp_col, **options)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -150,17 +152,17 @@ def run(args: argparse.Namespace) -> int:
     if target is None:
         sys.stdout.write(text)
     else:
-        import json
-
-        from ..io.tables import atomic_path
-
         import contextlib
 
+        from ..io.sidecars import sidecar_text
+        from ..io.tables import atomic_path
+
         with contextlib.ExitStack() as stack:
-            stack.enter_context(atomic_path(target.path)).write_text(text, encoding="utf-8")
-            if target.sidecar is not None:
+            tmp = stack.enter_context(atomic_path(target.path))
+            tmp.write_text(text, encoding="utf-8")
+            if target.sidecar is not None:  # the signature and the stamp of the finished file
                 stack.enter_context(atomic_path(target.sidecar)).write_text(
-                    json.dumps(res["signature"], sort_keys=True, indent=2, default=str) + "\n", encoding="utf-8")
+                    sidecar_text(res["signature"], tmp, default=str), encoding="utf-8")
         print(f"ddp stratify: wrote {target.path} ({len(res['groups'])} groups)", file=sys.stderr)
     if fmt != "text" or target is not None:
         print(note, file=sys.stderr)

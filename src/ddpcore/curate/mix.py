@@ -309,16 +309,17 @@ def build_mix(
     df = read_table(outputs)
     source = name or (str(outputs) if isinstance(outputs, str) or hasattr(outputs, "__fspath__") else "<table>")
     cols = {"document": document, "segment": segment, "system": system, "text": text}
-    require_columns(df, list(cols.values()), outputs, flags={v: FLAGS[k] for k, v in cols.items()})
+    require_columns(df, list(cols.values()), source, flags={v: FLAGS[k] for k, v in cols.items()})
     carry = [c for c in dict.fromkeys(carry) if c not in cols.values()]
-    require_columns(df, carry, outputs)
+    require_columns(df, carry, source)
     seg_extra = df.select(document, segment, *carry).unique(maintain_order=True) if carry else None
     df = df.select(document, segment, pl.col(system).cast(pl.String), pl.col(text).cast(pl.String))
     for role in ("document", "segment", "system"):
         nulls = df[cols[role]].null_count()
         if nulls:
             row = int(df[cols[role]].is_null().arg_max() or 0) + 1
-            raise DDPDataError(f"column '{cols[role]}' ({FLAGS[role]}) has {nulls} null value(s); first at row {row}",
+            raise DDPDataError(f"{source}, column '{cols[role]}' ({FLAGS[role]}): {nulls} null value(s), the first at "
+                               f"row {row}; every row needs a document id, a segment id and a system (fill them, or drop those rows)",
                                code="D503")
     present = sorted(df[system].unique().to_list())
     excl = list(dict.fromkeys(str(s) for s in exclude_systems))

@@ -59,9 +59,11 @@ from .._version import __version__
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from ..io.segments import ROW, SegmentColumns, check_unique_ids
+from ..io.sidecars import sidecar_text
 from ..io.profiles import (check_ddp_col, check_ddp_values, check_no_null_ddp, check_sentence_counts,  # noqa: F401
                            profile_columns, read_signature)
 from ..schema import SIGNATURE_KEY
+from ..signature import json_safe
 
 if TYPE_CHECKING:
     import polars as pl
@@ -791,18 +793,20 @@ def signature_json(signature: dict[str, Any], indent: int | None = 2) -> str:
 
 
 @contextlib.contextmanager
-def _output_set(first: Path) -> Iterator[Any]:
+def _output_set(first: Path, command: Any = None) -> Iterator[Any]:
     """An all-or-nothing :class:`~ddpcore.io.outputs.OutputSet` for the files of one run whose first
     output is ``first`` (journal ``.NAME.ddp-select.json`` beside it): ``temp(dest)`` gives the
     temporary of each file; on a clean exit every file is put in place together (D761 and nothing
     changed when that fails), on an error the temporaries are removed and no output changes. A run
-    killed while putting its files in place is finished first (its complete outputs, said on stderr)."""
+    killed while putting its files in place is finished first (its complete outputs, said on stderr as a
+    ``ddp COMMAND: note:``, ``command`` being the signature's ``select``/``sample``)."""
     from ..io.outputs import OutputSet, recover_commit
 
     journal = first.parent / f".{first.name}.ddp-select.json"
     placed = recover_commit(journal)
     if placed:
-        print(f"ddp: note: an earlier run was stopped while putting its outputs in place; finished that, so "
+        who = f"ddp {command}" if isinstance(command, str) and command else "ddp"
+        print(f"{who}: note: an earlier run was stopped while putting its outputs in place; finished that, so "
               f"{', '.join(map(str, placed))} hold(s) that run's complete output before this run replaces it",
               file=sys.stderr)
     outs = OutputSet(journal)
@@ -823,15 +827,16 @@ def write_selected(path: Path, fmt: str, keep: np.ndarray, target: Any, signatur
         _write_body(path, fmt, keep, n_rows, fh, signature, None)
         fh.flush()
         return int(keep.sum())
-    with _output_set(Path(target.path)) as outs:
+    with _output_set(Path(target.path), signature.get("command")) as outs:
         tmp = outs.temp(target.path)
         if fmt == "parquet":
             _write_body(path, fmt, keep, n_rows, None, signature, tmp)
         else:
             with (gzip.open(tmp, "wb") if target.gzip else open(tmp, "wb")) as fh:
                 _write_body(path, fmt, keep, n_rows, fh, signature, None)
-        if target.sidecar is not None:
-            outs.temp(target.sidecar).write_text(signature_json(signature) + "\n", encoding="utf-8")
+        if target.sidecar is not None:  # the signature and the stamp of the finished data file
+            outs.temp(target.sidecar).write_text(sidecar_text(json_safe(signature), tmp, allow_nan=False),
+                                                 encoding="utf-8")
     return int(keep.sum())
 
 
@@ -1001,13 +1006,16 @@ def write_layout(index: InputIndex, keep: np.ndarray, out: Path, signature: dict
             aligned_files(outputs, n_lines, skip=[index.path])  # every aligned file has the source's lines
     made: list[Path] = []
     try:
-        with _output_set(out) as outs:
+        with _output_set(out, signature.get("command")) as outs:
+            written: dict[Path, Path] = {}  # destination -> its finished temporary file
             for _, dst, src in files:
                 _make_folders(dst.parent, made)
                 tmp = outs.temp(dst)
-                if src is None:
-                    tmp.write_text(signature_json(signature) + "\n", encoding="utf-8")
+                if src is None:  # the sidecar of -o, written last: the stamp of its finished data file
+                    tmp.write_text(sidecar_text(json_safe(signature), written[out], allow_nan=False),
+                                   encoding="utf-8")
                     continue
+                written[dst] = tmp
                 with (gzip.open(tmp, "wb") if dst.suffix == ".gz" else open(tmp, "wb")) as fh:
                     for piece in iter_selected_bytes(src, fmt, mask, int(mask.size)):
                         fh.write(piece)

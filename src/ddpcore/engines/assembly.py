@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io.segments import ROW, SegmentColumns
+from ..io.sidecars import sidecar_text
 from ..io.sinks import Sink
 from ..pipeline.summary import SummaryAccumulator
 from ..schema import SIGNATURE_KEY, TABLE_KEY
@@ -60,9 +61,10 @@ def _with_first_rows(piece: pl.DataFrame, parts: Path, k: int, cols: SegmentColu
     return piece.join(_first_rows(parts, k, cols), on=cols.document, how="left", maintain_order="left")
 
 
-def _sidecar(target: OutputTarget, signature: dict[str, Any], temp: Callable[[Any], Path]) -> None:
-    if target.sidecar is not None:
-        temp(target.sidecar).write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+def _sidecar(target: OutputTarget, signature: dict[str, Any], temp: Callable[[Any], Path], sink: Sink | None) -> None:
+    """The sidecar of ``target``, once its data file (``sink``, closed) is complete: it records its stamp."""
+    if target.sidecar is not None and sink is not None and sink.path is not None:
+        temp(target.sidecar).write_text(sidecar_text(signature, sink.path), encoding="utf-8")
 
 
 def _sink(target: OutputTarget | None, role: str, sig_json: str, temp: Callable[[Any], Path]) -> Sink | None:
@@ -93,7 +95,7 @@ def _write_documents(parts: Path, n_batches: int, target: OutputTarget, signatur
         empty = rows.schema
         sink.write(rows)
     sink.close(empty_schema=empty)
-    _sidecar(target, signature, temp)
+    _sidecar(target, signature, temp, sink)
 
 
 def _write_segments(parts: Path, markers: list[dict[str, Any]], sink: Sink | None, n_rows: int,
@@ -149,7 +151,7 @@ def assemble_outputs(parts: Path, n_batches: int, targets: dict[str, OutputTarge
         if sink is not None:
             sink.close(empty_schema=empty)
         if target is not None:
-            _sidecar(target, signature, temp)
+            _sidecar(target, signature, temp, sink)
     if targets.get("documents") is not None:  # one row per document, batch by batch (whole documents)
         _write_documents(parts, n_batches, targets["documents"], signature, cols, temp, shard_keys)
     return summary.table(), n_anchors

@@ -231,6 +231,7 @@ def _write_merged(tables: list[tuple[Any, pl.DataFrame]], signature: dict[str, A
     """Write every merged table (and its signature sidecar) as one all-or-nothing output set
     (D761), first finishing a merge killed while putting its outputs in place."""
     from ..io.outputs import OutputSet, recover_commit
+    from ..io.sidecars import sidecar_text
     from ..io.sinks import Sink
 
     sig_json = json.dumps(signature, sort_keys=True)
@@ -254,10 +255,9 @@ def _write_merged(tables: list[tuple[Any, pl.DataFrame]], signature: dict[str, A
                 sink = Sink(outs.temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
             sink.write(merged)
             sink.close(empty_schema=merged.schema)
-            if target.sidecar is not None:
+            if target.sidecar is not None and sink.path is not None:
                 assert outs is not None
-                outs.temp(target.sidecar).write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n",
-                                                     encoding="utf-8")
+                outs.temp(target.sidecar).write_text(sidecar_text(signature, sink.path), encoding="utf-8")
         if outs is not None:
             outs.commit()  # every merged table in place together, or none (D761)
     finally:

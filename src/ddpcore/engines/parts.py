@@ -40,6 +40,7 @@ from .. import schema
 from ..errors import DDPDataError
 from ..io import fs
 from ..io.segments import ROW, SegmentColumns
+from ..io.sidecars import sidecar_text
 from ..pipeline.summary import SummaryAccumulator
 from ..schema import SIGNATURE_KEY, TABLE_KEY
 
@@ -226,11 +227,16 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
         if target is None:
             return None
         meta = {SIGNATURE_KEY: sig_json, TABLE_KEY: role}
-        if target.sidecar is not None:
-            temp(target.sidecar).write_text(json.dumps(signature, sort_keys=True, indent=2) + "\n", encoding="utf-8")
         if target.path is None:
             return Sink(sys.stdout.buffer, target.format, gzip_=False, metadata=meta)
         return Sink(temp(target.path), target.format, gzip_=target.gzip, metadata=meta)
+
+    def close(role: str, sink: Any, empty: Any) -> None:
+        """Close ``role``'s output, then write its sidecar: the stamp of the complete data file."""
+        sink.close(empty_schema=empty)
+        target = targets.get(role)
+        if target is not None and target.sidecar is not None and sink.path is not None:
+            temp(target.sidecar).write_text(sidecar_text(signature, sink.path), encoding="utf-8")
 
     parts = _Parts(dataset, markers)
     sink = sink_for("segments")
@@ -250,7 +256,7 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
             sink.write(piece)
         del pieces, piece
     if sink is not None:
-        sink.close(empty_schema=empty)
+        close("segments", sink, empty)
     for role in ("anchors", "sentences"):
         sink = sink_for(role)
         if sink is None:
@@ -260,7 +266,7 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
             piece = read_part(dataset, role, k, markers[k]["files"][role])
             empty = piece.schema
             sink.write(piece)
-        sink.close(empty_schema=empty)
+        close(role, sink, empty)
     if targets.get("documents") is not None:
         from ..pipeline.documents import document_rows
 
@@ -270,7 +276,7 @@ def assemble(dataset: str, markers: dict[int, dict[str, Any]], targets: dict[str
             rows = document_rows(parts.get(k).drop(INPUT_ROW), cols)
             empty = rows.schema
             sink.write(rows)
-        sink.close(empty_schema=empty)
+        close("documents", sink, empty)
     return summary.table(), n_anchors
 
 

@@ -470,6 +470,9 @@ class BatchWorker:
                 extra.update(cache_hits=h1 - h0, cache_misses=m1 - m0, cache_dir=entry.get("dir"))
                 if entry.get("not_written"):  # the cache could not be written on this actor: said in the summary
                     extra["cache_not_written"] = entry["not_written"]
+                for key in ("corrupted", "foreign"):  # cache files this actor found and did not use (so far)
+                    if entry.get(key):
+                        extra[f"cache_{key}"] = list(entry[key])
             if self.dataset is not None:
                 out["marker"] = P.write_batch(self.dataset, spec.k, res.segments, res.anchors, res.sentences, extra)
             else:
@@ -1122,6 +1125,10 @@ def _cache_entry(o: RunOptions, done: dict[int, dict[str, Any]]) -> dict[str, An
     folder = next((m["cache_dir"] for m in ms if m.get("cache_dir")), None)
     entry = {"hits": sum(int(m["cache_hits"]) for m in ms), "misses": sum(int(m["cache_misses"]) for m in ms),
              "dir": folder}
+    for key in ("corrupted", "foreign"):  # as the local engine's: the cache files found and not used, any actor
+        names = sorted({str(n) for m in ms for n in m.get(f"cache_{key}", ())})
+        if names:
+            entry[key] = names
     why = next((m["cache_not_written"] for m in ms if m.get("cache_not_written")), None)
     if why is not None:  # as the local engine's signature: why the new parses were not stored
         entry["not_written"] = why

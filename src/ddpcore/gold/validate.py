@@ -307,7 +307,10 @@ def scope_gold_mentions(mentions: pl.DataFrame, gold_scope: GoldScope = "full") 
     named_in_scope = pl.when(etype.is_null()).then(~head.is_in(list(TEMPORAL_HEADS))).otherwise(
         ~etype.is_in(list(NON_DDP_ENTITY_TYPES))
     )
-    counted = (pron & head.is_in(list(DDP_PRONOUNS))) | (prop & named_in_scope)
+    # a zero mention (an empty node: a dropped subject, no word of the text) is no anchor DDP could find, whatever its
+    # form: antecedent only, as a nominal mention is
+    visible = pl.col(TOKEN_END) > pl.col(TOKEN_START) if TOKEN_START in mentions.columns else pl.lit(True)
+    counted = ((pron & head.is_in(list(DDP_PRONOUNS))) | (prop & named_in_scope)) & visible
     dropped = pron & head.is_in(list(FIRST_SECOND_PERSON))
     return (
         mentions.with_columns(counted.fill_null(False).alias(COUNTED), dropped.fill_null(False).alias("_dropped"))

@@ -274,6 +274,12 @@ def _iter_members(path: Path) -> Iterator[_Member]:
             except (tarfile.TarError, OSError, EOFError, *_decompress_errors()) as exc:
                 raise _unreadable_archive(path, exc) from None
         for name in sorted(set(names)):
+            packed = _compressed_suffix(name)
+            if packed is not None and _detect(name[: -len(packed)]) is not None:  # else skipped in silence
+                raise DDPDataError(
+                    f"{path}:{name}: a compressed gold file inside an archive is not read; put the "
+                    "uncompressed file in the archive (the archive itself may be compressed, e.g. .tar.gz) "
+                    "or pass the file or its folder", code="D451")
             yield _Member(name, f"{path}:{name}", _no_stream, archive=path)
         return
     compressed = _compressed_suffix(path.name)
@@ -1001,9 +1007,12 @@ class _Conllu:
         self.text_mismatch: str | None = None  # the first '# text' that does not spell its forms (check_text)
         self.n_text_mismatch = 0
 
-    def new_doc(self, doc_id: str) -> None:
+    def new_doc(self, doc_id: str | None = None) -> None:
+        """Open a document: ``doc_id`` from its ``# newdoc`` line, or ``None`` for sentences before any (the
+        file's stem names that document, and :meth:`finish_doc` says so)."""
         self.doc.clear()
-        self.doc.update(doc_id=doc_id, genre=None, sents=[], ments=[], open={}, raw=[])
+        self.doc.update(doc_id=doc_id or self.file_stem, genre=None, sents=[], ments=[], open={}, raw=[],
+                        implicit=doc_id is None)
 
     def flush_sentence(self, lineno: int) -> None:
         doc, sent, label = self.doc, self.sent, self.member.label
@@ -1011,7 +1020,7 @@ class _Conllu:
             sent.clear()
             return
         if not doc:
-            self.new_doc(self.file_stem)
+            self.new_doc()
         forms, heads = sent["forms"], sent["heads"]
         idx = len(doc["sents"])
         text = sent.get("text")
@@ -1081,6 +1090,12 @@ class _Conllu:
                 f"(opened in sentence {starts[-1][0] + 1}); mention dropped",
                 "D410",
             )
+        if doc and doc["sents"] and doc["implicit"]:  # a fallback: documents read as one would share chains
+            self.problem(
+                f"{self.member.label}: lines 1-{lineno - 1} come before any '# newdoc id = ...' line; their "
+                f"{len(doc['sents'])} sentence(s) are read as one document '{doc['doc_id']}' (if they hold several "
+                "documents, start each with '# newdoc id = ...': an entity id used in two of them would join their "
+                "chains)", NOTE)
         if doc and doc["sents"]:
             genre = doc["genre"] or UNKNOWN_GENRE
             for row in doc["sents"]:
@@ -1092,6 +1107,7 @@ class _Conllu:
 
     def line(self, line: str, lineno: int) -> None:
         """One line: a sentence break, a comment (document, entity layout, genre, text) or a token line."""
+        line = line.removeprefix("\ufeff")  # the byte-order mark of a file joined on (`cat a.conllu b.conllu`)
         if not line.strip():
             self.flush_sentence(lineno)
         elif line.startswith("#"):
@@ -1118,7 +1134,7 @@ class _Conllu:
             self.etype_index = fields.index("etype") if "etype" in fields else -1
         elif key in ("meta::genre", "genre"):
             if not self.doc:
-                self.new_doc(self.file_stem)
+                self.new_doc()
             self.doc["genre"] = val
         elif key == "text":
             self.sent["text"] = val
@@ -1133,7 +1149,7 @@ class _Conllu:
         if len(cols) != 10:
             raise DDPDataError(f"{label}: line {lineno}: a CoNLL-U token line needs 10 tab-separated columns, got {len(cols)}", code="D411")
         tid = cols[0]
-        if not tid.isdigit():
+        if not tid.isdecimal():  # not isdigit: "²" is a digit int() refuses
             if re.fullmatch(r"\d+-\d+|\d+\.\d+", tid):
                 self.range_or_empty(cols, lineno)
                 return
@@ -1148,7 +1164,7 @@ class _Conllu:
         sent["upos"].append(cols[3])
         sent["xpos"].append(cols[4])
         sent["feats"].append(cols[5])
-        sent["heads"].append(int(head) if head.isdigit() else 0)
+        sent["heads"].append(int(head) if head.isdecimal() else 0)
         misc = cols[9]
         if int(tid) > sent["mwt_end"]:
             sent["surface"].append((cols[1], "SpaceAfter=No" in misc))
@@ -1167,6 +1183,11 @@ class _Conllu:
             want = f"{k + 1}-N" if "-" in tid else f"{k}.N"
             raise DDPDataError(f"{self.member.label}: line {lineno}, column ID: token id {tid}, expected {want}", code="D411")
         if "-" in tid:
+            if _ENTITY_RE.search(cols[9]) is not None:  # never read: its mentions would be lost in silence
+                raise DDPDataError(
+                    f"{self.member.label}: line {lineno}, column MISC: the multiword token {tid} '{cols[1]}' carries "
+                    f"'Entity=' brackets; CorefUD puts them on the token's words (ids {tid.replace('-', ' to ')}): "
+                    "move them there", code="D450")
             sent["surface"].append((cols[1], "SpaceAfter=No" in cols[9]))
             sent["mwt_end"] = int(tid.split("-")[1])
             return
@@ -1176,8 +1197,8 @@ class _Conllu:
 
     def open_sentence(self) -> None:
         if not self.doc:
-            self.new_doc(self.file_stem)
-        if not self.sent.get("forms"):
+            self.new_doc()
+        if "forms" not in self.sent:  # not "no forms yet": a leading multiword token or 0.1 node opened it
             self.sent.update(forms=[], heads=[], xpos=[], upos=[], feats=[], surface=[], mwt_end=0, done=[])
 
     def entities(self, value: str, start: int, end: int, lineno: int, node: tuple[str, str, str, str] | None) -> None:
@@ -1198,7 +1219,8 @@ class _Conllu:
             # an empty etype (CorefUD "(e1--1)": the corpus has no entity types) is no type at all
             etype = (fields[self.etype_index - 1] or None) if 0 < self.etype_index <= len(fields) else None
             if op == "single":
-                self.mention(eid, start, end, etype, node)
+                if part is None or self.part_in_sentence(part, eid, sidx, lineno):
+                    self.mention(eid, start, end, etype, node)
             elif op == "open":
                 doc["open"].setdefault(key, []).append((sidx, start, etype))
             else:
@@ -1216,7 +1238,24 @@ class _Conllu:
                         "D410",
                     )
                     continue
-                self.mention(eid, a, end, et, node)
+                if part is None or self.part_in_sentence(part, eid, sidx, lineno):
+                    self.mention(eid, a, end, et, node)
+
+    def part_in_sentence(self, part: re.Match[str], eid: str, sidx: int, lineno: int) -> bool:
+        """Whether a finished part of a discontinuous mention (``e5[2/2]``) lies in the sentence of its part 1.
+        A part in another sentence would be read as a mention of its own, a gold link of one mention to
+        itself across sentences: dropped, like a mention spanning sentences (D410)."""
+        first = self.doc.setdefault("parts", {})  # entity -> sentence of its latest part 1
+        if part.group(1) == "1" or eid not in first:
+            first[eid] = sidx
+            return True
+        if first[eid] == sidx:
+            return True
+        self.problem(
+            f"{self.member.label}: line {lineno}, MISC: part {part.group(1)}/{part.group(2)} of a discontinuous mention "
+            f"of entity {eid} is in sentence {sidx + 1} of document '{self.doc['doc_id']}', its part 1 in sentence "
+            f"{first[eid] + 1}; part dropped (gold mentions must lie within one sentence)", "D410")
+        return False
 
     def default_layout(self, value: str, lineno: int) -> None:
         """A bracket with attributes and no ``# global.Entity`` line before it: read with CorefUD's default

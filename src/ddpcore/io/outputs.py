@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Union
 
 from ..errors import DDPUsageError
+from .sidecars import SIDECAR_SUFFIX, sidecar_path  # noqa: F401  (re-exported)
 from .tables import detect_format, remove_stale_temps  # noqa: F401  (re-exported)
 
 PathArg = Union[str, "os.PathLike[str]"]
@@ -48,8 +49,6 @@ ALL_FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
 TEXT_FORMATS = ("csv", "tsv", "jsonl", "json")
 #: suffix of the work folder of a long run (``.<output>.ddp-work``, :func:`ddpcore.engines.run.work_dir_for`)
 WORK_SUFFIX = ".ddp-work"
-#: suffix of the signature sidecar written next to text-format outputs
-SIDECAR_SUFFIX = ".signature.json"
 STDOUT = "-"
 
 
@@ -77,12 +76,6 @@ class OutputTarget:
         if self.path is None or self.format == "parquet":
             return None
         return sidecar_path(self.path)
-
-
-def sidecar_path(path: PathArg) -> Path:
-    """The signature sidecar of a text-format output: ``<output>.signature.json``."""
-    p = Path(path)
-    return p.with_name(p.name + SIDECAR_SUFFIX)
 
 
 def file_identity(path: Path) -> tuple[str, tuple[int, int] | None]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,21 +30,49 @@ DEFAULT_DDP_COL = DDP
 def read_signature(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``ddpcore.signature`` of a Parquet file, or of a text output's ``.signature.json`` sidecar
     (``{}`` when absent, unreadable or not a JSON object). The format is told from the name as
-    :func:`ddpcore.io.tables.read_table` tells it (``.parquet`` and ``.pq``, any case)."""
-    from .outputs import sidecar_path
+    :func:`ddpcore.io.tables.read_table` tells it (``.parquet`` and ``.pq``, any case).
+
+    The reader of the commands that go on without a signature (``select``, ``sample``, ``stratify``, ``meta``,
+    ``plot``, ``summarize``): a damaged one (not readable, not valid JSON, not a JSON object) is said in one
+    warning naming the file, and read as none; a sidecar whose stamp does not fit its data file
+    (:func:`ddpcore.io.sidecars.read_sidecar`: copied from another output, or the table changed since) is said
+    too, and used, with :data:`~ddpcore.io.sidecars.MISMATCH_KEY` added to the signature returned (the run
+    records it where it records the profile's signature). :func:`load_signature` is the strict reader."""
+    return _lenient_signature(path, say=True)
+
+
+def _lenient_signature(path: str | os.PathLike[str], *, say: bool) -> dict[str, Any]:
+    """:func:`read_signature`; ``say``: warn of a damaged or mismatched signature (else in silence: a
+    reader that only needs the column names of a table a command reads strictly elsewhere)."""
+    import warnings
+
+    from .sidecars import MISMATCH_KEY, read_sidecar, warn_sidecar
     from .tables import detect_format, read_parquet_metadata
 
     p = Path(path)
     try:
-        if detect_format(p) == "parquet":
-            raw = read_parquet_metadata(p).get(SIGNATURE_KEY)
-        else:
-            side = sidecar_path(p)
-            raw = side.read_text(encoding="utf-8") if side.exists() else None
-        sig = json.loads(raw) if raw else {}
+        if detect_format(p) != "parquet":
+            found = read_sidecar(p)
+            if say:
+                warn_sidecar(found)
+            if found is None or found.signature is None:
+                return {}
+            return {**found.signature, MISMATCH_KEY: found.problem()} if found.mismatch else found.signature
+        raw = read_parquet_metadata(p).get(SIGNATURE_KEY)
     except (OSError, ValueError, DDPUsageError, DDPDataError):
         return {}
-    return sig if isinstance(sig, dict) else {}  # a JSON list or string is no signature (its .get would fail)
+    try:
+        sig = json.loads(raw) if raw else {}
+    except ValueError as exc:
+        sig, why = None, f"is not valid JSON ({str(exc).splitlines()[0]})"
+    else:
+        why = "is not a ddpcore signature (expected a JSON object)"
+    if isinstance(sig, dict):
+        return sig
+    if say:  # a JSON list or string is no signature (its .get would fail)
+        warnings.warn(f"{p}: the signature in its Parquet metadata {why}; read without it (the default column "
+                      "names and no recorded settings): regenerate it", UserWarning, stacklevel=2)
+    return {}
 
 
 #: what ``ddp explain`` advises for a damaged signature (:func:`load_signature`'s default ``hint``)
@@ -53,17 +81,22 @@ EXPLAIN_SIGNATURE_HINT = "delete it or pass --rules/--distance/--pipeline and th
 COLUMN_KEYS = ("document", "segment", "text", "domain")
 
 
-def load_signature(path: str | os.PathLike[str], *, hint: str = EXPLAIN_SIGNATURE_HINT
-                   ) -> tuple[dict[str, Any] | None, str | None]:
+def load_signature(path: str | os.PathLike[str], *, hint: str = EXPLAIN_SIGNATURE_HINT,
+                   on_mismatch: Callable[[str], None] | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """The signature of an output and the file it was read from, strictly: a Parquet file's metadata
     (``.parquet``/``.pq``) or a text output's ``.signature.json`` sidecar; ``(None, None)`` when the
     output has none (an input, say). A damaged one is D103 naming the file and ``hint`` (what to do):
     an unreadable Parquet file or sidecar, a signature that is not JSON or not a JSON object, ``columns``
     that does not map document/segment/text/domain to column names, or a ``reader`` or ``certify`` entry
-    that is not an object (unlike :func:`read_signature`, which gives ``{}``)."""
-    from .outputs import sidecar_path
+    that is not an object (unlike :func:`read_signature`, which gives ``{}``). A sidecar whose data stamp
+    does not fit the output (:func:`ddpcore.io.sidecars.read_sidecar`: the signature of another file, or the
+    file changed since) is D932 naming both and ``hint`` (``agree`` and ``report`` make their answer from the
+    recorded settings); with ``on_mismatch``, that message is given to it instead and the signature returned
+    (``explain``, which checks the re-parse against the output's own row)."""
+    from .sidecars import read_sidecar
     from .tables import read_parquet_metadata
 
+    found = None
     if str(path).lower().endswith((".parquet", ".pq")) and os.path.isfile(path):
         try:
             meta = read_parquet_metadata(path)
@@ -74,22 +107,28 @@ def load_signature(path: str | os.PathLike[str], *, hint: str = EXPLAIN_SIGNATUR
             return None, None
         source, text = str(path), meta[SIGNATURE_KEY]
         where = f"{path}: the signature in its Parquet metadata"
-    else:
-        side = sidecar_path(path)
-        if not side.is_file():
-            return None, None
-        source, where = str(side), str(side)
         try:
-            text = side.read_text(encoding="utf-8")
-        except (OSError, ValueError) as exc:
-            raise DDPDataError(f"{side}: not a readable signature file ({exc}); {hint}", code="D103") from None
-    try:
-        sig = json.loads(text)
-    except ValueError as exc:
-        raise DDPDataError(f"{where} is not valid JSON ({str(exc).splitlines()[0]}); {hint}", code="D103") from None
+            sig = json.loads(text)
+        except ValueError as exc:
+            raise DDPDataError(f"{where} is not valid JSON ({str(exc).splitlines()[0]}); {hint}",
+                               code="D103") from None
+    else:
+        found = read_sidecar(path)  # parsed, its data stamp stripped and compared with the file
+        if found is None:
+            return None, None
+        if found.damaged is not None:
+            raise DDPDataError(f"{found.damaged}; {hint}", code="D103")
+        source = where = str(found.path)
+        sig = found.signature
     problem = _signature_problem(sig)
     if problem:
         raise DDPDataError(f"{where} is not a ddpcore signature (expected {problem}); {hint}", code="D103")
+    if found is not None and found.mismatch is not None:
+        if on_mismatch is None:  # the settings would be another file's: not used for this one
+            raise DDPDataError(f"{found.path} is not the signature of {found.data}: {found.mismatch} (a sidecar "
+                               f"copied from another output, or {found.data} changed after it was written); {hint}",
+                               code="D932")
+        on_mismatch(str(found.problem()))
     return sig, source
 
 
@@ -128,8 +167,8 @@ def read_profile_table(path: str | os.PathLike[str], cols: SegmentColumns | None
     :func:`ddpcore.io.tables.signed_columns`); read as numbers they would merge into one, in silence."""
     from .tables import read_table
 
-    if cols is None:
-        cols = profile_columns(read_signature(path))
+    if cols is None:  # (the commands that need the signature read it themselves, and say what is wrong with it)
+        cols = profile_columns(_lenient_signature(path, say=False))
     return read_table(path, text_columns=(cols.text,), key_columns=(cols.document, cols.segment))
 
 

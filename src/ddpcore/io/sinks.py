@@ -57,6 +57,11 @@ class Sink:
         if fmt == "json" and self._fh is not None:
             self._fh.write(b"[")
 
+    @property
+    def path(self) -> Path | None:
+        """The file written (None: a stream such as stdout); complete once :meth:`close` returned."""
+        return self._path
+
     def write(self, df: pl.DataFrame) -> None:
         if self._schema is None:
             self._schema = df.schema

@@ -110,12 +110,15 @@ class StagedInput:
         return pl.concat(parts)
 
 
-def _unit_counts(texts: pl.Series) -> np.ndarray:
-    """Parse units (stripped non-empty lines) of each text (n,)."""
+def unit_counts(texts: pl.Series) -> np.ndarray:
+    """Parse units (stripped non-empty lines) of each text (n,), as the parse splits it
+    (:func:`ddpcore.pipeline.stages.view_units`): a carriage return breaks a line too (CR LF adds
+    only a blank line, which is no unit)."""
     import polars as pl
 
     return (
-        texts.str.split("\n").list.eval(pl.element().str.strip_chars(BLANK_CHARS).str.len_chars() > 0).list.sum()
+        texts.str.replace_all("\r", "\n", literal=True).str.split("\n")
+        .list.eval(pl.element().str.strip_chars(BLANK_CHARS).str.len_chars() > 0).list.sum()
         .fill_null(0).to_numpy().astype(np.int64)
     )
 
@@ -126,7 +129,7 @@ def _index_rows(df: pl.DataFrame, cols: SegmentColumns) -> pl.DataFrame:
     return df.select(
         ROW, cols.document, cols.segment,
         pl.col(cols.text).str.len_chars().cast(pl.Int64).alias(CHARS),
-        pl.Series(UNITS, _unit_counts(df[cols.text])),
+        pl.Series(UNITS, unit_counts(df[cols.text])),
     )
 
 
@@ -358,7 +361,7 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
         edges = add_invisible_edges(edges, invisible_edges(df, cols))
         forms = add_normalised_text(forms, normalised_text(df, cols))
         if writer is not None:
-            writer.add(df, df[cols.text].str.len_chars().to_numpy(), _unit_counts(df[cols.text]))
+            writer.add(df, df[cols.text].str.len_chars().to_numpy(), unit_counts(df[cols.text]))
             if not ids:
                 ids.append(_index_rows(df.clear(), cols))
         else:
@@ -388,8 +391,8 @@ def stage_input(source: Any, cols: SegmentColumns, workdir: Path | None, *, name
     st = StagedInput(chunks, index, cols, schema, name, invisible_edges=edges, normalised_text=forms)
     if memory:
         whole = pl.concat([m.cast(schema) for m in memory])
-        return _MemoryInput(chunks, index, cols, schema, name, whole, invisible_edges=edges,
-                            normalised_text=forms)
+        return _MemoryInput(chunks, index, cols, schema, name, invisible_edges=edges, normalised_text=forms,
+                            frame=whole)
     return st
 
 

@@ -355,13 +355,14 @@ def signed_columns(path: str | os.PathLike[str], text_columns: Sequence[str] = (
     ``<file>.signature.json`` sidecar (``columns``: ``text``; ``document``, ``segment``), so that a CSV/TSV
     output is read back with the ids and text it was written from: document ids ``7`` and ``007`` or ``2.5``
     and ``2.50`` are two documents in the profile's own summary, not one (a column polars reads as decimals
-    because another id is ``1e3``). A missing or unreadable sidecar adds nothing."""
-    side = Path(os.fspath(path) + ".signature.json")
-    cols: Any = None
-    with contextlib.suppress(OSError, ValueError, UnicodeDecodeError):
-        if side.is_file():
-            sig = json.loads(side.read_text(encoding="utf-8"))
-            cols = sig.get("columns") if isinstance(sig, dict) else None
+    because another id is ``1e3``). A missing or damaged sidecar adds nothing (read by
+    :func:`ddpcore.io.sidecars.read_sidecar`, in silence: the commands that read the signature say what is
+    wrong with it)."""
+    from .sidecars import read_sidecar
+
+    found = read_sidecar(path)
+    sig = found.signature if found is not None else None
+    cols: Any = sig.get("columns") if sig is not None else None
     if not isinstance(cols, dict):
         return tuple(text_columns), tuple(key_columns)
 
@@ -1119,9 +1120,10 @@ def write_tables_atomic(
     Each table is written to a temporary file beside its destination; only when every
     write has succeeded are they renamed into place. Parquet files carry ``metadata`` in
     their schema metadata; a ``.gz`` name is gzip-compressed (text formats; ``.parquet.gz``
-    is refused). With ``sidecar`` (e.g. the run signature as JSON), every text-format
-    output also gets ``<output>.signature.json`` holding it, written in the same
-    all-or-nothing step. Check the paths first with :func:`ddpcore.io.outputs.check_outputs`.
+    is refused). With ``sidecar`` (the run signature as a JSON object), every text-format
+    output also gets ``<output>.signature.json`` holding it and the stamp of the output
+    (:func:`ddpcore.io.sidecars.sidecar_text`), written in the same all-or-nothing step.
+    Check the paths first with :func:`ddpcore.io.outputs.check_outputs`.
     """
     dests = [Path(d) for _, d in outputs]
     fmts = [detect_format(d) for d in dests]
@@ -1133,8 +1135,10 @@ def write_tables_atomic(
         for (df, _), d, fmt, tmp in zip(outputs, dests, fmts, tmps):
             _write_to(df, fmt, tmp, metadata, compress=_is_gzip(d))
         if sidecar is not None:
-            for d, fmt in zip(dests, fmts):
-                if fmt != "parquet":
-                    side = d.with_name(d.name + ".signature.json")
-                    stack.enter_context(atomic_path(side)).write_text(sidecar + "\n", encoding="utf-8")
+            from .sidecars import sidecar_path, sidecar_text
+
+            for d, fmt, tmp in zip(dests, fmts, tmps):
+                if fmt != "parquet":  # the signature and the stamp of the finished data file
+                    stack.enter_context(atomic_path(sidecar_path(d))).write_text(
+                        sidecar_text(json.loads(sidecar), tmp), encoding="utf-8")
     return dests

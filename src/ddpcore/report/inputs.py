@@ -43,11 +43,15 @@ def _short(v: Any, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def run_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, Any, Any] | None:
+def run_difference(a: Mapping[str, Any], b: Mapping[str, Any], files: tuple[str, str] | None = None
+                   ) -> tuple[str, Any, Any] | None:
     """The first setting (sorted by name; the input's SHA-256 first) on which the run signatures ``a`` and
     ``b`` differ, as ``(key, value in a, value in b)``, None when they agree on everything both record. A
     differing entry of a dict setting (``certify``, ``columns``, ``reader``) is named as ``key.entry``. The
-    input's name is not compared when both record the input's SHA-256 (the same bytes under two names)."""
+    input's name is not compared when both record the input's SHA-256 (the same bytes under two names).
+    Without it, two names of the input (each as the run's command line gave it, relative to a working folder
+    this one may not be) are one input when ``files`` (the files that carry ``a`` and ``b``) lets
+    :func:`_same_input` find both, and they are one file or hold the same bytes."""
     from ..engines.run import INPUT_DIGEST
 
     keys = {k for k in set(a) & set(b) if k not in IGNORED} | {k for k in DEFAULTED if k in a or k in b}
@@ -57,6 +61,8 @@ def run_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, Any
         va, vb = a.get(key, DEFAULTED.get(key)), b.get(key, DEFAULTED.get(key))
         if key == "input" and isinstance(va, str) and isinstance(vb, str):
             va, vb = os.path.normpath(va), os.path.normpath(vb)
+            if va != vb and files is not None and _same_input(va, vb, *files):
+                continue
         if va == vb:
             continue
         if isinstance(va, Mapping) and isinstance(vb, Mapping):
@@ -65,6 +71,38 @@ def run_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, Any
                 return f"{key}.{sub[0]}", va.get(sub[0]), vb.get(sub[0])
         return key, va, vb
     return None
+
+
+def _same_input(a: str, b: str, file_a: str, file_b: str) -> bool:
+    """Whether the inputs recorded as ``a`` and ``b`` (paths as the runs' command lines gave them) are one
+    input: some reading of each names an existing file or folder, and the two are one (same path or inode) or
+    hold the same bytes (:func:`ddpcore.engines.run.input_digest`, as ``ddp merge`` compares its shards'
+    inputs). A relative name is read from this working folder and from the folder of the file that records
+    it (``file_a``/``file_b``) and each folder above it (the run's working folder, where its output went).
+    Nothing found: not the same (the names then decide, as before)."""
+    from ..engines.run import input_digest
+    from ..io.outputs import file_identity, same_file
+
+    def found(name: str, carrier: str) -> list[Path]:
+        p = Path(name)
+        if p.is_absolute():
+            return [p] if p.exists() else []
+        folder = Path(os.path.abspath(carrier)).parent
+        seen = [Path(os.path.abspath(p))] + [f / p for f in (folder, *folder.parents)]
+        return [q for q in dict.fromkeys(seen) if q.exists()]
+
+    pairs = [(x, y) for x in found(a, file_a) for y in found(b, file_b)]
+    if any(same_file(file_identity(x), file_identity(y)) for x, y in pairs):
+        return True
+    for x, y in pairs:
+        if x.is_file() != y.is_file() or (x.is_file() and x.stat().st_size != y.stat().st_size):
+            continue
+        try:
+            if input_digest(x) == input_digest(y):
+                return True
+        except DDPDataError:  # unreadable: not shown to be the same
+            continue
+    return False
 
 
 def unrecorded(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -105,7 +143,7 @@ def check_same_run(profile: str, psig: Mapping[str, Any], path: str, other: Mapp
     if not psig:
         return [f"the profile {profile} has no signature, so whether {side.what} {path} was made from its run is "
                 "not checked"]
-    diff = run_difference(psig, other)
+    diff = run_difference(psig, other, (profile, path))
     if diff is not None:
         key, mine, theirs = diff
         made = "was computed on another profile" if side is STRATIFY else "is of another run"

@@ -349,13 +349,13 @@ def _unit_stats(
         cond_code = np.zeros(df.height, dtype=np.int64)
         n_cond = 1
     if df.height == 0:
-        raise DDPDataError("no rows left for the requested conditions/systems", code="D309")
+        raise DDPDataError(f"{source}: no rows left for the requested conditions/systems", code="D309")
     unit_code, unit_keys = factorize(df, unit_cols)
     sys_code, sys_keys = factorize(df, [schema.SYSTEM])
     systems = sys_keys[schema.SYSTEM].to_list()
     n_units, n_sys = unit_keys.height, len(systems)
     if n_sys < 2:
-        raise DDPDataError(f"need at least 2 systems to rank, found {n_sys}: {systems}", code="D310")
+        raise DDPDataError(f"{source}: need at least 2 systems to rank, found {n_sys}: {systems}", code="D310")
     score = df[schema.SCORE].to_numpy().astype(np.float64)
     # every system must be scored under every condition
     present = np.zeros((n_cond, n_sys), dtype=bool)
@@ -364,8 +364,9 @@ def _unit_stats(
         missing = [systems[s] for s in np.flatnonzero(~present[c])]
         if missing:
             raise DDPDataError(
-                f"system(s) {missing} have no scores under condition {conditions[c]!r}; every system must be scored "
-                "under both conditions (filter the table or exclude them with exclude_systems / --exclude-system)",
+                f"{source}: system(s) {missing} have no scores under condition {conditions[c]!r}; every system must "
+                f"be scored under both conditions: add their rows under {conditions[c]!r}, or leave them out "
+                f"(--exclude-system {missing[0]}, once per system; exclude_systems= in Python)",
                 code="D310",
             )
     n_cols = n_cond * 2 * n_sys
