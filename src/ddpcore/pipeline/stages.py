@@ -140,10 +140,12 @@ def parse_view(frame: pl.DataFrame, cols: SegmentColumns, anchors: pl.DataFrame
     from ..io.segments import text_view
 
     changed = False
+    view = text_view(frame[cols.text])
 
     def read(col: str) -> pl.Series:  # an anchor's words: white space as one space, U+2019 as an apostrophe
         nonlocal changed
-        v = text_view(anchors[col])
+        # (an anchor's words are words of the batch's texts: when no text has another form, neither have they)
+        v = text_view(anchors[col]) if view is not None else None
         words = anchors[col] if v is None else v.texts
         # only the words that hold other white space, two spaces or U+2019 are rewritten (most hold none)
         odd = words.str.contains(r"[^\S ]| {2}|\u2019").fill_null(False)
@@ -154,7 +156,6 @@ def parse_view(frame: pl.DataFrame, cols: SegmentColumns, anchors: pl.DataFrame
         return words
 
     words = anchors.with_columns(read(schema.TEXT), read(schema.ANTECEDENT_TEXT))
-    view = text_view(frame[cols.text])
     if view is None:
         return (frame.select(cols.document, cols.segment, cols.text), words) if changed else None
     ids = frame.select(cols.document, cols.segment)
