@@ -123,6 +123,26 @@ class FakeParser:
         return fake_arrays(list(texts))
 
 
+OTHER_INFO = {**FAKE_INFO, "components": ["tok2vec", "senter"], "has_parser": False}
+
+
+class OtherParser(FakeParser):
+    """Another pipeline configuration: other components, other parses (POS shifted by one)."""
+
+    def __init__(self) -> None:
+        super().__init__(OTHER_INFO)
+
+    def parse(self, texts, progress=None) -> TokenArrays:
+        toks = super().parse(texts, progress)
+        return TokenArrays(**{f: getattr(toks, f) + (1 if f == "pos" else 0) for f in C.TOKEN_FIELDS},
+                           n_tokens__unit=toks.n_tokens__unit)
+
+
+def cache_folder(info: dict) -> str:
+    """The cache folder name of a pipeline configuration ``info``."""
+    return C.fingerprint_id(C.fingerprint_from_info(info))
+
+
 def same_arrays(a: TokenArrays, b: TokenArrays) -> bool:
     return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in (*FIELDS, "n_tokens__unit")) and all(
         getattr(a, f).dtype == getattr(b, f).dtype for f in FIELDS)

@@ -10,6 +10,7 @@ import warnings
 
 import polars as pl
 import pytest
+from resume_helpers import crash_then_resume
 
 import ddpcore
 from ddpcore.cli.main import main
@@ -119,32 +120,9 @@ def test_the_entry_counts_every_chunk_of_the_input_and_names_the_first_row(tmp_p
 
 @pytest.mark.spacy_model
 def test_a_resumed_run_records_the_entry_of_the_input_it_does_not_read_again(tmp_path, nlp):
-    from ddpcore.anchors.rules import get_rules
-    from ddpcore.engines.local import Settings
-    from ddpcore.engines.run import profile_to_files, work_dir_for
-    from ddpcore.io.outputs import check_outputs
-
     rows = [r | {"document_id": f"d{k}"} for k in range(4) for r in _rows(_dirty("\ufeff"))]
     src = _write_jsonl(tmp_path / "in.jsonl", rows)
-    out = tmp_path / "out.parquet"
-    (t,) = check_outputs([("-o", str(out))], inputs=[src])
-    kw = dict(cols=SegmentColumns(), settings=Settings(rules=get_rules(None)), n_process=1, batch_chars=100)
-    calls = {"n": 0}
-
-    def crash_after_one(parser):
-        def parse(texts, progress=None):
-            if calls["n"] >= 1:
-                raise RuntimeError("simulated crash")
-            calls["n"] += 1
-            return parser.parse(texts, progress)
-        return parse
-
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        profile_to_files(src, {"segments": t}, parse_wrapper=crash_after_one, **kw)
-    assert work_dir_for(out).exists()
-    said: list[str] = []
-    rep = profile_to_files(src, {"segments": t}, resume=True, warn=said.append, **kw)
-    assert rep.resumed_batches >= 1
+    rep, said = crash_then_resume(src, tmp_path / "out.parquet", batch_chars=100)
     assert rep.signature[INVISIBLE_EDGES]["segments"] == 16  # 4 documents x 4 segments with U+FEFF at an edge
     assert any(INVISIBLE_EDGES in m for m in said)
 

@@ -20,31 +20,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from test_cache import FAKE_INFO, FakeParser, fake_arrays, same_arrays
+from test_cache import FAKE_INFO, OTHER_INFO, FakeParser, OtherParser, fake_arrays, same_arrays
+from test_cache import cache_folder as _folder
 
-from ddpcore.anchors.spacy_extract import TokenArrays
 from ddpcore.pipeline import cache as C
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "data" / "wmt25_mini.jsonl"
 
-OTHER_INFO = {**FAKE_INFO, "components": ["tok2vec", "senter"], "has_parser": False}
-
-
-class OtherParser(FakeParser):
-    """Another pipeline configuration: other components, other parses (POS shifted)."""
-
-    def __init__(self) -> None:
-        super().__init__(OTHER_INFO)
-
-    def parse(self, texts, progress=None) -> TokenArrays:
-        toks = super().parse(texts, progress)
-        return TokenArrays(**{f: getattr(toks, f) + (1 if f == "pos" else 0) for f in C.TOKEN_FIELDS},
-                           n_tokens__unit=toks.n_tokens__unit)
-
-
-def _folder(info: dict) -> str:
-    return C.fingerprint_id(C.fingerprint_from_info(info))
 
 
 def _shards(root: Path) -> list[Path]:

@@ -30,9 +30,9 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from test_cache import FAKE_INFO, FakeParser, fake_arrays, same_arrays
+from test_cache import FAKE_INFO, OTHER_INFO, FakeParser, OtherParser, fake_arrays, same_arrays
+from test_cache import cache_folder as _folder
 
-from ddpcore.anchors.spacy_extract import TokenArrays
 from ddpcore.cli.main import main
 from ddpcore.pipeline import cache as C
 
@@ -40,23 +40,6 @@ REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "data" / "wmt25_mini.jsonl"
 TOY = REPO / "tests" / "data" / "mtme" / "toy"
 
-OTHER_INFO = {**FAKE_INFO, "components": ["tok2vec", "senter"], "has_parser": False}
-
-
-class OtherParser(FakeParser):
-    """Another pipeline configuration: other components, other parses (POS shifted by one)."""
-
-    def __init__(self) -> None:
-        super().__init__(OTHER_INFO)
-
-    def parse(self, texts, progress=None) -> TokenArrays:
-        toks = super().parse(texts, progress)
-        return TokenArrays(**{f: getattr(toks, f) + (1 if f == "pos" else 0) for f in C.TOKEN_FIELDS},
-                           n_tokens__unit=toks.n_tokens__unit)
-
-
-def _folder(info: dict) -> Path:
-    return Path(C.fingerprint_id(C.fingerprint_from_info(info)))
 
 
 def _ddp(*args: str) -> subprocess.CompletedProcess:
@@ -87,7 +70,7 @@ def test_a_shard_copied_into_another_configurations_folder_is_not_served(tmp_pat
     # the other configuration's own parses (the POS shifted), never the copied shard's
     assert same_arrays(got, OtherParser().parse(texts)) and not same_arrays(got, fake_arrays(texts))
     assert other.calls == [texts]
-    assert len(seen) == 1 and src.name in seen[0] and _folder(FAKE_INFO).name in seen[0] and "copied" in seen[0]
+    assert len(seen) == 1 and src.name in seen[0] and _folder(FAKE_INFO) in seen[0] and "copied" in seen[0]
     sig = run.signature()["cache"]
     assert sig["foreign"] == [src.name] and sig["hits"] == 0 and sig["misses"] == 2
     assert not dst.exists() and src.exists()  # removed from the wrong folder only
@@ -102,7 +85,7 @@ def test_shards_record_their_folder_and_same_folder_shards_stay_served(tmp_path)
     C.CachedParse(FakeParser(), tmp_path)(["a b"])
     (shard,) = sorted((tmp_path / _folder(FAKE_INFO)).glob("*.parquet"))
     meta = json.loads(pq.read_schema(shard).metadata[C.SHARD_META_KEY])
-    assert meta["folder"] == _folder(FAKE_INFO).name
+    assert meta["folder"] == _folder(FAKE_INFO)
     seen: list[str] = []
     parser = FakeParser()
     run = C.CachedParse(parser, tmp_path, warn=seen.append)
@@ -156,7 +139,7 @@ def test_info_json_copied_from_another_folder_is_said_recorded_and_rewritten(tmp
     assert run.signature()["cache"]["foreign"] == [C.INFO_FILE]
     run.flush()
     info, status = C.read_checked_json(mine / C.INFO_FILE)
-    assert status == "ok" and _folder(info).name == mine.name and info["components"] == OTHER_INFO["components"]
+    assert status == "ok" and _folder(info) == mine.name and info["components"] == OTHER_INFO["components"]
     again: list[str] = []
     C.CachedParse(OtherParser(), tmp_path, warn=again.append)(["c"])
     assert again == []

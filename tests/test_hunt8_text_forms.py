@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+from resume_helpers import crash_then_resume
 
 import ddpcore
 from ddpcore.cli.main import main
@@ -218,34 +219,12 @@ def test_ddp_profile_says_and_records_the_forms_and_explain_agrees(tmp_path, cap
 
 @pytest.mark.spacy_model
 def test_a_resumed_run_records_the_entry_of_the_input_it_does_not_read_again(tmp_path, nlp):
-    from ddpcore.anchors.rules import get_rules
-    from ddpcore.engines.local import Settings
-    from ddpcore.engines.run import profile_to_files, work_dir_for
-    from ddpcore.io.outputs import check_outputs
-
     texts = _with(5, "José", NFD_JOSE)
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"document_id": f"d{k}", "segment_id": i, "source": t}) + "\n"
                            for k in range(4) for i, t in enumerate(texts)), encoding="utf-8")
     out = tmp_path / "out.parquet"
-    (t,) = check_outputs([("-o", str(out))], inputs=[src])
-    kw = dict(cols=SegmentColumns(), settings=Settings(rules=get_rules(None)), n_process=1, batch_chars=400)
-    calls = {"n": 0}
-
-    def crash_after_one(parser):
-        def parse(units, progress=None):
-            if calls["n"] >= 1:
-                raise RuntimeError("simulated crash")
-            calls["n"] += 1
-            return parser.parse(units, progress)
-        return parse
-
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        profile_to_files(src, {"segments": t}, parse_wrapper=crash_after_one, **kw)
-    assert work_dir_for(out).exists()
-    said: list[str] = []
-    rep = profile_to_files(src, {"segments": t}, resume=True, warn=said.append, **kw)
-    assert rep.resumed_batches >= 1
+    rep, said = crash_then_resume(src, out, batch_chars=400)
     # by hand: one decomposed segment in each of the 4 documents
     assert rep.signature[NORMALISED_TEXT]["segments"] == 4 and rep.signature[NORMALISED_TEXT]["forms"] == {"decomposed": 4}
     assert any(NORMALISED_TEXT in m for m in said)
