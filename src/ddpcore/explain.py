@@ -438,6 +438,11 @@ def _check_recorded_ddp(output: Any, settings_from: str | None, table: pl.DataFr
 
     if given & _DDP_SETTINGS or schema.DDP not in table.columns or cols.document not in table.columns \
             or cols.segment not in table.columns:
+        if mismatch is not None:  # no row check to say it with: said here (the other settings are still used)
+            used = ", ".join(sorted(inherited)) or "none"
+            warnings.warn(f"{mismatch}: the settings it records and the command line does not give were used "
+                          f"({used}), but they may be another run's (profile the input again for a table and "
+                          "signature that agree)", stacklevel=3)
         return
     rows = table.filter((pl.col(cols.document).cast(pl.String) == str(document))
                         & (pl.col(cols.segment).cast(pl.String) == str(segment)))

@@ -49,13 +49,14 @@ def invisible_edges_note(name: object, entry: dict, text_col: str) -> str:
 
 #: signature key of the segments whose text the parse reads in another form than given
 #: (``ddpcore.io.segments.text_view``): an invisible character inside a line, a text not in NFC (``e`` + U+0301),
-#: a full-width ASCII character, a carriage return not before a line feed (read as a line break).
+#: a full-width ASCII character, a carriage return not before a line feed (read as a line break), a Latin ligature.
 #: ``{"segments": n, "forms": {"invisible": n, "decomposed": n, "full_width": n, "carriage_return": n},
 #: "document": id, "segment": id, "char": "U+0301"}`` (forms present only; the first such segment and its
 #: first such character; a file run adds its ``row``, 1-based)
 NORMALISED_TEXT = "normalised_text"
 _FORM_WORDS = {"invisible": "invisible characters inside a line", "decomposed": "decomposed accents (not NFC)",
-               "full_width": "full-width letters", "carriage_return": "a carriage return without a line feed"}
+               "full_width": "full-width letters", "carriage_return": "a carriage return without a line feed",
+               "ligature": "typographic ligatures (U+FB00-FB06)"}
 
 
 def normalised_text_note(name: object, entry: dict, text_col: str) -> str:
@@ -64,8 +65,8 @@ def normalised_text_note(name: object, entry: dict, text_col: str) -> str:
     forms = ", ".join(f"{_FORM_WORDS.get(f, f)} ({n})" for f, n in entry.get("forms", {}).items())
     return (f"{name}{row}, column '{text_col}': {entry['segments']} segment(s) hold {forms} (the first: document "
             f"{entry['document']!r}, segment {entry['segment']!r}, {entry['char']}); they are parsed as a reader sees "
-            "them (invisible characters left out, accents composed, full-width letters as ASCII, a lone carriage "
-            "return as a line break), so a name there counts as it does in its plain form (the segment table keeps "
+            "them (invisible characters left out, accents composed, full-width letters as ASCII, ligatures as "
+            "letters, a lone carriage return as a line break), so a name there counts as it does in its plain form (the segment table keeps "
             f"the text as given and anchor offsets index it; recorded as '{NORMALISED_TEXT}' in the output's "
             "signature)")
 

@@ -26,9 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--within", type=int, default=5, metavar="N",
                    help="tolerance in sentences for the 'within' share, >= 0 (default: %(default)s)")
     p.add_argument("--document-col", default=None, metavar="NAME",
-                   help="document id column (default: from the run's signature, else document_id)")
+                   help="document id column (default: from the run's signature, else document_id; a run without it "
+                        "whose signature names its own uses that one)")
     p.add_argument("--segment-col", default=None, metavar="NAME",
-                   help="segment id column (default: from the run's signature, else segment_id)")
+                   help="segment id column (default: from the run's signature, else segment_id; a run without it "
+                        "whose signature names its own uses that one)")
     p.add_argument("--domain-col", default=None, metavar="NAME",
                    help="domain column (default: from the run's signature, else domain)")
     p.add_argument("--ddp-col", default="ddp", metavar="NAME",

@@ -234,13 +234,17 @@ def render(payload: dict[str, Any], fmt: str) -> str:
     if payload.get("fail_on"):
         tail = f"gate --fail-on {payload['fail_on']}: {'passed' if payload['passed'] else 'FAILED'}"
     if fmt == "markdown":
-        lines = [f"**{title}**", "", "| statistic | value |", "|---|---|"]
-        from ..io.tables import md_cell
+        from ..io.tables import md_cell, md_code
 
+        lines = [f"**Blindness battery: {md_cell(payload['condition_a'])} vs {md_cell(payload['condition_b'])}**",
+                 "", "| statistic | value |", "|---|---|"]
         # condition and system names inside the rows: a '|' or a line break would end the cell or the row
         lines += [f"| {md_cell(k, markup=True)} | {md_cell(v, markup=True)} |" for k, v in rows(payload)]
-        lines += ["", f"Signature: `{sig}`"] + ([tail] if tail else [])
+        lines += ["", f"Signature: {md_code(sig)}"] + ([tail] if tail else [])
         return "\n".join(lines)
-    width = max(len(k) for k, _ in rows(payload))
-    lines = [title] + [f"  {k.ljust(width)}  {v.replace('**', '')}" for k, v in rows(payload)]
+    from ..io.tables import text_cell, text_pad, text_width
+
+    cells = [(text_cell(k), text_cell(v.replace("**", ""))) for k, v in rows(payload)]  # names on one line
+    width = max(text_width(k) for k, _ in cells)
+    lines = [text_cell(title)] + [f"  {text_pad(k, width)}  {v}" for k, v in cells]
     return "\n".join(lines + [f"signature: {sig}"] + ([tail] if tail else []))

@@ -68,8 +68,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--score-col", action="append", default=None, metavar="NAME[,NAME]",
                    help="metric score column(s), repeatable or a comma list (default: every other numeric column); "
                         "with --metric-name-col (long form) the one value column (default: score)")
-    c.add_argument("--document-col", default="document_id", metavar="NAME", help="document id column of SCORES")
-    c.add_argument("--segment-col", default="segment_id", metavar="NAME", help="segment id column of SCORES")
+    c.add_argument("--document-col", default=None, metavar="NAME",
+                   help="document id column of SCORES (default: the profile's, as its signature records; else "
+                        "document_id)")
+    c.add_argument("--segment-col", default=None, metavar="NAME",
+                   help="segment id column of SCORES (default: the profile's, as its signature records; else "
+                        "segment_id)")
     c.add_argument("--system-col", default="system", metavar="NAME", help="system column of SCORES")
     c.add_argument("--metric-name-col", default=None, metavar="NAME",
                    help="long form: SCORES has one row per (document, segment, system, metric) with the metric's "
@@ -159,6 +163,28 @@ def _check_output(out: str, fmt: str | None, inputs: list[str]) -> tuple[Any, st
     return path, ext_fmt
 
 
+def _profile_keys(args: argparse.Namespace) -> None:
+    """``--document-col``/``--segment-col`` not given: the profile's own id columns, as its signature records
+    them (as ``ddp stratify`` joins), for a score table (the readers write ``document_id``/``segment_id``); a
+    name other than the default is said on stderr (the result's signature records the columns)."""
+    from ..io.profiles import profile_columns, read_signature
+
+    if args.document_col is not None and args.segment_col is not None:
+        return
+    rec = profile_columns(read_signature(args.profile)) if args.reader == "table" else \
+        profile_columns({})
+    taken, other = [], False
+    for flag, attr, name, default in (("--document-col", "document_col", rec.document, "document_id"),
+                                      ("--segment-col", "segment_col", rec.segment, "segment_id")):
+        if getattr(args, attr) is None:
+            setattr(args, attr, name)
+            taken.append(f"{flag} {name}")
+            other = other or name != default
+    if other:
+        print(f"ddp meta: note: {', '.join(taken)}: the profile's id columns, as the signature of {args.profile} "
+              "records them; give --document-col/--segment-col to join on other columns of SCORES", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -183,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     long_form = args.metric_name_col is not None
     for spec in args.fail_on:  # grammar checked before any work (metric names after the join)
         parse_fail_on(spec, (None if long_form else metric_cols) or [spec.rsplit(":", 2)[0]])
+    _profile_keys(args)
     columns = MetaColumns(document=args.document_col, segment=args.segment_col, system=args.system_col,
                           metric_name=args.metric_name_col)
     check_roles(dataclasses.replace(columns, human=args.human_col), metric_cols)  # D311, before anything is read

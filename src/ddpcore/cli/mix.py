@@ -143,10 +143,12 @@ def run_mix(args: argparse.Namespace) -> int:
     if args.output_format == "json":
         out = json.dumps(json_safe(summary), indent=2, allow_nan=False)
     else:
+        from ..io.tables import text_cell
+
         out = (f"MIX: {res.n_documents} documents x {len(res.pool)} pooled systems = "
                f"{res.n_documents * len(res.pool)} MIX documents ({res.mix.height} rows), seed {res.seed}"
                f"{', no adjacent repeats' if res.forbid_adjacent_repeat else ''}\n"
-               f"pool: {', '.join(res.pool)}\n"
+               f"pool: {', '.join(map(text_cell, res.pool))}\n"
                f"infeasible (shorter than the pool): {res.infeasible.height} MIX documents in "
                f"{len(summary['infeasible_documents'])} documents\n"
                f"wrote {targets[0].path} and {targets[1].path}\nsignature: {sig_json}")

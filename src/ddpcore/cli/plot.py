@@ -57,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
             raise DDPUsageError("--by applies to --kind hist/ecdf; the curves follow the stratify --by groups",
                                 code="D673")
         res = plots.load_stratify(args.input)
+        if not res.get("groups") and not res.get("gaps"):
+            from ..errors import DDPDataError
+
+            raise DDPDataError(f"{args.input}: the stratify result has no groups to plot; run `ddp stratify` on "
+                               "scores that join the profile", code="D674")
         col = plots.check_result_ddp_col(res, args.ddp_col, args.input)
         written = plots.write_curves(res, out, title=args.title, max_panels=max_panels, inputs=[args.input],
                                      signature=plots.figure_signature("curves", args.input, res.get("signature") or {},
@@ -76,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
                                 code="D673")
     col = args.ddp_col or "ddp"
     df, sig = plots.load_profile(args.input, ddp_col=col)
+    if args.by is not None and args.by not in df.columns:  # named here: the figure functions see a frame, not a file
+        raise DDPUsageError(f"--by {args.by}: not a column of {args.input}; available: {', '.join(df.columns)}",
+                            code="D673")
     make = plots.hist_figure if args.kind == "hist" else plots.ecdf_figure
     fig = make(df, by=args.by, signature=sig, title=args.title, ddp_col=col)
     what = f"{df.height} segments" + ("" if col == "ddp" else f", {col}")

@@ -267,13 +267,16 @@ def _write_stdout(write) -> bool:  # type: ignore[no-untyped-def]
 
 
 def _format_summary(summary, by: str = "domain") -> str:  # type: ignore[no-untyped-def]
-    groups = [str(g) for g in summary["group"].to_list()]
-    w = max([len(by), *map(len, groups)]) + 2
-    header = f"{by:<{w}}{'docs':>6}{'segments':>10}{'mean':>9}{'median':>8}{'p90':>8}{'max':>6}{'zero%':>8}"
-    lines = [f"DDP per {by} (sentences)", header, "-" * len(header)]
-    for r in summary.iter_rows(named=True):  # one row per group
+    from ..io.tables import text_cell, text_pad, text_width
+
+    by = text_cell(by)
+    groups = [text_cell(g) for g in summary["group"].to_list()]  # a group name on one line, aligned by its width
+    w = max([text_width(by), *map(text_width, groups)]) + 2
+    header = f"{text_pad(by, w)}{'docs':>6}{'segments':>10}{'mean':>9}{'median':>8}{'p90':>8}{'max':>6}{'zero%':>8}"
+    lines = [f"DDP per {by} (sentences)", header, "-" * text_width(header)]
+    for g, r in zip(groups, summary.iter_rows(named=True)):  # one row per group
         lines.append(
-            f"{str(r['group']):<{w}}{r['documents']:>6}{r['segments']:>10}{r['mean_ddp']:>9.1f}{r['median_ddp']:>8.1f}"
+            f"{text_pad(g, w)}{r['documents']:>6}{r['segments']:>10}{r['mean_ddp']:>9.1f}{r['median_ddp']:>8.1f}"
             f"{r['p90_ddp']:>8.1f}{r['max_ddp']:>6}{100 * r['zero_ddp_share']:>7.1f}%"
         )
     return "\n".join(lines)

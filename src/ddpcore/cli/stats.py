@@ -373,9 +373,12 @@ def run_tost(args: argparse.Namespace) -> int:
             why = (f"{len(bad)} of {len(rows)} groups not equivalent; first "
                    f"{', '.join(f'{c}={r[c]}' for c in args.by)}: {_ci_why(args, r, low, high)}")
         code = _gate(args, payload, bool(bad), "not-equivalent", why)
-        head = f"TOST {args.a} vs {args.b}: margins ({low:g}, {high:g}), alpha {args.alpha}, {len(rows)} groups"
+        from ..io.tables import text_cell
+
+        head = (f"TOST {text_cell(args.a)} vs {text_cell(args.b)}: margins ({low:g}, {high:g}), alpha {args.alpha}, "
+                f"{len(rows)} groups")
         lines = [head] + [
-            f"  {' / '.join(str(r[c]) for c in args.by)}: " + (
+            f"  {' / '.join(text_cell(r[c]) for c in args.by)}: " + (
                 f"too few observations for a test (n={r['n']}) NOT equivalent" if r["status"] == "too_few" else
                 f"diff {_f(r['mean_diff'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}] p={_f(r['p_value'], 4)} "
                 f"n={r['n']} {'equivalent' if r['equivalent'] else 'NOT equivalent'}") for r in rows]
@@ -398,7 +401,10 @@ def run_tost(args: argparse.Namespace) -> int:
             d["warnings"] = warnings
         payload = {"condition_a": str(args.a), "condition_b": str(args.b), **d}
         code = _gate(args, payload, not res.equivalent, "not-equivalent", _ci_why(args, d, low, high))
-        text = (f"TOST {args.a} vs {args.b} ({d['design']}, n={d['n']}): mean diff {_f(d['mean_diff'])} "
+        from ..io.tables import text_cell
+
+        text = (f"TOST {text_cell(args.a)} vs {text_cell(args.b)} ({d['design']}, n={d['n']}): "
+                f"mean diff {_f(d['mean_diff'])} "
                 f"[{_f(d['ci_low'])}, {_f(d['ci_high'])}] ({100 * (1 - 2 * args.alpha):g}% CI), "
                 f"margins ({low:g}, {high:g}), p={_f(d['p_value'], 4)} -> "
                 f"{'equivalent' if d['equivalent'] else 'NOT equivalent'}\n{_sig_line(d['signature'])}")
@@ -480,7 +486,10 @@ def run_tau(args: argparse.Namespace) -> int:
     code = _gate(args, d, d["fails_tau_min"], "different",
                  f"lower bound of the {100 * args.confidence:g}% CI of tau, {_f(res.ci_low)}, is below "
                  f"--tau-min {args.tau_min:g}")
-    text = (f"Kendall tau-b {args.a} vs {args.b} over {len(res.systems)} systems: tau {_f(res.tau)} "
+    from ..io.tables import text_cell
+
+    text = (f"Kendall tau-b {text_cell(args.a)} vs {text_cell(args.b)} over {len(res.systems)} systems: "
+            f"tau {_f(res.tau)} "
             f"(p={_f(res.p_value, 4)}), {100 * args.confidence:g}% CI [{_f(res.ci_low)}, {_f(res.ci_high)}] "
             f"from {res.n_boot} {args.unit} resamples; {100 * res.share_below_tau_min:.1f}% of replicates "
             f"below tau_min={args.tau_min}\n{_sig_line(d['signature'])}")
@@ -502,21 +511,25 @@ def _cluster_rows(res: Any) -> list[dict[str, Any]]:
 
 
 def _cluster_text(res: Any) -> str:
+    from ..io.tables import text_cell, text_pad, text_width
+
     cond = res.signature.get("condition")
-    lines = [f"{res.method} clusters" + (f" ({cond})" if cond else "") +
+    lines = [f"{res.method} clusters" + (f" ({text_cell(cond)})" if cond else "") +
              f": {len(res.order)} systems, {len(res.clusters)} clusters, alpha {res.alpha}"]
+    names = {s: text_cell(s) for s in res.order}  # one line each, the mean column aligned after the longest
+    width = max([28, *(text_width(n) for n in names.values())])
     for k, members in enumerate(res.clusters, 1):
         for s in members:
             b, w = res.rank_ranges[s]
-            lines.append(f"  {k:>3}  {b:>2}-{w:<2}  {s:<28} {res.means[s]:8.3f}")
+            lines.append(f"  {k:>3}  {b:>2}-{w:<2}  {text_pad(names[s], width)} {res.means[s]:8.3f}")
         if k < len(res.clusters):
-            lines.append("  " + "-" * 46)
+            lines.append("  " + "-" * (width + 18))
     floor = res.pair_floor
     if floor is not None:
         lines.append(f"pairs per comparison: min {floor['n_pairs_min']}, max {floor['n_pairs_max']}; "
                      f"{floor['n_below']} of {floor['n_comparisons']} below --min-pairs {floor['min_pairs']}")
     for c in res.rank_conflicts:
-        lines.append(f"rank conflict: {c['reason']}")
+        lines.append(f"rank conflict: {text_cell(c['reason'])}")
     return "\n".join(lines)
 
 
@@ -557,12 +570,14 @@ def run_cluster(args: argparse.Namespace) -> int:
     code = _gate(args, payload, not cmp.same_clusters, "different",
                  f"{args.a} and {args.b} cluster the systems differently ({cmp.n_clusters_a} vs "
                  f"{cmp.n_clusters_b} clusters" + (f"; moved: {', '.join(cmp.moved)}" if cmp.moved else "") + ")")
+    from ..io.tables import text_cell
+
     text = "\n\n".join([
         _cluster_text(ra), _cluster_text(rb),
         f"comparison: {cmp.n_clusters_a} vs {cmp.n_clusters_b} clusters; same clusters: {cmp.same_clusters}; "
         f"{cmp.n_same_index}/{len(cmp.systems)} systems at the same cluster index, "
         f"{cmp.n_adjacent_index}/{len(cmp.systems)} at the same or an adjacent one"
-        + (f"; moved: {', '.join(cmp.moved)}" if cmp.moved else ""),
+        + (f"; moved: {', '.join(map(text_cell, cmp.moved))}" if cmp.moved else ""),
         _sig_line(payload["signature"]),
     ])
     _emit(args, payload, text, _cluster_rows(ra) + _cluster_rows(rb))
@@ -602,18 +617,10 @@ def run_alpha(args: argparse.Namespace) -> int:
     data = reliability_matrix(df, unit=unit, coder=args.coder, score="score", source=str(args.table))
     res = krippendorff_alpha(data, level=args.level)
     d = res.to_dict()
+    d.pop("warnings", None)
     n_omitted = int(loaded.get("n_omitted") or 0)
     warnings = ([f"{n_omitted} row(s) with a missing (null/NaN) score dropped (--nan-policy omit; first: row "
-                 f"{loaded.get('first_omitted_row')})"] if n_omitted else []) + list(data.warnings)
-    n_units = int(data.matrix.shape[1])
-    if d.get("n_pairable_units") is not None and d["n_pairable_units"] < n_units:
-        warnings.append(f"{n_units - d['n_pairable_units']} of {n_units} units have fewer than two ratings and do "
-                        "not count (alpha compares ratings within a unit); check the document/segment ids of the "
-                        "coders that rated them")
-    if d.get("n_pairable_units") == 1:  # D_o and D_e are then the same sum: alpha = 0 whatever the ratings
-        warnings.append("alpha rests on a single pairable unit: its observed and expected disagreement are then the "
-                        "same pairs, so alpha is 0 whatever the ratings; it needs ratings of several units (check "
-                        "--unit and the document/segment ids)")
+                 f"{loaded.get('first_omitted_row')})"] if n_omitted else []) + list(res.warnings)
     if warnings:  # recorded in the output (JSON) as well as said on stderr
         d["warnings"] = warnings
     for w in warnings:

@@ -319,10 +319,13 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
         cells = [_cells(r, cols) for r in rows]
         heads = [h for _, h in cols]
         if fmt == "text":
-            widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-            line = lambda vals: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)  # noqa: E731
+            from ..io.tables import text_cell, text_pad, text_width
+
+            cells = [[text_cell(x) if i == 0 else x for i, x in enumerate(c)] for c in cells]  # a name on one line
+            widths = [max(text_width(h), *(text_width(c[i]) for c in cells)) for i, h in enumerate(heads)]
+            line = lambda vals: "  ".join(text_pad(v, w, "<" if i == 0 else ">")  # noqa: E731
                                           for i, (v, w) in enumerate(zip(vals, widths)))
-            blocks.append("\n".join([_title(res, m), line(heads), line(["-" * w for w in widths])]
+            blocks.append("\n".join([text_cell(_title(res, m)), line(heads), line(["-" * w for w in widths])]
                                     + [line(c) for c in cells]))
         elif fmt == "markdown":
             from ..io.tables import md_cell
@@ -341,7 +344,7 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
             tex = [f"% {' '.join(_title(res, m).splitlines())}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
                    " & ".join(_tex(h) for h in heads) + " \\\\", "\\midrule"]
             for c, r in zip(cells, rows):
-                c = [_tex(x) for x in c]
+                c = [_tex(x, i == 0) for i, x in enumerate(c)]
                 if r["verdict"] in ("better", "worse"):
                     c[0] = f"\\textbf{{{c[0]}}}"
                 tex.append(" & ".join(c) + " \\\\")
@@ -350,7 +353,9 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
         else:  # pragma: no cover - argparse restricts the choices
             raise ValueError(fmt)
     sig = res.signature_line
-    tail = {"text": f"signature: {sig}", "markdown": f"Signature: `{sig}`", "latex": f"% signature: {sig}"}[fmt]
+    from ..io.tables import md_code
+
+    tail = {"text": f"signature: {sig}", "markdown": f"Signature: {md_code(sig)}", "latex": f"% signature: {sig}"}[fmt]
     if payload.get("fail_on"):
         status = "passed" if payload["passed"] else "FAILED"
         tail += ({"text": "\n", "markdown": "  \n", "latex": "\n% "}[fmt] + f"gate --fail-on {payload['fail_on']}: {status}")
@@ -364,10 +369,13 @@ def _md(s: str) -> str:
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "Δ": r"$\Delta$", "±": r"$\pm$",
         "—": "--",
-        # as written in any font encoding (OT1 prints < > | as inverted marks and a dash); a line break in a name
-        # would end a % comment line, and a blank line inside a cell is a paragraph break tabular refuses
-        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "\n": " ", "\r": " "}
+        # as written in any font encoding (OT1 prints < > | as inverted marks and a dash; babel's ngerman makes
+        # '"' active); tex_cell writes a line break in a name as the two characters \n (a bare one would end a
+        # % comment line, and a blank line inside a cell is a paragraph break tabular refuses)
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", '"': r"\textquotedbl{}"}
 
 
-def _tex(s: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in s)
+def _tex(s: str, row_start: bool = False) -> str:
+    from ..io.tables import tex_cell
+
+    return tex_cell(s, _TEX, row_start=row_start)

@@ -329,21 +329,30 @@ def build_mix(
             f"{source}: --exclude-system {', '.join(map(repr, absent))}: no such system in the table (column "
             f"'{system}', {FLAGS['system']}); systems: {', '.join(present)}", code="D704")
     pool_list = sorted(dict.fromkeys(str(s) for s in pool)) if pool else present
+    unknown = [s for s in pool_list if s not in present]  # a typo in --pool: said with D502 below
+    not_there = (f"; --pool {', '.join(map(repr, unknown))}: no such system in the table (column '{system}', "
+                 f"{FLAGS['system']}); systems: {', '.join(present[:20]) or 'none'}") if unknown else ""
     pool_list = [s for s in pool_list if s not in excl]
     if len(pool_list) < 2:
         raise DDPDataError(
-            f"the pool has {len(pool_list)} system(s) ({', '.join(pool_list) or 'none'}); a MIX document needs at "
-            f"least 2 pooled systems (systems in the table: {', '.join(present[:20]) or 'none'})", code="D500")
+            f"{source}: the pool has {len(pool_list)} system(s) ({', '.join(pool_list) or 'none'}); a MIX document "
+            f"needs at least 2 pooled systems (systems in the table: {', '.join(present[:20]) or 'none'}){not_there}; "
+            "name 2 or more with --pool, or exclude fewer with --exclude-system", code="D500")
+    full = df
     df = df.filter(pl.col(system).is_in(pool_list))
     dup = df.group_by(document, segment, system).len().filter(pl.col("len") > 1)
     if dup.height:
         r = dup.sort(document, segment, system).row(0, named=True)
+        rows = full.with_row_index("__row", offset=1).filter(
+            (pl.col(document) == r[document]) & (pl.col(segment) == r[segment]) & (pl.col(system) == r[system]))
         raise DDPDataError(
-            f"document '{r[document]}', segment {r[segment]!r}: system '{r[system]}' has {r['len']} outputs; "
-            "keep one row per (document, segment, system)", code="D503")
+            f"{source}, rows {', '.join(map(str, rows['__row'].to_list()[:5]))}: document '{r[document]}', segment "
+            f"{r[segment]!r}: system '{r[system]}' has {r['len']} outputs; keep one row per (document, segment, "
+            "system)", code="D503")
     pos = _segment_positions(df, document, segment) if df.height else None
     if pos is None:
-        raise DDPDataError("no outputs of the pooled systems", code="D502")
+        raise DDPDataError(f"{source}: no outputs of the pooled systems ({', '.join(pool_list)}){not_there}",
+                           code="D502")
     m = len(pool_list)
     sys_idx = pl.DataFrame({system: pool_list, "__sys": np.arange(m, dtype=np.int64)})
     grid = pos.join(sys_idx, how="cross")
@@ -352,9 +361,9 @@ def build_mix(
     if missing.height:
         r = missing.sort(document, POSITION, system).row(0, named=True)
         raise DDPDataError(
-            f"document '{r[document]}', segment {r[segment]!r}: no output of pooled system '{r[system]}' "
-            f"({missing.height} missing output(s) in total); give every pooled system's translation of every "
-            "segment, or leave the system out with --pool", code="D502")
+            f"{source}: document '{r[document]}', segment {r[segment]!r}: no output of pooled system '{r[system]}' "
+            f"({missing.height} missing output(s) in total){not_there}; give every pooled system's translation of "
+            "every segment, or leave the system out with --pool", code="D502")
     # documents in sorted order; positions in document order
     doc_keys = pos.select(document).unique().sort(document)
     n_seg = pos.group_by(document).len().join(doc_keys.with_row_index("__d"), on=document).sort("__d")

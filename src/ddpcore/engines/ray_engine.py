@@ -470,7 +470,7 @@ class BatchWorker:
                 extra.update(cache_hits=h1 - h0, cache_misses=m1 - m0, cache_dir=entry.get("dir"))
                 if entry.get("not_written"):  # the cache could not be written on this actor: said in the summary
                     extra["cache_not_written"] = entry["not_written"]
-                for key in ("corrupted", "foreign"):  # cache files this actor found and did not use (so far)
+                for key in ("corrupted", "foreign", "unstamped"):  # cache files this actor did not use (or trusted)
                     if entry.get(key):
                         extra[f"cache_{key}"] = list(entry[key])
             if self.dataset is not None:
@@ -1125,7 +1125,7 @@ def _cache_entry(o: RunOptions, done: dict[int, dict[str, Any]]) -> dict[str, An
     folder = next((m["cache_dir"] for m in ms if m.get("cache_dir")), None)
     entry = {"hits": sum(int(m["cache_hits"]) for m in ms), "misses": sum(int(m["cache_misses"]) for m in ms),
              "dir": folder}
-    for key in ("corrupted", "foreign"):  # as the local engine's: the cache files found and not used, any actor
+    for key in ("corrupted", "foreign", "unstamped"):  # as the local engine's: cache files not used (or trusted)
         names = sorted({str(n) for m in ms for n in m.get(f"cache_{key}", ())})
         if names:
             entry[key] = names

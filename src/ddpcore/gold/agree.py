@@ -257,14 +257,29 @@ def agree(
     df_a, sig_a, name_a = _load(a, "A", document, segment)
     df_b, sig_b, name_b = _load(b, "B", document, segment)
 
-    def col(sig: dict[str, Any], key: str, given: str | None, default: str) -> str:
-        return given or (sig.get("columns") or {}).get(key) or default
+    def col(df: pl.DataFrame, name: str, sig: dict[str, Any], key: str, given: str | None, default: str) -> str:
+        rec = (sig.get("columns") or {}).get(key)
+        if given and given not in df.columns and isinstance(rec, str) and rec in df.columns:
+            # the option names the other run's column: this run's signature names its own (runs profiled with
+            # different column names are compared, as they are when no option is given)
+            import warnings
+
+            warnings.warn(f"{name}: no column '{given}' (--{key}-col); its {key} column '{rec}', as its signature "
+                          "records, is used", UserWarning, stacklevel=3)
+            return rec
+        other, oname = (df_b, name_b) if df is df_a else (df_a, name_a)
+        if key != "domain" and given and given not in df.columns and given in other.columns:
+            raise DDPDataError(f"{name}: no column '{given}' (--{key}-col names the {key} column of both runs; it is "
+                               f"one of {oname}); {name}'s columns: {', '.join(df.columns[:25])}; rename the column "
+                               "of one run, or compare `ddp profile` outputs, whose signatures name their own columns",
+                               code="D933")
+        return given or rec or default
 
     col_b = ddp_col if ddp_col_b is None else ddp_col_b
-    pa = _prepare(df_a, name_a, col(sig_a, "document", document, schema.DOCUMENT_ID), col(sig_a, "segment", segment, schema.SEGMENT_ID),
-                  col(sig_a, "domain", domain, schema.DOMAIN), ddp_col, "--ddp-col")
-    pb = _prepare(df_b, name_b, col(sig_b, "document", document, schema.DOCUMENT_ID), col(sig_b, "segment", segment, schema.SEGMENT_ID),
-                  col(sig_b, "domain", domain, schema.DOMAIN), col_b, "--b-ddp-col" if ddp_col_b is not None else "--ddp-col")
+    pa = _prepare(df_a, name_a, col(df_a, name_a, sig_a, "document", document, schema.DOCUMENT_ID), col(df_a, name_a, sig_a, "segment", segment, schema.SEGMENT_ID),
+                  col(df_a, name_a, sig_a, "domain", domain, schema.DOMAIN), ddp_col, "--ddp-col")
+    pb = _prepare(df_b, name_b, col(df_b, name_b, sig_b, "document", document, schema.DOCUMENT_ID), col(df_b, name_b, sig_b, "segment", segment, schema.SEGMENT_ID),
+                  col(df_b, name_b, sig_b, "domain", domain, schema.DOMAIN), col_b, "--b-ddp-col" if ddp_col_b is not None else "--ddp-col")
     _check_same_segments(pa, pb, name_a, name_b)
     both = pa.join(pb, on=[schema.DOCUMENT_ID, schema.SEGMENT_ID], how="inner", suffix="_b", maintain_order="left").with_columns(
         pl.coalesce(schema.DOMAIN, schema.DOMAIN + "_b").alias(schema.DOMAIN)
@@ -337,33 +352,38 @@ def _describe(sig: dict[str, Any]) -> str:
 def format_agreement_text(result: AgreementResult) -> str:
     """A readable A.3-style table."""
 
+    from ..io.tables import text_cell as t, text_pad, text_width
+
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"
 
+    names = [t(d.domain) for d in result.domains]  # a domain on one line, the columns after the longest
+    w = max([14, *map(text_width, names)]) + 2
     lines = [
         f"DDP agreement over {result.n_segments} segments",
-        f"  A: {_describe(result.signature_a)}; column {result.ddp_col_a}",
-        f"  B: {_describe(result.signature_b)}; column {result.ddp_col_b}",
+        f"  A: {t(_describe(result.signature_a))}; column {t(result.ddp_col_a)}",
+        f"  B: {t(_describe(result.signature_b))}; column {t(result.ddp_col_b)}",
         "",
         f"  Pearson r            {f(result.pearson)}",
         f"  Spearman rho         {f(result.spearman)}",
         f"  identical            {result.share_identical:.1%}",
         f"  within +/-{result.within:<3}        {result.share_within:.1%}",
         "",
-        f"{'domain':<16}{'n':>6}{'mean A':>9}{'mean B':>9}{'B - A':>8}{'zero A':>8}{'zero B':>8}",
+        f"{text_pad('domain', w)}{'n':>6}{'mean A':>9}{'mean B':>9}{'B - A':>8}{'zero A':>8}{'zero B':>8}",
     ]
-    for d in result.domains:
+    for name, d in zip(names, result.domains):
         lines.append(
-            f"{d.domain:<16}{d.n_segments:>6}{d.mean_a:>9.2f}{d.mean_b:>9.2f}{d.shift:>+8.2f}"
+            f"{text_pad(name, w)}{d.n_segments:>6}{d.mean_a:>9.2f}{d.mean_b:>9.2f}{d.shift:>+8.2f}"
             f"{d.zero_share_a:>8.1%}{d.zero_share_b:>8.1%}"
         )
     if result.no_domain is not None and len(result.domains) > 1:
-        lines.append(f"(segments without a domain: the row '{result.no_domain}')")
+        lines.append(f"(segments without a domain: the row '{t(result.no_domain)}')")
     lines += [
         "",
-        f"domain ordering by mean DDP: A {' > '.join(result.ordering_a)}; B {' > '.join(result.ordering_b)} "
-        f"-> {'preserved' if result.ordering_preserved else 'NOT preserved'}",
-        f"ordering by zero-DDP share (ascending): A {' < '.join(result.zero_ordering_a)}; "
-        f"B {' < '.join(result.zero_ordering_b)} -> {'preserved' if result.zero_ordering_preserved else 'NOT preserved'}",
+        f"domain ordering by mean DDP: A {' > '.join(map(t, result.ordering_a))}; "
+        f"B {' > '.join(map(t, result.ordering_b))} -> {'preserved' if result.ordering_preserved else 'NOT preserved'}",
+        f"ordering by zero-DDP share (ascending): A {' < '.join(map(t, result.zero_ordering_a))}; "
+        f"B {' < '.join(map(t, result.zero_ordering_b))} -> "
+        f"{'preserved' if result.zero_ordering_preserved else 'NOT preserved'}",
     ]
     return "\n".join(lines)

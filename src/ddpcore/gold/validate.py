@@ -332,7 +332,9 @@ def compute_gold_distances(
 
     ``gold_scope`` chooses the mentions (:func:`scope_gold_mentions`); the distance of a sentence
     is the maximum over its *counted* mentions, measured back to the chain's first (chained) or
-    previous (nearest) *kept* mention.
+    previous (nearest) *kept* mention. A CorefUD split antecedent (``SplitAnte``,
+    :attr:`GoldCorpus.split_antecedents`) makes the kept mentions of each part antecedents (only) of
+    the whole: "John ... Mary ... they" counts back to John (chained) or Mary (nearest).
 
     Returns
     -------
@@ -350,8 +352,14 @@ def compute_gold_distances(
     mentions = scope_gold_mentions(corpus.mentions, scope)
     # one row per (chain, sentence holding a kept mention of it; counted = one of them counts),
     # sorted so that group-wise min / shift see each chain's sentences in document order
+    rows = mentions.select(pl.col(doc).cast(pl.String), CHAIN_ID, pl.col(sent).cast(pl.Int64), COUNTED)
+    if corpus.split_antecedents:  # CorefUD SplitAnte: the kept mentions of a part are antecedents of the whole
+        links = pl.DataFrame(list(corpus.split_antecedents), schema={doc: pl.String, CHAIN_ID: pl.String, "_part": pl.String},
+                             orient="row")
+        parts = rows.rename({CHAIN_ID: "_part"}).join(links, on=[doc, "_part"], how="inner")
+        rows = pl.concat([rows, parts.select(doc, CHAIN_ID, sent, pl.lit(False).alias(COUNTED))])
     occ = (
-        mentions.select(doc, CHAIN_ID, pl.col(sent).cast(pl.Int64), COUNTED)
+        rows
         .group_by(doc, CHAIN_ID, sent)
         .agg(pl.col(COUNTED).any())
         .sort(doc, CHAIN_ID, sent)
@@ -949,6 +957,9 @@ def validate(
             # files with a '# text' that does not spell its forms (those sentences' texts rebuilt from the forms)
             "rebuilt_texts": sum(w.startswith("[D413]") for w in corpus.warnings),
             "warnings": list(corpus.warnings[:20]),
+            # CorefUD entity links: SplitAnte used for the gold distance, Bridge not (bridging is no coreference)
+            **({"split_antecedents": len(corpus.split_antecedents)} if corpus.split_antecedents else {}),
+            **({"bridges_ignored": corpus.bridges_ignored} if corpus.bridges_ignored else {}),
             **({"notes": list((corpus.notes + corpus.genre_notes)[:20])} if corpus.notes or corpus.genre_notes else {}),
         },
         "profile": run.signature,

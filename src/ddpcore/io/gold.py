@@ -1,6 +1,11 @@
 """Gold coreference readers: LitBank (brat TSV and CoNLL forms), CoNLL-U with ``Entity=``
 brackets (GUM, OntoGUM, CorefUD) and the CoNLL-2012 ``*_conll`` layout (OntoNotes).
 
+CorefUD's ``SplitAnte=e1<e3,e2<e3`` (entity e3, a plural *they*, is made of e1 and e2) is kept
+(:attr:`GoldCorpus.split_antecedents`: the gold distance counts a mention of e3 back to its parts'
+mentions); ``Bridge=`` links are counted (:attr:`GoldCorpus.bridges_ignored`) and not used (bridging
+is no coreference); both said once per file in :attr:`GoldCorpus.notes`.
+
 Every reader returns the same :class:`GoldCorpus`: one row per gold sentence (kept exactly
 as the gold gives it, never re-split) and one row per gold mention. Inputs may be files,
 folders (searched recursively) or tar archives (``.tar``, ``.tar.gz``, ``.tgz``,
@@ -10,13 +15,15 @@ extracted to disk.
 Mention types are mapped to the LitBank inventory:
 
 * ``PRON``: personal/possessive/reflexive pronoun (head XPOS ``PRP``/``PRP$``; UPOS ``PRON``
-  with ``PronType=Prs`` when XPOS is absent). Other pronouns (demonstrative, relative,
+  with ``PronType=Prs``, whatever the XPOS: a treebank's own tag set, German ``PPER``, is no PTB tag). Other pronouns (demonstrative, relative,
   indefinite) are ``NOM``, as in LitBank, whose ``PRON`` mentions are personal pronouns.
 * ``PROP``: head is a proper noun (XPOS ``NNP``/``NNPS`` or UPOS ``PROPN``).
 * ``NOM``: everything else.
 
 LitBank's brat TSV form carries the type; CoNLL-U uses the dependency head of the span (the
-first token whose head lies outside the span); CoNLL-2012 has no dependencies, so the head is
+first token whose head lies outside the span; in a sentence without dependencies, HEAD ``_``, the word the
+bracket's CorefUD ``head`` field names, else the last word before the first ADP, VERB, AUX, SCONJ, relative
+pronoun, comma or colon, said once per file); CoNLL-2012 has no dependencies, so the head is
 the last token before the first preposition, verb, wh-word, comma or colon of the span. LitBank's
 CoNLL form has no POS column at all: there the type comes from word forms (a closed pronoun
 list; a capitalised head that is not a sentence-initial function word is ``PROP``).
@@ -96,6 +103,12 @@ class GoldCorpus:
         One note per file whose documents (some or all) give no genre (CoNLL-U without
         ``# meta::genre``, a CoNLL-2012 name without its genre part): their sentences have genre
         ``unknown``; ``ddp validate`` says them with the ``notes``.
+    split_antecedents : tuple[tuple[str, str, str], ...]
+        CorefUD ``SplitAnte=`` links as ``(document_id, chain_id, part_chain_id)``: the entity
+        ``chain_id`` (a plural *they*) is made of the entity ``part_chain_id`` and others; the gold
+        distance counts a mention of the whole back to its parts' mentions.
+    bridges_ignored : int
+        CorefUD ``Bridge=`` links read and not used (bridging is no coreference); said in ``notes``.
     """
 
     sentences: pl.DataFrame
@@ -104,6 +117,8 @@ class GoldCorpus:
     warnings: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
     genre_notes: tuple[str, ...] = field(default=())
+    split_antecedents: tuple[tuple[str, str, str], ...] = field(default=())
+    bridges_ignored: int = 0
 
     @property
     def n_documents(self) -> int:
@@ -438,6 +453,8 @@ class _Found:
         self.notes: list[str] = []
         self.genre_notes: list[str] = []
         self.formats: list[str] = []
+        self.split_antecedents: list[tuple[str, str, str]] = []
+        self.bridges_ignored = 0
 
     def problem(self, message: str, code: str) -> None:
         if code == NOTE:  # how a file was read where it did not say: no repair, never an error
@@ -468,6 +485,9 @@ class _Found:
                         code="D404",
                     )
                 self.seen_docs[doc_id] = member.label
+                if sents:  # CoNLL-U SplitAnte / Bridge links ride on the first sentence row (_Conllu.finish_doc)
+                    self.split_antecedents.extend((doc_id, whole, part) for whole, part in sents[0].pop("_split", ()))
+                    self.bridges_ignored += sents[0].pop("_bridges", 0)
                 self.sent_rows.extend(sents)
                 self.mention_rows.extend(ments)
                 found += 1
@@ -501,7 +521,8 @@ class _Found:
         )
         return GoldCorpus(sentences=sentences, mentions=mentions, formats=tuple(self.formats),
                           warnings=tuple(self.warnings), notes=tuple(self.notes),
-                          genre_notes=tuple(self.genre_notes))
+                          genre_notes=tuple(self.genre_notes), split_antecedents=tuple(self.split_antecedents),
+                          bridges_ignored=self.bridges_ignored)
 
 
 _Job = tuple["_Member", str, "_Member | None"]  # member, format, LitBank brat sentence file
@@ -665,7 +686,8 @@ def _mention_row(
 
 
 def _type_from_tags(xpos: str, upos: str = "_", feats: str = "_") -> str:
-    if xpos in ("PRP", "PRP$") or (xpos in ("_", "") and upos == "PRON" and "PronType=Prs" in feats):
+    # UPOS PRON + PronType=Prs whatever the XPOS: a treebank's own tag set (German PPER, Czech PP...) is no PTB tag
+    if xpos in ("PRP", "PRP$") or (upos == "PRON" and "PronType=Prs" in feats):
         return "PRON"
     if xpos in ("NNP", "NNPS") or upos == "PROPN":
         return "PROP"
@@ -956,6 +978,21 @@ def _note_unknown_genre(member: _Member, problem: _Problem, docs: list[_Doc], wh
 
 _ENTITY_RE = re.compile(r"(?:^|\|)Entity=([^|]*)")  # the MISC key Entity itself, not e.g. "MyEntity="
 _DISCONTINUOUS_RE = re.compile(r"\[(\d+)/(\d+)\]$")
+_LINK_RE = re.compile(r"(?:^|\|)(SplitAnte|Bridge)=([^|]*)")  # CorefUD entity links: PART<WHOLE, ANTE<ANAPHOR:rel
+
+
+def _head_from_tags(forms: list[str], upos: list[str], xpos: list[str], feats: list[str]) -> int:
+    """Head of a CoNLL-U span whose sentence has no dependencies (HEAD ``_``): the last word before the first
+    ADP, VERB, AUX, SCONJ, relative pronoun, comma, colon, semicolon or bracket (XPOS as CoNLL-2012 when UPOS is
+    ``_``); the first word would make "his mother" a pronoun and "the doctor" a determiner."""
+    for i in range(1, len(forms)):
+        if upos[i] in ("_", ""):
+            stop = xpos[i].startswith(_HEAD_STOP_POS)
+        else:
+            stop = upos[i] in ("ADP", "VERB", "AUX", "SCONJ") or "PronType=Rel" in feats[i]
+        if stop or forms[i] in (",", ":", ";", "("):
+            return i - 1
+    return len(forms) - 1
 
 
 def _parse_entity(value: str, label: str, lineno: int) -> list[tuple[str, str, str]]:
@@ -1003,20 +1040,27 @@ class _Conllu:
         self.doc: dict[str, Any] = {}   # the open document: id, genre, rows, entities still open
         self.sent: dict[str, Any] = {}  # the open sentence: token columns, finished mentions, text
         self.etype_index = -1           # position of "etype" in global.Entity
+        self.head_index = -1            # position of "head" (the mention's head word, 1-based) in global.Entity
         self.layout: str | None = None  # the global.Entity layout; None until the file gives one
         self.text_mismatch: str | None = None  # the first '# text' that does not spell its forms (check_text)
         self.n_text_mismatch = 0
+        self.headless: list[int] = []     # lines of sentences without HEAD whose multi-word mentions' heads come from tags
+        self.attr_closes: list[int] = []  # lines of closing brackets with attributes ('e1-person)', CorefUD 0.x)
+        self.stray_texts: list[int] = []  # lines of '# text' comments no token line follows
+        self.n_split = self.n_bridges = 0  # SplitAnte / Bridge links of the file
 
     def new_doc(self, doc_id: str | None = None) -> None:
         """Open a document: ``doc_id`` from its ``# newdoc`` line, or ``None`` for sentences before any (the
         file's stem names that document, and :meth:`finish_doc` says so)."""
         self.doc.clear()
         self.doc.update(doc_id=doc_id or self.file_stem, genre=None, sents=[], ments=[], open={}, raw=[],
-                        implicit=doc_id is None)
+                        implicit=doc_id is None, split=[], bridges=0)
 
     def flush_sentence(self, lineno: int) -> None:
         doc, sent, label = self.doc, self.sent, self.member.label
         if not sent.get("forms"):
+            if "text_line" in sent:  # a '# text' whose sentence has no token line: nothing of it is read
+                self.stray_texts.append(sent["text_line"][0])
             sent.clear()
             return
         if not doc:
@@ -1029,7 +1073,7 @@ class _Conllu:
         if text is None:  # rebuilt from the surface tokens: a multiword token's own form, not its words
             text = "".join(f + ("" if noskip else " ") for f, noskip in sent["surface"]).rstrip()
         doc["sents"].append(_sentence_row(doc["doc_id"], idx, "", forms, label, text))
-        for eid, a, b, etype, node in sent["done"]:
+        for eid, a, b, etype, node, hpos in sent["done"]:
             if a == b:  # a zero mention: only empty nodes, no word of the sentence
                 form, upos, xpos, feats = node
                 row = _mention_row(doc["doc_id"], idx, a, b, eid, _type_from_tags(xpos, upos, feats), etype, [form], 0)
@@ -1038,6 +1082,12 @@ class _Conllu:
                 continue
             span_heads = [k for k in range(a, b) if not (a < heads[k] <= b)]  # heads are 1-based, 0 = root
             h = span_heads[0] if span_heads else a
+            if sent.get("headless") and b - a > 1:  # HEAD '_': every word would be a head, the first one taken
+                # the bracket's own head field (CorefUD: the head word's position in the mention), else the tags
+                h = a + (hpos - 1 if hpos is not None and 0 < hpos <= b - a else
+                         _head_from_tags(forms[a:b], sent["upos"][a:b], sent["xpos"][a:b], sent["feats"][a:b]))
+                if not self.headless or self.headless[-1] != sent["headless"]:
+                    self.headless.append(sent["headless"])
             mtype = _type_from_tags(sent["xpos"][h], sent["upos"][h], sent["feats"][h])
             doc["ments"].append(_mention_row(doc["doc_id"], idx, a, b, eid, mtype, etype, forms, h))
         sent.clear()
@@ -1056,6 +1106,29 @@ class _Conllu:
         if self.text_mismatch is None:
             self.text_mismatch = self.describe_text_mismatch(text, sent, squeezed, forms)
         return False
+
+    def note_file(self) -> None:
+        """Once per file: how it was read where it did not say (notes: stderr and ``gold.notes``)."""
+        label = self.member.label
+        if self.attr_closes:
+            self.problem(f"{label}: line {self.attr_closes[0]}: {len(self.attr_closes)} closing bracket(s) carry "
+                         "attributes ('e1-person)', CorefUD 0.x); each closes the entity named by its first field", NOTE)
+        if self.headless:
+            self.problem(f"{label}: line {self.headless[0]}: {len(self.headless)} sentence(s) with multi-word mentions "
+                         "have no dependencies (HEAD '_'); a mention's head there is the word its bracket's head field "
+                         "names, else the last word before the first ADP, VERB, AUX, SCONJ, relative pronoun, comma or "
+                         "colon (its type and the gold scope read it)",
+                         NOTE)
+        if self.stray_texts:
+            self.problem(f"{label}: line {self.stray_texts[0]}: {len(self.stray_texts)} '# text' line(s) with no token "
+                         "line after them (before a '# newdoc' or the end of the file): not read; give each sentence "
+                         "its token lines", NOTE)
+        if self.n_split:
+            self.problem(f"{label}: {self.n_split} split-antecedent link(s) (SplitAnte): a mention of the whole entity "
+                         "(John ... Mary ... they) counts back to its parts' mentions", NOTE)
+        if self.n_bridges:
+            self.problem(f"{label}: {self.n_bridges} bridging link(s) (Bridge) ignored: bridging (the house ... the "
+                         "door) is no coreference and gives no gold distance", NOTE)
 
     def note_text_mismatch(self) -> None:
         """One D413 repair for the file's sentences whose ``# text`` does not spell their forms."""
@@ -1096,6 +1169,9 @@ class _Conllu:
                 f"{len(doc['sents'])} sentence(s) are read as one document '{doc['doc_id']}' (if they hold several "
                 "documents, start each with '# newdoc id = ...': an entity id used in two of them would join their "
                 "chains)", NOTE)
+        if doc and doc["sents"] and (doc["split"] or doc["bridges"]):  # read by _Found.read_path, then dropped
+            doc["sents"][0]["_split"] = doc["split"]
+            doc["sents"][0]["_bridges"] = doc["bridges"]
         if doc and doc["sents"]:
             genre = doc["genre"] or UNKNOWN_GENRE
             for row in doc["sents"]:
@@ -1132,6 +1208,7 @@ class _Conllu:
                     "the line", code="D410")
             self.layout = val
             self.etype_index = fields.index("etype") if "etype" in fields else -1
+            self.head_index = fields.index("head") if "head" in fields else -1
         elif key in ("meta::genre", "genre"):
             if not self.doc:
                 self.new_doc()
@@ -1160,6 +1237,8 @@ class _Conllu:
             hint = "; is the blank line ending the sentence before it missing?" if int(tid) == 1 else ""
             raise DDPDataError(f"{label}: line {lineno}, column ID: token id {tid}, expected {k + 1}{hint}", code="D411")
         head = cols[6]
+        if not head.isdecimal() and "headless" not in sent:
+            sent["headless"] = lineno
         sent["forms"].append(cols[1])
         sent["upos"].append(cols[3])
         sent["xpos"].append(cols[4])
@@ -1171,6 +1250,8 @@ class _Conllu:
         m = _ENTITY_RE.search(misc)
         if m is not None:
             self.entities(m.group(1), k, k + 1, lineno, None)
+        if "SplitAnte=" in misc or "Bridge=" in misc:
+            self.links(misc, lineno)
 
     def range_or_empty(self, cols: list[str], lineno: int) -> None:
         """A multiword token range ``3-4`` (its form is the surface text of its words) or an empty node
@@ -1194,6 +1275,26 @@ class _Conllu:
         m = _ENTITY_RE.search(cols[9])
         if m is not None:
             self.entities(m.group(1), k, k, lineno, (cols[1], cols[3], cols[4], cols[5]))
+        if "SplitAnte=" in cols[9] or "Bridge=" in cols[9]:
+            self.links(cols[9], lineno)
+
+    def links(self, misc: str, lineno: int) -> None:
+        """CorefUD entity links in MISC: ``SplitAnte=e1<e3,e2<e3`` (entity e3, a plural *they*, is made of e1 and
+        e2) is kept for the gold distance; ``Bridge=e1<e3:part`` (bridging, no coreference) is counted, not used."""
+        for key, value in _LINK_RE.findall(misc):
+            items = [x for x in value.split(",") if x]
+            if key == "Bridge":
+                self.doc["bridges"] += len(items)
+                self.n_bridges += len(items)
+                continue
+            for item in items:
+                part, sep, whole = item.partition("<")
+                if not (sep and part and whole) or part == whole:
+                    self.problem(f"{self.member.label}: line {lineno}, MISC: cannot read '{item}' of 'SplitAnte={value}' "
+                                 "(expected PART<WHOLE, e.g. e1<e3); link ignored", "D410")
+                    continue
+                self.doc["split"].append((whole, part))
+                self.n_split += 1
 
     def open_sentence(self) -> None:
         if not self.doc:
@@ -1218,17 +1319,27 @@ class _Conllu:
             fields = attrs.split("-") if attrs else []
             # an empty etype (CorefUD "(e1--1)": the corpus has no entity types) is no type at all
             etype = (fields[self.etype_index - 1] or None) if 0 < self.etype_index <= len(fields) else None
+            hfield = fields[self.head_index - 1] if 0 < self.head_index <= len(fields) else ""
+            hpos = int(hfield) if hfield.isdecimal() else None
             if op == "single":
                 if part is None or self.part_in_sentence(part, eid, sidx, lineno):
-                    self.mention(eid, start, end, etype, node)
+                    self.mention(eid, start, end, etype, node, hpos)
             elif op == "open":
-                doc["open"].setdefault(key, []).append((sidx, start, etype))
+                doc["open"].setdefault(key, []).append((sidx, start, etype, hpos))
             else:
                 stack = doc["open"].get(key)
+                if not stack and "-" in key and doc["open"].get(key.partition("-")[0]):
+                    # 'e1-person)': a closing bracket with the attributes of its opening one (CorefUD 0.x, udapi's
+                    # older writers); the id is its first field, as in an opening bracket (said once: note_file)
+                    key = key.partition("-")[0]
+                    part = _DISCONTINUOUS_RE.search(key)
+                    eid = key[: part.start()] if part else key
+                    stack = doc["open"][key]
+                    self.attr_closes.append(lineno)
                 if not stack:
                     self.problem(f"{label}: line {lineno}, MISC: 'Entity=...{key})' closes entity {key}, which is not open; ignored", "D410")
                     continue
-                s0, a, et = stack.pop()
+                s0, a, et, hp = stack.pop()
                 if not stack:
                     del doc["open"][key]
                 if s0 != sidx:
@@ -1239,7 +1350,7 @@ class _Conllu:
                     )
                     continue
                 if part is None or self.part_in_sentence(part, eid, sidx, lineno):
-                    self.mention(eid, a, end, et, node)
+                    self.mention(eid, a, end, et, node, hp)
 
     def part_in_sentence(self, part: re.Match[str], eid: str, sidx: int, lineno: int) -> bool:
         """Whether a finished part of a discontinuous mention (``e5[2/2]``) lies in the sentence of its part 1.
@@ -1262,15 +1373,17 @@ class _Conllu:
         layout (:data:`COREFUD_DEFAULT_ENTITY`: the entity type is the 2nd field), and say so (a note)."""
         self.layout = COREFUD_DEFAULT_ENTITY
         self.etype_index = COREFUD_DEFAULT_ENTITY.split("-").index("etype")
+        self.head_index = COREFUD_DEFAULT_ENTITY.split("-").index("head")
         self.problem(
             f"{self.member.label}: line {lineno}: 'Entity={value}' has attributes but no '# global.Entity' line "
             f"comes before it; read with CorefUD's default layout {COREFUD_DEFAULT_ENTITY} (the entity type is the "
             "field after the id); put '# global.Entity = ...' after the first '# newdoc' line if the layout differs",
             NOTE)
 
-    def mention(self, eid: str, a: int, b: int, etype: str | None, node: tuple[str, str, str, str] | None) -> None:
+    def mention(self, eid: str, a: int, b: int, etype: str | None, node: tuple[str, str, str, str] | None,
+                hpos: int | None = None) -> None:
         """A finished mention (or one part of a discontinuous mention: each part is a mention of the chain)."""
-        self.sent["done"].append((eid, a, b, etype, node))
+        self.sent["done"].append((eid, a, b, etype, node, hpos))
 
 
 _WHITESPACE_RE = re.compile(r"\s+")
@@ -1288,6 +1401,7 @@ def _read_conllu(member: _Member, problem: _Problem) -> list[_Doc]:
     reader.flush_sentence(lines.count + 1)
     reader.finish_doc(lines.count + 1)
     reader.note_text_mismatch()
+    reader.note_file()
     _note_unknown_genre(member, problem, reader.docs, "no '# meta::genre' line")
     return reader.docs
 

@@ -218,14 +218,18 @@ def add_invisible_edges(total: dict[str, Any] | None, more: dict[str, Any] | Non
 #: full-width forms of the ASCII characters ! .. ~ (U+FF01-U+FF5E), read as those characters
 _FULL_WIDTH = [chr(c) for c in range(0xFF01, 0xFF5F)]
 _HALF_WIDTH = [chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)]
+#: the Latin typographic ligatures (U+FB00-FB06, text extracted from PDFs: "Oﬃce") and their letters (NFKC);
+#: other compatibility forms (superscripts, circled digits, blackletter ℌ) say something else and are kept
+_LIGATURES = [chr(c) for c in range(0xFB00, 0xFB07)]
+_LIGATURE_LETTERS = ["ff", "fi", "fl", "ffi", "ffl", "st", "st"]
 #: what attaches to the character before it: combining marks, invisible characters, Hangul vowel/final jamo
 _ATTACHED = f"\\p{{M}}{_EDGE_INVISIBLE}\\u1160-\\u11FF\\uD7B0-\\uD7FF"
 #: the spans of a text the view may change: a character with what attaches to it (or a run of such at the start
 #: of a line), a full-width ASCII character, a carriage return (with the line feed after it)
-_SPECIAL = f"[^{_ATTACHED}\\r\\n][{_ATTACHED}]+|[{_ATTACHED}]+|[\\uFF01-\\uFF5E]|\\r\\n?"
+_SPECIAL = f"[^{_ATTACHED}\\r\\n][{_ATTACHED}]+|[{_ATTACHED}]+|[\\uFF01-\\uFF5E\\uFB00-\\uFB06]|\\r\\n?"
 _LINE_EDGE_RUN = f"(?m)^[{_EDGE_BLANK}]+|[{_EDGE_BLANK}]+$"
 #: the forms of a text the parse reads otherwise (:func:`text_view`), in the order of TEXT_FORMS entries
-TEXT_FORMS = ("invisible", "decomposed", "full_width", "carriage_return")
+TEXT_FORMS = ("invisible", "decomposed", "full_width", "carriage_return", "ligature")
 
 
 def _text_forms(text: pl.Series) -> pl.DataFrame:
@@ -251,6 +255,8 @@ def _text_forms(text: pl.Series) -> pl.DataFrame:
         fw = text.filter(wide).str.contains("[\\uFF01-\\uFF5E]")
         out["full_width"][wide.to_numpy()] = fw.fill_null(False).to_numpy()
     out["carriage_return"] = text.str.contains("\\S[^\\S\\n]*\\r[^\\S\\n]*\\S").fill_null(False).to_numpy()
+    if wide.any():
+        out["ligature"][wide.to_numpy()] = text.filter(wide).str.contains("[\\uFB00-\\uFB06]").fill_null(False).to_numpy()
     return pl.DataFrame(out)
 
 
@@ -281,7 +287,8 @@ def normalised_text(df: pl.DataFrame, cols: SegmentColumns, *, rows: bool = True
     inner = re.sub(_LINE_EDGE_RUN, "", t)  # one text (an invisible character: not at a line's edge)
     found = {"invisible": lambda c: c in INVISIBLE and c in inner,
              "decomposed": lambda c: bool(unicodedata.combining(c)) or unicodedata.normalize("NFC", c) != c,
-             "full_width": lambda c: 0xFF01 <= ord(c) <= 0xFF5E, "carriage_return": lambda c: c == "\r"}[form]
+             "full_width": lambda c: 0xFF01 <= ord(c) <= 0xFF5E, "carriage_return": lambda c: c == "\r",
+             "ligature": lambda c: 0xFB00 <= ord(c) <= 0xFB06}[form]
     char = next((c for c in t if found(c)), t[0])  # (Hangul jamo that compose: no one character says it)
 
     def plain(v: Any) -> Any:
@@ -359,8 +366,8 @@ class TextView:
 def text_view(text: pl.Series) -> TextView | None:
     """The texts as the parse reads them: what a reader sees. Invisible characters (:data:`INVISIBLE`) are
     left out wherever they are (``Jo\\u200bhn`` reads ``John``), every combining sequence is composed (NFC:
-    ``e`` + U+0301 reads ``é``), full-width ASCII characters read as ASCII, and a carriage return not before a
-    line feed reads as a line break (as the ``.txt`` reader reads it; CR LF reads as LF). Only those spans
+    ``e`` + U+0301 reads ``é``), full-width ASCII characters read as ASCII, a Latin ligature as its letters
+    (``Oﬃce`` reads ``Office``), and a carriage return not before a line feed reads as a line break (as the ``.txt`` reader reads it; CR LF reads as LF). Only those spans
     change (:data:`_SPECIAL`, each normalised on its own), so every offset of the view maps back to the text as
     given (:meth:`TextView.to_given`). None when no text changes. Vectorised: only texts holding such a span
     are cut, at those spans, into pieces (the text between two spans is one piece)."""
@@ -385,7 +392,8 @@ def text_view(text: pl.Series) -> TextView | None:
              .with_columns(special=(pl.int_range(pl.len()).over("row") % 2) == 1)  # text, span, text, span, ..., text
              .with_columns(v=pl.when(~pl.col("special")).then(c).when(c.is_in(["\r", "\r\n"])).then(pl.lit("\n"))
                            .otherwise(c.str.replace_all(f"[{_EDGE_INVISIBLE}]", "")
-                                      .str.replace_many(_FULL_WIDTH, _HALF_WIDTH).str.normalize("NFC")))
+                                      .str.replace_many(_FULL_WIDTH, _HALF_WIDTH)
+                                      .str.replace_many(_LIGATURES, _LIGATURE_LETTERS).str.normalize("NFC")))
              .with_columns(n=c.str.len_chars().cast(pl.Int64), vis=c.str.strip_chars_end(INVISIBLE).str.len_chars()
                            .cast(pl.Int64), vn=pl.col("v").str.len_chars().cast(pl.Int64))
              .with_columns(start=pl.col("n").cum_sum().over("row") - pl.col("n"),

@@ -357,7 +357,8 @@ def signed_columns(path: str | os.PathLike[str], text_columns: Sequence[str] = (
     and ``2.50`` are two documents in the profile's own summary, not one (a column polars reads as decimals
     because another id is ``1e3``). A missing or damaged sidecar adds nothing (read by
     :func:`ddpcore.io.sidecars.read_sidecar`, in silence: the commands that read the signature say what is
-    wrong with it)."""
+    wrong with it). Nor does a sidecar of another file (its stamp does not fit ``path``): its column names are
+    another table's, and a column it would retype is said in one warning naming the sidecar."""
     from .sidecars import read_sidecar
 
     found = read_sidecar(path)
@@ -369,6 +370,14 @@ def signed_columns(path: str | os.PathLike[str], text_columns: Sequence[str] = (
     def named(*keys: str) -> tuple[str, ...]:
         return tuple(v for v in (cols.get(k) for k in keys) if isinstance(v, str) and v)
 
+    if found is not None and found.mismatch is not None:
+        left = [c for c in (*named("text"), *named("document", "segment")) if c not in (*text_columns, *key_columns)]
+        if left:
+            import warnings
+
+            warnings.warn(f"{found.problem()}; its column names ({', '.join(dict.fromkeys(left))}) are not used to "
+                          f"read {path}: its columns are read as the file holds them", UserWarning, stacklevel=2)
+        return tuple(text_columns), tuple(key_columns)
     return (tuple(dict.fromkeys((*text_columns, *named("text")))),
             tuple(dict.fromkeys((*key_columns, *named("document", "segment")))))
 
@@ -1107,6 +1116,56 @@ def md_cell(text: Any, *, markup: bool = False) -> str:
     text = "" if text is None else str(text)
     text = text.replace("|", "\\|") if markup else _MD_ESCAPE.sub(r"\\\1", text)
     return _MD_NEWLINE.sub("<br>", text)
+
+
+def md_code(text: str) -> str:
+    """``text`` as a Markdown code span that holds it whole (CommonMark 6.1): fenced by a run of backticks
+    one longer than the longest run inside, with a space inside each fence when the text starts or ends with
+    a backtick (or with a space at both ends, which the renderer strips)."""
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == " " and text[-1:] == " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def tex_cell(text: str, table: dict[str, str], *, row_start: bool = False) -> str:
+    """``text`` as the text of a LaTeX ``tabular`` cell: each character by ``table`` (the command's map of
+    LaTeX's special characters), a control character (tab, line break, ...) written as :func:`text_cell`
+    writes it (``\\t`` in print: a name stays one name on one line). ``row_start``: the first cell of a row
+    gets ``{}`` before a leading ``[`` or ``*``, which the ``\\\\`` ending the row above (or booktabs'
+    ``\\midrule``) would read as its own argument."""
+    import unicodedata
+
+    out = "".join(table[c] if c in table else tex_cell(repr(c)[1:-1], table) if unicodedata.category(c) == "Cc"
+                  else c for c in text)
+    return "{}" + out if row_start and out.lstrip().startswith(("[", "*")) else out
+
+
+def text_cell(value: Any) -> str:
+    """A name from the data (system, metric, domain, group, condition) as it is shown in a ``-f text``
+    table: on one line, every character Python does not call printable (:meth:`str.isprintable`: tab, line
+    breaks, other control, format and separator characters) written as :func:`repr` writes it (``\\t``,
+    ``\\n``, ``\\r``, ``\\x07``, ``\\u2028``), every other character as it is. TSV/CSV/JSON keep names verbatim."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def text_width(text: str) -> int:
+    """Terminal columns of ``text`` (one line, e.g. :func:`text_cell`'s): 2 for East Asian wide and
+    full-width characters, 0 for combining marks, 1 for every other character."""
+    import unicodedata
+
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me") else
+               2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def text_pad(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` terminal columns (:func:`text_width`): ``<`` left, ``>`` right."""
+    fill = " " * max(0, width - text_width(text))
+    return text + fill if align == "<" else fill + text
 
 
 def write_tables_atomic(

@@ -47,7 +47,8 @@ and its units are parsed again. The metadata also names the pipeline folder the 
 (``folder``); a shard that names another folder (copied by hand from another configuration's folder) is
 never read: reported once, removed, its units parsed again, and listed under ``cache.foreign`` in the
 signature, as is an intact ``info.json`` holding the details of another folder's configuration (ignored and
-written again).
+written again). A shard of an older ddpcore records no folder (nor anything else naming its configuration): it is
+trusted, and a run served parses from such shards says so once and lists them under ``cache.unstamped``.
 
 Several processes may share one cache, a local folder or a ``pyarrow.fs`` URI alike, without a
 lock: shards are never modified, names are unique (time, process id, random), a shard is written
@@ -466,6 +467,10 @@ class _Store:
         self.dropped: list[str] = []
         self.gone: list[str] = []  # shards removed by someone else since this run listed them (said once)
         self.foreign: list[str] = []  # shards written in another pipeline folder (copied by hand): never read
+        # shards of an older ddpcore, which recorded no folder: nothing in them names their configuration, so they
+        # are trusted; those this run serves parses from are said once and recorded (``cache.unstamped``)
+        self._unstamped: set[int] = set()
+        self.unstamped: list[str] = []
         self._decoded: OrderedDict[int, TokenArrays] = OrderedDict()
         self._decoded_bytes = 0
         parts = []
@@ -479,6 +484,8 @@ class _Store:
                 self._foreign(path, owner)
                 continue
             sid = len(self.shards)
+            if owner is None:
+                self._unstamped.add(sid)
             self.shards.append(path)
             parts.append(self._frame(keys, sid))
         self.index: pl.DataFrame = (pl.concat(parts) if parts else self._frame(np.zeros((0, 2), np.uint64), 0)
@@ -544,6 +551,13 @@ class _Store:
             self.index = self.index.filter(self.index["shard"] != sid)
             self._drop(path, str(exc))
             return None
+        if sid in self._unstamped:
+            if not self.unstamped:
+                self.warn(f"parse cache folder {self.folder} holds {len(self._unstamped)} shard(s) written by an older "
+                          "ddpcore, which did not record their pipeline folder; their parses are trusted as this "
+                          "configuration's (if shards were copied here from another folder, clear it: `ddp cache "
+                          f"clear --cache {self.folder.parent} --pipeline {self.folder.name}`); recorded as cache.unstamped")
+            self.unstamped.append(path.name)
         size = sum(getattr(toks, f).nbytes for f in TOKEN_FIELDS)
         self._decoded[sid] = toks
         self._decoded_bytes += size
@@ -753,6 +767,8 @@ class CachedParse:
         foreign = self.foreign + (self._store.foreign if self._store is not None else [])
         if foreign:
             entry["foreign"] = sorted(foreign)
+        if self._store is not None and self._store.unstamped:  # shards of an older ddpcore served (trusted)
+            entry["unstamped"] = sorted(self._store.unstamped)
         if self.not_written is not None:
             entry["not_written"] = self.not_written
         return {"cache": entry}

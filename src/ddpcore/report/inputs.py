@@ -51,7 +51,8 @@ def run_difference(a: Mapping[str, Any], b: Mapping[str, Any], files: tuple[str,
     input's name is not compared when both record the input's SHA-256 (the same bytes under two names).
     Without it, two names of the input (each as the run's command line gave it, relative to a working folder
     this one may not be) are one input when ``files`` (the files that carry ``a`` and ``b``) lets
-    :func:`_same_input` find both, and they are one file or hold the same bytes."""
+    :func:`_same_input` find both, and they are one file or hold the same bytes; the reader's ``.docs`` file
+    (``reader.docs``) likewise."""
     from ..engines.run import INPUT_DIGEST
 
     keys = {k for k in set(a) & set(b) if k not in IGNORED} | {k for k in DEFAULTED if k in a or k in b}
@@ -63,6 +64,12 @@ def run_difference(a: Mapping[str, Any], b: Mapping[str, Any], files: tuple[str,
             va, vb = os.path.normpath(va), os.path.normpath(vb)
             if va != vb and files is not None and _same_input(va, vb, *files):
                 continue
+        if key == "reader" and isinstance(va, Mapping) and isinstance(vb, Mapping):
+            da, db = va.get("docs"), vb.get("docs")  # the reader's .docs file: one file under two names, as input
+            if isinstance(da, str) and isinstance(db, str) and da != db and (
+                    os.path.normpath(da) == os.path.normpath(db)
+                    or (files is not None and _same_input(os.path.normpath(da), os.path.normpath(db), *files))):
+                vb = {**vb, "docs": da}
         if va == vb:
             continue
         if isinstance(va, Mapping) and isinstance(vb, Mapping):

@@ -653,6 +653,20 @@ def _dense_sorted_codes(s: pl.Series) -> tuple[Any, int, Any]:
     return rank[dense], k, first[order]
 
 
+def group_sums(codes: Any, values: Any, n_groups: int) -> Any:
+    """Sum of ``values`` (n,) per group ``codes`` (n,) in [0, n_groups): ``np.bincount(codes, weights=values,
+    minlength=n_groups)`` with the values of each group added in sorted order, so that the sums (and the means,
+    rankings and ties decided on them) do not depend on the order of the rows: the same scores in another row
+    order give the same bits (bincount adds in row order, and floating-point addition is not associative)."""
+    import numpy as np
+
+    codes = np.asarray(codes, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0: equal values are then interchangeable
+    order = np.argsort(values)  # by value (the order among equal values does not change a sum)...
+    order = order[np.argsort(codes[order], kind="stable")]  # ...within each group
+    return np.bincount(codes[order], weights=values[order], minlength=n_groups)
+
+
 def similar_names_warning(values: Any, role: str = "system", flag: str = "--system-col") -> str | None:
     """A warning when two distinct values of ``values`` (e.g. the system names of a table) differ only by
     letter case or surrounding whitespace (``'GPT4'`` and ``'gpt4 '``): they are counted as two systems, which

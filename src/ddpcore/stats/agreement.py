@@ -32,6 +32,7 @@ Undefined cases raise D314: no unit with two values, or all pairable values equa
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,6 +67,9 @@ class AlphaResult(AsDict):
     n_pairable_units: int  # units with >= 2 values
     n_pairable_values: int  # n in the formulas
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: what the caller must be told (``ddp stats alpha`` prints them): units that do not count, a single pairable
+    #: unit (alpha 0 whatever the ratings), and the warnings of a :class:`ReliabilityData` input
+    warnings: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +140,9 @@ def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level:
     mp = present[:, pairable]
     m = m_all[pairable].astype(np.float64)
     n = float(m.sum())
+    tiny = tiny_scale(xp[mp]) if level == "interval" else 0
     if level == "interval":
-        within, total = _interval_sums(xp, mp, m, n)
+        within, total = _interval_sums(np.ldexp(xp, tiny) if tiny else xp, mp, m, n)
     elif level == "ordinal":
         within, total = _interval_sums(ordinal_ranks(xp, mp), mp, m, n)
     elif level == "nominal":
@@ -150,9 +155,19 @@ def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level:
             "Krippendorff's alpha is undefined: all pairable ratings are identical (expected disagreement is 0)",
             code="D314",
         )
-    d_o = within / n
-    d_e = total / (n * (n - 1.0))
+    d_o = float(np.ldexp(within / n, -2 * tiny))  # the scaled ratings' squared differences, scaled back
+    d_e = float(np.ldexp(total / (n * (n - 1.0)), -2 * tiny))
     alpha = 1.0 - (n - 1.0) * within / total
+    n_pairable = int(pairable.sum())
+    warnings = list(reliability_data.warnings) if isinstance(reliability_data, ReliabilityData) else []
+    if n_pairable < n_units:
+        warnings.append(f"{n_units - n_pairable} of {n_units} units have fewer than two ratings and do not count "
+                        "(alpha compares ratings within a unit); check the document/segment ids of the coders that "
+                        "rated them")
+    if n_pairable == 1:  # D_o and D_e are then the same sum: alpha = 0 whatever the ratings
+        warnings.append("alpha rests on a single pairable unit: its observed and expected disagreement are then the "
+                        "same pairs, so alpha is 0 whatever the ratings; it needs ratings of several units (check "
+                        "--unit and the document/segment ids)")
     return AlphaResult(
         alpha=float(alpha),
         level=level,
@@ -160,9 +175,10 @@ def krippendorff_alpha(reliability_data: npt.ArrayLike | ReliabilityData, level:
         d_expected=float(d_e),
         n_coders=int(n_coders),
         n_units=int(n_units),
-        n_pairable_units=int(pairable.sum()),
+        n_pairable_units=n_pairable,
         n_pairable_values=int(n),
         signature=signature("krippendorff_alpha", level=level),
+        warnings=tuple(warnings),
     )
 
 
@@ -178,6 +194,14 @@ def ordinal_ranks(xp: np.ndarray, mp: np.ndarray) -> np.ndarray:
     out = np.full(xp.shape, np.nan)
     out[mp] = midrank[inverse.reshape(-1)]
     return out
+
+
+def tiny_scale(values: np.ndarray) -> int:
+    """The power of two that brings ratings all below 2**-500 in magnitude to [0.5, 1) (0 otherwise): their
+    squared differences would underflow (wrong alpha from 1e-160 on, D314 "all ratings identical" from 1e-200 on);
+    the interval metric is scale-free, and scaling by a power of two is exact."""
+    top = float(np.abs(values).max()) if values.size else 0.0
+    return -math.frexp(top)[1] if 0.0 < top < 2.0 ** -500 else 0
 
 
 def _interval_sums(xp: np.ndarray, mp: np.ndarray, m: np.ndarray, n: float) -> tuple[float, float]:

@@ -38,7 +38,7 @@ import numpy.typing as npt
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import json_safe, signature
-from .agreement import LEVELS, ReliabilityData, krippendorff_alpha, rating_array
+from .agreement import LEVELS, ReliabilityData, krippendorff_alpha, rating_array, tiny_scale
 
 #: replicate rows per block (a block holds about BLOCK_CELLS floats per work array)
 BLOCK_CELLS = 4_000_000
@@ -63,6 +63,8 @@ class AlphaBootstrapResult:
     seed: int
     replicates: np.ndarray = dataclasses.field(repr=False, default_factory=lambda: np.empty(0))
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the point estimate's warnings (:attr:`AlphaResult.warnings`)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self, include_replicates: bool = False) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "replicates"}
@@ -178,7 +180,8 @@ def krippendorff_alpha_bootstrap(
     present = ~np.isnan(x)
     pairable = present.sum(axis=0) >= 2
     xp, mp = x[:, pairable], present[:, pairable]
-    st = _unit_stats(xp, mp, level)
+    tiny = tiny_scale(xp[mp]) if level == "interval" else 0  # as krippendorff_alpha: squares would underflow
+    st = _unit_stats(np.ldexp(xp, tiny) if tiny else xp, mp, level)
     n_units = int(pairable.sum())
     width = n_units + (st["n_uv"].shape[1] * 4 if "n_uv" in st else 0)
     block = max(1, min(n_boot, BLOCK_CELLS // max(width, 1)))
@@ -211,6 +214,7 @@ def krippendorff_alpha_bootstrap(
         p_below=p_below, n_pairable_units=n_units, seed=seed, replicates=reps,
         signature=signature("krippendorff_alpha_bootstrap", level=level, n_boot=n_boot, seed=seed,
                             confidence_level=confidence_level, resample="units", interval="percentile"),
+        warnings=point.warnings,
     )
 
 

@@ -110,7 +110,7 @@ def _pairs(df: pl.DataFrame, a: str, b: str, unit: str) -> tuple[np.ndarray, np.
     and the numbers of keys scored under a only and b only. One native factorize + bincount."""
     import polars as pl
 
-    from ._table import factorize
+    from ._table import factorize, group_sums
 
     keys = [schema.DOCUMENT_ID, schema.SEGMENT_ID, schema.SYSTEM] if unit == "segment" else \
         [schema.DOCUMENT_ID, schema.SYSTEM]
@@ -119,7 +119,7 @@ def _pairs(df: pl.DataFrame, a: str, b: str, unit: str) -> tuple[np.ndarray, np.
     k = key_table.height
     cell = np.asarray(codes, dtype=np.int64) * 2 + (two[schema.CONDITION] == b).to_numpy().astype(np.int64)
     score = two[schema.SCORE].to_numpy()
-    sums = np.bincount(cell, weights=score, minlength=2 * k).reshape(k, 2)
+    sums = group_sums(cell, score, 2 * k).reshape(k, 2)  # row-order independent
     counts = np.bincount(cell, minlength=2 * k).reshape(k, 2)
     both = (counts > 0).all(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

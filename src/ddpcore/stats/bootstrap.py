@@ -52,7 +52,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import (check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_ratings,
-                     signature, similar_names_warning, table_source)
+                     group_sums, signature, similar_names_warning, table_source)
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -372,7 +372,7 @@ def _unit_stats(
     n_cols = n_cond * 2 * n_sys
     cell = (unit_code * n_cond + cond_code) * n_sys + sys_code  # (unit, condition, system)
     n_cells = n_units * n_cond * n_sys
-    sums = np.bincount(cell, weights=score, minlength=n_cells).reshape(n_units, n_cond, n_sys)
+    sums = group_sums(cell, score, n_cells).reshape(n_units, n_cond, n_sys)  # row-order independent bits
     counts = np.bincount(cell, minlength=n_cells).astype(np.float64).reshape(n_units, n_cond, n_sys)
     if weighting == "document":
         with np.errstate(invalid="ignore", divide="ignore"):

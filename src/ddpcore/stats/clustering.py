@@ -31,7 +31,10 @@ of four pairwise procedures. Every pair is tested in one vectorised pass over fl
     Two-sided Wilcoxon on paired differences; with ``by_domain=True`` one test per domain
     combined by Stouffer's method ``p = 1 - Phi(sum_k Phi^-1(1 - p_k) / sqrt(K))`` over the
     K domains in which the pair has data, and the system mean is the mean of its per-domain
-    means (WMT24's macro average). Wins/losses: a pair with ``p < alpha`` is a win for the
+    means (WMT24's macro average). Below ``p_k = 1e-6`` the upper-tail functions replace ``1 - p``
+    (``-Phi^-1(p_k)``; ``Phi(-z)`` for a combined p below 1e-6), and a ``p_k`` that underflowed to 0
+    takes its z from ``log p_k``: finite where tools.py's ``Phi^-1(1 - p_k)`` is +inf
+    (:func:`_stouffer_z`). Wins/losses: a pair with ``p < alpha`` is a win for the
     system with the higher mean; rank range ``(losses + 1, S - wins)``. Clusters: a cut
     after position c unless some pair (a <= c < b) has ``p > alpha`` (tools.py
     ``get_clusters``).
@@ -80,8 +83,8 @@ from ..signature import AsDict
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
-from ._table import (check_key_types, check_single_condition, factorize, json_safe, load_long_table, signature,
-                     similar_names_warning, table_source)
+from ._table import (check_key_types, check_single_condition, factorize, group_sums, json_safe, load_long_table,
+                     signature, similar_names_warning, table_source)
 from .columns import TableColumns, check_columns, key_missing
 from .options import ResampleOptions, check_options
 
@@ -254,6 +257,41 @@ def _permutation_p(d: npt.NDArray[np.float64], alternative: str) -> float:
     return float(min(1.0, 2.0 * min(p_less, p_greater)))
 
 
+def _wilcoxon_z(st: dict[str, np.ndarray]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(count of non-zero differences, z of the normal approximation: tie-corrected, no continuity correction)."""
+    count = (st["n_obs"] - st["n_zero"]).astype(np.float64)
+    mn = count * (count + 1.0) * 0.25
+    se = count * (count + 1.0) * (2.0 * count + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt((se - st["tie_term"] / 2) / 24)
+        z = (st["r_plus"] - mn) / se
+    return count, z
+
+
+#: below this p, ``1 - p`` has lost p's digits (all of them below 2**-53, where WMT24's ``Phi^-1(1 - p)`` is +inf):
+#: the Stouffer combination uses the upper-tail functions there (``-ndtri(p)`` = scipy's ``norm.isf(p)``, and
+#: ``ndtr(-z)`` for the combined p), and WMT24's tools.py arithmetic (bit for bit) above
+_STOUFFER_TAIL = 1e-6
+
+
+def _stouffer_z(p: npt.NDArray[np.float64], st: dict[str, np.ndarray]) -> npt.NDArray[np.float64]:
+    """Phi^-1(1 - p) of two-sided Wilcoxon p-values, finite for every p in (0, 1]: WMT24's ``ndtri(1 - p)`` for
+    p >= _STOUFFER_TAIL, ``-ndtri(p)`` below; a p that underflowed to 0 (normal approximation, |z| > 38.4) takes
+    its z from its logarithm, ``log 2 + log Phi(-|z|)`` (``ndtri_exp``), so it stays finite and accurate."""
+    from scipy import special
+
+    p = np.asarray(p, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        z = special.ndtri(1.0 - p)
+    tail = p < _STOUFFER_TAIL
+    z[tail] = -special.ndtri(p[tail])
+    zero = p <= 0.0
+    if zero.any():
+        _, zstat = _wilcoxon_z(st)
+        z[zero] = -special.ndtri_exp(np.log(2.0) + special.log_ndtr(-np.abs(zstat[zero])))
+    return z
+
+
 def _wilcoxon_p(st: dict[str, np.ndarray], alternatives: tuple[str, ...],
                 diffs: Callable[[int], npt.NDArray[np.float64]]) -> list[np.ndarray]:
     """p-values from signed-rank statistics with scipy 1.17's ``method="auto"`` rules:
@@ -263,12 +301,7 @@ def _wilcoxon_p(st: dict[str, np.ndarray], alternatives: tuple[str, ...],
     (only called for the few permutation cases). No non-zero difference -> p = 1."""
     from scipy import special
 
-    count = (st["n_obs"] - st["n_zero"]).astype(np.float64)
-    mn = count * (count + 1.0) * 0.25
-    se = count * (count + 1.0) * (2.0 * count + 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        se = np.sqrt((se - st["tie_term"] / 2) / 24)
-        z = (st["r_plus"] - mn) / se
+    count, z = _wilcoxon_z(st)
     has_ties = st["has_ties"].astype(bool)
     exact = (st["n_obs"] <= 50) & ~has_ties & (st["n_zero"] == 0) & (count > 0)
     perm = (st["n_obs"] <= 13) & ~exact & (count > 0)
@@ -432,12 +465,12 @@ def _system_means(p: _Prepared, macro_domains: bool) -> npt.NDArray[np.float64]:
     if macro_domains and p.domain_code is not None:
         nd = len(p.domains)
         cell = p.sys_code * nd + p.domain_code
-        sums = np.bincount(cell, weights=p.score, minlength=s * nd).reshape(s, nd)
+        sums = group_sums(cell, p.score, s * nd).reshape(s, nd)  # row-order independent: ties are ties
         cnt = np.bincount(cell, minlength=s * nd).reshape(s, nd)
         with np.errstate(invalid="ignore"):
             per_domain = sums / cnt
         return np.nanmean(per_domain, axis=1)
-    sums = np.bincount(p.sys_code, weights=p.score, minlength=s)
+    sums = group_sums(p.sys_code, p.score, s)
     cnt = np.bincount(p.sys_code, minlength=s)
     return sums / cnt
 
@@ -447,7 +480,7 @@ def _paired_matrix(p: _Prepared) -> tuple[npt.NDArray[np.float64], npt.NDArray[n
     domain of each key (the first row's domain) when domains are in use."""
     s = len(p.systems)
     cell = p.pair_code * s + p.sys_code
-    sums = np.bincount(cell, weights=p.score, minlength=p.n_keys * s)
+    sums = group_sums(cell, p.score, p.n_keys * s)
     cnt = np.bincount(cell, minlength=p.n_keys * s)
     with np.errstate(invalid="ignore", divide="ignore"):
         x = (sums / cnt).reshape(p.n_keys, s)
@@ -473,10 +506,13 @@ def _pairs(s: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
 
 def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int64] | None,
                      n_domains: int, two_sided: bool, stouffer: bool,
-                     forced: list[tuple[int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     forced: list[tuple[int, int, int]] | None = None,
+                     tiny: list[tuple[int, int, int, float]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """p[i, j] for all ordered system pairs from the (keys x S) matrix ``x`` (codes order). With ``stouffer``
     and ``forced`` (a list): the pairs ``(i, j, g)`` whose combined p is 1 only because domain ``g`` has p = 1
-    (``ndtri(0) = -inf``, as WMT24's tools.py) while another domain has p < 1 are appended to it."""
+    (``ndtri(0) = -inf``, as WMT24's tools.py) while another domain has p < 1 are appended to it; to ``tiny``
+    the pairs ``(i, j, g, p)`` whose smallest domain p (domain g) is below 2**-53, where tools.py's z is +inf
+    (see :func:`_stouffer_z`)."""
     from scipy import special
 
     s = x.shape[1]
@@ -489,13 +525,15 @@ def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int6
         kdom = np.zeros(len(ii))
         first_one = np.full(len(ii), -1)  # the first domain whose p is 1 (it forces the combination to 1)
         below_one = np.zeros(len(ii), dtype=bool)  # a domain with p < 1
+        p_min, g_min = np.ones(len(ii)), np.full(len(ii), -1)  # the smallest domain p of each pair, and its domain
         for g in range(n_domains):  # one kernel call per domain (a handful), never per pair
             xs = np.ascontiguousarray(x[key_domain == g])
             st = _signed_rank_pairs(xs, ii, jj)
             (p2,) = _wilcoxon_p(st, ("two-sided",), lambda k: _pair_diffs(xs, ii[k], jj[k]))
             has = st["n_obs"] > 0
-            with np.errstate(divide="ignore", invalid="ignore"):  # p = 0 in one domain, 1 in another: inf - inf
-                zsum += np.where(has, special.ndtri(1.0 - p2), 0.0)
+            zsum += np.where(has, _stouffer_z(p2, st), 0.0)  # finite but for p = 1 (-inf: forced to 1 below)
+            lower = has & (p2 < p_min)
+            p_min, g_min = np.where(lower, p2, p_min), np.where(lower, g, g_min)
             first_one = np.where(has & (p2 >= 1.0) & (first_one < 0), g, first_one)
             below_one |= has & (p2 < 1.0)
             kdom += has
@@ -503,11 +541,15 @@ def _wilcoxon_matrix(x: npt.NDArray[np.float64], key_domain: npt.NDArray[np.int6
         if forced is not None:
             for k in np.flatnonzero((first_one >= 0) & below_one):  # the pairs concerned (a few), for the note
                 forced.append((int(ii[k]), int(jj[k]), int(first_one[k])))
-        # a domain with p = 1 (z = -inf) makes the combination 1, also when another domain's p underflows to 0
-        # (z = +inf; the sum would be NaN, an undefined p that would split the pair's cluster)
+        if tiny is not None:
+            for k in np.flatnonzero((first_one < 0) & (p_min < 2.0 ** -53)):
+                tiny.append((int(ii[k]), int(jj[k]), int(g_min[k]), float(p_min[k])))
+        # a domain with p = 1 (z = -inf) makes the combination 1, whatever the other domains show
         zsum = np.where(first_one >= 0, -np.inf, zsum)
         with np.errstate(invalid="ignore", divide="ignore"):
-            comb = np.where(kdom > 0, 1.0 - special.ndtr(zsum / np.sqrt(kdom)), 1.0)
+            zc = zsum / np.sqrt(kdom)
+            comb = np.where(kdom > 0, 1.0 - special.ndtr(zc), 1.0)
+            comb = np.where((kdom > 0) & (comb < _STOUFFER_TAIL), special.ndtr(-zc), comb)  # 1 - ndtr(z) loses a tiny p
         p[ii, jj] = p[jj, ii] = comb
     else:
         st = _signed_rank_pairs(x, ii, jj)
@@ -775,6 +817,8 @@ class _Run:
     threads: int = 0  # OpenMP threads of the resampling kernels (0 = their default)
     #: filled by the tests: pairs (system indices, codes order) whose Stouffer p was forced to 1 by one domain
     forced: list[tuple[int, int, str]] = dataclasses.field(default_factory=list)
+    #: pairs (system indices, codes order) with a domain p below 2**-53 (tools.py's z is +inf there): (i, j, domain, p)
+    tiny: list[tuple[int, int, str, float]] = dataclasses.field(default_factory=list)
 
 
 #: (best, worst, cuts) from p (S x S, mean order) and means (S,) at level alpha
@@ -820,9 +864,11 @@ def _wilcoxon_pvalues(two_sided: bool) -> Callable[[_Prepared, _Run], tuple[np.n
     def pvalues(pr: _Prepared, run: _Run) -> tuple[np.ndarray, np.ndarray]:
         x, kd = _paired_matrix(pr)
         found: list[tuple[int, int, int]] = []
+        tiny: list[tuple[int, int, int, float]] = []
         p, n = _wilcoxon_matrix(x, kd, len(pr.domains), two_sided=two_sided, stouffer=two_sided and run.by_domain,
-                                forced=found)
+                                forced=found, tiny=tiny)
         run.forced.extend((i, j, str(pr.domains[g])) for i, j, g in found)
+        run.tiny.extend((i, j, str(pr.domains[g]), pk) for i, j, g, pk in tiny)
         empty = n == 0
         np.fill_diagonal(empty, False)
         p[empty] = 1.0  # no shared observation: no evidence of a difference
@@ -1034,7 +1080,7 @@ def cluster_systems(
         warnings=tuple(notes + ([one_sided[1]] if one_sided else []) + _cluster_notes(pair_floor, floor,
                                                                                        pr.pair_annotator, conflicts)
                        + [w for w in (similar_names_warning(pr.systems),) if w]
-                       + _stouffer_note(run.forced, pr.systems)),
+                       + _stouffer_note(run.forced, pr.systems) + _stouffer_tail_note(run.tiny, pr.systems)),
     )
 
 
@@ -1047,6 +1093,18 @@ def _stouffer_note(forced: list[tuple[int, int, str]], systems: Sequence[str]) -
             "has p = 1 (every difference there zero, or exactly balanced), which makes the Stouffer combination 1 "
             "whatever the other domains show, as WMT24's tools.py does; compare those pairs without --by-domain, or "
             "per domain"]
+
+
+def _stouffer_tail_note(tiny: list[tuple[int, int, str, float]], systems: Sequence[str]) -> list[str]:
+    """A line for the pairs whose Stouffer combination differs from WMT24's tools.py: a domain p below 2**-53,
+    where tools.py's ``Phi^-1(1 - p)`` is +inf (and its combined p 0, whatever the other domains show)."""
+    if not tiny:
+        return []
+    shown = ", ".join(f"{systems[i]} vs {systems[j]} (domain {g}: p = {pk:.3g})" for i, j, g, pk in tiny[:4])
+    return [f"--by-domain: in {len(tiny)} system pair(s) ({shown}{', ...' if len(tiny) > 4 else ''}) a domain's p is "
+            "below 1.1e-16, where WMT24's tools.py takes Phi^-1(1 - p) = +inf and combines to p = 0 whatever the other "
+            "domains show; ddpcore uses Phi^-1 of the upper tail (finite; from log p where p underflows to 0), so "
+            "those combined p-values differ from tools.py's"]
 
 
 def _resampling_notes(strategy: _Strategy, method: str, alpha: float, indices: Any, n_boot: int,

@@ -694,7 +694,7 @@ def _prepare(
     counts (U,) and unit keys; every check of the long score table (D391-D399)."""
     import polars as pl
 
-    from ._table import factorize, table_source
+    from ._table import factorize, group_sums, table_source
 
     source = table_source(table)
     df, segment, systems_present = _compare_frame(table, source, baseline, metrics, unit, document, segment, system,
@@ -728,7 +728,7 @@ def _prepare(
     ucell = unit_code * n_sys + sys_code
     sums = np.empty((n_units, len(metrics), n_sys), dtype=np.float64)
     for j, v in enumerate(vals):
-        sums[:, j, :] = np.bincount(ucell, weights=v, minlength=n_units * n_sys).reshape(n_units, n_sys)
+        sums[:, j, :] = group_sums(ucell, v, n_units * n_sys).reshape(n_units, n_sys)  # row-order independent
     counts = np.bincount(unit_of_item, minlength=n_units).astype(np.float64)
     return _Prepared(sums=sums, counts=counts, systems=systems, unit_keys=unit_keys, n_segments=n_items,
                      scale_exp=exps)

@@ -266,6 +266,8 @@ def pearson(x: npt.ArrayLike, y: npt.ArrayLike) -> CorrelationResult:
     if np.isnan(xa).any() or np.isnan(ya).any() or (xa == xa[0]).all() or (ya == ya[0]).all():
         return _nan_result(n, "pearson")
     r = _pearson_r(_unit_scale(xa), _unit_scale(ya))
+    if n == 2:  # two points lie on a line: exactly +-1 (scipy's rule; the arithmetic can give 0.9999999999999998)
+        r = math.copysign(1.0, r)
     from scipy import special
 
     ab = n / 2 - 1

@@ -626,6 +626,8 @@ def item_statistics(h: npt.ArrayLike, m: npt.ArrayLike, valid: npt.ArrayLike) ->
     k = load("stats_meta").item_pairs(h, m, ok, out["pearson"], out["tau_b"], out["pairs"], out["con0"], out["tie0"],
                                       e_item, e_adm, e_sign)
     out["entries"] = (e_item[:k], e_adm[:k], e_sign[:k])  # type: ignore[assignment]
+    two = out["pairs"] == 1  # two cells: r is exactly +-1, as scipy's pearsonr (the kernel can give 1 - 2e-16)
+    out["pearson"][two] = np.sign(out["pearson"][two])
     return out
 
 
@@ -791,7 +793,7 @@ def _pearson_from_sums(n: Any, sh: Any, shh: Any, sm: Any, smm: Any, shm: Any) -
         vm = smm - sm * sm / n
         r = cov / np.sqrt(vh * vm)
     r = np.where((n >= 2) & (vh > 0) & (vm > 0), r, np.nan)
-    return np.clip(r, -1.0, 1.0)
+    return np.where(n == 2, np.sign(r), np.clip(r, -1.0, 1.0))  # two points: exactly +-1, as scipy's pearsonr
 
 
 def _item_calibration(item_cache: dict[str, Any], k: int, bin_code: np.ndarray, n_bins: int
@@ -1862,13 +1864,16 @@ def to_markdown(res: MetaResult, stats: Sequence[str] = STATS) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "↓": r"$\downarrow$", "—": "--",
-        # as written in any font encoding (OT1 prints < > | as inverted marks and a dash); a line break in a name
-        # would end a % comment line, and a blank line inside a cell is a paragraph break tabular refuses
-        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "\n": " ", "\r": " "}
+        # as written in any font encoding (OT1 prints < > | as inverted marks and a dash; babel's ngerman makes
+        # '"' active); tex_cell writes a line break in a name as the two characters \n (a bare one would end a
+        # % comment line, and a blank line inside a cell is a paragraph break tabular refuses)
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", '"': r"\textquotedbl{}"}
 
 
-def _tex(s: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in s)
+def _tex(s: str, row_start: bool = False) -> str:
+    from ..io.tables import tex_cell
+
+    return tex_cell(s, _TEX, row_start=row_start)
 
 
 def to_latex(res: MetaResult, stats: Sequence[str] = STATS) -> str:
@@ -1879,7 +1884,7 @@ def to_latex(res: MetaResult, stats: Sequence[str] = STATS) -> str:
         out.append(f"% {st}: document-bootstrap 95% CI; $\\downarrow$ significantly below the first bin (Holm)")
         out.append("\\begin{tabular}{l" + "r" * (len(heads) - 1) + "}")
         out += ["\\toprule", " & ".join(_tex(h) for h in heads) + " \\\\", "\\midrule"]
-        out += [" & ".join(_tex(x) for x in r) + " \\\\" for r in rows]
+        out += [" & ".join(_tex(x, i == 0) for i, x in enumerate(r)) + " \\\\" for r in rows]
         out += ["\\bottomrule", "\\end{tabular}", ""]
     return "\n".join(out)
 

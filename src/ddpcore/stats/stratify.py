@@ -259,8 +259,8 @@ def _check_inputs(profile: Any, psig: dict[str, Any], ppath: str, scores: Any, s
         [c for c in pschema if c not in sschema and c not in (S.DDP, ddp_col)]
     for b in by_all:
         if b not in avail_by:
-            raise DDPUsageError(f"--by {b}: not a column of the scores or the profile; available columns: "
-                                f"{', '.join(dict.fromkeys(avail_by))}", code="D651")
+            raise DDPUsageError(f"--by {b}: not a column of the scores {sname} or the profile {ppath}; available "
+                                f"columns: {', '.join(dict.fromkeys(avail_by))}; group by one of them", code="D651")
     s_by = [b for b in dict.fromkeys(by_all) if b in sschema or (multi and b == METRIC)]
     p_by = [b for b in dict.fromkeys(by_all) if b not in s_by]
     return _Inputs(plf, slf, pschema, sschema, cols.document, keys, s_by, p_by, multi)
@@ -412,7 +412,7 @@ def _check_join(inp: _Inputs, joined: pl.LazyFrame, frame: pl.DataFrame, join: d
         what = "has no profile segment" if bad["__hit"] is None else "has a null or non-finite score"
         ids = ", ".join(f"{sc}={bad[sc]!r}" for _, sc in keys)
         raise DDPDataError(
-            f"--strict-join: score row ({ids}) {what} ({n_unmatched} unmatched row(s), "
+            f"--strict-join: {sname}: score row ({ids}) {what} ({n_unmatched} unmatched row(s), "
             f"{n_null} null score(s)); drop --strict-join to count and skip them", code="D653")
     if frame.height == 0 and n_unmatched == n_rows:
         raise DDPDataError(f"no score row of {sname} matches a segment of the profile {ppath} (join on "
@@ -746,10 +746,11 @@ class _Curves:
         return _groups(frame, by, self.edges, self.n_boot, self.seed, self.lowess_max_points, self.threads)
 
 
-def _gap_groups(prep: _Prepared, by: list[str], gap: tuple[str, str], gcol: str, curves: _Curves) -> list[dict[str, Any]]:
+def _gap_groups(prep: _Prepared, by: list[str], gap: tuple[str, str], gcol: str, curves: _Curves,
+                names: str = "the scores") -> list[dict[str, Any]]:
     """The groups of the score difference A - B of ``gap = (A, B)``, two values of ``gcol``, paired per profile
-    segment within the other ``by`` columns (D655: a value missing, a side scoring a segment twice, no pair);
-    ``prep.join["gap_pairs"]`` counts the pairs."""
+    segment within the other ``by`` columns (D655: a value missing, a side scoring a segment twice, no pair;
+    ``names``: the joined files, for the messages); ``prep.join["gap_pairs"]`` counts the pairs."""
     import polars as pl
 
     f = prep.frame
@@ -758,7 +759,7 @@ def _gap_groups(prep: _Prepared, by: list[str], gap: tuple[str, str], gcol: str,
     have = sorted(set(vals.unique().drop_nulls().to_list()))
     for v in (a, b):
         if v not in have:
-            raise DDPUsageError(f"--gap {a},{b}: {v!r} is not a value of '{gcol}'; values: {', '.join(have[:30])}"
+            raise DDPUsageError(f"--gap {a},{b}: {names}: {v!r} is not a value of '{gcol}'; values: {', '.join(have[:30])}"
                                 + (" ..." if len(have) > 30 else ""), code="D655")
     rest = [c for c in by if c != gcol]
     # pair on the profile's segment (document + DDP + the join keys are implied by the row's segment)
@@ -770,13 +771,14 @@ def _gap_groups(prep: _Prepared, by: list[str], gap: tuple[str, str], gcol: str,
         dup = fx.filter(pl.struct(key).is_duplicated())
         if dup.height:
             raise DDPUsageError(
-                f"--gap {a},{b}: {gcol} {side!r} scores {dup.select(SEGK).n_unique()} segment(s) more than once "
+                f"--gap {a},{b}: {names}: {gcol} {side!r} scores {dup.select(SEGK).n_unique()} segment(s) more than once "
                 f"({dup.height} rows) within the other --by columns, so A and B cannot be paired; add the column "
                 "that tells them apart (e.g. lp, annotator) to --by", code="D655")
     paired = fa.join(fb, on=key, how="inner", nulls_equal=True, maintain_order="left").with_columns(
         (pl.col("__a") - pl.col("__b")).alias(SCORE), pl.lit(f"{a} - {b}").alias(gcol))
     if paired.height == 0:
-        raise DDPDataError(f"--gap {a},{b}: no segment is scored for both", code="D655")
+        raise DDPDataError(f"--gap {a},{b}: {names}: no segment is scored for both {a!r} and {b!r} (column '{gcol}'); "
+                           "give two values that score the same segments", code="D655")
     gaps = curves.groups(paired.select(*[c for c in [gcol, *rest] if c in paired.columns], DOCK, DDPK, SCORE),
                          [gcol, *rest])
     prep.join["gap_pairs"] = int(paired.height)
@@ -836,7 +838,8 @@ def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.Laz
     _outside_bins(prep, edges)
     result: dict[str, Any] = {"groups": curves.groups(prep.frame, by)}
     if gap is not None and gcol is not None:
-        result["gaps"] = _gap_groups(prep, by, (str(gap[0]), str(gap[1])), gcol, curves)
+        result["gaps"] = _gap_groups(prep, by, (str(gap[0]), str(gap[1])), gcol, curves,
+                                     f"{scores_name or '<scores>'} joined to the profile {ppath}")
     result["signature"] = _signature(prep, profile_name, scores_name, score_cols, ddp_col, curves, gap, gcol)
     return result
 
@@ -868,15 +871,17 @@ def to_tsv(result: dict[str, Any]) -> str:
 
 def to_text(result: dict[str, Any]) -> str:
     """A readable table: per group ρ (p) and the binned means with CIs."""
+    from ..io.tables import text_cell
+
     lines = []
     by = result["signature"]["by"]
     gcol = (result["signature"].get("gap") or {}).get("col")
     col = result["signature"].get("ddp_col", S.DDP)
-    lab = "DDP" if col == S.DDP else f"DDP ({col})"
+    lab = "DDP" if col == S.DDP else f"DDP ({text_cell(col)})"
     for kind in ("groups", "gaps"):
-        for g in result.get(kind, []):
-            name = ", ".join(f"{c}={g.get(c)}" for c in ([gcol] if kind == "gaps" and gcol not in by else []) + by) \
-                or "all"
+        for g in result.get(kind, []):  # a group name on one line (text_cell)
+            name = ", ".join(f"{text_cell(c)}={text_cell(g.get(c))}"
+                             for c in ([gcol] if kind == "gaps" and gcol not in by else []) + by) or "all"
             rho, p = g["spearman"]["rho"], g["spearman"]["p"]
             rs = "n/a" if rho is None else f"{rho:+.3f} (p={p:.2g})"
             lines.append(f"{'gap ' if kind == 'gaps' else ''}{name}: n={g['n']}, Spearman rho {rs}")
