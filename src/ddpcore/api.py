@@ -65,7 +65,7 @@ class ProfileOptions:
     ``distance``: ``"chained"`` measures an anchor back to its entity's first mention, ``"nearest"``
     to the most recent previous mention (ablation; ``--distance``). ``sentence_unit``: ``"segment"``
     counts every input segment as one sentence unit (spaCy's pieces of a segment share its index),
-    to align with gold sentences (``--sentence-unit``). ``reader``, ``docs``, ``txt_mode``: the input
+    to align with gold sentences (Python only: ``ddp validate`` uses it; the CLI has no flag). ``reader``, ``docs``, ``txt_mode``: the input
     reader (``"table"|"wmt24"|"wmt25"|"lines"``), the ``.docs`` file of ``wmt24``/``lines`` and the
     ``.txt`` folder mode (``"lines"|"paragraphs"``), as :func:`ddpcore.io.sources.iter_input_chunks`
     (hard-wrapped text warns with ``warnings.warn``). ``n_threads``: threads of the distance kernel.

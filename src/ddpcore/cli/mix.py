@@ -152,6 +152,8 @@ def run_mix(args: argparse.Namespace) -> int:
                f"infeasible (shorter than the pool): {res.infeasible.height} MIX documents in "
                f"{len(summary['infeasible_documents'])} documents\n"
                f"wrote {targets[0].path} and {targets[1].path}\nsignature: {sig_json}")
+        if args.fail_on:  # the gate's verdict, as -f json's passed
+            out += f"\ngate --fail-on {args.fail_on}: {'FAILED' if failed else 'passed'}"
     print(out)
     sys.stdout.flush()
     if res.infeasible.height:

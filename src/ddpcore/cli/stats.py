@@ -261,6 +261,9 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, tsv_rows
         out = text
     else:
         out = _tsv(tsv_rows, payload.get("signature"))
+    if args.output_format != "json" and "passed" in payload:  # the gate's verdict in every format, as JSON's passed
+        gate = f"gate --fail-on {args.fail_on}: {'passed' if payload['passed'] else 'FAILED'}"
+        out = f"{out}\n{gate}" if args.output_format == "text" else f"{out}\n# {gate}"
     target = getattr(args, "_target", None)
     if target is not None:
         write_result(target, out, payload.get("signature"), f"ddp stats {args.stats_command}")

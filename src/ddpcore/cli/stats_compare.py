@@ -312,6 +312,8 @@ def render(res: Any, fmt: str, payload: dict[str, Any] | None = None) -> str:
         lines = [f"# signature: {res.signature_line}", tsv_line(keys)]
         for r in res.rows():
             lines.append(tsv_line([r[k] for k in keys]))
+        if payload.get("fail_on"):  # the gate's verdict, as the other formats record it
+            lines.append(f"# gate --fail-on {payload['fail_on']}: {'passed' if payload['passed'] else 'FAILED'}")
         return "\n".join(lines)
     blocks = []
     for m in res.metrics:

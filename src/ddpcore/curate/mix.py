@@ -304,11 +304,12 @@ def build_mix(
     """
     import polars as pl
 
-    from ..io.tables import read_table, require_columns
+    from ..io.tables import check_distinct_columns, read_table, require_columns
 
+    cols = {"document": document, "segment": segment, "system": system, "text": text}
+    check_distinct_columns([(FLAGS[k], v) for k, v in cols.items()])
     df = read_table(outputs)
     source = name or (str(outputs) if isinstance(outputs, str) or hasattr(outputs, "__fspath__") else "<table>")
-    cols = {"document": document, "segment": segment, "system": system, "text": text}
     require_columns(df, list(cols.values()), source, flags={v: FLAGS[k] for k, v in cols.items()})
     carry = [c for c in dict.fromkeys(carry) if c not in cols.values()]
     require_columns(df, carry, source)

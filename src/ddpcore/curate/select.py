@@ -43,7 +43,6 @@ documents hold that context already, and the signature would record a context th
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import math
 import os
@@ -832,7 +831,9 @@ def write_selected(path: Path, fmt: str, keep: np.ndarray, target: Any, signatur
         if fmt == "parquet":
             _write_body(path, fmt, keep, n_rows, None, signature, tmp)
         else:
-            with (gzip.open(tmp, "wb") if target.gzip else open(tmp, "wb")) as fh:
+            from ..io.tables import GzipOutput
+
+            with (GzipOutput(tmp) if target.gzip else open(tmp, "wb")) as fh:
                 _write_body(path, fmt, keep, n_rows, fh, signature, None)
         if target.sidecar is not None:  # the signature and the stamp of the finished data file
             outs.temp(target.sidecar).write_text(sidecar_text(json_safe(signature), tmp, allow_nan=False),
@@ -891,8 +892,11 @@ def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
             ) -> tuple[InputIndex, Profile, Matched]:
     """Index the input, read the profile and match them (column names from the profile's
     signature unless given; ``Matched.ddp`` holds the profile's ``ddp_col``)."""
+    from ..io.tables import check_distinct_columns
+
     prof_sig = read_signature(Path(profile))
     cols = cols or profile_columns(prof_sig)
+    check_distinct_columns([("--document-col", cols.document), ("--segment-col", cols.segment)])
     prof = load_profile(profile, cols, ddp_col=ddp_col)
     index, m = index_and_match(source, prof, reader=reader, docs=docs)
     prof.frame = prof.frame.clear()  # its rows are in ``m`` now; keep the schema, free the memory
@@ -1004,6 +1008,8 @@ def write_layout(index: InputIndex, keep: np.ndarray, out: Path, signature: dict
         mask, fmt = line_keep(index, keep, n_lines), "lines"
         if outputs is not None:
             aligned_files(outputs, n_lines, skip=[index.path])  # every aligned file has the source's lines
+    from ..io.tables import GzipOutput
+
     made: list[Path] = []
     try:
         with _output_set(out, signature.get("command")) as outs:
@@ -1016,7 +1022,7 @@ def write_layout(index: InputIndex, keep: np.ndarray, out: Path, signature: dict
                                    encoding="utf-8")
                     continue
                 written[dst] = tmp
-                with (gzip.open(tmp, "wb") if dst.suffix == ".gz" else open(tmp, "wb")) as fh:
+                with (GzipOutput(tmp) if dst.suffix.lower() == ".gz" else open(tmp, "wb")) as fh:
                     for piece in iter_selected_bytes(src, fmt, mask, int(mask.size)):
                         fh.write(piece)
     except BaseException:

@@ -954,7 +954,8 @@ def _stage(source: Any, o: RunOptions, where: _Where, name: str) -> Any:
     parquet = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith((".parquet", ".pq"))
     if where.local is None and not (parquet and o.reader == "table"):
         raise DDPUsageError(f"{name}: with a dataset at a URI ({where.dataset}) the input must be a Parquet file the "
-                            "workers can read (convert it with `ddp convert`, or give a local output folder)",
+                            "workers can read, with --reader table (convert it to a Parquet table first, e.g. "
+                            "with polars: `pl.read_ndjson(PATH).write_parquet(...)`; or give a local output folder)",
                             code="D861")
     src = source if not isinstance(source, (str, os.PathLike)) or fs.is_uri(source) else Path(os.path.abspath(source))
     fs.make_dirs(where.dataset)

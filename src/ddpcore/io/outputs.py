@@ -222,6 +222,9 @@ def check_claims(written: Iterable[tuple[str, PathArg]], inputs: Iterable[PathAr
         if inp is None or str(inp) in ("", STDOUT):
             continue
         in_ids.append((Path(inp), file_identity(Path(inp))))
+        side = sidecar_path(inp)  # an input's signature sidecar is read with it (its settings, columns)
+        if os.path.isfile(side):
+            in_ids.append((side, file_identity(side)))
     claimed = [(what, Path(path), file_identity(Path(path))) for what, path in written]
     # look-ups by resolved path and by (device, inode): linear in the number of files (a WMT layout
     # writes one file per system)

@@ -31,6 +31,7 @@ runs per line or per segment.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -81,7 +82,8 @@ def default_docs(source: Path) -> Path:
     stem = stem.rsplit(".", 1)[0] if "." in stem else stem
     short = re.sub(r"([_.-](source|src))$", "", stem)
     tried = [source.with_name(stem + ".docs"), source.with_name(short + ".docs"),
-             source.parent.parent / "documents" / (stem + ".docs")]
+             # lexically one folder up, also for a bare or ../ relative path (Path("x.txt").parent.parent is ".")
+             Path(os.path.normpath(os.path.join(source.parent, os.pardir, "documents", stem + ".docs")))]
     for cand in tried:
         if cand.is_file():
             return cand

@@ -40,7 +40,7 @@ class Sink:
     """Writes one output table piece by piece (Parquet row groups, or appended text)."""
 
     def __init__(self, fh_or_path: Any, fmt: str, *, gzip_: bool, metadata: dict[str, str]) -> None:
-        import gzip
+        from .tables import GzipOutput
 
         self.fmt = fmt
         self.metadata = metadata
@@ -51,7 +51,7 @@ class Sink:
         if fmt == "parquet":
             self._fh = None
         elif self._path is not None:
-            self._fh = gzip.open(self._path, "wb") if gzip_ else open(self._path, "wb")
+            self._fh = GzipOutput(self._path) if gzip_ else open(self._path, "wb")
         else:
             self._fh = fh_or_path
         if fmt == "json" and self._fh is not None:

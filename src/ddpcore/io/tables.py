@@ -962,6 +962,19 @@ def scan_csv_lossless(path: Path, fmt: str, quoted: bool, text_columns: Sequence
     return pl.scan_csv(path, **opts, schema_overrides={**fixed, **{c: pl.String for c, p in zip(ints, padded) if p}})
 
 
+def check_distinct_columns(roles: Sequence[tuple[str, str | None]]) -> None:
+    """D972 (exit 2) when two ``(flag, column)`` roles name one column (``None`` = role not used): one column cannot be,
+    say, both the document ids and the segment ids; found before the table is read, not as a polars error later."""
+    seen: dict[str, str] = {}
+    for flag, name in roles:
+        if name is None:
+            continue
+        if name in seen and seen[name] != flag:
+            raise DDPUsageError(f"{seen[name]} and {flag} both name the column '{name}'; one column cannot have two "
+                                "roles, give each its own column", code="D972")
+        seen.setdefault(name, flag)
+
+
 def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, flags: dict[str, str] | None = None) -> None:
     """Raise :class:`DDPDataError` naming the first missing column and the flag that selects it."""
     for col in columns:
@@ -1053,6 +1066,25 @@ def read_parquet_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in meta.items() if not k.startswith(b"ARROW")}
 
 
+class GzipOutput(gzip.GzipFile):
+    """A ``.gz`` output opened for writing at ``path`` (a temporary file): its header holds no file name and no
+    time stamp (as ``gzip -n``), so the same data gives the same bytes, and never the temporary's name."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._raw = open(path, "wb")
+        try:
+            super().__init__(filename="", mode="wb", fileobj=self._raw, mtime=0)
+        except BaseException:
+            self._raw.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
 def _is_gzip(path: Path) -> bool:
     return path.suffix.lower() == ".gz"
 
@@ -1067,7 +1099,7 @@ def _write_to(df: pl.DataFrame, fmt: str, tmp: Path, metadata: dict[str, str] | 
             table = table.replace_schema_metadata(meta)
         pq.write_table(table, tmp)
         return
-    with (gzip.open(tmp, "wb") if compress else open(tmp, "wb")) as fh:
+    with (GzipOutput(tmp) if compress else open(tmp, "wb")) as fh:
         write_text_table(df, fmt, fh)
 
 

@@ -59,7 +59,7 @@ class BinomTestResult(AsDict):
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def check_alternative(alternative: Any, flag: str = "--alternative") -> str:
+def check_alternative(alternative: Any, flag: str = "alternative=") -> str:
     if alternative not in ALTERNATIVES:
         raise DDPUsageError(
             f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r} ({flag})", code="D540"

@@ -741,8 +741,11 @@ def _compare_frame(table: Any, source: str, baseline: str, metrics: list[str], u
     used (``None``: document-level rows) and the systems present."""
     import polars as pl
 
+    from ..io.tables import check_distinct_columns
     from ._frames import as_frame
 
+    check_distinct_columns([("--document-col", document), ("--segment-col", segment), ("--system-col", system),
+                            *(("--score-col", m) for m in metrics)])
     df = as_frame(table, key_columns=(document, segment, system))  # CSV ids 1.5 and 1.50: two documents
     cols = set(df.columns)
     flags = {document: "--document-col", system: "--system-col"}

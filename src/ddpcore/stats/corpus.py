@@ -427,6 +427,9 @@ def _corpus_frame(table: Any, cols: CorpusColumns, exclude_systems: Sequence[str
     from ._frames import as_frame
     from ._table import table_source
 
+    from ..io.tables import check_distinct_columns
+
+    check_distinct_columns([f for f in cols.flags() if f[0] in ("--document-col", "--segment-col", "--system-col")])
     is_path = isinstance(table, (str, bytes)) or hasattr(table, "__fspath__")
     source = str(table) if is_path else table_source(table)
     if is_path:

@@ -223,6 +223,10 @@ class MetaResult:
             hit = [t for t in self.tests["bins_vs_first"] if t["stat"] == stat and t["metric"] in metrics
                    and t["low"] >= min_ddp]
             tested_bins = {(t["metric"], t["low"]) for t in hit}
+            if not any(b["low"] >= min_ddp for b in self.bins[1:]):  # nothing to test: said, not a silent pass
+                edges = ", ".join(b["label"] for b in self.bins)
+                notes.append(f"{text}: no bin after the first has a lower edge >= {min_ddp:g} (bins {edges}), so "
+                             "nothing was tested; add that edge to --bins or lower the gate's DDP")
             for b in self.bins[1:]:
                 if b["low"] >= min_ddp:
                     for m in metrics:

@@ -32,7 +32,7 @@ appropriateness    有问题                                                    
 critical 50, for an item of any dimension that carries a severity label (轻微 / Minor is minor;
 普通 / Major is major). An item without one (有问题) takes its dimension's level from the
 paper's Appendix E: fluency errors minor (2), appropriateness errors major (5). Failed
-checkpoints are major (5); an unknown accuracy label counts as major (5). Under ``paper``
+checkpoints are major (5); an unknown accuracy label (a bare 有问题 included) counts as major (5). Under ``paper``
 labels are matched after trimming and case-folding, the severity is read from ``问题严重程度``
 or ``severity`` and a checkpoint's verdict from ``判断结果``, ``result`` or ``verdict``.
 
@@ -149,7 +149,7 @@ def _deduction(dim: str, item: dict[str, Any], mapping: str) -> tuple[float, boo
     if dim == "accuracy":
         if sev in _PAPER:
             return _PAPER[sev], False
-        return 5.0, sev is None
+        return 5.0, True  # no severity (unknown, or a bare 有问题): the paper gives accuracy no default level
     per_issue = 2.0 if dim == "fluency" else 5.0
     if sev is None:
         return 0.0, True  # unknown label deducts nothing
@@ -229,6 +229,7 @@ def metric_s(records: Iterable[Any], mapping: Mapping = "code", *, source: str |
         raise DDPUsageError(f"mapping must be 'code' or 'paper', got {mapping!r} (--mapping)", code="D550")
     out = []
     seen: dict[str, str] = {}  # an id given by the records -> where it was first
+    positional: dict[str, str] = {}  # the position-id of a record without an id -> where it is
     for i, rec in enumerate(records, 1):
         given = isinstance(rec, dict) and rec.get("id") is not None
         rid = str(rec["id"]) if given else str(i)
@@ -243,6 +244,14 @@ def metric_s(records: Iterable[Any], mapping: Mapping = "code", *, source: str |
                     "item is judged once (a judge run appended twice?): remove one of the two records",
                     code="D556")
             seen[rid] = where
+        if (not given and rid in seen) or (given and rid in positional):
+            # a record without an id is named by its position: two rows with one id, which is which?
+            a, b = (where, seen[rid]) if not given else (positional[rid], where)
+            raise DDPDataError(
+                f"{a} has no id and is named by its position {rid!r}, which {b.rsplit(': ', 1)[-1]} gives as its id: "
+                "two output rows would share the id; give every record an id (or none)", code="D556")
+        if not given:
+            positional[rid] = where
         out.append(score_judgement(rec, mapping, rid, where=where))
     return out
 
@@ -332,9 +341,19 @@ class ConsistencyResult:
     warnings: tuple[str, ...] = ()
 
 
+# a difference within this relative distance of the tie threshold is the threshold itself, not "below" it:
+# 70 and 65 of 100 normalise to 0.7 - 0.65 = 0.04999999999999993 in floating point, a 5-point gap (0.05)
+_TIE_REL = 1e-9
+
+
+def _below(d: np.ndarray | float, t: float) -> np.ndarray | bool:
+    """``|d| < t`` of normalised differences, rounding noise at the threshold not counted as below it."""
+    return np.abs(d) < t * (1.0 - _TIE_REL)
+
+
 def _consistent(dm: np.ndarray, dh: np.ndarray, t: float, th: float) -> np.ndarray:
-    tie_m = np.abs(dm) < t
-    tie_h = np.abs(dh) < th
+    tie_m = _below(dm, t)
+    tie_h = _below(dh, th)
     return (tie_m & tie_h) | (~tie_m & ~tie_h & (np.sign(dm) == np.sign(dh)))
 
 
@@ -377,12 +396,21 @@ def metric_human_consistency(
     t = float(tie_threshold)
     th = t if human_tie_threshold is None else float(human_tie_threshold)
     if not (math.isfinite(t) and t >= 0 and math.isfinite(th) and th >= 0):
-        raise DDPUsageError("tie thresholds must be finite and >= 0 (--tie-threshold)", code="D554")
+        raise DDPUsageError("tie thresholds must be finite and >= 0 (tie_threshold=, human_tie_threshold=)",
+                            code="D554")
     for lo, hi in (metric_range, human_range):
         if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
             raise DDPUsageError(f"a score range needs low < high, got ({lo}, {hi})", code="D554")
-    m = (np.asarray(metric, dtype=np.float64) - metric_range[0]) / (metric_range[1] - metric_range[0])
-    h = (np.asarray(human, dtype=np.float64) - human_range[0]) / (human_range[1] - human_range[0])
+    raw_scores = []
+    for what, values in (("metric", metric), ("human", human)):
+        try:  # a text label ("n/a") in a score column is bad data, not a crash
+            raw_scores.append(np.asarray(values, dtype=np.float64))
+        except (TypeError, ValueError) as exc:
+            raise DDPDataError(f"{what} scores must be numbers, one per (item, system): {exc}", code="D555") from None
+        if raw_scores[-1].ndim != 1:
+            raise DDPDataError(f"{what} scores must be a flat sequence, one number per (item, system)", code="D555")
+    (mr, hr), wm, wh = raw_scores, metric_range[1] - metric_range[0], human_range[1] - human_range[0]
+    m, h = (mr - metric_range[0]) / wm, (hr - human_range[0]) / wh
     it = np.asarray(item, dtype=object).astype(str)
     sy = np.asarray(system, dtype=object).astype(str)
     if not (m.size == h.size == it.size == sy.size):
@@ -404,7 +432,7 @@ def metric_human_consistency(
     notes = []
     for what, norm, tt, flag in (("metric", m, t, "metric_range"), ("human", h, th, "human_range")):
         span = float(norm.max() - norm.min()) if norm.size else 0.0
-        if norm.size > 1 and span < tt:  # every difference below the threshold: all ties, whatever the ranking
+        if norm.size > 1 and _below(span, tt):  # every difference below the threshold: all ties, whatever the ranking
             notes.append(f"every {what} pair is a tie: the {what} scores span {span:.3g} of their scale {flag}, less "
                          f"than the tie threshold {tt:g}; if the scores are on another scale (e.g. 0-1 scores with the "
                          f"default {flag}=(0, 100)), give it")
@@ -416,13 +444,23 @@ def metric_human_consistency(
     order = np.argsort(it, kind="stable")
     i, j = _pairs_within(it[order])
     i, j = order[i], order[j]
-    seg = _consistent(m[i] - m[j], h[i] - h[j], t, th)
+    # differences (and means) on the raw scale, normalised once: 70 - 65 = 5 of 100 is 0.05 exactly, and equal
+    # means of integer scores stay equal (normalising each score first adds rounding noise to both)
+    seg = _consistent((mr[i] - mr[j]) / wm, (hr[i] - hr[j]) / wh, t, th)
     systems, inv = np.unique(sy, return_inverse=True)
     cnt = np.bincount(inv).astype(np.float64)
-    mm = np.bincount(inv, weights=m) / cnt
-    hm = np.bincount(inv, weights=h) / cnt
+    n_items = np.unique(it).size
+    if systems.size > 1 and (cnt < n_items).any():  # (item, system) is unique: cnt = the items of each system
+        short = np.flatnonzero(cnt < n_items)
+        note = (f"systems are scored on different items ({', '.join(f'{systems[k]} on {int(cnt[k])}' for k in short[:3])}"
+                f"{', ...' if short.size > 3 else ''} of {n_items} items): the system-level figure compares means over "
+                "different documents; keep only the items every system is scored on to compare like with like")
+        notes.append(note)
+        warnings.warn(note, UserWarning, stacklevel=2)
+    mm = np.bincount(inv, weights=mr) / cnt
+    hm = np.bincount(inv, weights=hr) / cnt
     a, b = np.triu_indices(systems.size, k=1)
-    sys_ok = _consistent(mm[a] - mm[b], hm[a] - hm[b], t, th)
+    sys_ok = _consistent((mm[a] - mm[b]) / wm, (hm[a] - hm[b]) / wh, t, th)
     return ConsistencyResult(
         segment_consistency=float(seg.mean()) if seg.size else float("nan"), n_segment_pairs=int(seg.size),
         system_consistency=float(sys_ok.mean()) if sys_ok.size else float("nan"), n_system_pairs=int(sys_ok.size),
