@@ -256,7 +256,7 @@ def test_a_nan_id_is_missing_in_every_container():
     dom = _long_table().filter(pl.col("condition") == "DOC").with_columns(
         pl.when(pl.col("document_id") == "doc005").then(float("nan")).otherwise(1.0).alias("domain"))
     for src in (dom, dom.to_pandas()):  # polars: was D304 from deep inside; pandas: D352
-        with pytest.raises(DDPDataError, match=r"\[D352\] row \d+: null domain"):
+        with pytest.raises(DDPDataError, match=r"\[D352\] <table>, column 'domain': \d+ row\(s\) with a null domain"):
             S.cluster_systems(src, "wmt24", by_domain=True)
 
 

@@ -323,6 +323,9 @@ def build_mix(
                                f"row {row}; every row needs a document id, a segment id and a system (fill them, or drop those rows)",
                                code="D503")
     present = sorted(df[system].unique().to_list())
+    # a single name given as a str is that one system, not its characters
+    exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems
+    pool = [pool] if isinstance(pool, str) else pool
     excl = list(dict.fromkeys(str(s) for s in exclude_systems))
     absent = [s for s in excl if s not in present]
     if absent:  # a typo must not leave the system in the pool in silence (the same rule as ddp blindness)

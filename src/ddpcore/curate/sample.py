@@ -13,6 +13,7 @@ input's order. Units whose value lies outside every bin are never sampled (count
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,8 +84,14 @@ def sample(source: str | os.PathLike[str], profile: str | os.PathLike[str], bins
            outputs: str | os.PathLike[str] | None = None, outputs_to: str | os.PathLike[str] | None = None,
            ddp_col: str = "ddp") -> SampleResult:
     """Draw the stratified sample and (with ``target``) write it; see the module docstring. ``ddp_col``:
-    the profile's DDP column the bins, the context and the summary use (``--ddp-col``)."""
+    the profile's DDP column the bins, the context and the summary use (``--ddp-col``). ``per_bin`` (units
+    per bin, documents or segments as ``by``) and ``seed`` are whole numbers, as ``--per-bin``/``--seed``
+    (a fraction or a text is D641, not rounded: ``per_bin=2.5`` drew 3 units a bin and recorded 2)."""
     edges = parse_bins(bins)
+    for flag, value in (("--per-bin", per_bin), ("--seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise DDPUsageError(f"{flag} must be a whole number, got {value!r} ({flag[2:].replace('-', '_')}= in "
+                                "Python)", code="D641")
     if per_bin < 1:
         raise DDPUsageError(f"--per-bin must be at least 1, got {per_bin}", code="D641")
     io = InputOptions(cols, reader, docs, ddp_col, outputs, outputs_to)

@@ -531,6 +531,10 @@ class Criteria:
     domains: tuple[str, ...] = ()
     with_context: bool = False
 
+    def __post_init__(self) -> None:
+        if isinstance(self.domains, str):  # one domain's name, not its characters
+            self.domains = (self.domains,)
+
     def check(self) -> None:
         if self.min_ddp is None and self.max_ddp is None and self.top_share is None:
             raise DDPUsageError("say what to keep: --min-ddp X, --max-ddp Y and/or --top-share F", code="D630")

@@ -10,6 +10,7 @@ sentences, the mean shift B − A per domain, and whether the ordering of domain
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -251,9 +252,10 @@ def agree(
     """
     import polars as pl
 
-    if within < 0:
-        raise DDPUsageError(f"--within {within}: the tolerance must be 0 or more sentences (within= in Python)",
-                            code="D435")
+    if isinstance(within, bool) or not isinstance(within, numbers.Integral) or within < 0:
+        # a text or None was a bare TypeError; True or 2.5 ran and was recorded as the tolerance (--within is an int)
+        raise DDPUsageError(f"--within {within!r}: the tolerance must be a whole number of sentences, 0 or more "
+                            "(within= in Python)", code="D435")
     df_a, sig_a, name_a = _load(a, "A", document, segment)
     df_b, sig_b, name_b = _load(b, "B", document, segment)
 

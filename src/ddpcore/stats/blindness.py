@@ -309,6 +309,8 @@ class BlindnessDesign:
 
         _check_design(self.alpha, self.tau_min, self.confidence, self.unit, self.attribute)
         _budget.check_n_boot(self.n_boot_cluster, "--n-boot-cluster")
+        if isinstance(self.exclude_systems, str):  # one system's name, not its characters
+            object.__setattr__(self, "exclude_systems", (self.exclude_systems,))
 
 
 @dataclasses.dataclass(frozen=True)

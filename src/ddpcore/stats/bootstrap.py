@@ -525,7 +525,7 @@ def bootstrap_tau(
         and ``(1 + confidence)/2`` quantiles of the defined replicates
         (``numpy.percentile``, linear interpolation).
     exclude_systems
-        Systems left out of the ranking (e.g. the human reference).
+        Systems left out of the ranking (e.g. the human reference): a name or a sequence of names.
     columns
         :class:`~ddpcore.stats.TableColumns` naming those columns (CLI ``--document-col`` ...;
         the annotator column is not used).
@@ -564,6 +564,7 @@ def bootstrap_tau(
     """
     from .correlation import kendall_tau_b
 
+    exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems  # one name
     opts = check_options(options, func="bootstrap_tau")
     if not 0.0 < float(confidence) < 1.0:
         raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
@@ -717,6 +718,7 @@ def bootstrap_system_means(
         ``replicates`` has shape (n_boot, n_systems), columns in ``systems`` order (sorted);
         NaN where a system has no rows among the drawn units.
     """
+    exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems  # one name
     opts = check_options(options, func="bootstrap_system_means")
     n_boot, seed, indices = opts.n_boot_or(DEFAULT_N_BOOT), opts.seed, opts.indices
     cols = check_columns(columns, func="bootstrap_system_means")
@@ -778,6 +780,7 @@ def unit_keys(
     """
     import polars as pl
 
+    exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems  # one name
     cols = check_columns(columns, func="unit_keys")
     required = ["document"] + (["segment"] if unit == "segment" else []) + (["condition"] if conditions else [])
     df = load_ratings(table, cols, required, nan_policy)

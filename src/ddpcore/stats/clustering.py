@@ -83,6 +83,7 @@ from ..signature import AsDict
 from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
+from ._table import ROLES as ROLE_COLUMNS
 from ._table import (check_key_types, check_single_condition, factorize, group_sums, json_safe, load_long_table,
                      signature, similar_names_warning, table_source)
 from .columns import TableColumns, check_columns, key_missing
@@ -385,7 +386,7 @@ class _Prepared:
 
 
 def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_default: bool,
-             by_domain: bool, source: str = "<table>") -> _Prepared:
+             by_domain: bool, source: str = "<table>", domain_col: str = schema.DOMAIN) -> _Prepared:
     """Codes of a long table (canonical names, n_rows rows): per-row system, unit, pairing-key
     and domain codes, shape (n_rows,) each. ``pair_annotator=None`` pairs on the annotator when
     the table has one and ``pair_default`` (the method's default) is true."""
@@ -409,12 +410,15 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_d
     domains: list[str] = []
     if by_domain:
         if schema.DOMAIN not in work.columns:
-            raise DDPDataError("by_domain needs a domain column (--domain-col NAME); available columns: "
-                               + ", ".join(df.columns), code="D352")
+            raise DDPDataError(f"{source}: by_domain needs a domain column, and there is no column '{domain_col}' "
+                               "(--domain-col NAME); available columns: " + ", ".join(df.columns), code="D352")
         missing = key_missing(work[schema.DOMAIN])  # null, or NaN in a float column (as pandas hands it over)
         if missing is not None:
-            row = int(missing.arg_true()[0]) + 1
-            raise DDPDataError(f"row {row}: null domain; every row needs a domain with --by-domain", code="D352")
+            # named by its ids: the rows here are one condition's, without omitted scores, so no input row number
+            first = work.row(int(missing.arg_true()[0]), named=True)
+            ids = ", ".join(f"{c}={first[c]!r}" for c in (schema.DOCUMENT_ID, schema.SEGMENT_ID, schema.SYSTEM))
+            raise DDPDataError(f"{source}, column '{domain_col}': {int(missing.sum())} row(s) with a null domain "
+                               f"(first: {ids}); every row needs a domain with --by-domain", code="D352")
         check_key_types(work, [schema.DOMAIN], source, "--domain-col")
         _check_one_domain_per_segment(work, source)
         dcode, dkeys = factorize(work, [schema.DOMAIN])
@@ -761,6 +765,13 @@ def _rank_conflicts(names: list[str], best: np.ndarray, worst: np.ndarray, sig: 
                         "reason": f"{b} has the lower mean but the one-sided test calls it significantly better "
                                   f"than {a} (n = {n[j, i]} {count}); the ranges count only systems listed above "
                                   f"(below)"})
+    # a range that misses the system's own position (wmt24 only: tools.py counts a significant difference between
+    # equal means as a loss for both systems, and the listing breaks the tie by name)
+    for k in np.flatnonzero((best > pos + 1) | (worst < pos + 1)):
+        out.append({"kind": "position", "above": names[k], "below": None, "witness": None,
+                    "reason": f"{names[k]} is listed at position {k + 1} but ranked {best[k]}-{worst[k]}: a system "
+                              "with the same mean differs from it significantly, and the rule counts that pair as a "
+                              "loss for both (WMT24 tools.py; the listing breaks ties in the mean by name)"})
     return out
 
 
@@ -1019,7 +1030,7 @@ def cluster_systems(
     df, one_sided = _cluster_rows(table, cols, condition_value, opts.nan_policy,
                                   unit=unit if strategy.bootstrap_units else None, counts=loaded)
     pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, pair_default=strategy.pair_annotator_default,
-                  by_domain=by_domain, source=source)
+                  by_domain=by_domain, source=source, domain_col=cols.domain)
     if strategy.bootstrap_units:
         from .bootstrap import _refuse_one_unit
 
@@ -1031,6 +1042,8 @@ def cluster_systems(
                         "use a paired test (--method wmt25, wmt24 or permutation) or a table with more segments",
                         consequence="every pair with different means would get p = 0 (significant)")
     notes = _resampling_notes(strategy, method, alpha, indices, n_boot, loaded)
+    lone = _one_unit_systems(pr) if strategy.bootstrap_units else []
+    notes += _one_unit_note(lone, pr.n_units, unit)
     means = _system_means(pr, macro_domains=by_domain)
     run = _Run(n_boot=n_boot if strategy.resampling else 0, seed=seed if strategy.resampling else 0,
                indices=indices, by_domain=by_domain, progress=None, budget=budget, threads=opts.kernel_threads)
@@ -1061,6 +1074,7 @@ def cluster_systems(
         n_below_min_pairs=pair_floor["n_below"] if pair_floor else None,
         n_rank_conflicts=len(conflicts),
         n_units_one_condition=one_sided[0] if one_sided else None,
+        n_systems_one_unit=len(lone) if strategy.bootstrap_units else None,
         nan_policy=opts.nan_policy,
         n_omitted=int(loaded.get("n_omitted") or 0),
     )
@@ -1082,6 +1096,28 @@ def cluster_systems(
                        + [w for w in (similar_names_warning(pr.systems),) if w]
                        + _stouffer_note(run.forced, pr.systems) + _stouffer_tail_note(run.tiny, pr.systems)),
     )
+
+
+def _one_unit_systems(pr: _Prepared) -> list[str]:
+    """Systems whose rows all lie in one resampling unit of a table with several (the bootstrap)."""
+    if pr.n_units < 2:
+        return []
+    cells = np.unique(pr.sys_code * pr.n_units + pr.unit_code)  # (system, unit) pairs present
+    per_system = np.bincount(cells // pr.n_units, minlength=len(pr.systems))
+    return [pr.systems[k] for k in np.flatnonzero(per_system == 1)]
+
+
+def _one_unit_note(lone: list[str], n_units: int, unit: str) -> list[str]:
+    """A line for the systems rated in a single resampling unit: every replicate that draws the unit gives
+    them the same mean, so their comparisons rest on the other system's variation only."""
+    if not lone:
+        return []
+    shown = ", ".join(lone[:5]) + (" ..." if len(lone) > 5 else "")
+    return [f"{len(lone)} system(s) have rows in a single {unit} of {n_units} ({shown}): the bootstrap redraws that "
+            f"{unit} whole, so their mean is the same in every replicate and each comparison with them rests on the "
+            "other system's variation alone (the p-value understates the uncertainty); compare them with a paired "
+            "test (--method wmt25, wmt24 or permutation), or rate them on more "
+            + ("documents" if unit == "document" else "segments") + " (signature n_systems_one_unit)"]
 
 
 def _stouffer_note(forced: list[tuple[int, int, str]], systems: Sequence[str]) -> list[str]:
@@ -1179,8 +1215,15 @@ def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, n
 
     df = load_long_table(table, columns=cols, required=("document", "segment", "system", "score"),
                          nan_policy=nan_policy, counts=counts)  # type: ignore[arg-type]
-    if cols.domain != schema.DOMAIN and cols.domain in df.columns:
-        df = df.rename({cols.domain: schema.DOMAIN})
+    if cols.domain != schema.DOMAIN:
+        # the chosen column under the name loading gave it (a role column, e.g. --domain-col document_id, is copied,
+        # not renamed away); a column that merely carries the name 'domain' is not the domain column
+        loaded = {c: canon for role, canon in ROLE_COLUMNS.items() if (c := getattr(cols, role)) is not None}
+        src = loaded.get(cols.domain, cols.domain)
+        if src in df.columns:
+            df = df.with_columns(pl.col(src).alias(schema.DOMAIN))
+        elif schema.DOMAIN in df.columns:
+            df = df.drop(schema.DOMAIN)
     if schema.CONDITION in df.columns:
         present = df[schema.CONDITION].cast(pl.String).unique().sort().to_list()
         if condition_value is not None:
@@ -1258,7 +1301,9 @@ def _cluster_notes(pair_floor: dict[str, Any] | None, floor: int | None, pair_an
                      f"observations{hint}, or set the floor with --min-pairs (listed in pair_floor)")
     if conflicts:
         notes.append(f"{len(conflicts)} rank-range conflict(s) with the listing (mean) order, e.g. "
-                     f"{conflicts[0]['reason']} (all in rank_conflicts)")
+                     f"{conflicts[0]['reason']} (all in rank_conflicts). Expected, not an error, when pairwise "
+                     "tests disagree (few observations per comparison): read each system's rank range, not its "
+                     "position in the list")
     return notes
 
 

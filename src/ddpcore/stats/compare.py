@@ -931,7 +931,7 @@ def compare_systems(
     lower_is_better
         Metric columns where a smaller score is better (e.g. TER): flips better/worse.
     exclude_systems
-        Systems left out before pairing.
+        Systems left out before pairing: a name or a sequence of names.
     tests
         :class:`CompareTests`: unit, which p-values, AR trials, correction, alpha, confidence
         (default ``CompareTests()``).
@@ -955,6 +955,7 @@ def compare_systems(
     A single resampling unit is D364; an ``exclude_systems`` name that is not a system is D704; a
     nested id column D108, a nested or Date metric column D395; ``seed`` outside [0, 2**128) D390.
     """
+    exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems  # one name
     opts = check_options(options, func="compare_systems")
     tests = check_instance(tests, CompareTests, func="compare_systems", name="tests", code="D390")
     cols = check_columns(columns, func="compare_systems")

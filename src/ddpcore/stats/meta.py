@@ -1679,7 +1679,8 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
         ``columns`` (``score_col`` is then its one value column, default ``score``).
     columns
         :class:`MetaColumns` (document, segment, system names; long form); its ``human`` is replaced by
-        ``human_col``.
+        ``human_col``. Default: the profile's document and segment names (``profile_signature["columns"]``,
+        else ``document_id``/``segment_id``) and ``system``, as ``ddp meta`` without ``--document-col``/``--segment-col``.
     bins
         DDP bin edges in sentences (``"0,1,5,15,50,inf"``), bins ``[e_i, e_{i+1})``.
     options
@@ -1695,7 +1696,12 @@ def meta_evaluate(profile: Any, scores: Any, *, human_col: str = "human", score_
     -------
     MetaResult
     """
-    cols = dataclasses.replace(columns or MetaColumns(), human=human_col)
+    if columns is None:  # the scores' ids named as the profile's, as `ddp meta` joins them (it was document_id: D800)
+        from ..io.profiles import profile_columns
+
+        pc = profile_columns(profile_signature or {})
+        columns = MetaColumns(document=pc.document, segment=pc.segment)
+    cols = dataclasses.replace(columns, human=human_col)
     metric_cols = [score_col] if isinstance(score_col, str) else (list(score_col) if score_col else None)
     check_roles(cols, metric_cols)  # D311 before anything is read
     tests = tests if tests is not None else MetaTests()

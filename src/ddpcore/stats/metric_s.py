@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
@@ -216,17 +217,28 @@ def score_judgement(record: Any, mapping: Mapping = "code", row_id: str | None =
                       missing_lists=missing)
 
 
-def metric_s(records: Iterable[Any], mapping: Mapping = "code", *, source: str | None = None,
-             line_numbers: Sequence[int] | None = None) -> list[MetricSRow]:
-    """Metric-S rows for an iterable of judgement records (dicts; anything else = error row).
+def metric_s(records: Iterable[Any] | str | os.PathLike[str], mapping: Mapping = "code", *,
+             source: str | None = None, line_numbers: Sequence[int] | None = None) -> list[MetricSRow]:
+    """Metric-S rows for an iterable of judgement records (dicts; anything else = error row), one row
+    per record in order, or for the path of a JSONL file of them (read by :func:`read_judgements_lines`,
+    as ``ddp metric-s`` reads it: the same rows, errors naming the file's lines).
 
     Rows without an ``id`` get their 1-based position as id. See the module docstring for the
     deduction tables (``mapping="code"`` or ``"paper"``). ``source`` and ``line_numbers`` (the
     file line of each record, as from :func:`read_judgements_lines`) only name the record in a
     [D740] error, and the two records of a repeated ``id`` (D556: it would count twice in every mean).
+    A table (polars/pandas frame) or a single record (a dict) is D920: iterating it would give one error
+    row per column or key, not a score.
     """
     if mapping not in ("code", "paper"):
         raise DDPUsageError(f"mapping must be 'code' or 'paper', got {mapping!r} (--mapping)", code="D550")
+    if isinstance(records, (str, os.PathLike)):  # a JSONL path (iterated, it gave one error row per character)
+        source = source if source is not None else os.fspath(records)
+        records, line_numbers = read_judgements_lines(os.fspath(records))
+    elif isinstance(records, (dict, bytes)) or hasattr(records, "columns"):
+        raise DDPUsageError(
+            f"metric_s: records must be judge records (an iterable of dicts, e.g. frame.to_dicts() or "
+            f"read_judgements(path)) or the path of a JSONL file, got {type(records).__name__}", code="D920")
     out = []
     seen: dict[str, str] = {}  # an id given by the records -> where it was first
     positional: dict[str, str] = {}  # the position-id of a record without an id -> where it is

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -713,6 +714,10 @@ def check_options(*, by: Sequence[str] = (), bins: str | Sequence[float] = DEFAU
 
     edges = np.asarray(parse_bins(list(bins) if not isinstance(bins, str) else bins), dtype=np.float64)
     by = list(by)
+    for flag, v in (("--n-boot", n_boot), ("--seed", seed), ("--lowess-max-points", lowess_max_points)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):  # "100" or None: a bare TypeError below
+            raise DDPUsageError(f"{flag} must be a whole number, got {v!r} ({flag[2:].replace('-', '_')}= in Python)",
+                                code="D657")
     if n_boot < 0 or seed < 0:
         raise DDPUsageError(f"--n-boot and --seed must be >= 0, got {n_boot} and {seed}", code="D657")
     if lowess_max_points < 2:
@@ -822,11 +827,13 @@ def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.Laz
     :func:`ddpcore.io.scores.scan_scores` (``ddp stratify`` does). ``profile_name`` and
     ``scores_name`` (e.g. the file paths) name them in messages and in the signature.
     ``ddp_col`` is the DDP column binned and correlated (``--ddp-col``: e.g. ``ddp_certified``);
-    a name the profile does not have is D780."""
+    a name the profile does not have is D780. ``by``: the group columns (``--by``; one name or a sequence of
+    names); ``bins``: DDP bin edges in sentences, bins ``[e_i, e_{i+1})``; ``n_boot``: document-bootstrap
+    replicates (whole documents are the resampling unit; 0 = no CI)."""
+    by = [by] if isinstance(by, str) else list(by)  # one column's name, not its characters (as score_col)
     edges, gcol = check_options(by=by, bins=bins, gap=gap, gap_col=gap_col, n_boot=n_boot, seed=seed,
                                 lowess_max_points=lowess_max_points, max_unjoined=max_unjoined)
     score_cols = [score_col] if isinstance(score_col, str) else list(score_col)
-    by = list(by)
     psig = dict(profile_signature or {})
     ppath = str(Path(profile_name))
     policy = _JoinPolicy(on, strict_join, float(max_unjoined), allow_partial_join)
