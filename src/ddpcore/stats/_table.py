@@ -653,18 +653,80 @@ def _dense_sorted_codes(s: pl.Series) -> tuple[Any, int, Any]:
     return rank[dense], k, first[order]
 
 
+#: bits per limb of :func:`group_sums`: a group of up to 2**26 rows sums its limbs exactly in float64
+_LIMB_BITS = 26
+#: most limbs :func:`group_sums` splits values into (an exponent span of about 990 bits, so that the scaled values stay
+#: finite); wider data (values from 1e-300 to 1 and more) is summed in sorted order instead
+_MAX_LIMBS = 38
+
+
 def group_sums(codes: Any, values: Any, n_groups: int) -> Any:
-    """Sum of ``values`` (n,) per group ``codes`` (n,) in [0, n_groups): ``np.bincount(codes, weights=values,
-    minlength=n_groups)`` with the values of each group added in sorted order, so that the sums (and the means,
-    rankings and ties decided on them) do not depend on the order of the rows: the same scores in another row
-    order give the same bits (bincount adds in row order, and floating-point addition is not associative)."""
+    """Sum of ``values`` (n,) per group ``codes`` (n,) in [0, n_groups), float64 (n_groups,), that does not depend
+    on the order of the rows: the same scores in another row order give the same bits, so the means, rankings and
+    ties decided on them do too (``np.bincount(codes, weights=values)`` adds in row order, and floating-point
+    addition is not associative).
+
+    Integer values whose sums stay below 2**53 are summed as they are (exact). Other finite values are split, each
+    exactly, into integer limbs of :data:`_LIMB_BITS` bits at fixed binary exponents common to all rows; each limb is
+    summed per group exactly (O(n) per limb, no sort), the carries are normalised, and the group's sum is rebuilt
+    from its limbs, top down: a function of the exact sum only. Data spanning more than :data:`_MAX_LIMBS` limbs,
+    non-finite values or groups of 2**26 rows and more are summed in sorted order instead (O(n log n))."""
     import numpy as np
 
     codes = np.asarray(codes, dtype=np.int64)
-    values = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0: equal values are then interchangeable
-    order = np.argsort(values)  # by value (the order among equal values does not change a sum)...
+    v = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0: equal values are then interchangeable
+    if v.size == 0:
+        return np.zeros(n_groups, dtype=np.float64)
+    a = np.abs(v)
+    amax = float(a.max())
+    if not math.isfinite(amax) or v.size >= 2**_LIMB_BITS:
+        return _sorted_group_sums(codes, v, n_groups)
+    head = v[:1024]
+    if amax * v.size < 2.0**53 and bool((head == np.floor(head)).all()) and bool((v == np.floor(v)).all()):
+        return np.bincount(codes, weights=v, minlength=n_groups)  # integers: every partial sum is exact
+    top = math.frexp(amax)[1]  # |v| < 2**top
+    bottom = max(math.frexp(float(a[a > 0].min()))[1] - 53, -1074)  # every value is a multiple of 2**bottom
+    n_limbs = (top - bottom) // _LIMB_BITS + 1
+    if n_limbs > _MAX_LIMBS:
+        return _sorted_group_sums(codes, v, n_groups)
+    u = np.ldexp(v, -bottom)  # integers now, exactly (a power-of-two scale, |u| < 2**(top - bottom) <= 2**988)
+    q = np.empty_like(u)
+    sums = []
+    for b in range(n_limbs - 1, -1, -1):  # limbs, top down: q * 2**(26 b), |q| < 2**26, toward zero
+        unit = math.ldexp(1.0, _LIMB_BITS * b)
+        np.trunc(np.multiply(u, 1.0 / unit, out=q), out=q)  # exact: a power-of-two scale
+        sums.append(np.bincount(codes, weights=q, minlength=n_groups))  # exact: < 2**26 rows x 2**26
+        if b:
+            u -= q * unit  # exact: the remainder (sign of u, below unit) is some of u's own bits
+    sums.reverse()  # sums[b]: the group sums of limb b
+    _carry(sums)  # every limb but the top one in [0, 2**26): the top one has the sign of the sum
+    sign = np.where(sums[-1] < 0, -1.0, 1.0)
+    sums = [x * sign for x in sums]
+    _carry(sums)  # the limbs of |sum|, all >= 0: rebuilt top down without cancellation
+    total = sums[-1] * math.ldexp(1.0, _LIMB_BITS * (n_limbs - 1))
+    for b in range(n_limbs - 2, -1, -1):
+        total = total + sums[b] * math.ldexp(1.0, _LIMB_BITS * b)
+    return np.ldexp(total * sign, bottom)
+
+
+def _carry(sums: list) -> None:
+    """Normalise per-group limb sums in place, bottom up: every limb but the top one into [0, 2**26) (exact)."""
+    import numpy as np
+
+    base = 2.0**_LIMB_BITS
+    for b in range(len(sums) - 1):
+        carry = np.floor(sums[b] / base)
+        sums[b] = sums[b] - carry * base
+        sums[b + 1] = sums[b + 1] + carry
+
+
+def _sorted_group_sums(codes: Any, v: Any, n_groups: int) -> Any:
+    """:func:`group_sums` by sorting: each group's values added in ascending order (O(n log n))."""
+    import numpy as np
+
+    order = np.argsort(v)  # by value (the order among equal values does not change a sum)...
     order = order[np.argsort(codes[order], kind="stable")]  # ...within each group
-    return np.bincount(codes[order], weights=values[order], minlength=n_groups)
+    return np.bincount(codes[order], weights=v[order], minlength=n_groups)
 
 
 def similar_names_warning(values: Any, role: str = "system", flag: str = "--system-col") -> str | None:
