@@ -198,6 +198,10 @@ def test_compare_corpus_table_scores_are_sacrebleus_corpus_scores() -> None:
     np.testing.assert_array_equal(comp.diff, comp.score - comp.score[0])
     np.testing.assert_array_equal(shuffled.comparisons["bleu"].p_value, comp.p_value)
     assert res.n_units == 5 and res.n_segments == 20 and res.signature["columns"]["hypothesis"] == "hyp"
+    # one name given as a str is that system, not its letters (as compare_systems / bootstrap_tau take it)
+    one = compare_corpus_table(t, "base", ["bleu"], columns=cols, how=how, exclude_systems="gone")
+    assert one.comparisons["bleu"].systems == comp.systems
+    np.testing.assert_array_equal(one.comparisons["bleu"].p_value, comp.p_value)
 
 
 def test_compare_corpus_table_errors() -> None:

@@ -150,10 +150,6 @@ def run(args: argparse.Namespace) -> int:
 
     from ..gold.validate import format_validation_text, plot_validation, validate
 
-    def warn(message: str) -> None:
-        if not args.quiet:
-            print(f"ddp validate: warning: {message}", file=sys.stderr)
-
     _check_removed(args)
     check_validate_outputs(args.gold, args.over_estimates, args.plot)
     if args.plot:  # fail before the long run if matplotlib is missing (D425)

@@ -67,8 +67,8 @@ below it are listed in ``ClusterResult.pair_floor``, counted in the signature an
 :func:`_rank_conflicts`), also announced in ``warnings``.
 
 Wilcoxon p-values equal ``scipy.stats.wilcoxon(d, alternative=...)`` (scipy 1.17 rules,
-checked in tests), except that a sample with no non-zero difference gets ``p = 1`` where
-scipy returns NaN.
+checked in tests); a sample with no non-zero difference gets ``p = 1`` (scipy 1.17 gives 1.0 for
+several zeros, raises for a single one, and older releases gave NaN).
 """
 from __future__ import annotations
 

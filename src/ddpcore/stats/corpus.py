@@ -576,16 +576,18 @@ def _metric_comparison(m: str, r: CorpusComparison, systems: list[str], how: Cor
 
 def compare_corpus_table(table: Any, baseline: str, metrics: Sequence[str], *,
                          columns: CorpusColumns = CorpusColumns(), how: CorpusTest = CorpusTest(),
-                         exclude_systems: Sequence[str] = (), tokenize: str = DEFAULT_TOKENIZE) -> Any:
+                         exclude_systems: str | Sequence[str] = (), tokenize: str = DEFAULT_TOKENIZE) -> Any:
     """``ddp stats compare --corpus-metric``: a long table with one row per (document, segment, system)
     and the hypothesis and reference texts (``columns``) -> a :class:`ddpcore.stats.compare.CompareResult`
     with one comparison per corpus metric (rendered like the segment-mean metrics), tested as ``how`` says.
-    ``tokenize``: BLEU's sacrebleu tokenizer (``--tokenize``; D953 when sacrebleu cannot use it here)."""
+    ``tokenize``: BLEU's sacrebleu tokenizer (``--tokenize``; D953 when sacrebleu cannot use it here).
+    ``exclude_systems``: a name or a sequence of names (``--exclude-system``)."""
     from .compare import CompareResult
 
     metrics = check_corpus_metrics(metrics)
     if "bleu" in metrics:
         check_tokenize(tokenize)  # before the texts are read
+    exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems  # one name
     df, source = _corpus_frame(table, columns, exclude_systems)
     systems, keys, stats_all, codes = _system_stats(df, baseline, metrics, columns, source, how.unit, tokenize)
     n_seg = keys.height
