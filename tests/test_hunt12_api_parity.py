@@ -270,3 +270,25 @@ def test_meta_evaluate_joins_on_the_profiles_id_columns_as_ddp_meta(tmp_path: Pa
                  "--n-boot", "0", "--n-perm", "0", "--spa-perm", "10"]) == 0
     cli = json.loads(capsys.readouterr().out)
     assert cli["overall"]["metrics"]["m1"]["pearson.none"]["value"] == pytest.approx(api, abs=1e-15)
+
+
+def test_levels_given_as_strings_are_d_coded_not_type_errors():
+    """``bootstrap_tau(confidence="0.9")`` / ``tau_min="0.5"`` and ``cluster_systems(alpha="0.05")`` passed the range
+    check (``float("0.9")``) and failed later with a bare TypeError; the flags are floats, the API takes numbers."""
+    import polars as pl
+
+    from ddpcore.errors import DDPUsageError
+    from ddpcore.stats import ResampleOptions, bootstrap_tau, cluster_systems
+
+    t = pl.DataFrame({"system": ["a", "b"] * 4, "document_id": ["d1", "d1", "d2", "d2"] * 2,
+                      "segment_id": [0, 0, 0, 0, 1, 1, 1, 1], "score": [1.0, 2.0, 3.0, 1.0, 2.0, 2.5, 1.0, 0.5]})
+    two = pl.concat([t.with_columns(condition=pl.lit("DOC")), t.with_columns(condition=pl.lit("MIX"))])
+    opts = ResampleOptions(n_boot=10)
+    with pytest.raises(DDPUsageError, match=r"\[D311\] confidence must be a number"):
+        bootstrap_tau(two, "DOC", "MIX", confidence="0.9", options=opts)
+    with pytest.raises(DDPUsageError, match=r"\[D311\] tau_min must be a finite number"):
+        bootstrap_tau(two, "DOC", "MIX", tau_min="0.5", options=opts)
+    with pytest.raises(DDPUsageError, match=r"\[D351\] alpha must be a number"):
+        cluster_systems(t, "wmt24", alpha="0.05")
+    import numpy as np  # numpy scalars are numbers
+    assert bootstrap_tau(two, "DOC", "MIX", confidence=np.float64(0.9), options=opts).tau is not None

@@ -653,6 +653,13 @@ def _dense_sorted_codes(s: pl.Series) -> tuple[Any, int, Any]:
     return rank[dense], k, first[order]
 
 
+def is_real(x: Any) -> bool:
+    """Whether ``x`` is a real number as the API takes one (int, float, numpy scalar; not a bool or a str)."""
+    import numbers
+
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 #: bits per limb of :func:`group_sums`: a group of up to 2**26 rows sums its limbs exactly in float64
 _LIMB_BITS = 26
 #: most limbs :func:`group_sums` splits values into (an exponent span of about 990 bits, so that the scaled values stay

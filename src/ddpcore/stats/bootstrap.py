@@ -52,7 +52,7 @@ from .._native import load
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import (check_magnitude, check_single_condition, result_to_dict, check_conditions, factorize, load_ratings,
-                     group_sums, signature, similar_names_warning, table_source)
+                     group_sums, is_real, signature, similar_names_warning, table_source)
 from .columns import TableColumns, check_columns
 from .options import ResampleOptions, check_options
 
@@ -566,10 +566,10 @@ def bootstrap_tau(
 
     exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems  # one name
     opts = check_options(options, func="bootstrap_tau")
-    if not 0.0 < float(confidence) < 1.0:
-        raise DDPUsageError(f"confidence must be in (0, 1), got {confidence} (--confidence)", code="D311")
-    if not math.isfinite(float(tau_min)):
-        raise DDPUsageError(f"tau_min must be a finite number, got {tau_min} (--tau-min)", code="D311")
+    if not is_real(confidence) or not 0.0 < float(confidence) < 1.0:
+        raise DDPUsageError(f"confidence must be a number in (0, 1), got {confidence!r} (--confidence)", code="D311")
+    if not is_real(tau_min) or not math.isfinite(float(tau_min)):
+        raise DDPUsageError(f"tau_min must be a finite number, got {tau_min!r} (--tau-min)", code="D311")
     if str(condition_a) == str(condition_b):
         raise DDPUsageError(f"the two conditions must differ (both are {condition_a!r})", code="D311")
     if one_sided not in ("raise", "keep"):

@@ -84,8 +84,8 @@ from .. import schema
 from ..errors import DDPDataError, DDPUsageError
 from . import budget as _budget
 from ._table import ROLES as ROLE_COLUMNS
-from ._table import (check_key_types, check_single_condition, factorize, group_sums, json_safe, load_long_table,
-                     signature, similar_names_warning, table_source)
+from ._table import (check_key_types, check_single_condition, factorize, group_sums, is_real, json_safe,
+                     load_long_table, signature, similar_names_warning, table_source)
 from .columns import TableColumns, check_columns, key_missing
 from .options import ResampleOptions, check_options
 
@@ -1176,8 +1176,8 @@ def _check_cluster_args(strategy: _Strategy, opts: ResampleOptions, alpha: float
     n_boot, seed, indices = opts.n_boot_or(DEFAULT_N_BOOT), opts.seed, opts.indices
     if unit not in ("document", "segment"):
         raise DDPUsageError(f"unit must be 'document' or 'segment', got {unit!r} (--unit)", code="D351")
-    if not 0.0 < float(alpha) < 1.0:
-        raise DDPUsageError(f"alpha must be in (0, 1), got {alpha} (--alpha)", code="D351")
+    if not is_real(alpha) or not 0.0 < float(alpha) < 1.0:
+        raise DDPUsageError(f"alpha must be a number in (0, 1), got {alpha!r} (--alpha)", code="D351")
     if strategy.resampling and indices is None:
         if isinstance(n_boot, bool) or not hasattr(n_boot, "__index__") or int(n_boot) < 1:
             raise DDPUsageError(f"n_boot must be an integer >= 1, got {n_boot!r} (--n-boot)", code="D351")
