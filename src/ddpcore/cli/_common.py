@@ -145,6 +145,17 @@ def resample_options(args: argparse.Namespace, **fields: object) -> object:
     return ResampleOptions(**{**given, **fields})  # type: ignore[arg-type]
 
 
+def stderr_line(line: str) -> None:
+    """Print one stderr line (``<command>: warning: <message>``, a gate's reason) on ONE line: a name from the data
+    inside it (a system named with a line break or a tab) is written as ``-f text`` writes names
+    (:func:`ddpcore.io.tables.text_cell`), not spread over two lines. The JSON output keeps the message verbatim."""
+    import sys
+
+    from ..io.tables import text_cell
+
+    print(text_cell(line), file=sys.stderr)
+
+
 def fmt_number(x: Any, nd: int = 3, missing: str = "nan") -> str:
     """A figure of a text report: ``nd`` decimals; a string as it is; ``None`` as ``missing``."""
     if x is None:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_result_output, check_result_output, resample_options, write_result
+from ._common import add_result_output, check_result_output, resample_options, stderr_line, write_result
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -130,7 +130,7 @@ def run_blindness(args: argparse.Namespace) -> int:
                                                         score=args.score),
                     options=resample_options(args), warn=pending.append)
     for message in pending:
-        print(f"ddp blindness: warning: {message}", file=sys.stderr)
+        stderr_line(f"ddp blindness: warning: {message}")
     payload = res.to_dict()
     failed = args.fail_on is not None and res.verdict == args.fail_on
     if args.fail_on:

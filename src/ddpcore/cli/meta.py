@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import RESULT_EXTENSIONS, HelpFormatter, add_budget, probe_folder, resample_options
+from ._common import RESULT_EXTENSIONS, HelpFormatter, add_budget, probe_folder, resample_options, stderr_line
 from ._scores import add_score_reader
 
 FORMATS = ("json", "tsv", "markdown", "latex")
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         res.signature["fail_on"] = list(args.fail_on)
         res.signature["gate"] = {"passed": passed, "failures": fails, "notes": notes}
     for w in res.warnings:
-        print(f"ddp meta: warning: {w}", file=sys.stderr)
+        stderr_line(f"ddp meta: warning: {w}")
     text = {"json": lambda: dumps(res), "tsv": lambda: to_tsv(res), "markdown": lambda: to_markdown(res, stats),
             "latex": lambda: to_latex(res, stats)}[fmt]()
     if path is None:

@@ -15,6 +15,7 @@ import sys
 import warnings
 from typing import Any
 from ..schema import SIGNATURE_KEY
+from ._common import stderr_line
 
 
 
@@ -162,7 +163,7 @@ def run_mix(args: argparse.Namespace) -> int:
         what = (f"{len(docs)} document(s) have fewer segments than the {len(res.pool)} pooled systems ({shown}): "
                 "their MIX documents use distinct systems other than the nominal one, not every pooled system")
         if failed:
-            print(f"ddp mix: gate infeasible failed: {what}", file=sys.stderr)
+            stderr_line(f"ddp mix: gate infeasible failed: {what}")
             return 1
-        print(f"ddp mix: warning: {what}", file=sys.stderr)
+        stderr_line(f"ddp mix: warning: {what}")
     return 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 
 from ._common import HelpFormatter, add_deprecated_alias
-from .select import add_common, check_target, cols_from, emit_summary, inherited_reader, where_written, wrote_line
+from .select import (add_common, check_target, cols_from, emit_summary, inherited_reader, where_written,
+                     writes_signature, wrote_line)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
     res = sample(args.input, args.profile, args.bins, args.per_bin, by=args.by, seed=args.seed, target=target,
                  cols=cols_from(args), reader=args.reader, docs=args.docs, outputs=args.outputs,
                  outputs_to=args.outputs_to, ddp_col=args.ddp_col)
-    note = thin_note(res, args.by)
+    note = thin_note(res, args.by, signature=writes_signature(args))
     if note:  # a thin sample is said on stderr too, not only in the summary (the sidecar has "filled": false)
         import sys
 
@@ -60,19 +61,24 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def thin_note(res, by: str) -> str:  # type: ignore[no-untyped-def]
+def thin_note(res, by: str, signature: bool = True) -> str:  # type: ignore[no-untyped-def]
     """One line naming the bins that cannot be filled and the units outside every bin; ``""`` when the
-    sample is full (every bin has its N units)."""
+    sample is full (every bin has its N units). ``signature``: whether the run writes one (not with -o - and a
+    text summary; :func:`ddpcore.curate.select.recorded_note`)."""
     import math
+
+    from ..curate.select import recorded_note
 
     unit = "documents" if by == "document" else "segments"
     thin = [r for r in res.bins if not r["filled"]]
+    filled = '"filled": false'
     parts = []
     if thin:
         shown = ", ".join(f"[{r['low']:g}, {'inf' if math.isinf(r['high']) else format(r['high'], 'g')}) "
                           f"{r['achieved']} of {r['target']}" for r in thin)
         parts.append(f"{len(thin)} of {len(res.bins)} bins cannot be filled (only the {unit} they have): {shown}; "
-                     'the sample is thinner there (recorded as "filled": false in the signature)')
+                     f"the sample is thinner there ({recorded_note(filled, signature)})")
     if res.outside:
-        parts.append(f"{res.outside} {unit} lie outside every bin and are never sampled (recorded as outside_bins)")
+        parts.append(f"{res.outside} {unit} lie outside every bin and are never sampled "
+                     f"({recorded_note('outside_bins', signature)})")
     return "; ".join(parts)

@@ -218,6 +218,12 @@ def wrote_line(where: str, n_segments: int, written: list) -> str:  # type: igno
     return line + "; also " + "; ".join(parts)
 
 
+def writes_signature(args: argparse.Namespace) -> bool:
+    """Whether the run's signature is written anywhere: not with -o - and a text summary (no sidecar for
+    stdout; only the -f json summary prints it)."""
+    return not (args.output == "-" and args.format != "json")
+
+
 def emit_summary(args: argparse.Namespace, command: str, text: str, obj: dict) -> None:  # type: ignore[type-arg]
     import json
     import sys
@@ -435,7 +441,7 @@ def _run(args: argparse.Namespace) -> int:
     target = check_target(args)
     res = select(args.input, args.profile, crit, target, cols=cols_from(args), reader=args.reader, docs=args.docs,
                  outputs=args.outputs, outputs_to=args.outputs_to, ddp_col=args.ddp_col)
-    note = top_share_note(res.signature.get("top_share"), args.ddp_col)
+    note = top_share_note(res.signature.get("top_share"), args.ddp_col, signature=writes_signature(args))
     if note:  # more kept than asked (ties at the threshold): said on stderr and in the signature
         print(f"ddp select: note: {note}", file=sys.stderr)
     where = where_written(target)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 from ._common import (add_budget, add_deprecated_alias, add_result_output, check_result_output, fmt_number,
-                      resample_options, write_result)
+                      resample_options, stderr_line, write_result)
 
 from ._scores import READERS, add_score_reader, score_input  # noqa: F401  (one reader set for every score command)
 
@@ -308,7 +308,7 @@ def _gate(args: argparse.Namespace, payload: dict[str, Any], failed: bool, gate:
 def _report_gate(args: argparse.Namespace) -> None:
     msg = getattr(args, "_gate_message", None)
     if msg:
-        print(f"ddp stats {args.stats_command}: {msg}", file=sys.stderr)
+        stderr_line(f"ddp stats {args.stats_command}: {msg}")
 
 
 def _undefined(what: str, hint: str) -> None:
@@ -365,7 +365,7 @@ def run_tost(args: argparse.Namespace) -> int:
                             f"{', '.join(f'{c}={few[0][c]}' for c in args.by)}: n = {few[0]['n']}); a test needs 2 "
                             "pairs (paired), 2 scores of each condition (--welch) or 3 scores with one of each "
                             "condition (--independent)")
-            print(f"ddp stats tost: warning: {warnings[-1]}", file=sys.stderr)
+            stderr_line(f"ddp stats tost: warning: {warnings[-1]}")
         payload = {"condition_a": str(args.a), "condition_b": str(args.b), "groups": rows,
                    "n_groups": len(rows), "all_equivalent": bool(out["equivalent"].all()), "n_omitted": n_dropped,
                    **({"warnings": warnings} if warnings else {}), "signature": sig}
@@ -434,7 +434,7 @@ def _tost_dropped(args: argparse.Namespace, loaded: dict[str, Any],
     if args.paired:
         sig.update(unpaired=args.unpaired, n_omitted_unpaired=n_unpaired)
     for w in warnings:
-        print(f"ddp stats tost: warning: {w}", file=sys.stderr)
+        stderr_line(f"ddp stats tost: warning: {w}")
     return n_missing + n_unpaired, sig, warnings
 
 
@@ -463,7 +463,7 @@ def _finite(args: argparse.Namespace, dest: str, flag: str) -> None:
 
 def _say(args: argparse.Namespace, warnings: Any, label: str = "") -> None:
     for w in warnings:
-        print(f"ddp stats {args.stats_command}: warning: {label}{w}", file=sys.stderr)
+        stderr_line(f"ddp stats {args.stats_command}: warning: {label}{w}")
 
 
 def run_tau(args: argparse.Namespace) -> int:
@@ -538,7 +538,7 @@ def _cluster_text(res: Any) -> str:
 
 def _cluster_warnings(res: Any, label: str = "") -> None:
     for w in res.warnings:
-        print(f"ddp stats cluster: warning: {label}{w}", file=sys.stderr)
+        stderr_line(f"ddp stats cluster: warning: {label}{w}")
 
 
 def run_cluster(args: argparse.Namespace) -> int:
@@ -627,7 +627,7 @@ def run_alpha(args: argparse.Namespace) -> int:
     if warnings:  # recorded in the output (JSON) as well as said on stderr
         d["warnings"] = warnings
     for w in warnings:
-        print(f"ddp stats alpha: warning: {w}", file=sys.stderr)
+        stderr_line(f"ddp stats alpha: warning: {w}")
     d["signature"] = dict(d.get("signature") or {}, unit=args.unit, coder=args.coder, znorm=bool(args.znorm),
                           condition=args.condition_value, min_alpha=args.min_alpha, nan_policy=args.nan_policy,
                           n_omitted=n_omitted)

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from ._common import (add_deprecated_alias, add_result_output, check_result_output, fmt_number, resample_options,
-                      write_result)
+                      stderr_line, write_result)
 from ._scores import add_score_reader, score_input
 
 FORMATS = ("json", "text", "tsv", "markdown", "latex")
@@ -135,7 +135,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if corpus:
         res = _with_corpus(args, corpus, res)
     for w in res.warnings:  # recorded in the JSON (warnings) as well
-        print(f"ddp stats compare: warning: {w}", file=sys.stderr)
+        stderr_line(f"ddp stats compare: warning: {w}")
     payload = res.to_dict()
     passed = True
     bad: list[dict[str, Any]] = []
@@ -150,7 +150,7 @@ def run_compare(args: argparse.Namespace) -> int:
     else:
         _print(out)
     if not passed:
-        print(gate_message(res, args.fail_on, bad), file=sys.stderr)
+        stderr_line(gate_message(res, args.fail_on, bad))
         return 1
     return 0
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ._common import HelpFormatter, add_deprecated_alias
+from ._common import HelpFormatter, add_deprecated_alias, stderr_line
 from ._scores import WIDE_READERS, add_score_reader, score_input
 
 
@@ -107,8 +107,9 @@ def stratify_files(profile: str | os.PathLike[str], scores: str | os.PathLike[st
     from ..io.profiles import scan_profile
     from ..io.scores import scan_scores
     from ..io.tables import frame_name
-    from ..stats.stratify import check_options, stratify
+    from ..stats.stratify import check_options, comma_list, stratify
 
+    options.update({k: comma_list(options[k]) for k in ("gap", "on") if k in options})  # a str: as the flags
     check_options(**{k: options[k] for k in ("by", "bins", "gap", "gap_col", "n_boot", "seed", "lowess_max_points",
                                              "max_unjoined") if k in options})
     prof = scan_profile(profile, ddp_col=ddp_col)
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             f"segment, {j['null_scores']} null scores; {j['unmatched_profile_segments']} of "
             f"{j['profile_segments']} profile segments without a score row")
     for w in res["signature"].get("warnings", []):
-        print(f"ddp stratify: warning: {w}", file=sys.stderr)
+        stderr_line(f"ddp stratify: warning: {w}")
     if target is None:
         sys.stdout.write(text)
     else:

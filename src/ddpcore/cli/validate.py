@@ -76,7 +76,11 @@ def _tails(text: str) -> tuple[int, ...]:
     """argparse type of --tail: comma-separated whole numbers >= 1, sorted, repeats dropped (else D443, exit 2).
     Spaces around a number are allowed; an empty item (``5,``, ``,5``, ``5,,15``, blank) is not."""
     parts = [t.strip() for t in text.split(",")]
-    if not all(t.isascii() and t.isdigit() and int(t) >= 1 for t in parts):
+    try:
+        ok = all(t.isascii() and t.isdigit() and int(t) >= 1 for t in parts)
+    except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits() (argparse: "invalid _tails value")
+        ok = False
+    if not ok:
         raise argparse.ArgumentTypeError(
             f"[D443] --tail {text!r}: give whole numbers of sentences >= 1 separated by commas, e.g. --tail 5,15")
     return tuple(sorted({int(t) for t in parts}))

@@ -603,8 +603,17 @@ def top_share_report(m: Matched, c: Criteria) -> dict[str, Any] | None:
             "tied_at_threshold": int(np.count_nonzero(v == thr))}
 
 
-def top_share_note(rep: dict[str, Any] | None, ddp_col: str = schema.DDP) -> str:
-    """One line when ``--top-share`` keeps more units than ⌈F·n⌉ (ties at the threshold are kept), else ``""``."""
+def recorded_note(key: str, signature: bool = True) -> str:
+    """Where a stderr note says ``key`` is recorded: ``signature=False`` when the run writes no signature
+    (``-o -`` with a text summary: no sidecar, and the summary does not print it)."""
+    if signature:
+        return f"recorded as {key} in the signature"
+    return f"{key} is not recorded: -o - writes no signature; -f json prints it on stderr with the summary"
+
+
+def top_share_note(rep: dict[str, Any] | None, ddp_col: str = schema.DDP, signature: bool = True) -> str:
+    """One line when ``--top-share`` keeps more units than ⌈F·n⌉ (ties at the threshold are kept), else ``""``;
+    ``signature``: as :func:`recorded_note`."""
     if rep is None or rep["kept_units"] <= rep["asked_units"]:
         return ""
     unit = "documents" if rep["unit"] == "document" else "segments"
@@ -612,8 +621,8 @@ def top_share_note(rep: dict[str, Any] | None, ddp_col: str = schema.DDP) -> str
     return (f"--top-share {rep['top_share']:g} asked for {rep['asked_units']} of the {rep['eligible_units']} {unit} "
             f"(⌈{rep['top_share']:g}·{rep['eligible_units']}⌉); the {rep['asked_units']}-th highest has {name} "
             f"{rep['threshold']}, and {rep['tied_at_threshold']} {unit} share that value, so {rep['kept_units']} "
-            f"({rep['kept_share']:.1%}) are kept: ties at the threshold are kept (recorded as top_share in the "
-            "signature); give --min-ddp above it to keep fewer")
+            f"({rep['kept_share']:.1%}) are kept: ties at the threshold are kept "
+            f"({recorded_note('top_share', signature)}); give --min-ddp above it to keep fewer")
 
 
 def select_mask(m: Matched, c: Criteria) -> np.ndarray:
@@ -900,7 +909,8 @@ def prepare(source: str | os.PathLike[str], profile: str | os.PathLike[str],
 
     prof_sig = read_signature(Path(profile))
     cols = cols or profile_columns(prof_sig)
-    check_distinct_columns([("--document-col", cols.document), ("--segment-col", cols.segment)])
+    check_distinct_columns([("--document-col", cols.document), ("--segment-col", cols.segment),
+                            ("--text-col", cols.text), ("--domain-col", cols.domain)])
     prof = load_profile(profile, cols, ddp_col=ddp_col)
     index, m = index_and_match(source, prof, reader=reader, docs=docs)
     prof.frame = prof.frame.clear()  # its rows are in ``m`` now; keep the schema, free the memory
@@ -1142,4 +1152,5 @@ def select(source: str | os.PathLike[str], profile: str | os.PathLike[str], crit
 
 
 __all__ = ["Criteria", "InputOptions", "Matched", "Profile", "SelectResult", "context_mask", "index_and_match", "load_profile",
-           "record_bounds", "select", "select_mask", "top_share_note", "top_share_report", "write_selected"]
+           "record_bounds", "recorded_note", "select", "select_mask", "top_share_note", "top_share_report",
+           "write_selected"]

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,6 +54,7 @@ from ..io.gold import (
     CHAIN_ID, ENTITY_TYPE, GENRE, HEAD_TEXT, MENTION_TYPE, N_TOKENS, TOKEN_END, TOKEN_START, TOKENS, GoldCorpus,
     read_gold,
 )
+from ..io.tables import text_cell, text_pad, text_width
 from ..pipeline.summary import distinct_label
 from ._correlation import correlation
 from .proportions import Proportion, proportions
@@ -393,6 +395,7 @@ def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics
     y = np.asarray(gold, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise DDPUsageError(f"ddp and gold must be 1-d arrays of one length, got shapes {x.shape} and {y.shape}", code="D421")
+    _check_finite(x, y)
     n = int(x.size)
     if n == 0:  # nothing to measure: every figure undefined (not 0)
         return GoldMetrics(0, None, None, None, None, None, None)
@@ -408,8 +411,33 @@ def compute_gold_metrics(ddp: npt.ArrayLike, gold: npt.ArrayLike) -> GoldMetrics
     )
 
 
+def _check_finite(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> None:
+    """Every DDP and gold value is a number (D690): a NaN (a null of a table) or an infinity falls in none of
+    under / exact / over and makes the mean NaN, so the figures would no longer count every segment."""
+    for name, a in (("ddp", x), ("gold", y)):
+        bad = ~np.isfinite(a)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DDPDataError(f"{name}[{i}] is {a[i]:g}, not a number of sentences ({int(bad.sum())} such value(s)); "
+                               "give every segment a DDP value and a gold distance (a null counts as missing)",
+                               code="D690")
+
+
+def _at_least(k: int) -> float:
+    """The smallest float64 >= the whole number ``k`` (inf beyond the float range): for a float ``v``,
+    ``v >= k`` exactly when ``v >= _at_least(k)``, so a threshold too large for a float compares right."""
+    try:
+        f = float(k)
+    except OverflowError:
+        return math.inf
+    return f if f >= k else math.nextafter(f, math.inf)
+
+
 def check_tails(tails: Sequence[int]) -> tuple[int, ...]:
     """The tail thresholds, sorted and without repeats; each must be an integer >= 1 (D443)."""
+    if isinstance(tails, (str, bytes)) or not hasattr(tails, "__iter__"):
+        raise DDPUsageError(f"tails={tails!r} is not a sequence of tail thresholds; give whole numbers of sentences "
+                            ">= 1, e.g. tails=(5, 15)", code="D443")
     out = []
     for k in tails:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -434,7 +462,7 @@ def compute_column_metrics(
     Parameters
     ----------
     ddp, gold : array-like, shape (n_segments,)
-        DDP and gold distance per segment, in sentences (whole numbers >= 0).
+        DDP and gold distance per segment, in sentences (whole numbers >= 0; a NaN or infinity: D690).
     column : str
         Name of the DDP column (``ddp`` or ``ddp_certified``), recorded in the result.
     tails : sequence of int
@@ -447,12 +475,13 @@ def compute_column_metrics(
     y = np.asarray(gold, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise DDPUsageError(f"ddp and gold must be 1-d arrays of one length, got shapes {x.shape} and {y.shape}", code="D421")
+    _check_finite(x, y)
     ks = check_tails(tails)
     if coverage is None:
         coverage = column == DDP_CERTIFIED
     n = int(x.size)
     err = x - y
-    kcol = np.asarray(ks, dtype=np.float64)[:, None]  # (n_tails, 1) against (n_segments,)
+    kcol = np.asarray([_at_least(k) for k in ks], dtype=np.float64)[:, None]  # (n_tails, 1) against (n_segments,)
     pred, true = x[None, :] >= kcol, y[None, :] >= kcol  # (n_tails, n_segments)
     both = np.count_nonzero(pred & true, axis=1)
     counts = [np.count_nonzero(err < 0), np.count_nonzero(err == 0), np.count_nonzero(err > 0)]
@@ -582,7 +611,8 @@ def compare_with_gold(
     Parameters
     ----------
     gold : polars.DataFrame
-        Output of :func:`compute_gold_distances` (one row per gold sentence).
+        Output of :func:`compute_gold_distances` (one row per gold sentence; a null genre or a gold
+        distance that is not a whole number >= 0: D691; a sentence twice, here or in ``segments``: D692).
     segments : polars.DataFrame
         DDP per gold sentence: ``document_id``, ``segment_id`` (= gold sentence index), ``ddp``
         and, when the run has it, ``ddp_certified`` (whole numbers of sentences >= 0; D445 otherwise).
@@ -625,6 +655,8 @@ def compare_with_gold(
         pl.col(doc).cast(pl.String), pl.col(schema.SEGMENT_ID).cast(pl.Int64).alias(sent),
         *[pl.col(c).cast(pl.Int64) for c in columns],
     )
+    _check_gold_table(gold)
+    _check_unique(ddp, "DDP segment table", schema.SEGMENT_ID)  # a repeated segment would be counted twice
     joined = gold.with_columns(pl.col(doc).cast(pl.String)).join(ddp, on=[doc, sent], how="left", maintain_order="left")
     missing = joined.filter(pl.col(schema.DDP).is_null())
     if missing.height:
@@ -807,6 +839,51 @@ def _check_ddp_column(segments: pl.DataFrame, column: str) -> None:
             "rows); profile the gold sentences again with ddpcore.api.profile_anchors",
             code="D445",
         )
+
+
+def _check_gold_table(gold: pl.DataFrame) -> None:
+    """The gold table of :func:`compare_with_gold` holds one row per gold sentence, each with a genre and a
+    gold distance that is a whole number of sentences >= 0 (D691 names the first bad row, D692 a repeated one):
+    a null distance fell in none of under / exact / over, a null genre in no genre row."""
+    import polars as pl
+
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
+    missing = [c for c in (doc, sent, GENRE, GOLD_DISTANCE) if c not in gold.columns]
+    if missing:
+        raise DDPDataError(f"gold table lacks column(s) {', '.join(missing)}; give the output of "
+                           "ddpcore.gold.validate.compute_gold_distances", code="D691")
+    dist, dtype = pl.col(GOLD_DISTANCE), gold.schema[GOLD_DISTANCE]
+    if dtype.is_numeric():
+        bad = dist.is_null() | (dist < 0)
+        if dtype.is_float():
+            bad = bad | dist.is_nan() | dist.is_infinite() | (dist != dist.floor())
+    else:
+        bad = pl.lit(True)
+    for what, rule in ((GOLD_DISTANCE, bad), (GENRE, pl.col(GENRE).is_null())):
+        rows = gold.with_row_index("_row").filter(rule)
+        if rows.height:
+            r = rows.row(0, named=True)
+            want = "a whole number of sentences >= 0" if what == GOLD_DISTANCE else "a genre"
+            raise DDPDataError(
+                f"gold table, column '{what}', row {r['_row']} (document '{r[doc]}', sentence {r[sent]}): "
+                f"{r[what]!r} is not {want} ({rows.height} such rows); compute the gold table with "
+                "ddpcore.gold.validate.compute_gold_distances", code="D691")
+    _check_unique(gold.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64)), "gold table", sent)
+
+
+def _check_unique(table: pl.DataFrame, name: str, id_name: str) -> None:
+    """No (document, sentence) key twice in ``table`` (D692): its segment would be measured twice."""
+    import polars as pl
+
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
+    dup = table.with_row_index("_row").filter(pl.len().over(doc, sent) > 1)
+    if dup.height:
+        r = dup.row(0, named=True)
+        same = dup.filter((pl.col(doc) == r[doc]) & (pl.col(sent) == r[sent]))["_row"].to_list()
+        raise DDPDataError(
+            f"{name}, row {r['_row']}: document '{r[doc]}', {id_name} {r[sent]} appears {len(same)} times (rows "
+            f"{', '.join(map(str, same[:5]))}{', ...' if len(same) > 5 else ''}); give each gold sentence one row",
+            code="D692")
 
 
 def _token_index(text: str, tokens: list[str], char_start: int) -> int:
@@ -1130,25 +1207,33 @@ def _column_tables(name: str, report: ColumnReport, tails: Sequence[int]) -> lis
     rows = list(report.by_genre.items())
     if len(report.by_genre) != 1:  # the total row: '(overall)' when a genre is named 'overall'
         rows.append((distinct_label("overall", report.by_genre), report.overall))
-    head = (f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}  {'under %':<20}{'exact %':<20}{'over %':<20}"
-            f"{'mean err':>8}")
+    cell, gw = _genre_column([g for g, _ in rows])
+    head = (f"{text_pad('genre', gw)}{'n':>7}{'pearson':>9}{'spearman':>10}  {'under %':<20}{'exact %':<20}"
+            f"{'over %':<20}{'mean err':>8}")
     lines = [f"column {name} (shares in %, exact 95% Clopper-Pearson interval in brackets)", head, "-" * len(head)]
     for genre, m in rows:
         mean = "—" if m.mean_signed_error is None else f"{m.mean_signed_error:.2f}"
-        lines.append(f"{genre:<14}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}  {_pct_ci(m.under):<20}"
+        lines.append(f"{cell(genre)}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}  {_pct_ci(m.under):<20}"
                      f"{_pct_ci(m.exact):<20}{_pct_ci(m.over):<20}{mean:>8}")
     cells = [f"{what}@{k}" for k in tails for what in ("precision", "recall")]
     cover = report.overall.coverage is not None
     if cover:
         cells.append("coverage")
     width = 28
-    head = (f"{'genre':<14}" + "".join(f"{c:<{width}}" for c in cells)).rstrip()
+    head = (text_pad("genre", gw) + "".join(f"{c:<{width}}" for c in cells)).rstrip()
     lines += ["", f"column {name} tails (% [95% CI] /n: precision@k of DDP >= k, recall@k of gold >= k"
               + ("; coverage of gold > 0 with DDP > 0" if cover else "") + ")", head, "-" * len(head)]
     for genre, m in rows:
         figs = [p for t in m.tails for p in (t.precision, t.recall)] + ([m.coverage] if m.coverage else [])
-        lines.append((f"{genre:<14}" + "".join(f"{_pct_ci(p, True):<{width}}" for p in figs)).rstrip())
+        lines.append((cell(genre) + "".join(f"{_pct_ci(p, True):<{width}}" for p in figs)).rstrip())
     return lines
+
+
+def _genre_column(genres: Sequence[Any]) -> tuple[Callable[[Any], str], int]:
+    """The genre column of a ``-f text`` table: a function writing a genre on one line (``text_cell``) padded to
+    the column's width in terminal columns (``text_pad``), and that width: 14, or more for a longer name."""
+    width = max([14] + [text_width(text_cell(g)) + 1 for g in genres])
+    return (lambda g: text_pad(text_cell(g), width)), width
 
 
 def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> str:
@@ -1167,7 +1252,10 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
         for name, report in result.columns.items():
             lines += [""] + _column_tables(name, report, result.tails)
     else:  # a result built by hand without columns: the ddp table of GoldMetrics
-        head = f"{'genre':<14}{'n':>7}{'pearson':>9}{'spearman':>10}{'under':>8}{'exact':>8}{'over':>8}{'mean err':>10}"
+        names = list(result.by_genre) + [distinct_label("overall", result.by_genre)]
+        cell, gw = _genre_column(names)
+        head = (f"{text_pad('genre', gw)}{'n':>7}{'pearson':>9}{'spearman':>10}{'under':>8}{'exact':>8}{'over':>8}"
+                f"{'mean err':>10}")
         lines += ["", head, "-" * len(head)]
 
         def pct(x: float | None) -> str:
@@ -1175,7 +1263,7 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
 
         def row(name: str, m: GoldMetrics) -> str:
             return (
-                f"{name:<14}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}"
+                f"{cell(name)}{m.n_segments:>7}{_fmt(m.pearson):>9}{_fmt(m.spearman):>10}"
                 f"{pct(m.share_under):>8}{pct(m.share_exact):>8}{pct(m.share_over):>8}"
                 f"{_fmt(m.mean_signed_error, 2):>10}"
             )

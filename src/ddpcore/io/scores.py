@@ -120,7 +120,8 @@ def _read_with(table: Any, reader: str, *, conditions: Sequence[str] | None, wav
     if reader == "wmt24":
         from .wmt import read_wmt24_esa
 
-        return read_wmt24_esa(table, waves=list(waves), lps=list(lps) if lps else None, with_text=False)
+        return read_wmt24_esa(table, waves=list(waves), lps=list(lps) if lps else None, with_text=False,
+                              absent_lp="raise")
     if reader == "mtme":
         from .mtme import resolve_mtme, read_mtme_scores
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import DDPDataError, DDPUsageError
 from ..schema import BLANK_CHARS, INVISIBLE, SegmentColumns, blank_note
-from .tables import read_table, require_columns
+from .tables import read_table, require_columns, role_clash
 
 if TYPE_CHECKING:
     import polars as pl
@@ -93,8 +93,13 @@ def read_segments(source: Any, cols: SegmentColumns = SegmentColumns(), *, requi
         df = read_text_folder(Path(source), cols)
     else:
         df = read_table(source, text_columns=(cols.text,), key_columns=(cols.document, cols.segment))
-    if len({cols.document, cols.segment, cols.text, cols.domain}) < 4:
-        raise DDPUsageError("the document, segment, text and domain columns must be four different names", code="D114")
+    clash = role_clash([("--document-col", cols.document), ("--segment-col", cols.segment),
+                        ("--text-col", cols.text), ("--domain-col", cols.domain)])
+    if clash is not None:  # the wording of D972 (check_distinct_columns), naming the two flags
+        first, second, col = clash
+        raise DDPUsageError(f"{first} and {second} both name the column '{col}'; one column cannot have two roles, "
+                            "give each its own column (the document, segment, text and domain columns must be four "
+                            "different names)", code="D114")
     clash = cols.output_clash()
     if clash is not None:  # polars' DuplicateError, or the input's column silently replaced by the run's
         flag, col, table = clash

@@ -962,17 +962,27 @@ def scan_csv_lossless(path: Path, fmt: str, quoted: bool, text_columns: Sequence
     return pl.scan_csv(path, **opts, schema_overrides={**fixed, **{c: pl.String for c, p in zip(ints, padded) if p}})
 
 
-def check_distinct_columns(roles: Sequence[tuple[str, str | None]]) -> None:
-    """D972 (exit 2) when two ``(flag, column)`` roles name one column (``None`` = role not used): one column cannot be,
-    say, both the document ids and the segment ids; found before the table is read, not as a polars error later."""
+def role_clash(roles: Sequence[tuple[str, str | None]]) -> tuple[str, str, str] | None:
+    """``(first flag, second flag, column)`` of the first two ``(flag, column)`` roles that name one column
+    (``None`` = role not used), else None: the test of :func:`check_distinct_columns` (and of D114)."""
     seen: dict[str, str] = {}
     for flag, name in roles:
         if name is None:
             continue
         if name in seen and seen[name] != flag:
-            raise DDPUsageError(f"{seen[name]} and {flag} both name the column '{name}'; one column cannot have two "
-                                "roles, give each its own column", code="D972")
+            return seen[name], flag, name
         seen.setdefault(name, flag)
+    return None
+
+
+def check_distinct_columns(roles: Sequence[tuple[str, str | None]]) -> None:
+    """D972 (exit 2) when two ``(flag, column)`` roles name one column (``None`` = role not used): one column cannot be,
+    say, both the document ids and the segment ids; found before the table is read, not as a polars error later."""
+    clash = role_clash(roles)
+    if clash is not None:
+        first, flag, name = clash
+        raise DDPUsageError(f"{first} and {flag} both name the column '{name}'; one column cannot have two "
+                            "roles, give each its own column", code="D972")
 
 
 def require_columns(df: pl.DataFrame, columns: Sequence[str], source: Any, *, flags: dict[str, str] | None = None) -> None:

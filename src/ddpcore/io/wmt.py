@@ -50,7 +50,7 @@ import json
 import tarfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import DDPDataError, DDPUsageError
 from .appraise import parse_error_spans
@@ -142,6 +142,7 @@ def read_wmt24_esa(
     waves: Sequence[int] = (2, 3),
     lps: Sequence[str] | None = None,
     with_text: bool = True,
+    absent_lp: Literal["empty", "raise"] = "empty",
 ) -> pl.DataFrame:
     """Read the WMT24 ESA waves into the statistics long table.
 
@@ -150,6 +151,8 @@ def read_wmt24_esa(
     path : the ``wmt24-genmt`` folder
     waves : which waves to read (2 and/or 3)
     lps : keep only these language pairs (e.g. ``["en-ja"]``); default all
+    absent_lp : a pair of ``lps`` the waves do not have: ``"empty"`` (no rows for it), or ``"raise"``: D821 naming
+        the pairs they have (``--lp`` of the score commands: a misspelt pair is not "no rows", nor dropped in silence)
     with_text : attach ``target_text``/``source_text`` (needed for errors per 1,000 characters
         and span positions). The outputs archive is read either way: the Appraise span offsets
         count UTF-16 code units and are converted to code points against the target text.
@@ -174,6 +177,7 @@ def read_wmt24_esa(
     login_to_person = {login: person for person, logins in mapping.items() for login in logins}
     position = _positions([d[1] if len(d) > 1 else "" for d in docs])
     rows: list[dict[str, Any]] = []
+    present: set[str] = set()  # the language pairs of the waves read, before ``lps`` keeps some
     for wave in waves:
         fname = WAVE_FILES[wave]
         try:
@@ -188,6 +192,7 @@ def read_wmt24_esa(
             if rec["tgt_type"] != "TGT" or "tutorial" in rec["system"] or any(m in doc for m in _DROP_DOC_MARKERS):
                 continue
             lp = f"{LANG3.get(rec['src_lang3'], rec['src_lang3'])}-{LANG3.get(rec['tgt_lang3'], rec['tgt_lang3'])}"
+            present.add(lp)
             if lps is not None and lp not in lps:
                 continue
             line = int(rec["line_id"])
@@ -208,6 +213,10 @@ def read_wmt24_esa(
             if prev is None or entry["time_end"] >= prev["time_end"]:
                 latest[key] = entry
         rows.extend(latest.values())
+    absent = [lp for lp in dict.fromkeys(lps or ()) if lp not in present]
+    if absent and absent_lp == "raise":
+        raise DDPDataError(f"{folder}: no language pair {', '.join(absent)} in wave(s) {', '.join(map(str, waves))} "
+                           f"(has {', '.join(sorted(present)) or 'none'}); choose --lp from those", code="D821")
     # the span offsets are UTF-16 based (Appraise): the target texts are needed to convert them
     texts = read_texts(folder, sorted({r["lp"] for r in rows})) if rows else {}
     for r in rows:

@@ -774,7 +774,8 @@ def unit_keys(
     """The resampling units in index order: row k is the unit that index value k names.
 
     Pass the same ``conditions`` (e.g. ``(condition_a, condition_b)``), ``exclude_systems``
-    and ``columns`` as to :func:`bootstrap_tau`: units are those of the rows kept. Returns a
+    and ``columns`` as to :func:`bootstrap_tau`: units are those of the rows kept (an excluded
+    system that is not in the table is D704, as there). Returns a
     DataFrame of shape (n_units, 1) (``document_id``) or (n_units, 2) (``document_id,
     segment_id``).
     """
@@ -782,9 +783,12 @@ def unit_keys(
 
     exclude_systems = [exclude_systems] if isinstance(exclude_systems, str) else exclude_systems  # one name
     cols = check_columns(columns, func="unit_keys")
-    required = ["document"] + (["segment"] if unit == "segment" else []) + (["condition"] if conditions else [])
+    required = (["document"] + (["segment"] if unit == "segment" else []) + (["condition"] if conditions else [])
+                + (["system"] if exclude_systems else []))
     df = load_ratings(table, cols, required, nan_policy)
-    if exclude_systems and schema.SYSTEM in df.columns:
+    if exclude_systems:  # a misspelt name is D704, as in bootstrap_tau
+        _check_excluded_systems(df[schema.SYSTEM].cast(pl.String).unique().to_list(), exclude_systems,
+                                table_source(table))
         df = df.filter(~pl.col(schema.SYSTEM).cast(pl.String).is_in([str(s) for s in exclude_systems]))
     if conditions:
         check_conditions(df, conditions)

@@ -386,10 +386,12 @@ class _Prepared:
 
 
 def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_default: bool,
-             by_domain: bool, source: str = "<table>", domain_col: str = schema.DOMAIN) -> _Prepared:
+             by_domain: bool, source: str = "<table>", domain_col: str = schema.DOMAIN,
+             available: Sequence[str] | None = None) -> _Prepared:
     """Codes of a long table (canonical names, n_rows rows): per-row system, unit, pairing-key
     and domain codes, shape (n_rows,) each. ``pair_annotator=None`` pairs on the annotator when
-    the table has one and ``pair_default`` (the method's default) is true."""
+    the table has one and ``pair_default`` (the method's default) is true. ``available``: the table's
+    columns as it names them, for the message of a missing domain column (default: ``df``'s)."""
     if pair_annotator is None:
         pair_annotator = schema.ANNOTATOR in df.columns and pair_default
     if pair_annotator and schema.ANNOTATOR not in df.columns:
@@ -411,7 +413,8 @@ def _prepare(df: pl.DataFrame, *, unit: str, pair_annotator: bool | None, pair_d
     if by_domain:
         if schema.DOMAIN not in work.columns:
             raise DDPDataError(f"{source}: by_domain needs a domain column, and there is no column '{domain_col}' "
-                               "(--domain-col NAME); available columns: " + ", ".join(df.columns), code="D352")
+                               "(--domain-col NAME); available columns: " + ", ".join(available or df.columns),
+                               code="D352")
         missing = key_missing(work[schema.DOMAIN])  # null, or NaN in a float column (as pandas hands it over)
         if missing is not None:
             # named by its ids: the rows here are one condition's, without omitted scores, so no input row number
@@ -1030,7 +1033,7 @@ def cluster_systems(
     df, one_sided = _cluster_rows(table, cols, condition_value, opts.nan_policy,
                                   unit=unit if strategy.bootstrap_units else None, counts=loaded)
     pr = _prepare(df, unit=unit, pair_annotator=pair_annotator, pair_default=strategy.pair_annotator_default,
-                  by_domain=by_domain, source=source, domain_col=cols.domain)
+                  by_domain=by_domain, source=source, domain_col=cols.domain, available=loaded.get("columns"))
     if strategy.bootstrap_units:
         from .bootstrap import _refuse_one_unit
 
@@ -1215,6 +1218,9 @@ def _cluster_rows(table: Any, cols: TableColumns, condition_value: str | None, n
 
     df = load_long_table(table, columns=cols, required=("document", "segment", "system", "score"),
                          nan_policy=nan_policy, counts=counts)  # type: ignore[arg-type]
+    if counts is not None:  # the columns as the table names them (a role's column renamed back), for messages
+        given = {canon: c for role, canon in ROLE_COLUMNS.items() if (c := getattr(cols, role)) is not None}
+        counts["columns"] = [given.get(c, c) for c in df.columns]
     if cols.domain != schema.DOMAIN:
         # the chosen column under the name loading gave it (a role column, e.g. --domain-col document_id, is copied,
         # not renamed away); a column that merely carries the name 'domain' is not the domain column

@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -382,6 +383,57 @@ def _pairs_within(group_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return i, j
 
 
+def _missing_id(v: Any) -> bool:
+    """None, NaN, NaT or pandas' NA (whose comparison is neither True nor False)."""
+    if v is None:
+        return True
+    try:
+        return bool(v != v)
+    except (TypeError, ValueError):
+        return True
+
+
+def _id_keys(values: Sequence[Any], what: str) -> np.ndarray:
+    """The ``item=``/``system=`` ids as text keys, one per row: numbers compared as numbers (1, 1.0 and numpy's 1
+    are one id, ``"1"``), any other id as its text. A missing id (None, NaN, NA) or numbers mixed with text
+    (is ``1`` the item ``"1"``?) is D555 naming the position: an id must never merge or split in silence."""
+    obj = np.asarray(values, dtype=object)
+    if obj.ndim != 1:
+        raise DDPDataError(f"{what} ids must be a flat sequence, one per (item, system)", code="D555")
+    keys: list[str] = []
+    first: dict[bool, int] = {}
+    for k, v in enumerate(obj.tolist()):
+        if _missing_id(v):
+            n = sum(_missing_id(x) for x in obj.tolist())
+            raise DDPDataError(f"{what} id at position {k} is missing ({v!r}; {n} of {obj.size} such ids); give "
+                               f"every score its {what}, or drop those rows", code="D555")
+        number = isinstance(v, numbers.Real) and not isinstance(v, bool)
+        first.setdefault(number, k)
+        if number:
+            f = float(v)
+            keys.append(str(int(v)) if isinstance(v, numbers.Integral) else str(int(f)) if f.is_integer() else repr(f))
+        else:
+            keys.append(str(v))
+    if len(first) == 2:
+        a, b = obj[first[True]], obj[first[False]]
+        raise DDPDataError(f"{what} ids mix numbers (position {first[True]}: {a!r}) and other values (position "
+                           f"{first[False]}: {b!r}); give every {what} id as a number or every one as text",
+                           code="D555")
+    return np.asarray(keys, dtype=str)
+
+
+def _range(value: Any, flag: str) -> tuple[float, float]:
+    """``metric_range``/``human_range``: two finite real numbers, low < high (D554)."""
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        lo = hi = None
+    if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi)) \
+            or not hi > lo:  # type: ignore[operator]
+        raise DDPUsageError(f"{flag}: a score range needs two finite numbers low < high, got {value!r}", code="D554")
+    return float(lo), float(hi)  # type: ignore[arg-type]
+
+
 def metric_human_consistency(
     item: Sequence[Any],
     system: Sequence[Any],
@@ -397,7 +449,9 @@ def metric_human_consistency(
     Parameters
     ----------
     item, system : sequence, shape (n,)
-        The item (segment/document) and system of each score; one row per (item, system).
+        The item (segment/document) and system of each score; one row per (item, system). Numbers are
+        compared as numbers (``1`` and ``1.0`` are one item), other ids as text; a missing id (None, NaN)
+        or numbers mixed with text is D555.
     metric, human : sequence of float, shape (n,)
         Scores on the scales ``metric_range`` / ``human_range`` (min-max normalised to [0, 1]).
     tie_threshold : float
@@ -405,14 +459,16 @@ def metric_human_consistency(
     human_tie_threshold : float, optional
         The same for human scores (default: ``tie_threshold``).
     """
+    if not all(isinstance(x, numbers.Real) and not isinstance(x, bool)
+               for x in (tie_threshold, tie_threshold if human_tie_threshold is None else human_tie_threshold)):
+        raise DDPUsageError("tie thresholds must be numbers (tie_threshold=, human_tie_threshold=), got "
+                            f"{tie_threshold!r} and {human_tie_threshold!r}", code="D554")
     t = float(tie_threshold)
     th = t if human_tie_threshold is None else float(human_tie_threshold)
     if not (math.isfinite(t) and t >= 0 and math.isfinite(th) and th >= 0):
         raise DDPUsageError("tie thresholds must be finite and >= 0 (tie_threshold=, human_tie_threshold=)",
                             code="D554")
-    for lo, hi in (metric_range, human_range):
-        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-            raise DDPUsageError(f"a score range needs low < high, got ({lo}, {hi})", code="D554")
+    metric_range, human_range = _range(metric_range, "metric_range"), _range(human_range, "human_range")
     raw_scores = []
     for what, values in (("metric", metric), ("human", human)):
         try:  # a text label ("n/a") in a score column is bad data, not a crash
@@ -423,8 +479,7 @@ def metric_human_consistency(
             raise DDPDataError(f"{what} scores must be a flat sequence, one number per (item, system)", code="D555")
     (mr, hr), wm, wh = raw_scores, metric_range[1] - metric_range[0], human_range[1] - human_range[0]
     m, h = (mr - metric_range[0]) / wm, (hr - human_range[0]) / wh
-    it = np.asarray(item, dtype=object).astype(str)
-    sy = np.asarray(system, dtype=object).astype(str)
+    it, sy = _id_keys(item, "item"), _id_keys(system, "system")
     if not (m.size == h.size == it.size == sy.size):
         raise DDPDataError("item, system, metric and human must have the same length", code="D555")
     if np.isnan(m).any() or np.isnan(h).any():

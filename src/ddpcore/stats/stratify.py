@@ -115,6 +115,14 @@ def _raise_too_large(slf: pl.LazyFrame, sname: str, score_cols: Sequence[str]) -
         "overflow); rescale the score column (e.g. divide it by a power of ten)", code="D360")
 
 
+def comma_list(value: str | Sequence[str] | None) -> Sequence[str] | None:
+    """``gap=``/``on=`` given as one str, read as their flags read it (``--gap A,B``, ``--on COLS``):
+    comma-separated items, not the str's characters; a sequence is kept as it is."""
+    if isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    return value
+
+
 def parse_on(on: Sequence[str] | None, doc: str, seg: str) -> list[tuple[str, str]]:
     """Join keys as (profile column, scores column) pairs. ``None``: the profile's document and
     segment columns in both. Two bare names: the scores' names of the document and segment columns.
@@ -713,7 +721,8 @@ def check_options(*, by: Sequence[str] = (), bins: str | Sequence[float] = DEFAU
     from .bins import parse_bins
 
     edges = np.asarray(parse_bins(list(bins) if not isinstance(bins, str) else bins), dtype=np.float64)
-    by = list(by)
+    by = [by] if isinstance(by, str) else list(by)  # one column's name, as in stratify
+    gap = comma_list(gap)  # "A,B" as --gap reads it
     for flag, v in (("--n-boot", n_boot), ("--seed", seed), ("--lowess-max-points", lowess_max_points)):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):  # "100" or None: a bare TypeError below
             raise DDPUsageError(f"{flag} must be a whole number, got {v!r} ({flag[2:].replace('-', '_')}= in Python)",
@@ -829,8 +838,10 @@ def stratify(profile: pl.DataFrame | pl.LazyFrame, scores: pl.DataFrame | pl.Laz
     ``ddp_col`` is the DDP column binned and correlated (``--ddp-col``: e.g. ``ddp_certified``);
     a name the profile does not have is D780. ``by``: the group columns (``--by``; one name or a sequence of
     names); ``bins``: DDP bin edges in sentences, bins ``[e_i, e_{i+1})``; ``n_boot``: document-bootstrap
-    replicates (whole documents are the resampling unit; 0 = no CI)."""
+    replicates (whole documents are the resampling unit; 0 = no CI). ``gap`` (two values A, B) and ``on``
+    (join keys, :func:`parse_on`): a sequence, or one str of comma-separated items as ``--gap``/``--on`` take."""
     by = [by] if isinstance(by, str) else list(by)  # one column's name, not its characters (as score_col)
+    gap, on = comma_list(gap), comma_list(on)  # a str as --gap A,B and --on COLS read it, not its characters
     edges, gcol = check_options(by=by, bins=bins, gap=gap, gap_col=gap_col, n_boot=n_boot, seed=seed,
                                 lowess_max_points=lowess_max_points, max_unjoined=max_unjoined)
     score_cols = [score_col] if isinstance(score_col, str) else list(score_col)
