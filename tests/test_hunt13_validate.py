@@ -25,7 +25,6 @@ Defects fixed (each test below fails without its fix):
 from __future__ import annotations
 
 import json
-import statistics
 import types
 from pathlib import Path
 from typing import Any
@@ -33,67 +32,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from test_hunt5_validate import assert_figures, expected_column  # the loop of the validate figures (one copy)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy.stats import pearsonr, spearmanr
-from statsmodels.stats.proportion import proportion_confint
 
 import ddpcore.gold.validate as V
 from ddpcore.cli.main import main
 from ddpcore.cli.validate import _tails
 from ddpcore.errors import DDPDataError, DDPUsageError
 
-# --------------------------------------------------------------------------- the independent computation
-
-
-def ci(count: int, n: int) -> dict[str, Any]:
-    """``{count, n, share, ci_low, ci_high}``: statsmodels' exact (beta) interval; all None at n = 0."""
-    if n == 0:
-        return {"count": count, "n": 0, "share": None, "ci_low": None, "ci_high": None}
-    lo, hi = proportion_confint(count, n, alpha=0.05, method="beta")
-    return {"count": count, "n": n, "share": count / n, "ci_low": 0.0 if count == 0 else float(lo),
-            "ci_high": 1.0 if count == n else float(hi)}
-
-
-def corr(f: Any, x: list[int], y: list[int]) -> float | None:
-    if len(x) < 2 or len(set(x)) == 1 or len(set(y)) == 1:
-        return None
-    return float(f(x, y).statistic)
-
-
-def expected_column(ddp: list[int], gold: list[int], tails: tuple[int, ...], coverage: bool) -> dict[str, Any]:
-    """Every figure of one DDP column, one segment at a time (Python ints: exact for any k)."""
-    n = len(ddp)
-    pairs = list(zip(ddp, gold))
-    out: dict[str, Any] = {
-        "n_segments": n, "pearson": corr(pearsonr, ddp, gold), "spearman": corr(spearmanr, ddp, gold),
-        "under": ci(sum(d < g for d, g in pairs), n), "exact": ci(sum(d == g for d, g in pairs), n),
-        "over": ci(sum(d > g for d, g in pairs), n),
-        "mean_signed_error": statistics.fmean(d - g for d, g in pairs) if n else None, "tails": [],
-    }
-    for k in tails:
-        both = sum(d >= k and g >= k for d, g in pairs)
-        out["tails"].append({"k": k, "precision": ci(both, sum(d >= k for d in ddp)),
-                             "recall": ci(both, sum(g >= k for g in gold))})
-    if coverage:
-        out["coverage"] = ci(sum(g > 0 and d > 0 for d, g in pairs), sum(g > 0 for g in gold))
-    return out
-
-
-def assert_figures(got: Any, want: Any, where: str = "") -> None:
-    """Recursive comparison; floats to 1e-9 relative (ddpcore's own Pearson differs from scipy in the last bits)."""
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and set(got) == set(want), (where, got, want)
-        for key in want:
-            assert_figures(got[key], want[key], f"{where}.{key}")
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), (where, got, want)
-        for i, (a, b) in enumerate(zip(got, want)):
-            assert_figures(a, b, f"{where}[{i}]")
-    elif isinstance(want, float):
-        assert got is not None and got == pytest.approx(want, rel=1e-9, abs=1e-12), (where, got, want)
-    else:
-        assert got == want, (where, got, want)
+# --------------------------------------------------------------------------- the tables under test
 
 
 def tables(keys: list[tuple[str, int]], genres: list[str], gold: list[int], ddp: list[int],
