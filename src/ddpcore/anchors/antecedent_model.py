@@ -34,6 +34,7 @@ FALLBACKS: tuple[tuple[str, str], ...] = (("distance1", "rule"), ("first_mention
 
 
 def kernel() -> Any:
+    """The compiled ``antecedent`` extension module (the link stage's scoring kernel), loaded once."""
     from .._native import load
 
     return load("antecedent")

@@ -371,6 +371,7 @@ def string_hashes(words: Sequence[str]) -> np.ndarray:
 
 
 def pos_id(name: str) -> int:
+    """spaCy's integer id of the universal part-of-speech tag ``name`` (e.g. ``"PRON"``), cached."""
     if name in POS_IDS:
         return POS_IDS[name]
     from spacy.parts_of_speech import IDS

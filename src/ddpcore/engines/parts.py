@@ -71,6 +71,7 @@ PART_CACHE = 8
 
 
 def part_name(k: int) -> str:
+    """File name of batch ``k``'s part of a table (``part-000042.parquet``)."""
     return f"part-{k:06d}.parquet"
 
 
@@ -80,6 +81,7 @@ def part_location(dataset: str, role: str, k: int) -> str:
 
 
 def marker_location(dataset: str, k: int) -> str:
+    """Where the completion marker of batch ``k`` lives (written after all of its parts)."""
     return fs.join(dataset, MARKERS, f"{k:06d}.json")
 
 

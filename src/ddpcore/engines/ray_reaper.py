@@ -101,6 +101,9 @@ def kill_marked(token: str, rounds: int = 3, pause: float = 0.3) -> int:
 
 
 def main(argv: list[str]) -> int:
+    """The watchdog's entry (``argv``: program, owner token, optional work folder): waits for the driver's
+    pipe on stdin to close, then ends every process marked with the token and removes the work folder;
+    returns 0."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the terminal is the driver's to handle
     token = argv[1]
     work = argv[2] if len(argv) > 2 and argv[2] else None

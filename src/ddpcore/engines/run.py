@@ -148,12 +148,14 @@ def shard_of_documents(documents: pl.Series, n_shards: int) -> np.ndarray:
 
 
 def pl_string() -> Any:
+    """``polars.String``, imported when first needed (keeps ``import ddpcore`` light)."""
     import polars as pl
 
     return pl.String
 
 
 def pl_int64() -> Any:
+    """``polars.Int64``, imported when first needed (keeps ``import ddpcore`` light)."""
     import polars as pl
 
     return pl.Int64
@@ -271,6 +273,7 @@ def _signals_raise() -> Iterator[None]:
 
 
 def threading_main() -> bool:
+    """Whether the caller runs on the main thread (only there can signal handlers be installed)."""
     import threading
 
     return threading.current_thread() is threading.main_thread()

@@ -323,6 +323,7 @@ def _open_compressed(path: Path, suffix: str) -> IO[bytes]:
 
 
 def zlib_error() -> type[BaseException]:
+    """``zlib.error``, imported when first needed."""
     import zlib
 
     return zlib.error

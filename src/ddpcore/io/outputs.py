@@ -93,6 +93,8 @@ def file_identity(path: Path) -> tuple[str, tuple[int, int] | None]:
 
 
 def same_file(a: tuple[str, tuple[int, int] | None], b: tuple[str, tuple[int, int] | None]) -> bool:
+    """Whether two ``(resolved path, (st_dev, st_ino) or None)`` keys name one file: the same path, or the same
+    existing inode (a hard link, a symlink resolved elsewhere)."""
     return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
 
 

@@ -481,6 +481,7 @@ def input_fingerprint(source: Any, docs: str | os.PathLike[str] | None = None) -
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write ``obj`` as sorted, indented JSON to ``path`` through a temporary file and a rename."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(obj, sort_keys=True, indent=1), encoding="utf-8")
     os.replace(tmp, path)

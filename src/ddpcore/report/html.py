@@ -640,6 +640,8 @@ REPORT_PANELS = 4
 
 
 def write_report(dest: str, profile: str, **kwargs: Any) -> None:
+    """Render the HTML report of the profile at ``profile`` (:func:`render`, same keywords) and write it to
+    ``dest`` through a temporary file and a rename."""
     from ..io.tables import atomic_path
 
     text = render(profile, **kwargs)

@@ -66,6 +66,7 @@ def result_to_dict(result: Any, include_replicates: bool = False) -> dict[str, A
 
 
 def check_nan_policy(nan_policy: str) -> None:
+    """D311 unless ``nan_policy`` is ``"raise"`` or ``"omit"``."""
     if nan_policy not in ("raise", "omit"):
         raise DDPUsageError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r} (--nan-policy)", code="D311")
 

@@ -60,6 +60,7 @@ class BinomTestResult(AsDict):
 
 
 def check_alternative(alternative: Any, flag: str = "alternative=") -> str:
+    """``alternative`` as a str when it is ``two-sided``, ``greater`` or ``less``; else D540 naming ``flag``."""
     if alternative not in ALTERNATIVES:
         raise DDPUsageError(
             f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r} ({flag})", code="D540"

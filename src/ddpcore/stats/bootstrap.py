@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -223,7 +223,7 @@ def iter_resample_sums(
     threads: int | None = None,
     budget: _budget.Budget | None = None,
     block: int | None = None,
-):  # type: ignore[no-untyped-def]
+) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(r0, sums)`` blocks of :func:`resample_sums` (rows r0, r0 + 1, ... of the same matrix).
 
     Blocks hold about ``_BLOCK_WORK / (n_units * n_cols)`` replicates (at least 16), so memory

@@ -52,6 +52,7 @@ def parse_size(text: Any) -> float:
 
 
 def physical_memory() -> float:
+    """The machine's physical memory in bytes (8 GiB where the platform does not say)."""
     try:
         return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
@@ -59,6 +60,7 @@ def physical_memory() -> float:
 
 
 def fmt_bytes(n: float) -> str:
+    """``n`` bytes for a message: ``1.5 GiB``, ``12.0 MiB``, ``512 B``."""
     for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
@@ -66,6 +68,7 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_seconds(s: float) -> str:
+    """``s`` seconds for a message: ``2.0 h``, ``3.5 min``, ``12.3 s``."""
     if s >= 3600:
         return f"{s / 3600:.1f} h"
     if s >= 60:
@@ -163,6 +166,7 @@ def check_seed(seed: Any) -> int:
 
 
 def check_n_boot(n_boot: Any, flag: str = "--n-boot") -> int:
+    """``n_boot`` as an int when it is a whole number of at least 1 (not a bool, not a float); else D311 naming ``flag``."""
     if isinstance(n_boot, bool) or not hasattr(n_boot, "__index__"):
         raise DDPUsageError(f"n_boot must be a positive integer, got {n_boot!r} ({flag})", code="D311")
     value = int(n_boot)

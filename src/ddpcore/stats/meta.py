@@ -1900,6 +1900,7 @@ def to_latex(res: MetaResult, stats: Sequence[str] = STATS) -> str:
 
 
 def dumps(res: MetaResult) -> str:
+    """``res`` as the indented JSON that ``ddp meta -f json`` writes (no NaN: missing figures are null)."""
     return json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n"
 
 

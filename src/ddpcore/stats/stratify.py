@@ -918,6 +918,7 @@ def to_text(result: dict[str, Any]) -> str:
 
 
 def dumps(result: dict[str, Any]) -> str:
+    """``result`` (of :func:`stratify`) as the indented JSON that ``ddp stratify -f json`` writes (NaN as null)."""
     from ._table import json_safe
 
     return json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n"
