@@ -25,7 +25,6 @@ an antecedent only); other expected values are written by hand next to the asser
 from __future__ import annotations
 
 import json
-import types
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +32,11 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from corefud_helpers import stand_in_validate as _stand_in
 from test_cache import FAKE_INFO, FakeParser, fake_arrays, same_arrays
 from test_cache import cache_folder as _folder
 
 import ddpcore
-import ddpcore.gold.validate as V
 from ddpcore.cli.main import main
 from ddpcore.gold.validate import compute_gold_distances
 from ddpcore.io.gold import read_gold
@@ -74,22 +73,6 @@ def slow_distances(counted: list[list[str]], mode: str = "chained", antecedent_o
 
 
 HEAD = ["# newdoc id = d1", "# global.Entity = eid-etype-head-other"]
-
-
-def _stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Replace the spaCy run of ``ddp validate``: DDP 0 for every gold sentence, no anchors."""
-    schema = {"document_id": pl.String, "segment_id": pl.Int64, "anchor_index": pl.Int64, "kind": pl.String,
-              "label": pl.String, "text": pl.String, "antecedent_kind": pl.String, "antecedent_text": pl.String,
-              "antecedent_sentence": pl.Int64, "distance_sentences": pl.Int64, "distance_certified": pl.Int64}
-
-    def profile_gold(corpus: Any, **kw: Any) -> tuple[Any, dict[str, float]]:
-        s = corpus.sentences
-        seg = pl.DataFrame({"document_id": s["document_id"], "segment_id": s["sentence"].cast(pl.Int64),
-                            "ddp": [0] * s.height})
-        run = types.SimpleNamespace(segments=seg, anchors=pl.DataFrame([], schema=schema), signature={"stand_in": True})
-        return run, {"words": 1.0, "seconds": 1.0, "words_per_second": 1.0}
-
-    monkeypatch.setattr(V, "profile_gold", profile_gold)
 
 
 # --------------------------------------------------------------------------- 1. SplitAnte / Bridge

@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 import pytest
 import scipy.stats
+from cluster_helpers import tools_py_clusters
 
 from ddpcore.cli.main import main
 from ddpcore.io.wmt import read_wmt24_esa
@@ -88,17 +89,7 @@ def _tools_py(rows: list[dict], by_domain: bool, alpha: float = 0.05):
         wins = sum(1 for b in order if b != a and p[(a, b)] < alpha and means[a] > means[b])
         losses = sum(1 for b in order if b != a and p[(a, b)] < alpha and not means[a] > means[b])
         ranges[a] = (losses + 1, len(order) - wins)
-    labels, until, last = [], -1, 1
-    for i in range(len(order)):
-        if until <= i:
-            until = -1
-        for j in range(i + 1, len(order)):
-            if p[(order[i], order[j])] > alpha:
-                until = max(j, until)
-        labels.append(last)
-        if until == -1:
-            last += 1
-    clusters = [[s for s, lab in zip(order, labels) if lab == c] for c in sorted(set(labels))]
+    clusters = tools_py_clusters(order, p, alpha)
     return order, means, ranges, clusters, p
 
 

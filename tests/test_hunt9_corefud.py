@@ -19,14 +19,12 @@ import io
 import json
 import random
 import tarfile
-import types
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pytest
+from corefud_helpers import stand_in_validate as _stand_in
 
-import ddpcore.gold.validate as V
 from ddpcore.cli.main import main
 from ddpcore.errors import DDPDataError
 from ddpcore.gold.validate import compute_gold_distances
@@ -230,22 +228,6 @@ def test_discontinuous_mention_across_sentences_is_dropped_and_said(tmp_path: Pa
 
 
 # --------------------------------------------------------------------------- a file without '# newdoc'
-
-
-def _stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Replace the spaCy run of ``ddp validate``: DDP 0 for every gold sentence, no anchors."""
-    schema = {"document_id": pl.String, "segment_id": pl.Int64, "anchor_index": pl.Int64, "kind": pl.String,
-              "label": pl.String, "text": pl.String, "antecedent_kind": pl.String, "antecedent_text": pl.String,
-              "antecedent_sentence": pl.Int64, "distance_sentences": pl.Int64, "distance_certified": pl.Int64}
-
-    def profile_gold(corpus: Any, **kw: Any) -> tuple[Any, dict[str, float]]:
-        s = corpus.sentences
-        seg = pl.DataFrame({"document_id": s["document_id"], "segment_id": s["sentence"].cast(pl.Int64),
-                            "ddp": [0] * s.height})
-        run = types.SimpleNamespace(segments=seg, anchors=pl.DataFrame([], schema=schema), signature={"stand_in": True})
-        return run, {"words": 1.0, "seconds": 1.0, "words_per_second": 1.0}
-
-    monkeypatch.setattr(V, "profile_gold", profile_gold)
 
 
 def test_file_without_newdoc_is_one_document_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

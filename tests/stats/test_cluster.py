@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 import scipy.stats
+from cluster_helpers import tools_py_clusters
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -125,17 +126,7 @@ def oracle_wmt24(rows: list[dict], alpha: float, by_domain: bool):
         losses = sum(1 for b in order if b != a and p[(a, b)] < alpha and not means[a] > means[b])
         ranges.append((losses + 1, len(order) - wins))
     # tools.py get_clusters, as a loop
-    labels, until, last = [], -1, 1
-    for i in range(len(order)):
-        if until <= i:
-            until = -1
-        for j in range(i + 1, len(order)):
-            if p[(order[i], order[j])] > alpha:
-                until = max(j, until)
-        labels.append(last)
-        if until == -1:
-            last += 1
-    clusters = [[s for s, lab in zip(order, labels) if lab == c] for c in sorted(set(labels))]
+    clusters = tools_py_clusters(order, p, alpha)
     return order, ranges, clusters, p
 
 

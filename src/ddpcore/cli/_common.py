@@ -80,7 +80,7 @@ def add_extraction_options(p: argparse.ArgumentParser, *, from_signature: bool =
                         "paper's WMT25 figures), refined-names (refined + gender from first names and nouns; extra [names]), "
                         "learned (refined-names anchors linked by a trained antecedent scorer; extra [names]) "
                         "(default: refined)")
-    g.add_argument("--certify-model", default=None, metavar="PATH",
+    g.add_argument("--certify-model", type=certify_model_arg, default=None, metavar="PATH",
                    help="certification model of ddp_certified (a weights file made by scripts/train_certify.py; "
                         "default: the shipped certify-v5.json, or certify-v5-noparser.json with a pipeline "
                         "without a dependency parser" + (", or the one the output's signature names)"
@@ -103,6 +103,15 @@ def batch_size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"[D212] expected a whole number of texts per spaCy batch >= 1, not {text!r}; e.g. --batch-size 256")
     return int(t)
+
+
+def certify_model_arg(text: str) -> str:
+    """``--certify-model`` values: a path that is not empty (else D321, exit 2: an empty one, an unset shell
+    variable, would mean the rule set without a model, a profile without ``ddp_certified``, in silence)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("[D321] an empty path; give a certification weights file, or leave the "
+                                         "option out for the shipped model")
+    return text
 
 
 def n_process_arg(text: str) -> int | str:
@@ -147,13 +156,14 @@ def resample_options(args: argparse.Namespace, **fields: object) -> object:
 
 def stderr_line(line: str) -> None:
     """Print one stderr line (``<command>: warning: <message>``, a gate's reason) on ONE line: a name from the data
-    inside it (a system named with a line break or a tab) is written as ``-f text`` writes names
-    (:func:`ddpcore.io.tables.text_cell`), not spread over two lines. The JSON output keeps the message verbatim."""
+    inside it (a system named with a line break or a tab) has its control characters written as ``-f text`` writes
+    them (:func:`ddpcore.io.tables.one_line`: ``\\n``, ``\\t``), not spread over two lines; the message's own
+    backslashes stay single. The JSON output keeps the message verbatim."""
     import sys
 
-    from ..io.tables import text_cell
+    from ..io.tables import one_line
 
-    print(text_cell(line), file=sys.stderr)
+    print(one_line(line), file=sys.stderr)
 
 
 def fmt_number(x: Any, nd: int = 3, missing: str = "nan") -> str:

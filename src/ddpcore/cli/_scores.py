@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ..io.scores import SCORE_READERS as READERS  # one tuple for every score command (io.scores)
+from ._common import stderr_line
 
 
 def _csv_list(text: str) -> list[str]:
@@ -47,4 +47,4 @@ def score_input(args: argparse.Namespace, path: Any, conditions: list[str] | Non
     command = " ".join(["ddp", *(w for w in (getattr(args, "command", None), getattr(args, "stats_command", None))
                                  if isinstance(w, str))])  # `ddp stats tau: note:`, as its warnings and errors
     return read_score_input(path, args.reader, conditions=conditions, waves=args.waves, lps=args.lp, layout=layout,
-                            warn=lambda m: print(f"{command}: note: {m}", file=sys.stderr))
+                            warn=lambda m: stderr_line(f"{command}: note: {m}"))

@@ -150,8 +150,7 @@ def run_blindness(args: argparse.Namespace) -> int:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if failed:
-        print(f"ddp blindness: gate {args.fail_on} failed: verdict {res.verdict}: {'; '.join(res.reasons)}",
-              file=sys.stderr)
+        stderr_line(f"ddp blindness: gate {args.fail_on} failed: verdict {res.verdict}: {'; '.join(res.reasons)}")
         return 1
     return 0
 

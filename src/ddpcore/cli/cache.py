@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter
+from ._common import HelpFormatter, stderr_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -105,7 +105,6 @@ def run_info(args: argparse.Namespace) -> int:
 
 def run_clear(args: argparse.Namespace) -> int:
     import json
-    import sys
 
     from ..pipeline.cache import clear_cache
     from ..errors import DDPUsageError
@@ -122,12 +121,11 @@ def run_clear(args: argparse.Namespace) -> int:
     if report.kept:
         names = ", ".join(str(p.relative_to(root)) for p in report.kept[:5])
         more = f" and {len(report.kept) - 5} more" if len(report.kept) > 5 else ""
-        print(f"ddp cache clear: warning: kept {len(report.kept)} entr{'y' if len(report.kept) == 1 else 'ies'} "
-              f"ddpcore did not write (or that fail their checksum) in the cache's pipeline folders: {names}{more}",
-              file=sys.stderr)
+        stderr_line(f"ddp cache clear: warning: kept {len(report.kept)} entr{'y' if len(report.kept) == 1 else 'ies'} "
+                    f"ddpcore did not write (or that fail their checksum) in the cache's pipeline folders: {names}{more}")
     if report.busy:
-        print(f"ddp cache clear: warning: {', '.join(report.busy)}: a run stored new parses there during the clear "
-              "(a run is using the cache); they stay", file=sys.stderr)
+        stderr_line(f"ddp cache clear: warning: {', '.join(report.busy)}: a run stored new parses there during the "
+                    "clear (a run is using the cache); they stay")
     if args.format == "json":
         out: dict = {"dir": str(root), "removed_folders": report.removed, "bytes_freed": report.freed,
                      "kept": [str(p) for p in report.kept], "folders": report.folders, "busy": report.busy}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter
+from ._common import HelpFormatter, stderr_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     targets = {role: checked.get(opt)
                for role, (opt, _) in zip(("segments", "anchors", "sentences", "documents"), options)}
     def warn(message: str) -> None:
-        print(f"ddp merge: warning: {message}", file=sys.stderr, flush=True)
+        stderr_line(f"ddp merge: warning: {message}")
 
     sig = merge_shards(args.shards, targets, warn=warn)
     if not args.quiet:

@@ -181,8 +181,8 @@ def _profile_keys(args: argparse.Namespace) -> None:
             taken.append(f"{flag} {name}")
             other = other or name != default
     if other:
-        print(f"ddp meta: note: {', '.join(taken)}: the profile's id columns, as the signature of {args.profile} "
-              "records them; give --document-col/--segment-col to join on other columns of SCORES", file=sys.stderr)
+        stderr_line(f"ddp meta: note: {', '.join(taken)}: the profile's id columns, as the signature of {args.profile} "
+                    "records them; give --document-col/--segment-col to join on other columns of SCORES")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         table = read_score_input(args.scores, args.reader, conditions=[args.human_col, *(metric_cols or [])],
                                  waves=args.waves, lps=args.lp, layout="wide",
                                  metrics=metric_cols if metric_cols else None,
-                                 warn=lambda m: print(f"ddp meta: note: {m}", file=sys.stderr))
+                                 warn=lambda m: stderr_line(f"ddp meta: note: {m}"))
         if metric_cols is None:
             keys = {args.document_col, args.segment_col, args.system_col, args.human_col, "line_id", "domain"}
             metric_cols = [c for c, t in table.schema.items() if c not in keys and t.is_numeric()]

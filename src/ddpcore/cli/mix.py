@@ -129,7 +129,7 @@ def run_mix(args: argparse.Namespace) -> int:
         res = build_mix(source, seed=args.seed, pool=args.pool, exclude_systems=args.exclude_system,
                         forbid_adjacent_repeat=args.forbid_adjacent_repeat, **cols)
     if res.empty_note():
-        print(f"ddp mix: warning: {res.empty_note()}", file=sys.stderr)
+        stderr_line(f"ddp mix: warning: {res.empty_note()}")
     sig = dict(res.signature, reader=args.reader, lp=args.lp)
     sig_json = json.dumps(sig, sort_keys=True)
     write_tables_atomic([(res.mix, targets[0].path), (res.assignment, targets[1].path)],

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import (HelpFormatter, add_extraction_options, add_reader_options, add_segment_columns, bundled_default,
-                      reader_kwargs)
+                      reader_kwargs, stderr_line)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     argv = [a for a in sys.argv[1:] if a != "--resume"]
 
     def warn(message: str) -> None:  # one "ddp profile: warning: ..." line on stderr
-        print(f"ddp profile: warning: {' '.join(message.split())}", file=sys.stderr, flush=True)
+        stderr_line(f"ddp profile: warning: {message}")
 
     run_options = RunOptions(
         cols=cols, settings=Settings(distance=args.distance, sentence_unit="sentence",
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         return exc.exit_code
     for note in report.notes:
         if not note.startswith("resuming"):
-            print(f"ddp profile: note: {note}", file=sys.stderr)
+            stderr_line(f"ddp profile: note: {note}")
     signature = report.signature
     names = [str(t.path) if t.path is not None else "<stdout>" for t in targets.values() if t is not None]
     summary = report.summary
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
 
     note = total_note(summary, by)
     if note:  # a group named 'all': the total row is '(all)', said here and named in the JSON's summary_total
-        print(f"ddp profile: note: {note}", file=sys.stderr)
+        stderr_line(f"ddp profile: note: {note}")
     if args.format == "json":
         text = json.dumps({"summary": summary.to_dicts(), "summary_by": by,
                            "summary_total": summary["group"][-1] if summary.height else None, "outputs": names,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter
+from ._common import HelpFormatter, stderr_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,6 +49,6 @@ def run(args: argparse.Namespace) -> int:
     plots.pyplot()
     write_report(str(out), args.profile, stratify=args.stratify, anchors=args.anchors, top=args.top,
                  top_per_domain=args.top_per_domain, title=args.title, ddp_col=args.ddp_col,
-                 warn=lambda m: print(f"ddp report: note: {m}", file=sys.stderr))
+                 warn=lambda m: stderr_line(f"ddp report: note: {m}"))
     print(f"ddp report: wrote {out}", file=sys.stderr)
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_deprecated_alias
+from ._common import HelpFormatter, add_deprecated_alias, stderr_line
 from .select import (add_common, check_target, cols_from, emit_summary, inherited_reader, where_written,
                      writes_signature, wrote_line)
 
@@ -48,9 +48,7 @@ def _run(args: argparse.Namespace) -> int:
                  outputs_to=args.outputs_to, ddp_col=args.ddp_col)
     note = thin_note(res, args.by, signature=writes_signature(args))
     if note:  # a thin sample is said on stderr too, not only in the summary (the sidecar has "filled": false)
-        import sys
-
-        print(f"ddp sample: note: {note}", file=sys.stderr)
+        stderr_line(f"ddp sample: note: {note}")
     where = where_written(target)
     text = (format_report(res, args.by) + "\n" + format_summary("ddp sample", res.summary)
             + "\n" + wrote_line(where, res.summary["after"]["segments"], res.written))

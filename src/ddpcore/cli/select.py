@@ -5,7 +5,8 @@ import argparse
 import contextlib
 from collections.abc import Iterator
 
-from ._common import HelpFormatter, add_deprecated_alias, add_reader_options, add_segment_columns
+from ._common import (HelpFormatter, add_deprecated_alias, add_reader_options, add_segment_columns, stderr_line,
+                      write_result)
 
 HELP_OUTPUT = ("output file in the input's own format (.jsonl/.csv/.tsv/.json/.parquet, .gz for text formats; "
                "'-' = stdout for text inputs, and the summary goes to stderr); text outputs get "
@@ -120,8 +121,6 @@ def reader_from_profile(args: argparse.Namespace) -> str:
 def inherited_reader(args: argparse.Namespace, command: str) -> Iterator[None]:
     """Run a select/sample with :func:`reader_from_profile`: the note goes to stderr when the run ends well,
     and into the one-line message of an error it ends with (so that the error says how INPUT was read)."""
-    import sys
-
     from ..errors import DDPError
 
     note = reader_from_profile(args)
@@ -132,7 +131,7 @@ def inherited_reader(args: argparse.Namespace, command: str) -> Iterator[None]:
             raise
         raise type(exc)(f"{exc.message} ({note})", code=exc.code) from None
     if note:
-        print(f"{command}: note: {note}", file=sys.stderr)
+        stderr_line(f"{command}: note: {note}")
 
 
 def _check_layout_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -365,14 +364,13 @@ def evaluate_format(args: argparse.Namespace) -> str:
 def run_evaluate(args: argparse.Namespace) -> int:
     """``ddp select --evaluate``: read, join, evaluate, report."""
     import json
-    import sys
     from pathlib import Path
 
     from ..curate.evaluate import EvaluateOptions, evaluate_selection, render_markdown
     from ..curate.select import load_profile
     from ..errors import DDPUsageError
-    from ..io.outputs import check_place, file_identity, same_file
-    from ..io.tables import atomic_path, read_table
+    from ..io.outputs import OutputTarget, check_claims, check_place, file_identity, same_file
+    from ..io.tables import md_code, read_table
 
     opts = EvaluateOptions(budgets=tuple(args.budgets), n_random=args.n_random, seed=args.seed, level=args.level,
                            alpha=args.alpha, perfect=args.perfect_score, ties=args.ties)
@@ -387,11 +385,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
         for i in (args.input, args.profile):
             if same_file(file_identity(out), file_identity(Path(i))):
                 raise DDPUsageError(f"-o {out}: is the input {i}; choose another report name", code="D133")
+        target = OutputTarget("-o/--output", out, fmt)  # the report and its signature sidecar, as `ddp stats`
+        check_place("the signature sidecar of -o/--output", target.sidecar)
+        check_claims([("-o/--output", out), ("the signature sidecar of -o/--output", target.sidecar)],
+                     [args.input, args.profile])
     cols = cols_from(args)
     prof = load_profile(args.profile, cols, need=(args.ddp_col,), ddp_col=args.ddp_col)
 
     def warn(msg: str) -> None:
-        print(f"ddp select --evaluate: warning: {msg}", file=sys.stderr)
+        stderr_line(f"ddp select --evaluate: warning: {msg}")
 
     reader_notes: list[str] = []
     if args.reader == "mtme":
@@ -407,17 +409,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
     res = evaluate_selection(scores, prof.frame, human_col=args.human_col, ddp_col=args.ddp_col,
                              document_col=cols.document, segment_col=cols.segment, system_col=args.system_col,
                              exclude_systems=args.exclude_system, strict_join=args.strict_join, options=opts, warn=warn,
-                             name=str(args.input))
+                             name=str(args.input), profile_name=f"--profile {args.profile}")
     res.warnings[:0] = reader_notes  # the reader's counts of None scores belong to the report too
     res.signature.update({"input": str(args.input), "profile": str(args.profile), "reader": args.reader})
     text = (json.dumps(res.to_dict(), indent=2) if fmt == "json"
-            else render_markdown(res) + "\n\nSignature: `" + json.dumps(res.signature, sort_keys=True) + "`")
+            else render_markdown(res) + "\n\nSignature: " + md_code(json.dumps(res.signature, sort_keys=True)))
     if out is None:
         print(text)
     else:
-        with atomic_path(out) as tmp:
-            tmp.write_text(text + "\n", encoding="utf-8")
-        print(f"ddp select --evaluate: wrote {out}", file=sys.stderr)
+        write_result(target, text, res.signature, "ddp select --evaluate")
     return 0
 
 
@@ -427,8 +427,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import sys
-
     from ..curate.select import Criteria, format_summary, select, top_share_note
 
     check_mode_options(args)
@@ -443,7 +441,7 @@ def _run(args: argparse.Namespace) -> int:
                  outputs=args.outputs, outputs_to=args.outputs_to, ddp_col=args.ddp_col)
     note = top_share_note(res.signature.get("top_share"), args.ddp_col, signature=writes_signature(args))
     if note:  # more kept than asked (ties at the threshold): said on stderr and in the signature
-        print(f"ddp select: note: {note}", file=sys.stderr)
+        stderr_line(f"ddp select: note: {note}")
     where = where_written(target)
     text = format_summary("ddp select", res.summary) + "\n" + wrote_line(where, res.summary["after"]["segments"],
                                                                          res.written)

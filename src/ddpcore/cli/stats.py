@@ -328,7 +328,7 @@ def _sig_line(sig: dict[str, Any]) -> str:
 def run_tost(args: argparse.Namespace) -> int:
     from ..stats import SCORE_A, SCORE_B, json_safe, load_long_table, pair_conditions, tost_grouped, tost_ind, tost_paired
     from ..stats.columns import check_group_keys, check_key_types
-    from ..stats.tost import tost_grouped_signature
+    from ..stats.tost import TOO_FEW_RULE, tost_grouped_signature
 
     low, high = (-args.margin, args.margin) if args.margin is not None else tuple(args.bounds)
     table = _input(args, [args.a, args.b])
@@ -362,9 +362,7 @@ def run_tost(args: argparse.Namespace) -> int:
         if few:  # p = 1 and no interval there: said and recorded, not left to read as a plausible test
             warnings.append(f"{len(few)} of {len(rows)} groups have too few observations for a test (status too_few: "
                             "no t statistic and no interval, p = 1, not equivalent; first "
-                            f"{', '.join(f'{c}={few[0][c]}' for c in args.by)}: n = {few[0]['n']}); a test needs 2 "
-                            "pairs (paired), 2 scores of each condition (--welch) or 3 scores with one of each "
-                            "condition (--independent)")
+                            f"{', '.join(f'{c}={few[0][c]}' for c in args.by)}: n = {few[0]['n']}); {TOO_FEW_RULE}")
             stderr_line(f"ddp stats tost: warning: {warnings[-1]}")
         payload = {"condition_a": str(args.a), "condition_b": str(args.b), "groups": rows,
                    "n_groups": len(rows), "all_equivalent": bool(out["equivalent"].all()), "n_omitted": n_dropped,
@@ -400,6 +398,9 @@ def run_tost(args: argparse.Namespace) -> int:
         d = res.to_dict()
         d["n_omitted"] = int(d.get("n_omitted") or 0) + n_dropped
         d["signature"] = dict(d.get("signature") or {}, condition_a=str(args.a), condition_b=str(args.b), **dropped_sig)
+        for w in d.pop("warnings", None) or ():  # the test's own (TostResult.warnings), after the loader's
+            stderr_line(f"ddp stats tost: warning: {w}")
+            warnings.append(w)
         if warnings:
             d["warnings"] = warnings
         payload = {"condition_a": str(args.a), "condition_b": str(args.b), **d}

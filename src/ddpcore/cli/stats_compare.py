@@ -174,16 +174,16 @@ def _with_corpus(args: argparse.Namespace, corpus: list[str], res: Any) -> Any:
         given = args.reference_col is not None and ref_cols != (REFERENCE,)
         names = [refs[0] if refs and c == REFERENCE else c for c in ref_cols] if given else None
         mt = read_mtme_scores(args.table, lp=args.lp[0] if args.lp else None, human=[], metrics=(), with_text=True,
-                              reference=names, warn=lambda m: print(f"ddp stats compare: note: {m}", file=sys.stderr))
+                              reference=names, warn=lambda m: stderr_line(f"ddp stats compare: note: {m}"))
         table: Any = name_frame(mt.table, f"{args.table} (--reader mtme)")  # messages name the test set
         target = mt.ms.lp.rpartition("-")[2].split("_")[0].lower()  # en-zh -> zh, en-ko_KR -> ko
         used = names or refs[:1]
         reference = ", ".join(f"references/{mt.ms.lp}.{r}.txt" for r in used)
         ref_cols = tuple(names) if names is not None and len(names) > 1 else (REFERENCE,)
         if len(refs) > len(used):  # what is measured: say which reference(s) the scores are against
-            print(f"ddp stats compare: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus metrics use "
-                  f"{reference} (recorded in the signature; repeat --reference-col REF to score against several)",
-                  file=sys.stderr)
+            stderr_line(f"ddp stats compare: note: {mt.ms.root}: {len(refs)} references ({', '.join(refs)}); corpus "
+                        f"metrics use {reference} (recorded in the signature; repeat --reference-col REF to score "
+                        "against several)")
     else:  # wide: one row per (document, segment, system) whatever score columns the reader has
         table = score_input(args, args.table, layout="wide")
     columns = CorpusColumns(hypothesis=args.hypothesis_col,

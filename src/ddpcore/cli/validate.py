@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_extraction_options, resolve_rules
+from ._common import HelpFormatter, add_extraction_options, resolve_rules, stderr_line
 from ..schema import SIGNATURE_KEY
 
 GOLD_FORMATS = ("litbank", "conllu", "conll2012")
@@ -41,10 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pronouns count, nominal mentions are antecedents only, 1st/2nd-person pronouns are removed)")
     p.add_argument("--strict", action="store_true",
                    help="fail on unbalanced gold coreference brackets instead of dropping the mention with a warning")
-    p.add_argument("--tail", type=_tails, default=DEFAULT_TAILS, metavar="K[,K...]",
-                   help="tail thresholds k in sentences (default: 5,15): tail precision = of the segments with "
-                        "DDP >= k, the share with gold >= k; tail recall = of the segments with gold >= k, the share "
-                        "with DDP >= k; each with its exact 95%% (Clopper-Pearson) interval")
+    p.add_argument("--tail", type=_tails, action="append", default=None, metavar="K[,K...]",
+                   help="tail thresholds k in sentences, a comma list, repeatable (--tail 5 --tail 15 = --tail 5,15; "
+                        "default: 5,15): tail precision = of the segments with DDP >= k, the share with gold >= k; tail "
+                        "recall = of the segments with gold >= k, the share with DDP >= k; each with its exact 95%% "
+                        "(Clopper-Pearson) interval")
     add_extraction_options(p)
     p.add_argument("--set-aside", dest="set_aside", choices=SET_ASIDE_RULES, default="none",
                    help="segments each DDP column's figures leave out: none (default), or same-string-names = those "
@@ -84,6 +85,12 @@ def _tails(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"[D443] --tail {text!r}: give whole numbers of sentences >= 1 separated by commas, e.g. --tail 5,15")
     return tuple(sorted({int(t) for t in parts}))
+
+
+def all_tails(given: list[tuple[int, ...]] | None) -> tuple[int, ...]:
+    """The thresholds of every --tail (each one a comma list: repeated, they add up), sorted, repeats dropped;
+    :data:`DEFAULT_TAILS` when none is given."""
+    return tuple(sorted({k for ks in given for k in ks})) if given else DEFAULT_TAILS
 
 
 def _output_format(text: str) -> str:
@@ -171,32 +178,32 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.quiet and sys.stderr.isatty(),
         strict=args.strict,
-        tails=args.tail,
+        tails=all_tails(args.tail),
         set_aside=args.set_aside,
     )
     if result.set_aside and not args.quiet:
         from ..gold.validate import set_aside_note
 
-        print(f"ddp validate: {set_aside_note(result.set_aside)}", file=sys.stderr)
+        stderr_line(f"ddp validate: {set_aside_note(result.set_aside)}")
     if result.undefined and not args.quiet:  # never a null in silence: which figures, and why
         from ..gold.validate import undefined_note
 
         for line in undefined_note(result.undefined):
-            print(f"ddp validate: note: {line}", file=sys.stderr)
+            stderr_line(f"ddp validate: note: {line}")
     for note in result.signature.get("gold", {}).get("notes", [])[:5]:  # how a gold file was read where it did not say
-        print(f"ddp validate: note: {note}", file=sys.stderr)
+        stderr_line(f"ddp validate: note: {note}")
     gold_sig = result.signature.get("gold", {})
     repaired, rebuilt = gold_sig.get("repaired_brackets", 0), gold_sig.get("rebuilt_texts", 0)
     if repaired and not args.quiet:
         print(f"ddp validate: warning: {repaired} unbalanced gold coreference bracket(s) repaired by dropping the "
               "mention (use --strict to fail instead)", file=sys.stderr)
         for w in [w for w in gold_sig.get("warnings", []) if not w.startswith("[D413]")][:5]:
-            print(f"  {w}", file=sys.stderr)
+            stderr_line(f"  {w}")
     if rebuilt:  # said even with -q: the text measured is not the file's
         print(f"ddp validate: warning: in {rebuilt} gold file(s) a sentence's '# text' does not spell its word forms; "
               "those texts were rebuilt from the forms (use --strict to fail instead)", file=sys.stderr)
         for w in [w for w in gold_sig.get("warnings", []) if w.startswith("[D413]")][:5]:
-            print(f"  {w}", file=sys.stderr)
+            stderr_line(f"  {w}")
     if args.over_estimates:  # the signature in Parquet's metadata, else in FILE.signature.json
         from ..io.tables import write_tables_atomic
 

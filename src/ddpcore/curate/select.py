@@ -611,6 +611,12 @@ def recorded_note(key: str, signature: bool = True) -> str:
     return f"{key} is not recorded: -o - writes no signature; -f json prints it on stderr with the summary"
 
 
+def ordinal(n: int) -> str:
+    """``n`` as an English ordinal: 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st, 22nd, 23rd, 101st, 111th."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def top_share_note(rep: dict[str, Any] | None, ddp_col: str = schema.DDP, signature: bool = True) -> str:
     """One line when ``--top-share`` keeps more units than ⌈F·n⌉ (ties at the threshold are kept), else ``""``;
     ``signature``: as :func:`recorded_note`."""
@@ -619,7 +625,7 @@ def top_share_note(rep: dict[str, Any] | None, ddp_col: str = schema.DDP, signat
     unit = "documents" if rep["unit"] == "document" else "segments"
     name = "DDP" if ddp_col == schema.DDP else f"DDP ({ddp_col})"
     return (f"--top-share {rep['top_share']:g} asked for {rep['asked_units']} of the {rep['eligible_units']} {unit} "
-            f"(⌈{rep['top_share']:g}·{rep['eligible_units']}⌉); the {rep['asked_units']}-th highest has {name} "
+            f"(⌈{rep['top_share']:g}·{rep['eligible_units']}⌉); the {ordinal(rep['asked_units'])} highest has {name} "
             f"{rep['threshold']}, and {rep['tied_at_threshold']} {unit} share that value, so {rep['kept_units']} "
             f"({rep['kept_share']:.1%}) are kept: ties at the threshold are kept "
             f"({recorded_note('top_share', signature)}); give --min-ddp above it to keep fewer")
@@ -813,14 +819,15 @@ def _output_set(first: Path, command: Any = None) -> Iterator[Any]:
     killed while putting its files in place is finished first (its complete outputs, said on stderr as a
     ``ddp COMMAND: note:``, ``command`` being the signature's ``select``/``sample``)."""
     from ..io.outputs import OutputSet, recover_commit
+    from ..io.tables import one_line
 
     journal = first.parent / f".{first.name}.ddp-select.json"
     placed = recover_commit(journal)
     if placed:
         who = f"ddp {command}" if isinstance(command, str) and command else "ddp"
-        print(f"{who}: note: an earlier run was stopped while putting its outputs in place; finished that, so "
-              f"{', '.join(map(str, placed))} hold(s) that run's complete output before this run replaces it",
-              file=sys.stderr)
+        print(one_line(f"{who}: note: an earlier run was stopped while putting its outputs in place; finished that, "
+                       f"so {', '.join(map(str, placed))} hold(s) that run's complete output before this run "
+                       "replaces it"), file=sys.stderr)
     outs = OutputSet(journal)
     try:
         yield outs

@@ -71,7 +71,9 @@ def warner(warn: Callable[[str], None] | None) -> Callable[[str], None]:
     def say(message: str) -> None:
         import sys
 
-        print(f"ddp profile: warning: {message}", file=sys.stderr, flush=True)
+        from ..io.tables import one_line
+
+        print(one_line(f"ddp profile: warning: {message}"), file=sys.stderr, flush=True)
     return say
 
 

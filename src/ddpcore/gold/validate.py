@@ -39,6 +39,7 @@ import inspect
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -209,7 +210,7 @@ class ValidationResult:
         the segment whose distance equals its DDP): ``anchor_kind, anchor_label, anchor_text,
         antecedent_kind, antecedent_text, antecedent_sentence, distance_sentences``, the gold
         chain that sets the gold distance, and (given the corpus) the sentence text,
-        ``anchor_gold_chain`` and ``diagnosis`` (``not_in_gold`` / ``linked_too_far`` / ``unaligned``).
+        ``anchor_gold_chain`` and ``diagnosis`` (``not_in_gold`` / ``linked_too_far`` / ``unaligned`` / ``other``).
     over_estimate_causes : polars.DataFrame
         Over-estimates grouped by ``anchor_kind, anchor_label, antecedent_kind`` (and
         ``diagnosis`` when the gold corpus was given) with
@@ -230,6 +231,10 @@ class ValidationResult:
         Every figure of ``columns`` that is undefined (``None`` in the report, ``—`` in the text),
         one ``{column, genre, figure, reason}`` each (``genre`` ``None`` = overall; in the JSON
         report under ``columns.COLUMN.undefined``); the CLI says them on stderr (:func:`undefined_note`).
+    unmatched : dict
+        Empty, or the rows of the DDP segment table that match no gold sentence (a profile of another or a
+        larger test set) and so count in no figure: ``segments`` (how many), ``of`` (rows of the table) and
+        ``examples`` (the first few ``{document_id, segment_id}``); said as a warning (:func:`unmatched_note`).
     """
 
     overall: GoldMetrics
@@ -243,6 +248,7 @@ class ValidationResult:
     tails: tuple[int, ...] = DEFAULT_TAILS
     set_aside: dict[str, Any] = field(default_factory=dict)
     undefined: tuple[dict[str, Any], ...] = ()
+    unmatched: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,6 +261,7 @@ class ValidationResult:
             "tails": list(self.tails),
             "columns": {c: r.to_dict() for c, r in self.columns.items()},
             **({"set_aside": self.set_aside} if self.set_aside else {}),
+            **({"unmatched": self.unmatched} if self.unmatched else {}),
         }
 
 
@@ -351,17 +358,10 @@ def compute_gold_distances(
         raise DDPUsageError(f"distance must be 'chained' or 'nearest', not {distance!r}", code="D420")
     scope = resolve_gold_scope(gold_scope)
     doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
-    mentions = scope_gold_mentions(corpus.mentions, scope)
     # one row per (chain, sentence holding a kept mention of it; counted = one of them counts),
     # sorted so that group-wise min / shift see each chain's sentences in document order
-    rows = mentions.select(pl.col(doc).cast(pl.String), CHAIN_ID, pl.col(sent).cast(pl.Int64), COUNTED)
-    if corpus.split_antecedents:  # CorefUD SplitAnte: the kept mentions of a part are antecedents of the whole
-        links = pl.DataFrame(list(corpus.split_antecedents), schema={doc: pl.String, CHAIN_ID: pl.String, "_part": pl.String},
-                             orient="row")
-        parts = rows.rename({CHAIN_ID: "_part"}).join(links, on=[doc, "_part"], how="inner")
-        rows = pl.concat([rows, parts.select(doc, CHAIN_ID, sent, pl.lit(False).alias(COUNTED))])
     occ = (
-        rows
+        _chain_rows(corpus, scope_gold_mentions(corpus.mentions, scope))
         .group_by(doc, CHAIN_ID, sent)
         .agg(pl.col(COUNTED).any())
         .sort(doc, CHAIN_ID, sent)
@@ -384,6 +384,23 @@ def compute_gold_distances(
         pl.col(GOLD_DISTANCE).fill_null(0),
         pl.col(GOLD_REFERENCE_SENTENCE).fill_null(-1),
     )
+
+
+def _chain_rows(corpus: GoldCorpus, mentions: pl.DataFrame) -> pl.DataFrame:
+    """``document_id, chain_id, sentence, counted``: one row per kept mention (``mentions``, the output of
+    :func:`scope_gold_mentions`), plus, for each CorefUD split antecedent (``SplitAnte``, one level deep), the kept
+    mentions of the part as antecedent-only rows (``counted`` false) of the whole: the chains the gold distance and
+    the over-estimate diagnosis measure back along."""
+    import polars as pl
+
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
+    rows = mentions.select(pl.col(doc).cast(pl.String), CHAIN_ID, pl.col(sent).cast(pl.Int64), COUNTED)
+    if corpus.split_antecedents:  # CorefUD SplitAnte: the kept mentions of a part are antecedents of the whole
+        links = pl.DataFrame(list(corpus.split_antecedents), schema={doc: pl.String, CHAIN_ID: pl.String, "_part": pl.String},
+                             orient="row")
+        parts = rows.rename({CHAIN_ID: "_part"}).join(links, on=[doc, "_part"], how="inner")
+        rows = pl.concat([rows, parts.select(doc, CHAIN_ID, sent, pl.lit(False).alias(COUNTED))])
+    return rows
 
 
 # --------------------------------------------------------------------------- metrics
@@ -521,7 +538,7 @@ _ANCHOR_RENAMES = {
     schema.CHAR_START: schema.CHAR_START,
     schema.CHAR_END: schema.CHAR_END,
 }
-DIAGNOSIS = "diagnosis"  # not_in_gold | linked_too_far | unaligned (over-estimates only)
+DIAGNOSIS = "diagnosis"  # not_in_gold | linked_too_far | unaligned | other (over-estimates only)
 
 #: ``set_aside=`` rules: which segments a DDP column's figures leave out (:func:`set_aside_mask`)
 SET_ASIDE_RULES: tuple[str, ...] = ("none", "same-string-names")
@@ -615,7 +632,9 @@ def compare_with_gold(
         distance that is not a whole number >= 0: D691; a sentence twice, here or in ``segments``: D692).
     segments : polars.DataFrame
         DDP per gold sentence: ``document_id``, ``segment_id`` (= gold sentence index), ``ddp``
-        and, when the run has it, ``ddp_certified`` (whole numbers of sentences >= 0; D445 otherwise).
+        and, when the run has it, ``ddp_certified`` (whole numbers of sentences >= 0; D445 otherwise). A gold
+        sentence without a row is D423; a row that is no gold sentence counts in no figure, said as a
+        ``UserWarning`` and recorded in :attr:`ValidationResult.unmatched`.
     anchors : polars.DataFrame, optional
         The run's anchors table (``document_id, segment_id, anchor_index, kind, label, text,
         antecedent_kind, antecedent_text, antecedent_sentence, distance_sentences``); gives the
@@ -651,6 +670,7 @@ def compare_with_gold(
     columns = [c for c in DDP_COLUMNS if c in segments.columns]
     for c in columns:
         _check_ddp_column(segments, c)
+    _check_segment_ids(segments)
     ddp = segments.select(
         pl.col(doc).cast(pl.String), pl.col(schema.SEGMENT_ID).cast(pl.Int64).alias(sent),
         *[pl.col(c).cast(pl.Int64) for c in columns],
@@ -666,6 +686,9 @@ def compare_with_gold(
             "lack a DDP value); profile every gold sentence as one segment",
             code="D423",
         )
+    unmatched = _unmatched_segments(ddp, gold)
+    if unmatched:  # never a different answer in silence: the figures count the gold sentences only
+        warnings.warn(unmatched_note(unmatched), UserWarning, stacklevel=2)
     joined = joined.with_columns((pl.col(schema.DDP) - pl.col(GOLD_DISTANCE)).alias(ERROR)).select(
         doc, sent, GENRE, *columns, GOLD_DISTANCE, ERROR, GOLD_CHAIN_ID, GOLD_REFERENCE_SENTENCE
     )
@@ -751,7 +774,32 @@ def compare_with_gold(
         tails=ks,
         set_aside={"rule": set_aside, "segments": aside_counts, "of": joined.height} if set_aside != "none" else {},
         undefined=tuple(undefined),
+        unmatched=unmatched,
     )
+
+
+def _unmatched_segments(ddp: pl.DataFrame, gold: pl.DataFrame, examples: int = 5) -> dict[str, Any]:
+    """The rows of ``ddp`` (``document_id``, ``sentence`` = segment id) whose key is no gold sentence: ``{}`` when
+    every row matches, else ``{segments, of, examples}`` (the first ``examples`` keys, in table order)."""
+    import polars as pl
+
+    doc, sent = schema.DOCUMENT_ID, schema.SENTENCE
+    keys = gold.select(pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64))
+    extra = ddp.select(doc, sent).join(keys, on=[doc, sent], how="anti", maintain_order="left")
+    if not extra.height:
+        return {}
+    first = [{doc: d, schema.SEGMENT_ID: s} for d, s in extra.head(examples).iter_rows()]
+    return {"segments": extra.height, "of": ddp.height, "examples": first}
+
+
+def unmatched_note(unmatched: dict[str, Any]) -> str:
+    """One line saying which rows of the DDP segment table no gold sentence matched (they count in no figure)."""
+    shown = ", ".join(f"document {e[schema.DOCUMENT_ID]!r} segment {e[schema.SEGMENT_ID]}"
+                      for e in unmatched["examples"])
+    more = ", ..." if unmatched["segments"] > len(unmatched["examples"]) else ""
+    return (f"{unmatched['segments']:,} of {unmatched['of']:,} rows of the DDP segment table match no gold sentence "
+            f"(first: {shown}{more}) and count in no figure; the figures are over the gold sentences only "
+            "(recorded as 'unmatched' in the report)")
 
 
 def undefined_figures(ddp: npt.ArrayLike, gold: npt.ArrayLike, metrics: ColumnMetrics, *,
@@ -841,6 +889,24 @@ def _check_ddp_column(segments: pl.DataFrame, column: str) -> None:
         )
 
 
+def _check_segment_ids(segments: pl.DataFrame) -> None:
+    """Every ``segment_id`` of the DDP segment table is a gold sentence index, a whole number (D280 names the first
+    bad row): a text id ("s1") failed in polars' cast, and a fraction (1.5) was cut to a sentence (1) in silence."""
+    import polars as pl
+
+    col = pl.col(schema.SEGMENT_ID)
+    bad = col.is_null() | col.cast(pl.Int64, strict=False).is_null()
+    if segments.schema[schema.SEGMENT_ID].is_float():
+        bad = bad | (col != col.floor())
+    rows = segments.with_row_index("_row").filter(bad)
+    if rows.height:
+        r = rows.row(0, named=True)
+        raise DDPDataError(
+            f"DDP segment table, column '{schema.SEGMENT_ID}', row {r['_row']} (document '{r[schema.DOCUMENT_ID]}'): "
+            f"{r[schema.SEGMENT_ID]!r} is not a gold sentence index, a whole number ({rows.height} such rows); profile "
+            "the gold sentences with ddpcore.gold.validate.profile_gold (segment id = sentence index)", code="D280")
+
+
 def _check_gold_table(gold: pl.DataFrame) -> None:
     """The gold table of :func:`compare_with_gold` holds one row per gold sentence, each with a genre and a
     gold distance that is a whole number of sentences >= 0 (D691 names the first bad row, D692 a repeated one):
@@ -910,7 +976,9 @@ def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, gold_scope: GoldScope) 
     annotate: NORP adjectives, non-referential or non-annotated "it", an entity type outside the
     gold scheme); ``linked_too_far``: the anchor is a gold mention, but DDP measures it to a
     sentence before its gold chain's first mention (a pronoun linked to the wrong name, two
-    entities merged under one key); ``unaligned``: the anchor could not be placed on gold tokens.
+    entities merged under one key; the parts of a CorefUD split antecedent count as the chain's mentions, as
+    in the gold distance: *they* measured to *John* of "John ... Mary ... they" is not too far);
+    ``unaligned``: the anchor could not be placed on gold tokens.
     Gold mentions are those kept in ``gold_scope`` (a first/second-person pronoun removed by the
     ``ddp`` scope covers nothing). Adds ``anchor_gold_chain`` and ``diagnosis``. Runs over the
     over-estimated rows only.
@@ -926,10 +994,12 @@ def _diagnose(over: pl.DataFrame, corpus: GoldCorpus, *, gold_scope: GoldScope) 
         for txt, toks, cs in zip(over[schema.TEXT].to_list(), over[TOKENS].to_list(), over[schema.CHAR_START].to_list())
     ]
     over = over.with_columns(pl.Series("_tok", tok, dtype=pl.Int64), pl.int_range(pl.len()).alias("_row"))
-    mentions = scope_gold_mentions(corpus.mentions, gold_scope).select(
+    kept = scope_gold_mentions(corpus.mentions, gold_scope)
+    # a chain's first sentence as the gold distance sees it: a split antecedent's parts (SplitAnte) included
+    first = _chain_rows(corpus, kept).group_by(doc, CHAIN_ID).agg(pl.col(sent).min().alias("_first"))
+    mentions = kept.select(
         pl.col(doc).cast(pl.String), pl.col(sent).cast(pl.Int64), TOKEN_START, TOKEN_END, CHAIN_ID,
-        pl.col(sent).min().over(doc, CHAIN_ID).cast(pl.Int64).alias("_first"),
-    )
+    ).join(first, on=[doc, CHAIN_ID], how="left")
     cover = (
         over.select("_row", doc, sent, "_tok")
         .join(mentions, on=[doc, sent], how="inner")
@@ -1248,6 +1318,8 @@ def format_validation_text(result: ValidationResult, *, max_over: int = 15) -> s
     lines = [title]
     if result.set_aside:
         lines.append(set_aside_note(result.set_aside))
+    if result.unmatched:
+        lines.append(unmatched_note(result.unmatched))
     if result.columns:
         for name, report in result.columns.items():
             lines += [""] + _column_tables(name, report, result.tails)

@@ -46,6 +46,7 @@ def detect_format(path: Path) -> str:
 
 
 def read_bytes(path: Path) -> bytes:
+    """The whole content of ``path``, gunzipped when it ends in ``.gz``; open and gzip errors are D-coded."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -666,6 +667,7 @@ JSONL_CHUNK_BYTES = 16 << 20
 
 
 def open_binary(path: Path) -> Any:
+    """``path`` opened for binary reading (gunzipping when it ends in ``.gz``); open errors are D-coded."""
     try:
         return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
     except OSError as exc:
@@ -682,6 +684,7 @@ def _open_error(path: Path, exc: OSError) -> DDPDataError:
 
 
 def read_block(fh: Any, path: Path, size: int) -> bytes:
+    """Up to ``size`` bytes from ``fh`` (opened by :func:`open_binary` on ``path``); a damaged gzip stream is D-coded."""
     try:
         return fh.read(size)
     except (EOFError, OSError, zlib.error) as exc:
@@ -1182,15 +1185,28 @@ def tex_cell(text: str, table: dict[str, str], *, row_start: bool = False) -> st
     return "{}" + out if row_start and out.lstrip().startswith(("[", "*")) else out
 
 
-def text_cell(value: Any) -> str:
-    """A name from the data (system, metric, domain, group, condition) as it is shown in a ``-f text``
-    table: on one line, every character Python does not call printable (:meth:`str.isprintable`: tab, line
-    breaks, other control, format and separator characters) written as :func:`repr` writes it (``\\t``,
-    ``\\n``, ``\\r``, ``\\x07``, ``\\u2028``), every other character as it is. TSV/CSV/JSON keep names verbatim."""
+def one_line(value: Any) -> str:
+    """``value`` as text on one line: every character Python does not call printable (:meth:`str.isprintable`:
+    tab, line breaks, other control, format and separator characters) written as :func:`repr` writes it
+    (``\\t``, ``\\n``, ``\\r``, ``\\x07``, ``\\u2028``), every other character (a backslash too) as it is.
+    For a whole message (a stderr line) whose own text may hold a backslash; a name is :func:`text_cell`."""
     text = value if isinstance(value, str) else str(value)
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def text_cell(value: Any) -> str:
+    """A name from the data (system, metric, domain, group, condition) as it is shown in a ``-f text``
+    table: on one line, every character Python does not call printable (:meth:`str.isprintable`: tab, line
+    breaks, other control, format and separator characters) written as :func:`repr` writes it (``\\t``,
+    ``\\n``, ``\\r``, ``\\x07``, ``\\u2028``), a backslash doubled (``\\\\``, so that a name holding the two
+    characters backslash, t and one holding a tab stay two names), every other character as it is: a name
+    without a backslash or such a character is shown unchanged. TSV/CSV/JSON keep names verbatim."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join("\\\\" if c == "\\" else c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def text_width(text: str) -> int:

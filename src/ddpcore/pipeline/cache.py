@@ -607,7 +607,9 @@ def stderr_warn(prefix: str) -> Callable[[str], None]:
     """CLI warnings: one line ``<prefix>: warning: <message>`` on stderr."""
 
     def warn(message: str) -> None:
-        print(f"{prefix}: warning: {' '.join(message.split())}", file=sys.stderr, flush=True)
+        from ..io.tables import one_line  # a name (a path) holding a line break stays on the one line
+
+        print(one_line(f"{prefix}: warning: {message}"), file=sys.stderr, flush=True)
 
     return warn
 

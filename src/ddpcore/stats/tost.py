@@ -86,10 +86,31 @@ class TostResult:
     equal_var: bool | None = None
     n_omitted: int = 0
     signature: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: what ``ddp stats tost`` says on stderr about this answer (:func:`tost_warnings`): values dropped for a NaN
+    #: (``nan_policy="omit"``), a sample too small for a test (``status="too_few"``)
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (non-finite floats become ``None``)."""
         return json_safe(dataclasses.asdict(self))
+
+
+#: when a sample is too small for a test (``status="too_few"``), in the words of every warning that says it
+TOO_FEW_RULE = ("a test needs 2 pairs (paired), 2 scores of each condition (Welch, --welch) or 3 scores with one of "
+                "each condition (pooled, --independent)")
+
+
+def tost_warnings(n: int, n_omitted: int, status: str, paired: bool) -> tuple[str, ...]:
+    """The warning lines of one TOST (:attr:`TostResult.warnings`, what ``ddp stats tost`` prints): ``n_omitted``
+    pairs (``paired``) or values dropped for a NaN, and ``status="too_few"`` (no test: p = 1, not equivalent)."""
+    out = []
+    if n_omitted:
+        what = "pair(s)" if paired else "value(s)"
+        out.append(f"{n_omitted} {what} with a NaN dropped (nan_policy='omit'); the test rests on the other {n}")
+    if status == STATUS_TOO_FEW:
+        out.append(f"too few observations for a test (n = {n}): no t statistic and no interval, p = 1, not "
+                   f"equivalent; {TOO_FEW_RULE}")
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- validation
@@ -317,6 +338,7 @@ def _result(out: dict[str, np.ndarray], **extra: Any) -> TostResult:
     def f(key: str) -> float:
         return float(np.asarray(out[key])[0])
 
+    status = str(np.asarray(out["status"])[0])
     return TostResult(
         p_value=f("p_value"),
         equivalent=bool(np.asarray(out["equivalent"])[0]),
@@ -329,7 +351,8 @@ def _result(out: dict[str, np.ndarray], **extra: Any) -> TostResult:
         p_upper=f("p_upper"),
         df=f("df"),
         n=int(f("n")),
-        status=str(np.asarray(out["status"])[0]),
+        status=status,
+        warnings=tost_warnings(int(f("n")), extra.get("n_omitted", 0), status, extra["design"] == "paired"),
         **extra,
     )
 
