@@ -236,6 +236,12 @@ def _resolve(name: str):  # type: ignore[no-untyped-def]
             obj = importlib.import_module(".".join(parts[:i]))
         except ImportError:
             continue
+        for j in range(2, min(i, len(parts) - 1) + 1):
+            # a module path a user reads attribute by attribute (``ddpcore.stats.stratify.stratify``) must not
+            # pass through a package attribute that is no module (``ddpcore.stats.stratify`` is the function)
+            parent = importlib.import_module(".".join(parts[:j - 1]))
+            if not inspect.ismodule(getattr(parent, parts[j - 1], None)):
+                raise AttributeError(f"{'.'.join(parts[:j])} is not the module {'.'.join(parts[:j])} as an attribute")
         for attr in parts[i:]:
             obj = getattr(obj, attr)  # AttributeError: the name is gone
         return obj

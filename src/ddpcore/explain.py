@@ -276,7 +276,9 @@ def _recorded_certify_model(sig: dict[str, Any], output: Any) -> str | None:
             return None
 
     if (DATA_DIR / name).is_file() and (not sha or sha_of(DATA_DIR / name) == sha):
-        return name
+        # a run without a parser that kept a packaged model (named by its path): by its path again, which
+        # the same pipeline keeps too (by its bare name the default would be replaced by the parser-free one)
+        return str(DATA_DIR / name) if cert.get("pipeline_has_parser") is False else name
     found = _locate(name, output)
     if found is not None and found.is_file() and (not sha or sha_of(found) == sha):
         return str(found)

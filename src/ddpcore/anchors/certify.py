@@ -169,7 +169,7 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
         entf * log1p(pl.col("sentence") - pl.col("__first")),
         log1p(pl.col("__ents_before")), log1p(pl.col("__pros_before")), compatible,
         (head.str.count_matches(QUOTES) % 2) == 1,
-        pl.col(schema.CHAR_START).cast(pl.Float64) / pl.max_horizontal(text.str.len_chars(), 1).cast(pl.Float64),
+        pl.col(schema.CHAR_START),  # relative_position: divided below
         pro & after.str.contains(NEXT_BE), pro & after.str.contains(NEXT_MODAL), pro & after.str.contains(NEXT_HAVE),
         before.str.contains(PREPOSITION_BEFORE),
         log1p(ante.str.count_matches(r"\S+")),
@@ -181,8 +181,16 @@ def anchor_features(anchors: pl.DataFrame, texts: pl.DataFrame, *, document: str
         pro & (pl.col(schema.N_CANDIDATES) == 0), pro & (pl.col(schema.N_CANDIDATES) == 1),
     ]
     assert len(cols) == len(ANCHOR_FEATURES)
-    out = a.select(pl.col("__order"), *[c.cast(pl.Float64).fill_null(0.0).alias(f"f{i}") for i, c in enumerate(cols)])
-    return out.sort("__order").drop("__order").to_numpy().astype(np.float64, copy=False)
+    out = a.select(pl.col("__order"), *[c.cast(pl.Float64).fill_null(0.0).alias(f"f{i}") for i, c in enumerate(cols)],
+                   pl.max_horizontal(text.str.len_chars(), 1).cast(pl.Float64).alias("__len"))
+    x = out.sort("__order").drop("__order").to_numpy()
+    # the anchor's start over its segment's length in numpy: polars divides by a column that holds one value (a
+    # batch of one segment) as a product with its reciprocal, one bit off the quotient, so the bits of a
+    # confidence would depend on the batching
+    feats = np.array(x[:, :-1], dtype=np.float64, order="C")
+    rel = ANCHOR_FEATURES.index("relative_position")
+    feats[:, rel] = x[:, rel] / x[:, -1]
+    return feats
 
 
 def _string_codes(values: pl.Series) -> np.ndarray:

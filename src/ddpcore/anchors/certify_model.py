@@ -111,10 +111,14 @@ def _vector(doc: dict[str, Any], key: str, n: int, path: Path) -> np.ndarray:
     v = doc.get(key)
     if not isinstance(v, list) or len(v) != n:
         raise _bad(path, f"field '{key}' must be a list of {n} numbers (one per feature)", "D254")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):  # a list, true, null, "1"
+        raise _bad(path, f"field '{key}' holds a value that is not a number", "D255")
     try:
         arr = np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError):
         raise _bad(path, f"field '{key}' holds a value that is not a number", "D255") from None
+    except OverflowError:  # an integer of hundreds of digits: no float holds it
+        raise _bad(path, f"field '{key}' holds a non-finite value (a number too large for a float)", "D255") from None
     if not np.isfinite(arr).all():
         raise _bad(path, f"field '{key}' holds a non-finite value (NaN or infinity)", "D255")
     return arr
@@ -122,19 +126,31 @@ def _vector(doc: dict[str, Any], key: str, n: int, path: Path) -> np.ndarray:
 
 def _number(doc: dict[str, Any], key: str, path: Path, lo: float, hi: float) -> float:
     v = doc.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi or not math.isfinite(v):
         raise _bad(path, f"field '{key}' must be a finite number in [{lo:g}, {hi:g}], got {v!r}", "D256")
     return float(v)
+
+
+def _threshold(doc: dict[str, Any], key: str, path: Path) -> float:
+    """A confidence threshold: a number in [0, 1] (D256), and neither 0 (every distance certified, the default
+    distance of a pronoun without an antecedent too) nor 1 (none, but a confidence that rounds to 1)."""
+    t = _number(doc, key, path, 0.0, 1.0)
+    if not 0.0 < t < 1.0:
+        raise _bad(path, f"field '{key}' is {t:g}: a threshold must lie strictly between 0 and 1 (at 0 every "
+                         "distance is certified, at 1 only a confidence that rounds to 1)", "D256")
+    return t
 
 
 def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) -> CertifyModel:
     """Read and check a certification weights file against the feature list of this build.
 
     Errors (:class:`DDPDataError`, one line naming the file): D250 unreadable, D251 not a
-    certification weights file (bad JSON, wrong ``format`` or missing fields), D252 a layout
+    certification weights file (bad JSON, wrong ``format``, missing fields, a ``recipe`` or ``figures`` that
+    is not an object), D252 a layout
     version this build does not read, D253 other features than this build computes, D254 a vector
     of the wrong length, D255 a non-finite or non-numeric value, D256 a threshold, bias or distance
-    out of range, D257 a zero or negative scale, D258 a ``long_full_only`` that is not a boolean.
+    out of range (a threshold of 0 or 1, a ``long_distance`` that is not a whole number), D257 a zero
+    or negative scale, D258 a ``long_full_only`` that is not a boolean.
     """
     p = Path(path)
     try:
@@ -165,19 +181,25 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
     if (scale <= 0).any():
         raise _bad(p, "field 'scale' holds a zero or negative value", "D257")
     bias = _number(doc, "bias", p, -1e6, 1e6)
-    threshold = _number(doc, "threshold", p, 0.0, 1.0)
-    threshold_long = _number(doc, "threshold_long", p, 0.0, 1.0)
+    threshold = _threshold(doc, "threshold", p)
+    threshold_long = _threshold(doc, "threshold_long", p)
     if doc["version"] >= 5:
         if "threshold_name" not in doc:
             raise _bad(p, "lacks the field(s) threshold_name", "D251")
-        threshold_name = _number(doc, "threshold_name", p, 0.0, 1.0)
+        threshold_name = _threshold(doc, "threshold_name", p)
     else:  # layout 4: one short threshold for both kinds of anchor
         threshold_name = threshold
-    long_distance = int(_number(doc, "long_distance", p, 1, 1e9))
+    long_distance = _number(doc, "long_distance", p, 1, 1e9)
+    if not long_distance.is_integer():  # a number of sentences; not cut to an integer in silence
+        raise _bad(p, f"field 'long_distance' must be a whole number of sentences, got {doc['long_distance']!r}",
+                   "D256")
+    for key in ("recipe", "figures"):
+        if not isinstance(doc.get(key) or {}, dict):
+            raise _bad(p, f"field '{key}' must be an object (name: value), got {type(doc[key]).__name__}", "D251")
     if not isinstance(doc["long_full_only"], bool):
         raise _bad(p, f"field 'long_full_only' must be true or false, got {doc['long_full_only']!r}", "D258")
     return CertifyModel(weights=weights, mean=mean, scale=scale, bias=bias, threshold=threshold,
-                        threshold_long=threshold_long, threshold_name=threshold_name, long_distance=long_distance,
+                        threshold_long=threshold_long, threshold_name=threshold_name, long_distance=int(long_distance),
                         long_full_only=doc["long_full_only"], version=int(doc["version"]),
                         path=str(p), sha256=hashlib.sha256(raw).hexdigest(), recipe=dict(doc.get("recipe") or {}),
                         figures=dict(doc.get("figures") or {}))

@@ -490,7 +490,7 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
                        document_col: str = "document_id", segment_col: str = "segment_id", system_col: str = "system",
                        exclude_systems: Sequence[str] = (), strict_join: bool = False,
                        options: EvaluateOptions = EvaluateOptions(), warn: Any = None,
-                       name: str = "score table") -> EvaluateResult:
+                       name: str = "score table", profile_name: str = "<profile>") -> EvaluateResult:
     """Join a score table (one row per (document, segment, system), column ``human_col``) to a profile
     (``document_col``, ``segment_col``, ``ddp_col``) and run :func:`evaluate_arrays`.
 
@@ -498,10 +498,33 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
     where some system has no (or a null) human score, score rows without a system. ``strict_join``: a join
     that drops rows is D843. A (document, segment, system) key on two score rows is D873, an ``exclude_systems``
     name the table does not have D872, a human score that is not a number D654 (``name``: the table in messages).
+    The profile (``profile_name`` in messages) is checked as ``ddp select --profile`` checks it: D780 without
+    ``ddp_col``, D781 when it holds no DDP values (text, booleans, fractions, NaN, nulls), D635 without the id
+    columns, D637 when a (document, segment) key is on two rows (e.g. a per-sentence ``--sentences`` table).
     """
     import polars as pl
 
+    from ..io.profiles import check_ddp_col, check_ddp_values, check_no_null_ddp
+
     options.check()
+    check_ddp_col(profile.columns, ddp_col, profile_name, profile.schema.get(ddp_col))
+    missing = [c for c in (document_col, segment_col, ddp_col) if c not in profile.columns]
+    if missing:
+        raise DDPDataError(f"{profile_name}: column(s) {', '.join(missing)} missing; expected a `ddp profile` segment "
+                           f"table (columns: {', '.join(profile.columns[:20])})", code="D635")
+    check_ddp_values(profile, ddp_col, profile_name)
+    check_no_null_ddp(profile, ddp_col, profile_name)
+    pdup = profile.select(pl.struct(document_col, segment_col).is_duplicated().alias("__d"))["__d"]
+    if pdup.any():  # each score row would join two DDP values (and the join counts would go negative)
+        i = int(pdup.arg_true()[0])
+        d, sg = profile[document_col][i], profile[segment_col][i]
+        j = int(profile.with_row_index("__i").filter(pl.col(document_col).eq_missing(d)
+                                                     & pl.col(segment_col).eq_missing(sg))["__i"][1])
+        per_sentence = " (one row per sentence: a `ddp profile --sentences` table)" if "sentence" in profile.columns \
+            else ""
+        raise DDPDataError(f"{profile_name}, rows {i + 1} and {j + 1}: document {d!r}, segment {sg!r} appears more "
+                           f"than once{per_sentence}; use the segment table "
+                           "of one `ddp profile` run (one row per segment)", code="D637")
     for c, flag in ((human_col, "--human-col"), (document_col, "--document-col"), (segment_col, "--segment-col"),
                     (system_col, "--system-col")):
         if c not in scores.columns:
@@ -597,7 +620,8 @@ def evaluate_selection(scores: pl.DataFrame, profile: pl.DataFrame, *, human_col
 def render_markdown(res: EvaluateResult) -> str:
     """One Markdown table per budget: measure, selected, random mean [2.5, 97.5], percentile."""
     out = [f"{res.n_items} segments, {res.n_documents} documents, {res.n_systems} systems; "
-           f"{res.signature['n_random']} random subsets (seed {res.signature['seed']}), level {res.signature['level']}",
+           f"{res.signature['n_random']} random subsets (seed {res.signature['seed']}), level {res.signature['level']}"
+           + ("" if res.signature.get("ddp_col", "ddp") == "ddp" else f", selected by {res.signature['ddp_col']}"),
            ""]
     for t in res.tables:
         out += [f"**budget {t['budget']:g}** ({t['n_items']} segments, {t['n_documents']} documents; parity: clusters "

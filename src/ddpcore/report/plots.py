@@ -174,9 +174,37 @@ def load_profile(path: str | os.PathLike[str], ddp_col: str = schema.DDP, *, str
     if strict:
         from ..gold.agree import load_profile_signature
 
-        return df, load_profile_signature(path, hint=SIGNATURE_HINT)[0]
-    sig = read_signature(path)
-    return df, sig if isinstance(sig, dict) else {}
+        sig = load_profile_signature(path, hint=SIGNATURE_HINT)[0]
+    else:
+        sig = read_signature(path)
+        sig = sig if isinstance(sig, dict) else {}
+    check_one_row_per_segment(df, sig or {}, str(path))
+    return df, sig
+
+
+def check_one_row_per_segment(df: pl.DataFrame, signature: dict[str, Any], where: str) -> None:
+    """A segment table has one row per (document, segment) (the id columns ``signature`` records, else the
+    defaults; a table without them is not checked): a key on two rows is D671 naming ``where`` and both rows.
+    A ``ddp profile --sentences`` table (one row per sentence) would otherwise be drawn and counted as
+    segments, and ``ddp report`` would list one segment several times among its top-K."""
+    import polars as pl
+
+    from ..io.profiles import profile_columns
+
+    pc = profile_columns(signature)
+    if pc.document not in df.columns or pc.segment not in df.columns:
+        return
+    dup = df.select(pl.struct(pc.document, pc.segment).is_duplicated().alias("__d"))["__d"]
+    if not dup.any():
+        return
+    i = int(dup.arg_true()[0])
+    d, s = df[pc.document][i], df[pc.segment][i]
+    j = int(df.with_row_index("__i").filter(pl.col(pc.document).eq_missing(d) & pl.col(pc.segment).eq_missing(s)
+                                            )["__i"][1])
+    kind = " (one row per sentence: a `ddp profile --sentences` table)" if schema.SENTENCE in df.columns else ""
+    raise DDPDataError(f"{where}, rows {i + 1} and {j + 1}: document {d!r}, segment {s!r} appears more than once"
+                       f"{kind}; give the segment table written by `ddp profile -o` (one row per segment)",
+                       code="D671")
 
 
 def load_stratify(path: str | os.PathLike[str]) -> dict[str, Any]:

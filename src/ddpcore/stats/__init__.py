@@ -29,6 +29,8 @@ numpy, scipy and polars load only when a function is first used. Public API::
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 #: public name -> submodule (relative to ddpcore.stats) defining it
@@ -114,3 +116,21 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Stats(types.ModuleType):
+    """``stratify``, ``blindness`` and ``lowess`` are functions named like the submodules defining them: the
+    import system binds the submodule to the package attribute when it is first imported (``from
+    ddpcore.stats.stratify import ...``, as the CLI and the report do), so ``ddpcore.stats.stratify(...)`` would
+    be the module (TypeError: not callable) or the function depending on what was imported first. The
+    function, always."""
+
+    def __getattribute__(self, name: str) -> Any:
+        value = super().__getattribute__(name)
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            value = getattr(value, name)
+            globals()[name] = value
+        return value
+
+
+sys.modules[__name__].__class__ = _Stats

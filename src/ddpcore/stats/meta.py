@@ -485,11 +485,14 @@ def _prepare(profile: Any, scores: Any, psig: dict[str, Any], pname: str, sname:
              metric_cols: Sequence[str] | None, ddp_col: str, strict_join: bool) -> _Data:
     import polars as pl
 
-    from ..io.profiles import check_ddp_values, profile_columns
+    from ..io.profiles import check_ddp_col, check_ddp_values, profile_columns
 
     pc = profile_columns(psig)
     plf = _lazy(profile, "the profile")
     pschema = dict(plf.collect_schema())
+    # as `ddp meta --ddp-col` (scan_profile): a name the profile lacks is D780, text or booleans D781 (a strict
+    # float cast of text was an internal error; true/false were binned as DDP 1/0)
+    check_ddp_col(pschema, ddp_col, pname, pschema.get(ddp_col))
     for c in (pc.document, pc.segment, ddp_col):
         if c not in pschema:
             raise DDPDataError(f"{pname}: column '{c}' missing; expected a `ddp profile` segment table (columns: "
@@ -1831,7 +1834,9 @@ def to_tsv(res: MetaResult) -> str:
 def _table_cells(res: MetaResult, stat: str) -> tuple[list[str], list[list[str]]]:
     vs = {(t["bin"], t["metric"], t["stat"]): t for t in res.tests["bins_vs_first"]}
     entries = [*res.bins, res.overall]
-    heads = ["metric"] + [f"DDP {e['label']} (n={e['n_segments_scored']})" if e["label"] != "overall"
+    col = res.signature.get("ddp_col", S.DDP)  # the column the bins are of, as `ddp stratify -f text` names it
+    lab = "DDP" if col == S.DDP else f"DDP ({col})"
+    heads = ["metric"] + [f"{lab} {e['label']} (n={e['n_segments_scored']})" if e["label"] != "overall"
                           else f"overall (n={e['n_segments_scored']})" for e in entries]
     rows = []
     for metric in res.metrics:
