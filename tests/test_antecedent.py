@@ -330,6 +330,14 @@ def test_weights_without_fallback_keep_version_1_behaviour(tmp_path):
     (lambda d: d["models"]["name"].update(threshold=1.0), "D244", "threshold"),
     (lambda d: d["models"]["name"].update(bias=float("nan")), "D244", "non-finite"),
     (lambda d: d.update(max_sentences=-1), "D244", "max_sentences"),
+    # a JSON integer too large for a float (OverflowError, was D999), true/null/nested lists (read as 1.0, NaN or
+    # a 2-D array before): each is no weight
+    (lambda d: d["models"]["pronoun"]["weights"].__setitem__(0, 10 ** 400), "D244", "numeric"),
+    (lambda d: d["models"]["name"].update(bias=10 ** 400), "D244", "numeric"),
+    (lambda d: d["models"]["pronoun"]["weights"].__setitem__(1, True), "D244", "numeric"),
+    (lambda d: d["models"]["pronoun"]["weights"].__setitem__(2, None), "D244", "numeric"),
+    (lambda d: d["models"]["pronoun"]["weights"].__setitem__(3, [0.5]), "D244", "numeric"),
+    (lambda d: d["models"]["name"].update(threshold="0.5"), "D244", "numeric"),
     (lambda d: d.update(labels=["PERSON"]), "D245", "labels"),
     (lambda d: d.pop("models"), "D241", "lacks"),
     (lambda d: d.update(format="other"), "D241", "format"),

@@ -140,10 +140,14 @@ def load_antecedent_model(path: str | os.PathLike[str]) -> AntecedentModel:
         fallback[r] = FALLBACKS[r].index(fb)
         ab = m.get("abstain", 0.0) if isinstance(m, dict) else 0.0
         try:
-            w = np.asarray(m["weights"], dtype=np.float64)
-            bias[r] = float(m["bias"])
-            threshold[r] = float(m["threshold"])
-        except (KeyError, TypeError, ValueError):
+            raw_w, raw_b, raw_t = m["weights"], m["bias"], m["threshold"]
+            if not isinstance(raw_w, list) or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                                                  for v in [*raw_w, raw_b, raw_t]):
+                raise TypeError  # nested lists, text, true/false or null are no weights
+            w = np.asarray(raw_w, dtype=np.float64)
+            bias[r] = float(raw_b)
+            threshold[r] = float(raw_t)
+        except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond a float
             raise _bad(p, f"model {name!r} needs numeric 'weights', 'bias' and 'threshold'", "D244") from None
         if w.shape != (len(features),):
             raise _bad(p, f"model {name!r} has {w.size} weights for {len(features)} features", "D244")
