@@ -328,7 +328,10 @@ profile.__signature__ = inspect.signature(profile_anchors).replace(  # type: ign
 def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
               document_col: str = schema.DOCUMENT_ID) -> pl.DataFrame:
     """Per-group DDP summary of a segment table: documents, segments, mean / median / p90 /
-    max DDP (sentences) and the share of zero-DDP segments, plus an ``all`` row, always the last (the
+    max DDP (sentences) and the share of zero-DDP segments (``mean_ddp`` ... ``zero_ddp_share``), then,
+    when the table has ``ddp_certified`` (every ``ddp profile`` output), the same five figures of the
+    certified lower bound (``mean_ddp_certified``, ``median_ddp_certified``, ``p90_ddp_certified``,
+    ``max_ddp_certified``, ``zero_ddp_certified_share``), plus an ``all`` row, always the last (the
     total; labelled ``(all)`` when a group is itself named ``all``, so that no two rows share a name:
     :func:`ddpcore.pipeline.summary.distinct_label`). ``by``: the
     column to group by (``None``: only the ``all`` row; the default ``"domain"`` when the table
@@ -338,8 +341,8 @@ def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
     ``segments``: a profiled segment table (``ddp`` and ``document_col`` columns) as a polars,
     pandas or pyarrow table, a polars LazyFrame or the path of a ``ddp profile`` output (its signature's
     document and domain columns are the defaults of ``document_col`` and ``by`` there). DDP values
-    are whole numbers of sentences: a ``ddp`` column that is not numeric, or holds fractions or
-    NaN, is refused (D260) rather than truncated; a null DDP counts as a segment but not as a value.
+    are whole numbers of sentences: a ``ddp`` (or ``ddp_certified``) column that is not numeric, or holds
+    fractions or NaN, is refused (D260) rather than truncated; a null DDP counts as a segment but not as a value.
 
     Quantiles use linear interpolation (numpy's default). The same computation as ``ddp profile``'s
     summary, which it builds batch by batch (:class:`ddpcore.pipeline.summary.SummaryAccumulator`).
@@ -365,17 +368,18 @@ def summarize(segments: Any, *, by: str | None = schema.DOMAIN,
         raise DDPDataError(f"{name}: no '{schema.DDP}' column, so not a profiled segment table; summarize the "
                            f"output of ddpcore.profile (available columns: {', '.join(df.columns)})", code="D260")
     require_columns(df, [document_col], name, flags={document_col: "document_col="})
-    ddp = df[schema.DDP]
-    if ddp.dtype.is_float():
-        if not bool(((ddp.is_nan() | (ddp != ddp.round(0))).fill_null(False)).any()):
-            ddp = None  # whole numbers stored as floats (e.g. a pandas column with nulls)
-    elif ddp.dtype.is_integer() or ddp.dtype == pl.Null:
-        ddp = None
-    if ddp is not None:
-        found = (f"{ddp.dtype} values that are not (e.g. {_first_bad_ddp(ddp)!r})" if ddp.dtype.is_float()
-                 else f"{ddp.dtype} values")
-        raise DDPDataError(f"{name}, column '{schema.DDP}': expected whole numbers of sentences, found {found}; "
-                           "summarize the output of ddpcore.profile", code="D260")
+    for column in (c for c in schema.DDP_COLUMNS if c in df.columns):  # ddp, and ddp_certified when there
+        ddp = df[column]
+        if ddp.dtype.is_float():
+            if not bool(((ddp.is_nan() | (ddp != ddp.round(0))).fill_null(False)).any()):
+                ddp = None  # whole numbers stored as floats (e.g. a pandas column with nulls)
+        elif ddp.dtype.is_integer() or ddp.dtype == pl.Null:
+            ddp = None
+        if ddp is not None:
+            found = (f"{ddp.dtype} values that are not (e.g. {_first_bad_ddp(ddp)!r})" if ddp.dtype.is_float()
+                     else f"{ddp.dtype} values")
+            raise DDPDataError(f"{name}, column '{column}': expected whole numbers of sentences, found {found}; "
+                               "summarize the output of ddpcore.profile", code="D260")
     if by is not None and by not in df.columns and by != schema.DOMAIN:
         raise DDPUsageError(f"summarize(by={by!r}): no such column in {name}; available columns: "
                             f"{', '.join(df.columns)}", code="D137")

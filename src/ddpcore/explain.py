@@ -214,9 +214,11 @@ def _run_ids_back(frame: pl.DataFrame, seg_col: str, run_ids: pl.Series | None) 
     return frame.with_columns(run_ids.gather(frame[seg_col]).alias(seg_col))
 
 
-def _profile_arguments(opts: dict[str, Any]) -> tuple[dict[str, Any], ProfileOptions]:
+def _profile_arguments(opts: dict[str, Any], named: bool = True) -> tuple[dict[str, Any], ProfileOptions]:
     """``opts`` (flat) as :func:`ddpcore.api.profile_anchors` keywords and its :class:`ProfileOptions`;
-    ``certify_model`` becomes the rule set with that certification model (checked before the parse)."""
+    ``certify_model`` becomes the rule set with that certification model (checked before the parse), ``named``
+    by the caller (kept by a pipeline without a parser, ``RuleSet.certify_model_named``) unless it was taken
+    from the output's signature (then replaced again as the run replaced it)."""
     opts = dict(opts)
     certify_model = opts.pop("certify_model", None)
     if certify_model is not None:
@@ -224,7 +226,8 @@ def _profile_arguments(opts: dict[str, Any]) -> tuple[dict[str, Any], ProfileOpt
 
         from .anchors.rules import get_rules
 
-        opts["rules"] = get_rules(dataclasses.replace(get_rules(opts.get("rules")), certify_model=certify_model))
+        opts["rules"] = get_rules(dataclasses.replace(get_rules(opts.get("rules")), certify_model=certify_model,
+                                                      certify_model_named=named))
     unknown = sorted(set(opts) - set(PROFILE_KEYS) - set(OPTION_KEYS))
     if unknown:
         raise TypeError(f"explain() got unexpected keyword argument(s) {', '.join(unknown)}")
@@ -396,7 +399,7 @@ def explain(source: Any, *, document_id: Any = None, segment_id: Any = None, **k
     sub = _document_rows(df, cols, document, segment)
     sub, run_ids = _in_run_order(df, cols, document)
     keep = [c for c in (doc_col, seg_col, cols.text, cols.domain) if c in sub.columns]
-    flat, options = _profile_arguments(opts)
+    flat, options = _profile_arguments(opts, named="certify_model" in given)
     if isinstance(source, (str, os.PathLike)) and options is not None and options.source_name is None:
         import dataclasses
 

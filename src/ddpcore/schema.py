@@ -147,6 +147,8 @@ DOCUMENT_SHARE_THRESHOLDS = (1, 5, 15)
 #: the columns of the document table computed by a run (after the document and domain columns)
 DOCUMENT_STATS = ("n_segments", "n_sentences", "max_ddp", "mean_ddp",
                   *(f"share_ddp_ge_{t}" for t in DOCUMENT_SHARE_THRESHOLDS))
+#: the document table's certified columns (last, when the run has ``ddp_certified``): max and mean of it
+DOCUMENT_CERTIFIED_STATS = ("max_ddp_certified", "mean_ddp_certified")
 
 # ---- statistics long tables (defaults for the stats flags)
 SYSTEM = "system"
@@ -190,7 +192,7 @@ class SegmentColumns:
             "segment table": (COMPUTED_SEGMENT_COLUMNS, (self.document, self.segment, self.text, self.domain)),
             "anchors table": (ANCHOR_COLUMNS[2:], (self.document, self.segment)),
             "sentences table": ((SENTENCE, SENTENCE_DDP, SENTENCE_DDP_CERTIFIED), (self.document, self.segment)),
-            "document table": (DOCUMENT_STATS, (self.document, self.domain)),
+            "document table": ((*DOCUMENT_STATS, *DOCUMENT_CERTIFIED_STATS), (self.document, self.domain)),
         }
         flags = {self.document: "--document-col", self.segment: "--segment-col", self.text: "--text-col",
                  self.domain: "--domain-col"}

@@ -1,4 +1,4 @@
-"""The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D258).
+"""The certification model of ``ddp_certified``: a weights file located, loaded and checked (D250-D258, D330-D331).
 
 The file is JSON (``format`` ``"ddpcore-certify-weights"``, layout ``version`` 5): the feature names
 in kernel order (they must equal :data:`ddpcore.anchors.certify.FEATURES`: an anchor's features,
@@ -150,7 +150,13 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
     version this build does not read, D253 other features than this build computes, D254 a vector
     of the wrong length, D255 a non-finite or non-numeric value, D256 a threshold, bias or distance
     out of range (a threshold of 0 or 1, a ``long_distance`` that is not a whole number), D257 a zero
-    or negative scale, D258 a ``long_full_only`` that is not a boolean.
+    or negative scale, D258 a ``long_full_only`` that is not a boolean, D330 a ``recipe.parser`` that is not
+    a boolean (the string ``"false"`` or ``0`` would read as a model trained with a parser, and a pipeline
+    without one would warn about, or keep, the wrong model), D331 a ``threshold_long`` below both short
+    thresholds (``threshold``, ``threshold_name``): ``scripts/train_certify.py`` never chooses one (its
+    long threshold is at least the lower short one), and such a model would certify the longest distances,
+    where an over-estimate costs most, at a lower confidence than any shorter one; it is refused rather than
+    loaded with a warning, as a hand-edited or mis-assembled file most likely is.
     """
     p = Path(path)
     try:
@@ -198,6 +204,14 @@ def load_certify_model(path: str | os.PathLike[str], features: tuple[str, ...]) 
             raise _bad(p, f"field '{key}' must be an object (name: value), got {type(doc[key]).__name__}", "D251")
     if not isinstance(doc["long_full_only"], bool):
         raise _bad(p, f"field 'long_full_only' must be true or false, got {doc['long_full_only']!r}", "D258")
+    recipe = doc.get("recipe") or {}
+    if "parser" in recipe and not isinstance(recipe["parser"], bool):  # "false" would read as trained with one
+        raise _bad(p, f"field 'recipe.parser' must be true or false (whether the model was trained with a "
+                      f"dependency parser), got {recipe['parser']!r}", "D330")
+    if threshold_long < min(threshold, threshold_name):  # the training protocol never chooses one
+        raise _bad(p, f"field 'threshold_long' is {threshold_long:g}, below both short thresholds (threshold "
+                      f"{threshold:g}, threshold_name {threshold_name:g}): the longest distances would be certified "
+                      "at a lower confidence than any shorter one, which the training protocol never chooses", "D331")
     return CertifyModel(weights=weights, mean=mean, scale=scale, bias=bias, threshold=threshold,
                         threshold_long=threshold_long, threshold_name=threshold_name, long_distance=int(long_distance),
                         long_full_only=doc["long_full_only"], version=int(doc["version"]),

@@ -201,6 +201,10 @@ class RuleSet:
     #: ddpcore.anchors.certify); empty: no certified columns
     certify_model: str = DEFAULT_CERTIFY_MODEL
     description: str = ""
+    #: the certification model was named by the user (``--certify-model``, ``explain(certify_model=...)``),
+    #: so a pipeline without a parser keeps it, the default's name too (:meth:`for_pipeline`); False: the
+    #: rule set's own model, which such a pipeline replaces by the parser-free one when it is the default
+    certify_model_named: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description}
@@ -233,8 +237,9 @@ class RuleSet:
     def for_pipeline(self, has_parser: bool) -> RuleSet:
         """This rule set as a pipeline with or without a dependency parser runs it: without one, the
         default certification model (trained with the parse features, which are then constant) is
-        replaced by the shipped parser-free one; any other model is kept (see :meth:`certify_note`)."""
-        if has_parser or self.certify_model != DEFAULT_CERTIFY_MODEL:
+        replaced by the shipped parser-free one; any other model, and a model the user named
+        (``certify_model_named``, the default's name too), is kept (see :meth:`certify_note`)."""
+        if has_parser or self.certify_model_named or self.certify_model != DEFAULT_CERTIFY_MODEL:
             return self
         import dataclasses
 

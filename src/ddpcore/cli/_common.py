@@ -7,11 +7,13 @@ from typing import Any
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Show ``(default: X)`` once: not when the help already states its default, and not for
-    ``None``/``False`` defaults (options that are off unless given)."""
+    ``None``/``False`` defaults (options that are off unless given). By identity: a default of ``0``
+    (``--seed``) equals ``False`` but is a value, shown."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+        if "default" in text or any(action.default is v for v in (None, False, argparse.SUPPRESS)) \
+                or not action.option_strings:
             return text
         return super()._get_help_string(action)
 
@@ -176,15 +178,17 @@ def fmt_number(x: Any, nd: int = 3, missing: str = "nan") -> str:
 
 
 def resolve_rules(name: str | None, certify_model: str | None = None) -> Any:
-    """The rule set ``--rules NAME`` names, with ``--certify-model PATH`` when given; both checked
-    (D201 unknown rule set, D250-D257 a certification model that does not fit) before any parse."""
+    """The rule set ``--rules NAME`` names, with ``--certify-model PATH`` when given (a named model, which a
+    pipeline without a parser keeps, the default's bare name too: ``RuleSet.certify_model_named``); both
+    checked (D201 unknown rule set, D250-D258, D330-D331 a certification model that does not fit) before any
+    parse."""
     import dataclasses
 
     from ..anchors.rules import get_rules
 
     rules = get_rules(name)
     if certify_model is not None:
-        rules = get_rules(dataclasses.replace(rules, certify_model=certify_model))
+        rules = get_rules(dataclasses.replace(rules, certify_model=certify_model, certify_model_named=True))
     return rules
 
 
@@ -346,4 +350,4 @@ def write_result(target: Any, text: str, signature: Any, command: str) -> None:
             stack.enter_context(atomic_path(target.sidecar)).write_text(
                 sidecar_text(signature, tmp, default=str), encoding="utf-8")
     wrote = f"{target.path}" + (f" and {target.sidecar}" if target.sidecar is not None else "")
-    print(f"{command}: wrote {wrote}", file=sys.stderr)
+    stderr_line(f"{command}: wrote {wrote}")

@@ -51,13 +51,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="clustering method")
     p.add_argument("--n-boot", type=int, default=10_000, metavar="B", help="tau bootstrap replicates (documents)")
     p.add_argument("--n-boot-cluster", type=int, default=1000, metavar="B", help="cluster resamples/permutations")
-    p.add_argument("--seed", type=int, default=0, help="seed of every resampling generator (numpy PCG64)")
-    p.add_argument("--alpha", type=float, default=0.05,
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of every resampling generator (numpy PCG64)")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="P",
                    help="significance level: of each one-sided TOST test (CI 1 - 2 alpha), of the power analysis "
                         "and of the pairwise tests that cluster the systems (as ddp stats cluster --alpha); "
                         "recorded as alpha and cluster_alpha in the signature")
-    p.add_argument("--tau-min", type=float, default=0.667, help="rankings differ when the tau CI lies below it")
-    p.add_argument("--confidence", type=float, default=0.95, help="tau CI level")
+    p.add_argument("--tau-min", type=float, default=0.667, metavar="X",
+                   help="rankings differ when the tau CI lies below it")
+    p.add_argument("--confidence", type=float, default=0.95, metavar="P", help="tau CI level")
     p.add_argument("--seg", default=None, metavar="COND",
                    help="isolated-segment condition for the recoverability R^2; default SEG, used when present; "
                         "given explicitly, a missing condition is an error (D705)")

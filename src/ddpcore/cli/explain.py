@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter, add_extraction_options, add_reader_options, add_segment_columns
+from ._common import HelpFormatter, add_extraction_options, add_reader_options, add_segment_columns, stderr_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +33,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    import sys
 
     from ..explain import explain
     from .profile import _write_stdout
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         read = [f"{k.replace('_', '-')} {v!r}" for k, v in result.inherited.items() if k in ("reader", "docs", "txt_mode")]
         if read:
             shown = ", ".join([*([shown] if shown else []), *read])
-        print(f"using {shown} from {result.settings_from}", file=sys.stderr)
+        stderr_line(f"using {shown} from {result.settings_from}")
     out = json.dumps(result.to_dict(), indent=2, default=str) if args.format == "json" else result.to_text()
     _write_stdout(lambda fh: fh.write((out + "\n").encode()))
     return 0

@@ -55,7 +55,7 @@ class DDPArgumentParser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        message = " ".join(message.split())
+        message = _one_line(message)
         if not _HAS_CODE.search(message):  # argparse's own findings (unknown option, bad choice, missing argument)
             message = f"[D001] {message}"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
@@ -170,8 +170,14 @@ def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse
     return parser
 
 
-def _one_line(text: str, limit: int = 2000) -> str:
-    text = " ".join(str(text).split())
+def _one_line(text: str, limit: int = 2000, *, squash: bool = False) -> str:
+    """A message on one stderr line, as every warning line is (:func:`ddpcore.io.tables.one_line`: a line
+    break or tab in a name from the data written ``\\n``, ``\\t``, so the name is shown as it is, not as
+    another name); ``squash``: whitespace runs become one space instead (a Python exception's own text of a
+    D999 line, laid out over lines, is not data). Cut to ``limit`` characters."""
+    from ..io.tables import one_line
+
+    text = " ".join(str(text).split()) if squash else one_line(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -317,7 +323,7 @@ def _internal_error(command: str, exc: BaseException) -> int:
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     print(
-        f"{command}: error: [D999] internal error: {type(exc).__name__}: {_one_line(str(exc), 500)} "
+        f"{command}: error: [D999] internal error: {type(exc).__name__}: {_one_line(str(exc), 500, squash=True)} "
         f"(please report; rerun with {DEBUG_ENV}=1 for the traceback)",
         file=sys.stderr,
     )

@@ -31,8 +31,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from ..engines.merge import merge_shards
     from ..errors import DDPUsageError
     from ..io.outputs import check_outputs
@@ -53,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     sig = merge_shards(args.shards, targets, warn=warn)
     if not args.quiet:
         names = [str(t.path) if t.path else "<stdout>" for t in targets.values() if t is not None]
-        print(f"ddp merge: merged {sig['merged_shards']} shards into {', '.join(names)}", file=sys.stderr)
+        stderr_line(f"ddp merge: merged {sig['merged_shards']} shards into {', '.join(names)}")
     return 0

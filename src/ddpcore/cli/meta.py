@@ -100,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "value's masks, held fixed (0 = no SPA interval)")
     t.add_argument("--pairs", choices=("all", "none"), default="all",
                    help="metric pairs of the metric-vs-metric test")
-    t.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm")
+    t.add_argument("--alpha", type=float, default=0.05, metavar="P", help="significance level after Holm")
     t.add_argument("--max-pairs", type=int, default=20_000_000, metavar="N",
                    help="largest number of cell pairs over which acc_eq.none's tie threshold is calibrated pair by "
                         "pair in one bin (above: on --tie-sample seeded pairs)")
@@ -117,8 +117,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "slower per cell); for acc_eq.none 500,000 when the human takes at most 16,384 distinct "
                         "values (about as much again, almost nothing where it rides on tau_b.none's walk: a "
                         "continuous metric with few cells within its tie threshold), else 50,000")
-    t.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, permutation and SPA generators")
-    t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
+    t.add_argument("--seed", type=int, default=0, metavar="N",
+                   help="seed of the bootstrap, permutation and SPA generators")
+    t.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="OpenMP threads (results do not depend on it; default: $OMP_NUM_THREADS, else all cores)")
     add_budget(p)
     o = p.add_argument_group("output")
     o.add_argument("-f", "--format", dest="output_format", choices=FORMATS, default=None,
@@ -267,17 +269,17 @@ def run(args: argparse.Namespace) -> int:
             tmp.write_text(text, encoding="utf-8")  # then its sidecar: the signature and the stamp of the file
             stack.enter_context(atomic_path(sidecar_path(path))).write_text(
                 sidecar_text(json_safe(res.signature), tmp), encoding="utf-8")
-        print(f"ddp meta: wrote {path} and {sidecar_path(path)}", file=sys.stderr)
+        stderr_line(f"ddp meta: wrote {path} and {sidecar_path(path)}")
     j = res.signature["join"]
     print(f"ddp meta: join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile segment, "
           f"{j['human_missing']} without a human score; {j['cells_used']} cells of {j['systems']} systems and "
           f"{len(res.metrics)} metrics used", file=sys.stderr)
     for n in notes:
-        print(f"ddp meta: --fail-on: {n}", file=sys.stderr)
+        stderr_line(f"ddp meta: --fail-on: {n}")
     if not passed:
         items = [f"{f['metric']} {f['stat']} in {f['bin']} ({f['diff']:+.3f} vs {f['first_bin']}, "
                  f"p_holm={f['p_below_holm']:.3g})" for f in fails[:10]]
-        print(f"ddp meta: --fail-on: {len(fails)} significant drop(s) below the first bin: {'; '.join(items)}"
-              + (f" and {len(fails) - 10} more" if len(fails) > 10 else ""), file=sys.stderr)
+        stderr_line(f"ddp meta: --fail-on: {len(fails)} significant drop(s) below the first bin: {'; '.join(items)}"
+                    + (f" and {len(fails) - 10} more" if len(fails) > 10 else ""))
         return 1
     return 0

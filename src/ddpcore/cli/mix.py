@@ -56,8 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--system-col", dest="system", default="system", metavar="NAME", help="system column")
     c.add_argument("--text-col", dest="text", default="text", metavar="NAME", help="translation column")
     m = p.add_argument_group("construction")
-    m.add_argument("--seed", type=int, default=0, help="seed of the assignment generator (numpy PCG64); recorded in the "
-                                                      "signature")
+    m.add_argument("--seed", type=int, default=0, metavar="N",
+                   help="seed of the assignment generator (numpy PCG64); recorded in the signature")
     m.add_argument("--pool", type=_csv_list, default=None, metavar="A,B,...",
                    help="pooled systems (default: every system in OUTPUTS)")
     m.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
@@ -144,7 +144,7 @@ def run_mix(args: argparse.Namespace) -> int:
     if args.output_format == "json":
         out = json.dumps(json_safe(summary), indent=2, allow_nan=False)
     else:
-        from ..io.tables import text_cell
+        from ..io.tables import one_line, text_cell
 
         out = (f"MIX: {res.n_documents} documents x {len(res.pool)} pooled systems = "
                f"{res.n_documents * len(res.pool)} MIX documents ({res.mix.height} rows), seed {res.seed}"
@@ -152,7 +152,7 @@ def run_mix(args: argparse.Namespace) -> int:
                f"pool: {', '.join(map(text_cell, res.pool))}\n"
                f"infeasible (shorter than the pool): {res.infeasible.height} MIX documents in "
                f"{len(summary['infeasible_documents'])} documents\n"
-               f"wrote {targets[0].path} and {targets[1].path}\nsignature: {sig_json}")
+               f"wrote {one_line(targets[0].path)} and {one_line(targets[1].path)}\nsignature: {sig_json}")
         if args.fail_on:  # the gate's verdict, as -f json's passed
             out += f"\ngate --fail-on {args.fail_on}: {'FAILED' if failed else 'passed'}"
     print(out)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import HelpFormatter
+from ._common import HelpFormatter, stderr_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="hist/ecdf: the profile's DDP column to draw (default ddp; e.g. ddp_certified); curves: "
                         "the column the stratify result must have been computed on (default: the one it records); "
                         "recorded in the figure's signature")
-    p.add_argument("--title", default=None, help="figure title (default: describes the data)")
+    p.add_argument("--title", default=None, metavar="TEXT", help="figure title (default: describes the data)")
     p.add_argument("--max-panels", type=int, default=None, metavar="N",
                    help="curves: at most N panels per figure; more panels go to further figures named "
                         "STEM-p01.EXT, STEM-p02.EXT, ... beside -o (default: 12, a 3 x 4 grid)")
@@ -40,8 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from ..errors import DDPUsageError
     from ..report import plots
 
@@ -66,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         written = plots.write_curves(res, out, title=args.title, max_panels=max_panels, inputs=[args.input],
                                      signature=plots.figure_signature("curves", args.input, res.get("signature") or {},
                                                                       col))
-        print(f"ddp plot: {written.note()}", file=sys.stderr)
+        stderr_line(f"ddp plot: {written.note()}")
         return 0
     if str(args.input).lower().endswith(".json") and not str(args.input).lower().endswith(".signature.json"):
         import json
@@ -88,5 +86,5 @@ def run(args: argparse.Namespace) -> int:
     fig = make(df, by=args.by, signature=sig, title=args.title, ddp_col=col)
     what = f"{df.height} segments" + ("" if col == "ddp" else f", {col}")
     plots.save_figure(fig, out, signature=plots.figure_signature(args.kind, args.input, sig, col))
-    print(f"ddp plot: wrote {out} ({args.kind}, {what})", file=sys.stderr)
+    stderr_line(f"ddp plot: wrote {out} ({args.kind}, {what})")
     return 0

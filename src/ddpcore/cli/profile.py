@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sentences", default=None, metavar="PATH", help="also write per-sentence DDP")
     p.add_argument("--documents", default=None, metavar="PATH",
                    help="also write one row per document: document id, domain, n_segments, n_sentences, max_ddp, "
-                        "mean_ddp and the shares of segments with DDP >= 1, 5 and 15")
+                        "mean_ddp, the shares of segments with DDP >= 1, 5 and 15, max_ddp_certified and "
+                        "mean_ddp_certified")
     p.add_argument("--stdout-format", choices=("jsonl", "csv", "tsv", "json"), default="jsonl",
                    help="format of the segment table with -o - (no signature sidecar)")
     add_reader_options(p)
@@ -216,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
         from ..api import summarize
 
         summary = summarize(report.summary_frame, by=by, document_col=cols.document)
+    from ..io.tables import one_line
     from ..pipeline.summary import total_note
 
     note = total_note(summary, by)
@@ -227,9 +229,11 @@ def run(args: argparse.Namespace) -> int:
                            "signature": signature}, indent=2)
     else:
         text = (_format_summary(summary, by) +
-                f"\n\nwrote {', '.join(names)}  "
+                f"\n\nwrote {one_line(', '.join(names))}  "
                 f"({report.n_segments} segments, {report.n_anchors} anchors; distance={signature['distance']}, "
-                f"pipeline {signature['pipeline_name']} {signature['pipeline_version']}, rules {signature['rules']})")
+                f"pipeline {signature['pipeline_name']} {signature['pipeline_version']}, rules {signature['rules']}"
+                + ("; c. columns: ddp_certified, the certified lower bound" if "mean_ddp_certified" in summary.columns
+                   else "") + ")")
     if targets["segments"] is not None and targets["segments"].stdout:  # the table owns stdout
         print(text, file=sys.stderr)
     else:
@@ -272,11 +276,18 @@ def _format_summary(summary, by: str = "domain") -> str:  # type: ignore[no-unty
     by = text_cell(by)
     groups = [text_cell(g) for g in summary["group"].to_list()]  # a group name on one line, aligned by its width
     w = max([text_width(by), *map(text_width, groups)]) + 2
-    header = f"{text_pad(by, w)}{'docs':>6}{'segments':>10}{'mean':>9}{'median':>8}{'p90':>8}{'max':>6}{'zero%':>8}"
+    cert = "mean_ddp_certified" in summary.columns  # the certified lower bound's figures, after ddp's
+    header = (f"{text_pad(by, w)}{'docs':>6}{'segments':>10}{'mean':>9}{'median':>8}{'p90':>8}{'max':>6}{'zero%':>8}"
+              + (f"{'c.mean':>9}{'c.median':>9}{'c.p90':>8}{'c.max':>6}{'c.zero%':>8}" if cert else ""))
     lines = [f"DDP per {by} (sentences)", header, "-" * text_width(header)]
+
+    def figures(r: dict, suffix: str = "", med: int = 8) -> str:  # type: ignore[type-arg]
+        if r[f"mean_ddp{suffix}"] is None:  # no DDP value in the group (null DDPs only)
+            return f"{'-':>9}{'-':>{med}}{'-':>8}{'-':>6}{'-':>8}"
+        return (f"{r[f'mean_ddp{suffix}']:>9.1f}{r[f'median_ddp{suffix}']:>{med}.1f}{r[f'p90_ddp{suffix}']:>8.1f}"
+                f"{r[f'max_ddp{suffix}']:>6}{100 * r[f'zero_ddp{suffix}_share']:>7.1f}%")
+
     for g, r in zip(groups, summary.iter_rows(named=True)):  # one row per group
-        lines.append(
-            f"{text_pad(g, w)}{r['documents']:>6}{r['segments']:>10}{r['mean_ddp']:>9.1f}{r['median_ddp']:>8.1f}"
-            f"{r['p90_ddp']:>8.1f}{r['max_ddp']:>6}{100 * r['zero_ddp_share']:>7.1f}%"
-        )
+        lines.append(f"{text_pad(g, w)}{r['documents']:>6}{r['segments']:>10}{figures(r)}"
+                     + (figures(r, "_certified", 9) if cert else ""))
     return "\n".join(lines)

@@ -33,14 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ddp-col", default="ddp", metavar="NAME",
                    help="the profile's DDP column of the table, figures and top-K (e.g. ddp_certified); a --stratify "
                         "result must have been computed on the same column; recorded in the report's signature")
-    p.add_argument("--title", default=None, help="page title (default: names the profile)")
+    p.add_argument("--title", default=None, metavar="TEXT", help="page title (default: names the profile)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="output HTML file")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from ..report import plots
     from ..report.html import write_report
 
@@ -50,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
     write_report(str(out), args.profile, stratify=args.stratify, anchors=args.anchors, top=args.top,
                  top_per_domain=args.top_per_domain, title=args.title, ddp_col=args.ddp_col,
                  warn=lambda m: stderr_line(f"ddp report: note: {m}"))
-    print(f"ddp report: wrote {out}", file=sys.stderr)
+    stderr_line(f"ddp report: wrote {out}")
     return 0

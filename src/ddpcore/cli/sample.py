@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--unit", dest="by", choices=("document", "segment"), default="document",
                    help="sampling unit: whole documents (binned by their max DDP) or segments")
     add_deprecated_alias(s, "--by", "--unit", "by", choices=("document", "segment"))
-    s.add_argument("--seed", type=int, default=0, help="random seed (numpy PCG64)")
+    s.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (numpy PCG64)")
     p.set_defaults(func=run)
 
 

@@ -180,6 +180,10 @@ def check_target(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ..io.outputs import check_outputs
     from ..io.segments import check_input_path
 
+    if getattr(args, "txt_mode", None) not in (None, "lines"):  # it would be ignored: a folder cannot be written back
+        raise DDPUsageError(f"--txt-mode {args.txt_mode}: is for a folder of .txt documents, which select and sample "
+                            "cannot write back (D633); give the table or line file the profile was made from",
+                            code="D601")
     if getattr(args, "reader", "table") != "mtme":  # an mt-metrics-eval FOLDER/LP names no file (resolved below)
         check_input_path(Path(args.input))
     if getattr(args, "reader", "table") != "table":
@@ -205,8 +209,10 @@ def wrote_line(where: str, n_segments: int, written: list) -> str:  # type: igno
     sidecars), grouped by folder so a WMT layout of 30 system files stays readable."""
     import os
 
+    from ..io.tables import one_line  # a path holding a line break stays on the one line
+
     others = [str(w) for w in written if str(w) != where]
-    line = f"wrote {where} ({n_segments} segments)"
+    line = f"wrote {one_line(where)} ({n_segments} segments)"
     if not others:
         return line
     by_dir: dict[str, list[str]] = {}
@@ -214,7 +220,7 @@ def wrote_line(where: str, n_segments: int, written: list) -> str:  # type: igno
         by_dir.setdefault(os.path.dirname(w), []).append(os.path.basename(w))
     parts = [f"{os.path.join(d, names[0])}" if len(names) == 1 else
              f"{len(names)} files in {d or '.'}{os.sep}: {', '.join(names)}" for d, names in by_dir.items()]
-    return line + "; also " + "; ".join(parts)
+    return line + "; also " + one_line("; ".join(parts))
 
 
 def writes_signature(args: argparse.Namespace) -> bool:
@@ -286,9 +292,9 @@ def add_evaluate_options(p: argparse.ArgumentParser) -> None:
                    help="subset sizes as shares of the units (default: 0.05,0.1,0.25,0.5)")
     e.add_argument("--n-random", type=int, default=1000, metavar="R", action=_RecordedStore,
                    help="random subsets per budget")
-    e.add_argument("--seed", type=int, default=0, action=_RecordedStore,
+    e.add_argument("--seed", type=int, default=0, action=_RecordedStore, metavar="N",
                    help="seed of the random subsets, the tie-break and the parity orderings (default: 0)")
-    e.add_argument("--alpha", type=float, default=0.05, action=_RecordedStore,
+    e.add_argument("--alpha", type=float, default=0.05, action=_RecordedStore, metavar="P",
                    help="level of the Wilcoxon tests that separate clusters")
     e.add_argument("--system-col", default="system", metavar="NAME", action=_RecordedStore,
                    help="system column of the score table")

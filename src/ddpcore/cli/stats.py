@@ -103,7 +103,7 @@ def _register_tost(ssub: argparse._SubParsersAction, fmt: type) -> None:
     m = p.add_mutually_exclusive_group(required=True)
     m.add_argument("--margin", type=float, metavar="EPS", help="symmetric margin: low = -EPS, high = EPS")
     m.add_argument("--bounds", type=float, nargs=2, metavar=("LOW", "HIGH"), help="asymmetric margins")
-    p.add_argument("--alpha", type=float, default=0.05, help="level of each one-sided test")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="P", help="level of each one-sided test")
     d = p.add_mutually_exclusive_group()
     d.add_argument("--paired", dest="paired", action="store_true", default=True,
                    help="paired design (the default)")
@@ -136,8 +136,9 @@ def _register_tau(ssub: argparse._SubParsersAction, fmt: type) -> None:
                     unit_help="resampling unit")
     p.add_argument("--weighting", choices=("segment", "document"), default="segment",
                    help="system mean over rows (segment) or mean of per-document means (document)")
-    p.add_argument("--tau-min", type=float, default=0.667, help="threshold for the share of replicates below it")
-    p.add_argument("--confidence", type=float, default=0.95, help="percentile interval level")
+    p.add_argument("--tau-min", type=float, default=0.667, metavar="X",
+                   help="threshold for the share of replicates below it")
+    p.add_argument("--confidence", type=float, default=0.95, metavar="P", help="percentile interval level")
     p.add_argument("--exclude-system", action="append", default=[], metavar="NAME",
                    help="leave a system out of the ranking (repeatable), e.g. refA")
     p.add_argument("--fail-on", choices=("different",), default=None,
@@ -151,7 +152,7 @@ def _add_resampling(p: argparse.ArgumentParser, *, n_boot: int, n_boot_help: str
     """``--n-boot``, ``--seed`` and ``--unit`` (document or segment resampling) of ``stats tau`` and
     ``stats cluster``, in that order."""
     p.add_argument("--n-boot", type=int, default=n_boot, metavar="B", help=n_boot_help)
-    p.add_argument("--seed", type=int, default=0, help=seed_help)
+    p.add_argument("--seed", type=int, default=0, metavar="N", help=seed_help)
     p.add_argument("--unit", choices=("document", "segment"), default="document", help=unit_help)
 
 
@@ -171,7 +172,7 @@ def _register_cluster(ssub: argparse._SubParsersAction, fmt: type) -> None:
                    help="use only this condition (needed when the table holds several)")
     p.add_argument("--a", default=None, metavar="COND", help="compare the clusters of conditions A and B")
     p.add_argument("--b", default=None, metavar="COND", help="see --a")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="P", help="significance level")
     _add_resampling(p, n_boot=1000, n_boot_help="resamples / permutations", seed_help="seed (bootstrap, permutation)",
                     unit_help="bootstrap resampling unit")
     p.add_argument("--by-domain", action="store_true", help="wmt24: per-domain tests combined with Stouffer")
@@ -205,7 +206,7 @@ def _register_alpha(ssub: argparse._SubParsersAction, fmt: type) -> None:
                    help="use only this condition (with --coder annotator; needed when the table holds several)")
     p.add_argument("--znorm", action="store_true",
                    help="z-normalise scores per annotator first (per condition when there is no annotator column)")
-    p.add_argument("--min-alpha", type=float, default=0.667, help="threshold for --fail-on below-min")
+    p.add_argument("--min-alpha", type=float, default=0.667, metavar="X", help="threshold for --fail-on below-min")
     p.add_argument("--fail-on", choices=("below-min",), default=None, help="exit 1 when alpha < --min-alpha")
     p.set_defaults(func=run_alpha)
 

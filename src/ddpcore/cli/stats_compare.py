@@ -81,12 +81,13 @@ def register_compare(ssub: argparse._SubParsersAction, fmt: type[argparse.HelpFo
     t.add_argument("--n-boot", type=int, default=1000, metavar="B", help="bootstrap resamples (sacrebleu: 1000)")
     t.add_argument("--n-ar", type=int, default=10_000, metavar="T", help="approximate-randomization trials "
                                                                          "(sacrebleu: 10000)")
-    t.add_argument("--seed", type=int, default=0, help="seed of both generators")
+    t.add_argument("--seed", type=int, default=0, metavar="N", help="seed of both generators")
     t.add_argument("--correction", choices=("holm", "bonferroni", "none"), default="holm",
                    help="multiple-comparison correction across the compared systems (per metric)")
-    t.add_argument("--confidence", type=float, default=0.95, help="confidence level of the CIs, in (0, 1)")
-    t.add_argument("--alpha", type=float, default=0.05, help="significance level (after correction)")
-    t.add_argument("--threads", type=int, default=None, metavar="N", help="OpenMP threads (results do not depend on it)")
+    t.add_argument("--confidence", type=float, default=0.95, metavar="P", help="confidence level of the CIs, in (0, 1)")
+    t.add_argument("--alpha", type=float, default=0.05, metavar="P", help="significance level (after correction)")
+    t.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="OpenMP threads (results do not depend on it; default: $OMP_NUM_THREADS, else all cores)")
     from ._common import add_budget
 
     add_budget(p)

@@ -60,8 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gap", type=_csv, default=None, metavar="A,B",
                    help="also stratify the score difference A - B between two values of --gap-col (paired per segment)")
     p.add_argument("--gap-col", default=None, metavar="COL", help="column holding A and B (default: first --by column)")
-    p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="document-bootstrap replicates (0 = no CI)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap and LOWESS-subsample seed (default: 0)")
+    p.add_argument("--n-boot", type=int, default=10_000, metavar="B", help="document-bootstrap replicates (0 = no CI)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap and LOWESS-subsample seed (default: 0)")
     p.add_argument("--lowess-max-points", type=int, default=20_000, metavar="N",
                    help="fit LOWESS on a seeded subsample of N points in larger groups")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="bootstrap threads (default: all cores)")
@@ -144,6 +144,13 @@ def run(args: argparse.Namespace) -> int:
                          allow_partial_join=args.allow_partial_join)
     fmt = args.output_format
     text = dumps(res) if fmt == "json" else to_tsv(res) if fmt == "tsv" else to_text(res)
+    if fmt == "tsv":  # the signature (the DDP column binned, --by, the bins...) as a last comment line, as `ddp meta`
+        import json
+
+        from ..signature import json_safe
+
+        sig = {k: v for k, v in res["signature"].items() if k != "profile_signature"}
+        text += "# signature: " + json.dumps(json_safe(sig), sort_keys=True, allow_nan=False) + "\n"
     j = res["signature"]["join"]
     note = (f"ddp stratify: join: {j['score_rows']} score rows, {j['unmatched_score_rows']} without a profile "
             f"segment, {j['null_scores']} null scores; {j['unmatched_profile_segments']} of "
@@ -164,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             if target.sidecar is not None:  # the signature and the stamp of the finished file
                 stack.enter_context(atomic_path(target.sidecar)).write_text(
                     sidecar_text(res["signature"], tmp, default=str), encoding="utf-8")
-        print(f"ddp stratify: wrote {target.path} ({len(res['groups'])} groups)", file=sys.stderr)
+        stderr_line(f"ddp stratify: wrote {target.path} ({len(res['groups'])} groups)")
     if fmt != "text" or target is not None:
         print(note, file=sys.stderr)
     return 0

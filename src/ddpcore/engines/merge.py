@@ -75,7 +75,15 @@ def _documents_order(files: list[str], seg_files: list[str] | None, document: st
 
     frames = [_read_table(f).with_columns(pl.lit(i, dtype=pl.Int64).alias("__shard"))
               for i, f in enumerate(files)]
-    docs = pl.concat(frames, how="vertical_relaxed")
+    for f, frame in zip(files[1:], frames[1:]):  # shards written by two builds (one without the certified columns)
+        theirs, ours = (set(fr.columns) - {SHARD_DOC_ROW} for fr in (frame, frames[0]))
+        if theirs != ours:
+            odd = sorted(theirs ^ ours)
+            raise DDPDataError(f"{f}: its columns differ from {files[0]}'s ({', '.join(odd)} in one of them only): the "
+                               "documents shards were written by different ddpcore versions; rerun every shard with "
+                               "one version, then merge", code="D332")
+    # a shard without document_first_row (an older one) gets nulls there: ordered by the segment shards below
+    docs = pl.concat(frames, how="diagonal_relaxed")
     dup = docs.filter(pl.col(document).is_duplicated())
     if dup.height:
         first = dup[document][0]

@@ -126,25 +126,17 @@ def _load(run: Any, label: str, document: str | None = None, segment: str | None
 
 def _ddp_values(df: pl.DataFrame, name: str, ddp_col: str = schema.DDP) -> pl.Series:
     """The DDP column ``ddp_col`` of a run (``ddp`` unless ``--ddp-col`` names another) as float64 (nulls and NaN kept: D431 names them). Every other value must be
-    a whole number of sentences >= 0, as ``ddp validate`` (D445) and ``ddp report`` (D781) require: a value
-    that is not a number (text such as ``NA``), negative, fractional or infinite is D445 naming the file, the
-    row (1-based, the header not counted) and the column."""
+    a whole number of sentences >= 0, as ``ddp validate`` (D445) and ``ddp report`` (D781) require: a negative,
+    fractional or infinite value is D445 naming the file, the row (1-based, the header not counted) and the
+    column. A column that is not of numbers (text, even ``"3"``; booleans) was refused before, by
+    :func:`~ddpcore.io.profiles.check_ddp_col` (D781, as select/sample/stratify/meta/report)."""
     import polars as pl
 
     s = df[ddp_col]
     if s.dtype == pl.Null:
         return s.cast(pl.Float64).alias(schema.DDP)
-    if s.dtype.is_numeric():
-        v = s.cast(pl.Float64)
-        bad = v.is_infinite() | (v < 0) | (v != v.floor())
-    elif s.dtype in (pl.String, pl.Categorical, pl.Enum):
-        text = s.cast(pl.String)
-        v = text.str.strip_chars().cast(pl.Float64, strict=False)
-        bad = text.is_not_null() & (v.is_null() | v.is_nan() | v.is_infinite() | (v < 0) | (v != v.floor()))
-    else:  # booleans, dates, lists...: not sentences
-        v = pl.Series(ddp_col, [None] * s.len(), dtype=pl.Float64)
-        bad = s.is_not_null()
-    bad = bad.fill_null(False)
+    v = s.cast(pl.Float64)
+    bad = (v.is_infinite() | (v < 0) | (v != v.floor())).fill_null(False)
     if bad.any():
         rows = bad.arg_true()
         i = int(rows[0])
@@ -162,7 +154,7 @@ def _prepare(df: pl.DataFrame, name: str, document: str, segment: str, domain: s
     from ..io.profiles import check_ddp_col
     from ..io.tables import require_columns
 
-    check_ddp_col(df.columns, ddp_col, name, flag=ddp_flag)
+    check_ddp_col(df.columns, ddp_col, name, df.schema.get(ddp_col), flag=ddp_flag)
     require_columns(df, [document, segment, ddp_col], name,
                     flags={document: "--document-col", segment: "--segment-col"})
     ddp = _ddp_values(df, name, ddp_col)

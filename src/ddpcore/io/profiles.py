@@ -177,7 +177,7 @@ def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any =
     """``ddp_col`` must be a column of the profile (``columns``): else D780 naming the columns it has
     (and ``flag``, the option that named it). The default ``ddp`` missing is left to the caller (a table
     without ``ddp`` is not a profile: D635). With ``dtype`` (the column's polars type): a type that is
-    not a number is D781."""
+    not a number is D781 (text, even of digits such as ``"3"``: every command refuses it alike)."""
     cols = list(columns)
     if ddp_col != DEFAULT_DDP_COL and ddp_col not in cols:
         raise DDPUsageError(f"{flag} {ddp_col}: {where} has no column '{ddp_col}'; the profile's columns: "
@@ -186,7 +186,7 @@ def check_ddp_col(columns: Iterable[str], ddp_col: str, where: str, dtype: Any =
         import polars as pl
 
         if not (dtype.is_numeric() or dtype == pl.Null):
-            raise DDPDataError(f"--ddp-col {ddp_col}: column '{ddp_col}' of {where} holds {dtype}, not DDP "
+            raise DDPDataError(f"{flag} {ddp_col}: column '{ddp_col}' of {where} holds {dtype}, not DDP "
                                "values (sentences); name a DDP column such as ddp or ddp_certified", code="D781")
 
 

@@ -6,6 +6,8 @@ DDP value) and its distinct documents (64-bit hashes of the ids). The table is c
 alone: the mean, the median and the 90th percentile (linear interpolation between order
 statistics, numpy's and polars' default) and the maximum are exact functions of the histogram.
 Memory: one histogram row per distinct (group, DDP) pair, one document row per (group, document).
+When the pieces have ``ddp_certified`` (the certified lower bound), the same figures of it are computed
+from a second histogram, in columns named with ``_certified`` (:data:`CERTIFIED_COLUMNS`).
 """
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ TOTAL_GROUP = "all"
 #: pieces kept before they are merged into one histogram / one document list
 _MERGE_EVERY = 64
 _G, _D, _N, _DOC = "__group", "__ddp", "__n", "__doc"
+#: the figures of a group, for ``ddp`` and (named with ``_certified``) for ``ddp_certified``
+FIGURES = ("mean_ddp", "median_ddp", "p90_ddp", "max_ddp", "zero_ddp_share")
+CERTIFIED_COLUMNS = ("mean_ddp_certified", "median_ddp_certified", "p90_ddp_certified", "max_ddp_certified",
+                     "zero_ddp_certified_share")
 
 
 def distinct_label(base: str, taken: Iterable[object]) -> str:
@@ -58,13 +64,17 @@ class SummaryAccumulator:
     no group rows) and an ``all`` row (the total; ``(all)`` when a group is named ``all``:
     :func:`distinct_label`, :func:`total_note`), the columns ``group, documents, segments, mean_ddp,
     median_ddp, p90_ddp, max_ddp, zero_ddp_share`` (DDP in sentences; documents counted by
-    ``document_col``)."""
+    ``document_col``), then the same figures of ``cert_col`` (:data:`CERTIFIED_COLUMNS`) when the first
+    piece has that column (every piece must then have it)."""
 
-    def __init__(self, by: str | None, document_col: str = schema.DOCUMENT_ID, ddp_col: str = schema.DDP) -> None:
-        self.by, self.document_col, self.ddp_col = by, document_col, ddp_col
+    def __init__(self, by: str | None, document_col: str = schema.DOCUMENT_ID, ddp_col: str = schema.DDP,
+                 cert_col: str | None = schema.DDP_CERTIFIED) -> None:
+        self.by, self.document_col, self.ddp_col, self.cert_col = by, document_col, ddp_col, cert_col
         self._hist: list[pl.DataFrame] = []
+        self._chist: list[pl.DataFrame] = []
         self._docs: list[pl.DataFrame] = []
         self._grouped: bool | None = None
+        self._certified: bool | None = None
 
     def add(self, piece: pl.DataFrame) -> SummaryAccumulator:
         """Count the rows of ``piece`` (needs ``document_col`` and ``ddp_col``; ``by`` when grouped)."""
@@ -73,6 +83,8 @@ class SummaryAccumulator:
         grouped = self.by is not None and self.by in piece.columns
         if self._grouped is None:
             self._grouped = grouped
+        if self._certified is None:
+            self._certified = self.cert_col is not None and self.cert_col in piece.columns
         # nulls stay null here: their label (NULL_GROUP, or a distinct one when a group has that name) is given
         # by table(), once every group name is known. A NaN of a float column is no value either, and null: pandas
         # hands its NaN over as null, polars and pyarrow keep it, and one table must give one summary in each
@@ -83,15 +95,19 @@ class SummaryAccumulator:
         rows = piece.select(group.alias(_G), pl.col(self.ddp_col).cast(pl.Int64).alias(_D),
                             pl.col(self.document_col).hash(seed=0).alias(_DOC))
         self._hist.append(rows.group_by(_G, _D).agg(pl.len().cast(pl.Int64).alias(_N)))
+        if self._certified:
+            cert = piece.select(group.alias(_G), pl.col(self.cert_col).cast(pl.Int64).alias(_D))
+            self._chist.append(cert.group_by(_G, _D).agg(pl.len().cast(pl.Int64).alias(_N)))
         self._docs.append(rows.select(_G, _DOC).unique())
         if len(self._hist) >= _MERGE_EVERY:
             self._hist, self._docs = [self._merged_hist()], [self._merged_docs()]
+            self._chist = [self._merged_hist(self._chist)] if self._certified else []
         return self
 
-    def _merged_hist(self) -> pl.DataFrame:
+    def _merged_hist(self, hists: list[pl.DataFrame] | None = None) -> pl.DataFrame:
         import polars as pl
 
-        return pl.concat(self._hist).group_by(_G, _D).agg(pl.col(_N).sum())
+        return pl.concat(self._hist if hists is None else hists).group_by(_G, _D).agg(pl.col(_N).sum())
 
     def _merged_docs(self) -> pl.DataFrame:
         import polars as pl
@@ -103,16 +119,22 @@ class SummaryAccumulator:
         a group is named ``all``)."""
         import polars as pl
 
+        empty = pl.DataFrame(schema={_G: pl.String, _D: pl.Int64, _N: pl.Int64})
         if self._hist:
             hist, docs = self._merged_hist(), self._merged_docs()
         else:
-            hist = pl.DataFrame(schema={_G: pl.String, _D: pl.Int64, _N: pl.Int64})
+            hist = empty
             docs = pl.DataFrame(schema={_G: pl.String, _DOC: pl.UInt64})
+        chist = self._merged_hist(self._chist) if self._chist else empty
         rows = []
 
-        def row(name: str, h: pl.DataFrame, d: pl.DataFrame) -> tuple[object, ...]:
+        def figures(h: pl.DataFrame) -> tuple[object, ...]:
             valued = h.filter(pl.col(_D).is_not_null())  # a null DDP counts as a segment, not as a value
-            return _row(name, d[_DOC].n_unique(), int(h[_N].sum()), valued[_D].to_numpy(), valued[_N].to_numpy())
+            return _row("", 0, 0, valued[_D].to_numpy(), valued[_N].to_numpy())[3:]
+
+        def row(name: str, h: pl.DataFrame, d: pl.DataFrame, c: pl.DataFrame) -> tuple[object, ...]:
+            return (name, d[_DOC].n_unique(), int(h[_N].sum()), *figures(h),
+                    *(figures(c) if self._certified else ()))
 
         values = hist[_G].unique().to_list() if self._grouped else []
         names = [v for v in values if v is not None]
@@ -121,12 +143,14 @@ class SummaryAccumulator:
             groups.append((distinct_label(NULL_GROUP, names), pl.col(_G).is_null()))
         groups.sort(key=lambda g: g[0])
         for name, where in groups:
-            rows.append(row(name, hist.filter(where), docs.filter(where)))
+            rows.append(row(name, hist.filter(where), docs.filter(where), chist.filter(where)))
         rows.append(row(distinct_label(TOTAL_GROUP, [g[0] for g in groups]), hist.group_by(_D).agg(pl.col(_N).sum()),
-                        docs))
+                        docs, chist.group_by(_D).agg(pl.col(_N).sum())))
+        types = (pl.Float64, pl.Float64, pl.Float64, pl.Int64, pl.Float64)
         return pl.DataFrame(rows, schema={"group": pl.String, "documents": pl.UInt32, "segments": pl.UInt32,
-                                          "mean_ddp": pl.Float64, "median_ddp": pl.Float64, "p90_ddp": pl.Float64,
-                                          "max_ddp": pl.Int64, "zero_ddp_share": pl.Float64}, orient="row")
+                                          **dict(zip(FIGURES, types)),
+                                          **(dict(zip(CERTIFIED_COLUMNS, types)) if self._certified else {})},
+                            orient="row")
 
 
 def _row(name: str, n_docs: int, n_rows: int, ddp: np.ndarray, count: np.ndarray) -> tuple[object, ...]:
