@@ -207,7 +207,9 @@ def test_profile_to_files_reader_and_documents(tmp_path):
     oracle = seg.group_by("document_id", maintain_order=True).agg(
         pl.col("domain").first(), pl.len().cast(pl.Int64).alias("n_segments"), pl.col("n_sentences").sum(),
         pl.col("ddp").max().alias("max_ddp"), pl.col("ddp").mean().alias("mean_ddp"),
-        *((pl.col("ddp") >= k).mean().alias(f"share_ddp_ge_{k}") for k in (1, 5, 15)))
+        *((pl.col("ddp") >= k).mean().alias(f"share_ddp_ge_{k}") for k in (1, 5, 15)),
+        pl.col("ddp_certified").max().alias("max_ddp_certified"),
+        pl.col("ddp_certified").mean().alias("mean_ddp_certified"))
     assert_frame_equal(docs, oracle, check_dtypes=False)
     sig = json.loads((out / "docs.csv.signature.json").read_text())
     assert sig["reader"] == {"name": "wmt24", "docs": str(tmp_path / "test_en.docs"), "txt_mode": "lines"}
