@@ -242,15 +242,7 @@ def test_stratify_tsv_names_the_ddp_column_on_stdout_and_in_a_file(tmp_path, cap
 # --------------------------------------------------------------------------- 5. --help
 
 
-def _walk(parser: argparse.ArgumentParser, name: str = ""):  # type: ignore[no-untyped-def]
-    yield name or "ddp", parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub, p in action.choices.items():
-                yield from _walk(p, f"{name} {sub}".strip())
-
-
-PARSERS = dict(_walk(build_parser()))
+from tests.test_cli_vocabulary import PARSERS  # noqa: E402  (every parser of `ddp`, by command name)
 
 
 def _shown(parser: argparse.ArgumentParser) -> list[argparse.Action]:
